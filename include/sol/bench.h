@@ -1,0 +1,42 @@
+#pragma once
+// Benchmarking one registered op at one shape: time it with the harness, re-measure the
+// ceiling of the unit that bounds it right next to the timed runs (the machines are noisy;
+// a ceiling from twenty minutes ago can be 20% off), and compute SOL% against that pairing.
+#include <optional>
+#include <string>
+
+#include "sol/hw.h"
+#include "sol/registry.h"
+#include "sol/roofline.h"
+#include "sol/timing.h"
+
+namespace sol {
+
+struct BenchOptions {
+  int threads = 0;           // 0: sol::num_threads()
+  bool cold = false;         // rotate input sets larger than the LLC
+  bool pair_ceiling = true;  // re-measure the bounding unit's ceiling beside the op
+  bool run_check = false;    // also run the op's correctness check first
+  TimingOptions timing;
+};
+
+struct BenchRecord {
+  std::string op, shape, dtype, isa;
+  int threads = 1;
+  Timing timing;
+  Cost cost;
+  Floor floor;          // against the paired ceiling (or the cached one when not paired)
+  double tflops = 0;    // achieved
+  double gbps = 0;      // achieved
+  double sol_pct = 0;
+  Unit ceiling_unit = Unit::mem_copy;  // the bounding unit
+  double ceiling_paired = 0;           // raw units/s, 0 when not paired
+  double ceiling_cached = 0;
+  double sol_pct_cached = 0;           // the same time against the cached ceiling
+  std::optional<CheckResult> check;
+};
+
+BenchRecord bench_case(const OpInfo& op, const OpParams& params, const MachineProfile& machine,
+                       const BenchOptions& opt);
+
+}  // namespace sol

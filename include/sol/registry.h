@@ -1,0 +1,85 @@
+#pragma once
+// The op registry. Each op registers its name, parameters (with defaults), shape tables, and a
+// factory for one case (one shape): the case owns its buffers and knows its cost, how to run,
+// and how to check itself against the op's plain reference. `sol bench`, `sol check` and
+// `sol report` only walk this registry: adding an op never touches the CLI.
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sol/dtype.h"
+#include "sol/roofline.h"
+
+namespace sol {
+
+struct ParamSpec {
+  std::string name;           // "n", "m", "from"
+  std::string help;
+  std::string default_value;  // used when the user names no value
+  enum Kind { integer, size, dtype, text } kind = integer;  // size accepts K/M/G suffixes
+};
+
+// Parameter values by name, as strings; typed getters validate and throw sol::Error naming the
+// op and the parameter.
+class OpParams {
+ public:
+  OpParams() = default;
+  OpParams(std::string op, std::map<std::string, std::string> values)
+      : op_(std::move(op)), values_(std::move(values)) {}
+  const std::string& op() const { return op_; }
+  bool has(const std::string& name) const { return values_.count(name) != 0; }
+  const std::string& text(const std::string& name) const;
+  int64_t integer(const std::string& name) const;  // accepts K/M/G (binary) suffixes
+  DType dtype(const std::string& name) const;
+  void set(const std::string& name, std::string value) { values_[name] = std::move(value); }
+  const std::map<std::string, std::string>& values() const { return values_; }
+
+ private:
+  std::string op_;
+  std::map<std::string, std::string> values_;
+};
+
+// Parses "64M" -> 67108864; binary suffixes K, M, G (also Ki, Mi, Gi); throws sol::Error.
+int64_t parse_size(const std::string& text, const std::string& what);
+
+struct CheckResult {
+  bool pass = false;
+  double error = 0;      // relative error norm ||out - ref|| / ||ref|| (0 = bit exact)
+  double tolerance = 0;
+  std::string detail;    // what differed, when it failed
+};
+
+class OpCase {
+ public:
+  virtual ~OpCase() = default;
+  virtual std::string shape() const = 0;  // "n=67108864"
+  virtual std::string dtype() const = 0;  // "f32" or "f32->bf16"
+  virtual Cost cost() const = 0;
+  // Number of distinct input/output sets the case allocated (cold mode rotates through them).
+  virtual int input_sets() const { return 1; }
+  virtual void run(int set) = 0;
+  // Poison outputs, run the op, compare with the reference.
+  virtual CheckResult check() = 0;
+};
+
+struct OpInfo {
+  std::string name;
+  std::string summary;
+  std::vector<ParamSpec> params;
+  // Default cases for `sol bench OP` and `sol report` (partial maps; defaults fill the rest).
+  std::vector<std::map<std::string, std::string>> bench_table;
+  // Small and odd cases `sol check` runs (sizes 0, 1, primes, unaligned...).
+  std::vector<std::map<std::string, std::string>> check_table;
+  // Builds one case. `cold_bytes` > 0 asks for enough input sets to cover that many bytes.
+  std::function<std::unique_ptr<OpCase>(const OpParams&, int64_t cold_bytes)> make;
+};
+
+void register_op(OpInfo info);                // throws on a duplicate name
+const std::vector<OpInfo>& registered_ops();  // in registration order
+const OpInfo& find_op(const std::string& name);  // throws sol::Error listing the known ops
+// Fills defaults and rejects parameters the op does not have.
+OpParams resolve_params(const OpInfo& op, const std::map<std::string, std::string>& given);
+
+}  // namespace sol

@@ -1,0 +1,27 @@
+#pragma once
+// The timing harness every benchmark uses: warm-up, then repetitions until both a minimum
+// time and a minimum count are reached; median, min and max of the per-run times.
+#include <functional>
+
+namespace sol {
+
+struct TimingOptions {
+  double min_seconds = 0.2;   // keep repeating until this much time was spent timing...
+  int min_runs = 10;          // ...and at least this many runs were taken
+  int max_runs = 1000000;
+  double warmup_seconds = 0.05;
+  int warmup_runs = 2;
+  // Cold mode: the op is called with set = 0, 1, 2, ... (mod input_sets), so consecutive runs
+  // touch different buffers; the caller sizes the sets so that together they exceed the LLC.
+  int input_sets = 1;
+};
+
+struct Timing {
+  double median_s = 0, min_s = 0, max_s = 0;
+  int runs = 0;
+};
+
+double now_seconds();  // steady clock
+Timing time_runs(const std::function<void(int set)>& run, const TimingOptions& opt = {});
+
+}  // namespace sol

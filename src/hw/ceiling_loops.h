@@ -1,0 +1,34 @@
+#pragma once
+// The innermost loops of the ceiling micro-benchmarks, one per unit. Each runs on the calling
+// thread and returns the work it did (FLOP, OP, bytes or cycles), so callers never need to
+// know how big a loop's block is. The AVX-512 and AMX loops live in translation units built
+// with those ISA flags: call them only after cpu_features() says the unit exists.
+#include <cstddef>
+
+namespace sol::ceiling_loops {
+
+// Accumulator counts the FMA and BF16 dot loops are built for. Enough independent chains must
+// be in flight to cover latency x pipes; more than needed costs nothing but registers, and 32
+// zmm registers cap it at 24 plus the two operands. Measured on the Zen 5 guests here (one
+// thread, FLOP/cycle for 8/12/16/24): vfmadd231ps 62/63/64/64 (latency 4 x 2 pipes = 8 just
+// short of enough), vdpbf16ps 86/117/128/128 (latency ~6 x 2 pipes: needs 16). Emerald
+// Rapids FMA needs 8. The fastest count is picked at run time (ceilings.cc).
+inline constexpr int kAccumulatorChoices[] = {8, 12, 16, 24};
+
+// ceiling_loops_avx512.cc
+double fma_f32(int accumulators, long iterations);
+double dot_bf16(int accumulators, long iterations);
+// `floats` must be a multiple of kStreamBlockFloats and the pointers 64-byte aligned.
+inline constexpr size_t kStreamBlockFloats = 128;
+double read(const float* data, size_t floats, long passes);
+double copy(float* dst, const float* src, size_t floats, long passes, bool non_temporal);
+double triad(float* a, const float* b, const float* c, size_t floats, long passes);
+
+// ceiling_loops_amx.cc — tile data permission must have been granted (enable_amx()).
+double amx_bf16(long iterations);
+double amx_int8(long iterations);
+
+// clock_loop.cc — returns cycles (one dependent add each).
+double clock_cycles(long iterations);
+
+}  // namespace sol::ceiling_loops

@@ -1,0 +1,146 @@
+// AVX-512 ceiling loops: fp32 FMA, BF16 dot products, and the streaming memory kernels.
+#include <immintrin.h>
+
+#include "hw/ceiling_loops.h"
+#include "sol/error.h"
+
+// Full speed in every build type: a Debug or sanitizer build measuring slow loops would write
+// wrong ceilings into the machine cache that release builds share. AddressSanitizer would also
+// keep the accumulator arrays on an instrumented stack instead of in registers.
+#pragma GCC optimize("O3")
+#define FULL_SPEED __attribute__((no_sanitize("address", "undefined")))
+
+namespace sol::ceiling_loops {
+
+namespace {
+
+// Makes a register value observable without a store, so the loop computing it stays.
+inline void keep(__m512 v) { __asm__ volatile("" : : "v"(v)); }
+
+// Stops the compiler from treating repeated passes of identical stores as redundant.
+inline void compiler_barrier() { __asm__ volatile("" : : : "memory"); }
+
+// Independent chains per loop trip are unrolled this many times so the loop's own
+// increment-and-branch is a negligible share of the issued instructions.
+constexpr int kChainRepeats = 4;
+
+template <int kAccumulators>
+FULL_SPEED double fma_f32_chains(long iterations) {
+  __m512 acc[kAccumulators];
+  for (int j = 0; j < kAccumulators; ++j) acc[j] = _mm512_set1_ps(float(j));
+  // acc * 0.999 + 0.001 converges to 1: no overflow, no denormals (which would be slow).
+  const __m512 scale = _mm512_set1_ps(0.999f);
+  const __m512 bias = _mm512_set1_ps(0.001f);
+  for (long i = 0; i < iterations; ++i) {
+#pragma GCC unroll 128
+    for (int r = 0; r < kChainRepeats * kAccumulators; ++r)
+      acc[r % kAccumulators] = _mm512_fmadd_ps(acc[r % kAccumulators], scale, bias);
+  }
+  for (int j = 1; j < kAccumulators; ++j) acc[0] = _mm512_add_ps(acc[0], acc[j]);
+  keep(acc[0]);
+  constexpr double kFlopPerFma = 16 * 2;
+  return double(iterations) * kChainRepeats * kAccumulators * kFlopPerFma;
+}
+
+template <int kAccumulators>
+FULL_SPEED double dot_bf16_chains(long iterations) {
+  __m512 acc[kAccumulators];
+  for (int j = 0; j < kAccumulators; ++j) acc[j] = _mm512_setzero_ps();
+  // Products of 1/64 * 1/64 grow the sums slowly; once they stop changing the instruction
+  // still does the same work.
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.015625f), _mm512_set1_ps(0.015625f));
+  const __m512bh b = a;
+  for (long i = 0; i < iterations; ++i) {
+#pragma GCC unroll 128
+    for (int r = 0; r < kChainRepeats * kAccumulators; ++r)
+      acc[r % kAccumulators] = _mm512_dpbf16_ps(acc[r % kAccumulators], a, b);
+  }
+  for (int j = 1; j < kAccumulators; ++j) acc[0] = _mm512_add_ps(acc[0], acc[j]);
+  keep(acc[0]);
+  constexpr double kFlopPerDot = 16 * 2 * 2;  // 16 lanes, each two bf16 products and adds
+  return double(iterations) * kChainRepeats * kAccumulators * kFlopPerDot;
+}
+
+}  // namespace
+
+double fma_f32(int accumulators, long iterations) {
+  switch (accumulators) {
+    case 8: return fma_f32_chains<8>(iterations);
+    case 12: return fma_f32_chains<12>(iterations);
+    case 16: return fma_f32_chains<16>(iterations);
+    case 24: return fma_f32_chains<24>(iterations);
+  }
+  fail("fma_f32 loop", "no loop built for ", accumulators, " accumulators");
+}
+
+double dot_bf16(int accumulators, long iterations) {
+  switch (accumulators) {
+    case 8: return dot_bf16_chains<8>(iterations);
+    case 12: return dot_bf16_chains<12>(iterations);
+    case 16: return dot_bf16_chains<16>(iterations);
+    case 24: return dot_bf16_chains<24>(iterations);
+  }
+  fail("dot_bf16 loop", "no loop built for ", accumulators, " accumulators");
+}
+
+// Eight accumulators: eight cache lines per trip keep enough loads in flight for the
+// prefetchers, and 8 chains cover vaddps latency (3-4) x 2 ports, so the adds never limit an
+// L2-resident read.
+FULL_SPEED double read(const float* data, size_t floats, long passes) {
+  constexpr int kLines = 8;
+  static_assert(kLines * 16 == kStreamBlockFloats);
+  __m512 acc[kLines];
+  for (int j = 0; j < kLines; ++j) acc[j] = _mm512_setzero_ps();
+  for (long p = 0; p < passes; ++p) {
+    for (size_t i = 0; i < floats; i += kStreamBlockFloats) {
+#pragma GCC unroll 8
+      for (int j = 0; j < kLines; ++j)
+        acc[j] = _mm512_add_ps(acc[j], _mm512_load_ps(data + i + 16 * j));
+    }
+  }
+  for (int j = 1; j < kLines; ++j) acc[0] = _mm512_add_ps(acc[0], acc[j]);
+  keep(acc[0]);
+  return double(passes) * double(floats) * sizeof(float);
+}
+
+FULL_SPEED double copy(float* dst, const float* src, size_t floats, long passes,
+                       bool non_temporal) {
+  for (long p = 0; p < passes; ++p) {
+    if (non_temporal) {
+      for (size_t i = 0; i < floats; i += kStreamBlockFloats) {
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j)
+          _mm512_stream_ps(dst + i + 16 * j, _mm512_load_ps(src + i + 16 * j));
+      }
+      _mm_sfence();  // streaming stores are weakly ordered; finish them inside the timing
+    } else {
+      for (size_t i = 0; i < floats; i += kStreamBlockFloats) {
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j)
+          _mm512_store_ps(dst + i + 16 * j, _mm512_load_ps(src + i + 16 * j));
+      }
+    }
+    compiler_barrier();
+  }
+  return double(passes) * double(floats) * sizeof(float) * 2;
+}
+
+// Non-temporal stores for `a`: a write-allocate read of `a` would be traffic the op never
+// asked for, and the ceiling is meant to be the best the memory system can do.
+FULL_SPEED double triad(float* a, const float* b, const float* c, size_t floats, long passes) {
+  const __m512 s = _mm512_set1_ps(0.5f);
+  for (long p = 0; p < passes; ++p) {
+    for (size_t i = 0; i < floats; i += kStreamBlockFloats) {
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) {
+        size_t k = i + 16 * j;
+        _mm512_stream_ps(a + k, _mm512_fmadd_ps(s, _mm512_load_ps(c + k), _mm512_load_ps(b + k)));
+      }
+    }
+    _mm_sfence();
+    compiler_barrier();
+  }
+  return double(passes) * double(floats) * sizeof(float) * 3;
+}
+
+}  // namespace sol::ceiling_loops

@@ -1,0 +1,213 @@
+// Ceilings: which loop measures each unit, on how many threads, and with what data.
+// SOL_ISA plays no part here: ceilings describe the hardware, not the path Sol runs.
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "hw/ceiling_loops.h"
+#include "hw/parallel_rate.h"
+#include "hw/stream_arena.h"
+#include "sol/error.h"
+#include "sol/hw.h"
+
+namespace sol {
+
+namespace {
+
+// Two measurements at once would compete for the same cores and memory; each would be wrong.
+std::mutex& measurement_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+// What the AVX-512 loop files may contain besides AVX512-BF16, which only dot_bf16 uses.
+bool has_avx512_loops(const CpuFeatures& f) {
+  return f.os_avx512 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq;
+}
+
+std::optional<std::string> unavailable_reason(Unit u) {
+  const CpuFeatures& f = cpu_features();
+  switch (u) {
+    case Unit::clock: return std::nullopt;
+    case Unit::amx_bf16:
+    case Unit::amx_int8:
+      if (!enable_amx()) return "AMX: " + f.amx_status;
+      if (f.best_isa < Isa::amx) return std::string("AMX: the CPU lacks the AVX-512 level");
+      return std::nullopt;
+    case Unit::dot_bf16:
+      if (!has_avx512_loops(f) || !f.avx512_bf16) return std::string("no AVX512_BF16");
+      return std::nullopt;
+    default:
+      if (!has_avx512_loops(f)) return std::string("no AVX-512 (CPU or OS)");
+      return std::nullopt;
+  }
+}
+
+std::string format(const char* pattern, double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), pattern, value);
+  return text;
+}
+
+std::string mebibytes(size_t bytes) { return format("%.0f MiB", double(bytes) / (1 << 20)); }
+
+struct Rate {
+  double value = 0;
+  std::string note;
+};
+
+// The accumulator count this machine likes for an AVX-512 arithmetic loop: the fastest of the
+// built choices on one thread. Too few chains leave pipes idle while results wait on latency;
+// all counts that cover latency x pipes tie, so the choice is stable. Probed once a process.
+int fastest_accumulator_count(double (*loop)(int, long)) {
+  int best_count = ceiling_loops::kAccumulatorChoices[0];
+  double best_rate = 0;
+  for (int count : ceiling_loops::kAccumulatorChoices) {
+    RateOptions probe{.threads = 1, .seconds = 0.03, .rep_seconds = 0.005};
+    double rate = best_parallel_rate([&](int, long it) { return loop(count, it); }, probe);
+    if (rate > best_rate) {
+      best_rate = rate;
+      best_count = count;
+    }
+  }
+  return best_count;
+}
+
+Rate arithmetic_rate(double (*loop)(int, long), int accumulators, const char* instruction,
+                     const RateOptions& o) {
+  double value = best_parallel_rate([&](int, long it) { return loop(accumulators, it); }, o);
+  std::string choices;
+  for (int count : ceiling_loops::kAccumulatorChoices)
+    choices += (choices.empty() ? "" : ", ") + std::to_string(count);
+  return {value, std::string(instruction) + ", " + std::to_string(accumulators) +
+                     " independent accumulators (the fastest of " + choices + " here)"};
+}
+
+Rate fma_f32_rate(const RateOptions& o) {
+  static const int accumulators = fastest_accumulator_count(ceiling_loops::fma_f32);
+  return arithmetic_rate(ceiling_loops::fma_f32, accumulators, "vfmadd231ps zmm", o);
+}
+
+Rate dot_bf16_rate(const RateOptions& o) {
+  static const int accumulators = fastest_accumulator_count(ceiling_loops::dot_bf16);
+  return arithmetic_rate(ceiling_loops::dot_bf16, accumulators, "vdpbf16ps zmm", o);
+}
+
+// One pass over a DRAM share takes tens of milliseconds, so a repetition is a single pass.
+Rate mem_read_rate(const RateOptions& o) {
+  const StreamArena& arena = StreamArena::get();
+  auto loop = [&](int t, long passes) {
+    std::span<float> s = split(arena.slice(t, o.threads), 0, 1);
+    return ceiling_loops::read(s.data(), s.size(), passes);
+  };
+  return {best_parallel_rate(loop, o),
+          "AVX-512 loads, 8 streams of cache lines, " + mebibytes(arena.bytes()) + " in all"};
+}
+
+// Regular stores make the core read each destination line before writing it (write-allocate),
+// traffic that copy's read + write bytes do not count; non-temporal stores skip it but are not
+// faster everywhere. Both are timed and the better one is the ceiling.
+Rate mem_copy_rate(const RateOptions& o) {
+  const StreamArena& arena = StreamArena::get();
+  auto rate_with = [&](bool non_temporal) {
+    RateOptions half = o;
+    half.seconds = o.seconds / 2;
+    auto loop = [&](int t, long passes) {
+      std::span<float> share = arena.slice(t, o.threads);
+      std::span<float> src = split(share, 0, 2), dst = split(share, 1, 2);
+      return ceiling_loops::copy(dst.data(), src.data(), src.size(), passes, non_temporal);
+    };
+    return best_parallel_rate(loop, half);
+  };
+  double streaming = rate_with(true);
+  double regular = rate_with(false);
+  std::string in_all = ", " + mebibytes(arena.bytes()) + " in all";
+  if (streaming >= regular)
+    return {streaming, "non-temporal stores (regular stores: " +
+                           format("%.1f GB/s)", regular / 1e9) + in_all};
+  return {regular,
+          "regular stores (non-temporal: " + format("%.1f GB/s)", streaming / 1e9) + in_all};
+}
+
+Rate mem_triad_rate(const RateOptions& o) {
+  const StreamArena& arena = StreamArena::get();
+  auto loop = [&](int t, long passes) {
+    std::span<float> share = arena.slice(t, o.threads);
+    std::span<float> a = split(share, 0, 3), b = split(share, 1, 3), c = split(share, 2, 3);
+    return ceiling_loops::triad(a.data(), b.data(), c.data(), a.size(), passes);
+  };
+  return {best_parallel_rate(loop, o), "a = b + s*c, non-temporal stores to a, " +
+                                           mebibytes(arena.bytes()) + " in all"};
+}
+
+// Half of L2 per thread: large enough that L1 (48 KiB here) serves almost none of it, small
+// enough that the L2's own conflicts and the page tables never push it out to L3.
+Rate l2_read_rate(const RateOptions& o) {
+  const StreamArena& arena = StreamArena::get();
+  long l2 = cpu_features().l2_bytes > 0 ? cpu_features().l2_bytes : 256 << 10;
+  constexpr size_t kBlock = ceiling_loops::kStreamBlockFloats;
+  size_t floats = size_t(l2) / 2 / sizeof(float) / kBlock * kBlock;
+  auto loop = [&](int t, long passes) {
+    std::span<float> share = arena.slice(t, o.threads);
+    return ceiling_loops::read(share.data(), std::min(floats, share.size()), passes);
+  };
+  return {best_parallel_rate(loop, o),
+          "AVX-512 loads, " + format("%.0f KiB", double(floats * sizeof(float)) / 1024) +
+              " per thread (half of L2)"};
+}
+
+// Per core, not summed: all_threads is the clock each core keeps while every core is busy.
+Rate clock_rate(const RateOptions& o) {
+  auto loop = [](int, long iterations) { return ceiling_loops::clock_cycles(iterations); };
+  double total = best_parallel_rate(loop, o);
+  return {total / o.threads, "dependent integer adds, one per cycle; per core, not summed"};
+}
+
+Rate measure_rate(Unit u, int threads, double seconds) {
+  // 10 ms repetitions: long enough that timer and thread start-up skew are < 0.1%, short
+  // enough that many fit the budget and one of them misses the neighbours' bursts.
+  RateOptions o{.threads = threads, .seconds = seconds, .rep_seconds = 0.01};
+  switch (u) {
+    case Unit::fma_f32: return fma_f32_rate(o);
+    case Unit::dot_bf16: return dot_bf16_rate(o);
+    case Unit::amx_bf16:
+      return {best_parallel_rate([](int, long it) { return ceiling_loops::amx_bf16(it); }, o),
+              "TDPBF16PS 16x16x32, 4 tile accumulators"};
+    case Unit::amx_int8:
+      return {best_parallel_rate([](int, long it) { return ceiling_loops::amx_int8(it); }, o),
+              "TDPBSSD 16x16x64, 4 tile accumulators"};
+    case Unit::mem_read: return mem_read_rate(o);
+    case Unit::mem_copy: return mem_copy_rate(o);
+    case Unit::mem_triad: return mem_triad_rate(o);
+    case Unit::l2_read: return l2_read_rate(o);
+    case Unit::clock: return clock_rate(o);
+  }
+  fail("measure_ceiling", "unknown unit ", int(u));
+}
+
+}  // namespace
+
+// The rate at `threads` threads is all_threads (and one_thread too when threads is 1), so a
+// paired re-measurement reads one field whatever the thread count.
+Ceiling measure_ceiling(Unit u, int threads, double seconds) {
+  std::lock_guard lock(measurement_mutex());
+  check(threads >= 1, "measure_ceiling", "threads = ", threads, " but must be >= 1");
+  check(seconds > 0, "measure_ceiling", "seconds = ", seconds, " but must be > 0");
+  Ceiling c;
+  c.unit = u;
+  c.threads = threads;
+  if (std::optional<std::string> why = unavailable_reason(u)) {
+    c.note = *why;
+    return c;
+  }
+  Rate r = measure_rate(u, threads, seconds);
+  c.available = true;
+  c.note = r.note;
+  c.all_threads = r.value;
+  if (threads == 1) c.one_thread = r.value;
+  return c;
+}
+
+}  // namespace sol

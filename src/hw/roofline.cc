@@ -1,0 +1,37 @@
+#include "sol/roofline.h"
+
+#include "sol/error.h"
+
+namespace sol {
+
+std::string_view bound_name(Bound b) {
+  switch (b) {
+    case Bound::compute: return "compute";
+    case Bound::memory: return "memory";
+    case Bound::link: return "link";
+  }
+  return "?";
+}
+
+Floor roofline_floor(const Cost& cost, double peak, double bandwidth) {
+  check(cost.flops >= 0 && cost.bytes >= 0, "roofline", "negative cost: flops = ", cost.flops,
+        ", bytes = ", cost.bytes);
+  check(cost.flops == 0 || peak > 0, "roofline", "op needs unit ", unit_name(cost.compute),
+        " but its ceiling is ", peak, " (unavailable on this machine?)");
+  check(cost.bytes == 0 || bandwidth > 0, "roofline", "op needs level ", unit_name(cost.memory),
+        " but its ceiling is ", bandwidth);
+  Floor f;
+  f.compute_s = cost.flops > 0 ? cost.flops / peak : 0;
+  f.memory_s = cost.bytes > 0 ? cost.bytes / bandwidth : 0;
+  f.floor_s = f.compute_s > f.memory_s ? f.compute_s : f.memory_s;
+  f.bound = f.compute_s > f.memory_s ? Bound::compute : Bound::memory;
+  return f;
+}
+
+Floor roofline_floor(const Cost& cost, const MachineProfile& machine, int threads) {
+  double peak = cost.flops > 0 ? machine.value(cost.compute, threads) : 0;
+  double bw = cost.bytes > 0 ? machine.value(cost.memory, threads) : 0;
+  return roofline_floor(cost, peak, bw);
+}
+
+}  // namespace sol

@@ -1,0 +1,47 @@
+// Names and display scales of the measured ceilings.
+#include <string>
+
+#include "sol/error.h"
+#include "sol/hw.h"
+
+namespace sol {
+
+std::string_view unit_name(Unit u) {
+  switch (u) {
+    case Unit::fma_f32: return "fma_f32";
+    case Unit::dot_bf16: return "dot_bf16";
+    case Unit::amx_bf16: return "amx_bf16";
+    case Unit::amx_int8: return "amx_int8";
+    case Unit::mem_read: return "mem_read";
+    case Unit::mem_copy: return "mem_copy";
+    case Unit::mem_triad: return "mem_triad";
+    case Unit::l2_read: return "l2_read";
+    case Unit::clock: return "clock";
+  }
+  return "unknown";
+}
+
+std::string_view unit_label(Unit u) {
+  if (unit_is_memory(u)) return "GB/s";
+  if (u == Unit::clock) return "GHz";
+  if (u == Unit::amx_int8) return "GOP/s";
+  return "GFLOP/s";
+}
+
+// Every label above is a giga-prefix of the raw per-second unit.
+double unit_display_scale(Unit) { return 1e9; }
+
+bool unit_is_memory(Unit u) {
+  return u == Unit::mem_read || u == Unit::mem_copy || u == Unit::mem_triad ||
+         u == Unit::l2_read;
+}
+
+Unit parse_unit(std::string_view name) {
+  for (Unit u : kAllUnits)
+    if (unit_name(u) == name) return u;
+  std::string accepted;
+  for (Unit u : kAllUnits) accepted += (accepted.empty() ? "" : ", ") + std::string(unit_name(u));
+  fail("parse_unit", "unknown unit '", name, "': expected one of ", accepted);
+}
+
+}  // namespace sol

@@ -1,0 +1,274 @@
+// AVX2 + F16C conversions. Each step converts 32 elements through f32 held in four ymm
+// registers (one 32-byte store of fp8, two of bf16/f16, four of f32). Without mask registers,
+// partial blocks (the tail, and the head that aligns dst for streaming) are converted through
+// a small stack buffer, so nothing outside dst[0, n) is ever written.
+//
+// Results are bit-identical to src/core/convert.cc: vcvtps2ph / vcvtph2ps for f16 (they round
+// exactly as specified), integer code for bf16 and fp8. Float operations used are either exact
+// or carry their own rounding mode, so MXCSR (FTZ, DAZ, rounding control) cannot change a result.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/convert.h"
+
+namespace sol::kernels {
+namespace {
+
+// Everything here stays in this anonymous namespace: an inline function or template shared
+// with baseline translation units could be merged by the linker into this AVX2 build of it.
+constexpr int64_t element_bytes(DType t) {
+  return t == DType::f32 ? 4 : (t == DType::bf16 || t == DType::f16) ? 2 : 1;
+}
+
+constexpr int64_t kBlock = 32;
+
+// The per-block helpers below are forced inline: GCC otherwise keeps the store step out of
+// line and passes the four vectors through memory on every block.
+
+__m256i splat(uint32_t v) { return _mm256_set1_epi32(int(v)); }
+
+__m256i select(__m256i mask, __m256i if_set, __m256i if_clear) {
+  return _mm256_blendv_epi8(if_clear, if_set, mask);
+}
+
+// ---- decode: 8 elements -> 8 f32 lanes ----
+
+[[gnu::always_inline]] inline __m256 bf16x8_to_f32(__m128i h) {
+  // The widening is a shift, but a signalling NaN must come out quiet (src/core/convert.cc).
+  // Both sides of the compare are below 0x8000, so the signed compare is an unsigned one.
+  const __m128i magnitude = _mm_and_si128(h, _mm_set1_epi16(0x7FFF));
+  const __m128i nan = _mm_cmpgt_epi16(magnitude, _mm_set1_epi16(0x7F80));
+  h = _mm_or_si128(h, _mm_and_si128(nan, _mm_set1_epi16(0x0040)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+[[gnu::always_inline]] inline __m256 e5m2x8_to_f32(__m128i b) {
+  // e5m2 is f16 with the low 8 mantissa bits cut off, inf and NaN included.
+  return _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(b), 8));
+}
+
+[[gnu::always_inline]] inline __m256 e4m3x8_to_f32(__m128i b) {
+  const __m256i byte = _mm256_cvtepu8_epi32(b);
+  const __m256i magnitude = _mm256_and_si256(byte, splat(0x7F));
+  const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(byte, splat(0x80)), 24);
+  // Normals: exponent and mantissa slide under the f32 fields, bias 7 becomes 127.
+  __m256i bits = _mm256_add_epi32(_mm256_slli_epi32(magnitude, 20), splat((127 - 7) << 23));
+  // Subnormals are mantissa * 2^-9: an exact product of normal floats.
+  const __m256 subnormal = _mm256_mul_ps(_mm256_cvtepi32_ps(magnitude), _mm256_set1_ps(0x1p-9f));
+  bits = select(_mm256_cmpgt_epi32(splat(8), magnitude), _mm256_castps_si256(subnormal), bits);
+  bits = select(_mm256_cmpeq_epi32(magnitude, splat(0x7F)), splat(0x7FF00000), bits);
+  return _mm256_castsi256_ps(_mm256_or_si256(bits, sign));
+}
+
+template <DType From>
+[[gnu::always_inline]] inline __m256 load8(const uint8_t* p) {
+  if constexpr (From == DType::f32) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+  } else if constexpr (From == DType::bf16 || From == DType::f16) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    if constexpr (From == DType::bf16) return bf16x8_to_f32(h);
+    return _mm256_cvtph_ps(h);
+  } else {
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    if constexpr (From == DType::f8e5m2) return e5m2x8_to_f32(b);
+    return e4m3x8_to_f32(b);
+  }
+}
+
+// ---- encode: 8 f32 lanes -> 8 codes, one per 32-bit lane (f16: packed) ----
+
+[[gnu::always_inline]] inline __m256i f32x8_to_bf16(__m256 x) {
+  const __m256i bits = _mm256_castps_si256(x);
+  const __m256i magnitude = _mm256_and_si256(bits, splat(0x7FFFFFFF));
+  // Round half to even: add half-minus-one plus the lowest kept bit; carries reach inf.
+  const __m256i lowest_kept = _mm256_and_si256(_mm256_srli_epi32(bits, 16), splat(1));
+  const __m256i rounded = _mm256_srli_epi32(
+      _mm256_add_epi32(_mm256_add_epi32(bits, splat(0x7FFF)), lowest_kept), 16);
+  const __m256i quiet_nan = _mm256_or_si256(_mm256_srli_epi32(bits, 16), splat(0x0040));
+  // magnitude <= 0x7FFFFFFF, so the signed compare is an unsigned one.
+  return select(_mm256_cmpgt_epi32(magnitude, splat(0x7F800000)), quiet_nan, rounded);
+}
+
+[[gnu::always_inline]] inline __m128i f32x8_to_f16(__m256 x) {
+  return _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+// f32 -> 8-bit float with kMantissaBits and bias kBias, round to nearest even. |x| is first
+// clamped to kClampBits, the smallest magnitude that maps to the format's overflow code
+// (e4m3: 448 -> 0x7E, saturating; e5m2: 65536 -> 0x7C = inf), so larger values and inf need
+// no separate case.
+template <int kMantissaBits, int kBias, uint32_t kClampBits, uint32_t kNanCode>
+[[gnu::always_inline]] inline __m256i f32x8_to_fp8(__m256 x) {
+  constexpr int kDropped = 23 - kMantissaBits;
+  constexpr uint32_t kMinNormalBits = uint32_t(127 + 1 - kBias) << 23;
+  constexpr float kPerSubnormalStep = float(1 << (kBias - 1 + kMantissaBits));
+  constexpr uint32_t kRebiasPlusHalfMinusOne =
+      (uint32_t(kBias - 127) << 23) + (uint32_t{1} << (kDropped - 1)) - 1;
+
+  const __m256i bits = _mm256_castps_si256(x);
+  const __m256i magnitude = _mm256_and_si256(bits, splat(0x7FFFFFFF));
+  const __m256i sign = _mm256_and_si256(_mm256_srli_epi32(bits, 24), splat(0x80));
+  // magnitude and the constants are below 2^31: signed compares are unsigned ones here.
+  const __m256i nan = _mm256_cmpgt_epi32(magnitude, splat(0x7F800000));
+  const __m256i clamped = _mm256_min_epu32(magnitude, splat(kClampBits));
+
+  // Normal results: rebias the exponent and drop kDropped mantissa bits, rounding half to
+  // even by adding half-minus-one plus the lowest kept bit; a carry moves into the exponent.
+  const __m256i lowest_kept = _mm256_and_si256(_mm256_srli_epi32(clamped, kDropped), splat(1));
+  const __m256i normal = _mm256_srli_epi32(
+      _mm256_add_epi32(_mm256_add_epi32(clamped, splat(kRebiasPlusHalfMinusOne)), lowest_kept),
+      kDropped);
+  // Subnormal results: |x| counted in smallest-subnormal steps. The scaling by a power of two
+  // is exact; vroundps rounds half to even by its immediate, not by MXCSR.
+  const __m256 steps = _mm256_round_ps(
+      _mm256_mul_ps(_mm256_castsi256_ps(clamped), _mm256_set1_ps(kPerSubnormalStep)),
+      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256i subnormal = _mm256_cvttps_epi32(steps);
+
+  __m256i code = select(_mm256_cmpgt_epi32(splat(kMinNormalBits), clamped), subnormal, normal);
+  code = select(nan, splat(kNanCode), code);
+  return _mm256_or_si256(code, sign);
+}
+
+[[gnu::always_inline]] inline __m256i f32x8_to_e4m3(__m256 x) { return f32x8_to_fp8<3, 7, 0x43E00000, 0x7F>(x); }
+[[gnu::always_inline]] inline __m256i f32x8_to_e5m2(__m256 x) { return f32x8_to_fp8<2, 15, 0x47800000, 0x7E>(x); }
+
+template <bool kStreaming>
+[[gnu::always_inline]] inline void store32(uint8_t* p, __m256i v) {
+  if constexpr (kStreaming) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(p), v);
+  } else {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
+  }
+}
+
+// Stores 32 converted elements.
+template <DType To, bool kStreaming>
+[[gnu::always_inline]] inline void store_block(uint8_t* p, const __m256 (&v)[4]) {
+  if constexpr (To == DType::f32) {
+    for (int g = 0; g < 4; ++g) store32<kStreaming>(p + 32 * g, _mm256_castps_si256(v[g]));
+  } else if constexpr (To == DType::f16) {
+    store32<kStreaming>(p, _mm256_set_m128i(f32x8_to_f16(v[1]), f32x8_to_f16(v[0])));
+    store32<kStreaming>(p + 32, _mm256_set_m128i(f32x8_to_f16(v[3]), f32x8_to_f16(v[2])));
+  } else if constexpr (To == DType::bf16) {
+    // packus interleaves the 128-bit lanes; the permute puts the four quarters back in order.
+    for (int half = 0; half < 2; ++half) {
+      const __m256i packed =
+          _mm256_packus_epi32(f32x8_to_bf16(v[2 * half]), f32x8_to_bf16(v[2 * half + 1]));
+      store32<kStreaming>(p + 32 * half, _mm256_permute4x64_epi64(packed, 0xD8));
+    }
+  } else {
+    const auto encode = [](__m256 x) {
+      if constexpr (To == DType::f8e4m3) return f32x8_to_e4m3(x);
+      return f32x8_to_e5m2(x);
+    };
+    const __m256i words01 = _mm256_packus_epi32(encode(v[0]), encode(v[1]));
+    const __m256i words23 = _mm256_packus_epi32(encode(v[2]), encode(v[3]));
+    // After the two lane-wise packs dword k holds elements of group k % 4, lane k / 4.
+    const __m256i bytes = _mm256_packus_epi16(words01, words23);
+    const __m256i in_order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    store32<kStreaming>(p, _mm256_permutevar8x32_epi32(bytes, in_order));
+  }
+}
+
+template <DType From, DType To, bool kStreaming>
+[[gnu::always_inline]] inline void convert_block(const uint8_t* src, uint8_t* dst) {
+  __m256 v[4];
+  for (int g = 0; g < 4; ++g) v[g] = load8<From>(src + 8 * g * element_bytes(From));
+  store_block<To, kStreaming>(dst, v);
+}
+
+// Fewer than kBlock elements, through zero-padded stack buffers.
+template <DType From, DType To>
+void convert_partial_block(const uint8_t* src, uint8_t* dst, int64_t count) {
+  alignas(32) uint8_t in[kBlock * 4] = {};
+  alignas(32) uint8_t out[kBlock * 4];
+  std::memcpy(in, src, size_t(count * element_bytes(From)));
+  convert_block<From, To, false>(in, out);
+  std::memcpy(dst, out, size_t(count * element_bytes(To)));
+}
+
+int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// Elements to convert before dst + i * bytes is 64-byte aligned (dst is element-aligned).
+int64_t elements_to_line(const uint8_t* dst, int64_t bytes) {
+  return int64_t((64 - reinterpret_cast<uintptr_t>(dst) % 64) % 64) / bytes;
+}
+
+void stream_copy(const uint8_t* src, uint8_t* dst, int64_t bytes) {
+  const int64_t head = min64(bytes, elements_to_line(dst, 1));
+  std::memcpy(dst, src, size_t(head));
+  int64_t i = head;
+  for (; i + 64 <= bytes; i += 64) {
+    store32<true>(dst + i, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
+    store32<true>(dst + i + 32, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 32)));
+  }
+  std::memcpy(dst + i, src + i, size_t(bytes - i));
+  _mm_sfence();
+}
+
+// Full blocks with ordinary stores, then the rest through the stack buffers.
+template <DType From, DType To>
+void convert_with_plain_stores(const uint8_t* src, uint8_t* dst, int64_t n) {
+  constexpr int64_t kIn = element_bytes(From);
+  constexpr int64_t kOut = element_bytes(To);
+  int64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    convert_block<From, To, false>(src + i * kIn, dst + i * kOut);
+  }
+  if (i < n) convert_partial_block<From, To>(src + i * kIn, dst + i * kOut, n - i);
+}
+
+template <DType From, DType To>
+void convert_pair(const uint8_t* src, uint8_t* dst, int64_t n, bool nontemporal) {
+  constexpr int64_t kIn = element_bytes(From);
+  constexpr int64_t kOut = element_bytes(To);
+  if constexpr (From == To) {
+    if (nontemporal) return stream_copy(src, dst, n * kIn);
+    std::memcpy(dst, src, size_t(n * kIn));
+    return;
+  }
+  if (!nontemporal || reinterpret_cast<uintptr_t>(dst) % kOut != 0) {
+    return convert_with_plain_stores<From, To>(src, dst, n);
+  }
+  const int64_t head = min64(n, elements_to_line(dst, kOut));
+  convert_with_plain_stores<From, To>(src, dst, head);
+  int64_t i = head;
+  for (; i + kBlock <= n; i += kBlock) {
+    convert_block<From, To, true>(src + i * kIn, dst + i * kOut);
+  }
+  convert_with_plain_stores<From, To>(src + i * kIn, dst + i * kOut, n - i);
+  _mm_sfence();
+}
+
+template <DType From>
+void convert_from(const uint8_t* src, uint8_t* dst, DType to, int64_t n, bool nontemporal) {
+  switch (to) {
+    case DType::f32: return convert_pair<From, DType::f32>(src, dst, n, nontemporal);
+    case DType::bf16: return convert_pair<From, DType::bf16>(src, dst, n, nontemporal);
+    case DType::f16: return convert_pair<From, DType::f16>(src, dst, n, nontemporal);
+    case DType::f8e4m3: return convert_pair<From, DType::f8e4m3>(src, dst, n, nontemporal);
+    case DType::f8e5m2: return convert_pair<From, DType::f8e5m2>(src, dst, n, nontemporal);
+    default: return;
+  }
+}
+
+}  // namespace
+
+void convert_avx2(const void* src, DType from, void* dst, DType to, int64_t n, bool nontemporal) {
+  if (!convert_supported(from, to)) return convert_scalar(src, from, dst, to, n);
+  if (n <= 0) return;
+  const auto* in = static_cast<const uint8_t*>(src);
+  auto* out = static_cast<uint8_t*>(dst);
+  switch (from) {
+    case DType::f32: return convert_from<DType::f32>(in, out, to, n, nontemporal);
+    case DType::bf16: return convert_from<DType::bf16>(in, out, to, n, nontemporal);
+    case DType::f16: return convert_from<DType::f16>(in, out, to, n, nontemporal);
+    case DType::f8e4m3: return convert_from<DType::f8e4m3>(in, out, to, n, nontemporal);
+    case DType::f8e5m2: return convert_from<DType::f8e5m2>(in, out, to, n, nontemporal);
+    default: return;
+  }
+}
+
+}  // namespace sol::kernels

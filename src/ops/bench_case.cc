@@ -1,0 +1,74 @@
+#include <algorithm>
+
+#include "sol/bench.h"
+#include "sol/error.h"
+#include "sol/threads.h"
+
+namespace sol {
+
+namespace {
+// Restores the process-wide thread count when a benchmark ends, even by exception.
+struct ThreadScope {
+  explicit ThreadScope(int n) { set_num_threads(n); }
+  ~ThreadScope() { set_num_threads(0); }
+};
+
+Floor floor_with(const Cost& c, const MachineProfile& m, int threads, Unit paired_unit,
+                 double paired_value) {
+  double peak = c.flops > 0 ? m.value(c.compute, threads) : 0;
+  double bw = c.bytes > 0 ? m.value(c.memory, threads) : 0;
+  if (paired_value > 0) {
+    if (paired_unit == c.compute) peak = paired_value;
+    if (paired_unit == c.memory) bw = paired_value;
+  }
+  return roofline_floor(c, peak, bw);
+}
+
+double measure_now(Unit u, int threads) {
+  Ceiling c = measure_ceiling(u, threads, 0.15);
+  if (!c.available) return 0;
+  return threads == 1 && c.one_thread > 0 ? c.one_thread : c.all_threads;
+}
+}  // namespace
+
+BenchRecord bench_case(const OpInfo& op, const OpParams& params, const MachineProfile& machine,
+                       const BenchOptions& opt) {
+  const int threads = opt.threads > 0 ? opt.threads : num_threads();
+  check(threads <= 4096, "bench", "--threads = ", threads, " is not plausible");
+  ThreadScope scope(threads);
+
+  long llc = std::max<long>(cpu_features().l3_bytes, 16L << 20);
+  auto c = op.make(params, opt.cold ? 2 * int64_t(llc) : 0);
+
+  BenchRecord r;
+  r.op = op.name;
+  r.shape = c->shape();
+  r.dtype = c->dtype();
+  r.isa = std::string(isa_name(active_isa()));
+  r.threads = threads;
+  r.cost = c->cost();
+  if (opt.run_check) r.check = c->check();
+
+  // Which ceiling bounds this op is decided with the cached profile, then re-measured.
+  Floor cached = roofline_floor(r.cost, machine, threads);
+  r.ceiling_unit = cached.bound == Bound::compute ? r.cost.compute : r.cost.memory;
+  r.ceiling_cached = machine.value(r.ceiling_unit, threads);
+
+  TimingOptions topt = opt.timing;
+  topt.input_sets = c->input_sets();
+  double before = opt.pair_ceiling ? measure_now(r.ceiling_unit, threads) : 0;
+  r.timing = time_runs([&](int set) { c->run(set); }, topt);
+  double after = opt.pair_ceiling ? measure_now(r.ceiling_unit, threads) : 0;
+  // A ceiling is a maximum: the better of the two pairings is the closer estimate of it.
+  r.ceiling_paired = std::max(before, after);
+
+  r.floor = floor_with(r.cost, machine, threads, r.ceiling_unit, r.ceiling_paired);
+  const double t = r.timing.median_s;
+  r.sol_pct = sol_percent(r.floor, t);
+  r.sol_pct_cached = sol_percent(cached, t);
+  r.tflops = t > 0 ? r.cost.flops / t / 1e12 : 0;
+  r.gbps = t > 0 ? r.cost.bytes / t / 1e9 : 0;
+  return r;
+}
+
+}  // namespace sol

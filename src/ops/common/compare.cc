@@ -1,0 +1,92 @@
+#include "ops/common/compare.h"
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "ops/common/validate.h"
+
+namespace sol {
+
+namespace {
+struct Norms {
+  double diff2 = 0, ref2 = 0;
+  int64_t nan_mismatch = 0, first_bad = -1, bad = 0;
+};
+
+Norms accumulate(const Tensor& out, const Tensor& ref, bool bitwise) {
+  Norms n;
+  const size_t es = dtype_size(out.dtype());
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    double o = load_as_double(out.data(), out.dtype(), size_t(i));
+    double r = load_as_double(ref.data(), ref.dtype(), size_t(i));
+    bool differs = bitwise ? std::memcmp(out.data_as<const char>() + i * int64_t(es),
+                                         ref.data_as<const char>() + i * int64_t(es), es) != 0
+                           : (std::isnan(o) != std::isnan(r));
+    if (std::isnan(o) || std::isnan(r)) {
+      if (std::isnan(o) != std::isnan(r)) ++n.nan_mismatch;
+    } else if (std::isinf(o) || std::isinf(r)) {
+      if (o != r) ++n.nan_mismatch;  // an infinity must match exactly
+    } else {
+      n.diff2 += (o - r) * (o - r);
+      n.ref2 += r * r;
+    }
+    if (differs || (!bitwise && (std::isinf(o) || std::isinf(r)) && o != r)) {
+      if (n.first_bad < 0) n.first_bad = i;
+      ++n.bad;
+    }
+  }
+  return n;
+}
+
+double relative(const Norms& n) {
+  if (n.ref2 > 0) return std::sqrt(n.diff2 / n.ref2);
+  return std::sqrt(n.diff2);
+}
+
+void describe_first(std::ostringstream& os, const Tensor& out, const Tensor& ref, int64_t i) {
+  os << "first at flat index " << i << ": got " << load_as_double(out.data(), out.dtype(), size_t(i))
+     << ", expected " << load_as_double(ref.data(), ref.dtype(), size_t(i));
+}
+}  // namespace
+
+CheckResult compare_bitwise(const Tensor& out, const Tensor& ref) {
+  require_same_shape("compare", "out", out, "ref", ref);
+  check(out.dtype() == ref.dtype() && out.is_contiguous() && ref.is_contiguous(), "compare",
+        "bitwise comparison needs two contiguous tensors of one dtype");
+  Norms n = accumulate(out, ref, true);
+  CheckResult r;
+  r.error = relative(n);
+  r.tolerance = 0;
+  r.pass = n.bad == 0;
+  if (!r.pass) {
+    std::ostringstream os;
+    os << n.bad << " of " << out.numel() << " elements differ in their bits; ";
+    describe_first(os, out, ref, n.first_bad);
+    r.detail = os.str();
+  }
+  return r;
+}
+
+CheckResult compare_relative(const Tensor& out, const Tensor& ref, double tolerance) {
+  require_same_shape("compare", "out", out, "ref", ref);
+  check(out.is_contiguous() && ref.is_contiguous(), "compare", "needs contiguous tensors");
+  Norms n = accumulate(out, ref, false);
+  CheckResult r;
+  r.error = relative(n);
+  r.tolerance = tolerance;
+  r.pass = n.nan_mismatch == 0 && r.error <= tolerance;
+  if (!r.pass) {
+    std::ostringstream os;
+    if (n.nan_mismatch) {
+      os << n.nan_mismatch << " NaN/Inf mismatches; ";
+      describe_first(os, out, ref, n.first_bad);
+    } else {
+      os << "relative error " << r.error << " > tolerance " << tolerance;
+    }
+    r.detail = os.str();
+  }
+  return r;
+}
+
+}  // namespace sol

@@ -1,0 +1,39 @@
+#pragma once
+// Argument checks shared by ops; each throws sol::Error naming the op and the argument.
+#include <algorithm>
+#include <cstdint>
+
+#include "sol/error.h"
+#include "sol/tensor.h"
+
+namespace sol {
+
+inline void require_same_shape(const char* op, const char* a_name, const Tensor& a,
+                               const char* b_name, const Tensor& b) {
+  bool same = a.ndim() == b.ndim() && std::equal(a.shape().begin(), a.shape().end(), b.shape().begin());
+  check(same, op, a_name, ".shape = ", a.shape_string(), " but ", b_name, ".shape = ",
+        b.shape_string());
+}
+
+inline void require_data(const char* op, const char* name, const Tensor& t) {
+  check(t.empty() || t.data() != nullptr, op, name, " has ", t.numel(), " elements but no data");
+}
+
+// Byte range [lo, hi) that a view can touch.
+inline void byte_extent(const Tensor& t, uintptr_t& lo, uintptr_t& hi) {
+  int64_t last = 0;
+  for (int d = 0; d < t.ndim(); ++d) last += (t.shape(d) - 1) * t.stride(d);
+  lo = reinterpret_cast<uintptr_t>(t.data());
+  hi = lo + uintptr_t((last + 1) * int64_t(dtype_size(t.dtype())));
+}
+
+inline void require_no_overlap(const char* op, const char* a_name, const Tensor& a,
+                               const char* b_name, const Tensor& b) {
+  if (a.empty() || b.empty()) return;
+  uintptr_t a0, a1, b0, b1;
+  byte_extent(a, a0, a1);
+  byte_extent(b, b0, b1);
+  check(a1 <= b0 || b1 <= a0, op, a_name, " and ", b_name, " overlap in memory");
+}
+
+}  // namespace sol

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The CLI contract of DESIGN.md §6, tested through the real binary: exit codes, JSON fields,
+# the SOL_ISA paths of `sol check`, and report files. SOL_CLI names the binary.
+set -u
+sol=${SOL_CLI:?SOL_CLI must name the sol binary}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export XDG_CACHE_HOME=$tmp/cache
+failures=0
+pass() { echo "ok   $1"; }
+fail() { echo "FAIL $1"; failures=$((failures + 1)); }
+expect_rc() {  # expect_rc WANT NAME CMD...
+  local want=$1 name=$2; shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  if [ "$rc" = "$want" ]; then pass "$name (rc $rc)"; else fail "$name: rc $rc, want $want"; cat "$tmp/err"; fi
+}
+
+expect_rc 0 "sol --help" "$sol" --help
+expect_rc 2 "no subcommand" "$sol"
+expect_rc 0 "sol bench --help lists ops" "$sol" bench --help
+grep -q "cast" "$tmp/out" && pass "bench help names cast" || fail "bench help names cast"
+expect_rc 2 "unknown op" "$sol" bench nosuchop
+grep -q "unknown op 'nosuchop'" "$tmp/err" && pass "unknown op is named" || fail "unknown op is named"
+expect_rc 2 "bad size" "$sol" bench copy --n 12q --no-pair
+grep -q -- "--n" "$tmp/err" && pass "bad size names --n" || fail "bad size names --n"
+expect_rc 2 "bad dtype" "$sol" bench copy --dtype f64 --n 1K
+grep -q "f64" "$tmp/err" && pass "bad dtype is named" || fail "bad dtype is named"
+expect_rc 2 "parameter of another op" "$sol" bench cast --dtype f32 --n 1K
+expect_rc 2 "bad SOL_ISA" env SOL_ISA=avx9 "$sol" check copy
+expect_rc 2 "bad threads" "$sol" bench copy --threads 0
+
+# The ceilings: measured once here, cached, then read back.
+expect_rc 0 "sol hw --json" "$sol" hw --json
+python3 - "$tmp/out" <<'PY' && pass "hw json has every unit" || fail "hw json has every unit"
+import json, sys
+p = json.load(open(sys.argv[1]))
+units = {c["unit"] for c in p["ceilings"]}
+need = {"fma_f32", "dot_bf16", "amx_bf16", "amx_int8", "mem_read", "mem_copy", "mem_triad", "l2_read", "clock"}
+assert need <= units, need - units
+for c in p["ceilings"]:
+    assert (c["one_thread"] > 0) == c["available"], c
+PY
+[ -f "$XDG_CACHE_HOME/sol/machine.json" ] && pass "machine.json cached" || fail "machine.json cached"
+
+expect_rc 0 "sol bench copy --json" "$sol" bench copy --n 8M --json --min-time 0.05
+python3 - "$tmp/out" <<'PY' && pass "bench record fields" || fail "bench record fields"
+import json, sys
+recs = json.load(open(sys.argv[1]))
+assert len(recs) == 1
+r = recs[0]
+for k in ["op", "shape", "dtype", "threads", "time_s", "flops", "bytes", "tflops", "gbps", "bound", "floor_s", "sol_pct"]:
+    assert k in r, k
+assert r["op"] == "copy" and r["bound"] == "memory" and r["time_s"] > 0 and 0 < r["sol_pct"]
+assert abs(r["bytes"] - 2 * 4 * 8 * 2**20) < 1, r["bytes"]
+PY
+
+for isa in scalar avx2 avx512; do
+  expect_rc 0 "SOL_ISA=$isa sol check" env SOL_ISA=$isa "$sol" check
+  grep -q "path: " "$tmp/out" && grep -q " 0 failed" "$tmp/out" && pass "check output ($isa)" || fail "check output ($isa)"
+done
+
+expect_rc 0 "sol report" "$sol" report --out "$tmp/report" --min-time 0.02
+for f in report.md report.json roofline.svg; do
+  [ -s "$tmp/report/$f" ] && pass "report wrote $f" || fail "report wrote $f"
+done
+python3 -c "import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])" "$tmp/report/roofline.svg" \
+  && pass "roofline.svg is well-formed" || fail "roofline.svg is well-formed"
+
+echo "cli contract: $failures failures"
+exit $((failures > 0))

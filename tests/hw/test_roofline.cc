@@ -1,0 +1,54 @@
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "sol/error.h"
+#include "sol/roofline.h"
+#include "sol/timing.h"
+
+namespace sol {
+namespace {
+
+TEST(Roofline, FloorIsTheLargerSide) {
+  Cost gemm{2e12, 1e9, Unit::fma_f32, Unit::mem_read};
+  Floor f = roofline_floor(gemm, 1e12, 1e10);  // 2 s of compute vs 0.1 s of memory
+  EXPECT_DOUBLE_EQ(f.floor_s, 2.0);
+  EXPECT_EQ(f.bound, Bound::compute);
+  Cost copy{0, 4e9, Unit::fma_f32, Unit::mem_copy};
+  f = roofline_floor(copy, 0, 2e10);  // no flops: the unavailable peak does not matter
+  EXPECT_DOUBLE_EQ(f.floor_s, 0.2);
+  EXPECT_EQ(f.bound, Bound::memory);
+  EXPECT_DOUBLE_EQ(sol_percent(f, 0.4), 50.0);
+}
+
+TEST(Roofline, MissingCeilingIsAnError) {
+  Cost amx{1e12, 1e6, Unit::amx_bf16, Unit::mem_read};
+  EXPECT_THROW(roofline_floor(amx, 0, 1e10), Error);
+  EXPECT_THROW(roofline_floor(Cost{-1, 0}, 1, 1), Error);
+}
+
+TEST(Timing, MedianOfRunsAndSetRotation) {
+  int calls = 0, sets_seen = 0;
+  TimingOptions opt;
+  opt.min_seconds = 0.0;
+  opt.min_runs = 11;
+  opt.warmup_runs = 1;
+  opt.warmup_seconds = 0;
+  opt.input_sets = 3;
+  Timing t = time_runs([&](int set) {
+    ++calls;
+    sets_seen |= 1 << set;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }, opt);
+  EXPECT_EQ(t.runs, 11);
+  EXPECT_EQ(calls, 12);
+  EXPECT_EQ(sets_seen, 7);
+  EXPECT_LE(t.min_s, t.median_s);
+  EXPECT_LE(t.median_s, t.max_s);
+  EXPECT_GE(t.min_s, 150e-6);
+  opt.input_sets = 0;
+  EXPECT_THROW(time_runs([](int) {}, opt), Error);
+}
+
+}  // namespace
+}  // namespace sol

@@ -1,0 +1,54 @@
+#include <gtest/gtest.h>
+
+#include "sol/bench.h"
+#include "sol/error.h"
+#include "sol/registry.h"
+
+namespace sol {
+namespace {
+
+TEST(Registry, BuiltinOpsAreRegisteredWithTables) {
+  for (const char* name : {"copy", "cast"}) {
+    const OpInfo& op = find_op(name);
+    EXPECT_FALSE(op.bench_table.empty()) << name;
+    EXPECT_FALSE(op.check_table.empty()) << name;
+  }
+}
+
+TEST(Registry, EveryCheckCasePasses) {
+  for (const OpInfo& op : registered_ops())
+    for (const auto& c : op.check_table) {
+      auto oc = op.make(resolve_params(op, c), 0);
+      CheckResult r = oc->check();
+      EXPECT_TRUE(r.pass) << op.name << " " << oc->shape() << " " << oc->dtype() << ": " << r.detail;
+    }
+}
+
+TEST(Registry, UnknownOpAndParametersAreNamed) {
+  try {
+    find_op("gemmm");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown op 'gemmm'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("copy"), std::string::npos);
+  }
+  EXPECT_THROW(resolve_params(find_op("copy"), {{"m", "3"}}), Error);
+  OpParams p = resolve_params(find_op("copy"), {{"n", "12x"}});
+  EXPECT_THROW(p.integer("n"), Error);
+  EXPECT_THROW(resolve_params(find_op("cast"), {{"to", "f64"}}).dtype("to"), Error);
+  EXPECT_THROW(find_op("cast").make(resolve_params(find_op("cast"), {{"to", "i32"}}), 0), Error);
+}
+
+TEST(Registry, SizesAcceptBinarySuffixes) {
+  EXPECT_EQ(parse_size("16M", "n"), int64_t(16) << 20);
+  EXPECT_EQ(parse_size("3K", "n"), 3072);
+  EXPECT_EQ(parse_size("2G", "n"), int64_t(2) << 30);
+  EXPECT_EQ(parse_size("17", "n"), 17);
+  EXPECT_THROW(parse_size("-1", "n"), Error);
+  EXPECT_THROW(parse_size("4T", "n"), Error);
+  EXPECT_THROW(parse_size("99999999999G", "n"), Error);
+  EXPECT_THROW(parse_size("", "n"), Error);
+}
+
+}  // namespace
+}  // namespace sol

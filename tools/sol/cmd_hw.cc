@@ -1,0 +1,58 @@
+// sol hw [--json] [--remeasure] — the measured ceilings of this machine.
+#include <fmt/format.h>
+
+#include "cli.h"
+
+namespace sol::cli {
+
+namespace {
+std::string yes(bool b) { return b ? "yes" : "no"; }
+
+void print_features() {
+  const CpuFeatures& f = cpu_features();
+  fmt::print("cpu      {} ({}), {} cpus\n", f.model_name, f.vendor, f.logical_cpus);
+  fmt::print("caches   L1d {} KiB, L2 {} KiB, L3 {} MiB\n", f.l1d_bytes >> 10, f.l2_bytes >> 10,
+             f.l3_bytes >> 20);
+  fmt::print("isa      avx2 {}, avx512f/bw/vl/dq {}, avx512_bf16 {}, avx512_fp16 {}\n",
+             yes(f.avx2 && f.os_avx), yes(f.avx512f && f.avx512bw && f.avx512vl && f.os_avx512),
+             yes(f.avx512_bf16), yes(f.avx512_fp16));
+  fmt::print("amx      tile {}, bf16 {}, int8 {} — {}\n", yes(f.amx_tile), yes(f.amx_bf16),
+             yes(f.amx_int8), f.amx_status);
+  fmt::print("path     best {}, active {}{}\n", isa_name(f.best_isa), isa_name(active_isa()),
+             std::getenv("SOL_ISA") ? " (SOL_ISA)" : "");
+}
+
+void print_ceilings(const MachineProfile& p) {
+  fmt::print("\nceilings (measured {} in {:.1f} s)\n", p.measured_at, p.measure_seconds);
+  fmt::print("  {:<10} {:>12} {:>12} {:>8}  {}\n", "unit", "1 thread", "all threads", "", "note");
+  for (const Ceiling& c : p.ceilings) {
+    double s = unit_display_scale(c.unit);
+    if (!c.available) {
+      fmt::print("  {:<10} {:>12} {:>12} {:>8}  {}\n", unit_name(c.unit), "-", "-", "", c.note);
+      continue;
+    }
+    fmt::print("  {:<10} {:>12.1f} {:>12.1f} {:>8}  {}\n", unit_name(c.unit), c.one_thread / s,
+               c.all_threads / s, unit_label(c.unit), c.note);
+  }
+}
+}  // namespace
+
+void add_hw(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("hw", "Measured ceilings of this machine (cached as JSON)");
+  auto json = std::make_shared<bool>(false);
+  auto remeasure = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "Print the machine profile as JSON");
+  cmd->add_flag("--remeasure", *remeasure, "Ignore the cache and measure again (< 30 s)");
+  cmd->callback([=, &exit_code] {
+    MachineProfile p = machine_for_cli(*remeasure, *json);
+    if (*json) {
+      fmt::print("{}\n", p.to_json());
+    } else {
+      print_features();
+      print_ceilings(p);
+    }
+    exit_code = kOk;
+  });
+}
+
+}  // namespace sol::cli

@@ -1,0 +1,119 @@
+// sol report [--out DIR] [--json] — the whole suite against this machine's ceilings:
+// a table on stdout, and report.md, report.json and roofline.svg in DIR.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "cli.h"
+#include "roofline_svg.h"
+#include "sol/error.h"
+#include "sol/registry.h"
+#include "sol/threads.h"
+
+namespace sol::cli {
+
+namespace {
+
+struct ReportArgs {
+  std::string out = "sol-report";
+  bool json = false, remeasure = false;
+  double min_seconds = 0.2;
+};
+
+void write_file(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream f(p);
+  check(bool(f), "report", "cannot write ", p.string());
+  f << text;
+  check(bool(f), "report", "failed writing ", p.string());
+}
+
+std::string markdown(const MachineProfile& m, const std::vector<BenchRecord>& records) {
+  std::string s = "# Sol report\n\n";
+  s += fmt::format("Machine: {} ({} cores), ceilings measured {}. Active path: {}.\n\n", m.cpu_model,
+                   m.cores, m.measured_at, isa_name(active_isa()));
+  s += "SOL% = floor / median time, floor = max(FLOPs / peak, bytes / bandwidth), with the "
+       "bounding ceiling re-measured beside each op (`paired`); the cached ceiling is shown "
+       "beside it.\n\n## Ceilings\n\n| unit | 1 thread | all threads | | note |\n|---|---:|---:|---|---|\n";
+  for (const Ceiling& c : m.ceilings) {
+    double sc = unit_display_scale(c.unit);
+    if (c.available)
+      s += fmt::format("| {} | {:.1f} | {:.1f} | {} | {} |\n", unit_name(c.unit), c.one_thread / sc,
+                       c.all_threads / sc, unit_label(c.unit), c.note);
+    else
+      s += fmt::format("| {} | - | - | | {} |\n", unit_name(c.unit), c.note);
+  }
+  s += "\n## Ops\n\n| op | shape | dtype | threads | median | TFLOP/s | GB/s | bound | ceiling (paired / cached) | SOL% | SOL% vs cached | check |\n"
+       "|---|---|---|---:|---:|---:|---:|---|---|---:|---:|---|\n";
+  for (const auto& r : records) {
+    double sc = unit_display_scale(r.ceiling_unit);
+    s += fmt::format("| {} | {} | {} | {} | {:.3f} ms | {:.3f} | {:.1f} | {} | {} {:.1f} / {:.1f} {} | {:.1f}{} | {:.1f} | {} |\n",
+                     r.op, r.shape, r.dtype, r.threads, r.timing.median_s * 1e3, r.tflops, r.gbps,
+                     bound_name(r.floor.bound), unit_name(r.ceiling_unit), r.ceiling_paired / sc,
+                     r.ceiling_cached / sc, unit_label(r.ceiling_unit), r.sol_pct,
+                     sol_over_limit(r) ? " **(>100%: ceiling wrong)**" : "", r.sol_pct_cached,
+                     !r.check ? "-" : r.check->pass ? "ok" : "**FAIL** " + r.check->detail);
+  }
+  s += "\n![roofline](roofline.svg)\n";
+  return s;
+}
+
+}  // namespace
+
+void add_report(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<ReportArgs>();
+  auto* cmd = app.add_subcommand("report", "Run every registered op over its shape table; write report.md/.json and roofline.svg");
+  cmd->add_option("--out", a->out, "Output folder (default ./sol-report)");
+  cmd->add_flag("--json", a->json, "Also print the records as a JSON array on stdout");
+  cmd->add_flag("--remeasure", a->remeasure, "Re-measure the machine's ceilings first");
+  cmd->add_option("--min-time", a->min_seconds, "Seconds of timed runs per case (default 0.2)")
+      ->check(CLI::Range(0.0, 60.0));
+  cmd->callback([a, &exit_code] {
+    namespace fs = std::filesystem;
+    fs::create_directories(a->out);
+    MachineProfile machine = machine_for_cli(a->remeasure, false);
+
+    struct Job { const OpInfo* op; std::map<std::string, std::string> c; int threads; };
+    std::vector<Job> jobs;
+    const int all = num_threads();
+    for (const auto& op : registered_ops())
+      for (const auto& c : op.bench_table) {
+        jobs.push_back({&op, c, 1});
+        if (all > 1) jobs.push_back({&op, c, all});
+      }
+
+    std::vector<BenchRecord> records;
+    bool failed = false;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const Job& j = jobs[i];
+      BenchOptions opt;
+      opt.threads = j.threads;
+      opt.run_check = j.threads == all;  // once per shape, on the multi-threaded path
+      opt.timing.min_seconds = a->min_seconds;
+      fmt::print(stderr, "[{:>2}/{}] {} ", i + 1, jobs.size(), j.op->name);
+      BenchRecord r = bench_case(*j.op, resolve_params(*j.op, j.c), machine, opt);
+      fmt::print(stderr, "{} {} t{}: {:.3f} ms, {:.1f}% SOL{}\n", r.shape, r.dtype, r.threads,
+                 r.timing.median_s * 1e3, r.sol_pct, r.check && !r.check->pass ? "  CHECK FAILED" : "");
+      failed |= r.check && !r.check->pass;
+      records.push_back(std::move(r));
+    }
+
+    nlohmann::json recs = nlohmann::json::array();
+    for (const auto& r : records) recs.push_back(record_json(r));
+    nlohmann::json doc = {{"machine", nlohmann::json::parse(machine.to_json())}, {"records", recs}};
+    write_file(fs::path(a->out) / "report.json", doc.dump(2) + "\n");
+    write_file(fs::path(a->out) / "report.md", markdown(machine, records));
+    write_file(fs::path(a->out) / "roofline.svg", roofline_svg(machine, records));
+
+    if (a->json) fmt::print("{}\n", recs.dump(2));
+    else fmt::print("{}", records_table(records));
+    for (const auto& r : records)
+      if (sol_over_limit(r))
+        fmt::print(stderr, "WARNING: {} {} {} t{} reports {:.1f}% SOL: above the ceiling, so the ceiling is wrong\n",
+                   r.op, r.shape, r.dtype, r.threads, r.sol_pct);
+    fmt::print(stderr, "wrote {}/report.md, report.json, roofline.svg\n", a->out);
+    exit_code = failed ? kCheckFailed : kOk;
+  });
+}
+
+}  // namespace sol::cli

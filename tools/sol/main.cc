@@ -1,0 +1,31 @@
+// sol — the command line: hw, bench, check, report. Exit codes: 0 success, 1 a check failed,
+// 2 bad usage or bad input.
+#include <cstdio>
+#include <exception>
+
+#include "cli.h"
+#include "sol/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Sol: operators measured against the machine's physical limits (SOL%)", "sol"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Show help for every subcommand");
+  int exit_code = sol::cli::kOk;
+  sol::cli::add_hw(app, exit_code);
+  sol::cli::add_bench(app, exit_code);
+  sol::cli::add_check(app, exit_code);
+  sol::cli::add_report(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : sol::cli::kBadUsage;
+  } catch (const sol::Error& e) {
+    std::fprintf(stderr, "sol: error: %s\n", e.what());
+    return sol::cli::kBadUsage;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sol: internal error: %s\n", e.what());
+    return sol::cli::kCheckFailed;
+  }
+  return exit_code;
+}
