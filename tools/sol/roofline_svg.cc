@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace sol::cli {
 
@@ -43,7 +44,7 @@ std::string frame(const LogAxes& a, const std::string& title, const std::string&
   s += fmt::format("<text x='{}' y='{}' font-size='12' text-anchor='middle'>{}</text>\n", (l + r) / 2, b + 40, escape(xlabel));
   s += fmt::format("<text x='{}' y='{}' font-size='12' text-anchor='middle' transform='rotate(-90 {} {})'>{}</text>\n",
                    a.left + 15, (t + b) / 2, a.left + 15, (t + b) / 2, escape(ylabel));
-  for (int e = int(std::ceil(a.x0)); e <= int(std::floor(a.x1)); ++e) {
+  for (int e = int(std::ceil(a.x0)); !xlabel.empty() && e <= int(std::floor(a.x1)); ++e) {
     double x = a.px(std::pow(10.0, e));
     s += fmt::format("<line x1='{}' y1='{}' x2='{}' y2='{}' stroke='#ddd'/><text x='{}' y='{}' font-size='10' text-anchor='middle'>1e{}</text>\n",
                      x, t, x, b, x, b + 14, e);
@@ -96,22 +97,31 @@ std::string roofline_svg(const MachineProfile& m, const std::vector<BenchRecord>
     if (r.cost.flops > 0 && r.cost.bytes > 0)
       s += point(roof, r.cost.flops / r.cost.bytes, r.cost.flops / r.timing.median_s, label_of(r), r.sol_pct > 100);
 
-  // Panel 2: data movement, GB/s over bytes moved.
-  LogAxes mem{5, 10, 9, 12, kW, 0};
-  s += frame(mem, "Data movement (no FLOPs)", "bytes moved per call", "bytes/s");
+  // Panel 2: data movement. One column per record (their byte counts are too alike to spread
+  // them on a size axis), achieved bytes/s on a log axis, memory ceilings as dashed lines.
+  std::vector<const BenchRecord*> moves;
+  for (const auto& r : records)
+    if (r.cost.flops == 0 && r.cost.bytes > 0) moves.push_back(&r);
+  LogAxes mem{0, 1, 9, 12, kW, 0};
+  s += frame(mem, "Data movement (no FLOPs): achieved bytes/s", "", "bytes/s");
+  const double l = kW + kPad, w = kW - 1.5 * kPad;
   for (Unit u : {Unit::mem_copy, Unit::mem_read, Unit::l2_read}) {
     const Ceiling& c = m.get(u);
     if (!c.available) continue;
     for (double v : {c.one_thread, c.all_threads}) {
-      if (!mem.inside(1e6, v)) continue;
+      if (!mem.inside(1.0, v)) continue;
       s += fmt::format("<line x1='{:.1f}' y1='{:.1f}' x2='{:.1f}' y2='{:.1f}' stroke='#999' stroke-dasharray='4 3'/><text x='{:.1f}' y='{:.1f}' font-size='9' fill='#555'>{} {} {:.0f} GB/s</text>\n",
-                       mem.px(1e5), mem.py(v), mem.px(1e10), mem.py(v), mem.px(1.2e5), mem.py(v) - 3,
-                       unit_name(u), v == c.one_thread ? "1t" : "all", v / 1e9);
+                       l, mem.py(v), l + w, mem.py(v), l + 2, mem.py(v) - 3, unit_name(u),
+                       v == c.one_thread ? "1t" : "all", v / 1e9);
     }
   }
-  for (const auto& r : records)
-    if (r.cost.flops == 0 && r.cost.bytes > 0)
-      s += point(mem, r.cost.bytes, r.cost.bytes / r.timing.median_s, label_of(r), r.sol_pct > 100);
+  for (size_t i = 0; i < moves.size(); ++i) {
+    const BenchRecord& r = *moves[i];
+    double x = l + w * (double(i) + 0.5) / double(moves.size()), y = mem.py(r.cost.bytes / r.timing.median_s);
+    s += fmt::format("<circle cx='{:.1f}' cy='{:.1f}' r='4' fill='{}'/><text x='{:.1f}' y='{:.1f}' font-size='9' transform='rotate(-90 {:.1f} {:.1f})'>{}</text>\n",
+                     x, y, r.sol_pct > 100 ? "#d00" : "#1565c0", x + 8, y + 3, x + 8, y + 3,
+                     escape(fmt::format("{} {} t{} {:.0f}%", r.op, r.dtype, r.threads, r.sol_pct)));
+  }
   s += "</svg>\n";
   return s;
 }

@@ -131,8 +131,12 @@ template <int kMantissaBits, int kBias, uint32_t kClampBits, uint32_t kNanCode>
   return _mm256_or_si256(code, sign);
 }
 
-[[gnu::always_inline]] inline __m256i f32x8_to_e4m3(__m256 x) { return f32x8_to_fp8<3, 7, 0x43E00000, 0x7F>(x); }
-[[gnu::always_inline]] inline __m256i f32x8_to_e5m2(__m256 x) { return f32x8_to_fp8<2, 15, 0x47800000, 0x7E>(x); }
+[[gnu::always_inline]] inline __m256i f32x8_to_e4m3(__m256 x) {
+  return f32x8_to_fp8<3, 7, 0x43E00000, 0x7F>(x);
+}
+[[gnu::always_inline]] inline __m256i f32x8_to_e5m2(__m256 x) {
+  return f32x8_to_fp8<2, 15, 0x47800000, 0x7E>(x);
+}
 
 template <bool kStreaming>
 [[gnu::always_inline]] inline void store32(uint8_t* p, __m256i v) {
@@ -224,11 +228,6 @@ template <DType From, DType To>
 void convert_pair(const uint8_t* src, uint8_t* dst, int64_t n, bool nontemporal) {
   constexpr int64_t kIn = element_bytes(From);
   constexpr int64_t kOut = element_bytes(To);
-  if constexpr (From == To) {
-    if (nontemporal) return stream_copy(src, dst, n * kIn);
-    std::memcpy(dst, src, size_t(n * kIn));
-    return;
-  }
   if (!nontemporal || reinterpret_cast<uintptr_t>(dst) % kOut != 0) {
     return convert_with_plain_stores<From, To>(src, dst, n);
   }
@@ -242,14 +241,25 @@ void convert_pair(const uint8_t* src, uint8_t* dst, int64_t n, bool nontemporal)
   _mm_sfence();
 }
 
+// The identity pair is a copy; every other pair converts.
+template <DType From, DType To>
+void convert_or_copy(const uint8_t* src, uint8_t* dst, int64_t n, bool nontemporal) {
+  if constexpr (From == To) {
+    if (nontemporal) return stream_copy(src, dst, n * element_bytes(From));
+    std::memcpy(dst, src, size_t(n * element_bytes(From)));
+  } else {
+    convert_pair<From, To>(src, dst, n, nontemporal);
+  }
+}
+
 template <DType From>
 void convert_from(const uint8_t* src, uint8_t* dst, DType to, int64_t n, bool nontemporal) {
   switch (to) {
-    case DType::f32: return convert_pair<From, DType::f32>(src, dst, n, nontemporal);
-    case DType::bf16: return convert_pair<From, DType::bf16>(src, dst, n, nontemporal);
-    case DType::f16: return convert_pair<From, DType::f16>(src, dst, n, nontemporal);
-    case DType::f8e4m3: return convert_pair<From, DType::f8e4m3>(src, dst, n, nontemporal);
-    case DType::f8e5m2: return convert_pair<From, DType::f8e5m2>(src, dst, n, nontemporal);
+    case DType::f32: return convert_or_copy<From, DType::f32>(src, dst, n, nontemporal);
+    case DType::bf16: return convert_or_copy<From, DType::bf16>(src, dst, n, nontemporal);
+    case DType::f16: return convert_or_copy<From, DType::f16>(src, dst, n, nontemporal);
+    case DType::f8e4m3: return convert_or_copy<From, DType::f8e4m3>(src, dst, n, nontemporal);
+    case DType::f8e5m2: return convert_or_copy<From, DType::f8e5m2>(src, dst, n, nontemporal);
     default: return;
   }
 }
