@@ -64,6 +64,7 @@ for (unit, threads), theirs in sorted(independent.items()):
     if abs(ratio - 1) > 0.10:
         flag = "  <-- disagree by more than 10%"
         flagged += 1
-    print(f"{unit:<10} {threads:>7} {ours / div:>10.1f} {theirs / div:>12.1f} {ratio:>7.2f}  {label}{flag}")
+    print(f"{unit:<10} {threads:>7} {ours / div:>10.1f} {theirs / div:>12.1f} {ratio:>7.2f}"
+          f"  {label}{flag}")
 sys.exit(1 if flagged else 0)
 PY

@@ -88,7 +88,8 @@ struct MachineProfile {
   static MachineProfile from_json(const std::string& text);  // throws sol::Error
 };
 
-// Measures one ceiling now. `seconds` bounds the time spent (short runs for pairing).
+// Measures one ceiling now at `threads` threads. The rate is in all_threads (one_thread is
+// filled too when threads == 1). `seconds` bounds the time spent (short runs for pairing).
 Ceiling measure_ceiling(Unit u, int threads, double seconds = 0.25);
 // Measures every ceiling (one thread and all threads); calls progress(unit) before each.
 MachineProfile measure_machine(const std::function<void(Unit)>& progress = {});

@@ -2,8 +2,8 @@
 // neighbours on a shared host evidently got in the way.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <ctime>
-#include <optional>
 #include <string>
 
 #include "sol/hw.h"
@@ -12,44 +12,67 @@ namespace sol {
 
 namespace {
 
-// What all threads should reach if the machine scales, and how many times to measure again
-// when they fall short: compute units add up and the clock holds, so a shortfall there is
-// the neighbours (two retries). Memory may really saturate with a few cores, so it gets one.
+constexpr double kScalingTolerance = 0.9;
+
+bool is_dram(Unit u) { return unit_is_memory(u) && u != Unit::l2_read; }
+
+// DRAM repetitions are whole passes of tens of milliseconds: they need the longer budget.
+double budget_seconds(Unit u) { return is_dram(u) ? 0.8 : 0.4; }
+
+// What all threads should reach if the machine scales, and how many retry rounds a shortfall
+// gets: compute units and the per-core L2 add up and the clock holds, so a shortfall there is
+// other work (two rounds). DRAM may really saturate with a few cores, so it gets one.
 struct Expectation {
   double all_threads;
-  int retries;
+  int retry_rounds;
+  bool must_scale;
 };
 
-Expectation expectation(Unit u, double one_thread, int threads) {
-  if (u == Unit::clock) return {one_thread, 2};
-  if (unit_is_memory(u)) return {one_thread * threads, 1};
-  return {one_thread * threads, 2};
+Expectation expectation(const Ceiling& c) {
+  if (c.unit == Unit::clock) return {c.one_thread, 2, true};
+  if (is_dram(c.unit)) return {c.one_thread * c.threads, 1, false};
+  return {c.one_thread * c.threads, 2, true};
 }
 
-// Both thread counts of one unit. Neighbours on a shared host can halve a two-thread run for
-// seconds, so a shortfall is measured again and the best kept; and when all threads beat what
-// one thread predicts, it was the single-thread run that was disturbed.
+bool falls_short(const Ceiling& c) {
+  return c.available && c.threads > 1 &&
+         c.all_threads < kScalingTolerance * expectation(c).all_threads;
+}
+
 Ceiling measure_both(Unit u, int threads) {
-  constexpr double kScalingTolerance = 0.9;
-  // DRAM repetitions are whole passes of tens of milliseconds: they need the longer budget.
-  bool dram = unit_is_memory(u) && u != Unit::l2_read;
-  double seconds = dram ? 0.8 : 0.4;
-  Ceiling c = measure_ceiling(u, 1, seconds);
+  Ceiling c = measure_ceiling(u, 1, budget_seconds(u));
   c.threads = threads;
   if (!c.available) return c;
-  if (threads == 1) {
-    c.all_threads = c.one_thread;
-    return c;
-  }
-  c.all_threads = measure_ceiling(u, threads, seconds).all_threads;
-  Expectation expected = expectation(u, c.one_thread, threads);
-  for (int retry = 0; retry < expected.retries; ++retry) {
-    if (c.all_threads >= kScalingTolerance * expected.all_threads) break;
-    c.all_threads = std::max(c.all_threads, measure_ceiling(u, threads, seconds).all_threads);
-  }
-  if (c.all_threads > expected.all_threads)
-    c.one_thread = std::max(c.one_thread, measure_ceiling(u, 1, seconds).one_thread);
+  c.all_threads =
+      threads == 1 ? c.one_thread : measure_ceiling(u, threads, budget_seconds(u)).all_threads;
   return c;
+}
+
+// All threads beating `threads` single threads (or the clock rising under load) means the
+// single-thread run was the disturbed one.
+bool one_thread_short(const Ceiling& c) {
+  return c.available && c.threads > 1 && c.all_threads > expectation(c).all_threads;
+}
+
+// Measures whichever figure disagrees with how the unit scales again, keeping the best.
+void retry(Ceiling& c) {
+  double seconds = budget_seconds(c.unit);
+  if (falls_short(c)) {
+    double again = measure_ceiling(c.unit, c.threads, seconds).all_threads;
+    c.all_threads = std::max(c.all_threads, again);
+  } else if (one_thread_short(c)) {
+    double again = measure_ceiling(c.unit, 1, seconds).one_thread;
+    c.one_thread = std::max(c.one_thread, again);
+  }
+}
+
+std::string shortfall_note(const Ceiling& c) {
+  char text[160];
+  std::snprintf(text, sizeof(text),
+                "; all threads reached only %.0f%% of what one thread predicts: other work was "
+                "running, measure again on a quiet machine",
+                100 * c.all_threads / expectation(c).all_threads);
+  return text;
 }
 
 std::string utc_now_iso8601() {
@@ -73,6 +96,13 @@ MachineProfile measure_machine(const std::function<void(Unit)>& progress) {
     if (progress) progress(u);
     p.ceilings.push_back(measure_both(u, f.logical_cpus));
   }
+  // Other work on a shared machine comes and goes over seconds: a retry straight away would
+  // meet it again, so shortfalls are re-measured in rounds after all units, seconds apart.
+  for (int round = 0; round < 2; ++round)
+    for (Ceiling& c : p.ceilings)
+      if (round < expectation(c).retry_rounds) retry(c);
+  for (Ceiling& c : p.ceilings)
+    if (expectation(c).must_scale && falls_short(c)) c.note += shortfall_note(c);
   p.measured_at = utc_now_iso8601();
   p.measure_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -34,13 +34,17 @@ __m256i select(__m256i mask, __m256i if_set, __m256i if_clear) {
 
 // ---- decode: 8 elements -> 8 f32 lanes ----
 
-[[gnu::always_inline]] inline __m256 bf16x8_to_f32(__m128i h) {
-  // The widening is a shift, but a signalling NaN must come out quiet (src/core/convert.cc).
+[[gnu::always_inline]] inline __m256 widen_bf16(__m128i h) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+// The widening is a shift, but a signalling NaN must come out quiet (src/core/convert.cc).
+// Only an f32 result needs this: every narrower target quietens NaNs itself.
+[[gnu::always_inline]] inline __m256 bf16x8_to_quiet_f32(__m128i h) {
   // Both sides of the compare are below 0x8000, so the signed compare is an unsigned one.
   const __m128i magnitude = _mm_and_si128(h, _mm_set1_epi16(0x7FFF));
   const __m128i nan = _mm_cmpgt_epi16(magnitude, _mm_set1_epi16(0x7F80));
-  h = _mm_or_si128(h, _mm_and_si128(nan, _mm_set1_epi16(0x0040)));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  return widen_bf16(_mm_or_si128(h, _mm_and_si128(nan, _mm_set1_epi16(0x0040))));
 }
 
 [[gnu::always_inline]] inline __m256 e5m2x8_to_f32(__m128i b) {
@@ -48,31 +52,49 @@ __m256i select(__m256i mask, __m256i if_set, __m256i if_clear) {
   return _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(b), 8));
 }
 
-[[gnu::always_inline]] inline __m256 e4m3x8_to_f32(__m128i b) {
-  const __m256i byte = _mm256_cvtepu8_epi32(b);
-  const __m256i magnitude = _mm256_and_si256(byte, splat(0x7F));
-  const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(byte, splat(0x80)), 24);
-  // Normals: exponent and mantissa slide under the f32 fields, bias 7 becomes 127.
-  __m256i bits = _mm256_add_epi32(_mm256_slli_epi32(magnitude, 20), splat((127 - 7) << 23));
-  // Subnormals are mantissa * 2^-9: an exact product of normal floats.
-  const __m256 subnormal = _mm256_mul_ps(_mm256_cvtepi32_ps(magnitude), _mm256_set1_ps(0x1p-9f));
-  bits = select(_mm256_cmpgt_epi32(splat(8), magnitude), _mm256_castps_si256(subnormal), bits);
-  bits = select(_mm256_cmpeq_epi32(magnitude, splat(0x7F)), splat(0x7FF00000), bits);
-  return _mm256_castsi256_ps(_mm256_or_si256(bits, sign));
+// 16 e4m3 -> two groups of 8 f32. With the bits moved under the f16 fields, an e4m3 code reads
+// as an f16 of its value times 2^-8 (bias 15 instead of 7), subnormals included; vcvtph2ps
+// and an exact scaling by 2^8 finish the job.
+[[gnu::always_inline]] inline void e4m3x16_to_f32(__m128i b, __m256& low, __m256& high) {
+  const __m256i byte = _mm256_cvtepu8_epi16(b);
+  const __m256i magnitude = _mm256_slli_epi16(_mm256_and_si256(byte, _mm256_set1_epi16(0x7F)), 7);
+  const __m256i sign =
+      _mm256_and_si256(_mm256_slli_epi16(byte, 8), _mm256_set1_epi16(short(0x8000)));
+  // The NaN code lands on 0x3F80 (1.875); 0x7F80 is the f16 NaN that widens to 0x7FF00000.
+  const __m256i nan = _mm256_cmpeq_epi16(magnitude, _mm256_set1_epi16(0x3F80));
+  const __m256i half = _mm256_or_si256(
+      _mm256_or_si256(magnitude, sign), _mm256_and_si256(nan, _mm256_set1_epi16(0x7F80)));
+  // The product is exact, and a NaN operand comes through unchanged.
+  const __m256 scale = _mm256_set1_ps(256.0f);
+  low = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(half)), scale);
+  high = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(half, 1)), scale);
 }
 
-template <DType From>
+template <DType From, DType To>
 [[gnu::always_inline]] inline __m256 load8(const uint8_t* p) {
   if constexpr (From == DType::f32) {
     return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
   } else if constexpr (From == DType::bf16 || From == DType::f16) {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    if constexpr (From == DType::bf16) return bf16x8_to_f32(h);
+    if constexpr (From == DType::bf16) {
+      return To == DType::f32 ? bf16x8_to_quiet_f32(h) : widen_bf16(h);
+    }
     return _mm256_cvtph_ps(h);
   } else {
-    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-    if constexpr (From == DType::f8e5m2) return e5m2x8_to_f32(b);
-    return e4m3x8_to_f32(b);
+    return e5m2x8_to_f32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  }
+}
+
+// Loads 32 elements as four groups of 8 f32, for a conversion to To.
+template <DType From, DType To>
+[[gnu::always_inline]] inline void load_block(const uint8_t* p, __m256 (&v)[4]) {
+  if constexpr (From == DType::f8e4m3) {
+    for (int pair = 0; pair < 2; ++pair) {
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * pair));
+      e4m3x16_to_f32(b, v[2 * pair], v[2 * pair + 1]);
+    }
+  } else {
+    for (int g = 0; g < 4; ++g) v[g] = load8<From, To>(p + 8 * g * element_bytes(From));
   }
 }
 
@@ -179,7 +201,7 @@ template <DType To, bool kStreaming>
 template <DType From, DType To, bool kStreaming>
 [[gnu::always_inline]] inline void convert_block(const uint8_t* src, uint8_t* dst) {
   __m256 v[4];
-  for (int g = 0; g < 4; ++g) v[g] = load8<From>(src + 8 * g * element_bytes(From));
+  load_block<From, To>(src, v);
   store_block<To, kStreaming>(dst, v);
 }
 
@@ -212,6 +234,16 @@ void stream_copy(const uint8_t* src, uint8_t* dst, int64_t bytes) {
   _mm_sfence();
 }
 
+// Streaming from DRAM, the hardware prefetchers alone leave the read side short of the copy
+// rate once a block carries real work.
+constexpr int64_t kPrefetchBytes = 8192;
+
+[[gnu::always_inline]] inline void prefetch_ahead(const uint8_t* block, int64_t lines) {
+  for (int64_t line = 0; line < lines; ++line) {
+    _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + 64 * line), _MM_HINT_T0);
+  }
+}
+
 // Full blocks with ordinary stores, then the rest through the stack buffers.
 template <DType From, DType To>
 void convert_with_plain_stores(const uint8_t* src, uint8_t* dst, int64_t n) {
@@ -235,6 +267,7 @@ void convert_pair(const uint8_t* src, uint8_t* dst, int64_t n, bool nontemporal)
   convert_with_plain_stores<From, To>(src, dst, head);
   int64_t i = head;
   for (; i + kBlock <= n; i += kBlock) {
+    prefetch_ahead(src + i * kIn, (kBlock * kIn + 63) / 64);
     convert_block<From, To, true>(src + i * kIn, dst + i * kOut);
   }
   convert_with_plain_stores<From, To>(src + i * kIn, dst + i * kOut, n - i);

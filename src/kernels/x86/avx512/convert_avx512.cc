@@ -4,8 +4,9 @@
 //
 // Results are bit-identical to src/core/convert.cc. Hardware conversions are used where they
 // round exactly as specified there (vcvtps2ph, vcvtph2ps, vcvtneps2bf16 for normal inputs);
-// the rest is integer code or float operations that are exact or carry their own rounding
-// mode, so MXCSR (FTZ, DAZ, rounding control) cannot change a result.
+// the rest is integer code, table lookups, or float operations that are exact or carry their
+// own rounding mode, so MXCSR (FTZ, DAZ, rounding control) cannot change a result.
+
 // GCC 12's own _mm512_undefined_* helpers trip -Wuninitialized once inlined (GCC bug 105593).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -22,25 +23,56 @@ namespace {
 
 // Everything here stays in this anonymous namespace: an inline function or template shared
 // with baseline translation units could be merged by the linker into this AVX-512 build of it.
+// The per-block helpers are forced inline: GCC otherwise keeps the store step out of line and
+// passes the four vectors through memory on every block (half the speed).
+
 constexpr int64_t element_bytes(DType t) {
   return t == DType::f32 ? 4 : (t == DType::bf16 || t == DType::f16) ? 2 : 1;
 }
 
 constexpr int64_t kBlock = 64;
 
-// The per-block helpers below are forced inline: GCC otherwise keeps the store step out of
-// line and passes the four vectors through memory on every block (half the speed).
-
 __m512i splat(uint32_t v) { return _mm512_set1_epi32(int(v)); }
+__m512i splat16(uint16_t v) { return _mm512_set1_epi16(short(v)); }
 
-// ---- decode: 16 elements -> 16 f32 lanes ----
+// bf16 bits of every e4m3 magnitude 0..127. bf16 holds each e4m3 value exactly; 0x7F, the NaN,
+// becomes 0x7FF0, what the route through f32 gives (src/core/convert.cc).
+struct alignas(64) E4m3ToBf16Table {
+  uint16_t bits[128];
+};
 
-[[gnu::always_inline]] inline __m512 bf16x16_to_f32(__m256i h) {
-  // The widening is a shift, but a signalling NaN must come out quiet (src/core/convert.cc).
+constexpr E4m3ToBf16Table make_e4m3_to_bf16_table() {
+  E4m3ToBf16Table t{};
+  for (int m = 0; m < 128; ++m) {
+    const int exponent = m >> 3, mantissa = m & 7;
+    if (m == 0x7F) {
+      t.bits[m] = 0x7FF0;
+    } else if (exponent > 0) {
+      t.bits[m] = uint16_t(((exponent - 7 + 127) << 7) | (mantissa << 4));
+    } else if (mantissa > 0) {
+      // mantissa * 2^-9: shift the leading one up to bit 3, where it becomes the implicit bit.
+      int shift = 0;
+      while ((mantissa << shift) < 8) ++shift;
+      t.bits[m] = uint16_t(((127 - 6 - shift) << 7) | (((mantissa << shift) & 7) << 4));
+    }
+  }
+  return t;
+}
+
+constexpr E4m3ToBf16Table kE4m3ToBf16 = make_e4m3_to_bf16_table();
+
+// ---- decode ----
+
+[[gnu::always_inline]] inline __m512 widen_bf16(__m256i h) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+// The widening is a shift, but a signalling NaN must come out quiet (src/core/convert.cc).
+// Only an f32 result needs this: every narrower target quietens NaNs itself.
+[[gnu::always_inline]] inline __m512 bf16x16_to_quiet_f32(__m256i h) {
   const __m256i magnitude = _mm256_and_si256(h, _mm256_set1_epi16(0x7FFF));
   const __mmask16 nan = _mm256_cmpgt_epu16_mask(magnitude, _mm256_set1_epi16(0x7F80));
-  h = _mm256_mask_mov_epi16(h, nan, _mm256_or_si256(h, _mm256_set1_epi16(0x0040)));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  return widen_bf16(_mm256_mask_mov_epi16(h, nan, _mm256_or_si256(h, _mm256_set1_epi16(0x40))));
 }
 
 [[gnu::always_inline]] inline __m512 e5m2x16_to_f32(__m128i b) {
@@ -48,39 +80,75 @@ __m512i splat(uint32_t v) { return _mm512_set1_epi32(int(v)); }
   return _mm512_cvtph_ps(_mm256_slli_epi16(_mm256_cvtepu8_epi16(b), 8));
 }
 
-[[gnu::always_inline]] inline __m512 e4m3x16_to_f32(__m128i b) {
-  const __m512i byte = _mm512_cvtepu8_epi32(b);
-  const __m512i magnitude = _mm512_and_si512(byte, splat(0x7F));
-  const __m512i sign = _mm512_slli_epi32(_mm512_and_si512(byte, splat(0x80)), 24);
-  // Normals: exponent and mantissa slide under the f32 fields, bias 7 becomes 127.
-  __m512i bits = _mm512_add_epi32(_mm512_slli_epi32(magnitude, 20), splat((127 - 7) << 23));
-  // Subnormals are mantissa * 2^-9: an exact product of normal floats.
-  const __m512 subnormal = _mm512_mul_ps(_mm512_cvtepi32_ps(magnitude), _mm512_set1_ps(0x1p-9f));
-  bits = _mm512_mask_mov_epi32(bits, _mm512_cmplt_epu32_mask(magnitude, splat(8)),
-                               _mm512_castps_si512(subnormal));
-  bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(magnitude, splat(0x7F)),
-                               splat(0x7FF00000));
-  return _mm512_castsi512_ps(_mm512_or_si512(bits, sign));
+// 32 e4m3 bytes -> 32 bf16, by table.
+[[gnu::always_inline]] inline __m512i e4m3x32_to_bf16(__m256i bytes) {
+  const auto* table = reinterpret_cast<const __m512i*>(kE4m3ToBf16.bits);
+  const __m512i byte = _mm512_cvtepu8_epi16(bytes);
+  // vpermt2w reads the low 6 index bits; bit 6 picks the table half; bit 7 is the sign.
+  const __m512i low = _mm512_permutex2var_epi16(table[0], byte, table[1]);
+  const __m512i high = _mm512_permutex2var_epi16(table[2], byte, table[3]);
+  const __m512i magnitude =
+      _mm512_mask_blend_epi16(_mm512_test_epi16_mask(byte, splat16(0x40)), low, high);
+  // magnitude | (byte << 8 & 0x8000)
+  return _mm512_ternarylogic_epi32(magnitude, _mm512_slli_epi16(byte, 8), splat16(0x8000), 0xF8);
 }
 
-template <DType From, bool kMasked>
+template <DType From, DType To, bool kMasked>
 [[gnu::always_inline]] inline __m512 load16(const uint8_t* p, __mmask16 m) {
   if constexpr (From == DType::f32) {
     return kMasked ? _mm512_maskz_loadu_ps(m, p) : _mm512_loadu_ps(p);
   } else if constexpr (From == DType::bf16 || From == DType::f16) {
     const __m256i h = kMasked ? _mm256_maskz_loadu_epi16(m, p)
                               : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    if constexpr (From == DType::bf16) return bf16x16_to_f32(h);
+    if constexpr (From == DType::bf16) {
+      return To == DType::f32 ? bf16x16_to_quiet_f32(h) : widen_bf16(h);
+    }
     return _mm512_cvtph_ps(h);
   } else {
     const __m128i b = kMasked ? _mm_maskz_loadu_epi8(m, p)
                               : _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    if constexpr (From == DType::f8e5m2) return e5m2x16_to_f32(b);
-    return e4m3x16_to_f32(b);
+    return e5m2x16_to_f32(b);
   }
 }
 
-// ---- encode: 16 f32 lanes -> 16 elements ----
+// bf16 and e4m3 sources hold nothing a bf16 cannot: they load as two vectors of 32 bf16.
+template <DType From>
+constexpr bool kExactInBf16 = From == DType::bf16 || From == DType::f8e4m3;
+
+template <DType From, bool kMasked>
+[[gnu::always_inline]] inline void load_bf16_64(const uint8_t* p, __mmask64 m, __m512i (&h)[2]) {
+  if constexpr (From == DType::bf16) {
+    for (int half = 0; half < 2; ++half) {
+      h[half] = kMasked ? _mm512_maskz_loadu_epi16(__mmask32(m >> (32 * half)), p + 64 * half)
+                        : _mm512_loadu_si512(p + 64 * half);
+    }
+  } else {
+    const __m512i bytes = kMasked ? _mm512_maskz_loadu_epi8(m, p) : _mm512_loadu_si512(p);
+    h[0] = e4m3x32_to_bf16(_mm512_castsi512_si256(bytes));
+    h[1] = e4m3x32_to_bf16(_mm512_extracti64x4_epi64(bytes, 1));
+  }
+}
+
+// Loads 64 elements (only the lanes in m when masked) as four vectors of 16 f32, for a
+// conversion to To.
+template <DType From, DType To, bool kMasked>
+[[gnu::always_inline]] inline void load64(const uint8_t* p, __mmask64 m, __m512 (&v)[4]) {
+  if constexpr (From == DType::f8e4m3) {
+    __m512i h[2];
+    load_bf16_64<From, kMasked>(p, m, h);
+    for (int half = 0; half < 2; ++half) {
+      v[2 * half] = widen_bf16(_mm512_castsi512_si256(h[half]));
+      v[2 * half + 1] = widen_bf16(_mm512_extracti64x4_epi64(h[half], 1));
+    }
+  } else {
+    for (int g = 0; g < 4; ++g) {
+      const __mmask16 lanes = __mmask16(m >> (16 * g));
+      v[g] = load16<From, To, kMasked>(p + 16 * g * element_bytes(From), lanes);
+    }
+  }
+}
+
+// ---- encode ----
 
 [[gnu::always_inline]] inline __m256i f32x16_to_bf16(__m512 x) {
   __m256i h = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(x));
@@ -102,52 +170,80 @@ template <DType From, bool kMasked>
   return _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
-// f32 -> 8-bit float with kMantissaBits and bias kBias, round to nearest even. |x| is first
-// clamped to kClampBits, the smallest magnitude that maps to the format's overflow code
-// (e4m3: 448 -> 0x7E, saturating; e5m2: 65536 -> 0x7C = inf), so larger values and inf need
-// no separate case.
-template <int kMantissaBits, int kBias, uint32_t kClampBits, uint32_t kNanCode>
-[[gnu::always_inline]] inline __m128i f32x16_to_fp8(__m512 x) {
-  constexpr int kDropped = 23 - kMantissaBits;
-  constexpr uint32_t kMinNormalBits = uint32_t(127 + 1 - kBias) << 23;
-  constexpr float kPerSubnormalStep = float(1 << (kBias - 1 + kMantissaBits));
-  constexpr uint32_t kRebiasPlusHalfMinusOne =
-      (uint32_t(kBias - 127) << 23) + (uint32_t{1} << (kDropped - 1)) - 1;
+// ---- fp8 encode, 32 lanes at a time from bf16 ----
+//
+// fp8 codes are computed from bf16 in 16-bit lanes, twice the lanes of f32. Sources with an
+// exact bf16 form go straight in; f32 (and what widens to it) is first cut to bf16 rounding to
+// odd: truncate, then set the lowest bit when anything nonzero was cut off. With 8 significant
+// bits against at most 4 in fp8, rounding that bf16 to nearest even gives exactly the f32's
+// correctly rounded fp8: rounding to odd never lands on, or moves off, a tie of the coarser
+// format (Boldo and Melquiond).
 
+// 16 f32 -> 16 bf16 rounded to odd, each in the low half of its 32-bit lane.
+[[gnu::always_inline]] inline __m512i f32x16_to_bf16_odd(__m512 x) {
   const __m512i bits = _mm512_castps_si512(x);
-  const __m512i magnitude = _mm512_and_si512(bits, splat(0x7FFFFFFF));
-  const __m512i sign = _mm512_and_si512(_mm512_srli_epi32(bits, 24), splat(0x80));
-  const __mmask16 nan = _mm512_cmpgt_epu32_mask(magnitude, splat(0x7F800000));
-  const __m512i clamped = _mm512_min_epu32(magnitude, splat(kClampBits));
+  // Bit 16 of (low half + 0xFFFF) is set exactly when the low half is nonzero.
+  const __m512i sticky = _mm512_add_epi32(_mm512_and_si512(bits, splat(0xFFFF)), splat(0xFFFF));
+  return _mm512_srli_epi32(_mm512_or_si512(bits, sticky), 16);
+}
+
+// The packus instructions interleave their two sources per 128-bit lane, 8 bytes from each;
+// this puts the 8-byte groups back in element order.
+[[gnu::always_inline]] inline __m512i in_element_order(__m512i packed) {
+  return _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), packed);
+}
+
+// 32 bf16 -> 8-bit float with kMantissaBits and bias kBias, round to nearest even; each code in
+// the low byte of its 16-bit lane. |x| is first clamped to kClampBits, the smallest magnitude
+// that maps to the format's overflow code (e4m3: 448 -> 0x7E, saturating; e5m2: 65536 -> 0x7C,
+// inf), so larger values and inf need no case of their own.
+template <int kMantissaBits, int kBias, uint16_t kClampBits, uint16_t kNanCode>
+[[gnu::always_inline]] inline __m512i bf16x32_to_fp8(__m512i h) {
+  constexpr int kDropped = 7 - kMantissaBits;
+  constexpr uint16_t kMinNormal = uint16_t((127 + 1 - kBias) << 7);
+  constexpr uint16_t kRebiasPlusHalfMinusOne =
+      uint16_t(((kBias - 127) << 7) + (1 << (kDropped - 1)) - 1);
+  // The bf16 exponent of [min_subnormal / 2, min_subnormal): nothing below rounds away from 0.
+  constexpr uint16_t kHalfSubnormalExponent = uint16_t(127 - kBias - kMantissaBits);
+
+  const __m512i magnitude = _mm512_and_si512(h, splat16(0x7FFF));
+  const __mmask32 nan = _mm512_cmpgt_epu16_mask(magnitude, splat16(0x7F80));
+  const __m512i clamped = _mm512_min_epu16(magnitude, splat16(kClampBits));
 
   // Normal results: rebias the exponent and drop kDropped mantissa bits, rounding half to
   // even by adding half-minus-one plus the lowest kept bit; a carry moves into the exponent.
-  const __m512i lowest_kept = _mm512_and_si512(_mm512_srli_epi32(clamped, kDropped), splat(1));
-  const __m512i normal = _mm512_srli_epi32(
-      _mm512_add_epi32(_mm512_add_epi32(clamped, splat(kRebiasPlusHalfMinusOne)), lowest_kept),
+  const __m512i lowest_kept = _mm512_and_si512(_mm512_srli_epi16(clamped, kDropped), splat16(1));
+  const __m512i normal = _mm512_srli_epi16(
+      _mm512_add_epi16(_mm512_add_epi16(clamped, splat16(kRebiasPlusHalfMinusOne)), lowest_kept),
       kDropped);
-  // Subnormal results: |x| counted in smallest-subnormal steps. The scaling by a power of two
-  // is exact; the conversion to integer rounds half to even by its own rounding mode.
-  const __m512 steps =
-      _mm512_mul_ps(_mm512_castsi512_ps(clamped), _mm512_set1_ps(kPerSubnormalStep));
-  const __m512i subnormal =
-      _mm512_cvt_roundps_epi32(steps, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // Subnormal results: |x| = (128 + mantissa) * 2^(exponent - 134) is, in smallest-subnormal
+  // steps, scaled / 256 with scaled = (128 + mantissa) << (exponent - kHalfSubnormalExponent).
+  // Smaller exponents make the shift count wrap past 15, and vpsllvw then gives 0.
+  const __m512i shift =
+      _mm512_sub_epi16(_mm512_srli_epi16(clamped, 7), splat16(kHalfSubnormalExponent));
+  const __m512i significand =  // (clamped & 0x7F) | 0x80
+      _mm512_ternarylogic_epi32(clamped, splat16(0x7F), splat16(0x80), 0xEA);
+  const __m512i scaled = _mm512_sllv_epi16(significand, shift);
+  const __m512i lowest_step = _mm512_and_si512(_mm512_srli_epi16(scaled, 8), splat16(1));
+  const __m512i subnormal = _mm512_srli_epi16(
+      _mm512_add_epi16(_mm512_add_epi16(scaled, splat16(0x7F)), lowest_step), 8);
 
-  __m512i code = _mm512_mask_mov_epi32(
-      normal, _mm512_cmplt_epu32_mask(clamped, splat(kMinNormalBits)), subnormal);
-  code = _mm512_mask_mov_epi32(code, nan, splat(kNanCode));
-  return _mm512_cvtepi32_epi8(_mm512_or_si512(code, sign));
+  __m512i code = _mm512_mask_mov_epi16(
+      normal, _mm512_cmplt_epu16_mask(clamped, splat16(kMinNormal)), subnormal);
+  code = _mm512_mask_mov_epi16(code, nan, splat16(kNanCode));
+  // code | (h >> 8 & 0x80): the sign
+  return _mm512_ternarylogic_epi32(code, _mm512_srli_epi16(h, 8), splat16(0x80), 0xF8);
 }
 
-[[gnu::always_inline]] inline __m128i f32x16_to_e4m3(__m512 x) {
-  return f32x16_to_fp8<3, 7, 0x43E00000, 0x7F>(x);
-}
-[[gnu::always_inline]] inline __m128i f32x16_to_e5m2(__m512 x) {
-  return f32x16_to_fp8<2, 15, 0x47800000, 0x7E>(x);
+template <DType To>
+[[gnu::always_inline]] inline __m512i bf16x32_to(__m512i h) {
+  if constexpr (To == DType::f8e4m3) return bf16x32_to_fp8<3, 7, 0x43E0, 0x7F>(h);
+  return bf16x32_to_fp8<2, 15, 0x4780, 0x7E>(h);
 }
 
 enum class Store { plain, masked, streaming };
 
+// One 64-byte line; `byte_mask` is used by masked stores only.
 template <Store kStore>
 [[gnu::always_inline]] inline void store_line(uint8_t* p, __m512i v, __mmask64 byte_mask) {
   if constexpr (kStore == Store::masked) {
@@ -157,6 +253,23 @@ template <Store kStore>
   } else {
     _mm512_storeu_si512(p, v);
   }
+}
+
+// A line of 32 two-byte elements; `m` has one bit per element.
+template <Store kStore>
+[[gnu::always_inline]] inline void store_words(uint8_t* p, __m512i v, __mmask32 m) {
+  if constexpr (kStore == Store::masked) {
+    _mm512_mask_storeu_epi16(p, m, v);
+  } else {
+    store_line<kStore>(p, v, 0);
+  }
+}
+
+// 64 bf16 -> one line of fp8; `m` has one bit per element.
+template <DType To, Store kStore>
+[[gnu::always_inline]] inline void store_fp8_64(uint8_t* p, const __m512i (&h)[2], __mmask64 m) {
+  const __m512i bytes = _mm512_packus_epi16(bf16x32_to<To>(h[0]), bf16x32_to<To>(h[1]));
+  store_line<kStore>(p, in_element_order(bytes), m);
 }
 
 // Stores 64 converted elements; `m` has one bit per element.
@@ -178,33 +291,37 @@ template <DType To, Store kStore>
     for (int half = 0; half < 2; ++half) {
       const __m512i line = _mm512_inserti64x4(_mm512_castsi256_si512(encode(v[2 * half])),
                                               encode(v[2 * half + 1]), 1);
-      if constexpr (kStore == Store::masked) {
-        _mm512_mask_storeu_epi16(p + 64 * half, __mmask32(m >> (32 * half)), line);
-      } else {
-        store_line<kStore>(p + 64 * half, line, 0);
-      }
+      store_words<kStore>(p + 64 * half, line, __mmask32(m >> (32 * half)));
     }
   } else {
-    const auto encode = [](__m512 x) {
-      if constexpr (To == DType::f8e4m3) return f32x16_to_e4m3(x);
-      return f32x16_to_e5m2(x);
-    };
-    __m512i line = _mm512_castsi128_si512(encode(v[0]));
-    line = _mm512_inserti32x4(line, encode(v[1]), 1);
-    line = _mm512_inserti32x4(line, encode(v[2]), 2);
-    line = _mm512_inserti32x4(line, encode(v[3]), 3);
-    store_line<kStore>(p, line, m);
+    __m512i h[2];
+    for (int half = 0; half < 2; ++half) {
+      h[half] = in_element_order(_mm512_packus_epi32(f32x16_to_bf16_odd(v[2 * half]),
+                                                     f32x16_to_bf16_odd(v[2 * half + 1])));
+    }
+    store_fp8_64<To, kStore>(p, h, m);
   }
 }
 
 template <DType From, DType To, Store kStore>
 [[gnu::always_inline]] inline void convert64(const uint8_t* src, uint8_t* dst, __mmask64 m) {
   constexpr bool kMasked = kStore == Store::masked;
-  __m512 v[4];
-  for (int g = 0; g < 4; ++g) {
-    v[g] = load16<From, kMasked>(src + 16 * g * element_bytes(From), __mmask16(m >> (16 * g)));
+  constexpr bool kFp8 = To == DType::f8e4m3 || To == DType::f8e5m2;
+  if constexpr (kExactInBf16<From> && (To == DType::bf16 || kFp8)) {
+    // No f32 step: the source's bf16 form is the result (e4m3 -> bf16) or feeds the encoder.
+    __m512i h[2];
+    load_bf16_64<From, kMasked>(src, m, h);
+    if constexpr (kFp8) {
+      store_fp8_64<To, kStore>(dst, h, m);
+    } else {
+      store_words<kStore>(dst, h[0], __mmask32(m));
+      store_words<kStore>(dst + 64, h[1], __mmask32(m >> 32));
+    }
+  } else {
+    __m512 v[4];
+    load64<From, To, kMasked>(src, m, v);
+    store64<To, kStore>(dst, v, m);
   }
-  store64<To, kStore>(dst, v, m);
 }
 
 __mmask64 first_lanes(int64_t count) {
@@ -234,6 +351,16 @@ void stream_copy(const uint8_t* src, uint8_t* dst, int64_t bytes) {
   _mm_sfence();
 }
 
+// Streaming from DRAM, the hardware prefetchers alone leave the read side short of the copy
+// rate once a block carries real work (f32 -> e4m3 gained 15-20% from this on Zen 5).
+constexpr int64_t kPrefetchBytes = 8192;
+
+[[gnu::always_inline]] inline void prefetch_ahead(const uint8_t* block, int64_t lines) {
+  for (int64_t line = 0; line < lines; ++line) {
+    _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + 64 * line), _MM_HINT_T0);
+  }
+}
+
 // Full blocks with ordinary stores, then a masked block for the rest.
 template <DType From, DType To>
 void convert_with_plain_stores(const uint8_t* src, uint8_t* dst, int64_t n) {
@@ -257,6 +384,7 @@ void convert_pair(const uint8_t* src, uint8_t* dst, int64_t n, bool nontemporal)
   convert_with_plain_stores<From, To>(src, dst, head);
   int64_t i = head;
   for (; i + kBlock <= n; i += kBlock) {
+    prefetch_ahead(src + i * kIn, kIn);
     convert64<From, To, Store::streaming>(src + i * kIn, dst + i * kOut, 0);
   }
   convert_with_plain_stores<From, To>(src + i * kIn, dst + i * kOut, n - i);
