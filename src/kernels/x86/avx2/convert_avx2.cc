@@ -17,14 +17,14 @@ namespace {
 
 // Everything here stays in this anonymous namespace: an inline function or template shared
 // with baseline translation units could be merged by the linker into this AVX2 build of it.
+// The per-block helpers are forced inline: GCC otherwise keeps the store step out of line and
+// passes the four vectors through memory on every block.
+
 constexpr int64_t element_bytes(DType t) {
   return t == DType::f32 ? 4 : (t == DType::bf16 || t == DType::f16) ? 2 : 1;
 }
 
 constexpr int64_t kBlock = 32;
-
-// The per-block helpers below are forced inline: GCC otherwise keeps the store step out of
-// line and passes the four vectors through memory on every block.
 
 __m256i splat(uint32_t v) { return _mm256_set1_epi32(int(v)); }
 
@@ -32,7 +32,7 @@ __m256i select(__m256i mask, __m256i if_set, __m256i if_clear) {
   return _mm256_blendv_epi8(if_clear, if_set, mask);
 }
 
-// ---- decode: 8 elements -> 8 f32 lanes ----
+// ---- decode ----
 
 [[gnu::always_inline]] inline __m256 widen_bf16(__m128i h) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
@@ -121,7 +121,7 @@ template <DType From, DType To>
 // (e4m3: 448 -> 0x7E, saturating; e5m2: 65536 -> 0x7C = inf), so larger values and inf need
 // no separate case.
 template <int kMantissaBits, int kBias, uint32_t kClampBits, uint32_t kNanCode>
-[[gnu::always_inline]] inline __m256i f32x8_to_fp8(__m256 x) {
+[[gnu::always_inline]] inline __m256i f32x8_to_fp8_format(__m256 x) {
   constexpr int kDropped = 23 - kMantissaBits;
   constexpr uint32_t kMinNormalBits = uint32_t(127 + 1 - kBias) << 23;
   constexpr float kPerSubnormalStep = float(1 << (kBias - 1 + kMantissaBits));
@@ -153,11 +153,10 @@ template <int kMantissaBits, int kBias, uint32_t kClampBits, uint32_t kNanCode>
   return _mm256_or_si256(code, sign);
 }
 
-[[gnu::always_inline]] inline __m256i f32x8_to_e4m3(__m256 x) {
-  return f32x8_to_fp8<3, 7, 0x43E00000, 0x7F>(x);
-}
-[[gnu::always_inline]] inline __m256i f32x8_to_e5m2(__m256 x) {
-  return f32x8_to_fp8<2, 15, 0x47800000, 0x7E>(x);
+template <DType To>
+[[gnu::always_inline]] inline __m256i f32x8_to_fp8(__m256 x) {
+  if constexpr (To == DType::f8e4m3) return f32x8_to_fp8_format<3, 7, 0x43E00000, 0x7F>(x);
+  return f32x8_to_fp8_format<2, 15, 0x47800000, 0x7E>(x);
 }
 
 template <bool kStreaming>
@@ -169,8 +168,9 @@ template <bool kStreaming>
   }
 }
 
-// Stores 32 converted elements.
-template <DType To, bool kStreaming>
+// Stores 32 converted elements. kExactInBf16: every value is a bf16 already (an e4m3 source),
+// so a bf16 target is just the top half of each f32.
+template <DType To, bool kStreaming, bool kExactInBf16>
 [[gnu::always_inline]] inline void store_block(uint8_t* p, const __m256 (&v)[4]) {
   if constexpr (To == DType::f32) {
     for (int g = 0; g < 4; ++g) store32<kStreaming>(p + 32 * g, _mm256_castps_si256(v[g]));
@@ -179,18 +179,17 @@ template <DType To, bool kStreaming>
     store32<kStreaming>(p + 32, _mm256_set_m128i(f32x8_to_f16(v[3]), f32x8_to_f16(v[2])));
   } else if constexpr (To == DType::bf16) {
     // packus interleaves the 128-bit lanes; the permute puts the four quarters back in order.
+    const auto encode = [](__m256 x) {
+      if constexpr (kExactInBf16) return _mm256_srli_epi32(_mm256_castps_si256(x), 16);
+      return f32x8_to_bf16(x);
+    };
     for (int half = 0; half < 2; ++half) {
-      const __m256i packed =
-          _mm256_packus_epi32(f32x8_to_bf16(v[2 * half]), f32x8_to_bf16(v[2 * half + 1]));
+      const __m256i packed = _mm256_packus_epi32(encode(v[2 * half]), encode(v[2 * half + 1]));
       store32<kStreaming>(p + 32 * half, _mm256_permute4x64_epi64(packed, 0xD8));
     }
   } else {
-    const auto encode = [](__m256 x) {
-      if constexpr (To == DType::f8e4m3) return f32x8_to_e4m3(x);
-      return f32x8_to_e5m2(x);
-    };
-    const __m256i words01 = _mm256_packus_epi32(encode(v[0]), encode(v[1]));
-    const __m256i words23 = _mm256_packus_epi32(encode(v[2]), encode(v[3]));
+    const __m256i words01 = _mm256_packus_epi32(f32x8_to_fp8<To>(v[0]), f32x8_to_fp8<To>(v[1]));
+    const __m256i words23 = _mm256_packus_epi32(f32x8_to_fp8<To>(v[2]), f32x8_to_fp8<To>(v[3]));
     // After the two lane-wise packs dword k holds elements of group k % 4, lane k / 4.
     const __m256i bytes = _mm256_packus_epi16(words01, words23);
     const __m256i in_order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
@@ -202,7 +201,7 @@ template <DType From, DType To, bool kStreaming>
 [[gnu::always_inline]] inline void convert_block(const uint8_t* src, uint8_t* dst) {
   __m256 v[4];
   load_block<From, To>(src, v);
-  store_block<To, kStreaming>(dst, v);
+  store_block<To, kStreaming, From == DType::f8e4m3>(dst, v);
 }
 
 // Fewer than kBlock elements, through zero-padded stack buffers.

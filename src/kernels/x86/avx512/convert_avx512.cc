@@ -1,6 +1,8 @@
-// AVX-512 conversions (F/BW/VL/DQ + BF16). Each step converts 64 elements through f32 held in
-// four zmm registers: one 64-byte line of fp8, two of bf16/f16, four of f32, so streaming
-// stores always write whole lines. Heads and tails use masked loads and stores.
+// AVX-512 conversions (F/BW/VL/DQ + BF16). Each step converts 64 elements: one 64-byte line of
+// fp8, two of bf16/f16, four of f32, so streaming stores always write whole lines; heads and
+// tails use masked loads and stores. Elements pass through f32 in four zmm registers, except on
+// the way to fp8 (and e4m3 -> bf16): there every source but f32 travels in a 16-bit form that
+// holds its values exactly, bf16 for bf16 and e4m3, f16 for f16 and e5m2, 32 lanes a vector.
 //
 // Results are bit-identical to src/core/convert.cc. Hardware conversions are used where they
 // round exactly as specified there (vcvtps2ph, vcvtph2ps, vcvtneps2bf16 for normal inputs);
@@ -105,27 +107,33 @@ template <DType From, DType To, bool kMasked>
     }
     return _mm512_cvtph_ps(h);
   } else {
+    static_assert(From == DType::f8e5m2, "e4m3 loads 64 at a time, through bf16");
     const __m128i b = kMasked ? _mm_maskz_loadu_epi8(m, p)
                               : _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     return e5m2x16_to_f32(b);
   }
 }
 
-// bf16 and e4m3 sources hold nothing a bf16 cannot: they load as two vectors of 32 bf16.
+// The 16-bit form of a source other than f32: bf16 for bf16 and e4m3, f16 for f16 and e5m2.
 template <DType From>
-constexpr bool kExactInBf16 = From == DType::bf16 || From == DType::f8e4m3;
+constexpr DType kHalfForm =
+    From == DType::bf16 || From == DType::f8e4m3 ? DType::bf16 : DType::f16;
 
 template <DType From, bool kMasked>
-[[gnu::always_inline]] inline void load_bf16_64(const uint8_t* p, __mmask64 m, __m512i (&h)[2]) {
-  if constexpr (From == DType::bf16) {
+[[gnu::always_inline]] inline void load_half64(const uint8_t* p, __mmask64 m, __m512i (&h)[2]) {
+  if constexpr (From == DType::bf16 || From == DType::f16) {
     for (int half = 0; half < 2; ++half) {
       h[half] = kMasked ? _mm512_maskz_loadu_epi16(__mmask32(m >> (32 * half)), p + 64 * half)
                         : _mm512_loadu_si512(p + 64 * half);
     }
   } else {
     const __m512i bytes = kMasked ? _mm512_maskz_loadu_epi8(m, p) : _mm512_loadu_si512(p);
-    h[0] = e4m3x32_to_bf16(_mm512_castsi512_si256(bytes));
-    h[1] = e4m3x32_to_bf16(_mm512_extracti64x4_epi64(bytes, 1));
+    for (int half = 0; half < 2; ++half) {
+      const __m256i b = half ? _mm512_extracti64x4_epi64(bytes, 1) : _mm512_castsi512_si256(bytes);
+      // e5m2 is f16 with the low 8 mantissa bits cut off, inf and NaN included.
+      h[half] = From == DType::f8e4m3 ? e4m3x32_to_bf16(b)
+                                      : _mm512_slli_epi16(_mm512_cvtepu8_epi16(b), 8);
+    }
   }
 }
 
@@ -135,7 +143,7 @@ template <DType From, DType To, bool kMasked>
 [[gnu::always_inline]] inline void load64(const uint8_t* p, __mmask64 m, __m512 (&v)[4]) {
   if constexpr (From == DType::f8e4m3) {
     __m512i h[2];
-    load_bf16_64<From, kMasked>(p, m, h);
+    load_half64<From, kMasked>(p, m, h);
     for (int half = 0; half < 2; ++half) {
       v[2 * half] = widen_bf16(_mm512_castsi512_si256(h[half]));
       v[2 * half + 1] = widen_bf16(_mm512_extracti64x4_epi64(h[half], 1));
@@ -170,21 +178,64 @@ template <DType From, DType To, bool kMasked>
   return _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
-// ---- fp8 encode, 32 lanes at a time from bf16 ----
+// ---- fp8 encode ----
 //
-// fp8 codes are computed from bf16 in 16-bit lanes, twice the lanes of f32. Sources with an
-// exact bf16 form go straight in; f32 (and what widens to it) is first cut to bf16 rounding to
-// odd: truncate, then set the lowest bit when anything nonzero was cut off. With 8 significant
-// bits against at most 4 in fp8, rounding that bf16 to nearest even gives exactly the f32's
-// correctly rounded fp8: rounding to odd never lands on, or moves off, a tie of the coarser
-// format (Boldo and Melquiond).
+// Two versions of one rounding: from f32 in 32-bit lanes, and from a 16-bit form (bf16 or f16)
+// in 16-bit lanes, twice the lanes per instruction, for every other source. Cutting f32 to
+// bf16 first, rounding to odd, would let the second serve f32 too, but on Zen 5 the cut costs
+// more than the wider lanes save.
 
-// 16 f32 -> 16 bf16 rounded to odd, each in the low half of its 32-bit lane.
-[[gnu::always_inline]] inline __m512i f32x16_to_bf16_odd(__m512 x) {
+// f32 -> 8-bit float with kMantissaBits and bias kBias, round to nearest even; the code lands
+// in the low byte of each 32-bit lane. |x| is first clamped to kClampBits, the smallest
+// magnitude that maps to the format's overflow code (e4m3: 448 -> 0x7E, saturating; e5m2:
+// 65536 -> 0x7C = inf), so larger values and inf need no separate case.
+template <int kMantissaBits, int kBias, uint32_t kClampBits, uint32_t kNanCode>
+[[gnu::always_inline]] inline __m512i f32x16_to_fp8_format(__m512 x) {
+  constexpr int kDropped = 23 - kMantissaBits;
+  constexpr uint32_t kMinNormalBits = uint32_t(127 + 1 - kBias) << 23;
+  constexpr float kPerSubnormalStep = float(1 << (kBias - 1 + kMantissaBits));
+  constexpr uint32_t kRebiasPlusHalfMinusOne =
+      (uint32_t(kBias - 127) << 23) + (uint32_t{1} << (kDropped - 1)) - 1;
+
   const __m512i bits = _mm512_castps_si512(x);
-  // Bit 16 of (low half + 0xFFFF) is set exactly when the low half is nonzero.
-  const __m512i sticky = _mm512_add_epi32(_mm512_and_si512(bits, splat(0xFFFF)), splat(0xFFFF));
-  return _mm512_srli_epi32(_mm512_or_si512(bits, sticky), 16);
+  const __m512i magnitude = _mm512_and_si512(bits, splat(0x7FFFFFFF));
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(magnitude, splat(0x7F800000));
+  const __m512i clamped = _mm512_min_epu32(magnitude, splat(kClampBits));
+
+  // Normal results: rebias the exponent and drop kDropped mantissa bits, rounding half to
+  // even by adding half-minus-one plus the lowest kept bit; a carry moves into the exponent.
+  const __m512i lowest_kept = _mm512_and_si512(_mm512_srli_epi32(clamped, kDropped), splat(1));
+  const __m512i normal = _mm512_srli_epi32(
+      _mm512_add_epi32(_mm512_add_epi32(clamped, splat(kRebiasPlusHalfMinusOne)), lowest_kept),
+      kDropped);
+  // Subnormal results: |x| counted in smallest-subnormal steps. The scaling by a power of two
+  // is exact; the conversion to integer rounds half to even by its own rounding mode.
+  const __m512 steps =
+      _mm512_mul_ps(_mm512_castsi512_ps(clamped), _mm512_set1_ps(kPerSubnormalStep));
+  const __m512i subnormal =
+      _mm512_cvt_roundps_epi32(steps, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+
+  __m512i code = _mm512_mask_mov_epi32(
+      normal, _mm512_cmplt_epu32_mask(clamped, splat(kMinNormalBits)), subnormal);
+  code = _mm512_mask_mov_epi32(code, nan, splat(kNanCode));
+  // code | (bits >> 24 & 0x80): the sign
+  return _mm512_ternarylogic_epi32(code, _mm512_srli_epi32(bits, 24), splat(0x80), 0xF8);
+}
+
+template <DType To>
+[[gnu::always_inline]] inline __m512i f32x16_to_fp8(__m512 x) {
+  if constexpr (To == DType::f8e4m3) return f32x16_to_fp8_format<3, 7, 0x43E00000, 0x7F>(x);
+  return f32x16_to_fp8_format<2, 15, 0x47800000, 0x7E>(x);
+}
+
+// Four vectors of 32-bit codes (each below 256) -> one line of 64 bytes in element order.
+[[gnu::always_inline]] inline __m512i pack_bytes(__m512i c0, __m512i c1, __m512i c2, __m512i c3) {
+  // The packs work per 128-bit lane: afterwards dword 4k + j holds elements 4k..4k+3 of cj.
+  const __m512i bytes =
+      _mm512_packus_epi16(_mm512_packus_epi32(c0, c1), _mm512_packus_epi32(c2, c3));
+  const __m512i in_order =
+      _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_epi32(in_order, bytes);
 }
 
 // The packus instructions interleave their two sources per 128-bit lane, 8 bytes from each;
@@ -193,52 +244,70 @@ template <DType From, DType To, bool kMasked>
   return _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), packed);
 }
 
-// 32 bf16 -> 8-bit float with kMantissaBits and bias kBias, round to nearest even; each code in
-// the low byte of its 16-bit lane. |x| is first clamped to kClampBits, the smallest magnitude
-// that maps to the format's overflow code (e4m3: 448 -> 0x7E, saturating; e5m2: 65536 -> 0x7C,
+// 32 values of a 16-bit float format (kSrcMantissa mantissa bits, bias kSrcBias: bf16 or f16)
+// -> 8-bit float with kMantissaBits and bias kBias, round to nearest even; each code in the low
+// byte of its 16-bit lane. |x| is first clamped to kClampBits, the smallest magnitude that maps
+// to the format's overflow code (e4m3: 448 -> 0x7E, saturating; e5m2: 65536 or f16 inf -> 0x7C,
 // inf), so larger values and inf need no case of their own.
-template <int kMantissaBits, int kBias, uint16_t kClampBits, uint16_t kNanCode>
-[[gnu::always_inline]] inline __m512i bf16x32_to_fp8(__m512i h) {
-  constexpr int kDropped = 7 - kMantissaBits;
-  constexpr uint16_t kMinNormal = uint16_t((127 + 1 - kBias) << 7);
+template <int kSrcMantissa, int kSrcBias, int kMantissaBits, int kBias, uint16_t kClampBits,
+          uint16_t kNanCode>
+[[gnu::always_inline]] inline __m512i halfx32_to_fp8_format(__m512i h) {
+  constexpr int kDropped = kSrcMantissa - kMantissaBits;
+  constexpr uint16_t kInfinity = uint16_t(0x7FFF & ~((1 << kSrcMantissa) - 1));
+  constexpr uint16_t kMinNormal = uint16_t((kSrcBias + 1 - kBias) << kSrcMantissa);
   constexpr uint16_t kRebiasPlusHalfMinusOne =
-      uint16_t(((kBias - 127) << 7) + (1 << (kDropped - 1)) - 1);
-  // The bf16 exponent of [min_subnormal / 2, min_subnormal): nothing below rounds away from 0.
-  constexpr uint16_t kHalfSubnormalExponent = uint16_t(127 - kBias - kMantissaBits);
+      uint16_t(((kBias - kSrcBias) << kSrcMantissa) + (1 << (kDropped - 1)) - 1);
 
   const __m512i magnitude = _mm512_and_si512(h, splat16(0x7FFF));
-  const __mmask32 nan = _mm512_cmpgt_epu16_mask(magnitude, splat16(0x7F80));
+  const __mmask32 nan = _mm512_cmpgt_epu16_mask(magnitude, splat16(kInfinity));
   const __m512i clamped = _mm512_min_epu16(magnitude, splat16(kClampBits));
 
   // Normal results: rebias the exponent and drop kDropped mantissa bits, rounding half to
   // even by adding half-minus-one plus the lowest kept bit; a carry moves into the exponent.
+  // When source and target share the exponent field (f16 -> e5m2) this is exact for
+  // subnormals too.
   const __m512i lowest_kept = _mm512_and_si512(_mm512_srli_epi16(clamped, kDropped), splat16(1));
-  const __m512i normal = _mm512_srli_epi16(
+  __m512i code = _mm512_srli_epi16(
       _mm512_add_epi16(_mm512_add_epi16(clamped, splat16(kRebiasPlusHalfMinusOne)), lowest_kept),
       kDropped);
-  // Subnormal results: |x| = (128 + mantissa) * 2^(exponent - 134) is, in smallest-subnormal
-  // steps, scaled / 256 with scaled = (128 + mantissa) << (exponent - kHalfSubnormalExponent).
-  // Smaller exponents make the shift count wrap past 15, and vpsllvw then gives 0.
-  const __m512i shift =
-      _mm512_sub_epi16(_mm512_srli_epi16(clamped, 7), splat16(kHalfSubnormalExponent));
-  const __m512i significand =  // (clamped & 0x7F) | 0x80
-      _mm512_ternarylogic_epi32(clamped, splat16(0x7F), splat16(0x80), 0xEA);
-  const __m512i scaled = _mm512_sllv_epi16(significand, shift);
-  const __m512i lowest_step = _mm512_and_si512(_mm512_srli_epi16(scaled, 8), splat16(1));
-  const __m512i subnormal = _mm512_srli_epi16(
-      _mm512_add_epi16(_mm512_add_epi16(scaled, splat16(0x7F)), lowest_step), 8);
-
-  __m512i code = _mm512_mask_mov_epi16(
-      normal, _mm512_cmplt_epu16_mask(clamped, splat16(kMinNormal)), subnormal);
+  if constexpr (kBias != kSrcBias) {
+    // Subnormal results. |x| = significand * 2^(exponent - kSrcBias - kSrcMantissa), with the
+    // implicit bit in the significand, is scaled / 2^(kSrcMantissa + 1) smallest-subnormal
+    // steps, scaled = significand << (exponent - kHalfSubnormalExponent): the exponent of
+    // [min_subnormal / 2, min_subnormal). Smaller exponents, below anything that rounds away
+    // from 0, make the shift count wrap past 15, and vpsllvw then gives 0.
+    constexpr uint16_t kHalfSubnormalExponent = uint16_t(kSrcBias - kBias - kMantissaBits);
+    constexpr uint16_t kMantissaMask = uint16_t((1 << kSrcMantissa) - 1);
+    const __m512i shift = _mm512_sub_epi16(_mm512_srli_epi16(clamped, kSrcMantissa),
+                                           splat16(kHalfSubnormalExponent));
+    const __m512i significand =  // (clamped & kMantissaMask) | implicit bit
+        _mm512_ternarylogic_epi32(clamped, splat16(kMantissaMask),
+                                  splat16(uint16_t(kMantissaMask + 1)), 0xEA);
+    const __m512i scaled = _mm512_sllv_epi16(significand, shift);
+    const __m512i lowest_step =
+        _mm512_and_si512(_mm512_srli_epi16(scaled, kSrcMantissa + 1), splat16(1));
+    const __m512i subnormal = _mm512_srli_epi16(
+        _mm512_add_epi16(_mm512_add_epi16(scaled, splat16(kMantissaMask)), lowest_step),
+        kSrcMantissa + 1);
+    code = _mm512_mask_mov_epi16(code, _mm512_cmplt_epu16_mask(clamped, splat16(kMinNormal)),
+                                 subnormal);
+  }
   code = _mm512_mask_mov_epi16(code, nan, splat16(kNanCode));
   // code | (h >> 8 & 0x80): the sign
   return _mm512_ternarylogic_epi32(code, _mm512_srli_epi16(h, 8), splat16(0x80), 0xF8);
 }
 
-template <DType To>
-[[gnu::always_inline]] inline __m512i bf16x32_to(__m512i h) {
-  if constexpr (To == DType::f8e4m3) return bf16x32_to_fp8<3, 7, 0x43E0, 0x7F>(h);
-  return bf16x32_to_fp8<2, 15, 0x4780, 0x7E>(h);
+// Half is the 16-bit form (bf16 or f16), To the fp8 format.
+template <DType Half, DType To>
+[[gnu::always_inline]] inline __m512i halfx32_to_fp8(__m512i h) {
+  constexpr bool kE4m3 = To == DType::f8e4m3;
+  if constexpr (Half == DType::bf16) {
+    if constexpr (kE4m3) return halfx32_to_fp8_format<7, 127, 3, 7, 0x43E0, 0x7F>(h);
+    return halfx32_to_fp8_format<7, 127, 2, 15, 0x4780, 0x7E>(h);
+  } else {
+    if constexpr (kE4m3) return halfx32_to_fp8_format<10, 15, 3, 7, 0x5F00, 0x7F>(h);
+    return halfx32_to_fp8_format<10, 15, 2, 15, 0x7C00, 0x7E>(h);
+  }
 }
 
 enum class Store { plain, masked, streaming };
@@ -265,10 +334,11 @@ template <Store kStore>
   }
 }
 
-// 64 bf16 -> one line of fp8; `m` has one bit per element.
-template <DType To, Store kStore>
+// 64 values in 16-bit form Half -> one line of fp8; `m` has one bit per element.
+template <DType Half, DType To, Store kStore>
 [[gnu::always_inline]] inline void store_fp8_64(uint8_t* p, const __m512i (&h)[2], __mmask64 m) {
-  const __m512i bytes = _mm512_packus_epi16(bf16x32_to<To>(h[0]), bf16x32_to<To>(h[1]));
+  const __m512i bytes =
+      _mm512_packus_epi16(halfx32_to_fp8<Half, To>(h[0]), halfx32_to_fp8<Half, To>(h[1]));
   store_line<kStore>(p, in_element_order(bytes), m);
 }
 
@@ -294,12 +364,9 @@ template <DType To, Store kStore>
       store_words<kStore>(p + 64 * half, line, __mmask32(m >> (32 * half)));
     }
   } else {
-    __m512i h[2];
-    for (int half = 0; half < 2; ++half) {
-      h[half] = in_element_order(_mm512_packus_epi32(f32x16_to_bf16_odd(v[2 * half]),
-                                                     f32x16_to_bf16_odd(v[2 * half + 1])));
-    }
-    store_fp8_64<To, kStore>(p, h, m);
+    const __m512i line = pack_bytes(f32x16_to_fp8<To>(v[0]), f32x16_to_fp8<To>(v[1]),
+                                    f32x16_to_fp8<To>(v[2]), f32x16_to_fp8<To>(v[3]));
+    store_line<kStore>(p, line, m);
   }
 }
 
@@ -307,12 +374,12 @@ template <DType From, DType To, Store kStore>
 [[gnu::always_inline]] inline void convert64(const uint8_t* src, uint8_t* dst, __mmask64 m) {
   constexpr bool kMasked = kStore == Store::masked;
   constexpr bool kFp8 = To == DType::f8e4m3 || To == DType::f8e5m2;
-  if constexpr (kExactInBf16<From> && (To == DType::bf16 || kFp8)) {
-    // No f32 step: the source's bf16 form is the result (e4m3 -> bf16) or feeds the encoder.
+  if constexpr (From != DType::f32 && (kFp8 || (From == DType::f8e4m3 && To == DType::bf16))) {
+    // No f32 step: the source's 16-bit form feeds the encoder, or is the result (e4m3 -> bf16).
     __m512i h[2];
-    load_bf16_64<From, kMasked>(src, m, h);
+    load_half64<From, kMasked>(src, m, h);
     if constexpr (kFp8) {
-      store_fp8_64<To, kStore>(dst, h, m);
+      store_fp8_64<kHalfForm<From>, To, kStore>(dst, h, m);
     } else {
       store_words<kStore>(dst, h[0], __mmask32(m));
       store_words<kStore>(dst + 64, h[1], __mmask32(m >> 32));
