@@ -5,6 +5,8 @@ install(TARGETS sol EXPORT SolTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY include/sol DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The co-design model's shipped inputs; `sol model` also looks in <prefix>/share/sol/<kind>.
+install(DIRECTORY models hardware plans workloads DESTINATION ${CMAKE_INSTALL_DATADIR}/sol)
 if(TARGET sol_cli)
   install(TARGETS sol_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()

@@ -5,6 +5,7 @@
 #include "sol/dtype.h"
 #include "sol/error.h"
 #include "sol/hw.h"
+#include "sol/model.h"
 #include "sol/registry.h"
 #include "sol/roofline.h"
 #include "sol/tensor.h"

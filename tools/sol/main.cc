@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   sol::cli::add_bench(app, exit_code);
   sol::cli::add_check(app, exit_code);
   sol::cli::add_report(app, exit_code);
+  sol::cli::add_model(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

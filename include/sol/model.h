@@ -1,0 +1,194 @@
+#pragma once
+// The co-design model: (model, hardware, parallel plan, workload) -> the time every operator and
+// every transfer must take at the hardware's physical limit, composed into a training step or an
+// inference request. Inputs are JSON files (models/, hardware/, plans/, workloads/) parsed
+// strictly: an unknown key, a missing key or a wrong type throws sol::Error naming the file,
+// the key, what was expected and what was got. docs/model.md explains every formula.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sol/dtype.h"
+#include "sol/hw.h"
+
+namespace sol {
+
+// A transformer in the Hugging Face config.json vocabulary (Llama, Qwen, Mixtral, DeepSeek).
+struct ModelConfig {
+  std::string name, source;
+  int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t intermediate = 0, vocab = 0;
+  bool tied_embeddings = false;
+  // Multi-head latent attention (DeepSeek-V2/V3): present when kv_lora_rank > 0.
+  int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_nope_dim = 0, qk_rope_dim = 0, v_head_dim = 0;
+  // Mixture of experts: present when routed_experts > 0.
+  int64_t routed_experts = 0, shared_experts = 0, experts_per_token = 0;
+  int64_t moe_intermediate = 0, shared_intermediate = 0;  // per expert; shared: all shared
+  int64_t first_dense_layers = 0, moe_layer_freq = 1;
+  int64_t expert_groups = 0, groups_per_token = 0;  // group-limited routing (n_group, topk_group)
+  int64_t mtp_layers = 0;                           // multi-token-prediction modules
+
+  bool is_mla() const { return kv_lora_rank > 0; }
+  bool is_moe() const { return routed_experts > 0; }
+  bool is_moe_layer(int64_t layer) const;
+  int64_t moe_layer_count() const;
+  double total_params() const;      // every weight, embeddings included, MTP excluded
+  double activated_params() const;  // per token
+};
+
+// One accelerator (or this CPU) and the links around it. Rates per device, per direction.
+struct HardwareSpec {
+  std::string name, source, confidence;  // confidence: "high" or "low"
+  double flops_bf16 = 0, flops_fp8 = 0, flops_f32 = 0;  // dense FLOP/s; 0 = not supported
+  double memory_bandwidth = 0;                          // B/s
+  double memory_bytes = 0;
+  int scale_up_size = 1;            // devices sharing one scale-up domain (NVLink, HCCS)
+  double scale_up_bandwidth = 0;    // B/s per device, one direction
+  double scale_up_latency_s = 0;
+  double scale_out_bandwidth = 0;   // B/s per device, one direction (IB, RoCE)
+  double scale_out_latency_s = 0;
+
+  double flops(DType t) const;  // throws sol::Error for a dtype the device cannot multiply
+};
+
+enum class Schedule { one_f_one_b, zb1p, dualpipe };
+std::string_view schedule_name(Schedule s);
+
+// What the forward keeps for the backward. none: every op's inputs in bf16. selective
+// (DeepSeek-V3's recipe): GEMM inputs only, in the GEMM dtype; norms, activations functions and
+// attention scores are recomputed. full: each layer's input only; the backward re-runs the
+// forward.
+enum class Recompute { none, selective, full };
+std::string_view recompute_name(Recompute r);
+
+struct ParallelPlan {
+  std::string name;
+  int dp = 1, tp = 1, pp = 1, ep = 1;  // ep groups are carved from dp x tp
+  int zero_stage = 0;                  // 0..3: what is sharded over dp
+  Schedule schedule = Schedule::one_f_one_b;
+  int micro_batches = 1;               // per step (training)
+  Recompute recompute = Recompute::none;
+  bool overlap = false;                // comm hidden behind compute (DualPipe / two micro-batches)
+  bool node_limited_routing = false;   // a token reaches at most max_nodes_per_token nodes
+  int max_nodes_per_token = 0;         // 0: the model's groups_per_token
+  bool shared_expert_as_routed = false;
+  DType gemm_dtype = DType::bf16, weight_dtype = DType::bf16;
+  DType dispatch_dtype = DType::bf16, combine_dtype = DType::bf16, kv_dtype = DType::bf16;
+
+  int devices() const { return dp * tp * pp; }
+};
+
+struct Workload {
+  enum class Kind { training, inference } kind = Kind::training;
+  std::string name;
+  // training: sequences of seq_len tokens, global_batch sequences per step
+  int64_t seq_len = 0, global_batch = 0;
+  bool mtp = false;  // train the model's multi-token-prediction modules too
+  // inference: per data-parallel replica
+  int64_t prefill_batch = 0, prompt_tokens = 0, decode_batch = 0, context_tokens = 0;
+  double kv_cache_hit_rate = 0;  // share of prompt tokens whose KV is already cached
+};
+
+// ---- inputs ---------------------------------------------------------------------------
+
+// `text` is the JSON, `origin` names it in messages (a file path).
+ModelConfig parse_model_config(const std::string& text, const std::string& origin);
+HardwareSpec parse_hardware_spec(const std::string& text, const std::string& origin);
+ParallelPlan parse_parallel_plan(const std::string& text, const std::string& origin);
+Workload parse_workload(const std::string& text, const std::string& origin);
+
+// NAME (a shipped file: models/NAME.json, ...) or a path to a JSON file. Shipped files are
+// looked up under $SOL_DATA_DIR, then above the running executable, then above the current
+// directory. load_hardware_spec("this") measures (or reads the cached profile of) this machine.
+ModelConfig load_model_config(const std::string& name_or_path);
+HardwareSpec load_hardware_spec(const std::string& name_or_path);
+ParallelPlan load_parallel_plan(const std::string& name_or_path);
+Workload load_workload(const std::string& name_or_path);
+std::vector<std::string> shipped_names(const std::string& kind);  // kind: "models", ...
+
+// "This machine" as a device: the measured ceilings of `sol hw` (all threads), no links.
+HardwareSpec hardware_from_machine(const MachineProfile& machine);
+
+// Throws sol::Error when the plan cannot run the model on the hardware: degrees that do not
+// divide the devices, heads or experts, a schedule's constraints, a missing dtype.
+void validate_plan(const ModelConfig& m, const HardwareSpec& hw, const ParallelPlan& p,
+                   const Workload& w);
+// The smallest plan that holds the workload (inference: EP over all devices for MoE, TP within
+// a scale-up domain for dense; training: DualPipe/1F1B over enough nodes).
+ParallelPlan default_plan(const ModelConfig& m, const HardwareSpec& hw, const Workload& w);
+
+// ---- outputs --------------------------------------------------------------------------
+
+enum class Link { none, scale_up, scale_out };
+std::string_view link_name(Link l);
+
+// One operator (or one transfer) of one phase, per device, summed over its repetitions.
+struct OpRecord {
+  std::string phase, name, kind;  // kind: gemm, attention, norm, routing, embedding, comm, ...
+  double count = 0;               // repetitions in the phase (layers x micro-batches x passes)
+  double flops = 0, bytes = 0, link_bytes = 0;  // totals per device
+  Link link = Link::none;
+  double floor_s = 0;             // total floor time of all repetitions
+  std::string bound;              // compute, memory, link
+};
+
+struct PhaseResult {
+  std::string name;          // forward+backward, optimizer, prefill, decode, ...
+  double time_s = 0;         // what the phase costs in the composed step
+  double compute_s = 0;      // sum of floors of compute-bound ops
+  double memory_s = 0;       // sum of floors of memory-bound ops
+  double comm_s = 0;         // link time (links run concurrently: the busier one)
+  double exposed_comm_s = 0; // link time not hidden behind compute
+  double bubble_s = 0;       // pipeline idle time
+  std::string bottleneck;    // compute, memory, scale_up, scale_out, bubble
+};
+
+struct MemoryUse {  // bytes per device
+  double params = 0, grads = 0, optimizer = 0, activations = 0, kv_cache = 0;
+  double total() const { return params + grads + optimizer + activations + kv_cache; }
+  double capacity = 0;
+};
+
+struct Prediction {
+  std::string model, hardware, plan, workload;
+  Workload::Kind kind = Workload::Kind::training;
+  int devices = 1;
+  std::vector<PhaseResult> phases;
+  std::vector<OpRecord> ops;
+  MemoryUse memory;
+  double step_s = 0;                 // training step, or one decode step
+  double tokens_per_s = 0, tokens_per_s_per_device = 0;
+  double model_flops_per_token = 0;  // useful FLOPs (training: fwd + bwd)
+  double mfu = 0;                    // model FLOP/s over the plan's GEMM-dtype peak
+  double ttft_s = 0, tpot_s = 0;     // inference
+  double tpot_link_limit_s = 0;      // decode: TPOT if only link bandwidth counted (no
+                                     // compute, no latency): the EP speed limit
+};
+
+// Throws sol::Error for an invalid plan or a workload that does not fit in memory.
+Prediction predict(const ModelConfig& m, const HardwareSpec& hw, const ParallelPlan& p,
+                   const Workload& w);
+
+// Closed forms the validation cases check (docs/model.md).
+double kv_cache_bytes_per_token(const ModelConfig& m, DType kv_dtype);
+// Forward + backward FLOPs of one token in a sequence of seq_len (causal attention), LM head
+// included, MTP modules when `mtp`.
+double training_flops_per_token(const ModelConfig& m, int64_t seq_len, bool mtp);
+
+// Pipeline bubble of one step (DeepSeek-V3 report, table 2). f, b, w: the time of one stage's
+// forward chunk, full backward chunk and weight-gradient part of the backward; fb: a forward
+// and a backward chunk run overlapped (DualPipe).
+struct PipelineCost {
+  double bubble_s = 0;
+  double param_copies = 1;     // DualPipe keeps two copies of the parameters
+  double inflight_microbatches = 0;  // activations of this many micro-batches live at once
+};
+PipelineCost pipeline_cost(Schedule s, int pp, int micro_batches, double f, double b, double w,
+                           double fb);
+
+// Renderers: the per-phase table, the JSON record, an SVG timeline of the phases.
+std::string prediction_table(const Prediction& p);
+std::string prediction_json(const Prediction& p);
+std::string prediction_svg(const Prediction& p);
+
+}  // namespace sol

@@ -1,0 +1,49 @@
+#pragma once
+// GEMM micro-kernels: one register tile of D = A * B over one block of K, on packed panels.
+// Blocking, packing and threading live in src/ops/gemm; a kernel only multiplies.
+//
+// Packed layouts (built by src/ops/gemm/packing.cc):
+//   A panel: up to kGemmMR rows, K-major, row stride kGemmMR:   f32  a[k][kGemmMR]
+//                                                                bf16 a[k/2][kGemmMR][2]
+//   B panel: kGemmNR columns (zero beyond N), K-major:          f32  b[k][kGemmNR]
+//                                                                bf16 b[k/2][kGemmNR][2]
+//   bf16 pairs (k, k+1) are what vdpbf16ps multiplies; an odd K is padded with a zero pair half.
+#include <cstdint>
+
+namespace sol::kernels {
+
+// 12 x 32: 24 accumulators hide the FMA latency (4 cycles x 2 pipes needs >= 8; vdpbf16ps ~6
+// cycles x 2 pipes needs >= 12) and leave 8 zmm for the two B vectors and the A broadcasts.
+// Per K step it does 24 FMAs (12 cycles) for 2 vector loads + 12 broadcasts: well under the
+// 2 loads/cycle the core sustains. NR = 32 keeps the B micro-panel KC x 32 small enough for L1
+// at a long KC, and wastes at most 31 columns on an N edge.
+inline constexpr int kGemmMR = 12;
+inline constexpr int kGemmNR = 32;
+
+// The last K block writes D = act(alpha * acc + beta * C + bias); pointers are at the tile.
+struct GemmEpilogue {
+  float alpha = 1.0f, beta = 0.0f;
+  const void* c = nullptr;  // D's dtype; read only when beta != 0
+  int64_t ldc = 0;
+  const float* bias = nullptr;
+  bool silu = false;
+  void* d = nullptr;
+  int64_t ldd = 0;
+  bool d_bf16 = false;
+};
+
+struct GemmTile {
+  int m = 0, n = 0;         // valid rows (1..kGemmMR) and columns (1..kGemmNR)
+  int64_t k_steps = 0;      // f32: k; bf16: k pairs
+  const void* a = nullptr;  // packed A panel
+  const void* b = nullptr;  // packed B panel
+  float* partial = nullptr;  // running f32 sums between K blocks (row stride ldp)
+  int64_t ldp = 0;
+  bool first = true;                    // start from zero, not from partial
+  const GemmEpilogue* last = nullptr;   // set on the final K block: write D, not partial
+};
+
+void gemm_tile_f32_avx512(const GemmTile& t);
+void gemm_tile_bf16_avx512(const GemmTile& t);
+
+}  // namespace sol::kernels

@@ -1,0 +1,107 @@
+#pragma once
+// Shared by the AVX-512 GEMM kernels (gemm_f32_avx512.cc, gemm_bf16_avx512.cc): how a register
+// tile of f32 sums starts (zero or the running partial sums) and how it ends (back into the
+// partial sums, or through the epilogue into D). Included only by AVX-512 translation units;
+// everything stays in an anonymous namespace so no baseline code can ever link to it.
+
+// GCC 12's own _mm512_undefined_* helpers trip -Wuninitialized once inlined (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#include <cstdint>
+
+#include "kernels/gemm.h"
+
+namespace sol::kernels {
+namespace {
+
+// Lane masks of the tile's two 16-column vectors for n valid columns (1..32).
+struct ColumnMasks {
+  __mmask16 lo, hi;
+  explicit ColumnMasks(int n)
+      : lo(__mmask16(n >= 16 ? 0xFFFF : (1u << n) - 1)),
+        hi(__mmask16(n >= 32 ? 0xFFFF : n > 16 ? (1u << (n - 16)) - 1 : 0)) {}
+  __mmask16 operator[](int half) const { return half ? hi : lo; }
+};
+
+// exp(t) = 2^n * e^r with n = round(t / ln 2), |r| <= ln2 / 2; e^r by its degree-7 Taylor
+// polynomial (error ~5e-9 relative). scalef saturates to inf / 0 exactly like exp does.
+__m512 exp_avx512(__m512 t) {
+  t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(1000.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(1.44269504f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145752f), t);  // ln 2, high part
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860677e-6f), r);       // ln 2, low part
+  __m512 p = _mm512_set1_ps(1.0f / 5040);
+  for (float c : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f})
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
+  return _mm512_scalef_ps(p, n);
+}
+
+// x / (1 + exp(-x)): x itself is the numerator, so a NaN x stays NaN, and -inf gives
+// -inf / inf = NaN exactly as the reference computes it.
+__m512 silu_avx512(__m512 x) {
+  const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_setzero_ps(), x));
+  return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+__m512 load_f32_or_bf16(const void* p, bool bf16, __mmask16 mask) {
+  if (!bf16) return _mm512_maskz_loadu_ps(mask, p);
+  const __m256i bits = _mm256_maskz_loadu_epi16(mask, p);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+}
+
+void store_f32_or_bf16(void* p, bool bf16, __mmask16 mask, __m512 v) {
+  if (!bf16) return _mm512_mask_storeu_ps(p, mask, v);
+  _mm256_mask_storeu_epi16(p, mask, __m256i(_mm512_cvtneps_pbh(v)));
+}
+
+template <int MR>
+__attribute__((always_inline)) inline void start_tile(__m512 (&acc)[MR][2], const GemmTile& t,
+                                                      const ColumnMasks& mask) {
+  for (int i = 0; i < MR; ++i)
+    for (int h = 0; h < 2; ++h)
+      acc[i][h] = t.first ? _mm512_setzero_ps()
+                          : _mm512_maskz_loadu_ps(mask[h], t.partial + i * t.ldp + 16 * h);
+}
+
+template <int MR>
+void finish_tile(const __m512 (&acc)[MR][2], const GemmTile& t, const ColumnMasks& mask) {
+  if (!t.last) {
+    for (int i = 0; i < MR; ++i)
+      for (int h = 0; h < 2; ++h) _mm512_mask_storeu_ps(t.partial + i * t.ldp + 16 * h, mask[h], acc[i][h]);
+    return;
+  }
+  const GemmEpilogue& e = *t.last;
+  const int64_t es = e.d_bf16 ? 2 : 4;
+  const __m512 alpha = _mm512_set1_ps(e.alpha), beta = _mm512_set1_ps(e.beta);
+  __m512 bias[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  if (e.bias)
+    for (int h = 0; h < 2; ++h) bias[h] = _mm512_maskz_loadu_ps(mask[h], e.bias + 16 * h);
+  for (int i = 0; i < MR; ++i) {
+    for (int h = 0; h < 2; ++h) {
+      __m512 v = _mm512_mul_ps(acc[i][h], alpha);
+      if (e.beta != 0.0f) {
+        const char* c = static_cast<const char*>(e.c) + (i * e.ldc + 16 * h) * es;
+        v = _mm512_fmadd_ps(load_f32_or_bf16(c, e.d_bf16, mask[h]), beta, v);
+      }
+      if (e.bias) v = _mm512_add_ps(v, bias[h]);
+      if (e.silu) v = silu_avx512(v);
+      store_f32_or_bf16(static_cast<char*>(e.d) + (i * e.ldd + 16 * h) * es, e.d_bf16, mask[h], v);
+    }
+  }
+}
+
+// Calls kernel<MR> for the tile's row count, 1..kGemmMR, through a table built at compile time.
+template <template <int> class Kernel, int... Rows>
+void dispatch_rows(const GemmTile& t, std::integer_sequence<int, Rows...>) {
+  using Fn = void (*)(const GemmTile&);
+  static constexpr Fn table[] = {&Kernel<Rows + 1>::run...};
+  table[t.m - 1](t);
+}
+
+}  // namespace
+}  // namespace sol::kernels

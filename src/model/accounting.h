@@ -1,0 +1,90 @@
+#pragma once
+// Per-operator accounting shared by the step composers: what one transformer layer (or the
+// embedding and head) costs one device for one micro-batch, forward.
+#include <string>
+#include <vector>
+
+#include "sol/model.h"
+
+namespace sol::model_detail {
+
+enum class OpKind { gemm, attention, norm, elementwise, routing, embedding, comm };
+std::string_view op_kind_name(OpKind k);
+
+struct OpCost {
+  std::string name;
+  OpKind kind = OpKind::gemm;
+  double flops = 0;        // forward
+  double bytes = 0;        // memory traffic, forward
+  double link_bytes = 0;   // comm ops: bytes this device sends
+  Link link = Link::none;
+  double messages = 0;     // comm ops: latency-bound steps
+  double saved_bytes = 0;  // activations kept for the backward pass
+  double wgrad_flops = 0;  // the weight-gradient part of the backward (GEMMs)
+  DType dtype = DType::bf16;
+};
+
+// One forward pass of one micro-batch through one device's share of a layer.
+struct Pass {
+  double tokens = 0;         // new tokens of this micro-batch on one tensor-parallel group
+  double context = 0;        // keys each new token attends to, on average
+  double kv_tokens = 0;      // KV entries read per layer (cached and new)
+  bool absorbed = false;     // MLA decode: W_UK/W_UV absorbed, attention over the latent cache
+  bool writes_kv = false;    // inference: new tokens' KV written to the cache
+};
+
+std::vector<OpCost> layer_ops(const ModelConfig& m, const HardwareSpec& hw,
+                              const ParallelPlan& p, int64_t layer, const Pass& pass);
+// Embedding lookup at the start, final norm + LM head (+ loss when training) at the end.
+std::vector<OpCost> head_ops(const ModelConfig& m, const ParallelPlan& p, const Pass& pass,
+                             bool training);
+// DeepSeek-V3's MTP module: a projection of [h; embedding] and one more (MoE) layer.
+std::vector<OpCost> mtp_ops(const ModelConfig& m, const HardwareSpec& hw, const ParallelPlan& p,
+                            const Pass& pass);
+
+// Communication pieces (comm_ops.cc).
+OpCost tensor_parallel_allreduce(const std::string& name, const HardwareSpec& hw,
+                                 const ParallelPlan& p, double tokens, double hidden);
+// Dispatch or combine of one MoE layer: records for the scale-out and the scale-up leg.
+std::vector<OpCost> expert_all_to_all(const std::string& name, const ModelConfig& m,
+                                      const HardwareSpec& hw, const ParallelPlan& p,
+                                      double tokens, DType dtype);
+OpCost pipeline_send(const HardwareSpec& hw, const ParallelPlan& p, double tokens, double hidden);
+// Ring all-reduce (or reduce-scatter + all-gather) of `bytes` over `ranks` devices that sit
+// `stride` devices apart.
+OpCost gradient_sync(const std::string& name, const HardwareSpec& hw, double bytes, int ranks,
+                     int stride);
+Link link_for_group(const HardwareSpec& hw, int group_size);
+
+// Floor of one op: compute, memory and link sides (links: bytes / bandwidth + latency).
+struct OpTime {
+  double compute_s = 0, memory_s = 0, link_s = 0;
+  double latency_s = 0;  // the part of link_s that is per-message latency
+  double floor_s() const;
+  std::string bound() const;
+};
+OpTime op_time(const OpCost& op, const HardwareSpec& hw, double flops_scale = 1,
+               double bytes_scale = 1);
+
+// Parameters one device holds (counts, not bytes).
+struct ParamShare {
+  double dense = 0;   // replicated over dp (attention, dense MLP, shared experts, embeddings)
+  double expert = 0;  // routed experts, replicated over dp x tp / ep
+};
+ParamShare params_per_device(const ModelConfig& m, const ParallelPlan& p);
+int64_t layers_per_stage(const ModelConfig& m, const ParallelPlan& p);
+// The experts each token visits and the experts the EP group holds.
+double experts_per_token(const ModelConfig& m, const ParallelPlan& p);
+double experts_placed(const ModelConfig& m, const ParallelPlan& p);
+
+MemoryUse memory_per_device(const ModelConfig& m, const HardwareSpec& hw, const ParallelPlan& p,
+                            const Workload& w);
+// Throws sol::Error naming each part when the memory exceeds the device's capacity.
+void check_fits(const MemoryUse& mem, const HardwareSpec& hw, const ParallelPlan& p);
+
+// Micro-batch passes of a workload (tokens per tensor-parallel group).
+Pass training_pass(const ParallelPlan& p, const Workload& w);
+Pass prefill_pass(const Workload& w, int micro_batches);
+Pass decode_pass(const Workload& w, int micro_batches);
+
+}  // namespace sol::model_detail

@@ -1,0 +1,116 @@
+// Parallel plans and workloads as JSON. A plan states its device count: dp x tp x pp must equal
+// it, so a plan that does not divide the devices is caught where it is written.
+#include "model/strict_json.h"
+#include "sol/error.h"
+#include "sol/model.h"
+
+namespace sol {
+
+namespace {
+using model_json::Fields;
+
+Schedule parse_schedule(Fields& f) {
+  std::string s = f.text_or("schedule", "1f1b");
+  if (s == "1f1b") return Schedule::one_f_one_b;
+  if (s == "zb1p") return Schedule::zb1p;
+  if (s == "dualpipe") return Schedule::dualpipe;
+  f.fail_key("schedule", "\"1f1b\", \"zb1p\" or \"dualpipe\"");
+}
+
+Recompute parse_recompute(Fields& f) {
+  std::string s = f.text_or("recompute", "none");
+  if (s == "none") return Recompute::none;
+  if (s == "selective") return Recompute::selective;
+  if (s == "full") return Recompute::full;
+  f.fail_key("recompute", "\"none\", \"selective\" or \"full\"");
+}
+}  // namespace
+
+std::string_view recompute_name(Recompute r) {
+  switch (r) {
+    case Recompute::none: return "none";
+    case Recompute::selective: return "selective";
+    case Recompute::full: return "full";
+  }
+  return "?";
+}
+
+std::string_view schedule_name(Schedule s) {
+  switch (s) {
+    case Schedule::one_f_one_b: return "1f1b";
+    case Schedule::zb1p: return "zb1p";
+    case Schedule::dualpipe: return "dualpipe";
+  }
+  return "?";
+}
+
+ParallelPlan parse_parallel_plan(const std::string& text, const std::string& origin) {
+  nlohmann::json doc = model_json::parse_document(text, origin);
+  Fields f(doc, origin);
+  ParallelPlan p;
+  p.name = f.text("name");
+  f.text_or("description", "");
+  int64_t devices = f.integer("devices");
+  p.dp = static_cast<int>(f.integer_or("dp", 1, 1));
+  p.tp = static_cast<int>(f.integer_or("tp", 1, 1));
+  p.pp = static_cast<int>(f.integer_or("pp", 1, 1));
+  p.ep = static_cast<int>(f.integer_or("ep", 1, 1));
+  check(int64_t(p.dp) * p.tp * p.pp == devices, origin, "dp x tp x pp = ", p.dp, " x ", p.tp,
+        " x ", p.pp, " = ", int64_t(p.dp) * p.tp * p.pp, " but devices = ", devices);
+  check((p.dp * p.tp) % p.ep == 0, origin, "ep = ", p.ep, " must divide dp x tp = ",
+        p.dp * p.tp, " (expert groups are carved from the data- and tensor-parallel devices)");
+  p.zero_stage = static_cast<int>(f.integer_or("zero_stage", 0, 0));
+  if (p.zero_stage > 3) f.fail_key("zero_stage", "0, 1, 2 or 3");
+  p.schedule = parse_schedule(f);
+  p.micro_batches = static_cast<int>(f.integer_or("micro_batches", 1, 1));
+  p.recompute = parse_recompute(f);
+  p.overlap = f.boolean_or("overlap", false);
+  p.node_limited_routing = f.boolean_or("node_limited_routing", false);
+  p.max_nodes_per_token = static_cast<int>(f.integer_or("max_nodes_per_token", 0, 1));
+  p.shared_expert_as_routed = f.boolean_or("shared_expert_as_routed", false);
+  if (f.has("dtypes")) {
+    Fields d = f.object("dtypes");
+    p.gemm_dtype = d.dtype_or("gemm", p.gemm_dtype);
+    p.weight_dtype = d.dtype_or("weights", p.weight_dtype);
+    p.dispatch_dtype = d.dtype_or("dispatch", p.dispatch_dtype);
+    p.combine_dtype = d.dtype_or("combine", p.combine_dtype);
+    p.kv_dtype = d.dtype_or("kv_cache", p.kv_dtype);
+    d.finish();
+  }
+  f.accept({"dtypes"});
+  f.finish();
+  return p;
+}
+
+Workload parse_workload(const std::string& text, const std::string& origin) {
+  nlohmann::json doc = model_json::parse_document(text, origin);
+  Fields f(doc, origin);
+  Workload w;
+  w.name = f.text("name");
+  f.text_or("description", "");
+  std::string kind = f.text("kind");
+  if (kind == "training") {
+    w.kind = Workload::Kind::training;
+    w.seq_len = f.integer("seq_len");
+    w.global_batch = f.integer("global_batch");
+    w.mtp = f.boolean_or("mtp", false);
+  } else if (kind == "inference") {
+    w.kind = Workload::Kind::inference;
+    Fields prefill = f.object("prefill");
+    w.prefill_batch = prefill.integer("batch");
+    w.prompt_tokens = prefill.integer("prompt_tokens");
+    w.kv_cache_hit_rate = prefill.number_or("kv_cache_hit_rate", 0);
+    if (w.kv_cache_hit_rate >= 1) prefill.fail_key("kv_cache_hit_rate", "a share in [0, 1)");
+    prefill.finish();
+    Fields decode = f.object("decode");
+    w.decode_batch = decode.integer("batch");
+    w.context_tokens = decode.integer("context_tokens");
+    decode.finish();
+  } else {
+    f.fail_key("kind", "\"training\" or \"inference\"");
+  }
+  f.finish();
+  return w;
+}
+
+}  // namespace sol

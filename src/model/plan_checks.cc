@@ -1,0 +1,106 @@
+// What a plan must satisfy to run a model on a machine, and the default plan when none is given.
+#include <algorithm>
+
+#include "model/accounting.h"
+#include "sol/error.h"
+
+namespace sol {
+
+void validate_plan(const ModelConfig& m, const HardwareSpec& hw, const ParallelPlan& p,
+                   const Workload& w) {
+  std::string what = "plan " + p.name;
+  check(m.heads % p.tp == 0, what, "tp = ", p.tp, " must divide num_attention_heads = ",
+        m.heads, " of ", m.name);
+  check(m.kv_heads % p.tp == 0 || p.tp % m.kv_heads == 0, what, "tp = ", p.tp,
+        " and num_key_value_heads = ", m.kv_heads, " of ", m.name, ": one must divide the other");
+  check(m.intermediate % p.tp == 0, what, "tp = ", p.tp, " must divide intermediate_size = ",
+        m.intermediate);
+  check(p.pp <= m.layers, what, "pp = ", p.pp, " exceeds the ", m.layers, " layers of ", m.name);
+  check(p.ep == 1 || m.is_moe(), what, "ep = ", p.ep, " but ", m.name, " has no experts");
+  check(!p.node_limited_routing || p.max_nodes_per_token > 0 || m.groups_per_token > 0, what,
+        "node_limited_routing needs max_nodes_per_token (", m.name, " has no topk_group)");
+  hw.flops(p.gemm_dtype);  // throws when the device cannot multiply in that dtype
+  if (w.kind == Workload::Kind::inference) return;
+  int64_t per_step = int64_t(p.dp) * p.micro_batches;
+  check(w.global_batch % per_step == 0, what, "global_batch = ", w.global_batch,
+        " sequences must split evenly into dp x micro_batches = ", per_step);
+  check(p.micro_batches >= p.pp, what, "micro_batches = ", p.micro_batches,
+        " must be at least pp = ", p.pp, " or the pipeline never fills");
+  if (p.schedule == Schedule::dualpipe)
+    check(p.pp % 2 == 0 && p.micro_batches % 2 == 0, what,
+          "dualpipe needs an even pp and an even micro_batches, got pp = ", p.pp,
+          ", micro_batches = ", p.micro_batches);
+  check(p.pp > 1 || p.schedule == Schedule::one_f_one_b, what, "schedule ",
+        schedule_name(p.schedule), " needs pp > 1");
+}
+
+namespace {
+// Tensor parallelism stops at the KV heads (beyond, K and V are replicated) and the domain.
+std::vector<int> tp_choices(const ModelConfig& m, int limit) {
+  std::vector<int> out;
+  for (int tp = 1; tp <= limit && tp <= m.kv_heads; tp *= 2)
+    if (m.heads % tp == 0 && m.kv_heads % tp == 0 && m.intermediate % tp == 0) out.push_back(tp);
+  return out;
+}
+
+int largest_power_of_two_dividing(int n, double cap) {
+  int p = 1;
+  while (n % (p * 2) == 0 && p * 2 <= cap) p *= 2;
+  return p;
+}
+
+// Plans over `nodes` scale-up domains, cheapest first: inference spreads experts (EP) over
+// every device with attention data-parallel, or splits a dense model by TP then PP; training
+// adds pipeline stages before data-parallel replicas.
+std::vector<ParallelPlan> candidates(const ModelConfig& m, const HardwareSpec& hw,
+                                     const Workload& w, int nodes) {
+  std::vector<ParallelPlan> out;
+  int domain = hw.scale_up_size, devices = nodes * domain;
+  ParallelPlan base;
+  base.name = "auto";
+  base.gemm_dtype = hw.flops_fp8 > 0 ? DType::f8e4m3 : DType::bf16;
+  bool inference = w.kind == Workload::Kind::inference;
+  for (int tp : tp_choices(m, domain)) {
+    for (int pp = 1; pp <= nodes && pp <= m.layers; pp *= 2) {
+      if (inference && m.is_moe() && pp > 1) break;
+      ParallelPlan p = base;
+      p.tp = tp;
+      p.pp = pp;
+      // Powers of two keep batches divisible; a 72-GPU domain then uses 64 of its devices.
+      p.dp = largest_power_of_two_dividing(1 << 30, double(devices) / (tp * pp));
+      if (m.is_moe()) p.ep = largest_power_of_two_dividing(p.dp * tp, m.routed_experts);
+      if (inference) {
+        p.weight_dtype = p.dispatch_dtype = p.gemm_dtype;
+        p.overlap = devices > 1;
+      } else {
+        p.zero_stage = 1;
+        p.recompute = Recompute::selective;
+        p.micro_batches = static_cast<int>(std::max<int64_t>(1, w.global_batch / p.dp));
+      }
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+}  // namespace
+
+ParallelPlan default_plan(const ModelConfig& m, const HardwareSpec& hw, const Workload& w) {
+  // Without a scale-out link the machine is one scale-up domain.
+  int max_nodes = hw.scale_out_bandwidth > 0 ? 1024 : 1;
+  for (int nodes = 1; nodes <= max_nodes; nodes *= 2) {
+    for (const ParallelPlan& p : candidates(m, hw, w, nodes)) {
+      try {
+        validate_plan(m, hw, p, w);
+      } catch (const Error&) {
+        continue;
+      }
+      MemoryUse mem = model_detail::memory_per_device(m, hw, p, w);
+      if (mem.total() <= mem.capacity) return p;
+    }
+  }
+  fail("model", "no default plan fits ", m.name, " on ", hw.name, " (tried up to ", max_nodes,
+       " scale-up domains of ", hw.scale_up_size,
+       " devices); write a plan file with more sharding or a smaller batch");
+}
+
+}  // namespace sol

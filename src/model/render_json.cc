@@ -1,0 +1,39 @@
+// The JSON record of a prediction (`sol model --json`).
+#include <nlohmann/json.hpp>
+
+#include "sol/model.h"
+
+namespace sol {
+
+std::string prediction_json(const Prediction& p) {
+  using nlohmann::json;
+  json phases = json::array(), ops = json::array();
+  for (const PhaseResult& ph : p.phases)
+    phases.push_back({{"phase", ph.name}, {"time_s", ph.time_s}, {"compute_s", ph.compute_s},
+                      {"memory_s", ph.memory_s}, {"comm_s", ph.comm_s},
+                      {"exposed_comm_s", ph.exposed_comm_s}, {"bubble_s", ph.bubble_s},
+                      {"bottleneck", ph.bottleneck}});
+  for (const OpRecord& r : p.ops)
+    ops.push_back({{"phase", r.phase}, {"op", r.name}, {"kind", r.kind}, {"count", r.count},
+                   {"flops", r.flops}, {"bytes", r.bytes}, {"link_bytes", r.link_bytes},
+                   {"link", link_name(r.link)}, {"floor_s", r.floor_s}, {"bound", r.bound}});
+  const MemoryUse& m = p.memory;
+  json out = {
+      {"model", p.model}, {"hardware", p.hardware}, {"plan", p.plan}, {"workload", p.workload},
+      {"kind", p.kind == Workload::Kind::training ? "training" : "inference"},
+      {"devices", p.devices}, {"step_s", p.step_s}, {"tokens_per_s", p.tokens_per_s},
+      {"tokens_per_s_per_device", p.tokens_per_s_per_device},
+      {"model_flops_per_token", p.model_flops_per_token}, {"mfu", p.mfu},
+      {"memory_bytes", {{"params", m.params}, {"grads", m.grads}, {"optimizer", m.optimizer},
+                        {"activations", m.activations}, {"kv_cache", m.kv_cache},
+                        {"total", m.total()}, {"capacity", m.capacity}}},
+      {"phases", phases}, {"ops", ops}};
+  if (p.kind == Workload::Kind::inference) {
+    out["ttft_s"] = p.ttft_s;
+    out["tpot_s"] = p.tpot_s;
+    out["tpot_link_limit_s"] = p.tpot_link_limit_s;
+  }
+  return out.dump(2);
+}
+
+}  // namespace sol

@@ -1,0 +1,137 @@
+#include "model/strict_json.h"
+
+#include <sstream>
+
+#include "sol/error.h"
+
+namespace sol::model_json {
+
+using nlohmann::json;
+
+namespace {
+std::string number_text(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+std::string describe(const json& v) {
+  std::string text = v.dump();
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return text + " (" + std::string(v.type_name()) + ")";
+}
+}  // namespace
+
+json parse_document(const std::string& text, const std::string& origin) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    fail(origin, "not valid JSON: ", e.what());
+  }
+  check(doc.is_object(), origin, "expected a JSON object at the top, got ", describe(doc));
+  return doc;
+}
+
+Fields::Fields(const json& object, std::string where) : object_(object), where_(std::move(where)) {
+  check(object_.is_object(), where_, "expected a JSON object, got ", describe(object_));
+}
+
+bool Fields::has(const std::string& key) const {
+  auto it = object_.find(key);
+  return it != object_.end() && !it->is_null();
+}
+
+void Fields::fail_key(const std::string& key, const std::string& expected) const {
+  auto it = object_.find(key);
+  if (it == object_.end()) fail(where_, "missing key '", key, "' (expected ", expected, ")");
+  fail(where_, "key '", key, "': expected ", expected, ", got ", describe(*it));
+}
+
+const json& Fields::value(const std::string& key, const char* expected) {
+  seen_.insert(key);
+  auto it = object_.find(key);
+  if (it == object_.end() || it->is_null()) fail_key(key, expected);
+  return *it;
+}
+
+int64_t Fields::integer(const std::string& key, int64_t min_value) {
+  std::string expected = "an integer >= " + std::to_string(min_value);
+  const json& v = value(key, expected.c_str());
+  if (!v.is_number_integer() || v.get<int64_t>() < min_value) fail_key(key, expected);
+  return v.get<int64_t>();
+}
+
+int64_t Fields::integer_or(const std::string& key, int64_t fallback, int64_t min_value) {
+  seen_.insert(key);
+  return has(key) ? integer(key, min_value) : fallback;
+}
+
+double Fields::number(const std::string& key, double min_value) {
+  std::string expected = "a number >= " + number_text(min_value);
+  const json& v = value(key, expected.c_str());
+  if (!v.is_number() || v.get<double>() < min_value) fail_key(key, expected);
+  return v.get<double>();
+}
+
+double Fields::number_or(const std::string& key, double fallback, double min_value) {
+  seen_.insert(key);
+  return has(key) ? number(key, min_value) : fallback;
+}
+
+bool Fields::boolean_or(const std::string& key, bool fallback) {
+  seen_.insert(key);
+  if (!has(key)) return fallback;
+  const json& v = value(key, "true or false");
+  if (!v.is_boolean()) fail_key(key, "true or false");
+  return v.get<bool>();
+}
+
+std::string Fields::text(const std::string& key) {
+  const json& v = value(key, "a string");
+  if (!v.is_string()) fail_key(key, "a string");
+  return v.get<std::string>();
+}
+
+std::string Fields::text_or(const std::string& key, const std::string& fallback) {
+  seen_.insert(key);
+  return has(key) ? text(key) : fallback;
+}
+
+DType Fields::dtype_or(const std::string& key, DType fallback) {
+  seen_.insert(key);
+  if (!has(key)) return fallback;
+  std::string name = text(key);
+  try {
+    return parse_dtype(name, key);
+  } catch (const Error&) {
+    fail_key(key, "a dtype (bf16, f8e4m3, f32, ...)");
+  }
+}
+
+bool Fields::is_empty_list(const std::string& key) const {
+  auto it = object_.find(key);
+  return it != object_.end() && it->is_array() && it->empty();
+}
+
+Fields Fields::object(const std::string& key) {
+  const json& v = value(key, "an object");
+  if (!v.is_object()) fail_key(key, "an object");
+  return Fields(v, where_ + " " + key);
+}
+
+void Fields::accept(std::initializer_list<const char*> keys) {
+  for (const char* k : keys) seen_.insert(k);
+}
+
+void Fields::finish() const {
+  for (auto it = object_.begin(); it != object_.end(); ++it) {
+    if (seen_.count(it.key()) == 0) {
+      std::string known;
+      for (const std::string& k : seen_) known += (known.empty() ? "" : ", ") + k;
+      fail(where_, "unknown key '", it.key(), "' (known keys: ", known, ")");
+    }
+  }
+}
+
+}  // namespace sol::model_json

@@ -1,0 +1,163 @@
+// sol model --model M --hw H [--plan P] [--workload W] [--json] [--svg FILE]
+// sol model sweep --param NAME --values a,b,c ... — one parameter over values, one row each.
+// The co-design model: per-phase floor times of a training step or an inference request.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <functional>
+#include <map>
+
+#include "cli.h"
+#include "sol/error.h"
+#include "sol/model.h"
+
+namespace sol::cli {
+
+namespace {
+struct ModelArgs {
+  std::string model, hw, plan, workload = "chat", svg, param;
+  std::vector<std::string> values;
+  bool json = false;
+};
+
+struct Inputs {
+  ModelConfig model;
+  HardwareSpec hw;
+  ParallelPlan plan;
+  Workload workload;
+  bool auto_plan = false;
+};
+
+Inputs load_inputs(const ModelArgs& a) {
+  Inputs in{load_model_config(a.model), load_hardware_spec(a.hw), {}, load_workload(a.workload)};
+  in.auto_plan = a.plan.empty();
+  in.plan = in.auto_plan ? default_plan(in.model, in.hw, in.workload) : load_parallel_plan(a.plan);
+  return in;
+}
+
+double parse_number(const std::string& text, const std::string& what) {
+  try {
+    size_t used = 0;
+    double v = std::stod(text, &used);
+    if (used == text.size() && v >= 0) return v;
+  } catch (const std::exception&) {
+  }
+  fail("sol model sweep", what, ": expected a non-negative number, got '", text, "'");
+}
+
+// Each sweepable parameter writes one field of the inputs.
+using Setter = std::function<void(Inputs&, double)>;
+const std::map<std::string, Setter>& sweep_params() {
+  static const std::map<std::string, Setter> params = {
+      {"dp", [](Inputs& in, double v) { in.plan.dp = int(v); }},
+      {"tp", [](Inputs& in, double v) { in.plan.tp = int(v); }},
+      {"pp", [](Inputs& in, double v) { in.plan.pp = int(v); }},
+      {"ep", [](Inputs& in, double v) { in.plan.ep = int(v); }},
+      {"micro_batches", [](Inputs& in, double v) { in.plan.micro_batches = int(v); }},
+      {"global_batch", [](Inputs& in, double v) { in.workload.global_batch = int64_t(v); }},
+      {"seq_len", [](Inputs& in, double v) { in.workload.seq_len = int64_t(v); }},
+      {"decode_batch", [](Inputs& in, double v) { in.workload.decode_batch = int64_t(v); }},
+      {"context_tokens", [](Inputs& in, double v) { in.workload.context_tokens = int64_t(v); }},
+      {"prefill_batch", [](Inputs& in, double v) { in.workload.prefill_batch = int64_t(v); }},
+      {"scale_up_gb_s", [](Inputs& in, double v) { in.hw.scale_up_bandwidth = v * 1e9; }},
+      {"scale_out_gb_s", [](Inputs& in, double v) { in.hw.scale_out_bandwidth = v * 1e9; }},
+      {"memory_gb_s", [](Inputs& in, double v) { in.hw.memory_bandwidth = v * 1e9; }},
+  };
+  return params;
+}
+
+void check_plan_shape(const ParallelPlan& p) {
+  check(p.dp >= 1 && p.tp >= 1 && p.pp >= 1 && p.ep >= 1 && p.micro_batches >= 1,
+        "sol model sweep", "plan degrees must be >= 1");
+  check((p.dp * p.tp) % p.ep == 0, "sol model sweep", "ep = ", p.ep, " must divide dp x tp = ",
+        p.dp * p.tp);
+}
+
+void run_single(const ModelArgs& a) {
+  Inputs in = load_inputs(a);
+  Prediction p = predict(in.model, in.hw, in.plan, in.workload);
+  if (!a.svg.empty()) {
+    std::ofstream out(a.svg);
+    check(out.good(), "sol model", "cannot write --svg ", a.svg);
+    out << prediction_svg(p);
+  }
+  if (a.json) {
+    fmt::print("{}\n", prediction_json(p));
+    return;
+  }
+  if (in.auto_plan)
+    fmt::print("plan auto: dp {} tp {} pp {} ep {}, gemm {}\n", in.plan.dp, in.plan.tp,
+               in.plan.pp, in.plan.ep, dtype_name(in.plan.gemm_dtype));
+  if (in.hw.confidence == "low")
+    fmt::print("note: hardware {} is marked low-confidence (figures not from a primary source)\n",
+               in.hw.name);
+  fmt::print("{}", prediction_table(p));
+}
+
+void run_sweep(const ModelArgs& a) {
+  auto it = sweep_params().find(a.param);
+  if (it == sweep_params().end()) {
+    std::string known;
+    for (const auto& [name, setter] : sweep_params()) known += (known.empty() ? "" : ", ") + name;
+    fail("sol model sweep", "--param '", a.param, "' is not sweepable (known: ", known, ")");
+  }
+  check(!a.values.empty(), "sol model sweep", "--values needs at least one value");
+  Inputs base = load_inputs(a);
+  nlohmann::json rows = nlohmann::json::array();
+  if (!a.json)
+    fmt::print("{:>14} {:>8} {:>14} {:>14} {:>14} {:>8}  {}\n", a.param, "devices",
+               "step/TPOT ms", "tokens/s", "tok/s/device", "MFU %", "bottleneck");
+  for (const std::string& text : a.values) {
+    Inputs in = base;
+    it->second(in, parse_number(text, "--values"));
+    check_plan_shape(in.plan);
+    Prediction p = predict(in.model, in.hw, in.plan, in.workload);
+    std::string bottleneck = p.phases.empty() ? "none" : p.phases.back().bottleneck;
+    for (const PhaseResult& ph : p.phases)
+      if (ph.name == "forward+backward" || ph.name == "decode") bottleneck = ph.bottleneck;
+    if (a.json) {
+      nlohmann::json record = nlohmann::json::parse(prediction_json(p));
+      record["sweep"] = {{"param", a.param}, {"value", text}};
+      record.erase("ops");
+      rows.push_back(record);
+    } else {
+      fmt::print("{:>14} {:>8} {:>14.3f} {:>14.0f} {:>14.1f} {:>8.1f}  {}\n", text, p.devices,
+                 p.step_s * 1e3, p.tokens_per_s, p.tokens_per_s_per_device, 100 * p.mfu,
+                 bottleneck);
+    }
+  }
+  if (a.json) fmt::print("{}\n", rows.dump(2));
+}
+
+void add_input_options(CLI::App* cmd, ModelArgs& a) {
+  cmd->add_option("--model", a.model, "Model: a name under models/ or a config.json path")
+      ->required();
+  cmd->add_option("--hw", a.hw, "Hardware: a name under hardware/, a JSON path, or 'this'")
+      ->required();
+  cmd->add_option("--plan", a.plan, "Parallel plan: a name under plans/ or a path (default: "
+                                    "the smallest plan that fits)");
+  cmd->add_option("--workload", a.workload, "Workload: a name under workloads/ or a path")
+      ->capture_default_str();
+  cmd->add_flag("--json", a.json, "Print JSON instead of the table");
+}
+}  // namespace
+
+void add_model(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<ModelArgs>();
+  auto* cmd = app.add_subcommand("model", "Co-design model: a model's step on any cluster at the "
+                                          "physical limit (per-phase table, JSON, SVG)");
+  add_input_options(cmd, *args);
+  cmd->add_option("--svg", args->svg, "Write an SVG timeline of the phases to this file");
+  auto* sweep = cmd->add_subcommand("sweep", "Vary one parameter: plan degrees, batch, context, "
+                                             "link or memory bandwidth");
+  sweep->fallthrough();
+  sweep->add_option("--param", args->param, "The parameter to vary")->required();
+  sweep->add_option("--values", args->values, "Comma-separated values")->required()->delimiter(',');
+  cmd->callback([args, sweep, &exit_code] {
+    if (sweep->parsed()) run_sweep(*args);
+    else run_single(*args);
+    exit_code = kOk;
+  });
+}
+
+}  // namespace sol::cli
