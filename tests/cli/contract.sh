@@ -29,6 +29,11 @@ expect_rc 2 "parameter of another op" "$sol" bench cast --dtype f32 --n 1K
 expect_rc 2 "bad SOL_ISA" env SOL_ISA=avx9 "$sol" check copy
 expect_rc 2 "bad threads" "$sol" bench copy --threads 0
 
+expect_rc 0 "sol model" "$sol" model --model deepseek-v3 --hw h800 --json
+python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$tmp/out" && pass "model json parses" || fail "model json parses"
+expect_rc 2 "model: unknown model" "$sol" model --model no-such-model --hw h800
+grep -q "no-such-model" "$tmp/err" && pass "unknown model is named" || fail "unknown model is named"
+
 # The ceilings: measured once here, cached, then read back.
 expect_rc 0 "sol hw --json" "$sol" hw --json
 python3 - "$tmp/out" <<'PY' && pass "hw json has every unit" || fail "hw json has every unit"
