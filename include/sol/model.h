@@ -191,4 +191,28 @@ std::string prediction_table(const Prediction& p);
 std::string prediction_json(const Prediction& p);
 std::string prediction_svg(const Prediction& p);
 
+// Closing the loop on this machine. Each op `sol report` measured is predicted from its floor
+// on the report's own ceilings and an efficiency learned from the *other* measurements of the
+// same op at the same thread count (leave-one-out: the op's own time never enters its
+// prediction), then compared with what was measured.
+struct MeasuredOp {
+  std::string op, shape, dtype;
+  int threads = 1;
+  double flops = 0, bytes = 0;
+  Unit compute = Unit::fma_f32, memory = Unit::mem_copy;
+  double measured_s = 0;
+};
+struct LoopPrediction {
+  MeasuredOp measured;
+  double floor_s = 0;      // on the report's cached ceilings
+  double efficiency = 0;   // median floor/time of the peers; 0 when the op has no peer
+  int peers = 0;
+  double predicted_s = 0;  // floor / efficiency
+  double error_pct = 0;    // 100 * (predicted - measured) / measured
+};
+// Reads report.json (as `sol report` writes it); throws sol::Error naming the file and key.
+void load_report(const std::string& path, MachineProfile& machine, std::vector<MeasuredOp>& ops);
+std::vector<LoopPrediction> predict_measured_ops(const MachineProfile& machine,
+                                                 const std::vector<MeasuredOp>& ops);
+
 }  // namespace sol

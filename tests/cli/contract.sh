@@ -70,6 +70,9 @@ for f in report.md report.json roofline.svg; do
 done
 python3 -c "import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])" "$tmp/report/roofline.svg" \
   && pass "roofline.svg is well-formed" || fail "roofline.svg is well-formed"
+expect_rc 0 "sol model loop" "$sol" model loop --report "$tmp/report/report.json"
+grep -q "ops predicted" "$tmp/out" && pass "loop predicts ops" || fail "loop predicts ops"
+expect_rc 2 "sol model loop: missing report" "$sol" model loop --report "$tmp/none.json"
 
 echo "cli contract: $failures failures"
 exit $((failures > 0))

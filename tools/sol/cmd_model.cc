@@ -1,8 +1,11 @@
 // sol model --model M --hw H [--plan P] [--workload W] [--json] [--svg FILE]
 // sol model sweep --param NAME --values a,b,c ... — one parameter over values, one row each.
+// sol model loop [--report FILE] — predict the ops of a `sol report` and show the error.
 // The co-design model: per-phase floor times of a training step or an inference request.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -16,6 +19,7 @@ namespace sol::cli {
 namespace {
 struct ModelArgs {
   std::string model, hw, plan, workload = "chat", svg, param;
+  std::string report = "sol-report/report.json";
   std::vector<std::string> values;
   bool json = false;
 };
@@ -129,11 +133,45 @@ void run_sweep(const ModelArgs& a) {
   if (a.json) fmt::print("{}\n", rows.dump(2));
 }
 
+void run_loop(const ModelArgs& a) {
+  MachineProfile machine;
+  std::vector<MeasuredOp> ops;
+  load_report(a.report, machine, ops);
+  std::vector<LoopPrediction> preds = predict_measured_ops(machine, ops);
+  std::vector<double> abs_err;
+  for (const auto& p : preds)
+    if (p.peers > 0) abs_err.push_back(std::fabs(p.error_pct));
+  std::sort(abs_err.begin(), abs_err.end());
+  if (a.json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& p : preds)
+      rows.push_back({{"op", p.measured.op}, {"shape", p.measured.shape}, {"dtype", p.measured.dtype},
+                      {"threads", p.measured.threads}, {"measured_s", p.measured.measured_s},
+                      {"floor_s", p.floor_s}, {"efficiency", p.efficiency}, {"peers", p.peers},
+                      {"predicted_s", p.predicted_s}, {"error_pct", p.error_pct}});
+    fmt::print("{}\n", rows.dump(2));
+    return;
+  }
+  fmt::print("{:<8} {:<22} {:<14} {:>3} {:>11} {:>11} {:>11} {:>6} {:>8}\n", "op", "shape", "dtype",
+             "thr", "floor ms", "measured", "predicted", "peers", "error %");
+  for (const auto& p : preds) {
+    const MeasuredOp& m = p.measured;
+    if (p.peers == 0)
+      fmt::print("{:<8} {:<22} {:<14} {:>3} {:>11.3f} {:>11.3f} {:>11} {:>6} {:>8}\n", m.op, m.shape,
+                 m.dtype, m.threads, p.floor_s * 1e3, m.measured_s * 1e3, "-", 0, "-");
+    else
+      fmt::print("{:<8} {:<22} {:<14} {:>3} {:>11.3f} {:>11.3f} {:>11.3f} {:>6} {:>+8.1f}\n", m.op,
+                 m.shape, m.dtype, m.threads, p.floor_s * 1e3, m.measured_s * 1e3,
+                 p.predicted_s * 1e3, p.peers, p.error_pct);
+  }
+  if (!abs_err.empty())
+    fmt::print("\n{} ops predicted: median |error| {:.1f}%, worst {:.1f}%\n", abs_err.size(),
+               abs_err[abs_err.size() / 2], abs_err.back());
+}
+
 void add_input_options(CLI::App* cmd, ModelArgs& a) {
-  cmd->add_option("--model", a.model, "Model: a name under models/ or a config.json path")
-      ->required();
-  cmd->add_option("--hw", a.hw, "Hardware: a name under hardware/, a JSON path, or 'this'")
-      ->required();
+  cmd->add_option("--model", a.model, "Model: a name under models/ or a config.json path (required)");
+  cmd->add_option("--hw", a.hw, "Hardware: a name under hardware/, a JSON path, or 'this' (required)");
   cmd->add_option("--plan", a.plan, "Parallel plan: a name under plans/ or a path (default: "
                                     "the smallest plan that fits)");
   cmd->add_option("--workload", a.workload, "Workload: a name under workloads/ or a path")
@@ -153,9 +191,19 @@ void add_model(CLI::App& app, int& exit_code) {
   sweep->fallthrough();
   sweep->add_option("--param", args->param, "The parameter to vary")->required();
   sweep->add_option("--values", args->values, "Comma-separated values")->required()->delimiter(',');
-  cmd->callback([args, sweep, &exit_code] {
-    if (sweep->parsed()) run_sweep(*args);
-    else run_single(*args);
+  auto* loop = cmd->add_subcommand("loop", "Close the loop on this machine: predict each op of a "
+                                           "`sol report` from its floor and its peers' efficiency");
+  loop->add_option("--report", args->report, "report.json written by `sol report`")
+      ->capture_default_str();
+  loop->add_flag("--json", args->json, "Print JSON instead of the table");
+  cmd->callback([args, sweep, loop, &exit_code] {
+    if (loop->parsed()) {
+      run_loop(*args);
+    } else {
+      check(!args->model.empty() && !args->hw.empty(), "sol model", "--model and --hw are required");
+      if (sweep->parsed()) run_sweep(*args);
+      else run_single(*args);
+    }
     exit_code = kOk;
   });
 }

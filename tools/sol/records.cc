@@ -24,6 +24,8 @@ nlohmann::json record_json(const BenchRecord& r) {
       {"bound", std::string(bound_name(r.floor.bound))},
       {"floor_s", r.floor.floor_s},
       {"sol_pct", r.sol_pct},
+      {"compute_unit", std::string(unit_name(r.cost.compute))},
+      {"memory_unit", std::string(unit_name(r.cost.memory))},
       {"ceiling_unit", std::string(unit_name(r.ceiling_unit))},
       {"ceiling_paired", r.ceiling_paired},
       {"ceiling_cached", r.ceiling_cached},
