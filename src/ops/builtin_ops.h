@@ -3,9 +3,13 @@
 namespace sol {
 void register_copy_ops();
 void register_cast_ops();
+void register_gemm_ops();
+void register_quant_ops();
 
 inline void register_builtin_ops() {
   register_copy_ops();
   register_cast_ops();
+  register_gemm_ops();
+  register_quant_ops();
 }
 }  // namespace sol

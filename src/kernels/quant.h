@@ -1,0 +1,30 @@
+#pragma once
+// Row primitives of FP8 quantization, per ISA (internal). A row is processed in three steps
+// that each stay in L1: the absolute maximum of each group, the group scaled into an f32
+// scratch row, and one exact bulk conversion of that row to e4m3 (kernels/convert.h).
+#include <cstdint>
+
+#include "sol/dtype.h"
+
+namespace sol::kernels {
+
+// max |x[i]| over n elements of f32 or bf16; NaN if any element is NaN.
+float abs_max_scalar(const void* x, DType t, int64_t n);
+float abs_max_avx512(const void* x, DType t, int64_t n);
+
+// out[i] = f32(x[i]) * m (one f32 multiply, rounded to nearest even).
+void scale_to_f32_scalar(const void* x, DType t, float m, float* out, int64_t n);
+void scale_to_f32_avx512(const void* x, DType t, float m, float* out, int64_t n);
+
+// out[i] = e4m3_to_f32(q[i]) * s, for dequantization.
+void dequant_scale_scalar(const uint8_t* q, float s, float* out, int64_t n);
+void dequant_scale_avx512(const uint8_t* q, float s, float* out, int64_t n);
+
+// One whole row, fused: per group of `group` elements (a multiple of 16) the absolute maximum,
+// the scale by the rule of sol/quant.h (ue8m0: power-of-two scales), and the e4m3 codes, with
+// the row read from L1 a second time rather than staged through memory. Bit-identical to the
+// composition of the primitives above with convert_scalar.
+void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, bool ue8m0,
+                           uint8_t* q, float* scales, int64_t scale_stride);
+
+}  // namespace sol::kernels

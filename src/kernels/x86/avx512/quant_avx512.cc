@@ -1,0 +1,164 @@
+// AVX-512 row primitives for FP8 quantization. Everything but the entry points stays in the
+// anonymous namespace so no AVX-512 code can be merged into baseline callers by the linker.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#include "kernels/quant.h"
+
+namespace sol::kernels {
+
+namespace {
+
+// 16 elements as f32; bf16 widens exactly by a 16-bit shift (a signalling NaN stays a NaN,
+// which is all the amax and the NaN rule need; its payload never reaches an output).
+[[gnu::always_inline]] inline __m512 load16(const void* x, DType t, int64_t i, __mmask16 m) {
+  if (t == DType::bf16) {
+    __m256i h = _mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(x) + i);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  return _mm512_maskz_loadu_ps(m, static_cast<const float*>(x) + i);
+}
+
+[[gnu::always_inline]] inline __mmask16 tail_mask(int64_t left) {
+  return left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+}
+
+// e4m3 codes of 16 values that are NaN, +-0 or within +-448 * (1 + 2^-22) — what x * (448 / amax)
+// can produce — rounded to nearest even. Normals (|v| >= 2^-6) round the f32 bit pattern to 3
+// mantissa bits in integer arithmetic and rebias the exponent (127 -> 7); subnormals are
+// |v| * 2^9 rounded to an integer with an explicit rounding mode (MXCSR plays no part).
+[[gnu::always_inline]] inline __m128i encode16_e4m3_in_range(__m512 v) {
+  const __m512i bits = _mm512_castps_si512(v);
+  const __m512i mag = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFFFFFF));
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(mag, 20), _mm512_set1_epi32(1));
+  __m512i normal = _mm512_srli_epi32(
+      _mm512_add_epi32(mag, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFFF))), 20);
+  normal = _mm512_sub_epi32(normal, _mm512_set1_epi32((127 - 7) << 3));
+  const __m512 scaled = _mm512_mul_ps(_mm512_castsi512_ps(mag), _mm512_set1_ps(512.0f));
+  const __m512i sub = _mm512_cvt_roundps_epi32(scaled, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __mmask16 is_sub = _mm512_cmplt_epi32_mask(mag, _mm512_set1_epi32(0x3C800000));  // 2^-6
+  __m512i code = _mm512_mask_mov_epi32(normal, is_sub, sub);
+  const __mmask16 is_nan = _mm512_cmpgt_epi32_mask(mag, _mm512_set1_epi32(0x7F800000));
+  code = _mm512_mask_mov_epi32(code, is_nan, _mm512_set1_epi32(0x7F));
+  code = _mm512_or_si512(code, _mm512_and_si512(_mm512_srli_epi32(bits, 24), _mm512_set1_epi32(0x80)));
+  return _mm512_cvtepi32_epi8(code);
+}
+
+// Scales and multipliers of 16 groups from their amax (NaN lanes flagged in `nan`), by the rule
+// of sol/quant.h: amax floored at 1e-4; scale = amax / 448, rounded up to a power of two for
+// UE8M0 (finite values only); multiplier 448 / amax, or 1 / scale for UE8M0.
+[[gnu::always_inline]] inline void scales16(__m512 amax, __mmask16 nan, bool ue8m0, __m512& scale,
+                                            __m512& mult) {
+  amax = _mm512_max_ps(amax, _mm512_set1_ps(1e-4f));
+  amax = _mm512_mask_mov_ps(amax, nan, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
+  scale = _mm512_div_ps(amax, _mm512_set1_ps(448.0f));
+  if (!ue8m0) {
+    mult = _mm512_div_ps(_mm512_set1_ps(448.0f), amax);
+    return;
+  }
+  const __m512i b = _mm512_castps_si512(scale);
+  const __mmask16 finite = _mm512_cmplt_epi32_mask(_mm512_and_si512(b, _mm512_set1_epi32(0x7FFFFFFF)),
+                                                   _mm512_set1_epi32(0x7F800000));
+  const __mmask16 inexact = _mm512_test_epi32_mask(b, _mm512_set1_epi32(0x7FFFFF));
+  const __m512i up = _mm512_add_epi32(_mm512_and_si512(b, _mm512_set1_epi32(int(0xFF800000u))),
+                                      _mm512_set1_epi32(0x800000));
+  scale = _mm512_castsi512_ps(_mm512_mask_mov_epi32(b, finite & inexact, up));
+  mult = _mm512_div_ps(_mm512_set1_ps(1.0f), scale);
+}
+
+}  // namespace
+
+void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, bool ue8m0,
+                           uint8_t* q, float* scales, int64_t scale_stride) {
+  // Groups are handled 16 at a time so their scales are computed in one vector.
+  constexpr int kLanes = 16;
+  alignas(64) float amax_of[kLanes], scale_of[kLanes], mult_of[kLanes];
+  const int64_t groups = cols / group;
+  for (int64_t g0 = 0; g0 < groups; g0 += kLanes) {
+    const int64_t ng = groups - g0 < kLanes ? groups - g0 : kLanes;
+    __mmask16 nan = 0;
+    for (int64_t g = 0; g < ng; ++g) {
+      const int64_t base = (g0 + g) * group;
+      __m512 m = _mm512_setzero_ps();
+      __mmask16 bad = 0;
+      for (int64_t i = 0; i < group; i += kLanes) {
+        __m512 a = _mm512_abs_ps(load16(x, t, base + i, 0xFFFF));
+        bad |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+        m = _mm512_max_ps(m, a);
+      }
+      amax_of[g] = _mm512_reduce_max_ps(m);
+      if (bad) nan |= __mmask16(1u << g);
+    }
+    __m512 scale, mult;
+    scales16(_mm512_maskz_load_ps(tail_mask(ng), amax_of), nan, ue8m0, scale, mult);
+    _mm512_store_ps(scale_of, scale);
+    _mm512_store_ps(mult_of, mult);
+    for (int64_t g = 0; g < ng; ++g) {
+      const int64_t base = (g0 + g) * group;
+      scales[(g0 + g) * scale_stride] = scale_of[g];
+      const __m512 mv = _mm512_set1_ps(mult_of[g]);
+      for (int64_t i = 0; i < group; i += kLanes)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(q + base + i),
+                         encode16_e4m3_in_range(_mm512_mul_ps(load16(x, t, base + i, 0xFFFF), mv)));
+    }
+  }
+}
+
+float abs_max_avx512(const void* x, DType t, int64_t n) {
+  // Two accumulators: max has a 2-cycle latency and 2 ports; more gains nothing on 128-wide
+  // groups. NaNs are tracked in a mask because vmaxps drops them.
+  __m512 m0 = _mm512_setzero_ps(), m1 = _mm512_setzero_ps();
+  __mmask16 nan = 0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m512 a = _mm512_abs_ps(load16(x, t, i, 0xFFFF)), b = _mm512_abs_ps(load16(x, t, i + 16, 0xFFFF));
+    nan |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q);
+    m0 = _mm512_max_ps(m0, a);
+    m1 = _mm512_max_ps(m1, b);
+  }
+  for (; i < n; i += 16) {
+    __m512 a = _mm512_abs_ps(load16(x, t, i, tail_mask(n - i)));
+    nan |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+    m0 = _mm512_max_ps(m0, a);
+  }
+  if (nan) return __builtin_nanf("");
+  return _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+}
+
+void scale_to_f32_avx512(const void* x, DType t, float m, float* out, int64_t n) {
+  const __m512 mv = _mm512_set1_ps(m);
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 k = tail_mask(n - i);
+    _mm512_mask_storeu_ps(out + i, k, _mm512_mul_ps(load16(x, t, i, k), mv));
+  }
+}
+
+void dequant_scale_avx512(const uint8_t* q, float s, float* out, int64_t n) {
+  // e4m3 -> f32 exactly, without touching an f32 subnormal (DAZ would flush it): a normal code
+  // S.EEEE.MMM becomes an f32 by moving E.M under f32's fields and adding the bias difference
+  // (127 - 7) to the exponent; a subnormal code (E = 0) is MMM x 2^-9, an exact integer
+  // conversion and power-of-two multiply; NaN (S.1111.111) is patched; the sign goes last.
+  const __m512 sv = _mm512_set1_ps(s);
+  const __m512i low7 = _mm512_set1_epi32(0x7F);
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 k = tail_mask(n - i);
+    __m512i b = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, q + i));
+    __m512i mag = _mm512_and_si512(b, low7);
+    __m512 normal = _mm512_castsi512_ps(
+        _mm512_add_epi32(_mm512_slli_epi32(mag, 20), _mm512_set1_epi32(120 << 23)));
+    __m512 sub = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_and_si512(b, _mm512_set1_epi32(7))),
+                               _mm512_set1_ps(0x1p-9f));
+    __mmask16 is_sub = _mm512_cmplt_epi32_mask(mag, _mm512_set1_epi32(8));
+    __m512 v = _mm512_mask_mov_ps(normal, is_sub, sub);
+    v = _mm512_mask_mov_ps(v, _mm512_cmpeq_epi32_mask(mag, low7),
+                           _mm512_castsi512_ps(_mm512_set1_epi32(0x7FF00000)));  // e4m3_to_f32(NaN)
+    __m512i sign = _mm512_slli_epi32(_mm512_and_si512(b, _mm512_set1_epi32(0x80)), 24);
+    v = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), sign));
+    _mm512_mask_storeu_ps(out + i, k, _mm512_mul_ps(v, sv));
+  }
+}
+
+}  // namespace sol::kernels

@@ -1,0 +1,196 @@
+#include "sol/quant.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/convert.h"
+#include "kernels/quant.h"
+#include "ops/common/parallel.h"
+#include "ops/common/validate.h"
+#include "sol/error.h"
+#include "sol/hw.h"
+
+namespace sol {
+
+namespace {
+
+constexpr float kAmaxFloor = 1e-4f;
+constexpr int64_t kBlock = 128;  // weight blocks are 128 x 128, as DeepGEMM's B scales
+
+float canonical_amax(float amax) {
+  if (std::isnan(amax)) return __builtin_nanf("");
+  return amax > kAmaxFloor ? amax : kAmaxFloor;
+}
+
+// One ISA's row primitives, chosen once per call.
+struct RowKernels {
+  float (*abs_max)(const void*, DType, int64_t);
+  void (*scale_to_f32)(const void*, DType, float, float*, int64_t);
+  void (*dequant)(const uint8_t*, float, float*, int64_t);
+  bool avx512;
+  void to_e4m3(const float* in, uint8_t* out, int64_t n) const {
+    if (avx512) kernels::convert_avx512(in, DType::f32, out, DType::f8e4m3, n, false);
+    else kernels::convert_scalar(in, DType::f32, out, DType::f8e4m3, n);
+  }
+  void from_f32(const float* in, void* out, DType t, int64_t n) const {
+    if (t == DType::f32) std::memcpy(out, in, size_t(n) * 4);
+    else if (avx512) kernels::convert_avx512(in, DType::f32, out, t, n, false);
+    else kernels::convert_scalar(in, DType::f32, out, t, n);
+  }
+};
+
+RowKernels row_kernels() {
+  if (active_isa() >= Isa::avx512)
+    return {kernels::abs_max_avx512, kernels::scale_to_f32_avx512, kernels::dequant_scale_avx512, true};
+  return {kernels::abs_max_scalar, kernels::scale_to_f32_scalar, kernels::dequant_scale_scalar, false};
+}
+
+void require_matrix(const char* op, const char* name, const Tensor& t) {
+  check(t.ndim() == 2, op, name, " must be 2-d but is ", t.describe());
+  check(t.numel() == 0 || t.stride(1) == 1, op, name, " rows must be dense (stride(1) = 1) but ",
+        name, ".strides = [", t.stride(0), ", ", t.stride(1), "]");
+}
+
+void validate(const char* op, const Tensor& x, const Tensor& q, const Tensor& scales,
+              const QuantOptions& opt, int64_t scale_rows) {
+  check(opt.group > 0 && opt.group % 16 == 0, op, "group = ", opt.group, " but must be a positive multiple of 16");
+  require_matrix(op, "x", x);
+  require_matrix(op, "q", q);
+  require_matrix(op, "scales", scales);
+  check(x.dtype() == DType::f32 || x.dtype() == DType::bf16, op, "x.dtype = ", dtype_name(x.dtype()),
+        " but must be f32 or bf16");
+  check(q.dtype() == DType::f8e4m3, op, "q.dtype = ", dtype_name(q.dtype()), " but must be f8e4m3");
+  check(scales.dtype() == DType::f32, op, "scales.dtype = ", dtype_name(scales.dtype()), " but must be f32");
+  require_same_shape(op, "x", x, "q", q);
+  check(x.shape(1) % opt.group == 0, op, "x.shape[1] = ", x.shape(1), " but must be a multiple of the group (",
+        opt.group, ")");
+  check(scales.shape(0) == scale_rows && scales.shape(1) == x.shape(1) / opt.group, op,
+        "scales.shape = ", scales.shape_string(), " but expected [", scale_rows, ", ", x.shape(1) / opt.group, "]");
+  require_no_overlap(op, "x", x, "q", q);
+  require_no_overlap(op, "x", x, "scales", scales);
+  require_no_overlap(op, "q", q, "scales", scales);
+}
+
+const char* row_ptr(const Tensor& t, int64_t r) {
+  return t.data_as<const char>() + r * t.stride(0) * int64_t(dtype_size(t.dtype()));
+}
+char* row_ptr_mut(const Tensor& t, int64_t r) { return const_cast<char*>(row_ptr(t, r)); }
+
+}  // namespace
+
+float fp8_scale_from_amax(float amax, ScaleFormat format) {
+  float t = amax / 448.0f;
+  if (format == ScaleFormat::f32 || std::isnan(t) || std::isinf(t)) return t;
+  // The smallest power of two >= t: keep the exponent, bump it when any mantissa bit is set.
+  uint32_t bits;
+  std::memcpy(&bits, &t, 4);
+  if (bits & 0x7FFFFFu) bits = (bits & 0xFF800000u) + 0x800000u;
+  std::memcpy(&t, &bits, 4);
+  return t;
+}
+
+float fp8_multiplier(float amax, float scale, ScaleFormat format) {
+  return format == ScaleFormat::f32 ? 448.0f / amax : 1.0f / scale;
+}
+
+void quant_fp8_per_token(const Tensor& x, const Tensor& q, const Tensor& scales, const QuantOptions& opt) {
+  const char* op = "quant_fp8_per_token";
+  validate(op, x, q, scales, opt, x.ndim() == 2 ? x.shape(0) : 0);
+  const int64_t rows = x.shape(0), cols = x.shape(1), groups = cols / opt.group;
+  if (rows == 0 || cols == 0) return;
+  const RowKernels k = row_kernels();
+  const size_t es = dtype_size(x.dtype());
+  const bool fused = k.avx512 && opt.group % 16 == 0;
+  parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+    if (fused) {
+      for (int64_t r = r0; r < r1; ++r)
+        kernels::quant_row_e4m3_avx512(row_ptr(x, r), x.dtype(), cols, opt.group, opt.scale == ScaleFormat::ue8m0,
+                                       reinterpret_cast<uint8_t*>(row_ptr_mut(q, r)),
+                                       reinterpret_cast<float*>(row_ptr_mut(scales, r)), scales.stride(1));
+      return;
+    }
+    std::vector<float> scaled(static_cast<size_t>(cols));  // one row, L1/L2-resident between the passes
+    for (int64_t r = r0; r < r1; ++r) {
+      const char* xr = row_ptr(x, r);
+      auto* sr = reinterpret_cast<float*>(row_ptr_mut(scales, r));
+      for (int64_t g = 0; g < groups; ++g) {
+        const char* xg = xr + g * opt.group * int64_t(es);
+        float amax = canonical_amax(k.abs_max(xg, x.dtype(), opt.group));
+        float s = fp8_scale_from_amax(amax, opt.scale);
+        sr[g * scales.stride(1)] = s;
+        k.scale_to_f32(xg, x.dtype(), fp8_multiplier(amax, s, opt.scale), scaled.data() + g * opt.group, opt.group);
+      }
+      k.to_e4m3(scaled.data(), reinterpret_cast<uint8_t*>(row_ptr_mut(q, r)), cols);
+    }
+  });
+}
+
+void quant_fp8_per_block(const Tensor& w, const Tensor& q, const Tensor& scales, const QuantOptions& opt) {
+  const char* op = "quant_fp8_per_block";
+  check(opt.group == kBlock, op, "group = ", opt.group, " but weight blocks are 128 x 128");
+  validate(op, w, q, scales, opt, w.ndim() == 2 ? (w.shape(0) + kBlock - 1) / kBlock : 0);
+  const int64_t rows = w.shape(0), cols = w.shape(1), groups = cols / kBlock;
+  if (rows == 0 || cols == 0) return;
+  const RowKernels k = row_kernels();
+  const size_t es = dtype_size(w.dtype());
+  const int64_t block_rows = scales.shape(0);
+  parallel_ranges(block_rows, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<float> scaled(static_cast<size_t>(cols));
+    std::vector<float> amax(static_cast<size_t>(groups)), mult(static_cast<size_t>(groups));
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t r_begin = b * kBlock, r_end = std::min(rows, r_begin + kBlock);
+      auto* sr = reinterpret_cast<float*>(row_ptr_mut(scales, b));
+      for (int64_t g = 0; g < groups; ++g) {  // amax over the whole 128 x 128 block first
+        float m = 0.0f;
+        for (int64_t r = r_begin; r < r_end; ++r) {
+          float v = k.abs_max(row_ptr(w, r) + g * kBlock * int64_t(es), w.dtype(), kBlock);
+          m = std::isnan(v) || std::isnan(m) ? __builtin_nanf("") : (v > m ? v : m);
+        }
+        amax[size_t(g)] = canonical_amax(m);
+        float s = fp8_scale_from_amax(amax[size_t(g)], opt.scale);
+        sr[g * scales.stride(1)] = s;
+        mult[size_t(g)] = fp8_multiplier(amax[size_t(g)], s, opt.scale);
+      }
+      for (int64_t r = r_begin; r < r_end; ++r) {
+        for (int64_t g = 0; g < groups; ++g)
+          k.scale_to_f32(row_ptr(w, r) + g * kBlock * int64_t(es), w.dtype(), mult[size_t(g)],
+                         scaled.data() + g * kBlock, kBlock);
+        k.to_e4m3(scaled.data(), reinterpret_cast<uint8_t*>(row_ptr_mut(q, r)), cols);
+      }
+    }
+  });
+}
+
+void dequant_fp8_per_token(const Tensor& q, const Tensor& scales, const Tensor& y, const QuantOptions& opt) {
+  const char* op = "dequant_fp8_per_token";
+  check(opt.group > 0, op, "group = ", opt.group, " but must be positive");
+  require_matrix(op, "q", q);
+  require_matrix(op, "y", y);
+  require_matrix(op, "scales", scales);
+  check(q.dtype() == DType::f8e4m3, op, "q.dtype = ", dtype_name(q.dtype()), " but must be f8e4m3");
+  check(y.dtype() == DType::bf16 || y.dtype() == DType::f32, op, "y.dtype = ", dtype_name(y.dtype()),
+        " but must be bf16 or f32");
+  check(scales.dtype() == DType::f32, op, "scales.dtype = ", dtype_name(scales.dtype()), " but must be f32");
+  require_same_shape(op, "q", q, "y", y);
+  check(q.shape(1) % opt.group == 0, op, "q.shape[1] = ", q.shape(1), " but must be a multiple of the group (",
+        opt.group, ")");
+  check(scales.shape(0) == q.shape(0) && scales.shape(1) == q.shape(1) / opt.group, op, "scales.shape = ",
+        scales.shape_string(), " but expected [", q.shape(0), ", ", q.shape(1) / opt.group, "]");
+  require_no_overlap(op, "q", q, "y", y);
+  const int64_t rows = q.shape(0), cols = q.shape(1), groups = cols / opt.group;
+  if (rows == 0 || cols == 0) return;
+  const RowKernels k = row_kernels();
+  parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = r0; r < r1; ++r) {
+      auto* qr = reinterpret_cast<const uint8_t*>(row_ptr(q, r));
+      auto* sr = reinterpret_cast<const float*>(row_ptr(scales, r));
+      for (int64_t g = 0; g < groups; ++g)
+        k.dequant(qr + g * opt.group, sr[g * scales.stride(1)], row.data() + g * opt.group, opt.group);
+      k.from_f32(row.data(), row_ptr_mut(y, r), y.dtype(), cols);
+    }
+  });
+}
+
+}  // namespace sol

@@ -1,0 +1,131 @@
+// Registry entry for quant-fp8: per-token, per-block and dequantization, checked bit for bit
+// against the separately written reference.
+#include <memory>
+#include <string>
+
+#include "ops/builtin_ops.h"
+#include "ops/common/buffer_sets.h"
+#include "ops/common/compare.h"
+#include "ops/common/fill.h"
+#include "ops/quant/reference.h"
+#include "sol/error.h"
+#include "sol/quant.h"
+#include "sol/registry.h"
+
+namespace sol {
+
+namespace {
+
+enum class Mode { token, block, dequant };
+
+Mode parse_mode(const std::string& s) {
+  if (s == "token") return Mode::token;
+  if (s == "block") return Mode::block;
+  if (s == "dequant") return Mode::dequant;
+  fail("quant-fp8", "--mode = '", s, "' but expected token, block or dequant");
+}
+
+ScaleFormat parse_scale(const std::string& s) {
+  if (s == "f32") return ScaleFormat::f32;
+  if (s == "ue8m0") return ScaleFormat::ue8m0;
+  fail("quant-fp8", "--scale = '", s, "' but expected f32 or ue8m0");
+}
+
+class QuantCase : public OpCase {
+ public:
+  QuantCase(int64_t rows, int64_t cols, DType dtype, Mode mode, ScaleFormat scale, int64_t cold_bytes)
+      : rows_(rows), cols_(cols), dtype_(dtype), mode_(mode) {
+    opt_.scale = scale;
+    sol::check(dtype == DType::f32 || dtype == DType::bf16, "quant-fp8", "--dtype = ", dtype_name(dtype),
+               " but must be f32 or bf16");
+    sol::check(cols % 128 == 0, "quant-fp8", "--hidden = ", cols, " but must be a multiple of 128");
+    const int64_t srows = mode == Mode::block ? (rows + 127) / 128 : rows;
+    int64_t set_bytes = rows * cols * int64_t(dtype_size(dtype) + 1);
+    for (int i = 0; i < sets_for(set_bytes, cold_bytes); ++i) {
+      x_.emplace_back(dtype, std::initializer_list<int64_t>{rows, cols});
+      q_.emplace_back(DType::f8e4m3, std::initializer_list<int64_t>{rows, cols});
+      s_.emplace_back(DType::f32, std::initializer_list<int64_t>{srows, cols / 128});
+      fill_random(x_.back(), 11 + uint64_t(i), 3.0);
+      if (mode == Mode::dequant) quant_fp8_per_token(x_.back(), q_.back(), s_.back(), opt_);
+    }
+  }
+  std::string shape() const override {
+    return "tokens=" + std::to_string(rows_) + " hidden=" + std::to_string(cols_);
+  }
+  std::string dtype() const override {
+    std::string d(dtype_name(dtype_));
+    std::string m = mode_ == Mode::token ? "token" : mode_ == Mode::block ? "block" : "dequant";
+    std::string s = opt_.scale == ScaleFormat::f32 ? "" : " ue8m0";
+    return mode_ == Mode::dequant ? "f8e4m3->" + d : d + "->f8e4m3 " + m + s;
+  }
+  Cost cost() const override {
+    double n = double(rows_) * double(cols_);
+    double scales = double(s_[0].tensor().numel()) * 4;
+    return {0, n * double(dtype_size(dtype_) + 1) + scales, Unit::fma_f32, Unit::mem_copy};
+  }
+  int input_sets() const override { return int(x_.size()); }
+  void run(int set) override {
+    size_t i = size_t(set);
+    if (mode_ == Mode::token) quant_fp8_per_token(x_[i], q_[i], s_[i], opt_);
+    else if (mode_ == Mode::block) quant_fp8_per_block(x_[i], q_[i], s_[i], opt_);
+    else dequant_fp8_per_token(q_[i], s_[i], x_[i], opt_);
+  }
+  CheckResult check() override {
+    if (mode_ == Mode::dequant) {
+      Buffer ref(dtype_, {rows_, cols_});
+      reference::dequant_fp8_per_token(q_[0], s_[0], ref, opt_);
+      poison(x_[0]);
+      run(0);
+      return compare_bitwise(x_[0], ref);
+    }
+    fill_random_with_specials(x_[0], 5, 4096);  // a few groups with NaN/Inf, most without
+    Buffer qref(DType::f8e4m3, {rows_, cols_});
+    Buffer sref(DType::f32, {s_[0].tensor().shape(0), s_[0].tensor().shape(1)});
+    if (mode_ == Mode::token) reference::quant_fp8_per_token(x_[0], qref, sref, opt_);
+    else reference::quant_fp8_per_block(x_[0], qref, sref, opt_);
+    poison(q_[0]);
+    poison(s_[0]);
+    run(0);
+    CheckResult r = compare_bitwise(q_[0], qref);
+    CheckResult rs = compare_bitwise(s_[0], sref);
+    if (!rs.pass) return {false, rs.error, 0, "scales: " + rs.detail};
+    return r;
+  }
+
+ private:
+  int64_t rows_, cols_;
+  DType dtype_;
+  Mode mode_;
+  QuantOptions opt_;
+  std::vector<Buffer> x_, q_, s_;
+};
+
+}  // namespace
+
+void register_quant_ops() {
+  OpInfo op;
+  op.name = "quant-fp8";
+  op.summary = "DeepSeek FP8 quantization: e4m3 with f32 or UE8M0 scales per 1x128 (token) or 128x128 (block)";
+  op.params = {
+      {"tokens", "rows (tokens, or weight rows N for --mode block)", "4096", ParamSpec::size},
+      {"hidden", "columns, a multiple of 128", "7168", ParamSpec::size},
+      {"dtype", "input (output for dequant) dtype: f32 or bf16", "bf16", ParamSpec::dtype},
+      {"mode", "token | block | dequant", "token", ParamSpec::text},
+      {"scale", "f32 | ue8m0 (power-of-two scales)", "f32", ParamSpec::text},
+  };
+  op.bench_table = {{}, {{"tokens", "16"}}, {{"scale", "ue8m0"}}, {{"mode", "block"}}, {{"mode", "dequant"}}};
+  op.check_table = {{{"tokens", "1"}, {"hidden", "128"}},
+                    {{"tokens", "17"}, {"hidden", "384"}, {"dtype", "f32"}},
+                    {{"tokens", "33"}, {"hidden", "7168"}, {"scale", "ue8m0"}},
+                    {{"tokens", "300"}, {"hidden", "256"}, {"mode", "block"}},
+                    {{"tokens", "129"}, {"hidden", "512"}, {"mode", "block"}, {"scale", "ue8m0"}, {"dtype", "f32"}},
+                    {{"tokens", "0"}, {"hidden", "128"}},
+                    {{"tokens", "19"}, {"hidden", "896"}, {"mode", "dequant"}}};
+  op.make = [](const OpParams& p, int64_t cold_bytes) -> std::unique_ptr<OpCase> {
+    return std::make_unique<QuantCase>(p.integer("tokens"), p.integer("hidden"), p.dtype("dtype"),
+                                       parse_mode(p.text("mode")), parse_scale(p.text("scale")), cold_bytes);
+  };
+  register_op(std::move(op));
+}
+
+}  // namespace sol
