@@ -5,11 +5,13 @@ void register_copy_ops();
 void register_cast_ops();
 void register_gemm_ops();
 void register_quant_ops();
+void register_norm_ops();
 
 inline void register_builtin_ops() {
   register_copy_ops();
   register_cast_ops();
   register_gemm_ops();
   register_quant_ops();
+  register_norm_ops();
 }
 }  // namespace sol

@@ -1,0 +1,130 @@
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/norm.h"
+#include "ops/common/parallel.h"
+#include "ops/common/validate.h"
+#include "sol/error.h"
+#include "sol/hw.h"
+#include "sol/norm.h"
+
+namespace sol {
+
+namespace {
+
+struct NormKernels {
+  float (*sum_squares)(const void*, DType, int64_t);
+  void (*scale_by_weight)(const void*, DType, float, const void*, DType, void*, DType, int64_t);
+  void (*add_into)(const void*, DType, void*, DType, int64_t);
+};
+
+NormKernels norm_kernels() {
+  if (active_isa() >= Isa::avx512)
+    return {kernels::sum_squares_avx512, kernels::scale_by_weight_avx512, kernels::add_into_avx512};
+  return {kernels::sum_squares_scalar, kernels::scale_by_weight_scalar, kernels::add_into_scalar};
+}
+
+bool float_io(DType t) { return t == DType::f32 || t == DType::bf16; }
+
+void require_rows(const char* op, const char* name, const Tensor& t) {
+  check(t.ndim() == 2, op, name, " must be 2-d [tokens, hidden] but is ", t.describe());
+  check(float_io(t.dtype()), op, name, ".dtype = ", dtype_name(t.dtype()), " but must be f32 or bf16");
+  check(t.numel() == 0 || t.stride(1) == 1, op, name, " rows must be dense (stride(1) = 1)");
+}
+
+void validate(const char* op, const Tensor& x, const Tensor& weight, const NormOptions& opt) {
+  require_rows(op, "x", x);
+  check(weight.ndim() == 1 && weight.shape(0) == x.shape(1), op, "weight.shape = ",
+        weight.shape_string(), " but expected [", x.shape(1), "]");
+  check(float_io(weight.dtype()) && weight.is_contiguous(), op, "weight must be a contiguous f32 or bf16 vector, got ",
+        weight.describe());
+  check(opt.eps >= 0 && std::isfinite(opt.eps), op, "eps = ", opt.eps, " but must be finite and >= 0");
+  check(x.shape(1) > 0 || x.shape(0) == 0, op, "hidden size is 0");
+}
+
+const void* row(const Tensor& t, int64_t r) {
+  return t.data_as<const char>() + r * t.stride(0) * int64_t(dtype_size(t.dtype()));
+}
+void* row_mut(const Tensor& t, int64_t r) { return const_cast<void*>(row(t, r)); }
+
+float inverse_rms(float sum_squares, int64_t n, float eps) {
+  return 1.0f / std::sqrt(sum_squares / float(n) + eps);
+}
+
+}  // namespace
+
+void rmsnorm(const Tensor& x, const Tensor& weight, const Tensor& y, const NormOptions& opt) {
+  const char* op = "rmsnorm";
+  validate(op, x, weight, opt);
+  require_rows(op, "y", y);
+  require_same_shape(op, "x", x, "y", y);
+  require_no_overlap(op, "weight", weight, "y", y);
+  const int64_t rows = x.shape(0), h = x.shape(1);
+  const NormKernels k = norm_kernels();
+  // In place (y == x) is allowed: each row is read completely before it is written.
+  parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h), h, opt.eps);
+      k.scale_by_weight(row(x, r), x.dtype(), inv, weight.data(), weight.dtype(), row_mut(y, r), y.dtype(), h);
+    }
+  });
+}
+
+void add_rmsnorm(const Tensor& x, const Tensor& residual, const Tensor& weight, const Tensor& y,
+                 const NormOptions& opt) {
+  const char* op = "add_rmsnorm";
+  validate(op, x, weight, opt);
+  require_rows(op, "residual", residual);
+  require_rows(op, "y", y);
+  require_same_shape(op, "x", x, "residual", residual);
+  require_same_shape(op, "x", x, "y", y);
+  require_no_overlap(op, "x", x, "residual", residual);
+  require_no_overlap(op, "residual", residual, "y", y);
+  require_no_overlap(op, "weight", weight, "y", y);
+  const int64_t rows = x.shape(0), h = x.shape(1);
+  const NormKernels k = norm_kernels();
+  parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      void* res = row_mut(residual, r);
+      k.add_into(row(x, r), x.dtype(), res, residual.dtype(), h);  // the row stays in L1 for the norm
+      float inv = inverse_rms(k.sum_squares(res, residual.dtype(), h), h, opt.eps);
+      k.scale_by_weight(res, residual.dtype(), inv, weight.data(), weight.dtype(), row_mut(y, r), y.dtype(), h);
+    }
+  });
+}
+
+void rmsnorm_quant_fp8(const Tensor& x, const Tensor& weight, const Tensor& q, const Tensor& scales,
+                       const NormOptions& opt, const QuantOptions& qopt) {
+  const char* op = "rmsnorm_quant_fp8";
+  validate(op, x, weight, opt);
+  check(q.ndim() == 2 && q.shape(0) == x.shape(0) && q.shape(1) == x.shape(1) && q.dtype() == DType::f8e4m3,
+        op, "q = ", q.describe(), " but expected ", x.shape_string(), " f8e4m3");
+  const int64_t h = x.shape(1);
+  check(qopt.group > 0 && h % qopt.group == 0, op, "x.shape[1] = ", h, " but must be a multiple of the group (",
+        qopt.group, ")");
+  check(scales.ndim() == 2 && scales.shape(0) == x.shape(0) && scales.shape(1) == h / qopt.group &&
+            scales.dtype() == DType::f32,
+        op, "scales = ", scales.describe(), " but expected [", x.shape(0), ", ", h / qopt.group, "] f32");
+  const int64_t rows = x.shape(0);
+  const NormKernels k = norm_kernels();
+  // The normalised bf16 rows are produced one chunk of rows at a time into an L1/L2-sized
+  // buffer and quantized from there; only x is read from and q, scales written to memory.
+  constexpr int64_t kChunk = 16;
+  parallel_ranges(rows, kChunk, [&](int64_t r0, int64_t r1) {
+    std::vector<uint16_t> normed(static_cast<size_t>(kChunk * h));  // once per thread
+    for (int64_t c0 = r0; c0 < r1; c0 += kChunk) {
+      const int64_t c1 = std::min(r1, c0 + kChunk);
+      for (int64_t r = c0; r < c1; ++r) {
+        float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h), h, opt.eps);
+        k.scale_by_weight(row(x, r), x.dtype(), inv, weight.data(), weight.dtype(),
+                          normed.data() + (r - c0) * h, DType::bf16, h);
+      }
+      // Inside this parallel region the nested call runs on the calling thread alone.
+      Tensor chunk(normed.data(), DType::bf16, {int64_t(c1 - c0), h});
+      quant_fp8_per_token(chunk, q.slice(0, c0, c1), scales.slice(0, c0, c1), qopt);
+    }
+  });
+}
+
+}  // namespace sol

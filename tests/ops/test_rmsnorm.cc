@@ -1,0 +1,136 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "ops/common/compare.h"
+#include "ops/common/fill.h"
+#include "ops/norm/reference.h"
+#include "sol/error.h"
+#include "sol/hw.h"
+#include "sol/norm.h"
+#include "sol/threads.h"
+
+namespace sol {
+namespace {
+
+template <class Body>
+void for_each_isa(Body&& body) {
+  for (Isa isa : {Isa::scalar, Isa::avx512}) {
+    if (isa > cpu_features().best_isa) continue;
+    setenv("SOL_ISA", std::string(isa_name(isa)).c_str(), 1);
+    SCOPED_TRACE(std::string("SOL_ISA=") + std::string(isa_name(isa)));
+    body();
+  }
+  unsetenv("SOL_ISA");
+}
+
+TEST(RmsNorm, MatchesFp64ReferenceOddShapes) {
+  for_each_isa([] {
+    for (DType dt : {DType::f32, DType::bf16})
+      for (auto [rows, h] : {std::pair<int64_t, int64_t>{1, 1}, {3, 17}, {9, 1000}, {2, 7168}}) {
+        Buffer x(dt, {rows, h}), w(DType::f32, {h}), y(dt, {rows, h}), ref(dt, {rows, h});
+        fill_random(x, uint64_t(rows * h), 3.0);
+        fill_random(w, 4, 2.0);
+        poison(y);
+        rmsnorm(x, w, y);
+        reference::rmsnorm(x, w, ref, 1e-6);
+        CheckResult r = compare_relative(y, ref, dt == DType::f32 ? 1e-5 : 8e-3);
+        EXPECT_TRUE(r.pass) << dtype_name(dt) << " " << rows << "x" << h << ": " << r.detail;
+      }
+  });
+}
+
+TEST(RmsNorm, ScalarAndVectorPathsAgreeBitForBit) {
+  if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path on this CPU";
+  const int64_t rows = 11, h = 1531;
+  Buffer x(DType::bf16, {rows, h}), w(DType::bf16, {h}), a(DType::bf16, {rows, h}), b(DType::bf16, {rows, h});
+  fill_random(x, 8);
+  fill_random(w, 9);
+  setenv("SOL_ISA", "scalar", 1);
+  rmsnorm(x, w, a);
+  setenv("SOL_ISA", "avx512", 1);
+  rmsnorm(x, w, b);
+  unsetenv("SOL_ISA");
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), size_t(rows * h * 2)), 0);
+}
+
+TEST(RmsNorm, ThreadCountDoesNotChangeBits) {
+  const int64_t rows = 64, h = 4096;
+  Buffer x(DType::bf16, {rows, h}), w(DType::bf16, {h}), a(DType::bf16, {rows, h}), b(DType::bf16, {rows, h});
+  fill_random(x, 1);
+  fill_random(w, 2);
+  set_num_threads(1);
+  rmsnorm(x, w, a);
+  set_num_threads(2);
+  rmsnorm(x, w, b);
+  set_num_threads(0);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), size_t(rows * h * 2)), 0);
+}
+
+TEST(RmsNorm, ResidualFusionStoresTheSumAndNormalisesIt) {
+  for_each_isa([] {
+    const int64_t rows = 5, h = 300;
+    Buffer x(DType::bf16, {rows, h}), res(DType::bf16, {rows, h}), w(DType::bf16, {h}), y(DType::bf16, {rows, h});
+    Buffer expect_res(DType::bf16, {rows, h}), ref(DType::bf16, {rows, h});
+    fill_random(x, 3);
+    fill_random(res, 4);
+    fill_random(w, 5);
+    for (int64_t i = 0; i < rows * h; ++i)
+      store_from_double(expect_res.data(), DType::bf16, size_t(i),
+                        double(bf16_to_f32(res.tensor().data_as<uint16_t>()[i]) + bf16_to_f32(x.tensor().data_as<uint16_t>()[i])));
+    add_rmsnorm(x, res, w, y);
+    EXPECT_EQ(std::memcmp(res.data(), expect_res.data(), size_t(rows * h * 2)), 0);
+    reference::rmsnorm(expect_res, w, ref, 1e-6);
+    EXPECT_TRUE(compare_relative(y, ref, 8e-3).pass);
+  });
+}
+
+TEST(RmsNorm, QuantFusionEqualsComposition) {
+  for_each_isa([] {
+    const int64_t rows = 21, h = 1024;
+    Buffer x(DType::bf16, {rows, h}), w(DType::f32, {h}), normed(DType::bf16, {rows, h});
+    Buffer q(DType::f8e4m3, {rows, h}), s(DType::f32, {rows, 8}), q2(DType::f8e4m3, {rows, h}), s2(DType::f32, {rows, 8});
+    fill_random(x, 6);
+    fill_random(w, 7);
+    rmsnorm(x, w, normed);
+    quant_fp8_per_token(normed, q, s);
+    poison(q2);
+    poison(s2);
+    rmsnorm_quant_fp8(x, w, q2, s2);
+    EXPECT_EQ(std::memcmp(q.data(), q2.data(), size_t(rows * h)), 0);
+    EXPECT_EQ(std::memcmp(s.data(), s2.data(), size_t(rows * 8 * 4)), 0);
+  });
+}
+
+TEST(RmsNorm, NaNRowStaysInItsRow) {
+  const int64_t h = 64;
+  Buffer x(DType::f32, {2, h}), w(DType::f32, {h}), y(DType::f32, {2, h});
+  fill_random(x, 1);
+  fill_random(w, 2);
+  x.tensor().data_as<float>()[3] = NAN;
+  rmsnorm(x, w, y);
+  for (int64_t c = 0; c < h; ++c) EXPECT_TRUE(std::isnan(y.tensor().data_as<float>()[c]));
+  for (int64_t c = h; c < 2 * h; ++c) EXPECT_TRUE(std::isfinite(y.tensor().data_as<float>()[c]));
+}
+
+TEST(RmsNorm, BadInputIsNamed) {
+  Buffer x(DType::bf16, {4, 64}), w(DType::bf16, {63}), y(DType::bf16, {4, 64}), yi(DType::i8, {4, 64});
+  try {
+    rmsnorm(x, w, y);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rmsnorm: weight.shape = [63] but expected [64]"), std::string::npos) << e.what();
+  }
+  Buffer w64(DType::bf16, {64});
+  EXPECT_THROW(rmsnorm(x, w64, yi), Error);
+  EXPECT_THROW(rmsnorm(x, w64, Buffer(DType::bf16, {4, 32}).tensor()), Error);
+  EXPECT_THROW(add_rmsnorm(x, x, w64, y), Error);  // residual aliases x
+  EXPECT_THROW(rmsnorm(x, w64, y, {-1.0f}), Error);
+  Buffer q(DType::f8e4m3, {4, 64}), s(DType::f32, {4, 1});
+  EXPECT_THROW(rmsnorm_quant_fp8(x, w64, q, s), Error);  // 64 % 128
+}
+
+}  // namespace
+}  // namespace sol
