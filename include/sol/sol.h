@@ -1,5 +1,6 @@
 #pragma once
 // Everything public in Sol.
+#include "sol/activation.h"
 #include "sol/bench.h"
 #include "sol/copy.h"
 #include "sol/dtype.h"

@@ -6,6 +6,7 @@ void register_cast_ops();
 void register_gemm_ops();
 void register_quant_ops();
 void register_norm_ops();
+void register_activation_ops();
 
 inline void register_builtin_ops() {
   register_copy_ops();
@@ -13,5 +14,6 @@ inline void register_builtin_ops() {
   register_gemm_ops();
   register_quant_ops();
   register_norm_ops();
+  register_activation_ops();
 }
 }  // namespace sol

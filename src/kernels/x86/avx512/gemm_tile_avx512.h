@@ -12,6 +12,7 @@
 #pragma GCC diagnostic pop
 
 #include <cstdint>
+#include <utility>
 
 #include "kernels/gemm.h"
 
@@ -59,17 +60,34 @@ void store_f32_or_bf16(void* p, bool bf16, __mmask16 mask, __m512 v) {
   _mm256_mask_storeu_epi16(p, mask, __m256i(_mm512_cvtneps_pbh(v)));
 }
 
+// Accumulators start at zero; the running sums of earlier K blocks (and C on the last block)
+// are only requested here and added after the K loop. A tile's 12 rows of D are 24 lines
+// 4 KiB-or-more apart that were evicted since the previous K block: loading them up front
+// stalled the FMAs for ~20% of the time, prefetching them hides the misses behind the loop.
 template <int MR>
-__attribute__((always_inline)) inline void start_tile(__m512 (&acc)[MR][2], const GemmTile& t,
-                                                      const ColumnMasks& mask) {
-  for (int i = 0; i < MR; ++i)
-    for (int h = 0; h < 2; ++h)
-      acc[i][h] = t.first ? _mm512_setzero_ps()
-                          : _mm512_maskz_loadu_ps(mask[h], t.partial + i * t.ldp + 16 * h);
+__attribute__((always_inline)) inline void start_tile(__m512 (&acc)[MR][2], const GemmTile& t) {
+  for (int i = 0; i < MR; ++i) {
+    acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    if (!t.first) {
+      _mm_prefetch(reinterpret_cast<const char*>(t.partial + i * t.ldp), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(t.partial + i * t.ldp + 16), _MM_HINT_T0);
+    }
+    if (t.last && t.last->beta != 0.0f) {
+      const int64_t es = t.last->d_bf16 ? 2 : 4;
+      const char* c = static_cast<const char*>(t.last->c) + i * t.last->ldc * es;
+      _mm_prefetch(c, _MM_HINT_T0);
+      _mm_prefetch(c + 16 * es, _MM_HINT_T0);
+    }
+  }
 }
 
+// acc + partial, then either back into the partial sums or through the epilogue into D.
 template <int MR>
-void finish_tile(const __m512 (&acc)[MR][2], const GemmTile& t, const ColumnMasks& mask) {
+void finish_tile(__m512 (&acc)[MR][2], const GemmTile& t, const ColumnMasks& mask) {
+  if (!t.first)
+    for (int i = 0; i < MR; ++i)
+      for (int h = 0; h < 2; ++h)
+        acc[i][h] = _mm512_add_ps(acc[i][h], _mm512_maskz_loadu_ps(mask[h], t.partial + i * t.ldp + 16 * h));
   if (!t.last) {
     for (int i = 0; i < MR; ++i)
       for (int h = 0; h < 2; ++h) _mm512_mask_storeu_ps(t.partial + i * t.ldp + 16 * h, mask[h], acc[i][h]);

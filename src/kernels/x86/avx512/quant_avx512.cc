@@ -1,30 +1,11 @@
 // AVX-512 row primitives for FP8 quantization. Everything but the entry points stays in the
 // anonymous namespace so no AVX-512 code can be merged into baseline callers by the linker.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-
 #include "kernels/quant.h"
+#include "kernels/x86/avx512/vec16_avx512.h"
 
 namespace sol::kernels {
 
 namespace {
-
-// 16 elements as f32; bf16 widens exactly by a 16-bit shift (a signalling NaN stays a NaN,
-// which is all the amax and the NaN rule need; its payload never reaches an output).
-[[gnu::always_inline]] inline __m512 load16(const void* x, DType t, int64_t i, __mmask16 m) {
-  if (t == DType::bf16) {
-    __m256i h = _mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(x) + i);
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-  }
-  return _mm512_maskz_loadu_ps(m, static_cast<const float*>(x) + i);
-}
-
-[[gnu::always_inline]] inline __mmask16 tail_mask(int64_t left) {
-  return left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
-}
 
 // e4m3 codes of 16 values that are NaN, +-0 or within +-448 * (1 + 2^-22) — what x * (448 / amax)
 // can produce — rounded to nearest even. Normals (|v| >= 2^-6) round the f32 bit pattern to 3

@@ -1,0 +1,16 @@
+#pragma once
+// SwiGLU's gate: y = silu(gate) * up, with silu(g) = g / (1 + exp(-g)).
+//   gate_up [T, 2I] holds the gate in columns [0, I) and the up projection in [I, 2I) (the
+//   layout a fused gate/up GEMM writes); y [T, I]. f32 or bf16; arithmetic in f32.
+//   silu_mul_quant_fp8: q, scales = quant_fp8_per_token(silu_mul(gate_up) rounded to bf16), one
+//   pass over memory, bit-identical to the composition.
+#include "sol/quant.h"
+#include "sol/tensor.h"
+
+namespace sol {
+
+void silu_mul(const Tensor& gate_up, const Tensor& y);
+void silu_mul_quant_fp8(const Tensor& gate_up, const Tensor& q, const Tensor& scales,
+                        const QuantOptions& qopt = {});
+
+}  // namespace sol

@@ -1,0 +1,13 @@
+#pragma once
+// Row primitives of the activations, per ISA (internal). f32 or bf16 elements, f32 arithmetic.
+#include <cstdint>
+
+#include "sol/dtype.h"
+
+namespace sol::kernels {
+
+// y[i] = round_y(silu(g[i]) * u[i]).
+void silu_mul_scalar(const void* g, const void* u, DType t, void* y, DType yt, int64_t n);
+void silu_mul_avx512(const void* g, const void* u, DType t, void* y, DType yt, int64_t n);
+
+}  // namespace sol::kernels

@@ -1,0 +1,80 @@
+#include <algorithm>
+#include <vector>
+
+#include "kernels/activation.h"
+#include "ops/common/parallel.h"
+#include "ops/common/validate.h"
+#include "sol/activation.h"
+#include "sol/error.h"
+#include "sol/hw.h"
+
+namespace sol {
+
+namespace {
+
+using SiluMulKernel = void (*)(const void*, const void*, DType, void*, DType, int64_t);
+
+SiluMulKernel silu_mul_kernel() {
+  return active_isa() >= Isa::avx512 ? kernels::silu_mul_avx512 : kernels::silu_mul_scalar;
+}
+
+void validate_input(const char* op, const Tensor& gu) {
+  check(gu.ndim() == 2, op, "gate_up must be 2-d [tokens, 2 * inter] but is ", gu.describe());
+  check(gu.dtype() == DType::f32 || gu.dtype() == DType::bf16, op, "gate_up.dtype = ",
+        dtype_name(gu.dtype()), " but must be f32 or bf16");
+  check(gu.shape(1) % 2 == 0, op, "gate_up.shape[1] = ", gu.shape(1), " but must be even (gate | up)");
+  check(gu.numel() == 0 || gu.stride(1) == 1, op, "gate_up rows must be dense (stride(1) = 1)");
+}
+
+const char* row(const Tensor& t, int64_t r) {
+  return t.data_as<const char>() + r * t.stride(0) * int64_t(dtype_size(t.dtype()));
+}
+
+}  // namespace
+
+void silu_mul(const Tensor& gu, const Tensor& y) {
+  const char* op = "silu_mul";
+  validate_input(op, gu);
+  const int64_t rows = gu.shape(0), inter = gu.shape(1) / 2;
+  check(y.ndim() == 2 && y.shape(0) == rows && y.shape(1) == inter, op, "y.shape = ", y.shape_string(),
+        " but expected [", rows, ", ", inter, "]");
+  check(y.dtype() == DType::f32 || y.dtype() == DType::bf16, op, "y.dtype = ", dtype_name(y.dtype()),
+        " but must be f32 or bf16");
+  check(y.numel() == 0 || y.stride(1) == 1, op, "y rows must be dense (stride(1) = 1)");
+  require_no_overlap(op, "gate_up", gu, "y", y);
+  const SiluMulKernel k = silu_mul_kernel();
+  const int64_t es = int64_t(dtype_size(gu.dtype()));
+  parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      k(row(gu, r), row(gu, r) + inter * es, gu.dtype(), const_cast<char*>(row(y, r)), y.dtype(), inter);
+  });
+}
+
+void silu_mul_quant_fp8(const Tensor& gu, const Tensor& q, const Tensor& scales, const QuantOptions& qopt) {
+  const char* op = "silu_mul_quant_fp8";
+  validate_input(op, gu);
+  const int64_t rows = gu.shape(0), inter = gu.shape(1) / 2;
+  check(q.ndim() == 2 && q.shape(0) == rows && q.shape(1) == inter && q.dtype() == DType::f8e4m3, op, "q = ",
+        q.describe(), " but expected [", rows, ", ", inter, "] f8e4m3");
+  check(qopt.group > 0 && inter % qopt.group == 0, op, "inter = ", inter, " but must be a multiple of the group (",
+        qopt.group, ")");
+  check(scales.ndim() == 2 && scales.shape(0) == rows && scales.shape(1) == inter / qopt.group &&
+            scales.dtype() == DType::f32,
+        op, "scales = ", scales.describe(), " but expected [", rows, ", ", inter / qopt.group, "] f32");
+  const SiluMulKernel k = silu_mul_kernel();
+  const int64_t es = int64_t(dtype_size(gu.dtype()));
+  // Chunks of rows go through an L1/L2-sized bf16 buffer into the quantizer: one pass over memory.
+  constexpr int64_t kChunk = 16;
+  parallel_ranges(rows, kChunk, [&](int64_t r0, int64_t r1) {
+    std::vector<uint16_t> act(static_cast<size_t>(kChunk * inter));  // once per thread
+    for (int64_t c0 = r0; c0 < r1; c0 += kChunk) {
+      const int64_t c1 = std::min(r1, c0 + kChunk);
+      for (int64_t r = c0; r < c1; ++r)
+        k(row(gu, r), row(gu, r) + inter * es, gu.dtype(), act.data() + (r - c0) * inter, DType::bf16, inter);
+      Tensor chunk(act.data(), DType::bf16, {int64_t(c1 - c0), inter});
+      quant_fp8_per_token(chunk, q.slice(0, c0, c1), scales.slice(0, c0, c1), qopt);
+    }
+  });
+}
+
+}  // namespace sol
