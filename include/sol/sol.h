@@ -11,6 +11,7 @@
 #include "sol/norm.h"
 #include "sol/quant.h"
 #include "sol/registry.h"
+#include "sol/softmax.h"
 #include "sol/roofline.h"
 #include "sol/tensor.h"
 #include "sol/threads.h"

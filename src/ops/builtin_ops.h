@@ -7,6 +7,7 @@ void register_gemm_ops();
 void register_quant_ops();
 void register_norm_ops();
 void register_activation_ops();
+void register_softmax_ops();
 
 inline void register_builtin_ops() {
   register_copy_ops();
@@ -15,5 +16,6 @@ inline void register_builtin_ops() {
   register_quant_ops();
   register_norm_ops();
   register_activation_ops();
+  register_softmax_ops();
 }
 }  // namespace sol

@@ -45,5 +45,26 @@ namespace {
   else _mm512_mask_storeu_ps(static_cast<float*>(p) + i, m, v);
 }
 
+// exp(x) to ~2 ulp: x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two for an exact product),
+// a degree-6 Taylor/minimax-style polynomial for exp(r), and vscalefps for 2^n, which saturates
+// to inf / 0 at the ends of the range instead of wrapping the exponent. x is first clamped to
+// [-104, 89] (beyond which exp is 0 or inf in f32) so that +-inf never meets inf - inf in the
+// reduction; the constant is the first operand so a NaN x passes through max/min unchanged.
+[[gnu::always_inline]] inline __m512 exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 720);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
 }  // namespace
 }  // namespace sol::kernels

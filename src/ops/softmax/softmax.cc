@@ -1,0 +1,35 @@
+#include "sol/softmax.h"
+
+#include <vector>
+
+#include "kernels/softmax.h"
+#include "ops/common/parallel.h"
+#include "ops/common/validate.h"
+#include "sol/error.h"
+#include "sol/hw.h"
+
+namespace sol {
+
+void softmax(const Tensor& x, const Tensor& y) {
+  const char* op = "softmax";
+  check(x.ndim() >= 1, op, "x must have at least one dimension");
+  require_same_shape(op, "x", x, "y", y);
+  for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"x", &x}, {"y", &y}}) {
+    check(t->dtype() == DType::f32 || t->dtype() == DType::bf16, op, name, ".dtype = ", dtype_name(t->dtype()),
+          " but must be f32 or bf16");
+    check(t->is_contiguous(), op, name, " must be contiguous, got strides of ", t->describe());
+  }
+  if (x.data() != y.data()) require_no_overlap(op, "x", x, "y", y);
+  const int64_t n = x.shape(-1);
+  if (x.numel() == 0) return;
+  const int64_t rows = x.numel() / n;
+  auto kernel = active_isa() >= Isa::avx512 ? kernels::softmax_row_avx512 : kernels::softmax_row_scalar;
+  const int64_t xs = n * int64_t(dtype_size(x.dtype())), ys = n * int64_t(dtype_size(y.dtype()));
+  parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+    std::vector<float> scratch(static_cast<size_t>(n));  // once per thread
+    for (int64_t r = r0; r < r1; ++r)
+      kernel(x.data_as<const char>() + r * xs, x.dtype(), y.data_as<char>() + r * ys, y.dtype(), n, scratch.data());
+  });
+}
+
+}  // namespace sol
