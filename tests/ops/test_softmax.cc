@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "ops/common/fill.h"
 #include "sol/error.h"
@@ -35,7 +36,9 @@ TEST(Softmax, MasksNaNAndInfinityRows) {
     const float* q = y.tensor().data_as<float>();
     double sum = 0;
     for (int64_t i = 0; i < n; ++i) {
-      if (i % 2 == 0) EXPECT_EQ(q[i], 0.0f);
+      if (i % 2 == 0) {
+        EXPECT_EQ(q[i], 0.0f);
+      }
       sum += q[i];
     }
     EXPECT_NEAR(sum, 1.0, 1e-6);
@@ -48,7 +51,7 @@ TEST(Softmax, MasksNaNAndInfinityRows) {
 }
 
 TEST(Softmax, InPlaceAndHigherRank) {
-  Buffer x(DType::bf16, {2, 3, 100}), copy(DType::bf16, {2, 3, 100}), y(DType::bf16, {2, 3, 100});
+  Buffer x(DType::bf16, {2, 3, 100}), y(DType::bf16, {2, 3, 100});
   fill_random(x, 5);
   softmax(x, y);
   softmax(x, x);
