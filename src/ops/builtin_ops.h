@@ -8,6 +8,7 @@ void register_quant_ops();
 void register_norm_ops();
 void register_activation_ops();
 void register_softmax_ops();
+void register_routing_ops();
 
 inline void register_builtin_ops() {
   register_copy_ops();
@@ -17,5 +18,6 @@ inline void register_builtin_ops() {
   register_norm_ops();
   register_activation_ops();
   register_softmax_ops();
+  register_routing_ops();
 }
 }  // namespace sol

@@ -1,0 +1,147 @@
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <vector>
+
+#include "kernels/sigmoid.h"
+#include "kernels/softmax.h"
+#include "ops/common/parallel.h"
+#include "ops/common/validate.h"
+#include "ops/routing/scores.h"
+#include "sol/error.h"
+#include "sol/hw.h"
+#include "sol/routing.h"
+
+namespace sol {
+
+namespace routing_detail {
+
+namespace {
+void scores_scalar(const void* x, DType t, int64_t e, Scoring s, float* out, float* scratch) {
+  if (s == Scoring::sigmoid) kernels::sigmoid_row_scalar(x, t, out, e);
+  else kernels::softmax_row_scalar(x, t, out, DType::f32, e, scratch);
+}
+void scores_avx512(const void* x, DType t, int64_t e, Scoring s, float* out, float* scratch) {
+  if (s == Scoring::sigmoid) kernels::sigmoid_row_avx512(x, t, out, e);
+  else kernels::softmax_row_avx512(x, t, out, DType::f32, e, scratch);
+}
+}  // namespace
+
+ScoreFn score_function() { return active_isa() >= Isa::avx512 ? scores_avx512 : scores_scalar; }
+
+}  // namespace routing_detail
+
+namespace {
+
+// The ranking of sol/routing.h: numbers above NaN, larger first, then the lower index.
+bool better(float sa, int64_t ia, float sb, int64_t ib) {
+  const bool na = std::isnan(sa), nb = std::isnan(sb);
+  if (na != nb) return nb;
+  if (!na && sa != sb) return sa > sb;
+  return ia < ib;
+}
+
+// Keeps the best `k` (value, index) pairs seen, sorted best first; insertion is cheap for the
+// k <= 16 routing uses and needs no allocation.
+struct TopK {
+  static constexpr int kMax = 64;
+  int64_t k, size = 0;
+  std::array<float, kMax> val;
+  std::array<int64_t, kMax> idx;
+  explicit TopK(int64_t k_) : k(k_) {}
+  void offer(float v, int64_t i) {
+    if (size == k && !better(v, i, val[size_t(k - 1)], idx[size_t(k - 1)])) return;
+    int64_t pos = size < k ? size++ : k - 1;
+    while (pos > 0 && better(v, i, val[size_t(pos - 1)], idx[size_t(pos - 1)])) {
+      val[size_t(pos)] = val[size_t(pos - 1)];
+      idx[size_t(pos)] = idx[size_t(pos - 1)];
+      --pos;
+    }
+    val[size_t(pos)] = v;
+    idx[size_t(pos)] = i;
+  }
+};
+
+void validate(const Tensor& logits, const Tensor& idx, const Tensor& w, const RoutingOptions& o) {
+  const char* op = "moe_routing";
+  check(logits.ndim() == 2 && (logits.dtype() == DType::f32 || logits.dtype() == DType::bf16), op,
+        "logits must be [tokens, experts] f32 or bf16, got ", logits.describe());
+  check(logits.is_contiguous(), op, "logits must be contiguous");
+  const int64_t t = logits.shape(0), e = logits.shape(1);
+  check(e >= 1, op, "logits.shape[1] = 0: no experts");
+  check(o.n_group >= 1 && e % o.n_group == 0, op, "n_group = ", o.n_group, " must divide the ", e, " experts");
+  check(o.topk_group >= 1 && o.topk_group <= o.n_group, op, "topk_group = ", o.topk_group,
+        " but must be in [1, n_group = ", o.n_group, "]");
+  const int64_t eligible = o.topk_group * (e / o.n_group);
+  check(o.top_k >= 1 && o.top_k <= eligible && o.top_k <= TopK::kMax, op, "top_k = ", o.top_k,
+        " but must be in [1, ", std::min<int64_t>(eligible, TopK::kMax), "] (", eligible,
+        " experts are eligible, at most ", TopK::kMax, " supported)");
+  check(o.scoring != Scoring::sigmoid || o.n_group == 1 || e / o.n_group >= 2, op,
+        "sigmoid group scores sum each group's best two experts, so groups need >= 2 experts");
+  check(std::isfinite(o.scaling), op, "scaling = ", o.scaling, " but must be finite");
+  check(idx.ndim() == 2 && idx.shape(0) == t && idx.shape(1) == o.top_k && idx.dtype() == DType::i32 &&
+            idx.is_contiguous(),
+        op, "topk_idx = ", idx.describe(), " but expected contiguous [", t, ", ", o.top_k, "] i32");
+  check(w.ndim() == 2 && w.shape(0) == t && w.shape(1) == o.top_k && w.dtype() == DType::f32 && w.is_contiguous(),
+        op, "topk_weights = ", w.describe(), " but expected contiguous [", t, ", ", o.top_k, "] f32");
+  if (const Tensor* b = o.correction_bias)
+    check(b->ndim() == 1 && b->shape(0) == e && b->dtype() == DType::f32 && b->is_contiguous(), op,
+          "correction_bias = ", b->describe(), " but expected [", e, "] f32");
+  require_no_overlap(op, "topk_idx", idx, "topk_weights", w);
+}
+
+}  // namespace
+
+RoutingOptions deepseek_v3_routing(const Tensor* correction_bias) {
+  RoutingOptions o;
+  o.top_k = 8;
+  o.n_group = 8;
+  o.topk_group = 4;
+  o.scoring = Scoring::sigmoid;
+  o.renormalize = true;
+  o.scaling = 2.5f;
+  o.correction_bias = correction_bias;
+  return o;
+}
+
+void moe_routing(const Tensor& logits, const Tensor& topk_idx, const Tensor& topk_weights, const RoutingOptions& o) {
+  validate(logits, topk_idx, topk_weights, o);
+  const int64_t tokens = logits.shape(0), e = logits.shape(1), per_group = e / o.n_group;
+  const auto scores_of = routing_detail::score_function();
+  const float* bias = o.correction_bias ? o.correction_bias->data_as<const float>() : nullptr;
+  const int64_t row_bytes = e * int64_t(dtype_size(logits.dtype()));
+  parallel_ranges(tokens, 16, [&](int64_t t0, int64_t t1) {
+    std::vector<float> scores(static_cast<size_t>(e)), sel(static_cast<size_t>(e)), scratch(static_cast<size_t>(e));
+    std::vector<char> eligible(static_cast<size_t>(e));
+    for (int64_t t = t0; t < t1; ++t) {
+      scores_of(logits.data_as<const char>() + t * row_bytes, logits.dtype(), e, o.scoring, scores.data(), scratch.data());
+      for (int64_t i = 0; i < e; ++i) sel[size_t(i)] = bias ? scores[size_t(i)] + bias[i] : scores[size_t(i)];
+      if (o.n_group > 1) {
+        TopK groups(o.topk_group);
+        for (int64_t g = 0; g < o.n_group; ++g) {
+          TopK best(o.scoring == Scoring::sigmoid ? 2 : 1);
+          for (int64_t i = g * per_group; i < (g + 1) * per_group; ++i) best.offer(sel[size_t(i)], i);
+          groups.offer(o.scoring == Scoring::sigmoid ? best.val[0] + best.val[1] : best.val[0], g);
+        }
+        std::fill(eligible.begin(), eligible.end(), 0);
+        for (int64_t j = 0; j < groups.size; ++j)
+          std::fill_n(eligible.begin() + groups.idx[size_t(j)] * per_group, per_group, 1);
+      }
+      TopK top(o.top_k);
+      for (int64_t i = 0; i < e; ++i)
+        if (o.n_group == 1 || eligible[size_t(i)]) top.offer(sel[size_t(i)], i);
+      int32_t* out_idx = topk_idx.data_as<int32_t>() + t * o.top_k;
+      float* out_w = topk_weights.data_as<float>() + t * o.top_k;
+      float sum = 0;
+      for (int64_t j = 0; j < o.top_k; ++j) {
+        out_idx[j] = int32_t(top.idx[size_t(j)]);
+        out_w[j] = scores[size_t(top.idx[size_t(j)])];
+        sum += out_w[j];
+      }
+      const float factor = o.renormalize ? o.scaling / sum : o.scaling;
+      for (int64_t j = 0; j < o.top_k; ++j) out_w[j] *= factor;
+    }
+  });
+}
+
+}  // namespace sol

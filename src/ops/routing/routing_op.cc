@@ -1,0 +1,167 @@
+// Registry entry for moe-routing, checked against a reference that selects by sorting (a
+// different algorithm from the op's bounded insertion) on the same f32 scores.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "ops/builtin_ops.h"
+#include "ops/common/buffer_sets.h"
+#include "ops/common/compare.h"
+#include "ops/common/fill.h"
+#include "ops/routing/scores.h"
+#include "sol/error.h"
+#include "sol/registry.h"
+#include "sol/routing.h"
+
+namespace sol {
+
+namespace {
+
+// Sort key of sol/routing.h: numbers before NaN, larger first, then lower index.
+bool ranks_before(float a, int64_t ia, float b, int64_t ib) {
+  if (std::isnan(a) != std::isnan(b)) return std::isnan(b);
+  if (!std::isnan(a) && a != b) return a > b;
+  return ia < ib;
+}
+
+void routing_reference(const Tensor& logits, const RoutingOptions& o, std::vector<int32_t>& idx,
+                       std::vector<float>& w) {
+  const int64_t tokens = logits.shape(0), e = logits.shape(1), per = e / o.n_group;
+  const auto scores_of = routing_detail::score_function();
+  std::vector<float> scores(static_cast<size_t>(e)), sel(static_cast<size_t>(e)), scratch(static_cast<size_t>(e));
+  idx.assign(size_t(tokens * o.top_k), -1);
+  w.assign(size_t(tokens * o.top_k), 0.0f);
+  for (int64_t t = 0; t < tokens; ++t) {
+    scores_of(logits.data_as<const char>() + t * e * int64_t(dtype_size(logits.dtype())), logits.dtype(), e,
+              o.scoring, scores.data(), scratch.data());
+    for (int64_t i = 0; i < e; ++i)
+      sel[size_t(i)] = scores[size_t(i)] + (o.correction_bias ? o.correction_bias->data_as<const float>()[i] : 0.0f);
+    std::vector<int64_t> candidates;
+    if (o.n_group > 1) {
+      std::vector<std::pair<float, int64_t>> groups;
+      for (int64_t g = 0; g < o.n_group; ++g) {
+        std::vector<int64_t> members(static_cast<size_t>(per));
+        std::iota(members.begin(), members.end(), g * per);
+        std::sort(members.begin(), members.end(),
+                  [&](int64_t a, int64_t b) { return ranks_before(sel[size_t(a)], a, sel[size_t(b)], b); });
+        float gs = o.scoring == Scoring::sigmoid ? sel[size_t(members[0])] + sel[size_t(members[1])] : sel[size_t(members[0])];
+        groups.push_back({gs, g});
+      }
+      std::sort(groups.begin(), groups.end(),
+                [](auto& a, auto& b) { return ranks_before(a.first, a.second, b.first, b.second); });
+      for (int64_t j = 0; j < o.topk_group; ++j)
+        for (int64_t i = 0; i < per; ++i) candidates.push_back(groups[size_t(j)].second * per + i);
+    } else {
+      candidates.resize(static_cast<size_t>(e));
+      std::iota(candidates.begin(), candidates.end(), 0);
+    }
+    std::sort(candidates.begin(), candidates.end(),
+              [&](int64_t a, int64_t b) { return ranks_before(sel[size_t(a)], a, sel[size_t(b)], b); });
+    float sum = 0;
+    for (int64_t j = 0; j < o.top_k; ++j) sum += scores[size_t(candidates[size_t(j)])];
+    for (int64_t j = 0; j < o.top_k; ++j) {
+      idx[size_t(t * o.top_k + j)] = int32_t(candidates[size_t(j)]);
+      w[size_t(t * o.top_k + j)] = scores[size_t(candidates[size_t(j)])] * (o.renormalize ? o.scaling / sum : o.scaling);
+    }
+  }
+}
+
+class RoutingCase : public OpCase {
+ public:
+  RoutingCase(int64_t tokens, int64_t experts, int64_t top_k, int64_t n_group, int64_t topk_group, Scoring s,
+              int64_t cold_bytes)
+      : tokens_(tokens), experts_(experts), bias_(DType::f32, {experts}) {
+    fill_random(bias_, 3, 0.1);
+    opt_.top_k = top_k;
+    opt_.n_group = n_group;
+    opt_.topk_group = topk_group;
+    opt_.scoring = s;
+    opt_.scaling = s == Scoring::sigmoid ? 2.5f : 1.0f;
+    opt_.correction_bias = s == Scoring::sigmoid ? &bias_.tensor() : nullptr;
+    for (int i = 0; i < sets_for(tokens * experts * 4, cold_bytes); ++i) {
+      logits_.emplace_back(DType::f32, std::initializer_list<int64_t>{tokens, experts});
+      fill_random(logits_.back(), 17 + uint64_t(i), 4.0);
+      idx_.emplace_back(DType::i32, std::initializer_list<int64_t>{tokens, top_k});
+      w_.emplace_back(DType::f32, std::initializer_list<int64_t>{tokens, top_k});
+    }
+  }
+  std::string shape() const override {
+    return "tokens=" + std::to_string(tokens_) + " experts=" + std::to_string(experts_) + " k=" +
+           std::to_string(opt_.top_k) + (opt_.n_group > 1 ? " groups=" + std::to_string(opt_.topk_group) + "/" +
+                                                                 std::to_string(opt_.n_group)
+                                                           : "");
+  }
+  std::string dtype() const override { return opt_.scoring == Scoring::sigmoid ? "f32 sigmoid" : "f32 softmax"; }
+  Cost cost() const override {
+    double t = double(tokens_);
+    return {0, t * double(experts_) * 4 + t * double(opt_.top_k) * 8, Unit::fma_f32, Unit::mem_copy};
+  }
+  int input_sets() const override { return int(logits_.size()); }
+  void run(int set) override { moe_routing(logits_[size_t(set)], idx_[size_t(set)], w_[size_t(set)], opt_); }
+  CheckResult check() override {
+    float* l = logits_[0].tensor().data_as<float>();
+    if (tokens_ > 2 && experts_ > 8) {
+      l[3] = NAN;                              // token 0: a NaN logit must not be chosen
+      for (int64_t i = 0; i < experts_; ++i)   // token 1: all equal: ties go to lower indices
+        l[experts_ + i] = 0.5f;
+    }
+    std::vector<int32_t> ridx;
+    std::vector<float> rw;
+    routing_reference(logits_[0], opt_, ridx, rw);
+    poison(idx_[0]);
+    poison(w_[0]);
+    run(0);
+    Tensor ref_w(rw.data(), DType::f32, {tokens_, opt_.top_k});
+    const int32_t* got = idx_[0].tensor().data_as<int32_t>();
+    for (size_t i = 0; i < ridx.size(); ++i)
+      if (got[i] != ridx[i])
+        return {false, 1, 0, "topk_idx[" + std::to_string(i) + "] = " + std::to_string(got[i]) + ", expected " +
+                                  std::to_string(ridx[i])};
+    return compare_bitwise(w_[0], ref_w);
+  }
+
+ private:
+  int64_t tokens_, experts_;
+  Buffer bias_;
+  RoutingOptions opt_;
+  std::vector<Buffer> logits_, idx_, w_;
+};
+
+Scoring parse_scoring(const std::string& s) {
+  if (s == "sigmoid") return Scoring::sigmoid;
+  if (s == "softmax") return Scoring::softmax;
+  fail("moe-routing", "--scoring = '", s, "' but expected sigmoid or softmax");
+}
+
+}  // namespace
+
+void register_routing_ops() {
+  OpInfo op;
+  op.name = "moe-routing";
+  op.summary = "MoE top-k routing: DeepSeek-V3 sigmoid + bias + group-limited choice, or softmax top-k";
+  op.params = {
+      {"tokens", "rows of router logits", "4096", ParamSpec::size},
+      {"experts", "routed experts", "256", ParamSpec::size},
+      {"k", "experts per token", "8", ParamSpec::integer},
+      {"n_group", "expert groups", "8", ParamSpec::integer},
+      {"topk_group", "groups kept per token", "4", ParamSpec::integer},
+      {"scoring", "sigmoid (with correction bias, scaling 2.5) | softmax", "sigmoid", ParamSpec::text},
+  };
+  op.bench_table = {{}, {{"tokens", "16"}}, {{"scoring", "softmax"}, {"experts", "8"}, {"k", "2"}, {"n_group", "1"}, {"topk_group", "1"}}};
+  op.check_table = {{},
+                    {{"tokens", "1"}},
+                    {{"tokens", "37"}, {"experts", "64"}, {"k", "6"}, {"n_group", "1"}, {"topk_group", "1"}, {"scoring", "softmax"}},
+                    {{"tokens", "0"}},
+                    {{"tokens", "13"}, {"experts", "10"}, {"k", "3"}, {"n_group", "5"}, {"topk_group", "2"}}};
+  op.make = [](const OpParams& p, int64_t cold_bytes) -> std::unique_ptr<OpCase> {
+    return std::make_unique<RoutingCase>(p.integer("tokens"), p.integer("experts"), p.integer("k"), p.integer("n_group"),
+                                         p.integer("topk_group"), parse_scoring(p.text("scoring")), cold_bytes);
+  };
+  register_op(std::move(op));
+}
+
+}  // namespace sol

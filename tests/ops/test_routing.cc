@@ -1,0 +1,140 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <vector>
+
+#include "ops/common/fill.h"
+#include "sol/error.h"
+#include "sol/hw.h"
+#include "sol/registry.h"
+#include "sol/routing.h"
+#include "kernels/sigmoid.h"
+
+namespace sol {
+namespace {
+
+struct Routed {
+  Buffer idx, w;
+  Routed(int64_t t, int64_t k) : idx(DType::i32, {t, k}), w(DType::f32, {t, k}) {}
+  int32_t i(int64_t t, int64_t j) const { return idx.tensor().data_as<int32_t>()[t * idx.tensor().shape(1) + j]; }
+  float wt(int64_t t, int64_t j) const { return w.tensor().data_as<float>()[t * w.tensor().shape(1) + j]; }
+};
+
+TEST(MoeRouting, DeepSeekV3WeightsSumToScalingAndBiasOnlySteers) {
+  const int64_t t = 64, e = 256;
+  Buffer logits(DType::f32, {t, e}), bias(DType::f32, {e});
+  fill_random(logits, 1, 3.0);
+  for (int64_t i = 0; i < e; ++i) bias.tensor().data_as<float>()[i] = 0.0f;
+  bias.tensor().data_as<float>()[200] = 100.0f;  // expert 200 always wins its group and the top-k
+  Routed r(t, 8);
+  RoutingOptions o = deepseek_v3_routing(&bias.tensor());
+  moe_routing(logits, r.idx, r.w, o);
+  for (int64_t k = 0; k < t; ++k) {
+    EXPECT_EQ(r.i(k, 0), 200);
+    float sum = 0;
+    for (int j = 0; j < 8; ++j) sum += r.wt(k, j);
+    EXPECT_NEAR(sum, 2.5f, 1e-5f);
+    // The bias steers the choice only: the weight is a share of the unbiased scores.
+    EXPECT_LT(r.wt(k, 0), 2.5f);
+    EXPECT_GT(r.wt(k, 0), 0.0f);
+    // At most 4 groups of 32 are used.
+    int groups = 0;
+    for (int g = 0; g < 8; ++g) {
+      bool used = false;
+      for (int j = 0; j < 8; ++j) used |= r.i(k, j) / 32 == g;
+      groups += used;
+    }
+    EXPECT_LE(groups, 4);
+  }
+}
+
+TEST(MoeRouting, TiesGoToLowerIndicesAndNaNIsNeverPreferred) {
+  for (Isa isa : {Isa::scalar, Isa::avx512}) {
+    if (isa > cpu_features().best_isa) continue;
+    setenv("SOL_ISA", std::string(isa_name(isa)).c_str(), 1);
+    Buffer logits(DType::f32, {2, 16});
+    float* l = logits.tensor().data_as<float>();
+    for (int i = 0; i < 32; ++i) l[i] = 1.0f;
+    l[0] = NAN;  // token 0: expert 0 is NaN
+    Routed r(2, 4);
+    RoutingOptions o;
+    o.top_k = 4;
+    moe_routing(logits, r.idx, r.w, o);
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(r.i(0, j), j + 1) << isa_name(isa);
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(r.i(1, j), j);
+    EXPECT_FLOAT_EQ(r.wt(1, 0), 0.25f);
+  }
+  unsetenv("SOL_ISA");
+}
+
+TEST(MoeRouting, TooFewNumbersMakesTheTokenLoudlyNaN) {
+  Buffer logits(DType::f32, {1, 4});
+  float* l = logits.tensor().data_as<float>();
+  l[0] = 1, l[1] = NAN, l[2] = NAN, l[3] = NAN;
+  Routed r(1, 2);
+  RoutingOptions o;
+  o.top_k = 2;
+  moe_routing(logits, r.idx, r.w, o);
+  EXPECT_EQ(r.i(0, 0), 0);
+  EXPECT_EQ(r.i(0, 1), 1);  // the lowest-index NaN fills the last slot...
+  EXPECT_TRUE(std::isnan(r.wt(0, 0)));  // ...and the weights say so
+  EXPECT_TRUE(std::isnan(r.wt(0, 1)));
+}
+
+TEST(MoeRouting, RegistryChecksPassOnEveryPath) {
+  const OpInfo& op = find_op("moe-routing");
+  for (Isa isa : {Isa::scalar, Isa::avx512}) {
+    if (isa > cpu_features().best_isa) continue;
+    setenv("SOL_ISA", std::string(isa_name(isa)).c_str(), 1);
+    for (const auto& c : op.check_table) {
+      auto oc = op.make(resolve_params(op, c), 0);
+      CheckResult r = oc->check();
+      EXPECT_TRUE(r.pass) << isa_name(isa) << " " << oc->shape() << ": " << r.detail;
+    }
+  }
+  unsetenv("SOL_ISA");
+}
+
+TEST(MoeRouting, SigmoidScoresMatchFp64) {
+  const int64_t n = 4001;
+  Buffer x(DType::f32, {n});
+  float* v = x.tensor().data_as<float>();
+  for (int64_t i = 0; i < n; ++i) v[i] = float(i - n / 2) * 0.05f;  // [-100, 100]
+  std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+  kernels::sigmoid_row_scalar(v, DType::f32, a.data(), n);
+  if (cpu_features().best_isa >= Isa::avx512) kernels::sigmoid_row_avx512(v, DType::f32, b.data(), n);
+  else b = a;
+  for (int64_t i = 0; i < n; ++i) {
+    double ref = 1.0 / (1.0 + std::exp(-double(v[i])));
+    EXPECT_NEAR(a[size_t(i)], ref, 2e-7 * ref + 1e-30) << v[i];
+    EXPECT_NEAR(b[size_t(i)], ref, 4e-7 * ref + 1e-30) << v[i];
+  }
+}
+
+TEST(MoeRouting, BadConfigurationsAreNamed) {
+  Buffer logits(DType::f32, {4, 256});
+  Routed r(4, 8);
+  RoutingOptions o = deepseek_v3_routing(nullptr);
+  o.n_group = 7;
+  EXPECT_THROW(moe_routing(logits, r.idx, r.w, o), Error);
+  o = deepseek_v3_routing(nullptr);
+  o.topk_group = 9;
+  EXPECT_THROW(moe_routing(logits, r.idx, r.w, o), Error);
+  o = deepseek_v3_routing(nullptr);
+  o.top_k = 200;  // 4 groups of 32 leave only 128 eligible
+  EXPECT_THROW(moe_routing(logits, r.idx, r.w, o), Error);
+  Buffer bias(DType::f32, {255});
+  o = deepseek_v3_routing(&bias.tensor());
+  try {
+    moe_routing(logits, r.idx, r.w, o);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("correction_bias"), std::string::npos) << e.what();
+  }
+  Buffer wrong_idx(DType::f32, {4, 8});
+  EXPECT_THROW(moe_routing(logits, wrong_idx, r.w, deepseek_v3_routing(nullptr)), Error);
+}
+
+}  // namespace
+}  // namespace sol
