@@ -13,6 +13,7 @@
 #include "sol/registry.h"
 #include "sol/softmax.h"
 #include "sol/roofline.h"
+#include "sol/rope.h"
 #include "sol/routing.h"
 #include "sol/tensor.h"
 #include "sol/threads.h"

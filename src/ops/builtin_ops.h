@@ -9,6 +9,7 @@ void register_norm_ops();
 void register_activation_ops();
 void register_softmax_ops();
 void register_routing_ops();
+void register_rope_ops();
 
 inline void register_builtin_ops() {
   register_copy_ops();
@@ -19,5 +20,6 @@ inline void register_builtin_ops() {
   register_activation_ops();
   register_softmax_ops();
   register_routing_ops();
+  register_rope_ops();
 }
 }  // namespace sol

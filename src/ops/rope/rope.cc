@@ -1,0 +1,39 @@
+#include "sol/rope.h"
+
+#include "kernels/rope.h"
+#include "ops/common/parallel.h"
+#include "sol/error.h"
+#include "sol/hw.h"
+
+namespace sol {
+
+void rope(const Tensor& x, const Tensor& positions, const RopeTable& table, int64_t rope_offset) {
+  const char* op = "rope";
+  const RopeConfig& c = table.config();
+  check(x.ndim() == 3, op, "x must be [tokens, heads, head_dim] but is ", x.describe());
+  check(x.dtype() == DType::f32 || x.dtype() == DType::bf16, op, "x.dtype = ", dtype_name(x.dtype()),
+        " but must be f32 or bf16");
+  check(x.numel() == 0 || x.stride(2) == 1, op, "x's head_dim must be dense (stride(2) = 1)");
+  check(rope_offset >= 0 && rope_offset + c.rope_dim <= x.shape(2), op, "rope slice [", rope_offset, ", ",
+        rope_offset + c.rope_dim, ") does not fit head_dim = ", x.shape(2));
+  check(positions.ndim() == 1 && positions.shape(0) == x.shape(0) && positions.dtype() == DType::i32 &&
+            positions.is_contiguous(),
+        op, "positions = ", positions.describe(), " but expected contiguous [", x.shape(0), "] i32");
+  const int64_t tokens = x.shape(0), heads = x.shape(1), d = c.rope_dim;
+  const int32_t* pos = positions.data_as<const int32_t>();
+  for (int64_t t = 0; t < tokens; ++t)
+    check(pos[t] >= 0 && pos[t] < table.max_positions(), op, "positions[", t, "] = ", pos[t],
+          " outside the table's [0, ", table.max_positions(), ")");
+  const bool inter = c.layout == RopeLayout::interleaved;
+  auto kernel = active_isa() >= Isa::avx512 ? kernels::rope_rotate_avx512 : kernels::rope_rotate_scalar;
+  const int64_t es = int64_t(dtype_size(x.dtype()));
+  parallel_ranges(tokens, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t)
+      for (int64_t h = 0; h < heads; ++h) {
+        char* head = x.data_as<char>() + (t * x.stride(0) + h * x.stride(1) + rope_offset) * es;
+        kernel(head, x.dtype(), table.cos_row(pos[t]), table.sin_row(pos[t]), d, inter);
+      }
+  });
+}
+
+}  // namespace sol

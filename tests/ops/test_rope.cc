@@ -1,0 +1,82 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "ops/common/fill.h"
+#include "sol/error.h"
+#include "sol/hw.h"
+#include "sol/rope.h"
+
+namespace sol {
+namespace {
+
+TEST(Rope, PlainFrequencies) {
+  RopeConfig c;
+  c.rope_dim = 8;
+  auto f = rope_inv_freq(c);
+  ASSERT_EQ(f.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_DOUBLE_EQ(f[size_t(i)], std::pow(10000.0, -i / 4.0));
+  EXPECT_DOUBLE_EQ(rope_attention_factor(c), 1.0);
+}
+
+TEST(Rope, DeepSeekV3YarnRamp) {
+  // Correction dims for V3: beta_fast 32 -> 10.47 (floor 10), beta_slow 1 -> 22.5 (ceil 23).
+  RopeConfig c = deepseek_v3_rope();
+  RopeConfig plain = c;
+  plain.factor = 1.0;
+  auto f = rope_inv_freq(c), p = rope_inv_freq(plain);
+  for (int i = 0; i <= 10; ++i) EXPECT_DOUBLE_EQ(f[size_t(i)], p[size_t(i)]) << i;
+  for (int i = 23; i < 32; ++i) EXPECT_NEAR(f[size_t(i)], p[size_t(i)] / 40.0, 1e-18) << i;
+  double ramp16 = (16.0 - 10.0) / 13.0;
+  EXPECT_NEAR(f[16], p[16] / 40.0 * ramp16 + p[16] * (1 - ramp16), 1e-15);
+  EXPECT_DOUBLE_EQ(rope_attention_factor(c), 1.0);  // mscale == mscale_all_dim
+  c.mscale_all_dim = 0.0;
+  EXPECT_NEAR(rope_attention_factor(c), 0.1 * std::log(40.0) + 1.0, 1e-12);
+}
+
+TEST(Rope, PositionZeroIsIdentityAndPathsAgreeBitForBit) {
+  for (RopeLayout layout : {RopeLayout::interleaved, RopeLayout::half}) {
+    RopeConfig c = deepseek_v3_rope();
+    c.layout = layout;
+    RopeTable table(c, 5000);
+    Buffer x(DType::bf16, {6, 4, 192}), a(DType::bf16, {6, 4, 192}), b(DType::bf16, {6, 4, 192}), pos(DType::i32, {6});
+    fill_random(x, 1);
+    for (int t = 0; t < 6; ++t) pos.tensor().data_as<int32_t>()[t] = t * 997;
+    std::memcpy(a.data(), x.data(), x.bytes());
+    std::memcpy(b.data(), x.data(), x.bytes());
+    setenv("SOL_ISA", "scalar", 1);
+    rope(a, pos, table, 128);
+    unsetenv("SOL_ISA");
+    rope(b, pos, table, 128);
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0);
+    EXPECT_EQ(std::memcmp(a.data(), x.data(), 192 * 4 * 2), 0);  // token 0 at position 0
+  }
+}
+
+TEST(Rope, BadInputIsNamed) {
+  RopeTable table(deepseek_v3_rope(), 100);
+  Buffer x(DType::bf16, {2, 4, 192}), pos(DType::i32, {2});
+  pos.tensor().data_as<int32_t>()[0] = 0;
+  pos.tensor().data_as<int32_t>()[1] = 100;
+  try {
+    rope(x, pos, table, 128);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("positions[1] = 100"), std::string::npos) << e.what();
+  }
+  pos.tensor().data_as<int32_t>()[1] = 5;
+  EXPECT_THROW(rope(x, pos, table, 129), Error);  // slice past head_dim
+  EXPECT_THROW(rope(Buffer(DType::bf16, {2, 192}).tensor(), pos, table), Error);
+  EXPECT_THROW(rope(x, Buffer(DType::f32, {2}).tensor(), table, 128), Error);
+  RopeConfig odd;
+  odd.rope_dim = 7;
+  EXPECT_THROW(RopeTable(odd, 10), Error);
+  RopeConfig bad = deepseek_v3_rope();
+  bad.beta_slow = 64;
+  EXPECT_THROW(rope_inv_freq(bad), Error);
+}
+
+}  // namespace
+}  // namespace sol
