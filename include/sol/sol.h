@@ -4,6 +4,7 @@
 #include "sol/bench.h"
 #include "sol/copy.h"
 #include "sol/dtype.h"
+#include "sol/embedding.h"
 #include "sol/error.h"
 #include "sol/gemm.h"
 #include "sol/hw.h"

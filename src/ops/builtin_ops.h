@@ -10,6 +10,7 @@ void register_activation_ops();
 void register_softmax_ops();
 void register_routing_ops();
 void register_rope_ops();
+void register_embedding_ops();
 
 inline void register_builtin_ops() {
   register_copy_ops();
@@ -21,5 +22,6 @@ inline void register_builtin_ops() {
   register_softmax_ops();
   register_routing_ops();
   register_rope_ops();
+  register_embedding_ops();
 }
 }  // namespace sol

@@ -1,0 +1,43 @@
+#include "sol/embedding.h"
+
+#include "kernels/copy.h"
+#include "ops/common/parallel.h"
+#include "ops/common/streaming.h"
+#include "ops/common/validate.h"
+#include "sol/error.h"
+#include "sol/hw.h"
+
+namespace sol {
+
+void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) {
+  const char* op = "embedding";
+  check(table.ndim() == 2 && (table.numel() == 0 || table.stride(1) == 1), op,
+        "table must be [vocab, hidden] with dense rows, got ", table.describe());
+  check(ids.ndim() == 1 && ids.dtype() == DType::i32 && ids.is_contiguous(), op, "ids = ", ids.describe(),
+        " but expected contiguous [tokens] i32");
+  check(out.ndim() == 2 && out.shape(0) == ids.shape(0) && out.shape(1) == table.shape(1) &&
+            out.dtype() == table.dtype() && (out.numel() == 0 || out.stride(1) == 1),
+        op, "out = ", out.describe(), " but expected [", ids.shape(0), ", ", table.shape(1), "] ",
+        dtype_name(table.dtype()), " with dense rows");
+  require_no_overlap(op, "table", table, "out", out);
+  const int64_t tokens = ids.shape(0), vocab = table.shape(0);
+  const int32_t* id = ids.data_as<const int32_t>();
+  for (int64_t t = 0; t < tokens; ++t)
+    check(id[t] >= 0 && id[t] < vocab, op, "ids[", t, "] = ", id[t], " outside the vocabulary [0, ", vocab, ")");
+  const int64_t row_bytes = table.shape(1) * int64_t(dtype_size(table.dtype()));
+  const int64_t ts = table.stride(0) * int64_t(dtype_size(table.dtype()));
+  const int64_t os = out.stride(0) * int64_t(dtype_size(out.dtype()));
+  const Isa isa = active_isa();
+  const bool stream = should_stream(tokens * row_bytes);
+  parallel_ranges(tokens, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const char* src = table.data_as<const char>() + id[t] * ts;
+      char* dst = out.data_as<char>() + t * os;
+      if (isa >= Isa::avx512) kernels::copy_bytes_avx512(dst, src, row_bytes, stream);
+      else if (isa >= Isa::avx2) kernels::copy_bytes_avx2(dst, src, row_bytes, stream);
+      else kernels::copy_bytes_portable(dst, src, row_bytes);
+    }
+  });
+}
+
+}  // namespace sol
