@@ -1,0 +1,60 @@
+#pragma once
+// Cache blocking of the AVX-512 GEMM (BLIS loop order: NC -> KC -> MC -> NR -> MR).
+// Sizes are for this machine's cores (Zen 5: L1d 48 KiB, L2 1 MiB per core, L3 32 MiB shared);
+// docs/perf/gemm.md has the measurements behind them.
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/gemm.h"
+#include "sol/dtype.h"
+
+namespace sol::gemm_detail {
+
+struct Blocking {
+  int64_t kc = 0;  // K per block (even for bf16)
+  int64_t mc = 0;  // rows of A packed per block (a multiple of kGemmMR)
+  int64_t nc = 0;  // columns of B per block (a multiple of kGemmNR)
+};
+
+// KC: the B micro-panel (KC x 32) is reused from L1 by every A panel of the block, so it gets
+//     32 KiB of the 48 KiB L1 (f32: 256 x 32 x 4 B; bf16: 512 x 32 x 2 B); the rest holds the
+//     A panel streaming in from L2 (12 x KC, 12 KiB) and the C tile. A longer KC also amortises
+//     the 24 partial-sum loads and stores of a tile over 12 * KC cycles of FMAs (~1.5%).
+// MC: the A block (MC x KC, 384 KiB either way) stays in the 1 MiB L2 while the B micro-panels
+//     of the NC columns pass through; 384 = 32 panels of 12 rows.
+// NC: the packed B block (KC x NC, 2 MiB) lives in L3 and is packed once per (NC, KC) block;
+//     every A block is packed once per NC columns, so a wide NC makes A packing negligible
+//     (2 * NC FLOPs per packed element).
+// Skinny M (<= 16 rows in all, decode): B is streamed from DRAM once and reused only by the
+//     <= 2 A panels, so KC = all of K: each 32-column panel of a packed B is then one
+//     contiguous run and the panels follow each other, a single sequential stream for the
+//     hardware prefetcher (with KC blocks it jumped between panels every 32 KiB and reached
+//     only ~45% of the floor at M = 16). NC = 64 keeps a plain B packed on the fly in L2
+//     (K x 64 elements) between packing and use.
+// Partial sums outside D (bf16 output, or C = D in place) take an M x NC f32 workspace per
+//     thread; NC shrinks until it is at most 4 MiB.
+// NC is then evened out over the columns: 2112 columns run as one block of 2112, not as
+//     2048 + 64 (which packs all of A a second time for 3% of the work).
+// m_total decides KC (and so the summation order) from the whole problem, never from a
+// thread's share; m_rows and n_cols are the calling thread's block.
+inline Blocking choose_blocking(DType in, int64_t m_total, int64_t m_rows, int64_t n_cols, int64_t k,
+                                bool partials_in_workspace) {
+  using kernels::kGemmMR;
+  using kernels::kGemmNR;
+  Blocking b;
+  const bool skinny = m_total <= 16;
+  b.kc = skinny ? std::max<int64_t>(2, (k + 1) / 2 * 2) : in == DType::bf16 ? 512 : 256;
+  b.mc = 384;
+  b.nc = skinny ? 64 : 2048;
+  if (partials_in_workspace && k > b.kc) {
+    const int64_t fit = (int64_t(4) << 20) / (4 * std::max<int64_t>(m_rows, 1));
+    b.nc = std::clamp<int64_t>(fit / kGemmNR * kGemmNR, kGemmNR, b.nc);
+  }
+  const int64_t blocks = std::max<int64_t>(1, n_cols / b.nc);
+  b.nc = (n_cols + blocks - 1) / blocks;
+  b.nc = std::max<int64_t>(kGemmNR, (b.nc + kGemmNR - 1) / kGemmNR * kGemmNR);
+  static_assert(384 % kGemmMR == 0 && 2048 % kGemmNR == 0 && 64 % kGemmNR == 0);
+  return b;
+}
+
+}  // namespace sol::gemm_detail

@@ -1,0 +1,124 @@
+// The blocked AVX-512 GEMM: threads own disjoint blocks of D; inside one, BLIS loops
+// NC -> KC -> MC -> NR -> MR around the micro-kernel. K is never split across threads and its
+// blocks always start at multiples of KC, so every element of D sees the same sequence of
+// operations whatever the thread count, partition or packing of B.
+#include <algorithm>
+
+#include "ops/common/parallel.h"
+#include "ops/gemm/blocking.h"
+#include "ops/gemm/packing.h"
+#include "sol/tensor.h"
+
+namespace sol::gemm_detail {
+
+namespace {
+
+using kernels::GemmEpilogue;
+using kernels::GemmTile;
+using kernels::kGemmMR;
+using kernels::kGemmNR;
+
+// Per-thread scratch, kept between calls: growing it is the only allocation on the hot path.
+struct Workspace {
+  Buffer a, b, partial;
+  static void* reserve(Buffer& buf, int64_t bytes) {
+    if (int64_t(buf.bytes()) < bytes) buf = Buffer(size_t(bytes));
+    return buf.data();
+  }
+};
+
+Workspace& thread_workspace() {
+  thread_local Workspace ws;
+  return ws;
+}
+
+// D rows [m0, m1) x columns [n0, n1); n0 is a multiple of kGemmNR.
+void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  const bool partial_in_d = !p.d_bf16 && !p.c_is_d();
+  const Blocking blk = choose_blocking(p.in, p.m, m1 - m0, n1 - n0, p.k, !partial_in_d);
+  const int64_t es_in = int64_t(dtype_size(p.in)), es_d = p.d_bf16 ? 2 : 4;
+  const auto tile_kernel = p.in == DType::bf16 ? kernels::gemm_tile_bf16_avx512 : kernels::gemm_tile_f32_avx512;
+
+  Workspace& ws = thread_workspace();
+  const int64_t kc_max = std::min(blk.kc, std::max<int64_t>(p.k, 1));
+  const int64_t steps_max = k_steps(p.in, kc_max);
+  void* a_pack = Workspace::reserve(ws.a, blk.mc * steps_max * kGemmMR * 4);
+  void* b_pack = p.packed ? nullptr : Workspace::reserve(ws.b, blk.nc * steps_max * 4);
+  float* partial = partial_in_d || p.k <= blk.kc
+                       ? nullptr
+                       : static_cast<float*>(Workspace::reserve(ws.partial, (m1 - m0) * blk.nc * 4));
+
+  for (int64_t jc = n0; jc < n1; jc += blk.nc) {
+    const int64_t nc = std::min(blk.nc, n1 - jc);
+    // K = 0 still runs one (empty) block so that the epilogue writes beta * C + bias.
+    for (int64_t pc = 0; pc == 0 || pc < p.k; pc += blk.kc) {
+      const int64_t kc = std::min(blk.kc, p.k - pc), steps = k_steps(p.in, kc);
+      const void* b_base;
+      int64_t panel_elems;
+      if (p.packed) {
+        b_base = p.packed->at(pc, jc);
+        panel_elems = p.packed->panel_elems;
+      } else {
+        panel_elems = steps * (p.in == DType::bf16 ? 2 : 1) * kGemmNR;
+        pack_b_block(p.b, p.in, p.n, pc, kc, jc, nc, b_pack, panel_elems);
+        b_base = b_pack;
+      }
+      const bool first = pc == 0, last = pc + kc >= p.k;
+
+      for (int64_t ic = m0; ic < m1; ic += blk.mc) {
+        const int64_t mc = std::min(blk.mc, m1 - ic);
+        pack_a_block(p.a, p.lda, p.in, ic, mc, pc, kc, a_pack);
+
+        for (int64_t jr = 0; jr < nc; jr += kGemmNR) {
+          const int64_t col = jc + jr;
+          GemmTile t;
+          t.n = int(std::min<int64_t>(kGemmNR, nc - jr));
+          t.k_steps = steps;
+          t.b = static_cast<const char*>(b_base) + (jr / kGemmNR) * panel_elems * es_in;
+          t.first = first;
+          const char* a_panel = static_cast<const char*>(a_pack);
+          for (int64_t ir = 0; ir < mc; ir += t.m, a_panel += steps * kGemmMR * 4) {
+            const int64_t row = ic + ir;
+            t.m = int(a_panel_rows(mc, ir));
+            t.a = a_panel;
+            if (partial_in_d) {
+              t.partial = static_cast<float*>(p.d) + row * p.ldd + col;
+              t.ldp = p.ldd;
+            } else if (partial) {
+              t.partial = partial + (row - m0) * blk.nc + jr;
+              t.ldp = blk.nc;
+            }
+            GemmEpilogue e;
+            if (last) {
+              e.alpha = p.alpha;
+              e.beta = p.beta;
+              e.c = p.beta != 0.0f ? static_cast<const char*>(p.c) + (row * p.ldc + col) * es_d : nullptr;
+              e.ldc = p.ldc;
+              e.bias = p.bias ? p.bias + col : nullptr;
+              e.silu = p.silu;
+              e.d = static_cast<char*>(p.d) + (row * p.ldd + col) * es_d;
+              e.ldd = p.ldd;
+              e.d_bf16 = p.d_bf16;
+            }
+            t.last = last ? &e : nullptr;
+            tile_kernel(t);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void gemm_blocked_avx512(const GemmProblem& p) {
+  // Skinny or wide problems split N, so each thread streams its own share of B exactly once;
+  // tall ones split M, so each thread packs all of B but only its own rows of A.
+  if (p.m <= 16 || p.n >= p.m) {
+    parallel_ranges(p.n, kGemmNR, [&](int64_t n0, int64_t n1) { run_block(p, 0, p.m, n0, n1); });
+  } else {
+    parallel_ranges(p.m, kGemmMR, [&](int64_t m0, int64_t m1) { run_block(p, m0, m1, 0, p.n); });
+  }
+}
+
+}  // namespace sol::gemm_detail
