@@ -9,6 +9,7 @@
 #include "sol/gemm.h"
 #include "sol/hw.h"
 #include "sol/model.h"
+#include "sol/moe_permute.h"
 #include "sol/norm.h"
 #include "sol/quant.h"
 #include "sol/registry.h"

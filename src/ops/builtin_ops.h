@@ -11,6 +11,7 @@ void register_softmax_ops();
 void register_routing_ops();
 void register_rope_ops();
 void register_embedding_ops();
+void register_moe_permute_ops();
 
 inline void register_builtin_ops() {
   register_copy_ops();
@@ -23,5 +24,6 @@ inline void register_builtin_ops() {
   register_routing_ops();
   register_rope_ops();
   register_embedding_ops();
+  register_moe_permute_ops();
 }
 }  // namespace sol

@@ -1,0 +1,143 @@
+#include "sol/moe_permute.h"
+
+#include <cstring>
+#include <vector>
+
+#include "kernels/copy.h"
+#include "ops/common/parallel.h"
+#include "ops/common/validate.h"
+#include "sol/error.h"
+#include "sol/hw.h"
+
+namespace sol {
+
+namespace {
+
+void validate_routing(const char* op, const Tensor& idx, int64_t experts, int64_t alignment) {
+  check(idx.ndim() == 2 && idx.dtype() == DType::i32 && idx.is_contiguous(), op, "topk_idx = ", idx.describe(),
+        " but expected contiguous [tokens, k] i32");
+  check(experts >= 1, op, "experts = ", experts, " but must be >= 1");
+  check(alignment >= 1, op, "alignment = ", alignment, " but must be >= 1");
+  const int32_t* e = idx.data_as<const int32_t>();
+  for (int64_t i = 0; i < idx.numel(); ++i)
+    check(e[i] >= -1 && e[i] < experts, op, "topk_idx[", i / idx.shape(1), ", ", i % idx.shape(1), "] = ", e[i],
+          " outside [0, ", experts, ") (or -1 for not routed here)");
+}
+
+// First row of each expert's block, padded; the last entry is the total.
+std::vector<int64_t> block_starts(const Tensor& idx, int64_t experts, int64_t alignment) {
+  std::vector<int64_t> count(static_cast<size_t>(experts), 0), start(static_cast<size_t>(experts + 1), 0);
+  const int32_t* e = idx.data_as<const int32_t>();
+  for (int64_t i = 0; i < idx.numel(); ++i)
+    if (e[i] >= 0) ++count[size_t(e[i])];
+  for (int64_t x = 0; x < experts; ++x)
+    start[size_t(x + 1)] = start[size_t(x)] + (count[size_t(x)] + alignment - 1) / alignment * alignment;
+  return start;
+}
+
+void copy_row(void* dst, const void* src, int64_t bytes, bool stream) {
+  const Isa isa = active_isa();
+  if (isa >= Isa::avx512) kernels::copy_bytes_avx512(dst, src, bytes, stream);
+  else if (isa >= Isa::avx2) kernels::copy_bytes_avx2(dst, src, bytes, stream);
+  else kernels::copy_bytes_portable(dst, src, bytes);
+}
+
+}  // namespace
+
+int64_t moe_permuted_rows(const Tensor& idx, int64_t experts, int64_t alignment) {
+  validate_routing("moe_permuted_rows", idx, experts, alignment);
+  return block_starts(idx, experts, alignment).back();
+}
+
+void moe_permute(const Tensor& x, const Tensor& idx, int64_t experts, int64_t alignment, const Tensor& x_perm,
+                 const Tensor& grouped_layout, const Tensor& row_of) {
+  const char* op = "moe_permute";
+  validate_routing(op, idx, experts, alignment);
+  const int64_t tokens = idx.shape(0), k = idx.shape(1);
+  check(x.ndim() == 2 && x.shape(0) == tokens && x.is_contiguous(), op, "x = ", x.describe(),
+        " but expected contiguous [", tokens, ", hidden]");
+  const std::vector<int64_t> start = block_starts(idx, experts, alignment);
+  const int64_t rows = start.back(), h = x.shape(1);
+  check(x_perm.ndim() == 2 && x_perm.shape(0) == rows && x_perm.shape(1) == h && x_perm.dtype() == x.dtype() &&
+            x_perm.is_contiguous(),
+        op, "x_perm = ", x_perm.describe(), " but expected contiguous [", rows, ", ", h, "] ", dtype_name(x.dtype()),
+        " (moe_permuted_rows gives the row count)");
+  check(grouped_layout.ndim() == 1 && grouped_layout.shape(0) == rows && grouped_layout.dtype() == DType::i32 &&
+            grouped_layout.is_contiguous(),
+        op, "grouped_layout = ", grouped_layout.describe(), " but expected contiguous [", rows, "] i32");
+  check(row_of.ndim() == 2 && row_of.shape(0) == tokens && row_of.shape(1) == k && row_of.dtype() == DType::i32 &&
+            row_of.is_contiguous(),
+        op, "row_of = ", row_of.describe(), " but expected contiguous [", tokens, ", ", k, "] i32");
+  require_no_overlap(op, "x", x, "x_perm", x_perm);
+
+  // The plan: a serial pass over T * k entries (tiny next to the rows it moves).
+  std::vector<int64_t> next(start.begin(), start.end() - 1);
+  std::vector<int32_t> source(static_cast<size_t>(rows), -1);
+  const int32_t* e = idx.data_as<const int32_t>();
+  int32_t* ro = row_of.data_as<int32_t>();
+  int32_t* gl = grouped_layout.data_as<int32_t>();
+  for (int64_t x_ = 0; x_ < experts; ++x_)
+    for (int64_t r = start[size_t(x_)]; r < start[size_t(x_ + 1)]; ++r) gl[r] = -1;
+  for (int64_t i = 0; i < tokens * k; ++i) {
+    if (e[i] < 0) {
+      ro[i] = -1;
+      continue;
+    }
+    const int64_t r = next[size_t(e[i])]++;
+    ro[i] = int32_t(r);
+    gl[r] = e[i];
+    source[size_t(r)] = int32_t(i / k);
+  }
+  const int64_t row_bytes = h * int64_t(dtype_size(x.dtype()));
+  const bool stream = rows * row_bytes >= (int64_t(32) << 20);
+  parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      char* dst = x_perm.data_as<char>() + r * row_bytes;
+      if (source[size_t(r)] < 0) std::memset(dst, 0, size_t(row_bytes));
+      else copy_row(dst, x.data_as<const char>() + source[size_t(r)] * row_bytes, row_bytes, stream);
+    }
+  });
+}
+
+void moe_unpermute(const Tensor& y_perm, const Tensor& row_of, const Tensor& w, const Tensor& out) {
+  const char* op = "moe_unpermute";
+  check(row_of.ndim() == 2 && row_of.dtype() == DType::i32 && row_of.is_contiguous(), op, "row_of = ",
+        row_of.describe(), " but expected contiguous [tokens, k] i32");
+  const int64_t tokens = row_of.shape(0), k = row_of.shape(1);
+  check(y_perm.ndim() == 2 && y_perm.is_contiguous() && (y_perm.dtype() == DType::f32 || y_perm.dtype() == DType::bf16),
+        op, "y_perm = ", y_perm.describe(), " but expected contiguous [rows, hidden] f32 or bf16");
+  const int64_t rows = y_perm.shape(0), h = y_perm.shape(1);
+  check(w.ndim() == 2 && w.shape(0) == tokens && w.shape(1) == k && w.dtype() == DType::f32 && w.is_contiguous(), op,
+        "topk_weights = ", w.describe(), " but expected contiguous [", tokens, ", ", k, "] f32");
+  check(out.ndim() == 2 && out.shape(0) == tokens && out.shape(1) == h && out.is_contiguous() &&
+            (out.dtype() == DType::f32 || out.dtype() == DType::bf16),
+        op, "out = ", out.describe(), " but expected contiguous [", tokens, ", ", h, "] f32 or bf16");
+  require_no_overlap(op, "y_perm", y_perm, "out", out);
+  const int32_t* ro = row_of.data_as<const int32_t>();
+  for (int64_t i = 0; i < tokens * k; ++i)
+    check(ro[i] >= -1 && ro[i] < rows, op, "row_of[", i / k, ", ", i % k, "] = ", ro[i], " outside [0, ", rows, ")");
+  const float* wt = w.data_as<const float>();
+  parallel_ranges(tokens, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<float> acc(static_cast<size_t>(h));
+    for (int64_t t = t0; t < t1; ++t) {
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int64_t j = 0; j < k; ++j) {
+        const int32_t r = ro[t * k + j];
+        if (r < 0) continue;
+        const float wj = wt[t * k + j];
+        if (y_perm.dtype() == DType::f32) {
+          const float* y = y_perm.data_as<const float>() + int64_t(r) * h;
+          for (int64_t c = 0; c < h; ++c) acc[size_t(c)] += wj * y[c];
+        } else {
+          const uint16_t* y = y_perm.data_as<const uint16_t>() + int64_t(r) * h;
+          for (int64_t c = 0; c < h; ++c) acc[size_t(c)] += wj * bf16_to_f32(y[c]);
+        }
+      }
+      if (out.dtype() == DType::f32) std::memcpy(out.data_as<float>() + t * h, acc.data(), size_t(h) * 4);
+      else
+        for (int64_t c = 0; c < h; ++c) out.data_as<uint16_t>()[t * h + c] = f32_to_bf16(acc[size_t(c)]);
+    }
+  });
+}
+
+}  // namespace sol
