@@ -14,7 +14,8 @@ namespace sol {
 
 struct BenchOptions {
   int threads = 0;           // 0: sol::num_threads()
-  bool cold = false;         // rotate input sets larger than the LLC
+  bool cold = false;         // rotate input sets larger than the LLC (automatic for cases
+                             // whose bytes fit in it: floors are taken at DRAM bandwidth)
   bool pair_ceiling = true;  // re-measure the bounding unit's ceiling beside the op
   bool run_check = false;    // also run the op's correctness check first
   TimingOptions timing;
@@ -23,6 +24,8 @@ struct BenchOptions {
 struct BenchRecord {
   std::string op, shape, dtype, isa;
   int threads = 1;
+  bool cold = false;    // inputs rotated through sets larger than the LLC
+  int input_sets = 1;   // how many sets the case rotated through
   Timing timing;
   Cost cost;
   Floor floor;          // against the paired ceiling (or the cached one when not paired)

@@ -10,6 +10,7 @@
 #include "sol/error.h"
 #include "sol/registry.h"
 #include "sol/threads.h"
+#include "sol/timing.h"
 
 namespace sol::cli {
 
@@ -91,9 +92,11 @@ void add_report(CLI::App& app, int& exit_code) {
       opt.run_check = j.threads == all;  // once per shape, on the multi-threaded path
       opt.timing.min_seconds = a->min_seconds;
       fmt::print(stderr, "[{:>2}/{}] {} ", i + 1, jobs.size(), j.op->name);
+      const double started = now_seconds();
       BenchRecord r = bench_case(*j.op, resolve_params(*j.op, j.c), machine, opt);
-      fmt::print(stderr, "{} {} t{}: {:.3f} ms, {:.1f}% SOL{}\n", r.shape, r.dtype, r.threads,
-                 r.timing.median_s * 1e3, r.sol_pct, r.check && !r.check->pass ? "  CHECK FAILED" : "");
+      fmt::print(stderr, "{} {} t{}: {:.3f} ms, {:.1f}% SOL{} ({:.1f} s)\n", r.shape, r.dtype, r.threads,
+                 r.timing.median_s * 1e3, r.sol_pct, r.check && !r.check->pass ? "  CHECK FAILED" : "",
+                 now_seconds() - started);
       failed |= r.check && !r.check->pass;
       records.push_back(std::move(r));
     }

@@ -13,6 +13,8 @@ nlohmann::json record_json(const BenchRecord& r) {
       {"dtype", r.dtype},
       {"threads", r.threads},
       {"isa", r.isa},
+      {"cold", r.cold},
+      {"input_sets", r.input_sets},
       {"time_s", r.timing.median_s},
       {"min_s", r.timing.min_s},
       {"max_s", r.timing.max_s},

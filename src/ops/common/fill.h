@@ -7,7 +7,7 @@
 namespace sol {
 
 // Values drawn uniformly from [-scale, scale] (integers: the full range clipped to scale),
-// converted to t with Sol's exact conversions. Same seed, same bits.
+// converted to t with Sol's exact conversions (bf16 by way of f32). Same seed, same bits.
 void fill_random(const Tensor& t, uint64_t seed, double scale = 4.0);
 // Like fill_random, then sprinkles special values (±0, ±inf, NaN, subnormals, the format's
 // largest finite values) over about one element in `every`.
