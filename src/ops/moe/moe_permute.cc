@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/convert.h"
 #include "kernels/copy.h"
 #include "ops/common/parallel.h"
 #include "ops/common/validate.h"
@@ -117,25 +118,30 @@ void moe_unpermute(const Tensor& y_perm, const Tensor& row_of, const Tensor& w, 
   for (int64_t i = 0; i < tokens * k; ++i)
     check(ro[i] >= -1 && ro[i] < rows, op, "row_of[", i / k, ", ", i % k, "] = ", ro[i], " outside [0, ", rows, ")");
   const float* wt = w.data_as<const float>();
+  // Rows are widened to f32 and the result narrowed with the exact bulk conversions, so the
+  // accumulation itself is a plain f32 loop the compiler vectorises.
+  const bool avx512 = active_isa() >= Isa::avx512;
+  auto convert = [avx512](const void* src, DType from, void* dst, DType to, int64_t n) {
+    if (avx512) kernels::convert_avx512(src, from, dst, to, n, false);
+    else kernels::convert_scalar(src, from, dst, to, n);
+  };
+  const int64_t ys = h * int64_t(dtype_size(y_perm.dtype())), os = h * int64_t(dtype_size(out.dtype()));
   parallel_ranges(tokens, 1, [&](int64_t t0, int64_t t1) {
-    std::vector<float> acc(static_cast<size_t>(h));
+    std::vector<float> acc(static_cast<size_t>(h)), row(static_cast<size_t>(h));
     for (int64_t t = t0; t < t1; ++t) {
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int64_t j = 0; j < k; ++j) {
         const int32_t r = ro[t * k + j];
         if (r < 0) continue;
         const float wj = wt[t * k + j];
-        if (y_perm.dtype() == DType::f32) {
-          const float* y = y_perm.data_as<const float>() + int64_t(r) * h;
-          for (int64_t c = 0; c < h; ++c) acc[size_t(c)] += wj * y[c];
-        } else {
-          const uint16_t* y = y_perm.data_as<const uint16_t>() + int64_t(r) * h;
-          for (int64_t c = 0; c < h; ++c) acc[size_t(c)] += wj * bf16_to_f32(y[c]);
+        const float* y = y_perm.data_as<const float>() + int64_t(r) * h;
+        if (y_perm.dtype() != DType::f32) {
+          convert(y_perm.data_as<const char>() + int64_t(r) * ys, y_perm.dtype(), row.data(), DType::f32, h);
+          y = row.data();
         }
+        for (int64_t c = 0; c < h; ++c) acc[size_t(c)] += wj * y[c];
       }
-      if (out.dtype() == DType::f32) std::memcpy(out.data_as<float>() + t * h, acc.data(), size_t(h) * 4);
-      else
-        for (int64_t c = 0; c < h; ++c) out.data_as<uint16_t>()[t * h + c] = f32_to_bf16(acc[size_t(c)]);
+      convert(acc.data(), DType::f32, out.data_as<char>() + t * os, out.dtype(), h);
     }
   });
 }
