@@ -6,6 +6,7 @@
 
 #include "ops/common/fill.h"
 #include "sol/copy.h"
+#include "ops/isa_paths.h"
 #include "sol/error.h"
 #include "sol/hw.h"
 #include "sol/threads.h"
@@ -13,17 +14,7 @@
 namespace sol {
 namespace {
 
-// Runs a test body once per ISA path this CPU has, by forcing SOL_ISA.
-template <class Body>
-void for_each_isa(Body&& body) {
-  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
-    if (isa > cpu_features().best_isa) continue;
-    setenv("SOL_ISA", std::string(isa_name(isa)).c_str(), 1);
-    SCOPED_TRACE(std::string("SOL_ISA=") + std::string(isa_name(isa)));
-    body();
-  }
-  unsetenv("SOL_ISA");
-}
+using testing_paths::for_each_isa;
 
 TEST(Copy, ContiguousOddSizesAndOffsetsEveryPath) {
   for_each_isa([] {

@@ -10,6 +10,7 @@
 #include "ops/common/fill.h"
 #include "ops/gemm/reference.h"
 #include "sol/copy.h"
+#include "ops/isa_paths.h"
 #include "sol/error.h"
 #include "sol/gemm.h"
 #include "sol/hw.h"
@@ -18,16 +19,7 @@
 namespace sol {
 namespace {
 
-template <class Body>
-void for_each_isa(Body&& body) {
-  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
-    if (isa > cpu_features().best_isa) continue;
-    setenv("SOL_ISA", std::string(isa_name(isa)).c_str(), 1);
-    SCOPED_TRACE(std::string("SOL_ISA=") + std::string(isa_name(isa)));
-    body();
-  }
-  unsetenv("SOL_ISA");
-}
+using testing_paths::for_each_isa;
 
 struct Case {
   int64_t m, n, k;

@@ -7,6 +7,7 @@
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
 #include "ops/quant/reference.h"
+#include "ops/isa_paths.h"
 #include "sol/error.h"
 #include "sol/hw.h"
 #include "sol/quant.h"
@@ -14,16 +15,7 @@
 namespace sol {
 namespace {
 
-template <class Body>
-void for_each_isa(Body&& body) {
-  for (Isa isa : {Isa::scalar, Isa::avx512}) {
-    if (isa > cpu_features().best_isa) continue;
-    setenv("SOL_ISA", std::string(isa_name(isa)).c_str(), 1);
-    SCOPED_TRACE(std::string("SOL_ISA=") + std::string(isa_name(isa)));
-    body();
-  }
-  unsetenv("SOL_ISA");
-}
+using testing_paths::for_each_isa;
 
 bool same_bytes(const Buffer& a, const Buffer& b) {
   return a.bytes() == b.bytes() && std::memcmp(a.data(), b.data(), a.tensor().nbytes()) == 0;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "ops/common/fill.h"
+#include "ops/isa_paths.h"
 #include "sol/error.h"
 #include "sol/hw.h"
 #include "sol/softmax.h"
@@ -12,16 +13,7 @@
 namespace sol {
 namespace {
 
-template <class Body>
-void for_each_isa(Body&& body) {
-  for (Isa isa : {Isa::scalar, Isa::avx512}) {
-    if (isa > cpu_features().best_isa) continue;
-    setenv("SOL_ISA", std::string(isa_name(isa)).c_str(), 1);
-    SCOPED_TRACE(std::string(isa_name(isa)));
-    body();
-  }
-  unsetenv("SOL_ISA");
-}
+using testing_paths::for_each_isa;
 
 TEST(Softmax, MasksNaNAndInfinityRows) {
   for_each_isa([] {

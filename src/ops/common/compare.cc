@@ -89,4 +89,11 @@ CheckResult compare_relative(const Tensor& out, const Tensor& ref, double tolera
   return r;
 }
 
+CheckResult compare_quantized(const Tensor& q, const Tensor& scales, const Tensor& q_ref,
+                              const Tensor& scales_ref) {
+  CheckResult rs = compare_bitwise(scales, scales_ref);
+  if (!rs.pass) return {false, rs.error, 0, "scales: " + rs.detail};
+  return compare_bitwise(q, q_ref);
+}
+
 }  // namespace sol

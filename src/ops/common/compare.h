@@ -13,5 +13,8 @@ namespace sol {
 // (a NaN where the reference has none counts as a failure on its own).
 CheckResult compare_bitwise(const Tensor& out, const Tensor& ref);
 CheckResult compare_relative(const Tensor& out, const Tensor& ref, double tolerance);
+// FP8 outputs (codes + scales) against expected ones, bit for bit; scales are reported first.
+CheckResult compare_quantized(const Tensor& q, const Tensor& scales, const Tensor& q_ref,
+                              const Tensor& scales_ref);
 
 }  // namespace sol

@@ -86,10 +86,7 @@ class QuantCase : public OpCase {
     poison(q_[0]);
     poison(s_[0]);
     run(0);
-    CheckResult r = compare_bitwise(q_[0], qref);
-    CheckResult rs = compare_bitwise(s_[0], sref);
-    if (!rs.pass) return {false, rs.error, 0, "scales: " + rs.detail};
-    return r;
+    return compare_quantized(q_[0], s_[0], qref, sref);
   }
 
  private:
