@@ -6,6 +6,7 @@ void register_cast_ops();
 void register_gemm_ops();
 void register_quant_ops();
 void register_norm_ops();
+void register_layernorm_ops();
 void register_activation_ops();
 void register_softmax_ops();
 void register_routing_ops();
@@ -19,6 +20,7 @@ inline void register_builtin_ops() {
   register_gemm_ops();
   register_quant_ops();
   register_norm_ops();
+  register_layernorm_ops();
   register_activation_ops();
   register_softmax_ops();
   register_routing_ops();

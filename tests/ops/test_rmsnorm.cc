@@ -126,3 +126,34 @@ TEST(RmsNorm, BadInputIsNamed) {
 
 }  // namespace
 }  // namespace sol
+
+namespace sol {
+namespace {
+
+TEST(LayerNorm, LargeMeanSmallSpreadStaysAccurate) {
+  // Two-pass statistics: a one-pass E[x^2] - E[x]^2 would cancel catastrophically here.
+  const int64_t h = 4096;
+  Buffer x(DType::f32, {2, h}), w(DType::f32, {h}), y(DType::f32, {2, h}), ref(DType::f32, {2, h});
+  fill_random(x, 3, 0.01);
+  for (int64_t i = 0; i < 2 * h; ++i) x.tensor().data_as<float>()[i] += 1000.0f;
+  for (int64_t i = 0; i < h; ++i) w.tensor().data_as<float>()[i] = 1.0f;
+  testing_paths::for_each_isa([&] {
+    layernorm(x, w, nullptr, y);
+    reference::layernorm(x, w, nullptr, ref, 1e-6);
+    CheckResult r = compare_relative(y, ref, 1e-3);
+    EXPECT_TRUE(r.pass) << r.detail;
+  });
+}
+
+TEST(LayerNorm, BadBiasIsNamed) {
+  Buffer x(DType::bf16, {2, 8}), w(DType::bf16, {8}), b(DType::f32, {8}), y(DType::bf16, {2, 8});
+  try {
+    layernorm(x, w, &b.tensor(), y);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layernorm: bias"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace sol

@@ -5,4 +5,6 @@
 namespace sol::reference {
 // y = x / sqrt(mean(x^2) + eps) * w, in double, rounded once to y's dtype.
 void rmsnorm(const Tensor& x, const Tensor& weight, const Tensor& y, double eps);
+// y = (x - mean) / sqrt(var + eps) * w + b, in double (b may be null).
+void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& y, double eps);
 }  // namespace sol::reference

@@ -94,6 +94,34 @@ void add_rmsnorm(const Tensor& x, const Tensor& residual, const Tensor& weight, 
   });
 }
 
+void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const Tensor& y, const NormOptions& opt) {
+  const char* op = "layernorm";
+  validate(op, x, weight, opt);
+  require_rows(op, "y", y);
+  require_same_shape(op, "x", x, "y", y);
+  if (bias)
+    check(bias->ndim() == 1 && bias->shape(0) == x.shape(1) && bias->dtype() == weight.dtype() && bias->is_contiguous(),
+          op, "bias = ", bias->describe(), " but expected contiguous [", x.shape(1), "] ", dtype_name(weight.dtype()));
+  require_no_overlap(op, "weight", weight, "y", y);
+  const int64_t rows = x.shape(0), h = x.shape(1);
+  const bool avx512 = active_isa() >= Isa::avx512;
+  auto sum = avx512 ? kernels::sum_avx512 : kernels::sum_scalar;
+  auto shifted_sums = avx512 ? kernels::shifted_sums_avx512 : kernels::shifted_sums_scalar;
+  auto apply = avx512 ? kernels::layernorm_apply_avx512 : kernels::layernorm_apply_scalar;
+  parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float shift = sum(row(x, r), x.dtype(), h) / float(h);
+      float sd, sd2;
+      shifted_sums(row(x, r), x.dtype(), shift, h, &sd, &sd2);
+      const float dm = sd / float(h);
+      const float var = std::max(0.0f, sd2 / float(h) - dm * dm);
+      const float inv = 1.0f / std::sqrt(var + opt.eps);
+      apply(row(x, r), x.dtype(), shift, dm, inv, weight.data(), bias ? bias->data() : nullptr, weight.dtype(), row_mut(y, r),
+            y.dtype(), h);
+    }
+  });
+}
+
 void rmsnorm_quant_fp8(const Tensor& x, const Tensor& weight, const Tensor& q, const Tensor& scales,
                        const NormOptions& opt, const QuantOptions& qopt) {
   const char* op = "rmsnorm_quant_fp8";
