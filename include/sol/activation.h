@@ -10,6 +10,14 @@
 namespace sol {
 
 void silu_mul(const Tensor& gate_up, const Tensor& y);
+
+// GELU, elementwise: tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) or the
+// exact 0.5 x (1 + erf(x / sqrt(2))). x, y: [T, H] f32 or bf16 with dense rows.
+enum class GeluForm { tanh, erf };
+void gelu(const Tensor& x, const Tensor& y, GeluForm form = GeluForm::tanh);
+// q, scales = quant_fp8_per_token(gelu(x) rounded to bf16), one pass over memory.
+void gelu_quant_fp8(const Tensor& x, const Tensor& q, const Tensor& scales, GeluForm form = GeluForm::tanh,
+                    const QuantOptions& qopt = {});
 void silu_mul_quant_fp8(const Tensor& gate_up, const Tensor& q, const Tensor& scales,
                         const QuantOptions& qopt = {});
 

@@ -10,4 +10,8 @@ namespace sol::kernels {
 void silu_mul_scalar(const void* g, const void* u, DType t, void* y, DType yt, int64_t n);
 void silu_mul_avx512(const void* g, const void* u, DType t, void* y, DType yt, int64_t n);
 
+// y[i] = round_y(gelu(x[i])), tanh form or erf form.
+void gelu_scalar(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_form);
+void gelu_avx512(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_form);
+
 }  // namespace sol::kernels

@@ -8,6 +8,7 @@ void register_quant_ops();
 void register_norm_ops();
 void register_layernorm_ops();
 void register_activation_ops();
+void register_gelu_ops();
 void register_softmax_ops();
 void register_routing_ops();
 void register_rope_ops();
@@ -22,6 +23,7 @@ inline void register_builtin_ops() {
   register_norm_ops();
   register_layernorm_ops();
   register_activation_ops();
+  register_gelu_ops();
   register_softmax_ops();
   register_routing_ops();
   register_rope_ops();

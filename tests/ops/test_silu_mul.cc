@@ -53,3 +53,44 @@ TEST(SiluMul, BadInputIsNamed) {
 
 }  // namespace
 }  // namespace sol
+
+namespace sol {
+namespace {
+
+TEST(Gelu, BothFormsTrackFp64AcrossTheRange) {
+  const int64_t n = 2001;
+  Buffer x(DType::f32, {1, n}), y(DType::f32, {1, n});
+  for (int64_t i = 0; i < n; ++i) x.tensor().data_as<float>()[i] = float(i - n / 2) * 0.01f;  // [-10, 10]
+  for (Isa isa : {Isa::scalar, Isa::avx512}) {
+    if (isa > cpu_features().best_isa) continue;
+    setenv("SOL_ISA", std::string(isa_name(isa)).c_str(), 1);
+    for (GeluForm form : {GeluForm::tanh, GeluForm::erf}) {
+      gelu(x, y, form);
+      for (int64_t i = 0; i < n; ++i) {
+        double v = x.tensor().data_as<float>()[i];
+        // The same identities in double: 1 + erf(z) = erfc(-z), 1 + tanh(u) = 2 / (1 + e^-2u).
+        double ref = form == GeluForm::erf ? 0.5 * v * std::erfc(-v / std::sqrt(2.0))
+                                           : v / (1 + std::exp(-2 * std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+        // Relative accuracy everywhere, the far negative tail included (1e-37: exact zeros).
+        EXPECT_NEAR(y.tensor().data_as<float>()[i], ref, 1e-5 * std::fabs(ref) + 1e-37)
+            << isa_name(isa) << (form == GeluForm::erf ? " erf x=" : " tanh x=") << v;
+      }
+    }
+  }
+  unsetenv("SOL_ISA");
+}
+
+TEST(Gelu, NaNPropagatesAndBadInputIsNamed) {
+  Buffer x(DType::f32, {1, 3}), y(DType::f32, {1, 3});
+  x.tensor().data_as<float>()[0] = NAN;
+  x.tensor().data_as<float>()[1] = 1.0f;
+  x.tensor().data_as<float>()[2] = -1.0f;
+  gelu(x, y, GeluForm::erf);
+  EXPECT_TRUE(std::isnan(y.tensor().data_as<float>()[0]));
+  EXPECT_THROW(gelu(x, Buffer(DType::f32, {1, 4}).tensor()), Error);
+  Buffer q(DType::f8e4m3, {1, 3}), s(DType::f32, {1, 1});
+  EXPECT_THROW(gelu_quant_fp8(x, q, s), Error);  // 3 % 128
+}
+
+}  // namespace
+}  // namespace sol

@@ -77,4 +77,55 @@ void silu_mul_quant_fp8(const Tensor& gu, const Tensor& q, const Tensor& scales,
   });
 }
 
+namespace {
+
+using GeluKernel = void (*)(const void*, DType, void*, DType, int64_t, bool);
+
+GeluKernel gelu_kernel() { return active_isa() >= Isa::avx512 ? kernels::gelu_avx512 : kernels::gelu_scalar; }
+
+void validate_rows(const char* op, const char* name, const Tensor& t) {
+  check(t.ndim() == 2 && (t.dtype() == DType::f32 || t.dtype() == DType::bf16), op, name, " = ", t.describe(),
+        " but expected [tokens, hidden] f32 or bf16");
+  check(t.numel() == 0 || t.stride(1) == 1, op, name, " rows must be dense (stride(1) = 1)");
+}
+
+}  // namespace
+
+void gelu(const Tensor& x, const Tensor& y, GeluForm form) {
+  const char* op = "gelu";
+  validate_rows(op, "x", x);
+  validate_rows(op, "y", y);
+  require_same_shape(op, "x", x, "y", y);
+  if (x.data() != y.data()) require_no_overlap(op, "x", x, "y", y);
+  const GeluKernel k = gelu_kernel();
+  const int64_t h = x.shape(1);
+  parallel_ranges(x.shape(0), 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      k(row(x, r), x.dtype(), const_cast<char*>(row(y, r)), y.dtype(), h, form == GeluForm::erf);
+  });
+}
+
+void gelu_quant_fp8(const Tensor& x, const Tensor& q, const Tensor& scales, GeluForm form, const QuantOptions& qopt) {
+  const char* op = "gelu_quant_fp8";
+  validate_rows(op, "x", x);
+  const int64_t rows = x.shape(0), h = x.shape(1);
+  check(q.ndim() == 2 && q.shape(0) == rows && q.shape(1) == h && q.dtype() == DType::f8e4m3, op, "q = ",
+        q.describe(), " but expected [", rows, ", ", h, "] f8e4m3");
+  check(qopt.group > 0 && h % qopt.group == 0, op, "hidden = ", h, " but must be a multiple of the group (", qopt.group, ")");
+  check(scales.ndim() == 2 && scales.shape(0) == rows && scales.shape(1) == h / qopt.group && scales.dtype() == DType::f32,
+        op, "scales = ", scales.describe(), " but expected [", rows, ", ", h / qopt.group, "] f32");
+  const GeluKernel k = gelu_kernel();
+  constexpr int64_t kChunk = 16;
+  parallel_ranges(rows, kChunk, [&](int64_t r0, int64_t r1) {
+    std::vector<uint16_t> act(static_cast<size_t>(kChunk * h));  // once per thread
+    for (int64_t c0 = r0; c0 < r1; c0 += kChunk) {
+      const int64_t c1 = std::min(r1, c0 + kChunk);
+      for (int64_t r = c0; r < c1; ++r)
+        k(row(x, r), x.dtype(), act.data() + (r - c0) * h, DType::bf16, h, form == GeluForm::erf);
+      Tensor chunk(act.data(), DType::bf16, {int64_t(c1 - c0), h});
+      quant_fp8_per_token(chunk, q.slice(0, c0, c1), scales.slice(0, c0, c1), qopt);
+    }
+  });
+}
+
 }  // namespace sol

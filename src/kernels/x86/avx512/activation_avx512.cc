@@ -4,6 +4,33 @@
 
 namespace sol::kernels {
 
+namespace {
+
+// 1 + tanh(u) = 2 / (1 + exp(-2u)): no cancellation at either end (the form 2 - 2 / (exp(2u) + 1)
+// loses every digit in GELU's negative tail); exp16's clamp makes very negative u exactly 0.
+[[gnu::always_inline]] inline __m512 one_plus_tanh(__m512 u) {
+  const __m512 e = exp16(_mm512_mul_ps(_mm512_set1_ps(-2.0f), u));
+  return _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+// 1 + erf(z) = erfc(-z), with erfc(a), a >= 0, by the Chebyshev-fitted formula of Numerical
+// Recipes (erfcc: t = 1 / (1 + a/2), erfc = t exp(-a^2 + P(t)), relative error < 1.2e-7 for every
+// a, so GELU's negative tail keeps its relative accuracy): 1 + erf(z) is erfc(|z|) for z < 0 and
+// 2 - erfc(|z|) for z >= 0.
+[[gnu::always_inline]] inline __m512 one_plus_erf(__m512 z) {
+  const __m512 a = _mm512_abs_ps(z);
+  const __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(_mm512_set1_ps(0.5f), a, _mm512_set1_ps(1.0f)));
+  static constexpr float c[] = {0.17087277f, -0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f,
+                                -0.18628806f, 0.09678418f, 0.37409196f, 1.00002368f, -1.26551223f};
+  __m512 p = _mm512_set1_ps(c[0]);
+  for (int k = 1; k < 10; ++k) p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(c[k]));
+  const __m512 erfc = _mm512_mul_ps(t, exp16(_mm512_fnmadd_ps(a, a, p)));
+  const __mmask16 neg = _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_LT_OQ);
+  return _mm512_mask_mov_ps(_mm512_sub_ps(_mm512_set1_ps(2.0f), erfc), neg, erfc);
+}
+
+}  // namespace
+
 void silu_mul_avx512(const void* g, const void* u, DType t, void* y, DType yt, int64_t n) {
   const __m512 one = _mm512_set1_ps(1.0f);
   for (int64_t i = 0; i < n; i += 16) {
@@ -13,6 +40,23 @@ void silu_mul_avx512(const void* g, const void* u, DType t, void* y, DType yt, i
     __m512 v = _mm512_mul_ps(_mm512_div_ps(gv, _mm512_add_ps(one, exp16(_mm512_sub_ps(_mm512_setzero_ps(), gv)))),
                              load16(u, t, i, m));
     store16(y, yt, i, m, v);
+  }
+}
+
+void gelu_avx512(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_form) {
+  const __m512 half = _mm512_set1_ps(0.5f);
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 m = tail_mask(n - i);
+    __m512 v = load16(x, t, i, m);
+    __m512 s;
+    if (erf_form) {
+      s = one_plus_erf(_mm512_mul_ps(v, _mm512_set1_ps(0.70710678118654752f)));
+    } else {
+      __m512 cube = _mm512_mul_ps(_mm512_mul_ps(v, v), v);
+      s = one_plus_tanh(_mm512_mul_ps(_mm512_set1_ps(0.79788456080286536f), _mm512_fmadd_ps(_mm512_set1_ps(0.044715f), cube, v)));
+    }
+    // NaN inputs: every step above propagates them (abs, compares aside), so y is NaN too.
+    store16(y, yt, i, m, _mm512_mul_ps(_mm512_mul_ps(half, v), s));
   }
 }
 
