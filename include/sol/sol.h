@@ -17,6 +17,7 @@
 #include "sol/roofline.h"
 #include "sol/rope.h"
 #include "sol/routing.h"
+#include "sol/sampling.h"
 #include "sol/tensor.h"
 #include "sol/threads.h"
 #include "sol/timing.h"

@@ -14,6 +14,7 @@ void register_routing_ops();
 void register_rope_ops();
 void register_embedding_ops();
 void register_moe_permute_ops();
+void register_sampling_ops();
 
 inline void register_builtin_ops() {
   register_copy_ops();
@@ -29,5 +30,6 @@ inline void register_builtin_ops() {
   register_rope_ops();
   register_embedding_ops();
   register_moe_permute_ops();
+  register_sampling_ops();
 }
 }  // namespace sol

@@ -91,7 +91,7 @@ void register_gelu_ops() {
       {"form", "tanh | erf", "tanh", ParamSpec::text},
       {"quant", "1: fuse per-token FP8 quantization", "0", ParamSpec::integer},
   };
-  op.bench_table = {{}, {{"form", "erf"}}, {{"quant", "1"}}};
+  op.bench_table = {{{"form", "erf"}}, {{"quant", "1"}}};
   op.check_table = {{{"tokens", "1"}, {"hidden", "1"}},
                     {{"tokens", "7"}, {"hidden", "19"}, {"dtype", "f32"}},
                     {{"tokens", "7"}, {"hidden", "19"}, {"dtype", "f32"}, {"form", "erf"}},
