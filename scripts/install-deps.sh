@@ -3,7 +3,8 @@
 # (or with sudo available). Safe to run again: apt-get skips what is installed.
 set -euo pipefail
 pkgs=(build-essential g++ cmake ninja-build libgtest-dev libgmock-dev
-      libcli11-dev nlohmann-json3-dev libfmt-dev python3)
+      libcli11-dev nlohmann-json3-dev libfmt-dev python3
+      openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -2,6 +2,7 @@
 // Benchmarking one registered op at one shape: time it with the harness, re-measure the
 // ceiling of the unit that bounds it right next to the timed runs (the machines are noisy;
 // a ceiling from twenty minutes ago can be 20% off), and compute SOL% against that pairing.
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -41,5 +42,16 @@ struct BenchRecord {
 
 BenchRecord bench_case(const OpInfo& op, const OpParams& params, const MachineProfile& machine,
                        const BenchOptions& opt);
+
+// The same in two steps, so one case (its buffers filled once) can be benchmarked at several
+// thread counts. prepare_case decides cold mode: requested, or automatic when the case's bytes
+// would mostly stay in the LLC (floors are taken at DRAM bandwidth).
+struct PreparedCase {
+  std::unique_ptr<OpCase> c;
+  bool cold = false;
+};
+PreparedCase prepare_case(const OpInfo& op, const OpParams& params, bool cold);
+BenchRecord bench_prepared(const OpInfo& op, PreparedCase& p, const MachineProfile& machine,
+                           const BenchOptions& opt);
 
 }  // namespace sol

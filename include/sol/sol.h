@@ -2,6 +2,8 @@
 // Everything public in Sol.
 #include "sol/activation.h"
 #include "sol/bench.h"
+#include "sol/comm.h"
+#include "sol/comm_bench.h"
 #include "sol/copy.h"
 #include "sol/dtype.h"
 #include "sol/embedding.h"

@@ -31,22 +31,26 @@ double measure_now(Unit u, int threads) {
 }
 }  // namespace
 
-BenchRecord bench_case(const OpInfo& op, const OpParams& params, const MachineProfile& machine,
-                       const BenchOptions& opt) {
+PreparedCase prepare_case(const OpInfo& op, const OpParams& params, bool cold) {
+  // Cold sets must outgrow the LLC several times over: with only twice its size, a good part of
+  // the previous run's data is still cached and a memory-bound op beats the DRAM ceiling.
+  const int64_t cold_bytes = 8 * std::max<int64_t>(cpu_features().l3_bytes, 16L << 20);
+  PreparedCase p{op.make(params, cold ? cold_bytes : 0), cold};
+  // The memory floor is taken at DRAM bandwidth, so a case whose bytes would largely stay in
+  // the LLC between runs is measured cold: its inputs rotate through sets that exceed it.
+  const Cost c = p.c->cost();
+  if (!cold && unit_is_memory(c.memory) && c.memory != Unit::l2_read && c.bytes < double(cold_bytes)) {
+    p.c = op.make(params, cold_bytes);
+    p.cold = true;
+  }
+  return p;
+}
+
+BenchRecord bench_prepared(const OpInfo& op, PreparedCase& p, const MachineProfile& machine, const BenchOptions& opt) {
   const int threads = opt.threads > 0 ? opt.threads : num_threads();
   check(threads <= 4096, "bench", "--threads = ", threads, " is not plausible");
   ThreadScope scope(threads);
-
-  const int64_t llc = std::max<long>(cpu_features().l3_bytes, 16L << 20);
-  auto c = op.make(params, opt.cold ? 2 * llc : 0);
-  // The memory floor is taken at DRAM bandwidth, so a case whose bytes would stay in the LLC
-  // between runs is measured cold: its inputs rotate through sets that together exceed it.
-  bool cold = opt.cold;
-  if (!cold && unit_is_memory(c->cost().memory) && c->cost().memory != Unit::l2_read &&
-      c->cost().bytes < 2.0 * double(llc)) {
-    c = op.make(params, 2 * llc);
-    cold = true;
-  }
+  OpCase* c = p.c.get();
 
   BenchRecord r;
   r.op = op.name;
@@ -54,7 +58,7 @@ BenchRecord bench_case(const OpInfo& op, const OpParams& params, const MachinePr
   r.dtype = c->dtype();
   r.isa = std::string(isa_name(active_isa()));
   r.threads = threads;
-  r.cold = cold;
+  r.cold = p.cold;
   r.input_sets = c->input_sets();
   r.cost = c->cost();
   if (opt.run_check) r.check = c->check();
@@ -79,6 +83,12 @@ BenchRecord bench_case(const OpInfo& op, const OpParams& params, const MachinePr
   r.tflops = t > 0 ? r.cost.flops / t / 1e12 : 0;
   r.gbps = t > 0 ? r.cost.bytes / t / 1e9 : 0;
   return r;
+}
+
+BenchRecord bench_case(const OpInfo& op, const OpParams& params, const MachineProfile& machine,
+                       const BenchOptions& opt) {
+  PreparedCase p = prepare_case(op, params, opt.cold);
+  return bench_prepared(op, p, machine, opt);
 }
 
 }  // namespace sol

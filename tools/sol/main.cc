@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   sol::cli::add_check(app, exit_code);
   sol::cli::add_report(app, exit_code);
   sol::cli::add_model(app, exit_code);
+  sol::cli::add_comm(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,32 @@
+#pragma once
+// Bulk byte movement for comm: small messages by memcpy (no thread start-up, no dispatch),
+// large ones by sol::copy (vector kernels, non-temporal stores past the LLC).
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "sol/copy.h"
+#include "sol/tensor.h"
+
+namespace sol::comm::detail {
+
+inline void move_bytes(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  if (bytes < (size_t(64) << 10)) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  sol::copy(Tensor(const_cast<void*>(src), DType::i8, {int64_t(bytes)}),
+            Tensor(dst, DType::i8, {int64_t(bytes)}));
+}
+
+// Part i of n of a range of `count` elements; boundaries on multiples of 16 elements so
+// neighbouring parts never share a cache line.
+inline int64_t part_begin(int64_t count, int i, int n) {
+  if (i <= 0) return 0;
+  if (i >= n) return count;
+  int64_t b = (count * i / n + 15) / 16 * 16;
+  return b < count ? b : count;
+}
+
+}  // namespace sol::comm::detail

@@ -1,0 +1,81 @@
+// MPI point-to-point under a deadline. MPI counts are int, so messages above 1 GiB travel as
+// several consecutive messages on the same tag.
+#include "comm/mpi_transfers.h"
+
+#include <algorithm>
+#include <string>
+
+#include "comm/wait.h"
+
+namespace sol::comm::detail {
+
+namespace {
+constexpr int kTag = 0x501;
+constexpr size_t kMaxMessage = size_t(1) << 30;
+
+template <class Post>
+void post_pieces(const GroupState& s, const Transfer& t, PostedRequests& posted, bool is_send, Post&& post) {
+  size_t off = 0;
+  do {
+    const size_t n = std::min(kMaxMessage, t.bytes - off);
+    posted.requests.emplace_back();
+    posted.peers.push_back(s.world_rank_of[size_t(t.peer)]);
+    posted.is_send.push_back(is_send);
+    post(static_cast<char*>(t.data) + off, int(n), &posted.requests.back());
+    off += n;
+  } while (off < t.bytes);
+}
+}  // namespace
+
+void post_send(GroupState& s, const Transfer& t, PostedRequests& posted) {
+  post_pieces(s, t, posted, true, [&](char* p, int n, MPI_Request* r) {
+    MPI_Isend(p, n, MPI_BYTE, t.peer, kTag, s.comm, r);
+  });
+}
+
+void post_receive(GroupState& s, const Transfer& t, PostedRequests& posted) {
+  post_pieces(s, t, posted, false, [&](char* p, int n, MPI_Request* r) {
+    MPI_Irecv(p, n, MPI_BYTE, t.peer, kTag, s.comm, r);
+  });
+}
+
+bool test_all(PostedRequests& posted, std::string_view op) {
+  if (posted.requests.empty()) return true;
+  int done = 0;
+  int rc = MPI_Testall(int(posted.requests.size()), posted.requests.data(), &done, MPI_STATUSES_IGNORE);
+  if (rc != MPI_SUCCESS) {
+    char text[MPI_MAX_ERROR_STRING] = {};
+    int length = 0;
+    MPI_Error_string(rc, text, &length);
+    comm_failure(std::string(op) + ": cross-node transfer failed (" + text +
+                 "): do the ranks agree on the message sizes?");
+  }
+  return done != 0;
+}
+
+void wait_all(PostedRequests& posted, std::string_view op) {
+  wait_until([&] { return test_all(posted, op); },
+             [&] {
+               // The first request still open names the peer we wait for.
+               for (size_t i = 0; i < posted.requests.size(); ++i) {
+                 int done = 0;
+                 MPI_Request_get_status(posted.requests[i], &done, MPI_STATUS_IGNORE);
+                 if (done) continue;
+                 return WaitFor{op, posted.peers[i], 0,
+                                std::string(posted.is_send[i] ? "an MPI send to" : "an MPI receive from") +
+                                    " it to complete (cross-node)"};
+               }
+               return WaitFor{op, -1, 0, "MPI requests to complete (cross-node)"};
+             });
+  posted = {};
+}
+
+void mpi_exchange(GroupState& s, std::string_view op, const std::vector<Transfer>& sends,
+                  const std::vector<Transfer>& receives) {
+  PostedRequests posted;
+  for (const Transfer& t : receives) post_receive(s, t, posted);
+  for (const Transfer& t : sends) post_send(s, t, posted);
+  wait_all(posted, op);
+}
+
+}  // namespace sol::comm::detail

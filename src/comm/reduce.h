@@ -1,0 +1,25 @@
+#pragma once
+// Element-wise reduction of several sources into one destination, accumulating in f32 and
+// visiting the sources in the given order (so every rank that reduces the same sources gets
+// bit-identical results). f32 and bf16; sum and max.
+#include <cstdint>
+
+#include "sol/comm.h"
+#include "sol/dtype.h"
+
+namespace sol::comm::detail {
+
+bool reducible(DType t);
+// dst may alias any source. `stream`: the caller's working set exceeds the last-level cache, so
+// the results are written with non-temporal stores (no read-for-ownership of dst; fenced
+// before returning, so a release store afterwards publishes them).
+void reduce_sources(void* dst, const void* const* sources, int count_sources, int64_t elements,
+                    DType dtype, ReduceOp op, bool stream = false);
+
+// The two paths behind reduce_sources, chosen at run time (public for the tests).
+void reduce_sources_portable(void* dst, const void* const* sources, int count_sources,
+                             int64_t elements, DType dtype, ReduceOp op);
+void reduce_sources_avx512(void* dst, const void* const* sources, int count_sources,
+                           int64_t elements, DType dtype, ReduceOp op, bool stream);
+
+}  // namespace sol::comm::detail

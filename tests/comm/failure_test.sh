@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Reliability of comm under real failures: a rank that never arrives, ranks that disagree, and
+# a rank killed with SIGKILL in the middle of collectives. Every surviving rank must report a
+# CommError that names the op and the peer within the timeout, and /dev/shm must hold no Sol
+# segment afterwards.
+set -u
+prog=$1
+export SOL_COMM_TIMEOUT_S=2 SOL_NUM_THREADS=1
+mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+shm_clean() { ! ls /dev/shm 2>/dev/null | grep -q "^sol-comm\.$1\."; }
+
+# timeout: rank 0 waits for rank 1, which sleeps past the deadline.
+timeout 60 "${mpirun[@]}" -np 2 "$prog" timeout >"$log" 2>&1
+grep -q "rank 0 CAUGHT CommError: allreduce: timed out after .* waiting for rank 1" "$log" ||
+  fail "timeout: no CommError naming allreduce and rank 1"
+grep "CAUGHT" "$log"
+
+# mismatch: both ranks see that the other called with another size.
+timeout 60 "${mpirun[@]}" -np 2 "$prog" mismatch >"$log" 2>&1
+for r in 0 1; do
+  grep -q "rank $r CAUGHT CommError: allreduce: ranks disagree" "$log" || fail "mismatch: rank $r did not report it"
+done
+grep "CAUGHT" "$log"
+
+# kill: SIGKILL rank 1 in the middle of a stream of 4 MiB allreduces, within one node (3 ranks)
+# and across two emulated nodes (4 ranks: the survivors wait in shared memory and in MPI).
+ms() { echo $(($(date +%s%N) / 1000000)); }
+kill_test() {  # kill_test NAME MPIRUN-ARGS...
+  local name=$1; shift
+  timeout 60 "${mpirun[@]}" "$@" "$prog" kill >"$log" 2>&1 &
+  local job=$!
+  for _ in $(seq 100); do grep -q "rank 1 pid" "$log" && break; sleep 0.1; done
+  local victim pids start took
+  victim=$(sed -n 's/^rank 1 pid \([0-9]*\)$/\1/p' "$log")
+  sleep 0.5
+  pids=$(sed -n 's/^rank [0-9] pid \([0-9]*\)$/\1/p' "$log")
+  start=$(ms)
+  kill -9 "$victim"
+  wait $job
+  took=$(($(ms) - start))
+  echo "$name: job ended ${took} ms after SIGKILL"
+  grep "CAUGHT" "$log"
+  [ "$took" -lt $(((SOL_COMM_TIMEOUT_S + 10) * 1000)) ] || fail "$name: the job took ${took} ms to end"
+  grep -q "NOT CAUGHT" "$log" && fail "$name: a collective returned"
+  grep -q "CAUGHT CommError: allreduce: .*rank 1 .*exited\|CAUGHT CommError: allreduce: timed out" "$log" ||
+    echo "note: mpirun ended every survivor before one reported"
+  for p in $pids; do shm_clean "$p" || fail "$name: /dev/shm still holds segments of pid $p"; done
+}
+kill_test "kill (one node)" -np 3
+kill_test "kill (two nodes)" -np 4 -x SOL_LOCAL_SIZE=2
+
+[ $failures = 0 ] && echo "failure tests passed" || echo "$failures failure test(s) failed"
+exit $failures
