@@ -54,15 +54,9 @@ class GeluCase : public OpCase {
     else gelu(x_[i], y_[i], form_);
   }
   CheckResult check() override {
-    if (quant_) {  // the fusion must equal the composition bit for bit
-      Buffer act(DType::bf16, {rows_, h_}), q(DType::f8e4m3, {rows_, h_}), s(DType::f32, {rows_, h_ / 128});
-      gelu(x_[0], act, form_);
-      quant_fp8_per_token(act, q, s);
-      poison(y_[0]);
-      poison(s_[0]);
-      run(0);
-      return compare_quantized(y_[0], s_[0], q, s);
-    }
+    if (quant_)
+      return check_fused_quant(rows_, h_, [&](const Tensor& act) { gelu(x_[0], act, form_); }, [&] { run(0); },
+                               y_[0], s_[0]);
     Buffer ref(dt_, {rows_, h_});
     gelu_reference(x_[0], ref, form_);
     poison(y_[0]);

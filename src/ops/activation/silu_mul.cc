@@ -3,7 +3,9 @@
 
 #include "kernels/activation.h"
 #include "ops/common/parallel.h"
+#include "ops/common/rows.h"
 #include "ops/common/validate.h"
+#include "ops/quant/fused_quant.h"
 #include "sol/activation.h"
 #include "sol/error.h"
 #include "sol/hw.h"
@@ -26,9 +28,7 @@ void validate_input(const char* op, const Tensor& gu) {
   check(gu.numel() == 0 || gu.stride(1) == 1, op, "gate_up rows must be dense (stride(1) = 1)");
 }
 
-const char* row(const Tensor& t, int64_t r) {
-  return t.data_as<const char>() + r * t.stride(0) * int64_t(dtype_size(t.dtype()));
-}
+char* row(const Tensor& t, int64_t r) { return row_at(t, r); }
 
 }  // namespace
 
@@ -46,34 +46,19 @@ void silu_mul(const Tensor& gu, const Tensor& y) {
   const int64_t es = int64_t(dtype_size(gu.dtype()));
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
-      k(row(gu, r), row(gu, r) + inter * es, gu.dtype(), const_cast<char*>(row(y, r)), y.dtype(), inter);
+      k(row(gu, r), row(gu, r) + inter * es, gu.dtype(), row(y, r), y.dtype(), inter);
   });
 }
 
 void silu_mul_quant_fp8(const Tensor& gu, const Tensor& q, const Tensor& scales, const QuantOptions& qopt) {
   const char* op = "silu_mul_quant_fp8";
   validate_input(op, gu);
-  const int64_t rows = gu.shape(0), inter = gu.shape(1) / 2;
-  check(q.ndim() == 2 && q.shape(0) == rows && q.shape(1) == inter && q.dtype() == DType::f8e4m3, op, "q = ",
-        q.describe(), " but expected [", rows, ", ", inter, "] f8e4m3");
-  check(qopt.group > 0 && inter % qopt.group == 0, op, "inter = ", inter, " but must be a multiple of the group (",
-        qopt.group, ")");
-  check(scales.ndim() == 2 && scales.shape(0) == rows && scales.shape(1) == inter / qopt.group &&
-            scales.dtype() == DType::f32,
-        op, "scales = ", scales.describe(), " but expected [", rows, ", ", inter / qopt.group, "] f32");
+  const int64_t inter = gu.shape(1) / 2;
+  validate_fused_quant(op, "inter", gu.shape(0), inter, q, scales, qopt);
   const SiluMulKernel k = silu_mul_kernel();
   const int64_t es = int64_t(dtype_size(gu.dtype()));
-  // Chunks of rows go through an L1/L2-sized bf16 buffer into the quantizer: one pass over memory.
-  constexpr int64_t kChunk = 16;
-  parallel_ranges(rows, kChunk, [&](int64_t r0, int64_t r1) {
-    std::vector<uint16_t> act(static_cast<size_t>(kChunk * inter));  // once per thread
-    for (int64_t c0 = r0; c0 < r1; c0 += kChunk) {
-      const int64_t c1 = std::min(r1, c0 + kChunk);
-      for (int64_t r = c0; r < c1; ++r)
-        k(row(gu, r), row(gu, r) + inter * es, gu.dtype(), act.data() + (r - c0) * inter, DType::bf16, inter);
-      Tensor chunk(act.data(), DType::bf16, {int64_t(c1 - c0), inter});
-      quant_fp8_per_token(chunk, q.slice(0, c0, c1), scales.slice(0, c0, c1), qopt);
-    }
+  quantize_rows_fp8(gu.shape(0), inter, q, scales, qopt, [&](int64_t r, uint16_t* out) {
+    k(row(gu, r), row(gu, r) + inter * es, gu.dtype(), out, DType::bf16, inter);
   });
 }
 
@@ -101,30 +86,18 @@ void gelu(const Tensor& x, const Tensor& y, GeluForm form) {
   const int64_t h = x.shape(1);
   parallel_ranges(x.shape(0), 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
-      k(row(x, r), x.dtype(), const_cast<char*>(row(y, r)), y.dtype(), h, form == GeluForm::erf);
+      k(row(x, r), x.dtype(), row(y, r), y.dtype(), h, form == GeluForm::erf);
   });
 }
 
 void gelu_quant_fp8(const Tensor& x, const Tensor& q, const Tensor& scales, GeluForm form, const QuantOptions& qopt) {
   const char* op = "gelu_quant_fp8";
   validate_rows(op, "x", x);
-  const int64_t rows = x.shape(0), h = x.shape(1);
-  check(q.ndim() == 2 && q.shape(0) == rows && q.shape(1) == h && q.dtype() == DType::f8e4m3, op, "q = ",
-        q.describe(), " but expected [", rows, ", ", h, "] f8e4m3");
-  check(qopt.group > 0 && h % qopt.group == 0, op, "hidden = ", h, " but must be a multiple of the group (", qopt.group, ")");
-  check(scales.ndim() == 2 && scales.shape(0) == rows && scales.shape(1) == h / qopt.group && scales.dtype() == DType::f32,
-        op, "scales = ", scales.describe(), " but expected [", rows, ", ", h / qopt.group, "] f32");
+  const int64_t h = x.shape(1);
+  validate_fused_quant(op, "hidden", x.shape(0), h, q, scales, qopt);
   const GeluKernel k = gelu_kernel();
-  constexpr int64_t kChunk = 16;
-  parallel_ranges(rows, kChunk, [&](int64_t r0, int64_t r1) {
-    std::vector<uint16_t> act(static_cast<size_t>(kChunk * h));  // once per thread
-    for (int64_t c0 = r0; c0 < r1; c0 += kChunk) {
-      const int64_t c1 = std::min(r1, c0 + kChunk);
-      for (int64_t r = c0; r < c1; ++r)
-        k(row(x, r), x.dtype(), act.data() + (r - c0) * h, DType::bf16, h, form == GeluForm::erf);
-      Tensor chunk(act.data(), DType::bf16, {int64_t(c1 - c0), h});
-      quant_fp8_per_token(chunk, q.slice(0, c0, c1), scales.slice(0, c0, c1), qopt);
-    }
+  quantize_rows_fp8(x.shape(0), h, q, scales, qopt, [&](int64_t r, uint16_t* out) {
+    k(row(x, r), x.dtype(), out, DType::bf16, h, form == GeluForm::erf);
   });
 }
 

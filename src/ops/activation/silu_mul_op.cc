@@ -53,15 +53,9 @@ class SiluMulCase : public OpCase {
     else silu_mul(gu_[i], y_[i]);
   }
   CheckResult check() override {
-    if (quant_) {  // the fusion must equal the composition bit for bit
-      Buffer act(DType::bf16, {rows_, inter_}), q(DType::f8e4m3, {rows_, inter_}), s(DType::f32, {rows_, inter_ / 128});
-      silu_mul(gu_[0], act);
-      quant_fp8_per_token(act, q, s);
-      poison(y_[0]);
-      poison(s_[0]);
-      run(0);
-      return compare_quantized(y_[0], s_[0], q, s);
-    }
+    if (quant_)
+      return check_fused_quant(rows_, inter_, [&](const Tensor& act) { silu_mul(gu_[0], act); }, [&] { run(0); },
+                               y_[0], s_[0]);
     Buffer ref(dt_, {rows_, inter_});
     silu_mul_reference(gu_[0], ref);
     poison(y_[0]);

@@ -4,7 +4,9 @@
 #include <cstring>
 #include <sstream>
 
+#include "ops/common/fill.h"
 #include "ops/common/validate.h"
+#include "sol/quant.h"
 
 namespace sol {
 
@@ -94,6 +96,17 @@ CheckResult compare_quantized(const Tensor& q, const Tensor& scales, const Tenso
   CheckResult rs = compare_bitwise(scales, scales_ref);
   if (!rs.pass) return {false, rs.error, 0, "scales: " + rs.detail};
   return compare_bitwise(q, q_ref);
+}
+
+CheckResult check_fused_quant(int64_t rows, int64_t h, const std::function<void(const Tensor& act)>& unfused,
+                              const std::function<void()>& run_fused, const Tensor& q, const Tensor& scales) {
+  Buffer act(DType::bf16, {rows, h}), q_ref(DType::f8e4m3, {rows, h}), s_ref(DType::f32, {rows, h / 128});
+  unfused(act);
+  quant_fp8_per_token(act, q_ref, s_ref);
+  poison(q);
+  poison(scales);
+  run_fused();
+  return compare_quantized(q, scales, q_ref, s_ref);
 }
 
 }  // namespace sol

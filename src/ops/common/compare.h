@@ -2,6 +2,7 @@
 // Comparisons for checks: bit-exact comparison for ops that must reproduce the reference
 // exactly (copy, cast), and the relative error norm ||out - ref|| / ||ref|| for the rest.
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "sol/registry.h"
@@ -16,5 +17,10 @@ CheckResult compare_relative(const Tensor& out, const Tensor& ref, double tolera
 // FP8 outputs (codes + scales) against expected ones, bit for bit; scales are reported first.
 CheckResult compare_quantized(const Tensor& q, const Tensor& scales, const Tensor& q_ref,
                               const Tensor& scales_ref);
+// A fused "op then per-token FP8 quant" must equal the composition bit for bit: unfused(act)
+// writes the op's bf16 output [rows, h] into act, which is quantized; run_fused() writes q and
+// scales (poisoned first); the two are compared.
+CheckResult check_fused_quant(int64_t rows, int64_t h, const std::function<void(const Tensor& act)>& unfused,
+                              const std::function<void()>& run_fused, const Tensor& q, const Tensor& scales);
 
 }  // namespace sol

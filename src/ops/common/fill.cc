@@ -5,17 +5,12 @@
 #include <limits>
 
 #include "ops/common/parallel.h"
+#include "ops/common/splitmix.h"
 #include "sol/error.h"
 
 namespace sol {
 
 namespace {
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 // Uniform in [-1, 1), a pure function of (seed, i) so threads need no shared state.
 double uniform(uint64_t seed, int64_t i) {
   return double(splitmix64(seed * 0x100000001B3ull + uint64_t(i)) >> 11) * 0x1p-52 - 1.0;

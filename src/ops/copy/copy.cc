@@ -3,7 +3,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/copy.h"
+#include "ops/common/copy_bytes.h"
 #include "ops/common/parallel.h"
 #include "ops/common/streaming.h"
 #include "ops/common/validate.h"
@@ -18,9 +18,7 @@ void copy_contiguous(char* dst, const char* src, int64_t bytes) {
   bool stream = should_stream(bytes);
   // Pieces start on 4 KiB boundaries so threads never share a page or a cache line.
   parallel_ranges(bytes, 4096, [&](int64_t b, int64_t e) {
-    if (isa >= Isa::avx512) kernels::copy_bytes_avx512(dst + b, src + b, e - b, stream);
-    else if (isa >= Isa::avx2) kernels::copy_bytes_avx2(dst + b, src + b, e - b, stream);
-    else kernels::copy_bytes_portable(dst + b, src + b, e - b);
+    copy_bytes(isa, dst + b, src + b, e - b, stream);
   });
 }
 

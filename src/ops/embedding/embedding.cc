@@ -1,6 +1,6 @@
 #include "sol/embedding.h"
 
-#include "kernels/copy.h"
+#include "ops/common/copy_bytes.h"
 #include "ops/common/parallel.h"
 #include "ops/common/streaming.h"
 #include "ops/common/validate.h"
@@ -33,9 +33,7 @@ void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) {
     for (int64_t t = t0; t < t1; ++t) {
       const char* src = table.data_as<const char>() + id[t] * ts;
       char* dst = out.data_as<char>() + t * os;
-      if (isa >= Isa::avx512) kernels::copy_bytes_avx512(dst, src, row_bytes, stream);
-      else if (isa >= Isa::avx2) kernels::copy_bytes_avx2(dst, src, row_bytes, stream);
-      else kernels::copy_bytes_portable(dst, src, row_bytes);
+      copy_bytes(isa, dst, src, row_bytes, stream);
     }
   });
 }

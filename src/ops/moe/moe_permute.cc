@@ -4,8 +4,9 @@
 #include <vector>
 
 #include "kernels/convert.h"
-#include "kernels/copy.h"
+#include "ops/common/copy_bytes.h"
 #include "ops/common/parallel.h"
+#include "ops/common/streaming.h"
 #include "ops/common/validate.h"
 #include "sol/error.h"
 #include "sol/hw.h"
@@ -34,13 +35,6 @@ std::vector<int64_t> block_starts(const Tensor& idx, int64_t experts, int64_t al
   for (int64_t x = 0; x < experts; ++x)
     start[size_t(x + 1)] = start[size_t(x)] + (count[size_t(x)] + alignment - 1) / alignment * alignment;
   return start;
-}
-
-void copy_row(void* dst, const void* src, int64_t bytes, bool stream) {
-  const Isa isa = active_isa();
-  if (isa >= Isa::avx512) kernels::copy_bytes_avx512(dst, src, bytes, stream);
-  else if (isa >= Isa::avx2) kernels::copy_bytes_avx2(dst, src, bytes, stream);
-  else kernels::copy_bytes_portable(dst, src, bytes);
 }
 
 }  // namespace
@@ -90,12 +84,13 @@ void moe_permute(const Tensor& x, const Tensor& idx, int64_t experts, int64_t al
     source[size_t(r)] = int32_t(i / k);
   }
   const int64_t row_bytes = h * int64_t(dtype_size(x.dtype()));
-  const bool stream = rows * row_bytes >= (int64_t(32) << 20);
+  const bool stream = should_stream(rows * row_bytes);
+  const Isa isa = active_isa();
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       char* dst = x_perm.data_as<char>() + r * row_bytes;
       if (source[size_t(r)] < 0) std::memset(dst, 0, size_t(row_bytes));
-      else copy_row(dst, x.data_as<const char>() + source[size_t(r)] * row_bytes, row_bytes, stream);
+      else copy_bytes(isa, dst, x.data_as<const char>() + source[size_t(r)] * row_bytes, row_bytes, stream);
     }
   });
 }

@@ -4,7 +4,9 @@
 
 #include "kernels/norm.h"
 #include "ops/common/parallel.h"
+#include "ops/common/rows.h"
 #include "ops/common/validate.h"
+#include "ops/quant/fused_quant.h"
 #include "sol/error.h"
 #include "sol/hw.h"
 #include "sol/norm.h"
@@ -43,10 +45,7 @@ void validate(const char* op, const Tensor& x, const Tensor& weight, const NormO
   check(x.shape(1) > 0 || x.shape(0) == 0, op, "hidden size is 0");
 }
 
-const void* row(const Tensor& t, int64_t r) {
-  return t.data_as<const char>() + r * t.stride(0) * int64_t(dtype_size(t.dtype()));
-}
-void* row_mut(const Tensor& t, int64_t r) { return const_cast<void*>(row(t, r)); }
+char* row(const Tensor& t, int64_t r) { return row_at(t, r); }
 
 float inverse_rms(float sum_squares, int64_t n, float eps) {
   return 1.0f / std::sqrt(sum_squares / float(n) + eps);
@@ -66,7 +65,7 @@ void rmsnorm(const Tensor& x, const Tensor& weight, const Tensor& y, const NormO
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h), h, opt.eps);
-      k.scale_by_weight(row(x, r), x.dtype(), inv, weight.data(), weight.dtype(), row_mut(y, r), y.dtype(), h);
+      k.scale_by_weight(row(x, r), x.dtype(), inv, weight.data(), weight.dtype(), row(y, r), y.dtype(), h);
     }
   });
 }
@@ -86,10 +85,10 @@ void add_rmsnorm(const Tensor& x, const Tensor& residual, const Tensor& weight, 
   const NormKernels k = norm_kernels();
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      void* res = row_mut(residual, r);
+      void* res = row(residual, r);
       k.add_into(row(x, r), x.dtype(), res, residual.dtype(), h);  // the row stays in L1 for the norm
       float inv = inverse_rms(k.sum_squares(res, residual.dtype(), h), h, opt.eps);
-      k.scale_by_weight(res, residual.dtype(), inv, weight.data(), weight.dtype(), row_mut(y, r), y.dtype(), h);
+      k.scale_by_weight(res, residual.dtype(), inv, weight.data(), weight.dtype(), row(y, r), y.dtype(), h);
     }
   });
 }
@@ -116,7 +115,7 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
       const float dm = sd / float(h);
       const float var = std::max(0.0f, sd2 / float(h) - dm * dm);
       const float inv = 1.0f / std::sqrt(var + opt.eps);
-      apply(row(x, r), x.dtype(), shift, dm, inv, weight.data(), bias ? bias->data() : nullptr, weight.dtype(), row_mut(y, r),
+      apply(row(x, r), x.dtype(), shift, dm, inv, weight.data(), bias ? bias->data() : nullptr, weight.dtype(), row(y, r),
             y.dtype(), h);
     }
   });
@@ -126,32 +125,12 @@ void rmsnorm_quant_fp8(const Tensor& x, const Tensor& weight, const Tensor& q, c
                        const NormOptions& opt, const QuantOptions& qopt) {
   const char* op = "rmsnorm_quant_fp8";
   validate(op, x, weight, opt);
-  check(q.ndim() == 2 && q.shape(0) == x.shape(0) && q.shape(1) == x.shape(1) && q.dtype() == DType::f8e4m3,
-        op, "q = ", q.describe(), " but expected ", x.shape_string(), " f8e4m3");
   const int64_t h = x.shape(1);
-  check(qopt.group > 0 && h % qopt.group == 0, op, "x.shape[1] = ", h, " but must be a multiple of the group (",
-        qopt.group, ")");
-  check(scales.ndim() == 2 && scales.shape(0) == x.shape(0) && scales.shape(1) == h / qopt.group &&
-            scales.dtype() == DType::f32,
-        op, "scales = ", scales.describe(), " but expected [", x.shape(0), ", ", h / qopt.group, "] f32");
-  const int64_t rows = x.shape(0);
+  validate_fused_quant(op, "x.shape[1]", x.shape(0), h, q, scales, qopt);
   const NormKernels k = norm_kernels();
-  // The normalised bf16 rows are produced one chunk of rows at a time into an L1/L2-sized
-  // buffer and quantized from there; only x is read from and q, scales written to memory.
-  constexpr int64_t kChunk = 16;
-  parallel_ranges(rows, kChunk, [&](int64_t r0, int64_t r1) {
-    std::vector<uint16_t> normed(static_cast<size_t>(kChunk * h));  // once per thread
-    for (int64_t c0 = r0; c0 < r1; c0 += kChunk) {
-      const int64_t c1 = std::min(r1, c0 + kChunk);
-      for (int64_t r = c0; r < c1; ++r) {
-        float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h), h, opt.eps);
-        k.scale_by_weight(row(x, r), x.dtype(), inv, weight.data(), weight.dtype(),
-                          normed.data() + (r - c0) * h, DType::bf16, h);
-      }
-      // Inside this parallel region the nested call runs on the calling thread alone.
-      Tensor chunk(normed.data(), DType::bf16, {int64_t(c1 - c0), h});
-      quant_fp8_per_token(chunk, q.slice(0, c0, c1), scales.slice(0, c0, c1), qopt);
-    }
+  quantize_rows_fp8(x.shape(0), h, q, scales, qopt, [&](int64_t r, uint16_t* out) {
+    float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h), h, opt.eps);
+    k.scale_by_weight(row(x, r), x.dtype(), inv, weight.data(), weight.dtype(), out, DType::bf16, h);
   });
 }
 

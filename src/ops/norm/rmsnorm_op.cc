@@ -69,14 +69,8 @@ class RmsNormCase : public OpCase {
   }
   CheckResult check() override {
     if (fuse_ == Fuse::quant) {
-      // The fusion must equal the composition bit for bit: quant(rmsnorm(x) as bf16).
-      Buffer normed(DType::bf16, {rows_, h_}), q(DType::f8e4m3, {rows_, h_}), s(DType::f32, {rows_, h_ / 128});
-      rmsnorm(x_[0], w_, normed);
-      quant_fp8_per_token(normed, q, s);
-      poison(y_[0]);
-      poison(s_[0]);
-      run(0);
-      return compare_quantized(y_[0], s_[0], q, s);
+      return check_fused_quant(rows_, h_, [&](const Tensor& act) { rmsnorm(x_[0], w_, act); }, [&] { run(0); },
+                               y_[0], s_[0]);
     }
     Buffer ref(dt_, {rows_, h_});
     if (fuse_ == Fuse::residual) {

@@ -7,6 +7,7 @@
 #include "kernels/convert.h"
 #include "kernels/quant.h"
 #include "ops/common/parallel.h"
+#include "ops/common/rows.h"
 #include "ops/common/validate.h"
 #include "sol/error.h"
 #include "sol/hw.h"
@@ -72,10 +73,6 @@ void validate(const char* op, const Tensor& x, const Tensor& q, const Tensor& sc
   require_no_overlap(op, "q", q, "scales", scales);
 }
 
-const char* row_ptr(const Tensor& t, int64_t r) {
-  return t.data_as<const char>() + r * t.stride(0) * int64_t(dtype_size(t.dtype()));
-}
-char* row_ptr_mut(const Tensor& t, int64_t r) { return const_cast<char*>(row_ptr(t, r)); }
 
 }  // namespace
 
@@ -105,15 +102,15 @@ void quant_fp8_per_token(const Tensor& x, const Tensor& q, const Tensor& scales,
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     if (fused) {
       for (int64_t r = r0; r < r1; ++r)
-        kernels::quant_row_e4m3_avx512(row_ptr(x, r), x.dtype(), cols, opt.group, opt.scale == ScaleFormat::ue8m0,
-                                       reinterpret_cast<uint8_t*>(row_ptr_mut(q, r)),
-                                       reinterpret_cast<float*>(row_ptr_mut(scales, r)), scales.stride(1));
+        kernels::quant_row_e4m3_avx512(row_at(x, r), x.dtype(), cols, opt.group, opt.scale == ScaleFormat::ue8m0,
+                                       reinterpret_cast<uint8_t*>(row_at(q, r)),
+                                       reinterpret_cast<float*>(row_at(scales, r)), scales.stride(1));
       return;
     }
     std::vector<float> scaled(static_cast<size_t>(cols));  // one row, L1/L2-resident between the passes
     for (int64_t r = r0; r < r1; ++r) {
-      const char* xr = row_ptr(x, r);
-      auto* sr = reinterpret_cast<float*>(row_ptr_mut(scales, r));
+      const char* xr = row_at(x, r);
+      auto* sr = reinterpret_cast<float*>(row_at(scales, r));
       for (int64_t g = 0; g < groups; ++g) {
         const char* xg = xr + g * opt.group * int64_t(es);
         float amax = canonical_amax(k.abs_max(xg, x.dtype(), opt.group));
@@ -121,7 +118,7 @@ void quant_fp8_per_token(const Tensor& x, const Tensor& q, const Tensor& scales,
         sr[g * scales.stride(1)] = s;
         k.scale_to_f32(xg, x.dtype(), fp8_multiplier(amax, s, opt.scale), scaled.data() + g * opt.group, opt.group);
       }
-      k.to_e4m3(scaled.data(), reinterpret_cast<uint8_t*>(row_ptr_mut(q, r)), cols);
+      k.to_e4m3(scaled.data(), reinterpret_cast<uint8_t*>(row_at(q, r)), cols);
     }
   });
 }
@@ -140,11 +137,11 @@ void quant_fp8_per_block(const Tensor& w, const Tensor& q, const Tensor& scales,
     std::vector<float> amax(static_cast<size_t>(groups)), mult(static_cast<size_t>(groups));
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r_begin = b * kBlock, r_end = std::min(rows, r_begin + kBlock);
-      auto* sr = reinterpret_cast<float*>(row_ptr_mut(scales, b));
+      auto* sr = reinterpret_cast<float*>(row_at(scales, b));
       for (int64_t g = 0; g < groups; ++g) {  // amax over the whole 128 x 128 block first
         float m = 0.0f;
         for (int64_t r = r_begin; r < r_end; ++r) {
-          float v = k.abs_max(row_ptr(w, r) + g * kBlock * int64_t(es), w.dtype(), kBlock);
+          float v = k.abs_max(row_at(w, r) + g * kBlock * int64_t(es), w.dtype(), kBlock);
           m = std::isnan(v) || std::isnan(m) ? __builtin_nanf("") : (v > m ? v : m);
         }
         amax[size_t(g)] = canonical_amax(m);
@@ -154,9 +151,9 @@ void quant_fp8_per_block(const Tensor& w, const Tensor& q, const Tensor& scales,
       }
       for (int64_t r = r_begin; r < r_end; ++r) {
         for (int64_t g = 0; g < groups; ++g)
-          k.scale_to_f32(row_ptr(w, r) + g * kBlock * int64_t(es), w.dtype(), mult[size_t(g)],
+          k.scale_to_f32(row_at(w, r) + g * kBlock * int64_t(es), w.dtype(), mult[size_t(g)],
                          scaled.data() + g * kBlock, kBlock);
-        k.to_e4m3(scaled.data(), reinterpret_cast<uint8_t*>(row_ptr_mut(q, r)), cols);
+        k.to_e4m3(scaled.data(), reinterpret_cast<uint8_t*>(row_at(q, r)), cols);
       }
     }
   });
@@ -184,11 +181,11 @@ void dequant_fp8_per_token(const Tensor& q, const Tensor& scales, const Tensor& 
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     std::vector<float> row(static_cast<size_t>(cols));
     for (int64_t r = r0; r < r1; ++r) {
-      auto* qr = reinterpret_cast<const uint8_t*>(row_ptr(q, r));
-      auto* sr = reinterpret_cast<const float*>(row_ptr(scales, r));
+      auto* qr = reinterpret_cast<const uint8_t*>(row_at(q, r));
+      auto* sr = reinterpret_cast<const float*>(row_at(scales, r));
       for (int64_t g = 0; g < groups; ++g)
         k.dequant(qr + g * opt.group, sr[g * scales.stride(1)], row.data() + g * opt.group, opt.group);
-      k.from_f32(row.data(), row_ptr_mut(y, r), y.dtype(), cols);
+      k.from_f32(row.data(), row_at(y, r), y.dtype(), cols);
     }
   });
 }

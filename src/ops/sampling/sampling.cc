@@ -5,18 +5,12 @@
 #include <vector>
 
 #include "ops/common/parallel.h"
+#include "ops/common/splitmix.h"
 #include "sol/error.h"
 
 namespace sol {
 
 namespace {
-
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 // Candidate order: larger probability first, then the lower id.
 struct Candidate {
@@ -69,7 +63,7 @@ int32_t sample_row(const void* row, DType t, int64_t v, const SamplingOptions& o
 }  // namespace
 
 double sampling_uniform(uint64_t seed, int64_t row) {
-  return double(mix(mix(seed) ^ uint64_t(row)) >> 11) * 0x1p-53;
+  return double(splitmix64(splitmix64(seed) ^ uint64_t(row)) >> 11) * 0x1p-53;
 }
 
 void sample(const Tensor& logits, const Tensor& ids, const SamplingOptions& o) {
