@@ -23,7 +23,7 @@ struct CpuFeatures {
   int logical_cpus = 0;    // CPUs this process may run on
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
-  bool avx512_bf16 = false, avx512_fp16 = false;
+  bool avx512_bf16 = false, avx512_fp16 = false, avx512_vnni = false;
   bool amx_tile = false, amx_bf16 = false, amx_int8 = false;
   bool os_avx = false;     // XCR0 enables YMM state
   bool os_avx512 = false;  // XCR0 enables opmask + ZMM state
@@ -47,6 +47,7 @@ bool enable_amx();
 enum class Unit {
   fma_f32,    // AVX-512 FMA, fp32
   dot_bf16,   // AVX512-BF16 vdpbf16ps
+  dot_s8,     // AVX512-VNNI vpdpbusd (u8 x s8 -> s32), in OP/s
   amx_bf16,   // AMX TDPBF16PS
   amx_int8,   // AMX TDPBSSD
   mem_read,   // DRAM read, arrays far larger than the LLC
@@ -55,9 +56,10 @@ enum class Unit {
   l2_read,    // L2-resident read
   clock,      // core clock from a dependent integer chain
 };
-inline constexpr Unit kAllUnits[] = {Unit::fma_f32,  Unit::dot_bf16,  Unit::amx_bf16,
-                                     Unit::amx_int8, Unit::mem_read,  Unit::mem_copy,
-                                     Unit::mem_triad, Unit::l2_read,  Unit::clock};
+inline constexpr Unit kAllUnits[] = {Unit::fma_f32,  Unit::dot_bf16, Unit::dot_s8,
+                                     Unit::amx_bf16, Unit::amx_int8, Unit::mem_read,
+                                     Unit::mem_copy, Unit::mem_triad, Unit::l2_read,
+                                     Unit::clock};
 std::string_view unit_name(Unit u);   // "fma_f32", ...
 std::string_view unit_label(Unit u);  // "GFLOP/s", "GB/s", "GHz" (display scale)
 double unit_display_scale(Unit u);    // divide a raw value by this for display (1e9)

@@ -204,6 +204,7 @@ double load_as_double(const void* base, DType t, size_t i) {
     case DType::f8e5m2: return widen_to_double<uint8_t>(base, i, kE5M2);
     case DType::i8: return load_element<int8_t>(base, i);
     case DType::i32: return load_element<int32_t>(base, i);
+    case DType::u8: return load_element<uint8_t>(base, i);
   }
   fail("load_as_double", "invalid DType value ", int(t));
 }
@@ -218,6 +219,7 @@ void store_from_double(void* base, DType t, size_t i, double v) {
     case DType::i8: return store_element(base, i, int8_t(round_saturate(v, INT8_MIN, INT8_MAX)));
     case DType::i32:
       return store_element(base, i, int32_t(round_saturate(v, INT32_MIN, INT32_MAX)));
+    case DType::u8: return store_element(base, i, uint8_t(round_saturate(v, 0, UINT8_MAX)));
   }
   fail("store_from_double", "invalid DType value ", int(t));
 }

@@ -18,6 +18,7 @@ inline constexpr int kAccumulatorChoices[] = {8, 12, 16, 24};
 // ceiling_loops_avx512.cc
 double fma_f32(int accumulators, long iterations);
 double dot_bf16(int accumulators, long iterations);
+double dot_s8(int accumulators, long iterations);  // vpdpbusd; returns OPs (multiply + add)
 // `floats` must be a multiple of kStreamBlockFloats and the pointers 64-byte aligned.
 inline constexpr size_t kStreamBlockFloats = 128;
 double read(const float* data, size_t floats, long passes);

@@ -61,7 +61,34 @@ FULL_SPEED double dot_bf16_chains(long iterations) {
   return double(iterations) * kChainRepeats * kAccumulators * kFlopPerDot;
 }
 
+template <int kAccumulators>
+FULL_SPEED double dot_s8_chains(long iterations) {
+  __m512i acc[kAccumulators];
+  for (int j = 0; j < kAccumulators; ++j) acc[j] = _mm512_setzero_si512();
+  // 1 * 1 products: the int32 sums wrap after 2^29 trips, which costs nothing and is harmless.
+  const __m512i a = _mm512_set1_epi8(1), b = _mm512_set1_epi8(1);
+  for (long i = 0; i < iterations; ++i) {
+#pragma GCC unroll 128
+    for (int r = 0; r < kChainRepeats * kAccumulators; ++r)
+      acc[r % kAccumulators] = _mm512_dpbusd_epi32(acc[r % kAccumulators], a, b);
+  }
+  for (int j = 1; j < kAccumulators; ++j) acc[0] = _mm512_add_epi32(acc[0], acc[j]);
+  __asm__ volatile("" : : "v"(acc[0]));
+  constexpr double kOpPerDot = 16 * 4 * 2;  // 16 lanes, each four u8 x s8 products and adds
+  return double(iterations) * kChainRepeats * kAccumulators * kOpPerDot;
+}
+
 }  // namespace
+
+double dot_s8(int accumulators, long iterations) {
+  switch (accumulators) {
+    case 8: return dot_s8_chains<8>(iterations);
+    case 12: return dot_s8_chains<12>(iterations);
+    case 16: return dot_s8_chains<16>(iterations);
+    case 24: return dot_s8_chains<24>(iterations);
+  }
+  fail("dot_s8 loop", "no loop built for ", accumulators, " accumulators");
+}
 
 double fma_f32(int accumulators, long iterations) {
   switch (accumulators) {

@@ -39,6 +39,9 @@ std::optional<std::string> unavailable_reason(Unit u) {
     case Unit::dot_bf16:
       if (!has_avx512_loops(f) || !f.avx512_bf16) return std::string("no AVX512_BF16");
       return std::nullopt;
+    case Unit::dot_s8:
+      if (!has_avx512_loops(f) || !f.avx512_vnni) return std::string("no AVX512_VNNI");
+      return std::nullopt;
     default:
       if (!has_avx512_loops(f)) return std::string("no AVX-512 (CPU or OS)");
       return std::nullopt;
@@ -93,6 +96,11 @@ Rate fma_f32_rate(const RateOptions& o) {
 Rate dot_bf16_rate(const RateOptions& o) {
   static const int accumulators = fastest_accumulator_count(ceiling_loops::dot_bf16);
   return arithmetic_rate(ceiling_loops::dot_bf16, accumulators, "vdpbf16ps zmm", o);
+}
+
+Rate dot_s8_rate(const RateOptions& o) {
+  static const int accumulators = fastest_accumulator_count(ceiling_loops::dot_s8);
+  return arithmetic_rate(ceiling_loops::dot_s8, accumulators, "vpdpbusd zmm", o);
 }
 
 // One pass over a DRAM share takes tens of milliseconds, so a repetition is a single pass.
@@ -173,6 +181,7 @@ Rate measure_rate(Unit u, int threads, double seconds) {
   switch (u) {
     case Unit::fma_f32: return fma_f32_rate(o);
     case Unit::dot_bf16: return dot_bf16_rate(o);
+    case Unit::dot_s8: return dot_s8_rate(o);
     case Unit::amx_bf16:
       return {best_parallel_rate([](int, long it) { return ceiling_loops::amx_bf16(it); }, o),
               "TDPBF16PS 16x16x32, 4 tile accumulators"};

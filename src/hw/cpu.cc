@@ -134,11 +134,12 @@ void request_amx_permission(CpuFeatures& f) {
 }
 
 // Each level requires everything its translation units are compiled with
-// (cmake/SolIsaFlags.cmake): an _avx512.cc file may use AVX512-BF16, an _amx.cc file all of AMX.
+// (cmake/SolIsaFlags.cmake): an _avx512.cc file may use AVX512-BF16 and AVX512-VNNI (every CPU
+// with the former has the latter), an _amx.cc file all of AMX.
 Isa best_isa_of(const CpuFeatures& f) {
   bool avx2 = f.os_avx && f.avx2 && f.fma && f.f16c;
   bool avx512 = avx2 && f.os_avx512 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq &&
-                f.avx512_bf16;
+                f.avx512_bf16 && f.avx512_vnni;
   bool amx = avx512 && f.amx_permitted;
   return amx ? Isa::amx : avx512 ? Isa::avx512 : avx2 ? Isa::avx2 : Isa::scalar;
 }
@@ -172,6 +173,7 @@ CpuFeatures detect() {
     f.avx512_fp16 = bit(l7.edx, 23);
     f.amx_tile = bit(l7.edx, 24);
     f.amx_int8 = bit(l7.edx, 25);
+    f.avx512_vnni = bit(l7.ecx, 11);
     if (l7.eax >= 1) f.avx512_bf16 = bit(cpuid(7, 1).eax, 5);
   }
   // The tile state must also be an XSAVE-managed component (leaf 0xD), or the OS cannot

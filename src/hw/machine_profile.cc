@@ -15,13 +15,13 @@ using nlohmann::json;
 
 // Bump when a field or a unit's meaning changes: an older cache is then re-measured rather
 // than misread.
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;  // 2: dot_s8 added
 
 // The raw unit stored values are in (display labels are a giga-prefix of these).
 std::string_view raw_unit(Unit u) {
   if (unit_is_memory(u)) return "B/s";
   if (u == Unit::clock) return "Hz";
-  if (u == Unit::amx_int8) return "OP/s";
+  if (u == Unit::amx_int8 || u == Unit::dot_s8) return "OP/s";
   return "FLOP/s";
 }
 

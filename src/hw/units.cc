@@ -10,6 +10,7 @@ std::string_view unit_name(Unit u) {
   switch (u) {
     case Unit::fma_f32: return "fma_f32";
     case Unit::dot_bf16: return "dot_bf16";
+    case Unit::dot_s8: return "dot_s8";
     case Unit::amx_bf16: return "amx_bf16";
     case Unit::amx_int8: return "amx_int8";
     case Unit::mem_read: return "mem_read";
@@ -24,7 +25,7 @@ std::string_view unit_name(Unit u) {
 std::string_view unit_label(Unit u) {
   if (unit_is_memory(u)) return "GB/s";
   if (u == Unit::clock) return "GHz";
-  if (u == Unit::amx_int8) return "GOP/s";
+  if (u == Unit::amx_int8 || u == Unit::dot_s8) return "GOP/s";
   return "GFLOP/s";
 }
 

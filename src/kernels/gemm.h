@@ -7,7 +7,11 @@
 //                                                                bf16 a[k/2][kGemmMR][2]
 //   B panel: kGemmNR columns (zero beyond N), K-major:          f32  b[k][kGemmNR]
 //                                                                bf16 b[k/2][kGemmNR][2]
-//   bf16 pairs (k, k+1) are what vdpbf16ps multiplies; an odd K is padded with a zero pair half.
+//   int8 A panel: u8 quads                                      a[k/4][kGemmMR][4]
+//   int8 B panel: s8 quads                                      b[k/4][kGemmNR][4]
+//   bf16 pairs (k, k+1) are what vdpbf16ps multiplies, u8 x s8 quads what vpdpbusd does; a K
+//   that is not a multiple of 2 (4) is padded with zeros. An s8 A is packed as a + 128 (u8),
+//   and the tile then starts from -128 * (column sums of B) so the sums stay exact.
 #include <cstdint>
 
 namespace sol::kernels {
@@ -29,7 +33,7 @@ struct GemmEpilogue {
   bool silu = false;
   void* d = nullptr;
   int64_t ldd = 0;
-  bool d_bf16 = false;
+  bool d_bf16 = false;  // int8 kernel: D is int32 (and C too), alpha 1, beta 0 or 1
 };
 
 struct GemmTile {
@@ -41,9 +45,20 @@ struct GemmTile {
   int64_t ldp = 0;
   bool first = true;                    // start from zero, not from partial
   const GemmEpilogue* last = nullptr;   // set on the final K block: write D, not partial
+  // fp8 block scales (bf16 kernel; k_steps a multiple of kScaleGroupSteps): each group of 128
+  // K values is summed on its own, then added to the tile as sum * sa[i * lds_a + g] * sb[g]
+  // for row i and group g; a null sa means 1 (weight-only fp8).
+  const float* sa = nullptr;
+  int64_t lds_a = 0;
+  const float* sb = nullptr;
+  // int8 kernel: per-column start values of this K block (32 int32), or null for zero.
+  const int32_t* start = nullptr;
 };
+
+inline constexpr int64_t kScaleGroupSteps = 64;  // 128 K values as bf16 pairs
 
 void gemm_tile_f32_avx512(const GemmTile& t);
 void gemm_tile_bf16_avx512(const GemmTile& t);
+void gemm_tile_s8_avx512(const GemmTile& t);  // partial and D hold int32 here
 
 }  // namespace sol::kernels

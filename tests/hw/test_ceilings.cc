@@ -53,6 +53,16 @@ TEST(Ceilings, QuickDotBf16IsPlausibleOrExplained) {
   expect_plausible(Unit::dot_bf16, 10e9, 2000e9);
 }
 
+TEST(Ceilings, QuickDotS8IsPlausibleOrExplained) {
+  Ceiling c = measure_ceiling(Unit::dot_s8, 1, kQuickSeconds);
+  if (!cpu_features().avx512_vnni) {
+    EXPECT_FALSE(c.available);
+    EXPECT_EQ(c.note, "no AVX512_VNNI");
+    return;
+  }
+  expect_plausible(Unit::dot_s8, 20e9, 4000e9);
+}
+
 TEST(Ceilings, AllThreadsRunsEveryCpu) {
   int n = cpu_features().logical_cpus;
   Ceiling c = measure_ceiling(Unit::fma_f32, n, kQuickSeconds);

@@ -76,14 +76,14 @@ std::string roofline_svg(const MachineProfile& m, const std::vector<BenchRecord>
   // Panel 1: roofline in FLOP/s over FLOP/byte, ceilings at all threads.
   LogAxes roof{-2, 4, 9, 14, 0, 0};
   s += frame(roof, fmt::format("Roofline ({} threads)", all), "arithmetic intensity (FLOP/byte)", "FLOP/s");
-  const char* colors[] = {"#2e7d32", "#6a1b9a", "#ef6c00", "#00838f"};
+  const char* colors[] = {"#2e7d32", "#6a1b9a", "#c62828", "#ef6c00", "#00838f"};
   int ci = 0;
   const Ceiling& bw = m.get(Unit::mem_copy);
-  for (Unit cu : {Unit::fma_f32, Unit::dot_bf16, Unit::amx_bf16, Unit::amx_int8}) {
+  for (Unit cu : {Unit::fma_f32, Unit::dot_bf16, Unit::dot_s8, Unit::amx_bf16, Unit::amx_int8}) {
     const Ceiling& c = m.get(cu);
     if (!c.available || !bw.available) continue;
     double ridge = c.all_threads / bw.all_threads;  // intensity where the roof meets the slope
-    const char* col = colors[ci++ % 4];
+    const char* col = colors[ci++ % 5];
     s += fmt::format("<polyline fill='none' stroke='{}' stroke-width='2' points='{:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f}'/>\n", col,
                      roof.px(1e-2), roof.py(bw.all_threads * 1e-2), roof.px(ridge), roof.py(c.all_threads),
                      roof.px(1e4), roof.py(c.all_threads));

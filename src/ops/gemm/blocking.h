@@ -17,7 +17,8 @@ struct Blocking {
 };
 
 // KC: the B micro-panel (KC x 32) is reused from L1 by every A panel of the block, so it gets
-//     32 KiB of the 48 KiB L1 (f32: 256 x 32 x 4 B; bf16: 512 x 32 x 2 B); the rest holds the
+//     32 KiB of the 48 KiB L1 (f32: 256 x 32 x 4 B; bf16: 512 x 32 x 2 B; int8: 1024 x 32 x
+//     1 B; fp8 runs as bf16, and 512 is four of its 128-wide scale groups); the rest holds the
 //     A panel streaming in from L2 (12 x KC, 12 KiB) and the C tile. A longer KC also amortises
 //     the 24 partial-sum loads and stores of a tile over 12 * KC cycles of FMAs (~1.5%).
 // MC: the A block (MC x KC, 384 KiB either way) stays in the 1 MiB L2 while the B micro-panels
@@ -43,7 +44,7 @@ inline Blocking choose_blocking(DType in, int64_t m_total, int64_t m_rows, int64
   using kernels::kGemmNR;
   Blocking b;
   const bool skinny = m_total <= 16;
-  b.kc = skinny ? std::max<int64_t>(2, (k + 1) / 2 * 2) : in == DType::bf16 ? 512 : 256;
+  b.kc = skinny ? std::max<int64_t>(4, (k + 3) / 4 * 4) : in == DType::bf16 ? 512 : in == DType::i8 ? 1024 : 256;
   b.mc = 384;
   b.nc = skinny ? 64 : 2048;
   if (partials_in_workspace && k > b.kc) {

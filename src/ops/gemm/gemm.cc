@@ -15,8 +15,6 @@ namespace {
 
 using gemm_detail::GemmProblem;
 
-bool is_gemm_input(DType t) { return t == DType::f32 || t == DType::bf16; }
-
 void require_matrix(const char* name, const Tensor& t) {
   check(t.ndim() == 2, "gemm", name, " must be 2-D but ", name, ".shape = ", t.shape_string());
   check(t.shape(1) <= 1 || t.stride(1) == 1, "gemm", name, ".strides[1] = ", t.stride(1),
@@ -30,22 +28,49 @@ bool same_view(const Tensor& x, const Tensor& y) {
          (x.shape(0) <= 1 || x.stride(0) == y.stride(0));
 }
 
-// Checks A, D, C, bias and the options; fills everything of the problem but B.
+void require_scales(const char* name, const Tensor& t, int64_t rows, int64_t cols) {
+  require_matrix(name, t);
+  check(t.dtype() == DType::f32, "gemm", name, ".dtype = ", dtype_name(t.dtype()), " but must be f32");
+  check(t.shape(0) == rows && t.shape(1) == cols, "gemm", name, ".shape = ", t.shape_string(),
+        " but must be [", rows, ", ", cols, "]");
+}
+
+// The micro-kernel type of an (A, B) pair, or an error naming the pairs Sol multiplies.
+DType compute_type_of(DType a, DType b) {
+  if (a == DType::f32 && b == DType::f32) return DType::f32;
+  if ((a == DType::bf16 || a == DType::f8e4m3) && (b == DType::bf16 || b == DType::f8e4m3) &&
+      !(a == DType::f8e4m3 && b == DType::bf16))
+    return DType::bf16;
+  if ((a == DType::i8 || a == DType::u8) && b == DType::i8) return DType::i8;
+  fail("gemm", "a.dtype = ", dtype_name(a), " with b.dtype = ", dtype_name(b),
+       " is not supported (f32 x f32, bf16 x bf16, i8 x i8, u8 x i8, f8e4m3 x f8e4m3, bf16 x f8e4m3)");
+}
+
+// Checks A, D, C, bias, scales and the options; fills everything of the problem but B.
 GemmProblem describe(const Tensor& a, int64_t n, DType b_dtype, const Tensor& d, const GemmOptions& opt) {
   require_matrix("a", a);
   require_matrix("d", d);
-  check(is_gemm_input(a.dtype()), "gemm", "a.dtype = ", dtype_name(a.dtype()), " but must be f32 or bf16");
-  check(b_dtype == a.dtype(), "gemm", "a.dtype = ", dtype_name(a.dtype()), " but b.dtype = ",
-        dtype_name(b_dtype), " (both must match)");
-  const int64_t m = a.shape(0);
+  const DType in = compute_type_of(a.dtype(), b_dtype);
+  const int64_t m = a.shape(0), k = a.shape(1);
   check(d.shape(0) == m, "gemm", "d.shape[0] = ", d.shape(0), " but a.shape[0] = ", m);
   check(d.shape(1) == n, "gemm", "d.shape[1] = ", d.shape(1), " but B has n = ", n);
-  if (a.dtype() == DType::f32)
+  if (in == DType::f32)
     check(d.dtype() == DType::f32, "gemm", "d.dtype = ", dtype_name(d.dtype()),
           " but f32 inputs give an f32 output");
-  else
+  else if (in == DType::bf16)
     check(d.dtype() == DType::f32 || d.dtype() == DType::bf16, "gemm", "d.dtype = ",
-          dtype_name(d.dtype()), " but bf16 inputs give an f32 or bf16 output");
+          dtype_name(d.dtype()), " but ", dtype_name(a.dtype()), " x ", dtype_name(b_dtype),
+          " gives an f32 or bf16 output");
+  else
+    check(d.dtype() == DType::i32, "gemm", "d.dtype = ", dtype_name(d.dtype()),
+          " but int8 inputs give an i32 output");
+  if (in == DType::i8) {
+    check(opt.alpha == 1.0f, "gemm", "alpha = ", opt.alpha, " but int8 GEMM is exact: alpha must be 1");
+    check(opt.beta == 0.0f || opt.beta == 1.0f, "gemm", "beta = ", opt.beta,
+          " but int8 GEMM takes beta 0 or 1 (D = A*B or D = A*B + C)");
+    check(!opt.bias && opt.activation == Activation::none, "gemm",
+          "int8 GEMM has no bias or activation epilogue (its output is exact int32)");
+  }
   check(m <= 1 || d.stride(0) >= n, "gemm", "d.strides[0] = ", d.stride(0),
         " but rows of d would overlap (needs >= ", n, ")");
   require_no_overlap("gemm", "d", d, "a", a);
@@ -53,8 +78,10 @@ GemmProblem describe(const Tensor& a, int64_t n, DType b_dtype, const Tensor& d,
   GemmProblem p;
   p.m = m;
   p.n = n;
-  p.k = a.shape(1);
-  p.in = a.dtype();
+  p.k = k;
+  p.in = in;
+  p.a_type = a.dtype();
+  p.b_type = b_dtype;
   p.a = a.data();
   p.lda = a.stride(0);
   p.d = d.data();
@@ -86,6 +113,20 @@ GemmProblem describe(const Tensor& a, int64_t n, DType b_dtype, const Tensor& d,
     p.bias = bias.data_as<const float>();
   }
   p.silu = opt.activation == Activation::silu;
+
+  const bool fp8 = a.dtype() == DType::f8e4m3 || b_dtype == DType::f8e4m3;
+  if (fp8)
+    check(k % kFp8ScaleBlock == 0, "gemm", "k = ", k, " but fp8 block scales need k % ",
+          kFp8ScaleBlock, " == 0");
+  if (a.dtype() == DType::f8e4m3) {
+    check(opt.a_scales != nullptr, "gemm", "an f8e4m3 a needs a_scales (f32 [M, K/128])");
+    require_scales("a_scales", *opt.a_scales, m, k / kFp8ScaleBlock);
+    p.a_scales = opt.a_scales->data_as<const float>();
+    p.lds_a = opt.a_scales->stride(0);
+  } else {
+    check(opt.a_scales == nullptr, "gemm", "a_scales given but a.dtype = ", dtype_name(a.dtype()),
+          " (only f8e4m3 takes them)");
+  }
   return p;
 }
 
@@ -97,6 +138,19 @@ void run(const GemmProblem& p) {
 
 }  // namespace
 
+namespace gemm_detail {
+void require_b_scales(const char* op, const Tensor& t, int64_t n, int64_t k) {
+  check(t.ndim() == 2, op, "b_scales must be 2-D but b_scales.shape = ", t.shape_string());
+  check(t.dtype() == DType::f32, op, "b_scales.dtype = ", dtype_name(t.dtype()), " but must be f32");
+  check(k % kFp8ScaleBlock == 0, op, "k = ", k, " but fp8 block scales need k % ", kFp8ScaleBlock, " == 0");
+  const int64_t rows = (n + kFp8ScaleBlock - 1) / kFp8ScaleBlock, cols = k / kFp8ScaleBlock;
+  check(t.shape(0) == rows && t.shape(1) == cols, op, "b_scales.shape = ", t.shape_string(),
+        " but must be [", rows, ", ", cols, "] for n = ", n, ", k = ", k);
+  check(t.shape(1) <= 1 || t.stride(1) == 1, op, "b_scales.strides[1] = ", t.stride(1), " but must be 1");
+  require_data(op, "b_scales", t);
+}
+}  // namespace gemm_detail
+
 void gemm(const Tensor& a, const Tensor& b, const Tensor& d, const GemmOptions& opt) {
   require_matrix("b", b);
   const bool nn = opt.layout == Layout::nn;
@@ -107,6 +161,15 @@ void gemm(const Tensor& a, const Tensor& b, const Tensor& d, const GemmOptions& 
   GemmProblem p = describe(a, n, b.dtype(), d, opt);
   require_no_overlap("gemm", "d", d, "b", b);
   p.b = {b.data(), b.stride(0), opt.layout};
+  if (b.dtype() == DType::f8e4m3) {
+    check(opt.b_scales != nullptr, "gemm", "an f8e4m3 b needs b_scales (f32 [ceil(N/128), K/128])");
+    gemm_detail::require_b_scales("gemm", *opt.b_scales, n, k);
+    p.b_scales = opt.b_scales->data_as<const float>();
+    p.lds_b = opt.b_scales->stride(0);
+  } else {
+    check(opt.b_scales == nullptr, "gemm", "b_scales given but b.dtype = ", dtype_name(b.dtype()),
+          " (only f8e4m3 takes them)");
+  }
   run(p);
 }
 
@@ -115,7 +178,12 @@ void gemm(const Tensor& a, const PackedMatrix& b, const Tensor& d, const GemmOpt
   if (a.ndim() == 2)
     check(a.shape(1) == b.k(), "gemm", "a.shape[1] = ", a.shape(1), " but packed b.k = ", b.k());
   GemmProblem p = describe(a, b.n(), b.dtype(), d, opt);
+  check(opt.b_scales == nullptr, "gemm", "b_scales given with a PackedMatrix (it carries its own)");
   p.packed = &b.impl();
+  if (b.dtype() == DType::f8e4m3) {
+    p.b_scales = b.impl().scales.tensor().data_as<const float>();
+    p.lds_b = b.impl().scales.tensor().stride(0);
+  }
   run(p);
 }
 

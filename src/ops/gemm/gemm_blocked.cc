@@ -4,6 +4,7 @@
 // operations whatever the thread count, partition or packing of B.
 #include <algorithm>
 
+#include "kernels/convert.h"
 #include "ops/common/parallel.h"
 #include "ops/gemm/blocking.h"
 #include "ops/gemm/packing.h"
@@ -20,7 +21,7 @@ using kernels::kGemmNR;
 
 // Per-thread scratch, kept between calls: growing it is the only allocation on the hot path.
 struct Workspace {
-  Buffer a, b, partial;
+  Buffer a, b, partial, start;
   static void* reserve(Buffer& buf, int64_t bytes) {
     if (int64_t(buf.bytes()) < bytes) buf = Buffer(size_t(bytes));
     return buf.data();
@@ -36,14 +37,25 @@ Workspace& thread_workspace() {
 void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   const bool partial_in_d = !p.d_bf16 && !p.c_is_d();
   const Blocking blk = choose_blocking(p.in, p.m, m1 - m0, n1 - n0, p.k, !partial_in_d);
-  const int64_t es_in = int64_t(dtype_size(p.in)), es_d = p.d_bf16 ? 2 : 4;
-  const auto tile_kernel = p.in == DType::bf16 ? kernels::gemm_tile_bf16_avx512 : kernels::gemm_tile_f32_avx512;
+  const int64_t es_d = p.d_bf16 ? 2 : 4;
+  // Bytes of one packed B element in the compute type (every K step is 32 bits per column).
+  const int64_t es_in = 4 / k_group(p.in);
+  const auto tile_kernel = p.in == DType::bf16 ? kernels::gemm_tile_bf16_avx512
+                           : p.in == DType::i8 ? kernels::gemm_tile_s8_avx512
+                                               : kernels::gemm_tile_f32_avx512;
+  // A packed fp8 B stays fp8 until used: each (NC, KC) block is widened into the B workspace.
+  const bool widen_packed = p.packed && p.packed->dtype == DType::f8e4m3;
+  // s8 A rides vpdpbusd as a + 128; the tile starts from -128 * column sums to undo it.
+  const bool s8_correction = p.in == DType::i8 && p.a_type == DType::i8;
 
   Workspace& ws = thread_workspace();
   const int64_t kc_max = std::min(blk.kc, std::max<int64_t>(p.k, 1));
   const int64_t steps_max = k_steps(p.in, kc_max);
   void* a_pack = Workspace::reserve(ws.a, blk.mc * steps_max * kGemmMR * 4);
-  void* b_pack = p.packed ? nullptr : Workspace::reserve(ws.b, blk.nc * steps_max * 4);
+  void* b_pack = p.packed && !widen_packed ? nullptr : Workspace::reserve(ws.b, blk.nc * steps_max * 4);
+  int32_t* start = s8_correction && !p.packed
+                       ? static_cast<int32_t*>(Workspace::reserve(ws.start, blk.nc * 4))
+                       : nullptr;
   float* partial = partial_in_d || p.k <= blk.kc
                        ? nullptr
                        : static_cast<float*>(Workspace::reserve(ws.partial, (m1 - m0) * blk.nc * 4));
@@ -55,19 +67,26 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
       const int64_t kc = std::min(blk.kc, p.k - pc), steps = k_steps(p.in, kc);
       const void* b_base;
       int64_t panel_elems;
-      if (p.packed) {
+      if (widen_packed) {
+        panel_elems = steps * 2 * kGemmNR;
+        for (int64_t jr = 0; jr < nc; jr += kGemmNR)
+          kernels::convert_avx512(p.packed->at(pc, jc + jr), DType::f8e4m3,
+                                  static_cast<uint16_t*>(b_pack) + (jr / kGemmNR) * panel_elems, DType::bf16,
+                                  panel_elems, false);
+        b_base = b_pack;
+      } else if (p.packed) {
         b_base = p.packed->at(pc, jc);
         panel_elems = p.packed->panel_elems;
       } else {
-        panel_elems = steps * (p.in == DType::bf16 ? 2 : 1) * kGemmNR;
-        pack_b_block(p.b, p.in, p.n, pc, kc, jc, nc, b_pack, panel_elems);
+        panel_elems = steps * k_group(p.in) * kGemmNR;
+        pack_b_block(p.b, p.b_type, p.n, pc, kc, jc, nc, b_pack, panel_elems, start);
         b_base = b_pack;
       }
       const bool first = pc == 0, last = pc + kc >= p.k;
 
       for (int64_t ic = m0; ic < m1; ic += blk.mc) {
         const int64_t mc = std::min(blk.mc, m1 - ic);
-        pack_a_block(p.a, p.lda, p.in, ic, mc, pc, kc, a_pack);
+        pack_a_block(p.a, p.lda, p.a_type, ic, mc, pc, kc, a_pack);
 
         for (int64_t jr = 0; jr < nc; jr += kGemmNR) {
           const int64_t col = jc + jr;
@@ -76,11 +95,20 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
           t.k_steps = steps;
           t.b = static_cast<const char*>(b_base) + (jr / kGemmNR) * panel_elems * es_in;
           t.first = first;
+          if (p.b_scales) t.sb = p.b_scales + (col / kFp8ScaleBlock) * p.lds_b + pc / kFp8ScaleBlock;
+          if (s8_correction) {
+            if (!p.packed) t.start = start + jr;
+            else if (first) t.start = static_cast<const int32_t*>(p.packed->start.data()) + col;
+          }
           const char* a_panel = static_cast<const char*>(a_pack);
           for (int64_t ir = 0; ir < mc; ir += t.m, a_panel += steps * kGemmMR * 4) {
             const int64_t row = ic + ir;
             t.m = int(a_panel_rows(mc, ir));
             t.a = a_panel;
+            if (p.a_scales) {
+              t.sa = p.a_scales + row * p.lds_a + pc / kFp8ScaleBlock;
+              t.lds_a = p.lds_a;
+            }
             if (partial_in_d) {
               t.partial = static_cast<float*>(p.d) + row * p.ldd + col;
               t.ldp = p.ldd;

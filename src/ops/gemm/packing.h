@@ -14,9 +14,12 @@ namespace sol {
 
 struct PackedMatrix::Impl {
   int64_t k = 0, n = 0;
-  DType dtype = DType::f32;
-  int64_t panel_elems = 0;  // elements per 32-column panel: k (rounded up to even for bf16) * 32
+  DType dtype = DType::f32;  // as stored: f32, bf16, i8 (quads) or f8e4m3 (in bf16 pair order)
+  int64_t panel_elems = 0;  // elements per 32-column panel: k (rounded up to a whole pair or
+                            // quad) * 32
   Buffer data;
+  Buffer scales;  // f8e4m3: f32 [ceil(n/128), k/128]
+  Buffer start;   // i8: int32 [panels * 32] = -128 * column sums, for an s8 A
   // Panel holding column n (n a multiple of kGemmNR), positioned at row k (even for bf16).
   const void* at(int64_t k_row, int64_t n_col) const {
     const int64_t es = int64_t(dtype_size(dtype));
@@ -27,8 +30,14 @@ struct PackedMatrix::Impl {
 
 namespace gemm_detail {
 
-// K steps a micro-kernel runs over kc elements of K: bf16 pairs them.
-inline int64_t k_steps(DType in, int64_t kc) { return in == DType::bf16 ? (kc + 1) / 2 : kc; }
+// K values per micro-kernel step: f32 1, bf16 a pair, int8 a quad.
+inline int64_t k_group(DType in) { return in == DType::bf16 ? 2 : in == DType::i8 ? 4 : 1; }
+// K steps a micro-kernel runs over kc elements of K.
+inline int64_t k_steps(DType in, int64_t kc) { return (kc + k_group(in) - 1) / k_group(in); }
+// The micro-kernel's element type for an operand stored as `stored`.
+inline DType compute_type(DType stored) {
+  return stored == DType::f8e4m3 ? DType::bf16 : stored == DType::u8 ? DType::i8 : stored;
+}
 
 // Height of the A panel that starts `done` rows into a block of mc rows. Panels are kGemmMR
 // rows, except that 13..23 remaining rows split into two near-equal panels: a 16-row decode
@@ -40,16 +49,27 @@ inline int64_t a_panel_rows(int64_t mc, int64_t done) {
                                                                : std::min<int64_t>(left, kernels::kGemmMR);
 }
 
-// Rows [m0, m0 + mc) x K [k0, k0 + kc) of A into panels of a_panel_rows rows, panel after
-// panel; each panel takes k_steps(kc) * kGemmMR slots (f32 or bf16 pairs).
-void pack_a_block(const void* a, int64_t lda, DType in, int64_t m0, int64_t mc, int64_t k0,
+// Rows [m0, m0 + mc) x K [k0, k0 + kc) of A (stored as a_type) into panels of a_panel_rows
+// rows, panel after panel; each panel takes k_steps(kc) * kGemmMR 32-bit slots (f32, bf16
+// pairs, u8 quads). fp8 is widened to bf16 exactly; s8 becomes u8 (+128).
+void pack_a_block(const void* a, int64_t lda, DType a_type, int64_t m0, int64_t mc, int64_t k0,
                   int64_t kc, void* dst);
 
-// Columns [n0, n0 + nc) x K [k0, k0 + kc) of a plain B into 32-column panels, `panel_elems`
-// elements apart; columns past n_total are zero, and so is the pad of an odd kc for bf16.
-// k0 must be even for bf16.
-void pack_b_block(const PlainB& b, DType in, int64_t n_total, int64_t k0, int64_t kc,
-                  int64_t n0, int64_t nc, void* dst, int64_t panel_elems);
+// Columns [n0, n0 + nc) x K [k0, k0 + kc) of a plain B (stored as b_type) into 32-column
+// panels of the compute type, `panel_elems` elements apart; columns past n_total are zero, and
+// so is the pad of a partial pair or quad. k0 must be a multiple of k_group. For int8, when
+// `start` is not null, start[c] = -128 * (sum of column c over the block), one per packed
+// column (zero past n_total).
+void pack_b_block(const PlainB& b, DType b_type, int64_t n_total, int64_t k0, int64_t kc,
+                  int64_t n0, int64_t nc, void* dst, int64_t panel_elems, int32_t* start = nullptr);
+
+// As pack_b_block for an f8e4m3 B, but kept as e4m3 bytes in the bf16 pair order (what a
+// PackedMatrix stores; widen_fp8_panels turns a block of it into bf16 panels).
+void pack_b_fp8_pairs(const PlainB& b, int64_t n_total, int64_t k0, int64_t kc, int64_t n0,
+                      int64_t nc, uint8_t* dst, int64_t panel_elems);
+
+// e4m3 code -> bf16 bits, exactly (every e4m3 value is a bf16 value; NaN -> quiet NaN).
+const uint16_t* e4m3_to_bf16_table();
 
 }  // namespace gemm_detail
 }  // namespace sol

@@ -5,6 +5,7 @@
 
 #include "sol/dtype.h"
 #include "sol/gemm.h"
+#include "sol/tensor.h"
 
 namespace sol::gemm_detail {
 
@@ -18,22 +19,34 @@ struct PlainB {
 
 struct GemmProblem {
   int64_t m = 0, n = 0, k = 0;
-  DType in = DType::f32;  // A and B
+  // What the micro-kernel multiplies: f32, bf16 (also for fp8 operands, widened while packing)
+  // or i8 (u8 x s8 quads); and how A and a plain B are stored.
+  DType in = DType::f32;
+  DType a_type = DType::f32, b_type = DType::f32;
   const void* a = nullptr;
   int64_t lda = 0;
   PlainB b;                                     // used when packed is null
   const PackedMatrix::Impl* packed = nullptr;
   void* d = nullptr;
   int64_t ldd = 0;
-  bool d_bf16 = false;
+  bool d_bf16 = false;  // else f32, or i32 when in == i8
   const void* c = nullptr;  // D's dtype; equals d when C is D's old contents
   int64_t ldc = 0;
   float alpha = 1.0f, beta = 0.0f;
   const float* bias = nullptr;
   bool silu = false;
+  // fp8 block scales (in == bf16 only): a_scales [m, k/128] (null: 1), b_scales
+  // [ceil(n/128), k/128] (for a packed B, the PackedMatrix's own).
+  const float* a_scales = nullptr;
+  int64_t lds_a = 0;
+  const float* b_scales = nullptr;
+  int64_t lds_b = 0;
 
   bool c_is_d() const { return beta != 0.0f && c == d; }
 };
+
+// Checks an fp8 B's block scales: f32 [ceil(n/128), k/128], last dimension dense.
+void require_b_scales(const char* op, const Tensor& scales, int64_t n, int64_t k);
 
 void gemm_blocked_avx512(const GemmProblem& p);
 void gemm_scalar(const GemmProblem& p);

@@ -1,0 +1,129 @@
+// MoE grouped GEMM (include/sol/gemm.h): one ordinary GEMM per expert's rows, on 2-D views
+// of A, B[g] and D. Each call is threaded over its own rows or columns and keeps GEMM's fixed
+// summation order, so the result of a row never depends on the other experts or on threads.
+#include <cstdint>
+#include <vector>
+
+#include "ops/common/validate.h"
+#include "sol/error.h"
+#include "sol/gemm.h"
+
+namespace sol {
+
+namespace {
+
+// 2-D view of plane g of a 3-D tensor.
+Tensor plane(const Tensor& t, int64_t g) {
+  const int64_t shape[2] = {t.shape(1), t.shape(2)}, strides[2] = {t.stride(1), t.stride(2)};
+  return Tensor(t.ptr({g, 0, 0}), t.dtype(), shape, strides);
+}
+
+void require_b(const char* op, const Tensor& b) {
+  check(b.ndim() == 3, op, "b must be [G, N, K] but b.shape = ", b.shape_string());
+  check(b.dtype() == DType::bf16 || b.dtype() == DType::f8e4m3, op, "b.dtype = ",
+        dtype_name(b.dtype()), " but must be bf16 or f8e4m3");
+  require_data(op, "b", b);
+}
+
+void require_i32_vector(const char* op, const char* name, const Tensor& t, int64_t n) {
+  check(t.ndim() == 1 && t.shape(0) == n, op, name, ".shape = ", t.shape_string(), " but must be [", n, "]");
+  check(t.dtype() == DType::i32, op, name, ".dtype = ", dtype_name(t.dtype()), " but must be i32");
+  require_data(op, name, t);
+}
+
+// b_scales [G, ceil(N/128), K/128] for an fp8 B: the leading dimension must match the experts.
+void require_b_scales_for(const char* op, const Tensor& b, const GroupedGemmOptions& opt) {
+  if (b.dtype() != DType::f8e4m3) {
+    check(opt.b_scales == nullptr, op, "b_scales given but b.dtype = ", dtype_name(b.dtype()));
+    return;
+  }
+  check(opt.b_scales != nullptr, op, "an f8e4m3 b needs b_scales (f32 [G, ceil(N/128), K/128])");
+  check(opt.b_scales->ndim() == 3 && opt.b_scales->shape(0) == b.shape(0), op, "b_scales.shape = ",
+        opt.b_scales->shape_string(), " but must be [", b.shape(0), ", ceil(N/128), K/128]");
+}
+
+GemmOptions expert_options(const Tensor& b, int64_t g, const GroupedGemmOptions& opt, Tensor& a_scales,
+                           Tensor& b_scales) {
+  GemmOptions o;
+  o.layout = Layout::nt;
+  if (opt.a_scales) o.a_scales = &a_scales;
+  if (b.dtype() == DType::f8e4m3) {
+    b_scales = plane(*opt.b_scales, g);
+    o.b_scales = &b_scales;
+  }
+  return o;
+}
+
+}  // namespace
+
+void grouped_gemm_contiguous(const Tensor& a, const Tensor& b, const Tensor& grouped_layout,
+                             const Tensor& d, const GroupedGemmOptions& opt) {
+  const char* op = "grouped_gemm_contiguous";
+  require_b(op, b);
+  check(a.ndim() == 2, op, "a must be [M, K] but a.shape = ", a.shape_string());
+  check(d.ndim() == 2, op, "d must be [M, N] but d.shape = ", d.shape_string());
+  const int64_t m = a.shape(0), groups = b.shape(0);
+  check(a.shape(1) == b.shape(2), op, "a.shape[1] = ", a.shape(1), " but b.shape[2] = ", b.shape(2),
+        " (b is [G, N, K])");
+  check(d.shape(0) == m && d.shape(1) == b.shape(1), op, "d.shape = ", d.shape_string(), " but must be [",
+        m, ", ", b.shape(1), "]");
+  require_i32_vector(op, "grouped_layout", grouped_layout, m);
+  require_b_scales_for(op, b, opt);
+  if (opt.a_scales)
+    check(opt.a_scales->ndim() == 2 && opt.a_scales->shape(0) == m, op, "a_scales.shape = ",
+          opt.a_scales->shape_string(), " but must be [", m, ", K/128]");
+
+  // Maximal runs of equal expert ids; every id is checked before anything is computed.
+  struct Run {
+    int64_t begin, end, expert;
+  };
+  std::vector<Run> runs;
+  const Tensor layout = grouped_layout;
+  for (int64_t i = 0; i < m; ++i) {
+    const int32_t e = *static_cast<const int32_t*>(layout.ptr({i}));
+    check(e >= -1 && e < groups, op, "grouped_layout[", i, "] = ", e, " but must be -1 (padding) or in [0, ",
+          groups, ")");
+    if (e < 0) continue;
+    if (!runs.empty() && runs.back().expert == e && runs.back().end == i) runs.back().end = i + 1;
+    else runs.push_back({i, i + 1, e});
+  }
+  for (const Run& r : runs) {
+    Tensor a_scales = opt.a_scales ? opt.a_scales->slice(0, r.begin, r.end) : Tensor(), b_scales;
+    const GemmOptions o = expert_options(b, r.expert, opt, a_scales, b_scales);
+    gemm(a.slice(0, r.begin, r.end), plane(b, r.expert), d.slice(0, r.begin, r.end), o);
+  }
+}
+
+void grouped_gemm_masked(const Tensor& a, const Tensor& b, const Tensor& masked_m, const Tensor& d,
+                         const GroupedGemmOptions& opt) {
+  const char* op = "grouped_gemm_masked";
+  require_b(op, b);
+  const int64_t groups = b.shape(0);
+  check(a.ndim() == 3 && a.shape(0) == groups, op, "a must be [G, max_m, K] with G = ", groups,
+        " but a.shape = ", a.shape_string());
+  const int64_t max_m = a.shape(1);
+  check(a.shape(2) == b.shape(2), op, "a.shape[2] = ", a.shape(2), " but b.shape[2] = ", b.shape(2),
+        " (b is [G, N, K])");
+  check(d.ndim() == 3 && d.shape(0) == groups && d.shape(1) == max_m && d.shape(2) == b.shape(1), op,
+        "d.shape = ", d.shape_string(), " but must be [", groups, ", ", max_m, ", ", b.shape(1), "]");
+  require_i32_vector(op, "masked_m", masked_m, groups);
+  require_b_scales_for(op, b, opt);
+  if (opt.a_scales)
+    check(opt.a_scales->ndim() == 3 && opt.a_scales->shape(0) == groups && opt.a_scales->shape(1) == max_m, op,
+          "a_scales.shape = ", opt.a_scales->shape_string(), " but must be [", groups, ", ", max_m, ", K/128]");
+  std::vector<int64_t> rows(static_cast<size_t>(groups));
+  for (int64_t g = 0; g < groups; ++g) {
+    const int32_t r = *static_cast<const int32_t*>(masked_m.ptr({g}));
+    check(r >= 0 && r <= max_m, op, "masked_m[", g, "] = ", r, " but must be in [0, ", max_m, "]");
+    rows[size_t(g)] = r;
+  }
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t r = rows[size_t(g)];
+    if (r == 0) continue;
+    Tensor a_scales = opt.a_scales ? plane(*opt.a_scales, g).slice(0, 0, r) : Tensor(), b_scales;
+    const GemmOptions o = expert_options(b, g, opt, a_scales, b_scales);
+    gemm(plane(a, g).slice(0, 0, r), plane(b, g), plane(d, g).slice(0, 0, r), o);
+  }
+}
+
+}  // namespace sol
