@@ -70,6 +70,9 @@ struct OpInfo {
   std::vector<ParamSpec> params;
   // Default cases for `sol bench OP` and `sol report` (partial maps; defaults fill the rest).
   std::vector<std::map<std::string, std::string>> bench_table;
+  // The cases `sol report` runs, when they must be fewer than the bench table (the report runs
+  // every op at 1 and 2 threads and has a time budget); empty: the whole bench table.
+  std::vector<std::map<std::string, std::string>> report_table;
   // Small and odd cases `sol check` runs (sizes 0, 1, primes, unaligned...).
   std::vector<std::map<std::string, std::string>> check_table;
   // Builds one case. `cold_bytes` > 0 asks for enough input sets to cover that many bytes.

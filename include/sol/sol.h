@@ -10,6 +10,7 @@
 #include "sol/error.h"
 #include "sol/gemm.h"
 #include "sol/hw.h"
+#include "sol/mla.h"
 #include "sol/model.h"
 #include "sol/moe_permute.h"
 #include "sol/norm.h"

@@ -15,6 +15,7 @@ void register_rope_ops();
 void register_embedding_ops();
 void register_moe_permute_ops();
 void register_sampling_ops();
+void register_mla_ops();
 
 inline void register_builtin_ops() {
   register_copy_ops();
@@ -31,5 +32,6 @@ inline void register_builtin_ops() {
   register_embedding_ops();
   register_moe_permute_ops();
   register_sampling_ops();
+  register_mla_ops();
 }
 }  // namespace sol

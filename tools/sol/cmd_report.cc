@@ -77,7 +77,7 @@ void add_report(CLI::App& app, int& exit_code) {
     struct Case { const OpInfo* op; std::map<std::string, std::string> params; };
     std::vector<Case> cases;
     for (const auto& op : registered_ops())
-      for (const auto& c : op.bench_table) cases.push_back({&op, c});
+      for (const auto& c : op.report_table.empty() ? op.bench_table : op.report_table) cases.push_back({&op, c});
     const int all = num_threads();
     std::vector<int> thread_counts = {1};
     if (all > 1) thread_counts.push_back(all);
