@@ -47,6 +47,11 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
   const bool widen_packed = p.packed && p.packed->dtype == DType::f8e4m3;
   // s8 A rides vpdpbusd as a + 128; the tile starts from -128 * column sums to undo it.
   const bool s8_correction = p.in == DType::i8 && p.a_type == DType::i8;
+  // Skinny M reads each packed B byte from DRAM once, in one sequential stream: prefetching 16
+  // KiB ahead took M = 16, N = 7168, K = 2048 bf16 from 2.13 to 1.69 ms and M = 1 from 1.07 to
+  // 0.93 ms (one thread, CPU time; 4 and 8 KiB helped less, 32 KiB no more). A packed fp8 B is
+  // widened into the workspace first, so there is nothing left to prefetch in its kernel.
+  const int64_t skinny_prefetch = p.m <= 16 && !widen_packed ? 16384 : 0;
 
   Workspace& ws = thread_workspace();
   const int64_t kc_max = std::min(blk.kc, std::max<int64_t>(p.k, 1));
@@ -105,6 +110,7 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
             const int64_t row = ic + ir;
             t.m = int(a_panel_rows(mc, ir));
             t.a = a_panel;
+            t.prefetch_b = skinny_prefetch && ir == 0 ? skinny_prefetch : 0;
             if (p.a_scales) {
               t.sa = p.a_scales + row * p.lds_a + pc / kFp8ScaleBlock;
               t.lds_a = p.lds_a;
