@@ -57,6 +57,10 @@ struct GemmTile {
   // distance asks the kernel to prefetch B that many bytes ahead of its reads (both lines of
   // every K step), so the stream keeps enough misses in flight to reach DRAM bandwidth.
   int64_t prefetch_b = 0;
+  // bf16 kernel with scales only: B is a packed fp8 panel (e4m3 bytes in the bf16 pair order,
+  // 64 bytes per K step), widened to bf16 in registers. Used for skinny M, where each panel is
+  // read once and widening it into a workspace first was a separate, unoverlapped pass.
+  bool b_fp8 = false;
 };
 
 inline constexpr int64_t kScaleGroupSteps = 64;  // 128 K values as bf16 pairs

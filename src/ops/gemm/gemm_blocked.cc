@@ -43,15 +43,20 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
   const auto tile_kernel = p.in == DType::bf16 ? kernels::gemm_tile_bf16_avx512
                            : p.in == DType::i8 ? kernels::gemm_tile_s8_avx512
                                                : kernels::gemm_tile_f32_avx512;
-  // A packed fp8 B stays fp8 until used: each (NC, KC) block is widened into the B workspace.
-  const bool widen_packed = p.packed && p.packed->dtype == DType::f8e4m3;
+  // A packed fp8 B stays fp8 until used. Skinny M reads each panel once: the kernel widens it in
+  // registers as it streams. Otherwise each (NC, KC) block is widened once into the B
+  // workspace and reused by every A panel.
+  const bool fp8_packed = p.packed && p.packed->dtype == DType::f8e4m3;
+  const bool fp8_in_kernel = fp8_packed && p.m <= 16;
+  const bool widen_packed = fp8_packed && !fp8_in_kernel;
+  const int64_t b_elem_bytes = fp8_in_kernel ? 1 : es_in;
   // s8 A rides vpdpbusd as a + 128; the tile starts from -128 * column sums to undo it.
   const bool s8_correction = p.in == DType::i8 && p.a_type == DType::i8;
   // Skinny M reads each packed B byte from DRAM once, in one sequential stream: prefetching 16
   // KiB ahead took M = 16, N = 7168, K = 2048 bf16 from 2.13 to 1.69 ms and M = 1 from 1.07 to
-  // 0.93 ms (one thread, CPU time; 4 and 8 KiB helped less, 32 KiB no more). A packed fp8 B is
-  // widened into the workspace first, so there is nothing left to prefetch in its kernel.
+  // 0.93 ms (one thread, CPU time; 4 and 8 KiB helped less, 32 KiB no more).
   const int64_t skinny_prefetch = p.m <= 16 && !widen_packed ? 16384 : 0;
+
 
   Workspace& ws = thread_workspace();
   const int64_t kc_max = std::min(blk.kc, std::max<int64_t>(p.k, 1));
@@ -98,7 +103,8 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
           GemmTile t;
           t.n = int(std::min<int64_t>(kGemmNR, nc - jr));
           t.k_steps = steps;
-          t.b = static_cast<const char*>(b_base) + (jr / kGemmNR) * panel_elems * es_in;
+          t.b = static_cast<const char*>(b_base) + (jr / kGemmNR) * panel_elems * b_elem_bytes;
+          t.b_fp8 = fp8_in_kernel;
           t.first = first;
           if (p.b_scales) t.sb = p.b_scales + (col / kFp8ScaleBlock) * p.lds_b + pc / kFp8ScaleBlock;
           if (s8_correction) {

@@ -1,6 +1,7 @@
 // bf16 GEMM micro-kernel: a 12 x 32 tile in 24 zmm f32 accumulators; each vdpbf16ps adds the
 // products of one (k, k+1) pair of A (broadcast as 32 bits) with the same pair of 16 columns of
 // B. 24 independent accumulators cover the instruction's ~6-cycle latency on both pipes.
+#include "kernels/x86/avx512/e4m3_avx512.h"
 #include "kernels/x86/avx512/gemm_tile_avx512.h"
 
 namespace sol::kernels {
@@ -35,21 +36,31 @@ struct TileBf16 {
 // scaled per row and added into running totals. The totals live in an L1-resident array: 24
 // loads, FMAs and stores per group against 64 x 24 vdpbf16ps (~3%), where keeping them in
 // registers would halve the tile and expose the instruction's latency.
-template <int MR>
-struct TileBf16Scaled {
+template <int MR, bool kFp8B>
+struct TileBf16ScaledOf {
   static void run(const GemmTile& t) {
     const ColumnMasks mask(t.n);
     __m512 acc[MR][2];
     start_tile<MR>(acc, t);
     alignas(64) __m512 total[MR][2];
     const int32_t* a = static_cast<const int32_t*>(t.a);
-    const uint16_t* b = static_cast<const uint16_t*>(t.b);
+    const char* b = static_cast<const char*>(t.b);
     const int64_t groups = t.k_steps / kScaleGroupSteps;
     for (int64_t g = 0; g < groups; ++g) {
       for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
       for (int64_t p = 0; p < kScaleGroupSteps; ++p) {
-        const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b);
-        const __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + 32);
+        __m512bh b0, b1;
+        if constexpr (kFp8B) {
+          if (t.prefetch_b) _mm_prefetch(b + t.prefetch_b, _MM_HINT_T0);  // one line per step
+          const __m512i bytes = _mm512_loadu_si512(b);
+          b0 = (__m512bh)e4m3x32_to_bf16(_mm512_castsi512_si256(bytes));
+          b1 = (__m512bh)e4m3x32_to_bf16(_mm512_extracti64x4_epi64(bytes, 1));
+          b += 2 * kGemmNR;
+        } else {
+          b0 = (__m512bh)_mm512_loadu_si512(b);
+          b1 = (__m512bh)_mm512_loadu_si512(b + 64);
+          b += 4 * kGemmNR;
+        }
 #pragma GCC unroll 12
         for (int i = 0; i < MR; ++i) {
           const __m512bh ai = (__m512bh)_mm512_set1_epi32(a[i]);
@@ -57,7 +68,6 @@ struct TileBf16Scaled {
           acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
         }
         a += kGemmMR;
-        b += 2 * kGemmNR;
       }
       for (int i = 0; i < MR; ++i) {
         const float scale = (t.sa ? t.sa[i * t.lds_a + g] : 1.0f) * t.sb[g];
@@ -72,10 +82,16 @@ struct TileBf16Scaled {
   }
 };
 
+template <int MR>
+using TileBf16Scaled = TileBf16ScaledOf<MR, false>;
+template <int MR>
+using TileBf16ScaledFp8B = TileBf16ScaledOf<MR, true>;
+
 }  // namespace
 
 void gemm_tile_bf16_avx512(const GemmTile& t) {
-  if (t.sb) dispatch_rows<TileBf16Scaled>(t, std::make_integer_sequence<int, kGemmMR>{});
+  if (t.sb && t.b_fp8) dispatch_rows<TileBf16ScaledFp8B>(t, std::make_integer_sequence<int, kGemmMR>{});
+  else if (t.sb) dispatch_rows<TileBf16Scaled>(t, std::make_integer_sequence<int, kGemmMR>{});
   else dispatch_rows<TileBf16>(t, std::make_integer_sequence<int, kGemmMR>{});
 }
 
