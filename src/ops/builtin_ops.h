@@ -16,6 +16,7 @@ void register_embedding_ops();
 void register_moe_permute_ops();
 void register_sampling_ops();
 void register_mla_ops();
+void register_dsl_gemm_ops();  // src/compiler/bench: the tile DSL's GEMM
 
 inline void register_builtin_ops() {
   register_copy_ops();
@@ -33,5 +34,6 @@ inline void register_builtin_ops() {
   register_moe_permute_ops();
   register_sampling_ops();
   register_mla_ops();
+  register_dsl_gemm_ops();
 }
 }  // namespace sol

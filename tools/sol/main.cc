@@ -6,6 +6,8 @@
 #include "cli.h"
 #include "sol/error.h"
 
+namespace sol::cli { void add_compile(CLI::App& app, int& exit_code); }  // cmd_compile.cc
+
 int main(int argc, char** argv) {
   CLI::App app{"Sol: operators measured against the machine's physical limits (SOL%)", "sol"};
   app.require_subcommand(1);
@@ -17,6 +19,7 @@ int main(int argc, char** argv) {
   sol::cli::add_report(app, exit_code);
   sol::cli::add_model(app, exit_code);
   sol::cli::add_comm(app, exit_code);
+  sol::cli::add_compile(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,88 @@
+// compile(): lower, emit, build (or find) the shared object, load it; and the loaded kernel,
+// which binds tensors to the runtime ABI at each call. Loaded kernels stay loaded for the
+// process's life (the in-memory cache holds them; dlclose would invalidate shared handles).
+#include <dlfcn.h>
+
+#include <chrono>
+#include <map>
+#include <mutex>
+
+#include "compiler/bind.h"
+#include "compiler/jit/jit.h"
+#include "sol/error.h"
+#include "sol/threads.h"
+#include "sol/tile.h"
+
+namespace sol::tile {
+
+namespace {
+
+class LoadedKernel : public Kernel {
+ public:
+  LoadedKernel(Program lowered, std::string path) : p_(std::move(lowered)), path_(std::move(path)) {
+    void* h = ::dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
+    check(h != nullptr, "tile jit", "cannot load ", path_, ": ", ::dlerror());
+    auto abi = reinterpret_cast<int (*)()>(::dlsym(h, "sol_tile_abi"));
+    entry_ = reinterpret_cast<sol_rt::KernelEntry>(::dlsym(h, "sol_tile_main"));
+    check(abi && entry_, "tile jit", path_, " is not a Sol tile kernel");
+    check(abi() == sol_rt::kAbiVersion, "tile jit", path_, " was built for runtime ABI ", abi(), ", not ",
+          sol_rt::kAbiVersion);
+  }
+
+  void operator()(std::span<const Tensor> args) const override {
+    bind_dims(p_, args);  // validates dtypes, ranks and dims
+    std::vector<sol_rt::TensorArg> a(args.size());
+    for (size_t i = 0; i < args.size(); ++i) {
+      a[i].data = args[i].data();
+      for (int d = 0; d < args[i].ndim(); ++d) {
+        a[i].shape[d] = args[i].shape(d);
+        a[i].stride[d] = args[i].stride(d);
+      }
+    }
+    sol_rt::Launch launch{a.data(), int(a.size()), &runtime_table(), num_threads()};
+    entry_(&launch);
+  }
+  const Program& program() const override { return p_; }
+  const std::string& library_path() const override { return path_; }
+
+ private:
+  Program p_;
+  std::string path_;
+  sol_rt::KernelEntry entry_ = nullptr;
+};
+
+}  // namespace
+
+std::shared_ptr<const Kernel> compile(const Program& p, const CompileOptions& opt, CompileInfo* info) {
+  const auto t0 = std::chrono::steady_clock::now();
+  check(opt.target == Target::cpu, "tile compile", "only the cpu target can be loaded and run here (cuda: emit only)");
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const Kernel>> loaded;
+  CompileInfo local;
+  CompileInfo& out = info ? *info : local;
+  out = {};
+  // The in-memory cache is keyed by the input program's text: a hit skips the passes too.
+  const std::string memo_key = print(p);
+  auto done = [&] { out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  {
+    std::lock_guard<std::mutex> g(mu);
+    auto it = loaded.find(memo_key);
+    if (it != loaded.end() && opt.dump_after.empty() && opt.memory_cache) {
+      out.memory_hit = true;
+      done();
+      return it->second;
+    }
+  }
+  Program lowered = lower(p, opt);
+  const std::string ir = print(lowered);
+  out.key = cache_key(ir, "cpu", compile_flags());
+  const BuiltObject obj = build_object(out.key, emit_cpp(lowered), p.name);
+  out.disk_hit = obj.from_disk;
+  auto kernel = std::make_shared<const LoadedKernel>(std::move(lowered), obj.path);
+  std::lock_guard<std::mutex> g(mu);
+  loaded[memo_key] = kernel;
+  done();
+  return kernel;
+}
+
+}  // namespace sol::tile

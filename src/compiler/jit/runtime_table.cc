@@ -1,0 +1,51 @@
+// The table of micro-kernels a generated kernel calls (sol_rt::Runtime), and the build-time
+// proof that the runtime header's GemmTile is kernels::GemmTile, field for field.
+#include <cstddef>
+
+#include "compiler/jit/jit.h"
+#include "compiler/runtime/sol_tile_runtime.h"
+#include "kernels/gemm.h"
+
+namespace sol::tile {
+
+namespace {
+using K = kernels::GemmTile;
+using R = sol_rt::GemmTile;
+#define SOL_SAME_FIELD(f) \
+  static_assert(offsetof(K, f) == offsetof(R, f) && sizeof(K::f) == sizeof(R::f), "GemmTile." #f " differs")
+SOL_SAME_FIELD(m);
+SOL_SAME_FIELD(n);
+SOL_SAME_FIELD(k_steps);
+SOL_SAME_FIELD(a);
+SOL_SAME_FIELD(b);
+SOL_SAME_FIELD(partial);
+SOL_SAME_FIELD(ldp);
+SOL_SAME_FIELD(first);
+SOL_SAME_FIELD(last);
+SOL_SAME_FIELD(sa);
+SOL_SAME_FIELD(lds_a);
+SOL_SAME_FIELD(sb);
+SOL_SAME_FIELD(start);
+SOL_SAME_FIELD(prefetch_b);
+SOL_SAME_FIELD(b_fp8);
+#undef SOL_SAME_FIELD
+static_assert(sizeof(K) == sizeof(R));
+static_assert(sol_rt::kPanelRows == kernels::kGemmMR && sol_rt::kPanelCols == kernels::kGemmNR);
+
+template <void (*F)(const K&)>
+void call(const R& t) {
+  F(reinterpret_cast<const K&>(t));
+}
+}  // namespace
+
+const sol_rt::Runtime& runtime_table() {
+  static const sol_rt::Runtime rt = [] {
+    sol_rt::Runtime r;
+    r.gemm_tile_f32 = call<kernels::gemm_tile_f32_avx512>;
+    r.gemm_tile_bf16 = call<kernels::gemm_tile_bf16_avx512>;
+    return r;
+  }();
+  return rt;
+}
+
+}  // namespace sol::tile

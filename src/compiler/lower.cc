@@ -1,0 +1,59 @@
+// The pass pipeline: verify, then each pass in order (re-verifying after each one, so a pass
+// that breaks the program is caught at its own door), with an IR dump after any pass asked for.
+#include <iostream>
+
+#include "compiler/passes/passes.h"
+#include "sol/error.h"
+#include "sol/tile.h"
+
+namespace sol::tile {
+
+namespace {
+
+struct PassInfo {
+  const char* name;
+  void (*run)(Program&);
+};
+
+constexpr PassInfo kPasses[] = {
+    {"infer-layouts", infer_layouts},  {"software-pipeline", software_pipeline},
+    {"lower-cpu", lower_cpu},          {"unroll", unroll_loops},
+    {"plan-scratch", plan_scratch},
+};
+
+}  // namespace
+
+std::vector<std::string> pass_names() {
+  std::vector<std::string> out;
+  for (const PassInfo& p : kPasses) out.push_back(p.name);
+  return out;
+}
+
+Program lower(const Program& input, const CompileOptions& opt) {
+  for (const std::string& want : opt.dump_after) {
+    bool known = want == "all" || want == "input";
+    for (const PassInfo& p : kPasses) known = known || want == p.name;
+    if (!known) {
+      std::string list = "input, all";
+      for (const PassInfo& p : kPasses) list += std::string(", ") + p.name;
+      fail("tile compile", "--dump-after ", want, " is not a pass (", list, ")");
+    }
+  }
+  std::ostream& dump = opt.dump ? *opt.dump : std::cerr;
+  auto dumped = [&](const std::string& name) {
+    for (const std::string& w : opt.dump_after)
+      if (w == name || w == "all") return true;
+    return false;
+  };
+  verify(input);
+  Program p = input;
+  if (dumped("input")) dump << "// -----// IR after input //----- //\n" << print(p);
+  for (const PassInfo& pass : kPasses) {
+    pass.run(p);
+    verify(p);
+    if (dumped(pass.name)) dump << "// -----// IR after " << pass.name << " //----- //\n" << print(p);
+  }
+  return p;
+}
+
+}  // namespace sol::tile

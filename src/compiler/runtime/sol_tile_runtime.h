@@ -1,0 +1,215 @@
+#pragma once
+// The runtime of generated CPU kernels: the ABI between a kernel compiled by Sol's tile JIT and
+// the Sol that loads it, plus the small routines the generated code calls (packing into the
+// micro-kernel's panels, masked tile loads and stores, bf16 rounding). Self-contained on
+// purpose: a kernel includes this one header and nothing else of Sol, and reaches the
+// micro-kernels (src/kernels/gemm.h) through function pointers the host passes in, so the
+// shared object needs no symbols from the executable that loads it. The host checks at build
+// time (src/compiler/jit/runtime_table.cc) that GemmTile here matches kernels::GemmTile field
+// for field. Any change here changes every JIT cache key (the header's text is hashed).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#if defined(__AVX512BW__)
+#include <immintrin.h>
+#endif
+
+namespace sol_rt {
+
+inline constexpr int kAbiVersion = 1;
+inline constexpr int64_t kPanelRows = 12, kPanelCols = 32;  // kernels::kGemmMR, kGemmNR
+
+struct GemmTile {  // mirror of sol::kernels::GemmTile
+  int m = 0, n = 0;
+  int64_t k_steps = 0;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  float* partial = nullptr;
+  int64_t ldp = 0;
+  bool first = true;
+  const void* last = nullptr;
+  const float* sa = nullptr;
+  int64_t lds_a = 0;
+  const float* sb = nullptr;
+  const int32_t* start = nullptr;
+  int64_t prefetch_b = 0;
+  bool b_fp8 = false;
+};
+
+struct Runtime {
+  int abi = kAbiVersion;
+  void (*gemm_tile_f32)(const GemmTile&) = nullptr;
+  void (*gemm_tile_bf16)(const GemmTile&) = nullptr;
+};
+
+struct TensorArg {
+  void* data;
+  int64_t shape[8];
+  int64_t stride[8];  // elements
+};
+
+struct Launch {
+  const TensorArg* args;
+  int nargs;
+  const Runtime* rt;
+  int threads;
+};
+
+using KernelEntry = void (*)(const Launch*);
+
+// ---- scalars ----
+inline float bf16_to_f32(uint16_t b) {
+  uint32_t u = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint16_t f32_to_bf16(float f) {  // round to nearest even; NaN stays a (quiet) NaN
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);
+  return uint16_t((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+inline float ld(const float* p, int64_t i) { return p[i]; }
+inline float ld(const uint16_t* p, int64_t i) { return bf16_to_f32(p[i]); }
+inline void st(float* p, int64_t i, float v) { p[i] = v; }
+inline void st(uint16_t* p, int64_t i, float v) { p[i] = f32_to_bf16(v); }
+inline int64_t ceildiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline float max_nan(float a, float b) { return a != a || b != b ? NAN : (a > b ? a : b); }
+inline float min_nan(float a, float b) { return a != a || b != b ? NAN : (a < b ? a : b); }
+// Valid extent of a tile dim at offset `off` of a tensor dim of size `size`.
+inline int64_t valid(int64_t off, int64_t tile, int64_t size) { return std::clamp<int64_t>(size - off, 0, tile); }
+
+inline void* arena_alloc(int64_t bytes) {
+  return std::aligned_alloc(4096, size_t((std::max<int64_t>(bytes, 64) + 4095) / 4096 * 4096));
+}
+
+// ---- tensor region <-> row-major tile ----
+// src points at the region's origin; rows x cols valid, the rest of the tile is zero.
+template <class S, class D>
+void load_rows(const S* src, int64_t ld_src, int64_t rows, int64_t cols, int64_t tile_rows, int64_t tile_cols, D* dst) {
+  for (int64_t r = 0; r < tile_rows; ++r) {
+    D* out = dst + r * tile_cols;
+    int64_t c = 0;
+    if (r < rows)
+      for (; c < cols; ++c) st(out, c, ld(src + r * ld_src, c));
+    for (; c < tile_cols; ++c) st(out, c, 0.0f);
+  }
+}
+template <>
+inline void load_rows(const float* src, int64_t ld_src, int64_t rows, int64_t cols, int64_t tile_rows,
+                      int64_t tile_cols, float* dst) {
+  for (int64_t r = 0; r < tile_rows; ++r) {
+    const int64_t n = r < rows ? cols : 0;
+    if (n) std::memcpy(dst + r * tile_cols, src + r * ld_src, size_t(n) * 4);
+    std::memset(dst + r * tile_cols + n, 0, size_t(tile_cols - n) * 4);
+  }
+}
+
+template <class S, class D>
+void store_rows(const S* src, int64_t tile_cols, int64_t rows, int64_t cols, D* dst, int64_t ld_dst) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) st(dst + r * ld_dst, c, ld(src + r * tile_cols, c));
+}
+
+inline void prefetch_rows(const void* src, int64_t ld_bytes, int64_t rows, int64_t row_bytes) {
+  const char* p = static_cast<const char*>(src);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(p + r * ld_bytes + b, 0, 2);
+}
+
+// ---- packing into micro-kernel panels (layouts: src/kernels/gemm.h) ----
+// Element (row, k) of op(tile) sits at src[k * ld + row] when k_major, else src[row * ld + k];
+// rows x k are valid, the panels cover tile_rows x tile_k (zero beyond). panel = 12 (A) or 32 (B).
+template <class S, class D>
+void pack_panels(const S* src, int64_t ld_src, bool k_major, int64_t rows, int64_t k, int64_t tile_rows,
+                 int64_t tile_k, int64_t panel, D* dst) {
+  constexpr int64_t group = sizeof(D) == 2 ? 2 : 1;  // bf16 pairs
+  const int64_t steps = (tile_k + group - 1) / group;
+  const int64_t panels = (tile_rows + panel - 1) / panel;
+  for (int64_t p = 0; p < panels; ++p) {
+    D* out = dst + p * panel * steps * group;
+    for (int64_t s = 0; s < steps; ++s)
+      for (int64_t r = 0; r < panel; ++r)
+        for (int64_t g = 0; g < group; ++g) {
+          const int64_t row = p * panel + r, kk = s * group + g;
+          const bool inside = row < rows && kk < k;
+          st(out, (s * panel + r) * group + g,
+             inside ? ld(src, k_major ? kk * ld_src + row : row * ld_src + kk) : 0.0f);
+        }
+  }
+}
+
+// bf16 [rows][k] row-major into A panels (12 rows, k pairs): one 32-bit pair per (step, row),
+// the 12 rows read side by side so the panel is written sequentially.
+inline void pack_a_bf16(const uint16_t* src, int64_t ld_src, int64_t rows, int64_t k, int64_t tile_rows,
+                        int64_t tile_k, uint16_t* dst) {
+  const int64_t steps = (tile_k + 1) / 2, full = k / 2;
+  const int64_t panels = (tile_rows + kPanelRows - 1) / kPanelRows;
+  for (int64_t p = 0; p < panels; ++p) {
+    uint32_t* out = reinterpret_cast<uint32_t*>(dst) + p * kPanelRows * steps;
+    const uint16_t* row_ptr[kPanelRows];
+    const int64_t live = std::clamp<int64_t>(rows - p * kPanelRows, 0, kPanelRows);
+    if (live == 0 || k == 0) {
+      std::memset(out, 0, size_t(kPanelRows * steps) * 4);
+      continue;
+    }
+    // Rows past the tensor's edge read the last real row and store zeros: no branch per load.
+    for (int64_t r = 0; r < kPanelRows; ++r) row_ptr[r] = src + (p * kPanelRows + std::min(r, live - 1)) * ld_src;
+    for (int64_t s = 0; s < full; ++s)
+      for (int64_t r = 0; r < kPanelRows; ++r) {
+        uint32_t w;
+        std::memcpy(&w, row_ptr[r] + 2 * s, 4);
+        out[s * kPanelRows + r] = r < live ? w : 0u;
+      }
+    for (int64_t s = full; s < steps; ++s)
+      for (int64_t r = 0; r < kPanelRows; ++r) {
+        const uint32_t lo = r < live && 2 * s < k ? row_ptr[r][2 * s] : 0u;
+        out[s * kPanelRows + r] = lo;
+      }
+  }
+}
+
+// bf16 [k][cols] row-major (k-major B) into B panels (32 columns, k pairs): rows 2s and 2s+1
+// interleaved, 32 columns at a time.
+inline void pack_b_bf16(const uint16_t* src, int64_t ld_src, int64_t cols, int64_t k, int64_t tile_cols,
+                        int64_t tile_k, uint16_t* dst) {
+  const int64_t steps = (tile_k + 1) / 2;
+  const int64_t panels = (tile_cols + kPanelCols - 1) / kPanelCols;
+  for (int64_t p = 0; p < panels; ++p) {
+    uint16_t* out = dst + p * kPanelCols * steps * 2;
+    const int64_t live = std::clamp<int64_t>(cols - p * kPanelCols, 0, kPanelCols);
+#if defined(__AVX512BW__)
+    if (live == kPanelCols) {
+      const __m512i lo_idx = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38,
+                                              6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+      const __m512i hi_idx = _mm512_add_epi16(lo_idx, _mm512_set1_epi16(16));
+      const uint16_t* col = src + p * kPanelCols;
+      int64_t s = 0;
+      for (; 2 * s + 1 < k; ++s) {
+        const __m512i r0 = _mm512_loadu_si512(col + 2 * s * ld_src);
+        const __m512i r1 = _mm512_loadu_si512(col + (2 * s + 1) * ld_src);
+        _mm512_storeu_si512(out + s * 64, _mm512_permutex2var_epi16(r0, lo_idx, r1));
+        _mm512_storeu_si512(out + s * 64 + 32, _mm512_permutex2var_epi16(r0, hi_idx, r1));
+      }
+      for (; s < steps; ++s) {
+        const __m512i r0 = 2 * s < k ? _mm512_loadu_si512(col + 2 * s * ld_src) : _mm512_setzero_si512();
+        const __m512i z = _mm512_setzero_si512();
+        _mm512_storeu_si512(out + s * 64, _mm512_permutex2var_epi16(r0, lo_idx, z));
+        _mm512_storeu_si512(out + s * 64 + 32, _mm512_permutex2var_epi16(r0, hi_idx, z));
+      }
+      continue;
+    }
+#endif
+    for (int64_t s = 0; s < steps; ++s)
+      for (int64_t c = 0; c < kPanelCols; ++c)
+        for (int64_t g = 0; g < 2; ++g) {
+          const int64_t kk = 2 * s + g;
+          out[(s * kPanelCols + c) * 2 + g] = c < live && kk < k ? src[kk * ld_src + p * kPanelCols + c] : uint16_t(0);
+        }
+  }
+}
+
+}  // namespace sol_rt

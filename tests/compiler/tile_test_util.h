@@ -1,0 +1,54 @@
+#pragma once
+// Shared helpers of the tile compiler tests: example paths, programs used by several tests,
+// and a private JIT cache directory for the whole test binary.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <system_error>
+
+#include <unistd.h>
+
+#include "sol/tile.h"
+
+namespace sol::tile::testing {
+
+inline std::filesystem::path source_root() {
+  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+}
+inline std::filesystem::path golden_dir() { return source_root() / "tests/compiler/golden"; }
+
+inline std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+inline Program example(const std::string& name) {
+  const auto path = source_root() / "examples/tile" / name;
+  return parse(read_text(path), path.string());
+}
+
+// A per-process cache directory under the system temp dir, set once before any compile and
+// removed when the test binary exits.
+inline const std::string& test_cache_dir() {
+  struct Dir {
+    std::string path;
+    Dir() {
+      const auto d = std::filesystem::temp_directory_path() / ("sol-tile-test-" + std::to_string(::getpid()));
+      std::filesystem::create_directories(d);
+      ::setenv("SOL_JIT_CACHE_DIR", d.c_str(), 1);
+      path = d.string();
+    }
+    ~Dir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
+  static const Dir dir;
+  return dir.path;
+}
+
+}  // namespace sol::tile::testing
