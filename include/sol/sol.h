@@ -7,6 +7,7 @@
 #include "sol/copy.h"
 #include "sol/dtype.h"
 #include "sol/embedding.h"
+#include "sol/ep.h"
 #include "sol/error.h"
 #include "sol/gemm.h"
 #include "sol/hw.h"
