@@ -29,6 +29,7 @@
 //   is no AVX2 kernel).
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "sol/tensor.h"
 
@@ -106,6 +107,14 @@ void grouped_gemm_contiguous(const Tensor& a, const Tensor& b, const Tensor& gro
 // each expert that are valid (0 <= masked_m[g] <= max_m). Rows at or past masked_m[g] of d
 // are left untouched; an expert with masked_m = 0 does nothing.
 void grouped_gemm_masked(const Tensor& a, const Tensor& b, const Tensor& masked_m, const Tensor& d,
+                         const GroupedGemmOptions& opt = {});
+
+// The same with each expert's weights packed once at model load (pack_b(B[g], Layout::nt,
+// &b_scales[g]) for fp8): what a serving loop should use, since a plain B is packed again on
+// every call (per expert run). All experts must have the same n, k and dtype.
+void grouped_gemm_contiguous(const Tensor& a, std::span<const PackedMatrix> b, const Tensor& grouped_layout,
+                             const Tensor& d, const GroupedGemmOptions& opt = {});
+void grouped_gemm_masked(const Tensor& a, std::span<const PackedMatrix> b, const Tensor& masked_m, const Tensor& d,
                          const GroupedGemmOptions& opt = {});
 
 }  // namespace sol

@@ -182,6 +182,54 @@ TEST(GroupedGemm, BadInputThrowsWithClearMessages) {
             std::string::npos);
 }
 
+TEST(GroupedGemm, PackedExpertsMatchPlainBitForBit) {
+  for_each_isa([] {
+    const std::vector<int32_t> ids = layout_rows();
+    const int64_t m = int64_t(ids.size()), n = 150, k = 256;
+    for (DType b_type : {DType::bf16, DType::f8e4m3}) {
+      const DType a_type = b_type == DType::bf16 ? DType::bf16 : DType::f8e4m3;
+      const Experts ex = make_experts(b_type, 4, n, k, 15);
+      const Activations x = make_activations(a_type, {m, k}, k, 16);
+      std::vector<PackedMatrix> packed;
+      for (int64_t g = 0; g < 4; ++g) {
+        Tensor sb = b_type == DType::f8e4m3 ? plane(ex.b_scales, g) : Tensor();
+        packed.push_back(pack_b(plane(ex.b, g), Layout::nt, b_type == DType::f8e4m3 ? &sb : nullptr));
+      }
+      Buffer layout(DType::i32, {m}), plain(DType::bf16, {m, n}), pre(DType::bf16, {m, n});
+      std::memcpy(layout.data(), ids.data(), ids.size() * 4);
+      poison(plain);
+      poison(pre);
+      GroupedGemmOptions opt;
+      opt.a_scales = a_type == DType::f8e4m3 ? &x.a_scales.tensor() : nullptr;
+      GroupedGemmOptions plain_opt = opt;
+      plain_opt.b_scales = b_type == DType::f8e4m3 ? &ex.b_scales.tensor() : nullptr;
+      grouped_gemm_contiguous(x.a, ex.b, layout, plain, plain_opt);
+      grouped_gemm_contiguous(x.a, packed, layout, pre, opt);
+      EXPECT_TRUE(compare_bitwise(pre, plain).pass) << dtype_name(b_type);
+      // Masked, with the same packed experts: rows [0, masked_m[g]) of plane g.
+      Buffer a3(a_type, {4, 8, k}), d3(DType::bf16, {4, 8, n}), masked(DType::i32, {4});
+      fill_random(a3, 17, 1.0);
+      const int32_t valid[4] = {8, 0, 3, 1};
+      std::memcpy(masked.data(), valid, sizeof(valid));
+      Buffer sa3(DType::f32, {4, 8, k / 128});
+      fill_random(sa3, 18, 1.0);
+      GroupedGemmOptions mopt;
+      mopt.a_scales = a_type == DType::f8e4m3 ? &sa3.tensor() : nullptr;
+      poison(d3);
+      grouped_gemm_masked(a3, packed, masked, d3, mopt);
+      for (int64_t g = 0; g < 4; ++g)
+        for (int64_t r = 0; r < 8; ++r) {
+          Tensor sa = mopt.a_scales ? plane(sa3, g) : Tensor();
+          expect_row(plane(d3, g), r, r < valid[g] ? g : -1, plane(a3, g), mopt.a_scales ? &sa : nullptr, ex,
+                     "masked packed");
+        }
+    }
+  });
+  std::vector<PackedMatrix> none;
+  Buffer a(DType::bf16, {1, 64}), d(DType::bf16, {1, 8}), layout(DType::i32, {1});
+  EXPECT_THROW(grouped_gemm_contiguous(a, none, layout, d), Error);
+}
+
 TEST(GroupedGemm, BitwiseIdenticalForOneAndTwoThreads) {
   const std::vector<int32_t> ids = layout_rows();
   const int64_t m = int64_t(ids.size()), n = 300, k = 512;

@@ -2,6 +2,7 @@
 // of A, B[g] and D. Each call is threaded over its own rows or columns and keeps GEMM's fixed
 // summation order, so the result of a row never depends on the other experts or on threads.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "ops/common/validate.h"
@@ -54,21 +55,58 @@ GemmOptions expert_options(const Tensor& b, int64_t g, const GroupedGemmOptions&
   return o;
 }
 
-}  // namespace
+// The experts' weights as [G, N, K] plain (with b_scales for fp8) or as G PackedMatrix.
+struct ExpertWeights {
+  const Tensor* plain = nullptr;
+  std::span<const PackedMatrix> packed;
+  int64_t groups() const { return plain ? plain->shape(0) : int64_t(packed.size()); }
+  int64_t n() const { return plain ? plain->shape(1) : packed.empty() ? 0 : packed[0].n(); }
+  int64_t k() const { return plain ? plain->shape(2) : packed.empty() ? 0 : packed[0].k(); }
+};
 
-void grouped_gemm_contiguous(const Tensor& a, const Tensor& b, const Tensor& grouped_layout,
-                             const Tensor& d, const GroupedGemmOptions& opt) {
+void require_weights(const char* op, const ExpertWeights& w, const GroupedGemmOptions& opt) {
+  if (w.plain) {
+    require_b(op, *w.plain);
+    require_b_scales_for(op, *w.plain, opt);
+    return;
+  }
+  check(opt.b_scales == nullptr, op, "b_scales given with packed experts (each PackedMatrix carries its own)");
+  for (size_t g = 0; g < w.packed.size(); ++g) {
+    const PackedMatrix& e = w.packed[g];
+    check(!e.empty(), op, "expert ", g, " is an empty PackedMatrix");
+    check(e.n() == w.n() && e.k() == w.k() && e.dtype() == w.packed[0].dtype(), op, "expert ", g, " is [n = ",
+          e.n(), ", k = ", e.k(), ", ", dtype_name(e.dtype()), "] but expert 0 is [n = ", w.n(), ", k = ", w.k(),
+          ", ", dtype_name(w.packed[0].dtype()), "] (all experts must match)");
+    check(e.dtype() == DType::bf16 || e.dtype() == DType::f8e4m3, op, "expert ", g, " is ", dtype_name(e.dtype()),
+          " but must be bf16 or f8e4m3");
+  }
+}
+
+// D rows = A rows x expert e.
+void multiply_expert(const ExpertWeights& w, int64_t e, const Tensor& a, const Tensor& d,
+                     const GroupedGemmOptions& opt, Tensor& a_scales) {
+  Tensor b_scales;
+  if (w.plain) {
+    const GemmOptions o = expert_options(*w.plain, e, opt, a_scales, b_scales);
+    return gemm(a, plane(*w.plain, e), d, o);
+  }
+  GemmOptions o;
+  if (opt.a_scales) o.a_scales = &a_scales;
+  gemm(a, w.packed[size_t(e)], d, o);
+}
+
+void contiguous(const Tensor& a, const ExpertWeights& w, const Tensor& grouped_layout, const Tensor& d,
+                const GroupedGemmOptions& opt) {
   const char* op = "grouped_gemm_contiguous";
-  require_b(op, b);
+  require_weights(op, w, opt);
   check(a.ndim() == 2, op, "a must be [M, K] but a.shape = ", a.shape_string());
   check(d.ndim() == 2, op, "d must be [M, N] but d.shape = ", d.shape_string());
-  const int64_t m = a.shape(0), groups = b.shape(0);
-  check(a.shape(1) == b.shape(2), op, "a.shape[1] = ", a.shape(1), " but b.shape[2] = ", b.shape(2),
+  const int64_t m = a.shape(0), groups = w.groups();
+  check(a.shape(1) == w.k(), op, "a.shape[1] = ", a.shape(1), " but the experts have k = ", w.k(),
         " (b is [G, N, K])");
-  check(d.shape(0) == m && d.shape(1) == b.shape(1), op, "d.shape = ", d.shape_string(), " but must be [",
-        m, ", ", b.shape(1), "]");
+  check(d.shape(0) == m && d.shape(1) == w.n(), op, "d.shape = ", d.shape_string(), " but must be [", m, ", ",
+        w.n(), "]");
   require_i32_vector(op, "grouped_layout", grouped_layout, m);
-  require_b_scales_for(op, b, opt);
   if (opt.a_scales)
     check(opt.a_scales->ndim() == 2 && opt.a_scales->shape(0) == m, op, "a_scales.shape = ",
           opt.a_scales->shape_string(), " but must be [", m, ", K/128]");
@@ -88,26 +126,24 @@ void grouped_gemm_contiguous(const Tensor& a, const Tensor& b, const Tensor& gro
     else runs.push_back({i, i + 1, e});
   }
   for (const Run& r : runs) {
-    Tensor a_scales = opt.a_scales ? opt.a_scales->slice(0, r.begin, r.end) : Tensor(), b_scales;
-    const GemmOptions o = expert_options(b, r.expert, opt, a_scales, b_scales);
-    gemm(a.slice(0, r.begin, r.end), plane(b, r.expert), d.slice(0, r.begin, r.end), o);
+    Tensor a_scales = opt.a_scales ? opt.a_scales->slice(0, r.begin, r.end) : Tensor();
+    multiply_expert(w, r.expert, a.slice(0, r.begin, r.end), d.slice(0, r.begin, r.end), opt, a_scales);
   }
 }
 
-void grouped_gemm_masked(const Tensor& a, const Tensor& b, const Tensor& masked_m, const Tensor& d,
-                         const GroupedGemmOptions& opt) {
+void masked(const Tensor& a, const ExpertWeights& w, const Tensor& masked_m, const Tensor& d,
+            const GroupedGemmOptions& opt) {
   const char* op = "grouped_gemm_masked";
-  require_b(op, b);
-  const int64_t groups = b.shape(0);
+  require_weights(op, w, opt);
+  const int64_t groups = w.groups();
   check(a.ndim() == 3 && a.shape(0) == groups, op, "a must be [G, max_m, K] with G = ", groups,
         " but a.shape = ", a.shape_string());
   const int64_t max_m = a.shape(1);
-  check(a.shape(2) == b.shape(2), op, "a.shape[2] = ", a.shape(2), " but b.shape[2] = ", b.shape(2),
+  check(a.shape(2) == w.k(), op, "a.shape[2] = ", a.shape(2), " but the experts have k = ", w.k(),
         " (b is [G, N, K])");
-  check(d.ndim() == 3 && d.shape(0) == groups && d.shape(1) == max_m && d.shape(2) == b.shape(1), op,
-        "d.shape = ", d.shape_string(), " but must be [", groups, ", ", max_m, ", ", b.shape(1), "]");
+  check(d.ndim() == 3 && d.shape(0) == groups && d.shape(1) == max_m && d.shape(2) == w.n(), op,
+        "d.shape = ", d.shape_string(), " but must be [", groups, ", ", max_m, ", ", w.n(), "]");
   require_i32_vector(op, "masked_m", masked_m, groups);
-  require_b_scales_for(op, b, opt);
   if (opt.a_scales)
     check(opt.a_scales->ndim() == 3 && opt.a_scales->shape(0) == groups && opt.a_scales->shape(1) == max_m, op,
           "a_scales.shape = ", opt.a_scales->shape_string(), " but must be [", groups, ", ", max_m, ", K/128]");
@@ -120,10 +156,30 @@ void grouped_gemm_masked(const Tensor& a, const Tensor& b, const Tensor& masked_
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t r = rows[size_t(g)];
     if (r == 0) continue;
-    Tensor a_scales = opt.a_scales ? plane(*opt.a_scales, g).slice(0, 0, r) : Tensor(), b_scales;
-    const GemmOptions o = expert_options(b, g, opt, a_scales, b_scales);
-    gemm(plane(a, g).slice(0, 0, r), plane(b, g), plane(d, g).slice(0, 0, r), o);
+    Tensor a_scales = opt.a_scales ? plane(*opt.a_scales, g).slice(0, 0, r) : Tensor();
+    multiply_expert(w, g, plane(a, g).slice(0, 0, r), plane(d, g).slice(0, 0, r), opt, a_scales);
   }
+}
+
+}  // namespace
+
+void grouped_gemm_contiguous(const Tensor& a, const Tensor& b, const Tensor& grouped_layout, const Tensor& d,
+                             const GroupedGemmOptions& opt) {
+  contiguous(a, ExpertWeights{&b, {}}, grouped_layout, d, opt);
+}
+void grouped_gemm_contiguous(const Tensor& a, std::span<const PackedMatrix> b, const Tensor& grouped_layout,
+                             const Tensor& d, const GroupedGemmOptions& opt) {
+  check(!b.empty(), "grouped_gemm_contiguous", "no experts (the span of PackedMatrix is empty)");
+  contiguous(a, ExpertWeights{nullptr, b}, grouped_layout, d, opt);
+}
+void grouped_gemm_masked(const Tensor& a, const Tensor& b, const Tensor& masked_m, const Tensor& d,
+                         const GroupedGemmOptions& opt) {
+  masked(a, ExpertWeights{&b, {}}, masked_m, d, opt);
+}
+void grouped_gemm_masked(const Tensor& a, std::span<const PackedMatrix> b, const Tensor& masked_m, const Tensor& d,
+                         const GroupedGemmOptions& opt) {
+  check(!b.empty(), "grouped_gemm_masked", "no experts (the span of PackedMatrix is empty)");
+  masked(a, ExpertWeights{nullptr, b}, masked_m, d, opt);
 }
 
 }  // namespace sol
