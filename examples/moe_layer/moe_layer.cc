@@ -79,8 +79,17 @@ struct ExpertWeights {
       quant_fp8_per_block(Tensor(bf16.data() + e * N * K, DType::bf16, {N, K}), Tensor(q.data() + e * N * K, DType::f8e4m3, {N, K}),
                           Tensor(scales.data() + e * sn * sk, DType::f32, {sn, sk}));
   }
-  Tensor tensor() { return fp8 ? Tensor(q.data(), DType::f8e4m3, {E, N, K}) : Tensor(bf16.data(), DType::bf16, {E, N, K}); }
-  Tensor scale_tensor() { return Tensor(scales.data(), DType::f32, {E, (N + 127) / 128, K / 128}); }
+  // Each expert packed once, as a model loads its weights (a plain B would be packed again on
+  // every call); fp8 stays fp8 with its scales.
+  std::vector<PackedMatrix> packed;
+  void pack() {
+    for (int64_t e = 0; e < E; ++e) {
+      Tensor s = fp8 ? Tensor(scales.data() + e * ((N + 127) / 128) * (K / 128), DType::f32, {(N + 127) / 128, K / 128})
+                     : Tensor();
+      Tensor w = fp8 ? Tensor(q.data() + e * N * K, DType::f8e4m3, {N, K}) : Tensor(bf16.data() + e * N * K, DType::bf16, {N, K});
+      packed.push_back(pack_b(w, Layout::nt, fp8 ? &s : nullptr));
+    }
+  }
   double value(int64_t e, int64_t n, int64_t k) const {
     const size_t i = size_t((e * N + n) * K + k);
     if (!fp8) return bf16_to_f32(bf16[i]);
@@ -127,6 +136,8 @@ int main(int argc, char** argv) {
   std::vector<uint16_t> x = bf16_values(100 + uint64_t(me), T * H, 1.0f);
   std::vector<uint16_t> router = bf16_values(7, E * H, 1.0f / std::sqrt(float(H)));
   ExpertWeights w13(11, me * L, L, 2 * I, H, d.fp8), w2(13, me * L, L, H, I, d.fp8);
+  w13.pack();
+  w2.pack();
   ExpertWeights shared13(17, 0, 1, 2 * Is, H, false), shared2(19, 0, 1, H, Is, false);
 
   // Buffers, all taken once.
@@ -172,9 +183,8 @@ int main(int argc, char** argv) {
     for (int64_t e = 0; e < L; ++e) rows_recv += count.data_as<int32_t>()[e];
     timed(2, [&] {
       GroupedGemmOptions o;
-      Tensor bs = w13.scale_tensor();
-      if (d.fp8) o.a_scales = &r.recv_x_scales, o.b_scales = &bs;
-      grouped_gemm_masked(r.recv_x, w13.tensor(), count, Tensor(gate_up.data(), DType::bf16, {L, slots, 2 * I}), o);
+      if (d.fp8) o.a_scales = &r.recv_x_scales;
+      grouped_gemm_masked(r.recv_x, w13.packed, count, Tensor(gate_up.data(), DType::bf16, {L, slots, 2 * I}), o);
     });
     timed(3, [&] {
       for (int64_t e = 0; e < L; ++e) {
@@ -189,10 +199,10 @@ int main(int argc, char** argv) {
     });
     timed(4, [&] {
       GroupedGemmOptions o;
-      Tensor as(act_scales.data(), DType::f32, {L, slots, I / 128}), bs = w2.scale_tensor();
-      if (d.fp8) o.a_scales = &as, o.b_scales = &bs;
+      Tensor as(act_scales.data(), DType::f32, {L, slots, I / 128});
+      if (d.fp8) o.a_scales = &as;
       Tensor a = d.fp8 ? Tensor(act_q.data(), DType::f8e4m3, {L, slots, I}) : Tensor(act.data(), DType::bf16, {L, slots, I});
-      grouped_gemm_masked(a, w2.tensor(), count, Tensor(y.data(), DType::bf16, {L, slots, H}), o);
+      grouped_gemm_masked(a, w2.packed, count, Tensor(y.data(), DType::bf16, {L, slots, H}), o);
     });
     timed(5, [&] {
       buffer.low_latency_combine(Tensor(y.data(), DType::bf16, {L, slots, H}), Tensor(topk_idx.data(), DType::i32, {T, K}),

@@ -1,6 +1,7 @@
 #pragma once
 // Everything public in Sol.
 #include "sol/activation.h"
+#include "sol/attention.h"
 #include "sol/bench.h"
 #include "sol/comm.h"
 #include "sol/comm_bench.h"

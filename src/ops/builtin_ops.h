@@ -15,6 +15,7 @@ void register_rope_ops();
 void register_embedding_ops();
 void register_moe_permute_ops();
 void register_sampling_ops();
+void register_attention_ops();
 void register_mla_ops();
 void register_dsl_gemm_ops();  // src/compiler/bench: the tile DSL's GEMM
 
@@ -33,6 +34,7 @@ inline void register_builtin_ops() {
   register_embedding_ops();
   register_moe_permute_ops();
   register_sampling_ops();
+  register_attention_ops();
   register_mla_ops();
   register_dsl_gemm_ops();
 }

@@ -1,0 +1,86 @@
+#pragma once
+// What the blocked forward and backward share: block sizes, the tile primitives of the active
+// path, and the cost-balanced static partition of tasks over threads.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "sol/hw.h"
+#include "sol/tensor.h"
+#include "sol/threads.h"
+
+namespace sol::attention_detail {
+
+// A query block (forward, dq pass) is kQueryBlock rows in tiles of 12; each key block of
+// kKeyBlock keys streams once per query block (its K and V panels, 64 KiB at D = 128, from L2 or
+// L3) and is reused by the block's 16 row tiles. Measured at S = 4096, 32 heads, 1 thread (CPU
+// time): 48 rows 229, 96 rows 268, 192 rows 279 GFLOP/s -- a head's K and V (2 MiB) outgrow
+// L2, so fewer passes over them pay; 128-key blocks beat 64 and 32 (228 / 207 / 176 at S =
+// 2048) by halving the per-block softmax, rescale and call overheads.
+inline constexpr int64_t kQueryBlock = 192;
+inline constexpr int64_t kKeyBlock = 128;
+// The dk/dv pass: kKeyBlock keys own their gradient rows, queries go by in chunks of kQueryChunk
+// (128 rather than 64: the dV and dK tiles load and store their accumulators half as often).
+inline constexpr int64_t kQueryChunk = 128;
+
+struct TileKernels {
+  void (*gemm)(const kernels::AttnGemmTile&);
+  void (*softmax)(const kernels::AttnSoftmaxRows&);
+  void (*grad)(const kernels::AttnGradRows&);
+  void (*store)(const kernels::AttnStoreRows&);
+};
+
+inline TileKernels tile_kernels(bool bf16) {
+  if (active_isa() >= Isa::avx512)
+    return {bf16 ? kernels::attn_gemm_tile_bf16_avx512 : kernels::attn_gemm_tile_f32_avx512,
+            kernels::attn_softmax_rows_avx512, kernels::attn_grad_rows_avx512, kernels::attn_store_rows_avx512};
+  return {bf16 ? kernels::attn_gemm_tile_bf16_scalar : kernels::attn_gemm_tile_f32_scalar,
+          kernels::attn_softmax_rows_scalar, kernels::attn_grad_rows_scalar, kernels::attn_store_rows_scalar};
+}
+
+// Rows of a block gathered densely (row stride = width): in the inputs, rows of one head are
+// H * D elements apart (4 KiB for 16 heads of 128 bf16), and 12 rows at such a stride share one
+// L1 set and evict each other between the k steps of a tile.
+inline void gather_rows(const char* first, int64_t stride_bytes, int64_t rows, int64_t row_bytes, char* dst) {
+  for (int64_t i = 0; i < rows; ++i) std::memcpy(dst + i * row_bytes, first + i * stride_bytes, size_t(row_bytes));
+}
+
+// The packing workspace of the calling thread, kept between calls and grown to the largest one:
+// allocating and faulting in tens of MiB per call cost 10% of a backward at S = 2048.
+inline char* workspace(size_t bytes) {
+  thread_local Buffer buf;
+  if (buf.bytes() < bytes) buf = Buffer(bytes);
+  return static_cast<char*>(buf.data());
+}
+
+// Runs body(begin, end) on contiguous task ranges of near-equal total cost, one per thread.
+// Which thread runs a task never changes a result: every task owns its outputs.
+template <class Body>
+void run_balanced(const std::vector<double>& cost, Body&& body) {
+  const int64_t n = int64_t(cost.size());
+  const int threads = int(std::min<int64_t>(num_threads(), n));
+  if (threads <= 1) {
+    if (n > 0) body(int64_t(0), n);
+    return;
+  }
+  std::vector<double> prefix(size_t(n) + 1, 0.0);
+  for (int64_t i = 0; i < n; ++i) prefix[size_t(i) + 1] = prefix[size_t(i)] + cost[size_t(i)];
+  std::vector<int64_t> bound(size_t(threads) + 1, n);
+  bound[0] = 0;
+  for (int t = 1; t < threads; ++t) {
+    const double target = prefix.back() * t / threads;
+    bound[size_t(t)] = std::lower_bound(prefix.begin(), prefix.end(), target) - prefix.begin();
+    bound[size_t(t)] = std::clamp<int64_t>(bound[size_t(t)], bound[size_t(t) - 1], n);
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    if (t < threads && bound[size_t(t) + 1] > bound[size_t(t)]) body(bound[size_t(t)], bound[size_t(t) + 1]);
+  }
+}
+
+}  // namespace sol::attention_detail
