@@ -18,6 +18,7 @@ void register_sampling_ops();
 void register_attention_ops();
 void register_mla_ops();
 void register_dsl_gemm_ops();  // src/compiler/bench: the tile DSL's GEMM
+void register_engram_ops();
 
 inline void register_builtin_ops() {
   register_copy_ops();
@@ -37,5 +38,6 @@ inline void register_builtin_ops() {
   register_attention_ops();
   register_mla_ops();
   register_dsl_gemm_ops();
+  register_engram_ops();
 }
 }  // namespace sol

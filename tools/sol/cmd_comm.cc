@@ -7,6 +7,8 @@
 #include <memory>
 
 #include "cli.h"
+#include "comm/bench/ep_bench.h"
+#include "comm/bench/pp_engram_bench.h"
 #include "sol/comm.h"
 #include "sol/comm_bench.h"
 #include "sol/error.h"
@@ -70,11 +72,13 @@ void add_comm(CLI::App& app, int& exit_code) {
   comm_cmd->require_subcommand(1);
   auto a = std::make_shared<CommBenchArgs>();
   std::string ops;
-  for (const char* op : comm::kBenchOps) ops += (ops.empty() ? "" : "|") + std::string(op);
+  std::vector<std::string> bench_ops(std::begin(comm::kBenchOps), std::end(comm::kBenchOps));
+  bench_ops.insert(bench_ops.end(), std::begin(comm::kPipelineBenchOps), std::end(comm::kPipelineBenchOps));
+  bench_ops.insert(bench_ops.end(), std::begin(comm::kEpBenchOps), std::end(comm::kEpBenchOps));
+  for (const auto& op : bench_ops) ops += (ops.empty() ? "" : "|") + op;
   auto* cmd = comm_cmd->add_subcommand("bench", "nccl-tests style sweep of one collective: time, algbw, busbw, "
                                                 "#wrong, SOL% against the inter-process copy ceiling");
-  cmd->add_option("op", a->op, ops)->required()->check(CLI::IsMember(std::vector<std::string>(
-                                                   std::begin(comm::kBenchOps), std::end(comm::kBenchOps))));
+  cmd->add_option("op", a->op, ops)->required()->check(CLI::IsMember(bench_ops));
   cmd->add_option("--min-bytes", a->min_bytes, "Smallest message (K/M/G suffixes; default 8)");
   cmd->add_option("--max-bytes", a->max_bytes, "Largest message (default 64M)");
   cmd->add_option("--factor", a->factor, "Size step factor (default 2)")->check(CLI::Range(2, 1024));
@@ -103,7 +107,10 @@ void add_comm(CLI::App& app, int& exit_code) {
     // The ranks of a node share its cores: one rank's copies must not take its neighbours'.
     if (!std::getenv("SOL_NUM_THREADS"))
       set_num_threads(std::max(1, hardware_threads() / world.local().size()));
-    std::vector<comm::CommBenchRecord> records = comm::comm_bench(world, o);
+    std::vector<comm::CommBenchRecord> records =
+        comm::is_pipeline_bench_op(o.op) ? comm::pipeline_bench(world, o)
+        : comm::is_ep_bench_op(o.op)     ? comm::ep_bench(world, o)
+                                         : comm::comm_bench(world, o);
     int64_t wrong = 0;
     for (const auto& r : records) wrong += r.sol.wrong + (r.mpi ? r.mpi->wrong : 0);
     if (world.rank() == 0) {

@@ -1,0 +1,118 @@
+// Sharded Engram lookup under mpirun: tables split unevenly by rows, ranks asking for
+// different numbers of tokens, repeated and hot indices, the async form overlapped with other
+// work, f32 and bf16 rows, and out-of-range indices failing on every rank with sol::Error.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../comm/mpi_check.h"
+#include "sol/engram.h"
+
+namespace {
+
+using sol::comm::testing::Checker;
+
+// Row r, element e of the full table: exact in bf16.
+double table_value(int64_t r, int64_t e) { return double((r * 13 + e * 7) % 97 - 48); }
+
+void fill_shard(const sol::engram::ShardedTable& t) {
+  const sol::Tensor& local = t.local();
+  const int64_t first = t.row_begin(sol::comm::Group::world().rank());
+  for (int64_t r = 0; r < local.shape(0); ++r)
+    for (int64_t e = 0; e < t.dim(); ++e)
+      sol::store_from_double(local.data(), local.dtype(), size_t(r * t.dim() + e), table_value(first + r, e));
+}
+
+int64_t wrong_rows(const sol::Tensor& idx, const sol::Tensor& out, int64_t dim) {
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < idx.numel(); ++i)
+    for (int64_t e = 0; e < dim; ++e)
+      wrong += sol::load_as_double(out.data(), out.dtype(), size_t(i * dim + e)) != table_value(idx.data_as<int32_t>()[i], e);
+  return wrong;
+}
+
+void run_case(const sol::comm::Group& g, Checker& c, int64_t rows, int64_t dim, sol::DType dt, bool async, bool hot) {
+  const int me = g.rank();
+  sol::engram::ShardedTable table(g, rows, dim, dt);
+  fill_shard(table);
+  const int64_t tokens = 5 + 7 * me, heads = 3;  // each rank asks for a different count
+  sol::Buffer idx(sol::DType::i32, {tokens, heads}), out(dt, {tokens, heads, dim});
+  uint64_t x = 99 + uint64_t(me) * 7919 + uint64_t(rows);
+  for (int64_t i = 0; i < tokens * heads; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    // hot: most indices hit the same few rows (repeats within and across ranks)
+    idx.tensor().data_as<int32_t>()[i] = int32_t(hot ? (x >> 40) % 3 : (x >> 33) % uint64_t(rows));
+  }
+  idx.tensor().data_as<int32_t>()[0] = int32_t(rows - 1);
+  const std::string name = "lookup rows=" + std::to_string(rows) + " dim=" + std::to_string(dim) + " " +
+                           std::string(sol::dtype_name(dt)) + (async ? " async" : "") + (hot ? " hot" : "");
+  for (int rep = 0; rep < 2; ++rep) {
+    std::memset(out.data(), 0xFF, out.bytes());
+    if (async) {
+      sol::engram::LookupHandle h = table.lookup_async(idx, out);
+      volatile double busy = 0;  // other work while the rows travel
+      for (int i = 0; i < 1000; ++i) {
+        busy = busy + i;
+        if (i % 100 == 0) h.test();
+      }
+      h.wait();
+    } else {
+      table.lookup(idx, out);
+    }
+    const int64_t wrong = wrong_rows(idx, out, dim);
+    c.expect(wrong == 0, name + ": " + std::to_string(wrong) + " wrong elements");
+  }
+}
+
+void out_of_range(const sol::comm::Group& g, Checker& c) {
+  sol::engram::ShardedTable table(g, 10, 4, sol::DType::f32);
+  fill_shard(table);
+  sol::Buffer idx(sol::DType::i32, {2, 2}), out(sol::DType::f32, {2, 2, 4});
+  for (int i = 0; i < 4; ++i) idx.tensor().data_as<int32_t>()[i] = i;
+  if (g.rank() == g.size() - 1) idx.tensor().data_as<int32_t>()[3] = 10;  // one past the end, one rank only
+  bool threw = false;
+  std::string what;
+  try {
+    table.lookup(idx, out);
+  } catch (const sol::Error& e) {
+    threw = true;
+    what = e.what();
+  }
+  c.expect(threw, "out-of-range index: no sol::Error on rank " + std::to_string(g.rank()));
+  if (g.rank() == g.size() - 1)
+    c.expect(what.find("indices[1, 1] = 10") != std::string::npos, "out-of-range message: " + what);
+  // The table is still usable afterwards.
+  idx.tensor().data_as<int32_t>()[3] = 9;
+  table.lookup(idx, out);
+  c.expect(wrong_rows(idx, out, 4) == 0, "lookup after an out-of-range error");
+  bool shape_threw = false;
+  try {
+    sol::Buffer bad(sol::DType::f32, {2, 2, 5});
+    table.lookup(idx, bad);
+  } catch (const sol::Error&) {
+    shape_threw = true;
+  }
+  c.expect(shape_threw, "wrong output shape: no sol::Error");
+}
+
+}  // namespace
+
+int main() {
+  const sol::comm::Group& g = sol::comm::Group::world();
+  Checker c;
+  c.rank = g.rank();
+  try {
+    for (bool async : {false, true}) {
+      run_case(g, c, 1, 8, sol::DType::f32, async, false);          // fewer rows than ranks
+      run_case(g, c, 1001, 16, sol::DType::f32, async, false);      // uneven split
+      run_case(g, c, 4099, 33, sol::DType::bf16, async, false);
+      run_case(g, c, 64, 64, sol::DType::f32, async, true);
+      run_case(g, c, 20000, 128, sol::DType::bf16, async, false);   // rows beyond a mailbox ring
+    }
+    out_of_range(g, c);
+  } catch (const std::exception& e) {
+    c.expect(false, std::string("exception: ") + e.what());
+  }
+  return c.finish("mpi_engram");
+}
