@@ -54,4 +54,7 @@ PreparedCase prepare_case(const OpInfo& op, const OpParams& params, bool cold);
 BenchRecord bench_prepared(const OpInfo& op, PreparedCase& p, const MachineProfile& machine,
                            const BenchOptions& opt);
 
+// The record as one JSON object: the form `sol bench --json` prints and the Python API returns.
+std::string bench_record_json(const BenchRecord& r);
+
 }  // namespace sol

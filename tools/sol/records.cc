@@ -6,39 +6,7 @@ namespace sol::cli {
 
 bool sol_over_limit(const BenchRecord& r) { return r.sol_pct > 100.0; }
 
-nlohmann::json record_json(const BenchRecord& r) {
-  nlohmann::json j = {
-      {"op", r.op},
-      {"shape", r.shape},
-      {"dtype", r.dtype},
-      {"threads", r.threads},
-      {"isa", r.isa},
-      {"cold", r.cold},
-      {"input_sets", r.input_sets},
-      {"time_s", r.timing.median_s},
-      {"min_s", r.timing.min_s},
-      {"max_s", r.timing.max_s},
-      {"runs", r.timing.runs},
-      {"flops", r.cost.flops},
-      {"bytes", r.cost.bytes},
-      {"tflops", r.tflops},
-      {"gbps", r.gbps},
-      {"bound", std::string(bound_name(r.floor.bound))},
-      {"floor_s", r.floor.floor_s},
-      {"sol_pct", r.sol_pct},
-      {"compute_unit", std::string(unit_name(r.cost.compute))},
-      {"memory_unit", std::string(unit_name(r.cost.memory))},
-      {"ceiling_unit", std::string(unit_name(r.ceiling_unit))},
-      {"ceiling_paired", r.ceiling_paired},
-      {"ceiling_cached", r.ceiling_cached},
-      {"sol_pct_cached", r.sol_pct_cached},
-      {"sol_over_100", sol_over_limit(r)},
-  };
-  if (r.check)
-    j["check"] = {{"pass", r.check->pass}, {"error", r.check->error},
-                  {"tolerance", r.check->tolerance}, {"detail", r.check->detail}};
-  return j;
-}
+nlohmann::json record_json(const BenchRecord& r) { return nlohmann::json::parse(bench_record_json(r)); }
 
 std::string records_table(const std::vector<BenchRecord>& records) {
   std::string out = fmt::format("{:<8} {:<18} {:<14} {:>3} {:>11} {:>9} {:>8} {:<8} {:>7} {:<6}\n",

@@ -1,0 +1,27 @@
+"""Sol from Python: the C++ operators over numpy and DLPack arrays, without copies.
+
+    import numpy as np, sol
+    a = np.random.rand(256, 512).astype(np.float32)
+    b = np.random.rand(512, 128).astype(np.float32)
+    d = sol.gemm(a, b)                      # allocated: a numpy array
+    sol.gemm(a, b, out=d)                   # or written into the array you pass
+
+Arrays: anything with the buffer protocol or __dlpack__ on the host (numpy, torch CPU tensors);
+bf16 and fp8 numpy arrays use ml_dtypes (ml_dtypes.bfloat16, float8_e4m3fn, float8_e5m2).
+Strided views are passed through as they are and each op accepts what its C++ form accepts.
+Errors: sol.Error (a ValueError) with the C++ message; sol.DTypeError (also a TypeError) when
+the problem is an element type; sol.CommError for communication. Every op releases the GIL.
+Under mpirun: sol.comm.world() (collectives, point-to-point) and sol.ep.Buffer (MoE dispatch
+and combine).
+"""
+import sys as _sys
+
+from . import _sol
+from ._sol import *  # noqa: F401,F403  (the operators, classes and exceptions)
+from ._sol import comm, ep
+
+# `import sol.comm` / `from sol.comm import world` work like for package modules.
+_sys.modules[__name__ + ".comm"] = comm
+_sys.modules[__name__ + ".ep"] = ep
+
+__all__ = [name for name in dir(_sol) if not name.startswith("_")]
