@@ -12,6 +12,7 @@
 #include "ops/attention/reference.h"
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
+#include "ops/error_message.h"
 #include "ops/isa_paths.h"
 #include "sol/attention.h"
 #include "sol/error.h"
@@ -218,14 +219,7 @@ TEST(Attention, LseIsOptional) {
   EXPECT_TRUE(compare_bitwise(in.o, ref.o).pass);
 }
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing_errors::message_of;
 
 TEST(Attention, BadInputThrowsWithClearMessages) {
   auto bf = [](std::initializer_list<int64_t> s) { return Buffer(DType::bf16, s); };

@@ -11,6 +11,7 @@
 #include "ops/attention/reference.h"
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
+#include "ops/error_message.h"
 #include "ops/isa_paths.h"
 #include "sol/attention.h"
 #include "sol/error.h"
@@ -183,14 +184,7 @@ TEST(AttentionBackward, BitwiseIdenticalForOneAndTwoThreads) {
   }
 }
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing_errors::message_of;
 
 TEST(AttentionBackward, BadInputThrowsWithClearMessages) {
   const Shape s{1, 8, 8, 4, 2, 64, 64};

@@ -10,6 +10,7 @@
 #include "ops/common/fill.h"
 #include "ops/gemm/reference.h"
 #include "sol/copy.h"
+#include "ops/error_message.h"
 #include "ops/isa_paths.h"
 #include "sol/error.h"
 #include "sol/gemm.h"
@@ -173,14 +174,7 @@ TEST(Gemm, BitwiseIdenticalForOneAndTwoThreadsAndPackedOrPlain) {
   }
 }
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing_errors::message_of;
 
 TEST(Gemm, BadInputThrowsWithClearMessages) {
   Buffer a(DType::f32, {4, 96}), b(DType::f32, {128, 8}), d(DType::f32, {4, 8});

@@ -11,6 +11,7 @@
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
 #include "ops/gemm/reference.h"
+#include "ops/error_message.h"
 #include "ops/isa_paths.h"
 #include "sol/error.h"
 #include "sol/gemm.h"
@@ -151,14 +152,7 @@ TEST(GroupedGemm, MaskedLayoutEveryPath) {
   });
 }
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing_errors::message_of;
 
 TEST(GroupedGemm, BadInputThrowsWithClearMessages) {
   Buffer a(DType::bf16, {4, 64}), b(DType::bf16, {2, 8, 64}), d(DType::bf16, {4, 8}), layout(DType::i32, {4});

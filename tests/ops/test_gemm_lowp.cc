@@ -11,6 +11,7 @@
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
 #include "ops/gemm/reference.h"
+#include "ops/error_message.h"
 #include "ops/isa_paths.h"
 #include "sol/copy.h"
 #include "sol/error.h"
@@ -199,14 +200,7 @@ TEST(GemmFp8, NanScaleOrCodePropagatesToItsRowsOnly) {
   });
 }
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing_errors::message_of;
 
 TEST(GemmLowPrecision, BadInputThrowsWithClearMessages) {
   Buffer a8(DType::i8, {4, 64}), b8(DType::i8, {64, 8}), d32(DType::i32, {4, 8}), df(DType::f32, {4, 8});
