@@ -11,17 +11,24 @@ bf16 and fp8 numpy arrays use ml_dtypes (ml_dtypes.bfloat16, float8_e4m3fn, floa
 Strided views are passed through as they are and each op accepts what its C++ form accepts.
 Errors: sol.Error (a ValueError) with the C++ message; sol.DTypeError (also a TypeError) when
 the problem is an element type; sol.CommError for communication. Every op releases the GIL.
-Under mpirun: sol.comm.world() (collectives, point-to-point) and sol.ep.Buffer (MoE dispatch
-and combine).
+Under mpirun: sol.comm.world() (collectives, point-to-point), sol.ep.Buffer (MoE dispatch
+and combine), sol.cp.ring_attention (context parallelism over zig-zag shards),
+sol.engram.ShardedTable (Engram's row-sharded tables) and sol.pp.Pipeline (1F1B / DualPipe over
+Python stage callables). Locally: sol.engram.ngram_hash (Engram's n-gram hash) and sol.tile
+(parse, verify, interpret and JIT-compile tile programs from their text form).
 """
 import sys as _sys
 
 from . import _sol
 from ._sol import *  # noqa: F401,F403  (the operators, classes and exceptions)
-from ._sol import comm, ep
+from ._sol import comm, cp, engram, ep, pp, tile
 
 # `import sol.comm` / `from sol.comm import world` work like for package modules.
 _sys.modules[__name__ + ".comm"] = comm
 _sys.modules[__name__ + ".ep"] = ep
+_sys.modules[__name__ + ".engram"] = engram
+_sys.modules[__name__ + ".cp"] = cp
+_sys.modules[__name__ + ".tile"] = tile
+_sys.modules[__name__ + ".pp"] = pp
 
 __all__ = [name for name in dir(_sol) if not name.startswith("_")]

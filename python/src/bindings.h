@@ -19,5 +19,9 @@ void bind_attention(nanobind::module_& m);  // flash attention forward / backwar
 void bind_mla(nanobind::module_& m);        // MLA decode (FlashMLA)
 void bind_comm(nanobind::module_& m);       // the sol.comm submodule
 void bind_ep(nanobind::module_& m);         // the sol.ep submodule (after comm)
+void bind_engram(nanobind::module_& m);     // the sol.engram submodule (after comm)
+void bind_cp(nanobind::module_& m);         // the sol.cp submodule (after comm)
+void bind_tile(nanobind::module_& m);       // the sol.tile submodule
+void bind_pp(nanobind::module_& m);         // the sol.pp submodule (after comm)
 
 }  // namespace solpy

@@ -14,4 +14,8 @@ NB_MODULE(_sol, m) {
   solpy::bind_mla(m);
   solpy::bind_comm(m);
   solpy::bind_ep(m);
+  solpy::bind_engram(m);
+  solpy::bind_cp(m);
+  solpy::bind_tile(m);
+  solpy::bind_pp(m);
 }
