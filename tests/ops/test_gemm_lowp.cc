@@ -82,7 +82,8 @@ TEST(GemmInt8, ExactOnEveryPathForS8AndU8) {
 
 TEST(GemmInt8, AccumulatesIntoCAndSplitsBlocks) {
   for_each_isa([] {
-    run_int8(DType::i8, 40, 70, 3000, Layout::nt, false, 1.0f, 3);  // several K blocks, + C
+    run_int8(DType::i8, 40, 70, 3000, Layout::nt, false, 1.0f, 3);  // one K block, + C
+    run_int8(DType::i8, 20, 40, 9000, Layout::nt, true, 1.0f, 6);   // KC = 4096: three K blocks
     run_int8(DType::i8, 16, 300, 500, Layout::nt, true, 1.0f, 4);    // skinny
   });
   run_int8(DType::u8, 400, 2100, 300, Layout::nn, false, 0.0f, 5);  // N blocks, many row panels
@@ -172,6 +173,10 @@ TEST(GemmFp8, Ue8m0ScalesAndLargerBlocks) {
   run_fp8(o, DType::bf16, false, true, "ue8m0");
   run_fp8(o, DType::bf16, true, true, "ue8m0 packed");
   const Fp8Operands s = make_fp8(16, 700, 2048, false, ScaleFormat::f32, 12);  // skinny: KC = K
+  run_fp8(s, DType::bf16, true, true, "skinny packed");
+  const Fp8Operands blocks = make_fp8(30, 40, 4352, false, ScaleFormat::f32, 13);  // KC = 2048: 3 blocks
+  run_fp8(blocks, DType::bf16, false, true, "K blocks");
+  run_fp8(blocks, DType::f32, true, true, "K blocks packed");
   run_fp8(s, DType::bf16, true, true, "skinny packed");
 }
 

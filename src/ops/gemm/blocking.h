@@ -16,13 +16,16 @@ struct Blocking {
   int64_t nc = 0;  // columns of B per block (a multiple of kGemmNR)
 };
 
-// KC: the B micro-panel (KC x 32) is reused from L1 by every A panel of the block, so it gets
-//     32 KiB of the 48 KiB L1 (f32: 256 x 32 x 4 B; bf16: 512 x 32 x 2 B; int8: 1024 x 32 x
-//     1 B; fp8 runs as bf16, and 512 is four of its 128-wide scale groups); the rest holds the
-//     A panel streaming in from L2 (12 x KC, 12 KiB) and the C tile. A longer KC also amortises
-//     the 24 partial-sum loads and stores of a tile over 12 * KC cycles of FMAs (~1.5%).
-// MC: the A block (MC x KC, 384 KiB either way) stays in the 1 MiB L2 while the B micro-panels
-//     of the NC columns pass through; 384 = 32 panels of 12 rows.
+// KC: long. Every K block ends with a round trip of the tile's 24 partial-sum vectors (to D or
+//     a workspace, and back), and that costs more than keeping the B micro-panel in L1: with
+//     KC = 512 (B panel 32 KiB, L1-resident) bf16 ran at 428-449 GFLOP/s, with KC = 2048 (128
+//     KiB, streamed from L2 at ~11 B/cycle, well within its bandwidth) at 465-494 (2048^3: 428
+//     -> 494, i.e. 84% -> 97% of dot_bf16; m=128 n=24576 k=1536: 419 -> 465); fp8 411 -> 456,
+//     s8 (KC = 4096) 800 -> 850 GOP/s (one thread, CPU time, 2026-11-30). A 12 x 32 tile alone,
+//     all operands in L1, runs at ~100% of the ceiling. f32 keeps 256 (not re-measured yet).
+// MC: 384 rows = 32 panels of 12. With the long KC the A block (384 x 2048 bf16 = 1.5 MiB) no
+//     longer fits the 1 MiB L2; it still measured fastest of the KCs tried, but a smaller MC
+//     with the long KC is the next experiment.
 // NC: the packed B block (KC x NC, 2 MiB) lives in L3 and is packed once per (NC, KC) block;
 //     every A block is packed once per NC columns, so a wide NC makes A packing negligible
 //     (2 * NC FLOPs per packed element).
@@ -44,7 +47,7 @@ inline Blocking choose_blocking(DType in, int64_t m_total, int64_t m_rows, int64
   using kernels::kGemmNR;
   Blocking b;
   const bool skinny = m_total <= 16;
-  b.kc = skinny ? std::max<int64_t>(4, (k + 3) / 4 * 4) : in == DType::bf16 ? 512 : in == DType::i8 ? 1024 : 256;
+  b.kc = skinny ? std::max<int64_t>(4, (k + 3) / 4 * 4) : in == DType::bf16 ? 2048 : in == DType::i8 ? 4096 : 256;
   b.mc = 384;
   b.nc = skinny ? 64 : 2048;
   if (partials_in_workspace && k > b.kc) {

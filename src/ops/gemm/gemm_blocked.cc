@@ -61,7 +61,8 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
   Workspace& ws = thread_workspace();
   const int64_t kc_max = std::min(blk.kc, std::max<int64_t>(p.k, 1));
   const int64_t steps_max = k_steps(p.in, kc_max);
-  void* a_pack = Workspace::reserve(ws.a, blk.mc * steps_max * kGemmMR * 4);
+  // Panels of up to kGemmMR rows (a_panel_rows may split the last 13..23 rows in two).
+  void* a_pack = Workspace::reserve(ws.a, (blk.mc / kGemmMR + 2) * steps_max * kGemmMR * 4);
   void* b_pack = p.packed && !widen_packed ? nullptr : Workspace::reserve(ws.b, blk.nc * steps_max * 4);
   int32_t* start = s8_correction && !p.packed
                        ? static_cast<int32_t*>(Workspace::reserve(ws.start, blk.nc * 4))
