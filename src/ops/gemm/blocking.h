@@ -22,7 +22,8 @@ struct Blocking {
 //     KiB, streamed from L2 at ~11 B/cycle, well within its bandwidth) at 465-494 (2048^3: 428
 //     -> 494, i.e. 84% -> 97% of dot_bf16; m=128 n=24576 k=1536: 419 -> 465); fp8 411 -> 456,
 //     s8 (KC = 4096) 800 -> 850 GOP/s (one thread, CPU time, 2026-11-30). A 12 x 32 tile alone,
-//     all operands in L1, runs at ~100% of the ceiling. f32 keeps 256 (not re-measured yet).
+//     all operands in L1, runs at ~100% of the ceiling. f32 the same way: KC 256 -> 2048 took
+//     m=1024 n=1024 k=2048 from 225 to 239 GFLOP/s and m=256 n=2048 k=7168 from 227 to 242.
 // MC: 384 rows = 32 panels of 12. With the long KC the A block (384 x 2048 bf16 = 1.5 MiB) no
 //     longer fits the 1 MiB L2; it still measured fastest of the KCs tried, but a smaller MC
 //     with the long KC is the next experiment.
@@ -47,7 +48,7 @@ inline Blocking choose_blocking(DType in, int64_t m_total, int64_t m_rows, int64
   using kernels::kGemmNR;
   Blocking b;
   const bool skinny = m_total <= 16;
-  b.kc = skinny ? std::max<int64_t>(4, (k + 3) / 4 * 4) : in == DType::bf16 ? 2048 : in == DType::i8 ? 4096 : 256;
+  b.kc = skinny ? std::max<int64_t>(4, (k + 3) / 4 * 4) : in == DType::i8 ? 4096 : 2048;
   b.mc = 384;
   b.nc = skinny ? 64 : 2048;
   if (partials_in_workspace && k > b.kc) {
