@@ -147,6 +147,44 @@ struct Backward {
     return g;
   }
 
+  // Both passes recompute, for one tile of mt rows (t0 rows into the block) against columns
+  // [col0, col1): S from the rows `s_rows` and the transposed panels `s_panels`, dP from `dp_rows`
+  // and `dp_panels` (32-column panels), the rows' visible ranges made relative to col0, then the
+  // row kernel turns them into dS (and P when `p_out` is given). ld is the scratch row stride;
+  // lse / delta run along the columns when per_column, else along the rows.
+  void recompute_tile(Scratch& w, int mt, int64_t t0, const char* s_rows, const char* s_panels, const char* dp_rows,
+                      const char* dp_panels, int64_t col0, int64_t col1, int64_t ld, const float* lse,
+                      const float* delta, bool per_column, void* p_out) {
+    const int64_t ncols = col1 - col0;
+    for (int64_t c = col0; c < col1; c += 32) {
+      kern.gemm(tile(mt, 32, qk_steps, s_rows, p.dqk, panel_at(s_panels, p.dtype, p.dqk * 32, c, 0),
+                     w.s.data() + (c - col0), ld, false));
+      kern.gemm(tile(mt, 32, v_steps, dp_rows, p.dv, panel_at(dp_panels, p.dtype, p.dv * 32, c, 0),
+                     w.dp.data() + (c - col0), ld, false));
+    }
+    for (int i = 0; i < mt; ++i) {
+      w.rel_lo[i] = int(std::clamp<int64_t>(w.lo[size_t(t0 + i)] - col0, 0, ncols));
+      w.rel_hi[i] = int(std::clamp<int64_t>(w.hi[size_t(t0 + i)] - col0, 0, ncols));
+    }
+    kernels::AttnGradRows gr;
+    gr.m = mt;
+    gr.n = int(ncols);
+    gr.s = w.s.data();
+    gr.dp = w.dp.data();
+    gr.ld = ld;
+    gr.lo = w.rel_lo;
+    gr.hi = w.rel_hi;
+    gr.scale = p.scale;
+    gr.lse = lse;
+    gr.delta = delta;
+    gr.per_column = per_column;
+    gr.p = p_out;
+    gr.ds = w.ds.data();
+    gr.ldo = ld;
+    gr.out_bf16 = p.bf16;
+    kern.grad(gr);
+  }
+
   // dk and dv of keys [k0, k0 + kKeyBlock) of kv head kvh.
   void key_block(int64_t seq, int64_t kvh, int64_t k0, Scratch& w) {
     const Sequence& s = p.seqs[size_t(seq)];
@@ -180,33 +218,9 @@ struct Backward {
           const int64_t a = std::max(w.lo[size_t(t0)], qc), b = std::min(w.hi[size_t(t0 + mt - 1)], qc + kQueryChunk);
           if (a >= b) continue;
           const int64_t col0 = qc + (a - qc) / 32 * 32, col1 = qc + round_up(b - qc, 32), ncols = col1 - col0;
-          for (int64_t c = col0; c < col1; c += 32) {
-            kern.gemm(tile(mt, 32, qk_steps, k_rows + t0 * p.dqk * es, p.dqk,
-                           panel_at(tq, p.dtype, p.dqk * 32, c, 0), w.s.data() + (c - col0), kQueryChunk, false));
-            kern.gemm(tile(mt, 32, v_steps, v_rows + t0 * p.dv * es, p.dv,
-                           panel_at(tdo, p.dtype, p.dv * 32, c, 0), w.dp.data() + (c - col0), kQueryChunk, false));
-          }
-          for (int i = 0; i < mt; ++i) {
-            w.rel_lo[i] = int(std::clamp<int64_t>(w.lo[size_t(t0 + i)] - col0, 0, ncols));
-            w.rel_hi[i] = int(std::clamp<int64_t>(w.hi[size_t(t0 + i)] - col0, 0, ncols));
-          }
-          kernels::AttnGradRows gr;
-          gr.m = mt;
-          gr.n = int(ncols);
-          gr.s = w.s.data();
-          gr.dp = w.dp.data();
-          gr.ld = kQueryChunk;
-          gr.lo = w.rel_lo;
-          gr.hi = w.rel_hi;
-          gr.scale = p.scale;
-          gr.lse = lse + col0;
-          gr.delta = delta + col0;
-          gr.per_column = true;
-          gr.p = w.p.data();
-          gr.ds = w.ds.data();
-          gr.ldo = kQueryChunk;
-          gr.out_bf16 = p.bf16;
-          kern.grad(gr);
+          // Keys are the rows here, queries the columns: lse and delta run along the columns.
+          recompute_tile(w, mt, t0, k_rows + t0 * p.dqk * es, tq, v_rows + t0 * p.dv * es, tdo, col0, col1,
+                         kQueryChunk, lse + col0, delta + col0, true, w.p.data());
           const int64_t steps = p.bf16 ? ncols / 2 : ncols;
           for (int64_t c = 0; c < p.dv; c += 32)
             kern.gemm(tile(mt, int(std::min<int64_t>(32, p.dv - c)), steps, w.p.data(), kQueryChunk,
@@ -249,31 +263,8 @@ struct Backward {
         const int64_t a = std::max(w.lo[size_t(t0)], kb), b = std::min(w.hi[size_t(t0 + mt - 1)], kb + kKeyBlock);
         if (a >= b) continue;
         const int64_t col0 = kb + (a - kb) / 32 * 32, col1 = kb + round_up(b - kb, 32), ncols = col1 - col0;
-        for (int64_t c = col0; c < col1; c += 32) {
-          kern.gemm(tile(mt, 32, qk_steps, q_rows + t0 * p.dqk * es, p.dqk,
-                         panel_at(tk, p.dtype, p.dqk * 32, c, 0), w.s.data() + (c - col0), kKeyBlock, false));
-          kern.gemm(tile(mt, 32, v_steps, do_rows + t0 * p.dv * es, p.dv,
-                         panel_at(tv, p.dtype, p.dv * 32, c, 0), w.dp.data() + (c - col0), kKeyBlock, false));
-        }
-        for (int i = 0; i < mt; ++i) {
-          w.rel_lo[i] = int(std::clamp<int64_t>(w.lo[size_t(t0 + i)] - col0, 0, ncols));
-          w.rel_hi[i] = int(std::clamp<int64_t>(w.hi[size_t(t0 + i)] - col0, 0, ncols));
-        }
-        kernels::AttnGradRows gr;
-        gr.m = mt;
-        gr.n = int(ncols);
-        gr.s = w.s.data();
-        gr.dp = w.dp.data();
-        gr.ld = kKeyBlock;
-        gr.lo = w.rel_lo;
-        gr.hi = w.rel_hi;
-        gr.scale = p.scale;
-        gr.lse = lse + t0;
-        gr.delta = delta + t0;
-        gr.ds = w.ds.data();
-        gr.ldo = kKeyBlock;
-        gr.out_bf16 = p.bf16;
-        kern.grad(gr);
+        recompute_tile(w, mt, t0, q_rows + t0 * p.dqk * es, tk, do_rows + t0 * p.dv * es, tv, col0, col1, kKeyBlock,
+                       lse + t0, delta + t0, false, nullptr);
         const int64_t steps = p.bf16 ? ncols / 2 : ncols;
         for (int64_t c = 0; c < p.dqk; c += 32)
           kern.gemm(tile(mt, int(std::min<int64_t>(32, p.dqk - c)), steps, w.ds.data(), kKeyBlock,
