@@ -13,6 +13,7 @@
 #include "ops/gemm/reference.h"
 #include "ops/error_message.h"
 #include "ops/isa_paths.h"
+#include "ops/common/rows.h"
 #include "sol/error.h"
 #include "sol/gemm.h"
 #include "sol/quant.h"
@@ -22,11 +23,6 @@ namespace sol {
 namespace {
 
 using testing_paths::for_each_isa;
-
-Tensor plane(const Tensor& t, int64_t g) {
-  const int64_t shape[2] = {t.shape(1), t.shape(2)};
-  return Tensor(t.ptr({g, 0, 0}), t.dtype(), shape);
-}
 
 struct Experts {
   Buffer b, b_scales;  // [G, N, K] bf16 or fp8, and [G, ceil(N/128), K/128]

@@ -28,13 +28,6 @@ bool same_view(const Tensor& x, const Tensor& y) {
          (x.shape(0) <= 1 || x.stride(0) == y.stride(0));
 }
 
-void require_scales(const char* name, const Tensor& t, int64_t rows, int64_t cols) {
-  require_matrix(name, t);
-  check(t.dtype() == DType::f32, "gemm", name, ".dtype = ", dtype_name(t.dtype()), " but must be f32");
-  check(t.shape(0) == rows && t.shape(1) == cols, "gemm", name, ".shape = ", t.shape_string(),
-        " but must be [", rows, ", ", cols, "]");
-}
-
 // The micro-kernel type of an (A, B) pair, or an error naming the pairs Sol multiplies.
 DType compute_type_of(DType a, DType b) {
   if (a == DType::f32 && b == DType::f32) return DType::f32;
@@ -120,7 +113,7 @@ GemmProblem describe(const Tensor& a, int64_t n, DType b_dtype, const Tensor& d,
           kFp8ScaleBlock, " == 0");
   if (a.dtype() == DType::f8e4m3) {
     check(opt.a_scales != nullptr, "gemm", "an f8e4m3 a needs a_scales (f32 [M, K/128])");
-    require_scales("a_scales", *opt.a_scales, m, k / kFp8ScaleBlock);
+    gemm_detail::require_scales("gemm", "a_scales", *opt.a_scales, m, k / kFp8ScaleBlock);
     p.a_scales = opt.a_scales->data_as<const float>();
     p.lds_a = opt.a_scales->stride(0);
   } else {
@@ -139,15 +132,18 @@ void run(const GemmProblem& p) {
 }  // namespace
 
 namespace gemm_detail {
+void require_scales(const char* op, const char* name, const Tensor& t, int64_t rows, int64_t cols) {
+  check(t.ndim() == 2, op, name, " must be 2-D but ", name, ".shape = ", t.shape_string());
+  check(t.dtype() == DType::f32, op, name, ".dtype = ", dtype_name(t.dtype()), " but must be f32");
+  check(t.shape(0) == rows && t.shape(1) == cols, op, name, ".shape = ", t.shape_string(), " but must be [",
+        rows, ", ", cols, "]");
+  check(t.shape(1) <= 1 || t.stride(1) == 1, op, name, ".strides[1] = ", t.stride(1), " but must be 1");
+  require_data(op, name, t);
+}
+
 void require_b_scales(const char* op, const Tensor& t, int64_t n, int64_t k) {
-  check(t.ndim() == 2, op, "b_scales must be 2-D but b_scales.shape = ", t.shape_string());
-  check(t.dtype() == DType::f32, op, "b_scales.dtype = ", dtype_name(t.dtype()), " but must be f32");
   check(k % kFp8ScaleBlock == 0, op, "k = ", k, " but fp8 block scales need k % ", kFp8ScaleBlock, " == 0");
-  const int64_t rows = (n + kFp8ScaleBlock - 1) / kFp8ScaleBlock, cols = k / kFp8ScaleBlock;
-  check(t.shape(0) == rows && t.shape(1) == cols, op, "b_scales.shape = ", t.shape_string(),
-        " but must be [", rows, ", ", cols, "] for n = ", n, ", k = ", k);
-  check(t.shape(1) <= 1 || t.stride(1) == 1, op, "b_scales.strides[1] = ", t.stride(1), " but must be 1");
-  require_data(op, "b_scales", t);
+  require_scales(op, "b_scales", t, (n + kFp8ScaleBlock - 1) / kFp8ScaleBlock, k / kFp8ScaleBlock);
 }
 }  // namespace gemm_detail
 

@@ -6,18 +6,13 @@
 #include <vector>
 
 #include "ops/common/validate.h"
+#include "ops/common/rows.h"
 #include "sol/error.h"
 #include "sol/gemm.h"
 
 namespace sol {
 
 namespace {
-
-// 2-D view of plane g of a 3-D tensor.
-Tensor plane(const Tensor& t, int64_t g) {
-  const int64_t shape[2] = {t.shape(1), t.shape(2)}, strides[2] = {t.stride(1), t.stride(2)};
-  return Tensor(t.ptr({g, 0, 0}), t.dtype(), shape, strides);
-}
 
 void require_b(const char* op, const Tensor& b) {
   check(b.ndim() == 3, op, "b must be [G, N, K] but b.shape = ", b.shape_string());

@@ -12,6 +12,7 @@
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
 #include "ops/gemm/reference.h"
+#include "ops/common/rows.h"
 #include "sol/error.h"
 #include "sol/gemm.h"
 #include "sol/quant.h"
@@ -20,11 +21,6 @@
 namespace sol {
 
 namespace {
-
-Tensor plane(const Tensor& t, int64_t g) {
-  const int64_t shape[2] = {t.shape(1), t.shape(2)};
-  return Tensor(t.ptr({g, 0, 0}), t.dtype(), shape);
-}
 
 std::vector<int64_t> parse_rows(const std::string& text) {
   std::vector<int64_t> rows;

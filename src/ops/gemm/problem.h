@@ -45,7 +45,9 @@ struct GemmProblem {
   bool c_is_d() const { return beta != 0.0f && c == d; }
 };
 
-// Checks an fp8 B's block scales: f32 [ceil(n/128), k/128], last dimension dense.
+// Checks fp8 block scales: f32 [rows, cols], last dimension dense; require_b_scales derives
+// B's [ceil(n/128), k/128] (and needs k % 128 == 0).
+void require_scales(const char* op, const char* name, const Tensor& scales, int64_t rows, int64_t cols);
 void require_b_scales(const char* op, const Tensor& scales, int64_t n, int64_t k);
 
 void gemm_blocked_avx512(const GemmProblem& p);
