@@ -154,6 +154,20 @@ int64_t wrong_normal_rows(const Shape& s, const Group& g, int64_t T, const ep::D
   return wrong + (row != r.recv_x.shape(0) ? 1 : 0);
 }
 
+// The fields every EP record shares once its timing is in; SOL% against the paired ceiling.
+CommBenchRecord finish_record(CommBenchRecord rec, const char* op, bool fp8, int64_t bytes, int64_t tokens,
+                              const Group& g, double ceiling) {
+  rec.op = op;
+  rec.dtype = fp8 ? "f8e4m3" : "bf16";
+  rec.bytes = size_t(bytes);
+  rec.count = tokens;
+  rec.ranks = g.size();
+  rec.nodes = g.num_nodes();
+  rec.ceiling_gbps = ceiling / 1e9;
+  rec.sol_pct = rec.ceiling_gbps > 0 ? 100 * rec.sol.busbw / rec.ceiling_gbps : 0;
+  return rec;
+}
+
 std::vector<CommBenchRecord> normal_sweep(const Group& g, const CommBenchOptions& o, const Shape& s, bool combine) {
   const bool fp8 = o.dtype == DType::f8e4m3 && !combine;
   std::vector<CommBenchRecord> out;
@@ -219,15 +233,7 @@ std::vector<CommBenchRecord> normal_sweep(const Group& g, const CommBenchOptions
     }
     g.barrier();
     g.heap_reset();
-    rec.op = combine ? "ep-combine" : "ep-dispatch";
-    rec.dtype = fp8 ? "f8e4m3" : "bf16";
-    rec.bytes = size_t(bytes);
-    rec.count = T;
-    rec.ranks = R;
-    rec.nodes = g.num_nodes();
-    rec.ceiling_gbps = ceiling / 1e9;
-    rec.sol_pct = rec.ceiling_gbps > 0 ? 100 * rec.sol.busbw / rec.ceiling_gbps : 0;
-    out.push_back(rec);
+    out.push_back(finish_record(rec, combine ? "ep-combine" : "ep-dispatch", fp8, bytes, T, g, ceiling));
   }
   return out;
 }
@@ -304,15 +310,7 @@ std::vector<CommBenchRecord> low_latency_sweep(const Group& g, const CommBenchOp
     }
     g.barrier();
     g.heap_reset();
-    rec.op = combine ? "ep-ll-combine" : "ep-ll-dispatch";
-    rec.dtype = fp8 ? "f8e4m3" : "bf16";
-    rec.bytes = size_t(bytes);
-    rec.count = T;
-    rec.ranks = R;
-    rec.nodes = g.num_nodes();
-    rec.ceiling_gbps = ceiling / 1e9;
-    rec.sol_pct = rec.ceiling_gbps > 0 ? 100 * rec.sol.busbw / rec.ceiling_gbps : 0;
-    out.push_back(rec);
+    out.push_back(finish_record(rec, combine ? "ep-ll-combine" : "ep-ll-dispatch", fp8, bytes, T, g, ceiling));
   }
   return out;
 }
