@@ -13,6 +13,7 @@
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
 #include "ops/error_message.h"
+#include "ops/attention_shape.h"
 #include "ops/isa_paths.h"
 #include "sol/attention.h"
 #include "sol/error.h"
@@ -23,24 +24,7 @@ namespace {
 
 using testing_paths::for_each_isa;
 
-struct Shape {
-  int64_t b, sq, skv, hq, hkv, dqk, dv;
-  bool causal = false;
-  int64_t left = -1, right = -1;
-  std::string describe() const {
-    return "b=" + std::to_string(b) + " sq=" + std::to_string(sq) + " skv=" + std::to_string(skv) +
-           " h=" + std::to_string(hq) + "/" + std::to_string(hkv) + " d=" + std::to_string(dqk) + "/" +
-           std::to_string(dv) + (causal ? " causal" : "") + " window=" + std::to_string(left) + "," +
-           std::to_string(right);
-  }
-  AttentionOptions options() const {
-    AttentionOptions o;
-    o.causal = causal;
-    o.window_left = left;
-    o.window_right = right;
-    return o;
-  }
-};
+using testing_attention::Shape;
 
 double tolerance(DType t) { return t == DType::bf16 ? 1e-2 : 2e-5; }
 
