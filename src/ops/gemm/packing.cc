@@ -1,8 +1,9 @@
 #include "ops/gemm/packing.h"
 
 #include <algorithm>
-#include <array>
 #include <cstring>
+
+#include "kernels/e4m3_bf16_table.h"
 
 namespace sol::gemm_detail {
 
@@ -42,8 +43,7 @@ struct SameByte {
   uint8_t operator()(uint8_t x) const { return x; }
 };
 struct E4m3ToBf16 {
-  const uint16_t* table = e4m3_to_bf16_table();
-  uint16_t operator()(uint8_t x) const { return table[x]; }
+  uint16_t operator()(uint8_t x) const { return kernels::kE4m3CodesToBf16.bits[x]; }
 };
 
 // bf16 rows travel as (k, k+1) pairs, one uint32_t each; an odd kc ends in (k, 0). fp8 rows
@@ -177,15 +177,6 @@ void pack_b_quads(const PlainB& b, int64_t n_total, int64_t k0, int64_t kc, int6
 }
 
 }  // namespace
-
-const uint16_t* e4m3_to_bf16_table() {
-  static const auto table = [] {
-    std::array<uint16_t, 256> t{};
-    for (int code = 0; code < 256; ++code) t[size_t(code)] = f32_to_bf16(e4m3_to_f32(uint8_t(code)));
-    return t;
-  }();
-  return table.data();
-}
 
 void pack_a_block(const void* a, int64_t lda, DType a_type, int64_t m0, int64_t mc, int64_t k0,
                   int64_t kc, void* dst) {

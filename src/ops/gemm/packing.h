@@ -68,8 +68,6 @@ void pack_b_block(const PlainB& b, DType b_type, int64_t n_total, int64_t k0, in
 void pack_b_fp8_pairs(const PlainB& b, int64_t n_total, int64_t k0, int64_t kc, int64_t n0,
                       int64_t nc, uint8_t* dst, int64_t panel_elems);
 
-// e4m3 code -> bf16 bits, exactly (every e4m3 value is a bf16 value; NaN -> quiet NaN).
-const uint16_t* e4m3_to_bf16_table();
 
 }  // namespace gemm_detail
 }  // namespace sol
