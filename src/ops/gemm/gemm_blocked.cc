@@ -57,7 +57,6 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
   // 0.93 ms (one thread, CPU time; 4 and 8 KiB helped less, 32 KiB no more).
   const int64_t skinny_prefetch = p.m <= 16 && !widen_packed ? 16384 : 0;
 
-
   Workspace& ws = thread_workspace();
   const int64_t kc_max = std::min(blk.kc, std::max<int64_t>(p.k, 1));
   const int64_t steps_max = k_steps(p.in, kc_max);
@@ -71,6 +70,7 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
                        ? nullptr
                        : static_cast<float*>(Workspace::reserve(ws.partial, (m1 - m0) * blk.nc * 4));
 
+  int64_t packed_ic = -1, packed_pc = -1;  // which A block a_pack holds
   for (int64_t jc = n0; jc < n1; jc += blk.nc) {
     const int64_t nc = std::min(blk.nc, n1 - jc);
     // K = 0 still runs one (empty) block so that the epilogue writes beta * C + bias.
@@ -79,7 +79,7 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
       const void* b_base;
       int64_t panel_elems;
       if (widen_packed) {
-        panel_elems = steps * 2 * kGemmNR;
+        panel_elems = steps * k_group(p.in) * kGemmNR;
         for (int64_t jr = 0; jr < nc; jr += kGemmNR)
           kernels::convert_avx512(p.packed->at(pc, jc + jr), DType::f8e4m3,
                                   static_cast<uint16_t*>(b_pack) + (jr / kGemmNR) * panel_elems, DType::bf16,
@@ -97,7 +97,14 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
 
       for (int64_t ic = m0; ic < m1; ic += blk.mc) {
         const int64_t mc = std::min(blk.mc, m1 - ic);
-        pack_a_block(p.a, p.lda, p.a_type, ic, mc, pc, kc, a_pack);
+        // The packed A block depends only on (ic, pc): with one K block and one M block (skinny
+        // M, short K) every NC block would pack the same rows again, 112 times for M = 16,
+        // N = 7168 (NC = 64).
+        if (ic != packed_ic || pc != packed_pc) {
+          pack_a_block(p.a, p.lda, p.a_type, ic, mc, pc, kc, a_pack);
+          packed_ic = ic;
+          packed_pc = pc;
+        }
 
         for (int64_t jr = 0; jr < nc; jr += kGemmNR) {
           const int64_t col = jc + jr;
@@ -117,7 +124,7 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
             const int64_t row = ic + ir;
             t.m = int(a_panel_rows(mc, ir));
             t.a = a_panel;
-            t.prefetch_b = skinny_prefetch && ir == 0 ? skinny_prefetch : 0;
+            t.prefetch_b = ir == 0 ? skinny_prefetch : 0;
             if (p.a_scales) {
               t.sa = p.a_scales + row * p.lds_a + pc / kFp8ScaleBlock;
               t.lds_a = p.lds_a;
