@@ -6,20 +6,13 @@
 #include <cstring>
 
 #include "hw/ceiling_loops.h"
+#include "kernels/x86/amx/amx_tile_config.h"
 
 namespace sol::ceiling_loops {
 
 namespace {
 
-// The 64-byte LDTILECFG operand, palette 1: 8 tiles of up to 16 rows x 64 bytes.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t bytes_per_row[16] = {};
-  uint8_t rows[16] = {};
-};
-static_assert(sizeof(TileConfig) == 64);
+using kernels::amx::TileConfig;  // the LDTILECFG operand the GEMM kernels load too
 
 // GCC 12's _tile_loadconfig() declares only 8 of the 64 bytes as read, so at -O1 and above
 // the stores filling the rest may be dropped and LDTILECFG faults (DESIGN §9). Passing the

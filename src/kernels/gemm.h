@@ -65,8 +65,35 @@ struct GemmTile {
 
 inline constexpr int64_t kScaleGroupSteps = 64;  // 128 K values as bf16 pairs
 
+// AMX tiles (TDPBF16PS, TDPBSSD, TDPBUSD): up to 32 x 32 of D per call, as 2 x 2 accumulator
+// tiles of 16 x 16 over two A tiles (16 rows x 64 bytes) and two B tiles (16 K steps x 16
+// columns); all eight tile registers in use. B is the same packed panel the AVX-512 kernels
+// read (one K step = 128 bytes, loaded with that stride), so packing and PackedMatrix are
+// shared. A, unlike the vector kernels' broadcasts, is read as rows: a row-major block.
+inline constexpr int kAmxMR = 32;
+struct AmxGemmTile {
+  GemmTile t;               // t.a: row 0 of the A block; t.m <= kAmxMR; t.start unused
+  int64_t a_row_bytes = 0;  // stride between A rows (>= 4 * t.k_steps, a multiple of 64)
+  bool a_unsigned = false;  // int8: A is u8 (TDPBUSD), else s8 (TDPBSSD); no +128 shift
+};
+
 void gemm_tile_f32_avx512(const GemmTile& t);
 void gemm_tile_bf16_avx512(const GemmTile& t);
 void gemm_tile_s8_avx512(const GemmTile& t);  // partial and D hold int32 here
+
+// The AMX kernels, on the matrix unit (needs AMX and the OS's permission, see hw) or on a
+// scalar model of the tile registers (AVX-512 only, ~1000x slower). The model checks every
+// tile configuration and operand shape the hardware would fault on, so the kernel code and its
+// driver are tested on machines without AMX. A thread calls configure() once before its first
+// tile and release() before it leaves the op (tile state is per thread and costs the OS a
+// large save area while held).
+struct AmxKernelSet {
+  void (*configure)();
+  void (*release)();
+  void (*bf16)(const AmxGemmTile& t);  // f32 sums; fp8 block scales as the AVX-512 kernel
+  void (*s8)(const AmxGemmTile& t);    // int32 sums; partial and D hold int32
+};
+extern const AmxKernelSet kAmxHardware;
+extern const AmxKernelSet kAmxModel;
 
 }  // namespace sol::kernels

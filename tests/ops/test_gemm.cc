@@ -11,7 +11,7 @@
 #include "ops/gemm/reference.h"
 #include "sol/copy.h"
 #include "ops/error_message.h"
-#include "ops/isa_paths.h"
+#include "ops/gemm_paths.h"
 #include "sol/error.h"
 #include "sol/gemm.h"
 #include "sol/hw.h"
@@ -20,7 +20,7 @@
 namespace sol {
 namespace {
 
-using testing_paths::for_each_isa;
+using testing_paths::for_each_gemm_path;
 
 struct Case {
   int64_t m, n, k;
@@ -94,7 +94,7 @@ Buffer run_case(const Case& c, uint64_t seed = 1, bool against_reference = true)
 }
 
 TEST(Gemm, OddShapesEveryPath) {
-  for_each_isa([] {
+  for_each_gemm_path([] {
     for (DType in : {DType::f32, DType::bf16})
       for (Layout layout : {Layout::nn, Layout::nt})
         for (bool packed : {false, true})
@@ -105,7 +105,7 @@ TEST(Gemm, OddShapesEveryPath) {
 }
 
 TEST(Gemm, EpilogueAndLeadingDimensionsEveryPath) {
-  for_each_isa([] {
+  for_each_gemm_path([] {
     for (DType out : {DType::f32, DType::bf16})
       for (bool in_place : {false, true})
         for (int64_t k : {int64_t(7), int64_t(2300)}) {  // one K block, and two (KC 2048)
@@ -131,7 +131,7 @@ TEST(Gemm, SkinnyAndMultiBlockShapes) {
 }
 
 TEST(Gemm, EmptyDimensions) {
-  for_each_isa([] {
+  for_each_gemm_path([] {
     run_case({0, 5, 7});
     run_case({5, 0, 7});
     run_case({5, 7, 0, DType::f32, DType::f32, Layout::nn, false, 1.0f, 2.0f, true, false});
@@ -140,7 +140,7 @@ TEST(Gemm, EmptyDimensions) {
 }
 
 TEST(Gemm, NanAndInfPropagate) {
-  for_each_isa([] {
+  for_each_gemm_path([] {
     for (DType in : {DType::f32, DType::bf16}) {
       const int64_t m = 13, n = 40, k = 50;
       Buffer a(in, {m, k}), b(in, {k, n}), d(DType::f32, {m, n});

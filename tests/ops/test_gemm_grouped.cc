@@ -12,7 +12,7 @@
 #include "ops/common/fill.h"
 #include "ops/gemm/reference.h"
 #include "ops/error_message.h"
-#include "ops/isa_paths.h"
+#include "ops/gemm_paths.h"
 #include "ops/common/rows.h"
 #include "sol/error.h"
 #include "sol/gemm.h"
@@ -22,7 +22,7 @@
 namespace sol {
 namespace {
 
-using testing_paths::for_each_isa;
+using testing_paths::for_each_gemm_path;
 
 struct Experts {
   Buffer b, b_scales;  // [G, N, K] bf16 or fp8, and [G, ceil(N/128), K/128]
@@ -114,7 +114,7 @@ void run_contiguous(DType a_type, DType b_type, DType out) {
 }
 
 TEST(GroupedGemm, ContiguousLayoutEveryPath) {
-  for_each_isa([] {
+  for_each_gemm_path([] {
     run_contiguous(DType::bf16, DType::bf16, DType::bf16);
     run_contiguous(DType::f8e4m3, DType::f8e4m3, DType::bf16);
     run_contiguous(DType::bf16, DType::f8e4m3, DType::f32);
@@ -142,7 +142,7 @@ void run_masked(DType a_type, DType b_type) {
 }
 
 TEST(GroupedGemm, MaskedLayoutEveryPath) {
-  for_each_isa([] {
+  for_each_gemm_path([] {
     run_masked(DType::bf16, DType::bf16);
     run_masked(DType::f8e4m3, DType::f8e4m3);
   });
@@ -173,7 +173,7 @@ TEST(GroupedGemm, BadInputThrowsWithClearMessages) {
 }
 
 TEST(GroupedGemm, PackedExpertsMatchPlainBitForBit) {
-  for_each_isa([] {
+  for_each_gemm_path([] {
     const std::vector<int32_t> ids = layout_rows();
     const int64_t m = int64_t(ids.size()), n = 150, k = 256;
     for (DType b_type : {DType::bf16, DType::f8e4m3}) {

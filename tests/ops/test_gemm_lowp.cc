@@ -12,7 +12,7 @@
 #include "ops/common/fill.h"
 #include "ops/gemm/reference.h"
 #include "ops/error_message.h"
-#include "ops/isa_paths.h"
+#include "ops/gemm_paths.h"
 #include "sol/copy.h"
 #include "sol/error.h"
 #include "sol/gemm.h"
@@ -22,7 +22,7 @@
 namespace sol {
 namespace {
 
-using testing_paths::for_each_isa;
+using testing_paths::for_each_gemm_path;
 
 // Every byte from a 64-bit LCG: the whole range of i8 / u8, extremes included.
 void fill_bytes(const Tensor& t, uint64_t seed) {
@@ -70,7 +70,7 @@ Buffer run_int8(DType a_type, int64_t m, int64_t n, int64_t k, Layout layout, bo
 }
 
 TEST(GemmInt8, ExactOnEveryPathForS8AndU8) {
-  for_each_isa([] {
+  for_each_gemm_path([] {
     for (DType a_type : {DType::i8, DType::u8})
       for (Layout layout : {Layout::nn, Layout::nt})
         for (bool packed : {false, true})
@@ -81,7 +81,7 @@ TEST(GemmInt8, ExactOnEveryPathForS8AndU8) {
 }
 
 TEST(GemmInt8, AccumulatesIntoCAndSplitsBlocks) {
-  for_each_isa([] {
+  for_each_gemm_path([] {
     run_int8(DType::i8, 40, 70, 3000, Layout::nt, false, 1.0f, 3);  // one K block, + C
     run_int8(DType::i8, 20, 40, 9000, Layout::nt, true, 1.0f, 6);   // KC = 4096: three K blocks
     run_int8(DType::i8, 16, 300, 500, Layout::nt, true, 1.0f, 4);    // skinny
@@ -157,7 +157,7 @@ Buffer run_fp8(const Fp8Operands& o, DType out, bool packed, bool check = true, 
 }
 
 TEST(GemmFp8, BlockScaledMatchesReferenceOnEveryPath) {
-  for_each_isa([] {
+  for_each_gemm_path([] {
     for (bool weight_only : {false, true})
       for (bool packed : {false, true})
         for (auto [m, n, k] : {std::array<int64_t, 3>{1, 1, 128}, {17, 33, 256}, {127, 200, 640}, {13, 130, 1152}}) {
@@ -193,7 +193,7 @@ TEST(GemmFp8, BitwiseIdenticalForThreadsAndPacking) {
 }
 
 TEST(GemmFp8, NanScaleOrCodePropagatesToItsRowsOnly) {
-  for_each_isa([] {
+  for_each_gemm_path([] {
     Fp8Operands o = make_fp8(20, 40, 256, false, ScaleFormat::f32, 31);
     static_cast<uint8_t*>(o.a.data())[3 * 256 + 200] = 0x7F;       // NaN code in row 3
     o.a_scales.tensor().data_as<float>()[7 * 2 + 0] = std::nanf("");  // NaN scale in row 7

@@ -125,7 +125,8 @@ GemmProblem describe(const Tensor& a, int64_t n, DType b_dtype, const Tensor& d,
 
 void run(const GemmProblem& p) {
   if (p.m == 0 || p.n == 0) return;
-  if (isa_at_least(Isa::avx512)) gemm_detail::gemm_blocked_avx512(p);
+  if (gemm_detail::amx_runs(p.m, p.in)) gemm_detail::gemm_blocked_amx(p);
+  else if (isa_at_least(Isa::avx512)) gemm_detail::gemm_blocked_avx512(p);
   else gemm_detail::gemm_scalar(p);
 }
 

@@ -12,6 +12,7 @@
 #include "ops/common/buffer_sets.h"
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
+#include "ops/gemm/problem.h"
 #include "ops/gemm/reference.h"
 #include "sol/error.h"
 #include "sol/gemm.h"
@@ -145,10 +146,12 @@ class GemmCase : public OpCase {
     c.bytes = m * k * in + k * n * b_in + m * n * out * (s_.beta != 0.0f ? 2 : 1) + (s_.bias ? 4 * n : 0);
     if (s_.in == DType::f8e4m3) c.bytes += m * k / 128 * 4;
     if (s_.b_in == DType::f8e4m3) c.bytes += std::ceil(n / 128) * k / 128 * 4;
-    // fp8 runs on the bf16 unit (no CPU here multiplies fp8), int8 on VNNI.
+    // fp8 runs on the bf16 unit (no CPU here multiplies fp8), int8 on VNNI — or on the AMX
+    // tiles, where the op takes them (more than 16 rows on a CPU with AMX).
+    const bool amx = gemm_detail::amx_runs(s_.m, s_.b_in == DType::i8 ? DType::i8 : s_.in);
     c.compute = s_.in == DType::f32 ? Unit::fma_f32
-                : s_.b_in == DType::i8 ? Unit::dot_s8
-                                        : Unit::dot_bf16;
+                : s_.b_in == DType::i8 ? (amx ? Unit::amx_int8 : Unit::dot_s8)
+                                        : (amx ? Unit::amx_bf16 : Unit::dot_bf16);
     c.memory = Unit::mem_read;
     return c;
   }

@@ -11,6 +11,7 @@
 
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
+#include "ops/gemm/problem.h"
 #include "ops/gemm/reference.h"
 #include "ops/common/rows.h"
 #include "sol/error.h"
@@ -117,7 +118,10 @@ class GroupedCase : public OpCase {
     c.bytes = experts * n * k * double(dtype_size(b_type_)) + rows * k * double(dtype_size(a_type_)) + rows * n * 2;
     if (b_type_ == DType::f8e4m3) c.bytes += experts * std::ceil(n / 128) * (k / 128) * 4;
     if (a_type_ == DType::f8e4m3) c.bytes += rows * (k / 128) * 4;
-    c.compute = Unit::dot_bf16;
+    // Each expert's rows run as one GEMM: on the AMX tiles when an average expert has more
+    // than 16 rows (on a CPU with AMX), else on the vector unit.
+    const int64_t rows_per_expert = experts > 0 ? int64_t(rows / experts) : 0;
+    c.compute = gemm_detail::amx_runs(rows_per_expert, DType::bf16) ? Unit::amx_bf16 : Unit::dot_bf16;
     c.memory = Unit::mem_read;
     return c;
   }

@@ -192,6 +192,32 @@ void pack_a_block(const void* a, int64_t lda, DType a_type, int64_t m0, int64_t 
   }
 }
 
+// Rows stay rows for the AMX tiles: each row's kc values (bf16, fp8 widened to bf16, or
+// int8 bytes as they are) then zeros to row_bytes; rows past mc up to a multiple of 16 are
+// zero, so a 16-row tile load never reads past the block.
+void pack_a_rows(const void* a, int64_t lda, DType a_type, int64_t m0, int64_t mc, int64_t k0,
+                 int64_t kc, void* dst, int64_t row_bytes) {
+  const int64_t rows = (mc + 15) / 16 * 16;
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t* out = static_cast<uint8_t*>(dst) + r * row_bytes;
+    int64_t used = 0;
+    if (r < mc) {
+      const int64_t first = (m0 + r) * lda + k0;
+      if (a_type == DType::f8e4m3) {
+        const uint8_t* src = static_cast<const uint8_t*>(a) + first;
+        uint16_t* wide = reinterpret_cast<uint16_t*>(out);
+        for (int64_t k = 0; k < kc; ++k) wide[k] = E4m3ToBf16{}(src[k]);
+        used = 2 * kc;
+      } else {
+        const int64_t es = int64_t(dtype_size(a_type));
+        std::memcpy(out, static_cast<const uint8_t*>(a) + first * es, size_t(kc * es));
+        used = kc * es;
+      }
+    }
+    std::memset(out + used, 0, size_t(row_bytes - used));
+  }
+}
+
 void pack_b_block(const PlainB& b, DType b_type, int64_t n_total, int64_t k0, int64_t kc,
                   int64_t n0, int64_t nc, void* dst, int64_t panel_elems, int32_t* start) {
   switch (b_type) {

@@ -55,6 +55,12 @@ inline int64_t a_panel_rows(int64_t mc, int64_t done) {
 void pack_a_block(const void* a, int64_t lda, DType a_type, int64_t m0, int64_t mc, int64_t k0,
                   int64_t kc, void* dst);
 
+// Rows [m0, m0 + mc) x K [k0, k0 + kc) of A as rows for the AMX kernels, row_bytes apart
+// (>= the kc values in the compute type, a multiple of 64): bf16, fp8 widened to bf16, or
+// int8 / u8 bytes unshifted; zero padding to row_bytes and to a multiple of 16 rows.
+void pack_a_rows(const void* a, int64_t lda, DType a_type, int64_t m0, int64_t mc, int64_t k0,
+                 int64_t kc, void* dst, int64_t row_bytes);
+
 // Columns [n0, n0 + nc) x K [k0, k0 + kc) of a plain B (stored as b_type) into 32-column
 // panels of the compute type, `panel_elems` elements apart; columns past n_total are zero, and
 // so is the pad of a partial pair or quad. k0 must be a multiple of k_group. For int8, when

@@ -51,6 +51,14 @@ void require_scales(const char* op, const char* name, const Tensor& scales, int6
 void require_b_scales(const char* op, const Tensor& scales, int64_t n, int64_t k);
 
 void gemm_blocked_avx512(const GemmProblem& p);
+
+// The AMX path: bf16 (and fp8, widened) and int8 with more than 16 rows, where the CPU has AMX
+// and SOL_ISA allows it — or anywhere with AVX-512 while the tile model is forced (tests).
+bool amx_runs(int64_t m, DType in);
+void gemm_blocked_amx(const GemmProblem& p);
+// Tests only: run the AMX path on the scalar tile model (kernels::kAmxModel) even where the
+// CPU has no AMX. Process-wide; returns the previous setting.
+bool force_amx_model(bool on);
 void gemm_scalar(const GemmProblem& p);
 
 }  // namespace sol::gemm_detail

@@ -81,36 +81,30 @@ __attribute__((always_inline)) inline void start_tile(__m512 (&acc)[MR][2], cons
   }
 }
 
+// One vector of a tile's row i (columns 16h..16h+15) after its K block: plus the running
+// partial sums, then either back into them or through the epilogue into D. The AVX-512 tiles
+// call it from registers, the AMX tiles from the sums their accumulators were stored to.
+__attribute__((always_inline)) inline void finish_vector(__m512 v, int i, int h, const GemmTile& t,
+                                                         const ColumnMasks& mask) {
+  if (!t.first) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask[h], t.partial + i * t.ldp + 16 * h));
+  if (!t.last) return _mm512_mask_storeu_ps(t.partial + i * t.ldp + 16 * h, mask[h], v);
+  const GemmEpilogue& e = *t.last;
+  const int64_t es = e.d_bf16 ? 2 : 4;
+  v = _mm512_mul_ps(v, _mm512_set1_ps(e.alpha));
+  if (e.beta != 0.0f) {
+    const char* c = static_cast<const char*>(e.c) + (i * e.ldc + 16 * h) * es;
+    v = _mm512_fmadd_ps(load_f32_or_bf16(c, e.d_bf16, mask[h]), _mm512_set1_ps(e.beta), v);
+  }
+  if (e.bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask[h], e.bias + 16 * h));
+  if (e.silu) v = silu_avx512(v);
+  store_f32_or_bf16(static_cast<char*>(e.d) + (i * e.ldd + 16 * h) * es, e.d_bf16, mask[h], v);
+}
+
 // acc + partial, then either back into the partial sums or through the epilogue into D.
 template <int MR>
 void finish_tile(__m512 (&acc)[MR][2], const GemmTile& t, const ColumnMasks& mask) {
-  if (!t.first)
-    for (int i = 0; i < MR; ++i)
-      for (int h = 0; h < 2; ++h)
-        acc[i][h] = _mm512_add_ps(acc[i][h], _mm512_maskz_loadu_ps(mask[h], t.partial + i * t.ldp + 16 * h));
-  if (!t.last) {
-    for (int i = 0; i < MR; ++i)
-      for (int h = 0; h < 2; ++h) _mm512_mask_storeu_ps(t.partial + i * t.ldp + 16 * h, mask[h], acc[i][h]);
-    return;
-  }
-  const GemmEpilogue& e = *t.last;
-  const int64_t es = e.d_bf16 ? 2 : 4;
-  const __m512 alpha = _mm512_set1_ps(e.alpha), beta = _mm512_set1_ps(e.beta);
-  __m512 bias[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-  if (e.bias)
-    for (int h = 0; h < 2; ++h) bias[h] = _mm512_maskz_loadu_ps(mask[h], e.bias + 16 * h);
-  for (int i = 0; i < MR; ++i) {
-    for (int h = 0; h < 2; ++h) {
-      __m512 v = _mm512_mul_ps(acc[i][h], alpha);
-      if (e.beta != 0.0f) {
-        const char* c = static_cast<const char*>(e.c) + (i * e.ldc + 16 * h) * es;
-        v = _mm512_fmadd_ps(load_f32_or_bf16(c, e.d_bf16, mask[h]), beta, v);
-      }
-      if (e.bias) v = _mm512_add_ps(v, bias[h]);
-      if (e.silu) v = silu_avx512(v);
-      store_f32_or_bf16(static_cast<char*>(e.d) + (i * e.ldd + 16 * h) * es, e.d_bf16, mask[h], v);
-    }
-  }
+  for (int i = 0; i < MR; ++i)
+    for (int h = 0; h < 2; ++h) finish_vector(acc[i][h], i, h, t, mask);
 }
 
 // Every K step of a B panel is 128 bytes (32 columns x 4 bytes: f32, a bf16 pair, an int8

@@ -1,0 +1,183 @@
+#pragma once
+// The AMX GEMM micro-kernel, written once over a tile backend: HardwareTiles (gemm_amx.cc) or
+// ModelTiles (gemm_amx_model_avx512.cc). A call multiplies one K block of a <= 32-row A block
+// by one 32-column B panel into four 16 x 16 accumulator tiles, then stores them and finishes
+// with the AVX-512 epilogue the vector kernels use (partial sums, alpha, beta, bias, SiLU).
+//
+// Per 16 K steps (32 bf16 or 64 int8 of K): 2 A and 2 B tile loads (4 KiB) feed 4 TDPs of
+// 16 x 16 x 16 steps each; one TDPBF16PS takes 16 cycles on Sapphire Rapids, so a chunk is 64
+// cycles for 4 KiB of loads, 64 bytes per cycle, within what L1 and L2 deliver.
+#include <cstdint>
+
+#include "kernels/gemm.h"
+#include "kernels/x86/amx/amx_tile_config.h"
+#include "kernels/x86/avx512/gemm_tile_avx512.h"
+
+namespace sol::kernels::amx {
+namespace {
+
+enum class Dot { bf16, s8s8, u8s8 };
+
+template <class U, Dot kDot, int C, int A, int B>
+__attribute__((always_inline)) inline void dot() {
+  if constexpr (kDot == Dot::bf16) U::template dp_bf16<C, A, B>();
+  else if constexpr (kDot == Dot::s8s8) U::template dp_s8s8<C, A, B>();
+  else U::template dp_u8s8<C, A, B>();
+}
+
+// The accumulators in use: the top two (rows 0..15), and with kTwo the bottom two.
+template <class U, bool kTwo>
+void zero_accumulators() {
+  U::template zero<kC00>();
+  U::template zero<kC01>();
+  if constexpr (kTwo) {
+    U::template zero<kC10>();
+    U::template zero<kC11>();
+  }
+}
+
+// To and from a 32 x 32 block of 4-byte sums (row stride 128 bytes).
+template <class U, bool kTwo>
+void store_accumulators(void* sums) {
+  char* s = static_cast<char*>(sums);
+  U::template store<kC00>(s, 128);
+  U::template store<kC01>(s + 64, 128);
+  if constexpr (kTwo) {
+    U::template store<kC10>(s + 16 * 128, 128);
+    U::template store<kC11>(s + 16 * 128 + 64, 128);
+  }
+}
+template <class U, bool kTwo>
+void load_accumulators(const void* sums) {
+  const char* s = static_cast<const char*>(sums);
+  U::template load<kC00>(s, 128);
+  U::template load<kC01>(s + 64, 128);
+  if constexpr (kTwo) {
+    U::template load<kC10>(s + 16 * 128, 128);
+    U::template load<kC11>(s + 16 * 128 + 64, 128);
+  }
+}
+
+// One chunk of K steps (16, or fewer under a tail configuration): A rows at a_stride, B one K
+// step per 128 bytes with columns 0..15 in its first 64 bytes and 16..31 in its second.
+template <class U, Dot kDot, bool kTwo>
+__attribute__((always_inline)) inline void multiply_chunk(const char* a, int64_t a_stride, const char* b) {
+  U::template load<kA0>(a, a_stride);
+  U::template load<kB0>(b, 128);
+  U::template load<kB1>(b + 64, 128);
+  dot<U, kDot, kC00, kA0, kB0>();
+  dot<U, kDot, kC01, kA0, kB1>();
+  if constexpr (kTwo) {
+    U::template load<kA1>(a + 16 * a_stride, a_stride);
+    dot<U, kDot, kC10, kA1, kB0>();
+    dot<U, kDot, kC11, kA1, kB1>();
+  }
+}
+
+// Adds K steps [0, steps) into the accumulators. A K block that is not a multiple of 16 steps
+// ends with a shorter chunk under its own configuration; loading a configuration zeroes every
+// tile, so the accumulators wait in memory meanwhile. Blocks of DL shapes (K a multiple of 32
+// or 64) never take this path.
+template <class U, Dot kDot, bool kTwo>
+void multiply_steps(const char* a, int64_t a_stride, const char* b, int64_t steps) {
+  int64_t s = 0;
+  for (; s + 16 <= steps; s += 16) multiply_chunk<U, kDot, kTwo>(a + 4 * s, a_stride, b + 128 * s);
+  if (s == steps) return;
+  alignas(64) char saved[kAmxMR * 128];
+  store_accumulators<U, kTwo>(saved);
+  U::configure(gemm_tile_config(int(steps - s)));
+  load_accumulators<U, kTwo>(saved);
+  multiply_chunk<U, kDot, kTwo>(a + 4 * s, a_stride, b + 128 * s);
+  store_accumulators<U, kTwo>(saved);
+  U::configure(gemm_tile_config());
+  load_accumulators<U, kTwo>(saved);
+}
+
+template <class U, bool kTwo>
+void bf16_block(const AmxGemmTile& at, float (&sums)[kAmxMR][32]) {
+  const GemmTile& t = at.t;
+  const char* a = static_cast<const char*>(t.a);
+  const char* b = static_cast<const char*>(t.b);
+  if (!t.sb) {
+    zero_accumulators<U, kTwo>();
+    multiply_steps<U, Dot::bf16, kTwo>(a, at.a_row_bytes, b, t.k_steps);
+    store_accumulators<U, kTwo>(sums);
+    return;
+  }
+  // fp8 block scales: each 128-wide K group (64 pairs) is summed from zero on the tiles, then
+  // scaled per row and added into f32 totals, as DeepGEMM promotes per group.
+  alignas(64) float total[kAmxMR][32];
+  const int64_t groups = t.k_steps / kScaleGroupSteps;
+  for (int64_t g = 0; g < groups; ++g) {
+    zero_accumulators<U, kTwo>();
+    multiply_steps<U, Dot::bf16, kTwo>(a + 4 * kScaleGroupSteps * g, at.a_row_bytes,
+                                       b + 128 * kScaleGroupSteps * g, kScaleGroupSteps);
+    store_accumulators<U, kTwo>(sums);
+    for (int i = 0; i < t.m; ++i) {
+      const __m512 s = _mm512_set1_ps((t.sa ? t.sa[i * t.lds_a + g] : 1.0f) * t.sb[g]);
+      for (int h = 0; h < 2; ++h) {
+        const __m512 v = _mm512_load_ps(&sums[i][16 * h]);
+        _mm512_store_ps(&total[i][16 * h],
+                        g == 0 ? _mm512_mul_ps(v, s) : _mm512_fmadd_ps(v, s, _mm512_load_ps(&total[i][16 * h])));
+      }
+    }
+  }
+  for (int i = 0; i < t.m; ++i)
+    for (int h = 0; h < 2; ++h)
+      _mm512_store_ps(&sums[i][16 * h], groups > 0 ? _mm512_load_ps(&total[i][16 * h]) : _mm512_setzero_ps());
+}
+
+template <class U>
+void gemm_tile_bf16(const AmxGemmTile& at) {
+  const GemmTile& t = at.t;
+  alignas(64) float sums[kAmxMR][32];
+  if (t.m > 16) bf16_block<U, true>(at, sums);
+  else bf16_block<U, false>(at, sums);
+  const ColumnMasks mask(t.n);
+  for (int i = 0; i < t.m; ++i)
+    for (int h = 0; h < 2; ++h) finish_vector(_mm512_load_ps(&sums[i][16 * h]), i, h, t, mask);
+}
+
+template <class U, bool kTwo>
+void s8_block(const AmxGemmTile& at, int32_t (&sums)[kAmxMR][32]) {
+  const GemmTile& t = at.t;
+  zero_accumulators<U, kTwo>();
+  const char* a = static_cast<const char*>(t.a);
+  const char* b = static_cast<const char*>(t.b);
+  if (at.a_unsigned) multiply_steps<U, Dot::u8s8, kTwo>(a, at.a_row_bytes, b, t.k_steps);
+  else multiply_steps<U, Dot::s8s8, kTwo>(a, at.a_row_bytes, b, t.k_steps);
+  store_accumulators<U, kTwo>(sums);
+}
+
+// int32 sums are exact (modulo 2^32): partial sums, then C (beta 0 or 1) into D.
+template <class U>
+void gemm_tile_s8(const AmxGemmTile& at) {
+  const GemmTile& t = at.t;
+  alignas(64) int32_t sums[kAmxMR][32];
+  if (t.m > 16) s8_block<U, true>(at, sums);
+  else s8_block<U, false>(at, sums);
+  const ColumnMasks mask(t.n);
+  int32_t* partial = reinterpret_cast<int32_t*>(t.partial);
+  for (int i = 0; i < t.m; ++i) {
+    for (int h = 0; h < 2; ++h) {
+      __m512i v = _mm512_load_si512(&sums[i][16 * h]);
+      if (!t.first) v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(mask[h], partial + i * t.ldp + 16 * h));
+      if (!t.last) {
+        _mm512_mask_storeu_epi32(partial + i * t.ldp + 16 * h, mask[h], v);
+        continue;
+      }
+      const GemmEpilogue& e = *t.last;
+      if (e.beta != 0.0f)
+        v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(mask[h], static_cast<const int32_t*>(e.c) + i * e.ldc + 16 * h));
+      _mm512_mask_storeu_epi32(static_cast<int32_t*>(e.d) + i * e.ldd + 16 * h, mask[h], v);
+    }
+  }
+}
+
+template <class U>
+void configure_tiles() {
+  U::configure(gemm_tile_config());
+}
+
+}  // namespace
+}  // namespace sol::kernels::amx

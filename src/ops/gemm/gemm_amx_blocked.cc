@@ -1,0 +1,167 @@
+// The blocked AMX GEMM: the AVX-512 driver's loops (NC -> KC -> MC -> NR) and B packing, with
+// 32-row tiles instead of 12-row panels and A packed as rows. Threads own disjoint blocks of D
+// and K blocks start at multiples of KC, so results do not depend on the thread count.
+// M <= 16 stays on the AVX-512 kernels: there the op streams B from memory, and a 16-row tile
+// would waste the matrix unit on padding rows without moving the bytes any faster.
+#include <algorithm>
+#include <atomic>
+
+#include "kernels/convert.h"
+#include "ops/common/parallel.h"
+#include "ops/gemm/blocking.h"
+#include "ops/gemm/packing.h"
+#include "sol/hw.h"
+#include "sol/tensor.h"
+
+namespace sol::gemm_detail {
+
+namespace {
+
+using kernels::AmxGemmTile;
+using kernels::AmxKernelSet;
+using kernels::GemmEpilogue;
+using kernels::GemmTile;
+using kernels::kAmxMR;
+using kernels::kGemmNR;
+
+std::atomic<bool> g_force_model{false};
+
+struct Workspace {
+  Buffer a, b, partial;
+  static void* reserve(Buffer& buf, int64_t bytes) {
+    if (int64_t(buf.bytes()) < bytes) buf = Buffer(size_t(bytes));
+    return buf.data();
+  }
+};
+
+Workspace& thread_workspace() {
+  thread_local Workspace ws;
+  return ws;
+}
+
+// Tile state lives from the first tile of a thread's block to its end, exceptions included.
+struct TileSession {
+  const AmxKernelSet& k;
+  explicit TileSession(const AmxKernelSet& kernels) : k(kernels) { k.configure(); }
+  ~TileSession() { k.release(); }
+};
+
+void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  const bool partial_in_d = !p.d_bf16 && !p.c_is_d();
+  const Blocking blk = choose_blocking(p.in, p.m, m1 - m0, n1 - n0, p.k, !partial_in_d);
+  const int64_t es_d = p.d_bf16 ? 2 : 4;
+  const auto tile_kernel = p.in == DType::i8 ? kernels.s8 : kernels.bf16;
+  // A packed fp8 B is widened to bf16 once per (NC, KC) block into the workspace.
+  const bool widen_packed = p.packed && p.packed->dtype == DType::f8e4m3;
+
+  Workspace& ws = thread_workspace();
+  const int64_t kc_max = std::min(blk.kc, std::max<int64_t>(p.k, 1));
+  const int64_t steps_max = k_steps(p.in, kc_max);
+  const int64_t a_row_bytes = (4 * steps_max + 63) / 64 * 64;
+  const int64_t mc_max = std::min(blk.mc, m1 - m0);
+  void* a_pack = Workspace::reserve(ws.a, (mc_max + 15) / 16 * 16 * a_row_bytes);
+  void* b_pack = p.packed && !widen_packed ? nullptr : Workspace::reserve(ws.b, blk.nc * steps_max * 4);
+  float* partial = partial_in_d || p.k <= blk.kc
+                       ? nullptr
+                       : static_cast<float*>(Workspace::reserve(ws.partial, (m1 - m0) * blk.nc * 4));
+
+  TileSession session(kernels);
+  int64_t packed_ic = -1, packed_pc = -1;
+  for (int64_t jc = n0; jc < n1; jc += blk.nc) {
+    const int64_t nc = std::min(blk.nc, n1 - jc);
+    for (int64_t pc = 0; pc == 0 || pc < p.k; pc += blk.kc) {
+      const int64_t kc = std::min(blk.kc, p.k - pc), steps = k_steps(p.in, kc);
+      const void* b_base;
+      int64_t panel_elems;
+      if (widen_packed) {
+        panel_elems = steps * 2 * kGemmNR;
+        for (int64_t jr = 0; jr < nc; jr += kGemmNR)
+          kernels::convert_avx512(p.packed->at(pc, jc + jr), DType::f8e4m3,
+                                  static_cast<uint16_t*>(b_pack) + (jr / kGemmNR) * panel_elems, DType::bf16,
+                                  panel_elems, false);
+        b_base = b_pack;
+      } else if (p.packed) {
+        b_base = p.packed->at(pc, jc);
+        panel_elems = p.packed->panel_elems;
+      } else {
+        panel_elems = steps * k_group(p.in) * kGemmNR;
+        pack_b_block(p.b, p.b_type, p.n, pc, kc, jc, nc, b_pack, panel_elems, nullptr);
+        b_base = b_pack;
+      }
+      const int64_t b_elem_bytes = 4 / k_group(p.in);
+      const bool first = pc == 0, last = pc + kc >= p.k;
+
+      for (int64_t ic = m0; ic < m1; ic += blk.mc) {
+        const int64_t mc = std::min(blk.mc, m1 - ic);
+        if (ic != packed_ic || pc != packed_pc) {
+          pack_a_rows(p.a, p.lda, p.a_type, ic, mc, pc, kc, a_pack, a_row_bytes);
+          packed_ic = ic;
+          packed_pc = pc;
+        }
+        for (int64_t jr = 0; jr < nc; jr += kGemmNR) {
+          const int64_t col = jc + jr;
+          AmxGemmTile at;
+          at.a_row_bytes = a_row_bytes;
+          at.a_unsigned = p.a_type == DType::u8;
+          GemmTile& t = at.t;
+          t.n = int(std::min<int64_t>(kGemmNR, nc - jr));
+          t.k_steps = steps;
+          t.b = static_cast<const char*>(b_base) + (jr / kGemmNR) * panel_elems * b_elem_bytes;
+          t.first = first;
+          if (p.b_scales) t.sb = p.b_scales + (col / kFp8ScaleBlock) * p.lds_b + pc / kFp8ScaleBlock;
+          for (int64_t ir = 0; ir < mc; ir += kAmxMR) {
+            const int64_t row = ic + ir;
+            t.m = int(std::min<int64_t>(kAmxMR, mc - ir));
+            t.a = static_cast<const char*>(a_pack) + ir * a_row_bytes;
+            if (p.a_scales) {
+              t.sa = p.a_scales + row * p.lds_a + pc / kFp8ScaleBlock;
+              t.lds_a = p.lds_a;
+            }
+            if (partial_in_d) {
+              t.partial = static_cast<float*>(p.d) + row * p.ldd + col;
+              t.ldp = p.ldd;
+            } else if (partial) {
+              t.partial = partial + (row - m0) * blk.nc + jr;
+              t.ldp = blk.nc;
+            }
+            GemmEpilogue e;
+            if (last) {
+              e.alpha = p.alpha;
+              e.beta = p.beta;
+              e.c = p.beta != 0.0f ? static_cast<const char*>(p.c) + (row * p.ldc + col) * es_d : nullptr;
+              e.ldc = p.ldc;
+              e.bias = p.bias ? p.bias + col : nullptr;
+              e.silu = p.silu;
+              e.d = static_cast<char*>(p.d) + (row * p.ldd + col) * es_d;
+              e.ldd = p.ldd;
+              e.d_bf16 = p.d_bf16;
+            }
+            t.last = last ? &e : nullptr;
+            tile_kernel(at);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool force_amx_model(bool on) { return g_force_model.exchange(on); }
+
+bool amx_runs(int64_t m, DType in) {
+  if (m <= 16 || in == DType::f32) return false;
+  return isa_at_least(Isa::amx) || (g_force_model.load() && isa_at_least(Isa::avx512));
+}
+
+void gemm_blocked_amx(const GemmProblem& p) {
+  const AmxKernelSet& kernels = isa_at_least(Isa::amx) && !g_force_model.load() ? kernels::kAmxHardware
+                                                                               : kernels::kAmxModel;
+  if (p.n >= p.m) {
+    parallel_ranges(p.n, kGemmNR, [&](int64_t n0, int64_t n1) { run_block(p, kernels, 0, p.m, n0, n1); });
+  } else {
+    parallel_ranges(p.m, kAmxMR, [&](int64_t m0, int64_t m1) { run_block(p, kernels, m0, m1, 0, p.n); });
+  }
+}
+
+}  // namespace sol::gemm_detail
