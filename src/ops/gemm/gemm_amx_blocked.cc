@@ -57,7 +57,10 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
   Workspace& ws = thread_workspace();
   const int64_t kc_max = std::min(blk.kc, std::max<int64_t>(p.k, 1));
   const int64_t steps_max = k_steps(p.in, kc_max);
-  const int64_t a_row_bytes = (4 * steps_max + 63) / 64 * 64;
+  // A rows a multiple of 1 KiB apart (4 KiB at KC = 2048) would put a tile's 16 rows in one
+  // L1 set (64 sets of 64 bytes); one spare line per row spreads them over 16 sets.
+  int64_t a_row_bytes = (4 * steps_max + 63) / 64 * 64;
+  if (a_row_bytes % 1024 == 0) a_row_bytes += 64;
   const int64_t mc_max = std::min(blk.mc, m1 - m0);
   void* a_pack = Workspace::reserve(ws.a, (mc_max + 15) / 16 * 16 * a_row_bytes);
   void* b_pack = p.packed && !widen_packed ? nullptr : Workspace::reserve(ws.b, blk.nc * steps_max * 4);
