@@ -55,7 +55,7 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
   // Skinny M reads each packed B byte from DRAM once, in one sequential stream: prefetching 16
   // KiB ahead took M = 16, N = 7168, K = 2048 bf16 from 2.13 to 1.69 ms and M = 1 from 1.07 to
   // 0.93 ms (one thread, CPU time; 4 and 8 KiB helped less, 32 KiB no more).
-  const int64_t skinny_prefetch = p.m <= 16 && !widen_packed ? 16384 : 0;
+  const int64_t skinny_prefetch = !widen_packed ? 16384 : 0;
 
   Workspace& ws = thread_workspace();
   const int64_t kc_max = std::min(blk.kc, std::max<int64_t>(p.k, 1));

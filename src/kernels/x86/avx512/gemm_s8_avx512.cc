@@ -32,6 +32,7 @@ struct TileS8 {
         _mm_prefetch(reinterpret_cast<const char*>(partial + i * t.ldp), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(partial + i * t.ldp + 16), _MM_HINT_T0);
       }
+      if (t.last) prefetch_output_row(*t.last, i);
     }
     const int32_t* a = static_cast<const int32_t*>(t.a);  // one u8 quad per int32
     const int8_t* b = static_cast<const int8_t*>(t.b);     // 32 columns x 4 per quad

@@ -60,6 +60,21 @@ void store_f32_or_bf16(void* p, bool bf16, __mmask16 mask, __m512 v) {
   _mm256_mask_storeu_epi16(p, mask, __m256i(_mm512_cvtneps_pbh(v)));
 }
 
+// D's row i (and C's, when beta reads it) of a tile that ends its K loop with the epilogue:
+// requested before the loop, so a D larger than the caches is not written by 24 store misses
+// in a burst after it (m=128 n=32768 k=512 s8, D 16 MiB of int32: 644 -> 903 GOP/s, one thread).
+__attribute__((always_inline)) inline void prefetch_output_row(const GemmEpilogue& e, int i) {
+  const int64_t es = e.d_bf16 ? 2 : 4;
+  const char* d = static_cast<const char*>(e.d) + i * e.ldd * es;
+  _mm_prefetch(d, _MM_HINT_T0);
+  _mm_prefetch(d + 16 * es, _MM_HINT_T0);
+  if (e.beta != 0.0f) {
+    const char* c = static_cast<const char*>(e.c) + i * e.ldc * es;
+    _mm_prefetch(c, _MM_HINT_T0);
+    _mm_prefetch(c + 16 * es, _MM_HINT_T0);
+  }
+}
+
 // Accumulators start at zero; the running sums of earlier K blocks (and C on the last block)
 // are only requested here and added after the K loop. A tile's 12 rows of D are 24 lines
 // 4 KiB-or-more apart that were evicted since the previous K block: loading them up front
@@ -72,12 +87,7 @@ __attribute__((always_inline)) inline void start_tile(__m512 (&acc)[MR][2], cons
       _mm_prefetch(reinterpret_cast<const char*>(t.partial + i * t.ldp), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(t.partial + i * t.ldp + 16), _MM_HINT_T0);
     }
-    if (t.last && t.last->beta != 0.0f) {
-      const int64_t es = t.last->d_bf16 ? 2 : 4;
-      const char* c = static_cast<const char*>(t.last->c) + i * t.last->ldc * es;
-      _mm_prefetch(c, _MM_HINT_T0);
-      _mm_prefetch(c + 16 * es, _MM_HINT_T0);
-    }
+    if (t.last) prefetch_output_row(*t.last, i);
   }
 }
 
