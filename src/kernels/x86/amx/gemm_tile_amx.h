@@ -127,9 +127,17 @@ void bf16_block(const AmxGemmTile& at, float (&sums)[kAmxMR][32]) {
       _mm512_store_ps(&sums[i][16 * h], groups > 0 ? _mm512_load_ps(&total[i][16 * h]) : _mm512_setzero_ps());
 }
 
+// D's rows are requested before the K loop, as the AVX-512 tiles do (a D larger than the
+// caches otherwise takes its store misses in a burst after the loop).
+inline void prefetch_output(const GemmTile& t) {
+  if (t.last)
+    for (int i = 0; i < t.m; ++i) prefetch_output_row(*t.last, i);
+}
+
 template <class U>
 void gemm_tile_bf16(const AmxGemmTile& at) {
   const GemmTile& t = at.t;
+  prefetch_output(t);
   alignas(64) float sums[kAmxMR][32];
   if (t.m > 16) bf16_block<U, true>(at, sums);
   else bf16_block<U, false>(at, sums);
@@ -153,6 +161,7 @@ void s8_block(const AmxGemmTile& at, int32_t (&sums)[kAmxMR][32]) {
 template <class U>
 void gemm_tile_s8(const AmxGemmTile& at) {
   const GemmTile& t = at.t;
+  prefetch_output(t);
   alignas(64) int32_t sums[kAmxMR][32];
   if (t.m > 16) s8_block<U, true>(at, sums);
   else s8_block<U, false>(at, sums);
