@@ -44,6 +44,7 @@ struct Options {
   int min_runs = 5;
   double min_seconds = 0.3;
   bool no_pair = false;
+  bool cpu_time = false;
   bool warm = false;
   bool list = false;
   bool json = false;
@@ -289,8 +290,15 @@ bool run_case(const GemmCase& c, int threads, const Options& opt, const std::vec
   topt.warmup_runs = 1;
   topt.warmup_seconds = 0.02;
   topt.input_sets = c.sets;
+  // One thread: every library runs in the calling thread, so its CPU time is the work of the
+  // call without the waits for a core that a loaded machine adds.
+  if (opt.cpu_time) {
+    sol::check(threads == 1, "gemm_anchors", "--cpu-time needs --threads 1 (CPU time of the calling thread)");
+    topt.clock = sol::TimingOptions::Clock::thread_cpu;
+  }
 
-  const double before = opt.no_pair ? 0 : measure_now(unit, threads);
+  const bool pair = !opt.no_pair && !opt.cpu_time;  // a wall-clock ceiling beside CPU times would not pair
+  const double before = pair ? measure_now(unit, threads) : 0;
   // Rounds interleave the implementations in a rotating order; each keeps its best round's
   // median (neighbours on the shared cores slow whole rounds down, never speed them up).
   std::vector<size_t> order;
@@ -306,7 +314,7 @@ bool run_case(const GemmCase& c, int threads, const Options& opt, const std::vec
     }
     if (!order.empty()) std::rotate(order.begin(), order.begin() + 1, order.end());
   }
-  const double after = opt.no_pair ? 0 : measure_now(unit, threads);
+  const double after = pair ? measure_now(unit, threads) : 0;
   const double paired = std::max(before, after);
 
   double peak = cost.flops > 0 ? machine.value(cost.compute, threads) : 0;
@@ -339,6 +347,8 @@ int run(int argc, char** argv) {
   app.add_option("--dtype", opt.dtypes, "comma-separated input dtypes: f32, bf16, s8 (i8 x i8 -> i32)");
   app.add_option("--bf16-out", opt.bf16_out, "D's dtype for bf16 inputs: bf16 or f32");
   app.add_option("--threads", opt.threads, "comma-separated thread counts; 'all' = every core");
+  app.add_flag("--cpu-time", opt.cpu_time,
+               "time the calling thread's CPU time (needs --threads 1; no ceiling pairing): stable on a loaded machine");
   app.add_option("--impl", opt.impls, "comma-separated: sol, onednn, openblas");
   app.add_option("--rounds", opt.rounds, "interleaved rounds; each implementation keeps its best median");
   app.add_option("--min-runs", opt.min_runs, "timed runs per round (at least)");

@@ -26,6 +26,7 @@ struct BenchRecord {
   std::string op, shape, dtype, isa;
   int threads = 1;
   bool cold = false;    // inputs rotated through sets larger than the LLC
+  bool cpu_time = false;  // timing is the calling thread's CPU time (one thread), not wall
   int input_sets = 1;   // how many sets the case rotated through
   Timing timing;
   Cost cost;

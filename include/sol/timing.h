@@ -14,6 +14,11 @@ struct TimingOptions {
   // Cold mode: the op is called with set = 0, 1, 2, ... (mod input_sets), so consecutive runs
   // touch different buffers; the caller sizes the sets so that together they exceed the LLC.
   int input_sets = 1;
+  // What a run's time is: wall-clock (steady clock), or the CPU time of the calling thread
+  // (CLOCK_THREAD_CPUTIME_ID). The thread clock does not count time the thread spent waiting
+  // for a core, so on a loaded, shared machine it is the stable figure for a one-thread op —
+  // and meaningless for an op that runs on other threads too (bench refuses that).
+  enum class Clock { wall, thread_cpu } clock = Clock::wall;
 };
 
 struct Timing {
@@ -21,7 +26,8 @@ struct Timing {
   int runs = 0;
 };
 
-double now_seconds();  // steady clock
+double now_seconds();         // steady clock
+double thread_cpu_seconds();  // CPU time of the calling thread
 Timing time_runs(const std::function<void(int set)>& run, const TimingOptions& opt = {});
 
 }  // namespace sol

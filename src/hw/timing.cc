@@ -1,6 +1,8 @@
 #include "sol/timing.h"
 
 #include <algorithm>
+#include <time.h>
+
 #include <chrono>
 #include <vector>
 
@@ -11,6 +13,12 @@ namespace sol {
 double now_seconds() {
   using clock = std::chrono::steady_clock;
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+double thread_cpu_seconds() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
 }
 
 Timing time_runs(const std::function<void(int set)>& run, const TimingOptions& opt) {
@@ -31,11 +39,12 @@ Timing time_runs(const std::function<void(int set)>& run, const TimingOptions& o
   std::vector<double> t;
   t.reserve(64);
   double spent = 0;
+  const auto clock = opt.clock == TimingOptions::Clock::thread_cpu ? &thread_cpu_seconds : &now_seconds;
   while (int(t.size()) < opt.max_runs && (int(t.size()) < opt.min_runs || spent < opt.min_seconds)) {
     int s = next_set();
-    double t0 = now_seconds();
+    double t0 = clock();
     run(s);
-    double dt = now_seconds() - t0;
+    double dt = clock() - t0;
     t.push_back(dt);
     spent += dt;
   }

@@ -70,9 +70,16 @@ BenchRecord bench_prepared(const OpInfo& op, PreparedCase& p, const MachineProfi
 
   TimingOptions topt = opt.timing;
   topt.input_sets = c->input_sets();
-  double before = opt.pair_ceiling ? measure_now(r.ceiling_unit, threads) : 0;
+  // CPU time of the calling thread counts only that thread's work, so it needs one thread; the
+  // floor then comes from the cached ceilings (a ceiling re-measured on a loaded machine is
+  // wall-clock and low, and would inflate SOL%).
+  r.cpu_time = topt.clock == TimingOptions::Clock::thread_cpu;
+  check(!r.cpu_time || threads == 1, "bench", "--cpu-time times the calling thread only: it needs --threads 1, not ",
+        threads);
+  const bool pair = opt.pair_ceiling && !r.cpu_time;
+  double before = pair ? measure_now(r.ceiling_unit, threads) : 0;
   r.timing = time_runs([&](int set) { c->run(set); }, topt);
-  double after = opt.pair_ceiling ? measure_now(r.ceiling_unit, threads) : 0;
+  double after = pair ? measure_now(r.ceiling_unit, threads) : 0;
   // A ceiling is a maximum: the better of the two pairings is the closer estimate of it.
   r.ceiling_paired = std::max(before, after);
 

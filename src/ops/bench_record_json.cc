@@ -13,6 +13,7 @@ std::string bench_record_json(const BenchRecord& r) {
       {"threads", r.threads},
       {"isa", r.isa},
       {"cold", r.cold},
+      {"clock", r.cpu_time ? "thread_cpu" : "wall"},
       {"input_sets", r.input_sets},
       {"time_s", r.timing.median_s},
       {"min_s", r.timing.min_s},

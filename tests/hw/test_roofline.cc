@@ -50,5 +50,26 @@ TEST(Timing, MedianOfRunsAndSetRotation) {
   EXPECT_THROW(time_runs([](int) {}, opt), Error);
 }
 
+// The thread clock counts the calling thread's work only: a run that sleeps 20 ms costs it
+// (almost) nothing, a run that spins 20 ms costs it about that. The bounds are loose on purpose
+// (a loaded machine may preempt the spinning thread), but a wall clock fails the first one.
+TEST(Timing, ThreadCpuClockCountsWorkNotWaiting) {
+  TimingOptions opt;
+  opt.min_seconds = 0.0;
+  opt.min_runs = 3;
+  opt.warmup_runs = 0;
+  opt.warmup_seconds = 0;
+  opt.clock = TimingOptions::Clock::thread_cpu;
+  const Timing sleeping = time_runs([](int) { std::this_thread::sleep_for(std::chrono::milliseconds(20)); }, opt);
+  EXPECT_LT(sleeping.median_s, 5e-3);
+  const Timing spinning = time_runs([](int) {
+    const double until = thread_cpu_seconds() + 0.02;
+    while (thread_cpu_seconds() < until) {
+    }
+  }, opt);
+  EXPECT_GE(spinning.median_s, 0.019);
+  EXPECT_LT(spinning.median_s, 0.2);
+}
+
 }  // namespace
 }  // namespace sol

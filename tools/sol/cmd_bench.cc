@@ -15,7 +15,7 @@ struct BenchArgs {
   std::string op;
   std::map<std::string, std::string> flags;  // op parameter -> value, as typed
   int threads = 0;
-  bool cold = false, json = false, check = false, no_pair = false, remeasure = false;
+  bool cold = false, json = false, check = false, no_pair = false, remeasure = false, cpu_time = false;
   double min_seconds = 0.2;
 };
 
@@ -50,6 +50,9 @@ void add_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("--min-time", a->min_seconds, "Seconds of timed runs per case (default 0.2)")
       ->check(CLI::Range(0.0, 60.0));
   cmd->add_flag("--json", a->json, "Print a JSON array of records");
+  cmd->add_flag("--cpu-time", a->cpu_time,
+                "Time the calling thread's CPU time (needs --threads 1; floors from the cached ceilings): "
+                "the stable figure on a loaded machine");
   cmd->footer(ops_help());
   cmd->callback([a, &exit_code] {
     const OpInfo& op = find_op(a->op);
@@ -64,6 +67,7 @@ void add_bench(CLI::App& app, int& exit_code) {
     opt.run_check = a->check;
     opt.pair_ceiling = !a->no_pair;
     opt.timing.min_seconds = a->min_seconds;
+    if (a->cpu_time) opt.timing.clock = TimingOptions::Clock::thread_cpu;
     std::vector<BenchRecord> records;
     for (const auto& c : cases) {
       OpParams params = resolve_params(op, c);

@@ -19,6 +19,11 @@ std::string records_table(const std::vector<BenchRecord>& records) {
                        r.op, r.shape, r.dtype, r.threads, r.timing.median_s * 1e3, r.tflops, r.gbps,
                        bound_name(r.floor.bound), sol, check);
   }
+  for (const auto& r : records)
+    if (r.cpu_time) {
+      out += "median: CPU time of the calling thread (--cpu-time), floor from the cached ceilings\n";
+      break;
+    }
   return out;
 }
 
