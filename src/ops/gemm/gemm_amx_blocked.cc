@@ -8,6 +8,7 @@
 
 #include "kernels/convert.h"
 #include "ops/common/parallel.h"
+#include "ops/gemm/block_parts.h"
 #include "ops/gemm/blocking.h"
 #include "ops/gemm/packing.h"
 #include "sol/hw.h"
@@ -49,7 +50,6 @@ struct TileSession {
 void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   const bool partial_in_d = !p.d_bf16 && !p.c_is_d();
   const Blocking blk = choose_blocking(p.in, p.m, m1 - m0, n1 - n0, p.k, !partial_in_d);
-  const int64_t es_d = p.d_bf16 ? 2 : 4;
   const auto tile_kernel = p.in == DType::i8 ? kernels.s8 : kernels.bf16;
   // A packed fp8 B is widened to bf16 once per (NC, KC) block into the workspace.
   const bool widen_packed = p.packed && p.packed->dtype == DType::f8e4m3;
@@ -74,23 +74,8 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
     const int64_t nc = std::min(blk.nc, n1 - jc);
     for (int64_t pc = 0; pc == 0 || pc < p.k; pc += blk.kc) {
       const int64_t kc = std::min(blk.kc, p.k - pc), steps = k_steps(p.in, kc);
-      const void* b_base;
       int64_t panel_elems;
-      if (widen_packed) {
-        panel_elems = steps * 2 * kGemmNR;
-        for (int64_t jr = 0; jr < nc; jr += kGemmNR)
-          kernels::convert_avx512(p.packed->at(pc, jc + jr), DType::f8e4m3,
-                                  static_cast<uint16_t*>(b_pack) + (jr / kGemmNR) * panel_elems, DType::bf16,
-                                  panel_elems, false);
-        b_base = b_pack;
-      } else if (p.packed) {
-        b_base = p.packed->at(pc, jc);
-        panel_elems = p.packed->panel_elems;
-      } else {
-        panel_elems = steps * k_group(p.in) * kGemmNR;
-        pack_b_block(p.b, p.b_type, p.n, pc, kc, jc, nc, b_pack, panel_elems, nullptr);
-        b_base = b_pack;
-      }
+      const void* b_base = b_block(p, widen_packed, pc, kc, jc, nc, b_pack, nullptr, panel_elems);
       const int64_t b_elem_bytes = 4 / k_group(p.in);
       const bool first = pc == 0, last = pc + kc >= p.k;
 
@@ -116,30 +101,8 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
             const int64_t row = ic + ir;
             t.m = int(std::min<int64_t>(kAmxMR, mc - ir));
             t.a = static_cast<const char*>(a_pack) + ir * a_row_bytes;
-            if (p.a_scales) {
-              t.sa = p.a_scales + row * p.lds_a + pc / kFp8ScaleBlock;
-              t.lds_a = p.lds_a;
-            }
-            if (partial_in_d) {
-              t.partial = static_cast<float*>(p.d) + row * p.ldd + col;
-              t.ldp = p.ldd;
-            } else if (partial) {
-              t.partial = partial + (row - m0) * blk.nc + jr;
-              t.ldp = blk.nc;
-            }
             GemmEpilogue e;
-            if (last) {
-              e.alpha = p.alpha;
-              e.beta = p.beta;
-              e.c = p.beta != 0.0f ? static_cast<const char*>(p.c) + (row * p.ldc + col) * es_d : nullptr;
-              e.ldc = p.ldc;
-              e.bias = p.bias ? p.bias + col : nullptr;
-              e.silu = p.silu;
-              e.d = static_cast<char*>(p.d) + (row * p.ldd + col) * es_d;
-              e.ldd = p.ldd;
-              e.d_bf16 = p.d_bf16;
-            }
-            t.last = last ? &e : nullptr;
+            place_tile(p, row, col, pc, last, partial_in_d, partial, m0, jc, blk.nc, t, e);
             tile_kernel(at);
           }
         }

@@ -6,6 +6,7 @@
 
 #include "kernels/convert.h"
 #include "ops/common/parallel.h"
+#include "ops/gemm/block_parts.h"
 #include "ops/gemm/blocking.h"
 #include "ops/gemm/packing.h"
 #include "sol/tensor.h"
@@ -37,7 +38,6 @@ Workspace& thread_workspace() {
 void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   const bool partial_in_d = !p.d_bf16 && !p.c_is_d();
   const Blocking blk = choose_blocking(p.in, p.m, m1 - m0, n1 - n0, p.k, !partial_in_d);
-  const int64_t es_d = p.d_bf16 ? 2 : 4;
   // Bytes of one packed B element in the compute type (every K step is 32 bits per column).
   const int64_t es_in = 4 / k_group(p.in);
   const auto tile_kernel = p.in == DType::bf16 ? kernels::gemm_tile_bf16_avx512
@@ -76,23 +76,8 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
     // K = 0 still runs one (empty) block so that the epilogue writes beta * C + bias.
     for (int64_t pc = 0; pc == 0 || pc < p.k; pc += blk.kc) {
       const int64_t kc = std::min(blk.kc, p.k - pc), steps = k_steps(p.in, kc);
-      const void* b_base;
       int64_t panel_elems;
-      if (widen_packed) {
-        panel_elems = steps * k_group(p.in) * kGemmNR;
-        for (int64_t jr = 0; jr < nc; jr += kGemmNR)
-          kernels::convert_avx512(p.packed->at(pc, jc + jr), DType::f8e4m3,
-                                  static_cast<uint16_t*>(b_pack) + (jr / kGemmNR) * panel_elems, DType::bf16,
-                                  panel_elems, false);
-        b_base = b_pack;
-      } else if (p.packed) {
-        b_base = p.packed->at(pc, jc);
-        panel_elems = p.packed->panel_elems;
-      } else {
-        panel_elems = steps * k_group(p.in) * kGemmNR;
-        pack_b_block(p.b, p.b_type, p.n, pc, kc, jc, nc, b_pack, panel_elems, start);
-        b_base = b_pack;
-      }
+      const void* b_base = b_block(p, widen_packed, pc, kc, jc, nc, b_pack, start, panel_elems);
       const bool first = pc == 0, last = pc + kc >= p.k;
 
       for (int64_t ic = m0; ic < m1; ic += blk.mc) {
@@ -125,30 +110,8 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
             t.m = int(a_panel_rows(mc, ir));
             t.a = a_panel;
             t.prefetch_b = ir == 0 ? skinny_prefetch : 0;
-            if (p.a_scales) {
-              t.sa = p.a_scales + row * p.lds_a + pc / kFp8ScaleBlock;
-              t.lds_a = p.lds_a;
-            }
-            if (partial_in_d) {
-              t.partial = static_cast<float*>(p.d) + row * p.ldd + col;
-              t.ldp = p.ldd;
-            } else if (partial) {
-              t.partial = partial + (row - m0) * blk.nc + jr;
-              t.ldp = blk.nc;
-            }
             GemmEpilogue e;
-            if (last) {
-              e.alpha = p.alpha;
-              e.beta = p.beta;
-              e.c = p.beta != 0.0f ? static_cast<const char*>(p.c) + (row * p.ldc + col) * es_d : nullptr;
-              e.ldc = p.ldc;
-              e.bias = p.bias ? p.bias + col : nullptr;
-              e.silu = p.silu;
-              e.d = static_cast<char*>(p.d) + (row * p.ldd + col) * es_d;
-              e.ldd = p.ldd;
-              e.d_bf16 = p.d_bf16;
-            }
-            t.last = last ? &e : nullptr;
+            place_tile(p, row, col, pc, last, partial_in_d, partial, m0, jc, blk.nc, t, e);
             tile_kernel(t);
           }
         }

@@ -1,0 +1,71 @@
+#pragma once
+// Pieces both blocked drivers (gemm_blocked.cc on the vector kernels, gemm_amx_blocked.cc on
+// the AMX tiles) take the same way: where one (NC, KC) block of B comes from, and what a tile
+// that starts at (row, col) of D is told about its partial sums and its epilogue.
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/convert.h"
+#include "kernels/gemm.h"
+#include "ops/gemm/packing.h"
+
+namespace sol::gemm_detail {
+
+// Columns [jc, jc + nc) x K [pc, pc + kc) of B as 32-column panels of the compute type,
+// `panel_elems` elements apart: a PackedMatrix's own panels, or a packed fp8 B widened into
+// `b_pack` (widen_packed), or a plain B packed into `b_pack` (and, for int8 with `start`, its
+// -128 * column sums).
+inline const void* b_block(const GemmProblem& p, bool widen_packed, int64_t pc, int64_t kc, int64_t jc,
+                           int64_t nc, void* b_pack, int32_t* start, int64_t& panel_elems) {
+  using kernels::kGemmNR;
+  const int64_t steps = k_steps(p.in, kc);
+  if (widen_packed) {
+    panel_elems = steps * k_group(p.in) * kGemmNR;
+    for (int64_t jr = 0; jr < nc; jr += kGemmNR)
+      kernels::convert_avx512(p.packed->at(pc, jc + jr), DType::f8e4m3,
+                              static_cast<uint16_t*>(b_pack) + (jr / kGemmNR) * panel_elems, DType::bf16,
+                              panel_elems, false);
+    return b_pack;
+  }
+  if (p.packed) {
+    panel_elems = p.packed->panel_elems;
+    return p.packed->at(pc, jc);
+  }
+  panel_elems = steps * k_group(p.in) * kGemmNR;
+  pack_b_block(p.b, p.b_type, p.n, pc, kc, jc, nc, b_pack, panel_elems, start);
+  return b_pack;
+}
+
+// The row-dependent fields of a tile at (row, col) of D: fp8 A scales, where its partial sums
+// live (in D itself, or in the thread's M x NC workspace whose first row is m0 and first
+// column jc), and on the last K block the epilogue `e` it writes D through.
+inline void place_tile(const GemmProblem& p, int64_t row, int64_t col, int64_t pc, bool last, bool partial_in_d,
+                       float* partial, int64_t m0, int64_t jc, int64_t partial_ld, kernels::GemmTile& t,
+                       kernels::GemmEpilogue& e) {
+  if (p.a_scales) {
+    t.sa = p.a_scales + row * p.lds_a + pc / kFp8ScaleBlock;
+    t.lds_a = p.lds_a;
+  }
+  if (partial_in_d) {
+    t.partial = static_cast<float*>(p.d) + row * p.ldd + col;
+    t.ldp = p.ldd;
+  } else if (partial) {
+    t.partial = partial + (row - m0) * partial_ld + (col - jc);
+    t.ldp = partial_ld;
+  }
+  t.last = nullptr;
+  if (!last) return;
+  const int64_t es_d = p.d_bf16 ? 2 : 4;
+  e.alpha = p.alpha;
+  e.beta = p.beta;
+  e.c = p.beta != 0.0f ? static_cast<const char*>(p.c) + (row * p.ldc + col) * es_d : nullptr;
+  e.ldc = p.ldc;
+  e.bias = p.bias ? p.bias + col : nullptr;
+  e.silu = p.silu;
+  e.d = static_cast<char*>(p.d) + (row * p.ldd + col) * es_d;
+  e.ldd = p.ldd;
+  e.d_bf16 = p.d_bf16;
+  t.last = &e;
+}
+
+}  // namespace sol::gemm_detail
