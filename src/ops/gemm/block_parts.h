@@ -8,8 +8,24 @@
 #include "kernels/convert.h"
 #include "kernels/gemm.h"
 #include "ops/gemm/packing.h"
+#include "sol/tensor.h"
 
 namespace sol::gemm_detail {
+
+// Per-thread scratch of the blocked drivers, kept between calls: growing it is the only
+// allocation on the hot path. `start` holds int8 column sums (vector path only).
+struct Workspace {
+  Buffer a, b, partial, start;
+  static void* reserve(Buffer& buf, int64_t bytes) {
+    if (int64_t(buf.bytes()) < bytes) buf = Buffer(size_t(bytes));
+    return buf.data();
+  }
+};
+
+inline Workspace& thread_workspace() {
+  thread_local Workspace ws;
+  return ws;
+}
 
 // Columns [jc, jc + nc) x K [pc, pc + kc) of B as 32-column panels of the compute type,
 // `panel_elems` elements apart: a PackedMatrix's own panels, or a packed fp8 B widened into

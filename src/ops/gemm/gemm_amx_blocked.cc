@@ -27,19 +27,6 @@ using kernels::kGemmNR;
 
 std::atomic<bool> g_force_model{false};
 
-struct Workspace {
-  Buffer a, b, partial;
-  static void* reserve(Buffer& buf, int64_t bytes) {
-    if (int64_t(buf.bytes()) < bytes) buf = Buffer(size_t(bytes));
-    return buf.data();
-  }
-};
-
-Workspace& thread_workspace() {
-  thread_local Workspace ws;
-  return ws;
-}
-
 // Tile state lives from the first tile of a thread's block to its end, exceptions included.
 struct TileSession {
   const AmxKernelSet& k;

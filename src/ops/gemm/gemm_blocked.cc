@@ -20,20 +20,6 @@ using kernels::GemmTile;
 using kernels::kGemmMR;
 using kernels::kGemmNR;
 
-// Per-thread scratch, kept between calls: growing it is the only allocation on the hot path.
-struct Workspace {
-  Buffer a, b, partial, start;
-  static void* reserve(Buffer& buf, int64_t bytes) {
-    if (int64_t(buf.bytes()) < bytes) buf = Buffer(size_t(bytes));
-    return buf.data();
-  }
-};
-
-Workspace& thread_workspace() {
-  thread_local Workspace ws;
-  return ws;
-}
-
 // D rows [m0, m1) x columns [n0, n1); n0 is a multiple of kGemmNR.
 void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   const bool partial_in_d = !p.d_bf16 && !p.c_is_d();
