@@ -163,6 +163,14 @@ struct Prediction {
   double ttft_s = 0, tpot_s = 0;     // inference
   double tpot_link_limit_s = 0;      // decode: TPOT if only link bandwidth counted (no
                                      // compute, no latency): the EP speed limit
+  // Training with pp > 1: one stage's chunk times and the schedule's bubble, simulated and
+  // by the report's closed form (they agree for uniform chunks; see docs/model.md).
+  struct Pipeline {
+    std::string schedule;
+    double f_s = 0, b_s = 0, w_s = 0, fb_s = 0;
+    double simulated_bubble_s = 0, formula_bubble_s = 0, makespan_s = 0;
+    double peak_inflight = 0;
+  } pipeline;
 };
 
 // Throws sol::Error for an invalid plan or a workload that does not fit in memory.
@@ -185,6 +193,18 @@ struct PipelineCost {
 };
 PipelineCost pipeline_cost(Schedule s, int pp, int micro_batches, double f, double b, double w,
                            double fb);
+
+// The same schedules run pass by pass (src/model/pipeline_sim.cc): the time from the first
+// forward to the last weight gradient, the largest idle time of any stage, and the most
+// micro-batches whose activations one stage holds at once. Throws sol::Error for a schedule
+// that cannot run (DualPipe: odd pp or micro_batches, micro_batches < 2 x pp).
+struct PipelineSimulation {
+  double makespan_s = 0;
+  double bubble_s = 0;
+  double peak_inflight = 0;
+};
+PipelineSimulation simulate_pipeline(Schedule s, int pp, int micro_batches, double f, double b,
+                                     double w, double fb);
 
 // Renderers: the per-phase table, the JSON record, an SVG timeline of the phases.
 std::string prediction_table(const Prediction& p);

@@ -27,9 +27,9 @@ void validate_plan(const ModelConfig& m, const HardwareSpec& hw, const ParallelP
   check(p.micro_batches >= p.pp, what, "micro_batches = ", p.micro_batches,
         " must be at least pp = ", p.pp, " or the pipeline never fills");
   if (p.schedule == Schedule::dualpipe)
-    check(p.pp % 2 == 0 && p.micro_batches % 2 == 0, what,
-          "dualpipe needs an even pp and an even micro_batches, got pp = ", p.pp,
-          ", micro_batches = ", p.micro_batches);
+    check(p.pp % 2 == 0 && p.micro_batches % 2 == 0 && p.micro_batches >= 2 * p.pp, what,
+          "dualpipe needs an even pp and an even micro_batches of at least 2 x pp (micro-batches "
+          "enter from both ends), got pp = ", p.pp, ", micro_batches = ", p.micro_batches);
   check(p.pp > 1 || p.schedule == Schedule::one_f_one_b, what, "schedule ",
         schedule_name(p.schedule), " needs pp > 1");
 }

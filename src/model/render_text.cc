@@ -38,6 +38,14 @@ std::string prediction_table(const Prediction& p) {
                 p.ttft_s * 1e3, p.tpot_s * 1e3, p.tpot_link_limit_s * 1e3, p.tokens_per_s,
                 p.tokens_per_s_per_device, 100 * p.mfu);
   }
+  if (!p.pipeline.schedule.empty()) {
+    const Prediction::Pipeline& pl = p.pipeline;
+    out += line("pipeline %s per chunk: F %s ms, B %s ms (W %s ms), F&B %s ms; bubble simulated "
+                "%s ms, closed form %s ms; peak activations %.0f micro-batches\n",
+                pl.schedule.c_str(), ms(pl.f_s).c_str(), ms(pl.b_s).c_str(), ms(pl.w_s).c_str(),
+                ms(pl.fb_s).c_str(), ms(pl.simulated_bubble_s).c_str(),
+                ms(pl.formula_bubble_s).c_str(), pl.peak_inflight);
+  }
   const MemoryUse& m = p.memory;
   out += line("memory per device %.1f of %.1f GB: params %.1f, grads %.1f, optimizer %.1f, "
               "activations %.1f, kv cache %.1f\n",
