@@ -210,6 +210,9 @@ PipelineSimulation simulate_pipeline(Schedule s, int pp, int micro_batches, doub
 std::string prediction_table(const Prediction& p);
 std::string prediction_json(const Prediction& p);
 std::string prediction_svg(const Prediction& p);
+// A per-op roofline, one log-log panel per phase: each op at (FLOP per byte, FLOP/s at its
+// floor) under the device's matrix peaks and memory bandwidth, dot area its share of the phase.
+std::string prediction_roofline_svg(const Prediction& p, const HardwareSpec& hw);
 
 // Closing the loop on this machine. Each op `sol report` measured is predicted from its floor
 // on the report's own ceilings and an efficiency learned from the *other* measurements of the

@@ -1,4 +1,4 @@
-// sol model --model M --hw H [--plan P] [--workload W] [--json] [--svg FILE]
+// sol model --model M --hw H [--plan P] [--workload W] [--json] [--svg FILE] [--roofline FILE]
 // sol model sweep --param NAME --values a,b,c ... — one parameter over values, one row each.
 // sol model loop [--report FILE] — predict the ops of a `sol report` and show the error.
 // The co-design model: per-phase floor times of a training step or an inference request.
@@ -18,7 +18,7 @@ namespace sol::cli {
 
 namespace {
 struct ModelArgs {
-  std::string model, hw, plan, workload = "chat", svg, param;
+  std::string model, hw, plan, workload = "chat", svg, roofline, param;
   std::string report = "sol-report/report.json";
   std::vector<std::string> values;
   bool json = false;
@@ -84,6 +84,11 @@ void run_single(const ModelArgs& a) {
     std::ofstream out(a.svg);
     check(out.good(), "sol model", "cannot write --svg ", a.svg);
     out << prediction_svg(p);
+  }
+  if (!a.roofline.empty()) {
+    std::ofstream out(a.roofline);
+    check(out.good(), "sol model", "cannot write --roofline ", a.roofline);
+    out << prediction_roofline_svg(p, in.hw);
   }
   if (a.json) {
     fmt::print("{}\n", prediction_json(p));
@@ -186,6 +191,8 @@ void add_model(CLI::App& app, int& exit_code) {
                                           "physical limit (per-phase table, JSON, SVG)");
   add_input_options(cmd, *args);
   cmd->add_option("--svg", args->svg, "Write an SVG timeline of the phases to this file");
+  cmd->add_option("--roofline", args->roofline,
+                  "Write an SVG per-op roofline (one panel per phase) to this file");
   auto* sweep = cmd->add_subcommand("sweep", "Vary one parameter: plan degrees, batch, context, "
                                              "link or memory bandwidth");
   sweep->fallthrough();
