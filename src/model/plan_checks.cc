@@ -1,5 +1,7 @@
 // What a plan must satisfy to run a model on a machine, and the default plan when none is given.
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 #include "model/accounting.h"
 #include "sol/error.h"
@@ -87,6 +89,9 @@ std::vector<ParallelPlan> candidates(const ModelConfig& m, const HardwareSpec& h
 ParallelPlan default_plan(const ModelConfig& m, const HardwareSpec& hw, const Workload& w) {
   // Without a scale-out link the machine is one scale-up domain.
   int max_nodes = hw.scale_out_bandwidth > 0 ? 1024 : 1;
+  ParallelPlan closest;
+  MemoryUse closest_mem;
+  bool any = false;
   for (int nodes = 1; nodes <= max_nodes; nodes *= 2) {
     for (const ParallelPlan& p : candidates(m, hw, w, nodes)) {
       try {
@@ -96,11 +101,26 @@ ParallelPlan default_plan(const ModelConfig& m, const HardwareSpec& hw, const Wo
       }
       MemoryUse mem = model_detail::memory_per_device(m, hw, p, w);
       if (mem.total() <= mem.capacity) return p;
+      if (!any || mem.total() < closest_mem.total()) {
+        closest = p;
+        closest_mem = mem;
+        any = true;
+      }
     }
   }
-  fail("model", "no default plan fits ", m.name, " on ", hw.name, " (tried up to ", max_nodes,
-       " scale-up domains of ", hw.scale_up_size,
-       " devices); write a plan file with more sharding or a smaller batch");
+  constexpr double GB = 1e9;
+  std::string nearest =
+      !any ? std::string("no candidate plan was valid")
+           : "the closest, dp " + std::to_string(closest.dp) + " tp " + std::to_string(closest.tp) +
+                 " pp " + std::to_string(closest.pp) + " ep " + std::to_string(closest.ep) +
+                 ", needs " + std::to_string(int(std::ceil(closest_mem.total() / GB))) +
+                 " GB per device (params " + std::to_string(int(std::ceil(closest_mem.params / GB))) +
+                 ", kv cache " + std::to_string(int(std::ceil(closest_mem.kv_cache / GB))) +
+                 ", activations " + std::to_string(int(std::ceil(closest_mem.activations / GB))) +
+                 ")";
+  fail("model", "no default plan fits ", m.name, " on ", hw.name, " (", hw.memory_bytes / GB,
+       " GB per device; tried up to ", max_nodes, " scale-up domains of ", hw.scale_up_size,
+       " devices): ", nearest, "; write a plan file with more sharding or a smaller batch");
 }
 
 }  // namespace sol

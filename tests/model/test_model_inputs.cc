@@ -119,6 +119,19 @@ TEST(ModelInputs, ModelThatDoesNotFitSaysWhatItNeeds) {
                {"does not fit", "plan single", "GB per device", "h100 has 80 GB"});
 }
 
+TEST(ModelInputs, NoDefaultPlanSaysHowCloseTheBestCame) {
+  ModelConfig v3 = load_model_config(shipped("models", "deepseek-v3"));
+  HardwareSpec small;  // one 24 GB device, no links: DeepSeek-V3 cannot fit
+  small.name = "small";
+  small.flops_bf16 = 1e12;
+  small.flops_f32 = 1e11;
+  small.memory_bandwidth = 1e11;
+  small.memory_bytes = 24e9;
+  expect_error([&] { default_plan(v3, small, load_workload(shipped("workloads", "chat"))); },
+               {"no default plan fits deepseek-v3 on small", "24 GB per device",
+                "the closest, dp 1 tp 1 pp 1 ep 1, needs", "kv cache"});
+}
+
 TEST(ModelInputs, ThisMachineFromItsMeasuredProfile) {
   MachineProfile profile;
   profile.cpu_model = "test cpu";

@@ -113,6 +113,7 @@ void run_sweep(const ModelArgs& a) {
   check(!a.values.empty(), "sol model sweep", "--values needs at least one value");
   Inputs base = load_inputs(a);
   nlohmann::json rows = nlohmann::json::array();
+  int predicted = 0;
   if (!a.json)
     fmt::print("{:>14} {:>8} {:>14} {:>14} {:>14} {:>8}  {}\n", a.param, "devices",
                "step/TPOT ms", "tokens/s", "tok/s/device", "MFU %", "bottleneck");
@@ -120,7 +121,18 @@ void run_sweep(const ModelArgs& a) {
     Inputs in = base;
     it->second(in, parse_number(text, "--values"));
     check_plan_shape(in.plan);
-    Prediction p = predict(in.model, in.hw, in.plan, in.workload);
+    // A value that does not fit (or breaks the plan) is a row of the answer, not the end of it.
+    Prediction p;
+    try {
+      p = predict(in.model, in.hw, in.plan, in.workload);
+    } catch (const Error& e) {
+      if (a.json)
+        rows.push_back({{"sweep", {{"param", a.param}, {"value", text}}}, {"error", e.what()}});
+      else
+        fmt::print("{:>14} {:>8}  {}\n", text, in.plan.devices(), e.what());
+      continue;
+    }
+    ++predicted;
     std::string bottleneck = p.phases.empty() ? "none" : p.phases.back().bottleneck;
     for (const PhaseResult& ph : p.phases)
       if (ph.name == "forward+backward" || ph.name == "decode") bottleneck = ph.bottleneck;
@@ -136,6 +148,7 @@ void run_sweep(const ModelArgs& a) {
     }
   }
   if (a.json) fmt::print("{}\n", rows.dump(2));
+  check(predicted > 0, "sol model sweep", "no value of --param ", a.param, " gave a prediction");
 }
 
 void run_loop(const ModelArgs& a) {
