@@ -208,6 +208,9 @@ PipelineSimulation simulate_pipeline(Schedule s, int pp, int micro_batches, doub
 
 // Renderers: the per-phase table, the JSON record, an SVG timeline of the phases.
 std::string prediction_table(const Prediction& p);
+// The `top` ops of each phase by floor time (FLOPs, bytes, link bytes, floor, share, bound);
+// empty when top <= 0.
+std::string prediction_ops_table(const Prediction& p, int top);
 std::string prediction_json(const Prediction& p);
 std::string prediction_svg(const Prediction& p);
 // A per-op roofline, one log-log panel per phase: each op at (FLOP per byte, FLOP/s at its

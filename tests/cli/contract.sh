@@ -38,6 +38,9 @@ expect_rc 0 "sol model --roofline --svg" "$sol" model --model llama-3-70b --hw h
 python3 -c "import sys, xml.dom.minidom as x; [x.parse(f) for f in sys.argv[1:]]" "$tmp/roof.svg" "$tmp/phases.svg" \
   && pass "model svgs parse" || fail "model svgs parse"
 grep -q "pipeline 1f1b" "$tmp/out" && pass "model prints the pipeline" || fail "model prints the pipeline"
+expect_rc 0 "model --ops" "$sol" model --model deepseek-v3 --hw h800 --ops 3
+grep -q "decode: the 3 largest" "$tmp/out" && pass "model lists the largest ops" || fail "model lists the largest ops"
+expect_rc 2 "model --ops -1" "$sol" model --model deepseek-v3 --hw h800 --ops -1
 expect_rc 0 "model sweep keeps going past a plan that does not fit" "$sol" model sweep --param pp \
   --values 8,16 --model deepseek-v3 --hw h800 --plan deepseek-v3-train-h800 --workload pretrain-4k
 grep -q "does not fit" "$tmp/out" && pass "sweep row names the misfit" || fail "sweep row names the misfit"

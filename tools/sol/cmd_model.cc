@@ -1,4 +1,5 @@
 // sol model --model M --hw H [--plan P] [--workload W] [--json] [--svg FILE] [--roofline FILE]
+//           [--ops N]
 // sol model sweep --param NAME --values a,b,c ... — one parameter over values, one row each.
 // sol model loop [--report FILE] — predict the ops of a `sol report` and show the error.
 // The co-design model: per-phase floor times of a training step or an inference request.
@@ -22,6 +23,7 @@ struct ModelArgs {
   std::string report = "sol-report/report.json";
   std::vector<std::string> values;
   bool json = false;
+  int ops = 0;  // --ops N: the N largest ops of each phase
 };
 
 struct Inputs {
@@ -101,6 +103,7 @@ void run_single(const ModelArgs& a) {
     fmt::print("note: hardware {} is marked low-confidence (figures not from a primary source)\n",
                in.hw.name);
   fmt::print("{}", prediction_table(p));
+  fmt::print("{}", prediction_ops_table(p, a.ops));
 }
 
 void run_sweep(const ModelArgs& a) {
@@ -204,6 +207,8 @@ void add_model(CLI::App& app, int& exit_code) {
                                           "physical limit (per-phase table, JSON, SVG)");
   add_input_options(cmd, *args);
   cmd->add_option("--svg", args->svg, "Write an SVG timeline of the phases to this file");
+  cmd->add_option("--ops", args->ops, "Also print the N largest ops of each phase by floor time")
+      ->check(CLI::Range(0, 1000));
   cmd->add_option("--roofline", args->roofline,
                   "Write an SVG per-op roofline (one panel per phase) to this file");
   auto* sweep = cmd->add_subcommand("sweep", "Vary one parameter: plan degrees, batch, context, "

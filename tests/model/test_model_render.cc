@@ -1,0 +1,61 @@
+// The text renderers: the per-op table lists each phase's largest ops, largest first.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "model_files.h"
+#include "sol/model.h"
+
+namespace sol {
+namespace {
+
+using test::shipped;
+
+TEST(ModelRender, OpsTableListsTheLargestOpsOfEachPhaseInOrder) {
+  Prediction p = predict(load_model_config(shipped("models", "deepseek-v3")),
+                         load_hardware_spec(shipped("hardware", "h800")),
+                         load_parallel_plan(shipped("plans", "deepseek-v3-decode-ep320-h800")),
+                         load_workload(shipped("workloads", "ep-decode-speed-limit")));
+  EXPECT_EQ(prediction_ops_table(p, 0), "");
+  EXPECT_EQ(prediction_ops_table(p, -3), "");
+  std::string table = prediction_ops_table(p, 3);
+  std::istringstream in(table);
+  std::string line, phase;
+  std::vector<double> floors;
+  int phases = 0;
+  auto check_phase = [&] {
+    if (phase.empty()) return;
+    ASSERT_EQ(floors.size(), 3u) << phase;
+    EXPECT_GE(floors[0], floors[1]) << phase;
+    EXPECT_GE(floors[1], floors[2]) << phase;
+    // The first row is the phase's largest op floor.
+    double largest = 0;
+    for (const OpRecord& r : p.ops)
+      if (r.phase == phase) largest = std::max(largest, r.floor_s * 1e3);
+    EXPECT_NEAR(floors[0], largest, 1e-3) << phase;
+  };
+  while (std::getline(in, line)) {
+    if (line.empty() || line.rfind("op ", 0) == 0) continue;
+    if (line.find(": the 3 largest of") != std::string::npos) {
+      check_phase();
+      phase = line.substr(0, line.find(':'));
+      floors.clear();
+      ++phases;
+      continue;
+    }
+    std::istringstream row(line);
+    std::string name, kind;
+    double count, gflop, gb, link_gb, floor_ms;
+    row >> name >> kind >> count >> gflop >> gb >> link_gb >> floor_ms;
+    ASSERT_FALSE(row.fail()) << line;
+    floors.push_back(floor_ms);
+  }
+  check_phase();
+  EXPECT_EQ(phases, 2);  // prefill and decode
+  EXPECT_NE(table.find("attn.core_latent"), std::string::npos);  // decode's largest device op
+}
+
+}  // namespace
+}  // namespace sol
