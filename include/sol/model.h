@@ -54,6 +54,15 @@ struct HardwareSpec {
 enum class Schedule { one_f_one_b, zb1p, dualpipe };
 std::string_view schedule_name(Schedule s);
 
+// One pass of a simulated pipeline schedule on one stage (simulate_pipeline below).
+struct PipelinePass {
+  double start_s = 0, end_s = 0;
+  char kind = 'F';         // F forward, B backward (full or input gradient), W weight gradient,
+                           // X a forward and a backward overlapped (DualPipe's F&B)
+  int micro_batch = 0;     // the forward's (X) or the backward's micro-batch; W: -1
+  int direction = 0;       // DualPipe: 0 enters at stage 0, 1 at the last stage
+};
+
 // What the forward keeps for the backward. none: every op's inputs in bf16. selective
 // (DeepSeek-V3's recipe): GEMM inputs only, in the GEMM dtype; norms, activations functions and
 // attention scores are recomputed. full: each layer's input only; the backward re-runs the
@@ -170,6 +179,7 @@ struct Prediction {
     double f_s = 0, b_s = 0, w_s = 0, fb_s = 0;
     double simulated_bubble_s = 0, formula_bubble_s = 0, makespan_s = 0;
     double peak_inflight = 0;
+    std::vector<std::vector<PipelinePass>> timeline;  // the simulated schedule, per stage
   } pipeline;
 };
 
@@ -202,6 +212,7 @@ struct PipelineSimulation {
   double makespan_s = 0;
   double bubble_s = 0;
   double peak_inflight = 0;
+  std::vector<std::vector<PipelinePass>> stages;  // every pass of every stage, in time order
 };
 PipelineSimulation simulate_pipeline(Schedule s, int pp, int micro_batches, double f, double b,
                                      double w, double fb);

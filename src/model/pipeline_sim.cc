@@ -48,6 +48,8 @@ class Simulator {
     std::vector<double> free_at(pp_, 0), busy(pp_, 0);
     std::vector<int> inflight(pp_, 0), peak(pp_, 0);
     std::vector<std::deque<std::pair<int, int>>> pending(pp_);  // deferred W: (dir, mb)
+    PipelineSimulation out;
+    out.stages.resize(pp_);
     for (;;) {
       int best_stage = -1;
       double best_start = kNever;
@@ -80,13 +82,19 @@ class Simulator {
       if (best_stage < 0) break;
       int s = best_stage;
       double duration = 0;
+      PipelinePass record;
       if (best_is_weight) {
+        record = {best_start, best_start + w_, 'W', pending[s].front().second,
+                  pending[s].front().first};
         pending[s].pop_front();
         duration = w_;
         --inflight[s];
       } else {
         const Pass& p = programs_[s][next[s]++];
         duration = duration_of(p);
+        static constexpr char kKinds[] = {'F', 'B', 'W', 'X'};
+        record = {best_start, best_start + duration, kKinds[p.kind],
+                  p.f_mb >= 0 ? p.f_mb : p.b_mb, p.f_mb >= 0 ? p.f_dir : p.b_dir};
         if (p.f_mb >= 0) peak[s] = std::max(peak[s], ++inflight[s]);
         double end = best_start + duration;
         if (p.f_mb >= 0) f_end(s, p.f_dir, p.f_mb) = end;
@@ -99,12 +107,12 @@ class Simulator {
       }
       free_at[s] = best_start + duration;
       busy[s] += duration;
+      out.stages[s].push_back(record);
     }
     for (int s = 0; s < pp_; ++s)
       check(next[s] == programs_[s].size() && pending[s].empty(), "pipeline simulation",
             "stage ", s, " stalled after ", next[s], " of ", programs_[s].size(),
             " passes (a schedule whose dependencies cannot be met)");
-    PipelineSimulation out;
     out.makespan_s = *std::max_element(free_at.begin(), free_at.end());
     for (int s = 0; s < pp_; ++s) {
       out.bubble_s = std::max(out.bubble_s, out.makespan_s - busy[s]);

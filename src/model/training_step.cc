@@ -66,7 +66,7 @@ void predict_training(const ModelConfig& m, const HardwareSpec& hw, const Parall
   double bubble_s = std::max(0.0, sim.makespan_s - mb * chunk);
   if (p.pp > 1)
     out.pipeline = {std::string(schedule_name(p.schedule)), f, b, weight_grad, fb, sim.bubble_s,
-                    pipe.bubble_s, sim.makespan_s, sim.peak_inflight};
+                    pipe.bubble_s, sim.makespan_s, sim.peak_inflight, std::move(sim.stages)};
 
   PhaseSum both = forward;
   both.add(backward);

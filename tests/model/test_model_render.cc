@@ -57,5 +57,31 @@ TEST(ModelRender, OpsTableListsTheLargestOpsOfEachPhaseInOrder) {
   EXPECT_NE(table.find("attn.core_latent"), std::string::npos);  // decode's largest device op
 }
 
+// The step timeline draws the simulated schedule: one row per stage, a forward and a backward
+// of every micro-batch on each (1F1B), and nothing of the kind for inference.
+TEST(ModelRender, TimelineDrawsEveryPassOfEveryStage) {
+  ParallelPlan plan = load_parallel_plan(shipped("plans", "llama-3-70b-train-h100"));
+  Prediction p = predict(load_model_config(shipped("models", "llama-3-70b")),
+                         load_hardware_spec(shipped("hardware", "h100")), plan,
+                         load_workload(shipped("workloads", "pretrain-4k-small")));
+  std::string svg = prediction_svg(p);
+  ASSERT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  EXPECT_NE(svg.find("one step, pass by pass: 1f1b over 4 stages"), std::string::npos);
+  for (int s = 0; s < plan.pp; ++s) {
+    for (const char* pass : {"F", "B"}) {
+      std::string tag = "data-stage=\"" + std::to_string(s) + "\" data-pass=\"" + pass + "\"";
+      size_t n = 0;
+      for (size_t at = svg.find(tag); at != std::string::npos; at = svg.find(tag, at + 1)) ++n;
+      EXPECT_EQ(n, size_t(plan.micro_batches)) << s << pass;
+    }
+  }
+  Prediction decode = predict(load_model_config(shipped("models", "deepseek-v3")),
+                              load_hardware_spec(shipped("hardware", "h800")),
+                              load_parallel_plan(shipped("plans", "deepseek-v3-decode-ep320-h800")),
+                              load_workload(shipped("workloads", "ep-decode-speed-limit")));
+  EXPECT_EQ(prediction_svg(decode).find("data-pass"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sol

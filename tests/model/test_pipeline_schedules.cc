@@ -4,7 +4,10 @@
 // report's uniform case) and only approximate otherwise.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "sol/error.h"
 #include "sol/model.h"
@@ -72,6 +75,56 @@ TEST(PipelineSchedules, OverlapOnlyPaysInTheSteadyState) {
   EXPECT_GT(sim.makespan_s, 32 * 2 + sim.bubble_s);
   PipelineSimulation serial = simulate_pipeline(Schedule::dualpipe, 8, 32, 1, 2, 1, 3);
   EXPECT_NEAR(serial.makespan_s, 32 * 3 + serial.bubble_s, 1e-9);
+}
+
+// The recorded timeline is the schedule: passes of a stage never overlap, every micro-batch's
+// forward and backward appear once per stage, and a forward starts only after the previous
+// stage's forward of the same micro-batch has ended.
+TEST(PipelineSchedules, TimelineHoldsEveryPassInDependencyOrder) {
+  const int pp = 8, micro = 16;
+  for (Schedule sched : {Schedule::one_f_one_b, Schedule::zb1p, Schedule::dualpipe}) {
+    PipelineSimulation sim = simulate_pipeline(sched, pp, micro, 1, 2, 0.8, 2.5);
+    ASSERT_EQ(sim.stages.size(), size_t(pp));
+    std::map<std::pair<int, int>, std::vector<double>> forward_start;  // (dir, mb) -> starts
+    for (int s = 0; s < pp; ++s) {
+      int forwards = 0, backwards = 0, weights = 0, split = 0;
+      double last_end = 0;
+      for (const PipelinePass& pass : sim.stages[s]) {
+        EXPECT_GE(pass.start_s, last_end - 1e-12) << s;  // one pass at a time
+        EXPECT_GT(pass.end_s, pass.start_s);
+        last_end = pass.end_s;
+        EXPECT_LE(pass.end_s, sim.makespan_s + 1e-12);
+        if (pass.kind == 'F' || pass.kind == 'X') {
+          ++forwards;
+          forward_start[{pass.direction, pass.micro_batch}].push_back(pass.start_s);
+        }
+        if (pass.kind == 'B' || pass.kind == 'X') ++backwards;
+        if (pass.kind == 'B' && std::abs(pass.end_s - pass.start_s - (2 - 0.8)) < 1e-12) ++split;
+        if (pass.kind == 'W') ++weights;
+      }
+      EXPECT_EQ(forwards, micro) << schedule_name(sched) << " stage " << s;
+      EXPECT_EQ(backwards, micro) << schedule_name(sched) << " stage " << s;
+      EXPECT_EQ(weights, split) << schedule_name(sched) << " stage " << s;
+      if (sched == Schedule::one_f_one_b) {
+        EXPECT_EQ(weights, 0);
+      }
+      if (sched == Schedule::zb1p) {
+        EXPECT_EQ(weights, micro);
+      }
+    }
+    // Every micro-batch of each direction passes through every stage once.
+    for (const auto& entry : forward_start) ASSERT_EQ(entry.second.size(), size_t(pp));
+    for (int mb = 0; mb < (sched == Schedule::dualpipe ? micro / 2 : micro); ++mb) {
+      std::vector<double> start(pp), end(pp);
+      for (int s = 0; s < pp; ++s)
+        for (const PipelinePass& pass : sim.stages[s])
+          if ((pass.kind == 'F' || pass.kind == 'X') && pass.direction == 0 && pass.micro_batch == mb) {
+            start[s] = pass.start_s;
+            end[s] = pass.end_s;
+          }
+      for (int s = 1; s < pp; ++s) EXPECT_GE(start[s], end[s - 1] - 1e-12) << mb << " " << s;
+    }
+  }
 }
 
 TEST(PipelineSchedules, ScheduleThatCannotRunIsRejected) {
