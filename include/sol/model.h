@@ -72,6 +72,7 @@ std::string_view recompute_name(Recompute r);
 
 struct ParallelPlan {
   std::string name;
+  std::string origin;  // the file it was read from (named in validate_plan's messages)
   int dp = 1, tp = 1, pp = 1, ep = 1;  // ep groups are carved from dp x tp
   int zero_stage = 0;                  // 0..3: what is sharded over dp
   Schedule schedule = Schedule::one_f_one_b;

@@ -48,6 +48,7 @@ ParallelPlan parse_parallel_plan(const std::string& text, const std::string& ori
   nlohmann::json doc = model_json::parse_document(text, origin);
   Fields f(doc, origin);
   ParallelPlan p;
+  p.origin = origin;
   p.name = f.text("name");
   f.text_or("description", "");
   int64_t devices = f.integer("devices");

@@ -10,7 +10,7 @@ namespace sol {
 
 void validate_plan(const ModelConfig& m, const HardwareSpec& hw, const ParallelPlan& p,
                    const Workload& w) {
-  std::string what = "plan " + p.name;
+  std::string what = p.origin.empty() ? "plan " + p.name : p.origin + " (plan " + p.name + ")";
   check(m.heads % p.tp == 0, what, "tp = ", p.tp, " must divide num_attention_heads = ",
         m.heads, " of ", m.name);
   check(m.kv_heads % p.tp == 0 || p.tp % m.kv_heads == 0, what, "tp = ", p.tp,

@@ -110,6 +110,19 @@ TEST(ModelInputs, PlanChecksAgainstModelAndHardware) {
   expect_error([&] { validate_plan(llama, ascend, p, chat); }, {"ascend-910b", "no f8e4m3 matrix peak"});
 }
 
+TEST(ModelInputs, PlanFileErrorsNameTheFileAndTheKey) {
+  ModelConfig llama = load_model_config(shipped("models", "llama-3-70b"));
+  HardwareSpec h100 = load_hardware_spec(shipped("hardware", "h100"));
+  Workload train = load_workload(shipped("workloads", "pretrain-4k-small"));
+  ParallelPlan p = parse_parallel_plan(R"({"name": "short", "devices": 64, "dp": 8, "pp": 8,
+      "schedule": "dualpipe", "micro_batches": 8})", "plans/short.json");
+  expect_error([&] { validate_plan(llama, h100, p, train); },
+               {"plans/short.json (plan short)", "micro_batches = 8", "at least 2 x pp"});
+  p = parse_parallel_plan(R"({"name": "odd-tp", "devices": 48, "dp": 8, "tp": 6})", "plans/odd.json");
+  expect_error([&] { validate_plan(llama, h100, p, train); },
+               {"plans/odd.json (plan odd-tp)", "tp = 6 must divide num_attention_heads = 64"});
+}
+
 TEST(ModelInputs, ModelThatDoesNotFitSaysWhatItNeeds) {
   ModelConfig v3 = load_model_config(shipped("models", "deepseek-v3"));
   HardwareSpec h100 = load_hardware_spec(shipped("hardware", "h100"));
