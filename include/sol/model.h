@@ -97,6 +97,12 @@ struct Workload {
   // inference: per data-parallel replica
   int64_t prefill_batch = 0, prompt_tokens = 0, decode_batch = 0, context_tokens = 0;
   double kv_cache_hit_rate = 0;  // share of prompt tokens whose KV is already cached
+  // Decoding with the model's MTP modules as the draft (DeepSeek-V3 section 5.4.3): each step
+  // verifies 1 + depth positions per sequence and keeps 1 + a + a^2 + ... + a^depth tokens.
+  bool mtp_decode = false;
+  double mtp_acceptance = 0;  // probability that a draft token is accepted
+  // Tokens one decode step keeps per sequence with `depth` MTP modules: 1 without MTP.
+  double tokens_per_decode_step(int64_t depth) const;
 };
 
 // ---- inputs ---------------------------------------------------------------------------

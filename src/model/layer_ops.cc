@@ -209,7 +209,7 @@ std::vector<OpCost> head_ops(const ModelConfig& m, const ParallelPlan& p, const 
 }
 
 std::vector<OpCost> mtp_ops(const ModelConfig& m, const HardwareSpec& hw, const ParallelPlan& p,
-                            const Pass& pass) {
+                            const Pass& pass, bool training) {
   LayerBuilder b{m, hw, p, pass, {}};
   double T = pass.tokens, h = m.hidden;
   b.streaming("mtp.norms", OpKind::norm, 2 * T * h, 2 * T * h, 4);
@@ -219,7 +219,7 @@ std::vector<OpCost> mtp_ops(const ModelConfig& m, const HardwareSpec& hw, const 
     op.name = "mtp." + op.name;
     ops.push_back(op);
   }
-  for (OpCost& op : head_ops(m, p, pass, true)) {
+  for (OpCost& op : head_ops(m, p, pass, training)) {
     if (op.kind == OpKind::embedding) continue;  // shares the main model's embedding output
     op.name = "mtp." + op.name;
     ops.push_back(op);

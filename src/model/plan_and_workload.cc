@@ -106,12 +106,24 @@ Workload parse_workload(const std::string& text, const std::string& origin) {
     Fields decode = f.object("decode");
     w.decode_batch = decode.integer("batch");
     w.context_tokens = decode.integer("context_tokens");
+    if (decode.has("mtp_acceptance")) {
+      w.mtp_decode = true;
+      w.mtp_acceptance = decode.number("mtp_acceptance", 0);
+      if (w.mtp_acceptance > 1) decode.fail_key("mtp_acceptance", "a probability in [0, 1]");
+    }
     decode.finish();
   } else {
     f.fail_key("kind", "\"training\" or \"inference\"");
   }
   f.finish();
   return w;
+}
+
+double Workload::tokens_per_decode_step(int64_t depth) const {
+  double tokens = 1, accepted = 1;
+  if (!mtp_decode) return tokens;
+  for (int64_t i = 0; i < depth; ++i) tokens += (accepted *= mtp_acceptance);
+  return tokens;
 }
 
 }  // namespace sol

@@ -22,7 +22,11 @@ void validate_plan(const ModelConfig& m, const HardwareSpec& hw, const ParallelP
   check(!p.node_limited_routing || p.max_nodes_per_token > 0 || m.groups_per_token > 0, what,
         "node_limited_routing needs max_nodes_per_token (", m.name, " has no topk_group)");
   hw.flops(p.gemm_dtype);  // throws when the device cannot multiply in that dtype
-  if (w.kind == Workload::Kind::inference) return;
+  if (w.kind == Workload::Kind::inference) {
+    check(!w.mtp_decode || m.mtp_layers > 0, "workload " + w.name, "decode.mtp_acceptance needs "
+          "a model with MTP modules (num_nextn_predict_layers > 0); ", m.name, " has none");
+    return;
+  }
   int64_t per_step = int64_t(p.dp) * p.micro_batches;
   check(w.global_batch % per_step == 0, what, "global_batch = ", w.global_batch,
         " sequences must split evenly into dp x micro_batches = ", per_step);
@@ -92,11 +96,13 @@ ParallelPlan default_plan(const ModelConfig& m, const HardwareSpec& hw, const Wo
   ParallelPlan closest;
   MemoryUse closest_mem;
   bool any = false;
+  std::string first_invalid;
   for (int nodes = 1; nodes <= max_nodes; nodes *= 2) {
     for (const ParallelPlan& p : candidates(m, hw, w, nodes)) {
       try {
         validate_plan(m, hw, p, w);
-      } catch (const Error&) {
+      } catch (const Error& e) {
+        if (first_invalid.empty()) first_invalid = e.what();
         continue;
       }
       MemoryUse mem = model_detail::memory_per_device(m, hw, p, w);
@@ -110,7 +116,7 @@ ParallelPlan default_plan(const ModelConfig& m, const HardwareSpec& hw, const Wo
   }
   constexpr double GB = 1e9;
   std::string nearest =
-      !any ? std::string("no candidate plan was valid")
+      !any ? "no candidate plan was valid (the first: " + first_invalid + ")"
            : "the closest, dp " + std::to_string(closest.dp) + " tp " + std::to_string(closest.tp) +
                  " pp " + std::to_string(closest.pp) + " ep " + std::to_string(closest.ep) +
                  ", needs " + std::to_string(int(std::ceil(closest_mem.total() / GB))) +
