@@ -54,16 +54,29 @@ std::string schedule_rows(const Prediction& p, int top, int* height) {
                         "%s over %zu stages (makespan %.3f ms, then gradient sync and optimizer "
                         "%.3f ms)</text>\n", top, p.pipeline.schedule.c_str(), stages.size(),
                         p.pipeline.makespan_s * 1e3, tail * 1e3);
-  int y = top + 10;
+  // Past ~20k passes an SVG stops being a picture (and grows to megabytes): stages only.
+  size_t passes = 0;
+  for (const auto& stage : stages) passes += stage.size();
+  bool draw_passes = passes <= 20000;
+  if (!draw_passes)
+    svg += fmt("<text x=\"%d\" y=\"%d\" font-size=\"11\">%zu passes: too many to draw one by "
+               "one; each row shows the stage's busy span</text>\n", kLabel, top + 14, passes);
+  int y = top + (draw_passes ? 10 : 24);
   for (size_t s = 0; s < stages.size(); ++s, y += row) {
+    if (!draw_passes && !stages[s].empty())
+      svg += fmt("<rect data-stage=\"%zu\" x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
+                 "fill=\"#4e79a7\"/>\n", s, kLabel + stages[s].front().start_s * scale, y,
+                 (stages[s].back().end_s - stages[s].front().start_s) * scale, row - 1);
     if (row >= 6)
       svg += fmt("<text x=\"%d\" y=\"%d\" font-size=\"%d\" text-anchor=\"end\">stage %zu</text>\n",
                  kLabel - 6, y + row - 3, std::min(row, 11), s);
-    for (const PipelinePass& pass : stages[s])
+    for (size_t i = 0; draw_passes && i < stages[s].size(); ++i) {
+      const PipelinePass& pass = stages[s][i];
       svg += fmt("<rect data-stage=\"%zu\" data-pass=\"%c\" x=\"%.2f\" y=\"%d\" width=\"%.2f\" "
                  "height=\"%d\" fill=\"%s\" stroke=\"#fff\" stroke-width=\"0.3\"/>\n",
                  s, pass.kind, kLabel + pass.start_s * scale, y,
                  (pass.end_s - pass.start_s) * scale, row - 1, pass_color(pass));
+    }
     if (tail > 0)
       svg += fmt("<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"#bab0ac\"/>\n",
                  kLabel + p.pipeline.makespan_s * scale, y, tail * scale, row - 1);

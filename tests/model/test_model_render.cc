@@ -83,5 +83,20 @@ TEST(ModelRender, TimelineDrawsEveryPassOfEveryStage) {
   EXPECT_EQ(prediction_svg(decode).find("data-pass"), std::string::npos);
 }
 
+TEST(ModelRender, HugeScheduleIsDrawnAsBusySpansOnly) {
+  Prediction p;
+  p.model = "m";
+  p.pipeline.schedule = "1f1b";
+  p.pipeline.makespan_s = 2;
+  p.pipeline.timeline.assign(2, {});
+  for (auto& stage : p.pipeline.timeline)
+    for (int i = 0; i < 10001; ++i) stage.push_back({i * 1e-4, (i + 1) * 1e-4, 'F', i, 0});
+  std::string svg = prediction_svg(p);
+  EXPECT_NE(svg.find("20002 passes: too many to draw"), std::string::npos);
+  EXPECT_EQ(svg.find("data-pass"), std::string::npos);
+  EXPECT_NE(svg.find("data-stage=\"1\""), std::string::npos);
+  EXPECT_LT(svg.size(), 20000u);
+}
+
 }  // namespace
 }  // namespace sol
