@@ -82,6 +82,9 @@ struct ParallelPlan {
   bool node_limited_routing = false;   // a token reaches at most max_nodes_per_token nodes
   int max_nodes_per_token = 0;         // 0: the model's groups_per_token
   bool shared_expert_as_routed = false;
+  // Token-expert pairs of the busiest expert-parallel device over the average (1: balanced).
+  // Its expert GEMMs and its all-to-all traffic scale by it, and everyone waits for it.
+  double expert_load_imbalance = 1;
   DType gemm_dtype = DType::bf16, weight_dtype = DType::bf16;
   DType dispatch_dtype = DType::bf16, combine_dtype = DType::bf16, kv_dtype = DType::bf16;
 

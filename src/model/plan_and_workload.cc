@@ -69,6 +69,7 @@ ParallelPlan parse_parallel_plan(const std::string& text, const std::string& ori
   p.node_limited_routing = f.boolean_or("node_limited_routing", false);
   p.max_nodes_per_token = static_cast<int>(f.integer_or("max_nodes_per_token", 0, 1));
   p.shared_expert_as_routed = f.boolean_or("shared_expert_as_routed", false);
+  p.expert_load_imbalance = f.number_or("expert_load_imbalance", 1, 1);
   if (f.has("dtypes")) {
     Fields d = f.object("dtypes");
     p.gemm_dtype = d.dtype_or("gemm", p.gemm_dtype);

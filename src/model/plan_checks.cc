@@ -18,6 +18,8 @@ void validate_plan(const ModelConfig& m, const HardwareSpec& hw, const ParallelP
   check(m.intermediate % p.tp == 0, what, "tp = ", p.tp, " must divide intermediate_size = ",
         m.intermediate);
   check(p.pp <= m.layers, what, "pp = ", p.pp, " exceeds the ", m.layers, " layers of ", m.name);
+  check(p.expert_load_imbalance == 1 || m.is_moe(), what, "expert_load_imbalance = ",
+        p.expert_load_imbalance, " but ", m.name, " has no experts");
   check(p.ep == 1 || m.is_moe(), what, "ep = ", p.ep, " but ", m.name, " has no experts");
   check(!p.node_limited_routing || p.max_nodes_per_token > 0 || m.groups_per_token > 0, what,
         "node_limited_routing needs max_nodes_per_token (", m.name, " has no topk_group)");

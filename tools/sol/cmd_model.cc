@@ -60,6 +60,7 @@ const std::map<std::string, Setter>& sweep_params() {
       {"pp", [](Inputs& in, double v) { in.plan.pp = int(v); }},
       {"ep", [](Inputs& in, double v) { in.plan.ep = int(v); }},
       {"micro_batches", [](Inputs& in, double v) { in.plan.micro_batches = int(v); }},
+      {"expert_load_imbalance", [](Inputs& in, double v) { in.plan.expert_load_imbalance = v; }},
       {"global_batch", [](Inputs& in, double v) { in.workload.global_batch = int64_t(v); }},
       {"seq_len", [](Inputs& in, double v) { in.workload.seq_len = int64_t(v); }},
       {"decode_batch", [](Inputs& in, double v) { in.workload.decode_batch = int64_t(v); }},
@@ -75,6 +76,8 @@ const std::map<std::string, Setter>& sweep_params() {
 void check_plan_shape(const ParallelPlan& p) {
   check(p.dp >= 1 && p.tp >= 1 && p.pp >= 1 && p.ep >= 1 && p.micro_batches >= 1,
         "sol model sweep", "plan degrees must be >= 1");
+  check(p.expert_load_imbalance >= 1, "sol model sweep", "expert_load_imbalance must be >= 1, "
+        "got ", p.expert_load_imbalance);
   check((p.dp * p.tp) % p.ep == 0, "sol model sweep", "ep = ", p.ep, " must divide dp x tp = ",
         p.dp * p.tp);
 }
@@ -117,8 +120,9 @@ void run_sweep(const ModelArgs& a) {
   Inputs base = load_inputs(a);
   nlohmann::json rows = nlohmann::json::array();
   int predicted = 0;
+  int width = std::max<int>(14, int(a.param.size()));
   if (!a.json)
-    fmt::print("{:>14} {:>8} {:>14} {:>14} {:>14} {:>8}  {}\n", a.param, "devices",
+    fmt::print("{:>{}} {:>8} {:>14} {:>14} {:>14} {:>8}  {}\n", a.param, width, "devices",
                "step/TPOT ms", "tokens/s", "tok/s/device", "MFU %", "bottleneck");
   for (const std::string& text : a.values) {
     Inputs in = base;
@@ -132,7 +136,7 @@ void run_sweep(const ModelArgs& a) {
       if (a.json)
         rows.push_back({{"sweep", {{"param", a.param}, {"value", text}}}, {"error", e.what()}});
       else
-        fmt::print("{:>14} {:>8}  {}\n", text, in.plan.devices(), e.what());
+        fmt::print("{:>{}} {:>8}  {}\n", text, width, in.plan.devices(), e.what());
       continue;
     }
     ++predicted;
@@ -145,7 +149,7 @@ void run_sweep(const ModelArgs& a) {
       record.erase("ops");
       rows.push_back(record);
     } else {
-      fmt::print("{:>14} {:>8} {:>14.3f} {:>14.0f} {:>14.1f} {:>8.1f}  {}\n", text, p.devices,
+      fmt::print("{:>{}} {:>8} {:>14.3f} {:>14.0f} {:>14.1f} {:>8.1f}  {}\n", text, width, p.devices,
                  p.step_s * 1e3, p.tokens_per_s, p.tokens_per_s_per_device, 100 * p.mfu,
                  bottleneck);
     }
