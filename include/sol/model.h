@@ -54,6 +54,15 @@ struct HardwareSpec {
 enum class Schedule { one_f_one_b, zb1p, dualpipe };
 std::string_view schedule_name(Schedule s);
 
+// One pass of a simulated pipeline schedule on one stage (simulate_pipeline below).
+struct PipelinePass {
+  double start_s = 0, end_s = 0;
+  char kind = 'F';         // F forward, B backward (full or input gradient), W weight gradient,
+                           // X a forward and a backward overlapped (DualPipe's F&B)
+  int micro_batch = 0;     // the forward's (X) or the backward's micro-batch; W: -1
+  int direction = 0;       // DualPipe: 0 enters at stage 0, 1 at the last stage
+};
+
 // What the forward keeps for the backward. none: every op's inputs in bf16. selective
 // (DeepSeek-V3's recipe): GEMM inputs only, in the GEMM dtype; norms, activations functions and
 // attention scores are recomputed. full: each layer's input only; the backward re-runs the
@@ -63,6 +72,7 @@ std::string_view recompute_name(Recompute r);
 
 struct ParallelPlan {
   std::string name;
+  std::string origin;  // the file it was read from (named in validate_plan's messages)
   int dp = 1, tp = 1, pp = 1, ep = 1;  // ep groups are carved from dp x tp
   int zero_stage = 0;                  // 0..3: what is sharded over dp
   Schedule schedule = Schedule::one_f_one_b;
@@ -72,6 +82,9 @@ struct ParallelPlan {
   bool node_limited_routing = false;   // a token reaches at most max_nodes_per_token nodes
   int max_nodes_per_token = 0;         // 0: the model's groups_per_token
   bool shared_expert_as_routed = false;
+  // Token-expert pairs of the busiest expert-parallel device over the average (1: balanced).
+  // Its expert GEMMs and its all-to-all traffic scale by it, and everyone waits for it.
+  double expert_load_imbalance = 1;
   DType gemm_dtype = DType::bf16, weight_dtype = DType::bf16;
   DType dispatch_dtype = DType::bf16, combine_dtype = DType::bf16, kv_dtype = DType::bf16;
 
@@ -87,6 +100,12 @@ struct Workload {
   // inference: per data-parallel replica
   int64_t prefill_batch = 0, prompt_tokens = 0, decode_batch = 0, context_tokens = 0;
   double kv_cache_hit_rate = 0;  // share of prompt tokens whose KV is already cached
+  // Decoding with the model's MTP modules as the draft (DeepSeek-V3 section 5.4.3): each step
+  // verifies 1 + depth positions per sequence and keeps 1 + a + a^2 + ... + a^depth tokens.
+  bool mtp_decode = false;
+  double mtp_acceptance = 0;  // probability that a draft token is accepted
+  // Tokens one decode step keeps per sequence with `depth` MTP modules: 1 without MTP.
+  double tokens_per_decode_step(int64_t depth) const;
 };
 
 // ---- inputs ---------------------------------------------------------------------------
@@ -163,6 +182,15 @@ struct Prediction {
   double ttft_s = 0, tpot_s = 0;     // inference
   double tpot_link_limit_s = 0;      // decode: TPOT if only link bandwidth counted (no
                                      // compute, no latency): the EP speed limit
+  // Training with pp > 1: one stage's chunk times and the schedule's bubble, simulated and
+  // by the report's closed form (they agree for uniform chunks; see docs/model.md).
+  struct Pipeline {
+    std::string schedule;
+    double f_s = 0, b_s = 0, w_s = 0, fb_s = 0;
+    double simulated_bubble_s = 0, formula_bubble_s = 0, makespan_s = 0;
+    double peak_inflight = 0;
+    std::vector<std::vector<PipelinePass>> timeline;  // the simulated schedule, per stage
+  } pipeline;
 };
 
 // Throws sol::Error for an invalid plan or a workload that does not fit in memory.
@@ -186,10 +214,29 @@ struct PipelineCost {
 PipelineCost pipeline_cost(Schedule s, int pp, int micro_batches, double f, double b, double w,
                            double fb);
 
+// The same schedules run pass by pass (src/model/pipeline_sim.cc): the time from the first
+// forward to the last weight gradient, the largest idle time of any stage, and the most
+// micro-batches whose activations one stage holds at once. Throws sol::Error for a schedule
+// that cannot run (DualPipe: odd pp or micro_batches, micro_batches < 2 x pp).
+struct PipelineSimulation {
+  double makespan_s = 0;
+  double bubble_s = 0;
+  double peak_inflight = 0;
+  std::vector<std::vector<PipelinePass>> stages;  // every pass of every stage, in time order
+};
+PipelineSimulation simulate_pipeline(Schedule s, int pp, int micro_batches, double f, double b,
+                                     double w, double fb);
+
 // Renderers: the per-phase table, the JSON record, an SVG timeline of the phases.
 std::string prediction_table(const Prediction& p);
+// The `top` ops of each phase by floor time (FLOPs, bytes, link bytes, floor, share, bound);
+// empty when top <= 0.
+std::string prediction_ops_table(const Prediction& p, int top);
 std::string prediction_json(const Prediction& p);
 std::string prediction_svg(const Prediction& p);
+// A per-op roofline, one log-log panel per phase: each op at (FLOP per byte, FLOP/s at its
+// floor) under the device's matrix peaks and memory bandwidth, dot area its share of the phase.
+std::string prediction_roofline_svg(const Prediction& p, const HardwareSpec& hw);
 
 // Closing the loop on this machine. Each op `sol report` measured is predicted from its floor
 // on the report's own ceilings and an efficiency learned from the *other* measurements of the

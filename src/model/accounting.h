@@ -40,7 +40,7 @@ std::vector<OpCost> head_ops(const ModelConfig& m, const ParallelPlan& p, const 
                              bool training);
 // DeepSeek-V3's MTP module: a projection of [h; embedding] and one more (MoE) layer.
 std::vector<OpCost> mtp_ops(const ModelConfig& m, const HardwareSpec& hw, const ParallelPlan& p,
-                            const Pass& pass);
+                            const Pass& pass, bool training = true);
 
 // Communication pieces (comm_ops.cc).
 OpCost tensor_parallel_allreduce(const std::string& name, const HardwareSpec& hw,
@@ -85,6 +85,7 @@ void check_fits(const MemoryUse& mem, const HardwareSpec& hw, const ParallelPlan
 // Micro-batch passes of a workload (tokens per tensor-parallel group).
 Pass training_pass(const ParallelPlan& p, const Workload& w);
 Pass prefill_pass(const Workload& w, int micro_batches);
-Pass decode_pass(const Workload& w, int micro_batches);
+// Decode: with MTP drafting, each sequence brings 1 + depth query positions over one cache.
+Pass decode_pass(const Workload& w, int micro_batches, int64_t draft_depth = 0);
 
 }  // namespace sol::model_detail

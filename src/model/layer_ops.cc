@@ -136,10 +136,12 @@ struct LayerBuilder {
     topk.bytes = T * m.routed_experts * 4 * 2;
     topk.dtype = DType::f32;
     ops.push_back(topk);
-    for (OpCost& c : expert_all_to_all("moe.dispatch", m, hw, p, T, p.dispatch_dtype))
+    // The busiest device receives expert_load_imbalance x the average token-expert pairs; the
+    // all-to-all and the expert GEMMs take as long as it does.
+    double hot = p.expert_load_imbalance;
+    for (OpCost& c : expert_all_to_all("moe.dispatch", m, hw, p, T * hot, p.dispatch_dtype))
       ops.push_back(c);
-    // Balanced routing: each device receives as many token-expert pairs as it sends.
-    double pairs = T * experts_per_token(m, p);
+    double pairs = T * experts_per_token(m, p) * hot;
     double local_experts = std::ceil(experts_placed(m, p) / p.ep);
     double touched = std::min(local_experts, pairs);
     gemm("moe.experts_gate_up", pairs, 2 * width, h, touched);
@@ -151,7 +153,7 @@ struct LayerBuilder {
                 T * m.shared_intermediate, 4);
       gemm("moe.shared_down", T, h, m.shared_intermediate);
     }
-    for (OpCost& c : expert_all_to_all("moe.combine", m, hw, p, T, p.combine_dtype))
+    for (OpCost& c : expert_all_to_all("moe.combine", m, hw, p, T * hot, p.combine_dtype))
       ops.push_back(c);
   }
 
@@ -209,7 +211,7 @@ std::vector<OpCost> head_ops(const ModelConfig& m, const ParallelPlan& p, const 
 }
 
 std::vector<OpCost> mtp_ops(const ModelConfig& m, const HardwareSpec& hw, const ParallelPlan& p,
-                            const Pass& pass) {
+                            const Pass& pass, bool training) {
   LayerBuilder b{m, hw, p, pass, {}};
   double T = pass.tokens, h = m.hidden;
   b.streaming("mtp.norms", OpKind::norm, 2 * T * h, 2 * T * h, 4);
@@ -219,7 +221,7 @@ std::vector<OpCost> mtp_ops(const ModelConfig& m, const HardwareSpec& hw, const 
     op.name = "mtp." + op.name;
     ops.push_back(op);
   }
-  for (OpCost& op : head_ops(m, p, pass, true)) {
+  for (OpCost& op : head_ops(m, p, pass, training)) {
     if (op.kind == OpKind::embedding) continue;  // shares the main model's embedding output
     op.name = "mtp." + op.name;
     ops.push_back(op);

@@ -64,11 +64,12 @@ Pass prefill_pass(const Workload& w, int micro_batches) {
   return pass;
 }
 
-Pass decode_pass(const Workload& w, int micro_batches) {
+Pass decode_pass(const Workload& w, int micro_batches, int64_t draft_depth) {
   Pass pass;
-  pass.tokens = double(w.decode_batch) / micro_batches;
+  double sequences = double(w.decode_batch) / micro_batches;
+  pass.tokens = sequences * double(1 + draft_depth);
   pass.context = w.context_tokens;
-  pass.kv_tokens = pass.tokens * w.context_tokens;
+  pass.kv_tokens = sequences * w.context_tokens;  // the draft positions share one cache read
   pass.absorbed = true;
   pass.writes_kv = true;
   return pass;
@@ -114,6 +115,18 @@ MemoryUse memory_per_device(const ModelConfig& m, const HardwareSpec& hw, const 
     double tokens = double(w.decode_batch) * w.context_tokens;
     // With pp stages, pp batches are in flight (one per stage), each caching its own layers.
     mem.kv_cache = per_layer * tokens * layers_per_stage(m, p) * p.pp;
+    if (w.mtp_decode) {  // the MTP modules' own layer and projection (embedding, head shared)
+      ModelConfig module = m;
+      module.layers = 1;
+      module.first_dense_layers = 0;
+      module.vocab = 0;
+      ParallelPlan one_stage = p;
+      one_stage.pp = 1;
+      ParamShare extra = params_per_device(module, one_stage);
+      double projection = 2.0 * m.hidden * m.hidden / p.tp;
+      mem.params += m.mtp_layers * (extra.dense + extra.expert + projection) *
+                    double(dtype_size(p.weight_dtype));
+    }
   }
   return mem;
 }

@@ -48,6 +48,7 @@ ParallelPlan parse_parallel_plan(const std::string& text, const std::string& ori
   nlohmann::json doc = model_json::parse_document(text, origin);
   Fields f(doc, origin);
   ParallelPlan p;
+  p.origin = origin;
   p.name = f.text("name");
   f.text_or("description", "");
   int64_t devices = f.integer("devices");
@@ -68,6 +69,7 @@ ParallelPlan parse_parallel_plan(const std::string& text, const std::string& ori
   p.node_limited_routing = f.boolean_or("node_limited_routing", false);
   p.max_nodes_per_token = static_cast<int>(f.integer_or("max_nodes_per_token", 0, 1));
   p.shared_expert_as_routed = f.boolean_or("shared_expert_as_routed", false);
+  p.expert_load_imbalance = f.number_or("expert_load_imbalance", 1, 1);
   if (f.has("dtypes")) {
     Fields d = f.object("dtypes");
     p.gemm_dtype = d.dtype_or("gemm", p.gemm_dtype);
@@ -105,12 +107,24 @@ Workload parse_workload(const std::string& text, const std::string& origin) {
     Fields decode = f.object("decode");
     w.decode_batch = decode.integer("batch");
     w.context_tokens = decode.integer("context_tokens");
+    if (decode.has("mtp_acceptance")) {
+      w.mtp_decode = true;
+      w.mtp_acceptance = decode.number("mtp_acceptance", 0);
+      if (w.mtp_acceptance > 1) decode.fail_key("mtp_acceptance", "a probability in [0, 1]");
+    }
     decode.finish();
   } else {
     f.fail_key("kind", "\"training\" or \"inference\"");
   }
   f.finish();
   return w;
+}
+
+double Workload::tokens_per_decode_step(int64_t depth) const {
+  double tokens = 1, accepted = 1;
+  if (!mtp_decode) return tokens;
+  for (int64_t i = 0; i < depth; ++i) tokens += (accepted *= mtp_acceptance);
+  return tokens;
 }
 
 }  // namespace sol

@@ -1,5 +1,7 @@
 // What a plan must satisfy to run a model on a machine, and the default plan when none is given.
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 #include "model/accounting.h"
 #include "sol/error.h"
@@ -8,7 +10,7 @@ namespace sol {
 
 void validate_plan(const ModelConfig& m, const HardwareSpec& hw, const ParallelPlan& p,
                    const Workload& w) {
-  std::string what = "plan " + p.name;
+  std::string what = p.origin.empty() ? "plan " + p.name : p.origin + " (plan " + p.name + ")";
   check(m.heads % p.tp == 0, what, "tp = ", p.tp, " must divide num_attention_heads = ",
         m.heads, " of ", m.name);
   check(m.kv_heads % p.tp == 0 || p.tp % m.kv_heads == 0, what, "tp = ", p.tp,
@@ -16,20 +18,26 @@ void validate_plan(const ModelConfig& m, const HardwareSpec& hw, const ParallelP
   check(m.intermediate % p.tp == 0, what, "tp = ", p.tp, " must divide intermediate_size = ",
         m.intermediate);
   check(p.pp <= m.layers, what, "pp = ", p.pp, " exceeds the ", m.layers, " layers of ", m.name);
+  check(p.expert_load_imbalance == 1 || m.is_moe(), what, "expert_load_imbalance = ",
+        p.expert_load_imbalance, " but ", m.name, " has no experts");
   check(p.ep == 1 || m.is_moe(), what, "ep = ", p.ep, " but ", m.name, " has no experts");
   check(!p.node_limited_routing || p.max_nodes_per_token > 0 || m.groups_per_token > 0, what,
         "node_limited_routing needs max_nodes_per_token (", m.name, " has no topk_group)");
   hw.flops(p.gemm_dtype);  // throws when the device cannot multiply in that dtype
-  if (w.kind == Workload::Kind::inference) return;
+  if (w.kind == Workload::Kind::inference) {
+    check(!w.mtp_decode || m.mtp_layers > 0, "workload " + w.name, "decode.mtp_acceptance needs "
+          "a model with MTP modules (num_nextn_predict_layers > 0); ", m.name, " has none");
+    return;
+  }
   int64_t per_step = int64_t(p.dp) * p.micro_batches;
   check(w.global_batch % per_step == 0, what, "global_batch = ", w.global_batch,
         " sequences must split evenly into dp x micro_batches = ", per_step);
   check(p.micro_batches >= p.pp, what, "micro_batches = ", p.micro_batches,
         " must be at least pp = ", p.pp, " or the pipeline never fills");
   if (p.schedule == Schedule::dualpipe)
-    check(p.pp % 2 == 0 && p.micro_batches % 2 == 0, what,
-          "dualpipe needs an even pp and an even micro_batches, got pp = ", p.pp,
-          ", micro_batches = ", p.micro_batches);
+    check(p.pp % 2 == 0 && p.micro_batches % 2 == 0 && p.micro_batches >= 2 * p.pp, what,
+          "dualpipe needs an even pp and an even micro_batches of at least 2 x pp (micro-batches "
+          "enter from both ends), got pp = ", p.pp, ", micro_batches = ", p.micro_batches);
   check(p.pp > 1 || p.schedule == Schedule::one_f_one_b, what, "schedule ",
         schedule_name(p.schedule), " needs pp > 1");
 }
@@ -87,20 +95,40 @@ std::vector<ParallelPlan> candidates(const ModelConfig& m, const HardwareSpec& h
 ParallelPlan default_plan(const ModelConfig& m, const HardwareSpec& hw, const Workload& w) {
   // Without a scale-out link the machine is one scale-up domain.
   int max_nodes = hw.scale_out_bandwidth > 0 ? 1024 : 1;
+  ParallelPlan closest;
+  MemoryUse closest_mem;
+  bool any = false;
+  std::string first_invalid;
   for (int nodes = 1; nodes <= max_nodes; nodes *= 2) {
     for (const ParallelPlan& p : candidates(m, hw, w, nodes)) {
       try {
         validate_plan(m, hw, p, w);
-      } catch (const Error&) {
+      } catch (const Error& e) {
+        if (first_invalid.empty()) first_invalid = e.what();
         continue;
       }
       MemoryUse mem = model_detail::memory_per_device(m, hw, p, w);
       if (mem.total() <= mem.capacity) return p;
+      if (!any || mem.total() < closest_mem.total()) {
+        closest = p;
+        closest_mem = mem;
+        any = true;
+      }
     }
   }
-  fail("model", "no default plan fits ", m.name, " on ", hw.name, " (tried up to ", max_nodes,
-       " scale-up domains of ", hw.scale_up_size,
-       " devices); write a plan file with more sharding or a smaller batch");
+  constexpr double GB = 1e9;
+  std::string nearest =
+      !any ? "no candidate plan was valid (the first: " + first_invalid + ")"
+           : "the closest, dp " + std::to_string(closest.dp) + " tp " + std::to_string(closest.tp) +
+                 " pp " + std::to_string(closest.pp) + " ep " + std::to_string(closest.ep) +
+                 ", needs " + std::to_string(int(std::ceil(closest_mem.total() / GB))) +
+                 " GB per device (params " + std::to_string(int(std::ceil(closest_mem.params / GB))) +
+                 ", kv cache " + std::to_string(int(std::ceil(closest_mem.kv_cache / GB))) +
+                 ", activations " + std::to_string(int(std::ceil(closest_mem.activations / GB))) +
+                 ")";
+  fail("model", "no default plan fits ", m.name, " on ", hw.name, " (", hw.memory_bytes / GB,
+       " GB per device; tried up to ", max_nodes, " scale-up domains of ", hw.scale_up_size,
+       " devices): ", nearest, "; write a plan file with more sharding or a smaller batch");
 }
 
 }  // namespace sol

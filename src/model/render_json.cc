@@ -28,6 +28,14 @@ std::string prediction_json(const Prediction& p) {
                         {"activations", m.activations}, {"kv_cache", m.kv_cache},
                         {"total", m.total()}, {"capacity", m.capacity}}},
       {"phases", phases}, {"ops", ops}};
+  if (!p.pipeline.schedule.empty()) {
+    const Prediction::Pipeline& pl = p.pipeline;
+    out["pipeline"] = {{"schedule", pl.schedule}, {"f_s", pl.f_s}, {"b_s", pl.b_s},
+                       {"w_s", pl.w_s}, {"fb_s", pl.fb_s},
+                       {"simulated_bubble_s", pl.simulated_bubble_s},
+                       {"formula_bubble_s", pl.formula_bubble_s}, {"makespan_s", pl.makespan_s},
+                       {"peak_inflight_microbatches", pl.peak_inflight}};
+  }
   if (p.kind == Workload::Kind::inference) {
     out["ttft_s"] = p.ttft_s;
     out["tpot_s"] = p.tpot_s;

@@ -1,6 +1,9 @@
 // The per-phase table `sol model` prints.
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "sol/model.h"
 
@@ -38,11 +41,51 @@ std::string prediction_table(const Prediction& p) {
                 p.ttft_s * 1e3, p.tpot_s * 1e3, p.tpot_link_limit_s * 1e3, p.tokens_per_s,
                 p.tokens_per_s_per_device, 100 * p.mfu);
   }
+  if (!p.pipeline.schedule.empty()) {
+    const Prediction::Pipeline& pl = p.pipeline;
+    out += line("pipeline %s per chunk: F %s ms, B %s ms (W %s ms), F&B %s ms; bubble simulated "
+                "%s ms, closed form %s ms; peak activations %.0f micro-batches\n",
+                pl.schedule.c_str(), ms(pl.f_s).c_str(), ms(pl.b_s).c_str(), ms(pl.w_s).c_str(),
+                ms(pl.fb_s).c_str(), ms(pl.simulated_bubble_s).c_str(),
+                ms(pl.formula_bubble_s).c_str(), pl.peak_inflight);
+  }
   const MemoryUse& m = p.memory;
   out += line("memory per device %.1f of %.1f GB: params %.1f, grads %.1f, optimizer %.1f, "
               "activations %.1f, kv cache %.1f\n",
               m.total() / GB, m.capacity / GB, m.params / GB, m.grads / GB, m.optimizer / GB,
               m.activations / GB, m.kv_cache / GB);
+  return out;
+}
+
+std::string prediction_ops_table(const Prediction& p, int top) {
+  if (top <= 0) return {};
+  std::vector<std::string> phases;
+  std::map<std::string, std::vector<const OpRecord*>> by_phase;
+  std::map<std::string, double> phase_total;
+  for (const OpRecord& r : p.ops) {
+    if (!by_phase.count(r.phase)) phases.push_back(r.phase);
+    by_phase[r.phase].push_back(&r);
+    phase_total[r.phase] += r.floor_s;
+  }
+  std::string out;
+  for (const std::string& phase : phases) {
+    std::vector<const OpRecord*>& ops = by_phase[phase];
+    std::stable_sort(ops.begin(), ops.end(), [](const OpRecord* a, const OpRecord* b) {
+      return a->floor_s > b->floor_s;
+    });
+    out += line("\n%s: the %d largest of %zu ops (per device, all repetitions; links run beside "
+                "the device)\n", phase.c_str(), std::min<int>(top, int(ops.size())), ops.size());
+    out += line("%-28s %-11s %8s %12s %10s %10s %11s %7s  %s\n", "op", "kind", "count", "GFLOP",
+                "GB", "link GB", "floor ms", "share", "bound");
+    for (int i = 0; i < top && i < int(ops.size()); ++i) {
+      const OpRecord& r = *ops[i];
+      double share = phase_total[phase] > 0 ? 100 * r.floor_s / phase_total[phase] : 0;
+      std::string bound = r.kind == "comm" ? std::string(link_name(r.link)) : r.bound;
+      out += line("%-28s %-11s %8.0f %12.1f %10.3f %10.3f %11s %6.1f%%  %s\n", r.name.c_str(),
+                  r.kind.c_str(), r.count, r.flops / 1e9, r.bytes / 1e9, r.link_bytes / 1e9,
+                  ms(r.floor_s).c_str(), share, bound.c_str());
+    }
+  }
   return out;
 }
 

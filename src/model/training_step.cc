@@ -59,11 +59,19 @@ void predict_training(const ModelConfig& m, const HardwareSpec& hw, const Parall
   double fb = p.overlap ? std::max(f_dev + b_dev, f_comm + b_comm) : f + b;
   double chunk = p.schedule == Schedule::dualpipe ? fb : f + b;
   PipelineCost pipe = pipeline_cost(p.schedule, p.pp, p.micro_batches, f, b, weight_grad, fb);
+  // The schedule run pass by pass decides the step; the closed form is reported beside it.
+  // Its bubble phase is what the schedule adds to micro_batches steady-state chunks.
+  PipelineSimulation sim = simulate_pipeline(p.schedule, p.pp, p.micro_batches, f, b,
+                                             std::min(weight_grad, b), fb);
+  double bubble_s = std::max(0.0, sim.makespan_s - mb * chunk);
+  if (p.pp > 1)
+    out.pipeline = {std::string(schedule_name(p.schedule)), f, b, weight_grad, fb, sim.bubble_s,
+                    pipe.bubble_s, sim.makespan_s, sim.peak_inflight, std::move(sim.stages)};
 
   PhaseSum both = forward;
   both.add(backward);
   out.phases.push_back(make_phase("forward+backward", both, mb * chunk));
-  PhaseResult bubble = make_phase("pipeline bubble", PhaseSum{}, pipe.bubble_s, pipe.bubble_s);
+  PhaseResult bubble = make_phase("pipeline bubble", PhaseSum{}, bubble_s, bubble_s);
   bubble.bottleneck = "bubble";
   out.phases.push_back(bubble);
 

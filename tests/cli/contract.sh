@@ -33,6 +33,19 @@ expect_rc 0 "sol model" "$sol" model --model deepseek-v3 --hw h800 --json
 python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$tmp/out" && pass "model json parses" || fail "model json parses"
 expect_rc 2 "model: unknown model" "$sol" model --model no-such-model --hw h800
 grep -q "no-such-model" "$tmp/err" && pass "unknown model is named" || fail "unknown model is named"
+expect_rc 0 "sol model --roofline --svg" "$sol" model --model llama-3-70b --hw h100 \
+  --plan llama-3-70b-train-h100 --workload pretrain-4k-small --roofline "$tmp/roof.svg" --svg "$tmp/phases.svg"
+python3 -c "import sys, xml.dom.minidom as x; [x.parse(f) for f in sys.argv[1:]]" "$tmp/roof.svg" "$tmp/phases.svg" \
+  && pass "model svgs parse" || fail "model svgs parse"
+grep -q "pipeline 1f1b" "$tmp/out" && pass "model prints the pipeline" || fail "model prints the pipeline"
+expect_rc 0 "model --ops" "$sol" model --model deepseek-v3 --hw h800 --ops 3
+grep -q "decode: the 3 largest" "$tmp/out" && pass "model lists the largest ops" || fail "model lists the largest ops"
+expect_rc 2 "model --ops -1" "$sol" model --model deepseek-v3 --hw h800 --ops -1
+expect_rc 0 "model sweep keeps going past a plan that does not fit" "$sol" model sweep --param pp \
+  --values 8,16 --model deepseek-v3 --hw h800 --plan deepseek-v3-train-h800 --workload pretrain-4k
+grep -q "does not fit" "$tmp/out" && pass "sweep row names the misfit" || fail "sweep row names the misfit"
+expect_rc 2 "model sweep with no value that fits" "$sol" model sweep --param pp --values 8 \
+  --model deepseek-v3 --hw h800 --plan deepseek-v3-train-h800 --workload pretrain-4k
 
 # The ceilings: measured once here, cached, then read back.
 expect_rc 0 "sol hw --json" "$sol" hw --json

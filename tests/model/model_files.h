@@ -8,8 +8,19 @@
 
 namespace sol::test {
 
+// __FILE__ is relative when ccache rewrites paths (base_dir), so fall back to the first
+// directory above the test executable that holds the shipped models.
 inline std::filesystem::path repository_root() {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+  namespace fs = std::filesystem;
+  fs::path from_source = fs::path(__FILE__).parent_path().parent_path().parent_path();
+  if (from_source.is_absolute() && fs::exists(from_source / "models")) return from_source;
+  std::error_code ec;
+  for (fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path(); !dir.empty();
+       dir = dir.parent_path()) {
+    if (fs::exists(dir / "models" / "deepseek-v3.json")) return dir;
+    if (dir == dir.root_path()) break;
+  }
+  return from_source;
 }
 
 inline std::string shipped(const std::string& kind, const std::string& name) {

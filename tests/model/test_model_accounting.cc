@@ -91,6 +91,56 @@ TEST(ModelAccounting, NodeLimitedDispatchCrossesAtMostFourNodes) {
   EXPECT_TRUE(model_detail::expert_all_to_all("d", m, hw, p, 1000, DType::bf16).empty());
 }
 
+TEST(ModelAccounting, ExpertLoadImbalanceScalesTheBusiestDevicesExpertWork) {
+  ModelConfig m = load_model_config(shipped("models", "deepseek-v3"));
+  HardwareSpec hw = test_device();
+  ParallelPlan p;
+  p.dp = p.ep = 64;
+  model_detail::Pass pass;
+  pass.tokens = 4096;
+  pass.context = 2048.5;
+  pass.kv_tokens = 4096;
+  auto even = by_name(model_detail::layer_ops(m, hw, p, 10, pass));
+  p.expert_load_imbalance = 1.25;
+  auto hot = by_name(model_detail::layer_ops(m, hw, p, 10, pass));
+  for (const char* name : {"moe.experts_gate_up", "moe.experts_down"})
+    EXPECT_DOUBLE_EQ(hot.at(name).flops, 1.25 * even.at(name).flops) << name;
+  for (const char* name : {"moe.dispatch.scale_out", "moe.combine.scale_up"})
+    EXPECT_DOUBLE_EQ(hot.at(name).link_bytes, 1.25 * even.at(name).link_bytes) << name;
+  for (const char* name : {"moe.router", "moe.shared_gate_up", "attn.o_proj"})
+    EXPECT_DOUBLE_EQ(hot.at(name).flops, even.at(name).flops) << name;
+
+  ParallelPlan file = parse_parallel_plan(R"({"name": "p", "devices": 8, "dp": 8, "ep": 8,
+      "expert_load_imbalance": 1.5})", "p.json");
+  EXPECT_DOUBLE_EQ(file.expert_load_imbalance, 1.5);
+  try {
+    parse_parallel_plan(R"({"name": "p", "devices": 8, "dp": 8, "expert_load_imbalance": 0.8})", "p.json");
+    ADD_FAILURE() << "expected sol::Error";
+  } catch (const Error& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("p.json"), std::string::npos) << what;
+    EXPECT_NE(what.find("expert_load_imbalance"), std::string::npos) << what;
+    EXPECT_NE(what.find(">= 1"), std::string::npos) << what;
+  }
+  ParallelPlan dense;
+  dense.name = "dense";
+  dense.expert_load_imbalance = 1.2;
+  EXPECT_THROW(validate_plan(load_model_config(shipped("models", "llama-3-70b")), hw, dense,
+                             load_workload(shipped("workloads", "chat"))),
+               Error);
+
+  // DeepSeek-V3's training step: a 20% hotter device makes the step longer, useful work the same.
+  ParallelPlan v3plan = load_parallel_plan(shipped("plans", "deepseek-v3-train-h800"));
+  Workload w = load_workload(shipped("workloads", "pretrain-4k"));
+  HardwareSpec h800 = load_hardware_spec(shipped("hardware", "h800"));
+  Prediction balanced = predict(m, h800, v3plan, w);
+  v3plan.expert_load_imbalance = 1.2;
+  Prediction skewed = predict(m, h800, v3plan, w);
+  EXPECT_GT(skewed.step_s, balanced.step_s * 1.05);
+  EXPECT_LT(skewed.step_s, balanced.step_s * 1.2);
+  EXPECT_DOUBLE_EQ(skewed.model_flops_per_token, balanced.model_flops_per_token);
+}
+
 TEST(ModelAccounting, ZeroShardsOptimizerThenGradientsThenWeights) {
   ModelConfig m = load_model_config(shipped("models", "llama-3-70b"));
   HardwareSpec hw = test_device();

@@ -110,6 +110,19 @@ TEST(ModelInputs, PlanChecksAgainstModelAndHardware) {
   expect_error([&] { validate_plan(llama, ascend, p, chat); }, {"ascend-910b", "no f8e4m3 matrix peak"});
 }
 
+TEST(ModelInputs, PlanFileErrorsNameTheFileAndTheKey) {
+  ModelConfig llama = load_model_config(shipped("models", "llama-3-70b"));
+  HardwareSpec h100 = load_hardware_spec(shipped("hardware", "h100"));
+  Workload train = load_workload(shipped("workloads", "pretrain-4k-small"));
+  ParallelPlan p = parse_parallel_plan(R"({"name": "short", "devices": 64, "dp": 8, "pp": 8,
+      "schedule": "dualpipe", "micro_batches": 8})", "plans/short.json");
+  expect_error([&] { validate_plan(llama, h100, p, train); },
+               {"plans/short.json (plan short)", "micro_batches = 8", "at least 2 x pp"});
+  p = parse_parallel_plan(R"({"name": "odd-tp", "devices": 48, "dp": 8, "tp": 6})", "plans/odd.json");
+  expect_error([&] { validate_plan(llama, h100, p, train); },
+               {"plans/odd.json (plan odd-tp)", "tp = 6 must divide num_attention_heads = 64"});
+}
+
 TEST(ModelInputs, ModelThatDoesNotFitSaysWhatItNeeds) {
   ModelConfig v3 = load_model_config(shipped("models", "deepseek-v3"));
   HardwareSpec h100 = load_hardware_spec(shipped("hardware", "h100"));
@@ -117,6 +130,19 @@ TEST(ModelInputs, ModelThatDoesNotFitSaysWhatItNeeds) {
   one.name = "single";
   expect_error([&] { predict(v3, h100, one, load_workload(shipped("workloads", "chat"))); },
                {"does not fit", "plan single", "GB per device", "h100 has 80 GB"});
+}
+
+TEST(ModelInputs, NoDefaultPlanSaysHowCloseTheBestCame) {
+  ModelConfig v3 = load_model_config(shipped("models", "deepseek-v3"));
+  HardwareSpec small;  // one 24 GB device, no links: DeepSeek-V3 cannot fit
+  small.name = "small";
+  small.flops_bf16 = 1e12;
+  small.flops_f32 = 1e11;
+  small.memory_bandwidth = 1e11;
+  small.memory_bytes = 24e9;
+  expect_error([&] { default_plan(v3, small, load_workload(shipped("workloads", "chat"))); },
+               {"no default plan fits deepseek-v3 on small", "24 GB per device",
+                "the closest, dp 1 tp 1 pp 1 ep 1, needs", "kv cache"});
 }
 
 TEST(ModelInputs, ThisMachineFromItsMeasuredProfile) {

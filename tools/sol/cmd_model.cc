@@ -1,4 +1,5 @@
-// sol model --model M --hw H [--plan P] [--workload W] [--json] [--svg FILE]
+// sol model --model M --hw H [--plan P] [--workload W] [--json] [--svg FILE] [--roofline FILE]
+//           [--ops N]
 // sol model sweep --param NAME --values a,b,c ... — one parameter over values, one row each.
 // sol model loop [--report FILE] — predict the ops of a `sol report` and show the error.
 // The co-design model: per-phase floor times of a training step or an inference request.
@@ -18,10 +19,11 @@ namespace sol::cli {
 
 namespace {
 struct ModelArgs {
-  std::string model, hw, plan, workload = "chat", svg, param;
+  std::string model, hw, plan, workload = "chat", svg, roofline, param;
   std::string report = "sol-report/report.json";
   std::vector<std::string> values;
   bool json = false;
+  int ops = 0;  // --ops N: the N largest ops of each phase
 };
 
 struct Inputs {
@@ -58,6 +60,7 @@ const std::map<std::string, Setter>& sweep_params() {
       {"pp", [](Inputs& in, double v) { in.plan.pp = int(v); }},
       {"ep", [](Inputs& in, double v) { in.plan.ep = int(v); }},
       {"micro_batches", [](Inputs& in, double v) { in.plan.micro_batches = int(v); }},
+      {"expert_load_imbalance", [](Inputs& in, double v) { in.plan.expert_load_imbalance = v; }},
       {"global_batch", [](Inputs& in, double v) { in.workload.global_batch = int64_t(v); }},
       {"seq_len", [](Inputs& in, double v) { in.workload.seq_len = int64_t(v); }},
       {"decode_batch", [](Inputs& in, double v) { in.workload.decode_batch = int64_t(v); }},
@@ -73,6 +76,8 @@ const std::map<std::string, Setter>& sweep_params() {
 void check_plan_shape(const ParallelPlan& p) {
   check(p.dp >= 1 && p.tp >= 1 && p.pp >= 1 && p.ep >= 1 && p.micro_batches >= 1,
         "sol model sweep", "plan degrees must be >= 1");
+  check(p.expert_load_imbalance >= 1, "sol model sweep", "expert_load_imbalance must be >= 1, "
+        "got ", p.expert_load_imbalance);
   check((p.dp * p.tp) % p.ep == 0, "sol model sweep", "ep = ", p.ep, " must divide dp x tp = ",
         p.dp * p.tp);
 }
@@ -85,6 +90,11 @@ void run_single(const ModelArgs& a) {
     check(out.good(), "sol model", "cannot write --svg ", a.svg);
     out << prediction_svg(p);
   }
+  if (!a.roofline.empty()) {
+    std::ofstream out(a.roofline);
+    check(out.good(), "sol model", "cannot write --roofline ", a.roofline);
+    out << prediction_roofline_svg(p, in.hw);
+  }
   if (a.json) {
     fmt::print("{}\n", prediction_json(p));
     return;
@@ -96,6 +106,7 @@ void run_single(const ModelArgs& a) {
     fmt::print("note: hardware {} is marked low-confidence (figures not from a primary source)\n",
                in.hw.name);
   fmt::print("{}", prediction_table(p));
+  fmt::print("{}", prediction_ops_table(p, a.ops));
 }
 
 void run_sweep(const ModelArgs& a) {
@@ -108,14 +119,27 @@ void run_sweep(const ModelArgs& a) {
   check(!a.values.empty(), "sol model sweep", "--values needs at least one value");
   Inputs base = load_inputs(a);
   nlohmann::json rows = nlohmann::json::array();
+  int predicted = 0;
+  int width = std::max<int>(14, int(a.param.size()));
   if (!a.json)
-    fmt::print("{:>14} {:>8} {:>14} {:>14} {:>14} {:>8}  {}\n", a.param, "devices",
+    fmt::print("{:>{}} {:>8} {:>14} {:>14} {:>14} {:>8}  {}\n", a.param, width, "devices",
                "step/TPOT ms", "tokens/s", "tok/s/device", "MFU %", "bottleneck");
   for (const std::string& text : a.values) {
     Inputs in = base;
     it->second(in, parse_number(text, "--values"));
     check_plan_shape(in.plan);
-    Prediction p = predict(in.model, in.hw, in.plan, in.workload);
+    // A value that does not fit (or breaks the plan) is a row of the answer, not the end of it.
+    Prediction p;
+    try {
+      p = predict(in.model, in.hw, in.plan, in.workload);
+    } catch (const Error& e) {
+      if (a.json)
+        rows.push_back({{"sweep", {{"param", a.param}, {"value", text}}}, {"error", e.what()}});
+      else
+        fmt::print("{:>{}} {:>8}  {}\n", text, width, in.plan.devices(), e.what());
+      continue;
+    }
+    ++predicted;
     std::string bottleneck = p.phases.empty() ? "none" : p.phases.back().bottleneck;
     for (const PhaseResult& ph : p.phases)
       if (ph.name == "forward+backward" || ph.name == "decode") bottleneck = ph.bottleneck;
@@ -125,12 +149,13 @@ void run_sweep(const ModelArgs& a) {
       record.erase("ops");
       rows.push_back(record);
     } else {
-      fmt::print("{:>14} {:>8} {:>14.3f} {:>14.0f} {:>14.1f} {:>8.1f}  {}\n", text, p.devices,
+      fmt::print("{:>{}} {:>8} {:>14.3f} {:>14.0f} {:>14.1f} {:>8.1f}  {}\n", text, width, p.devices,
                  p.step_s * 1e3, p.tokens_per_s, p.tokens_per_s_per_device, 100 * p.mfu,
                  bottleneck);
     }
   }
   if (a.json) fmt::print("{}\n", rows.dump(2));
+  check(predicted > 0, "sol model sweep", "no value of --param ", a.param, " gave a prediction");
 }
 
 void run_loop(const ModelArgs& a) {
@@ -186,6 +211,10 @@ void add_model(CLI::App& app, int& exit_code) {
                                           "physical limit (per-phase table, JSON, SVG)");
   add_input_options(cmd, *args);
   cmd->add_option("--svg", args->svg, "Write an SVG timeline of the phases to this file");
+  cmd->add_option("--ops", args->ops, "Also print the N largest ops of each phase by floor time")
+      ->check(CLI::Range(0, 1000));
+  cmd->add_option("--roofline", args->roofline,
+                  "Write an SVG per-op roofline (one panel per phase) to this file");
   auto* sweep = cmd->add_subcommand("sweep", "Vary one parameter: plan degrees, batch, context, "
                                              "link or memory bandwidth");
   sweep->fallthrough();

@@ -1,0 +1,102 @@
+// The text renderers: the per-op table lists each phase's largest ops, largest first.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "model_files.h"
+#include "sol/model.h"
+
+namespace sol {
+namespace {
+
+using test::shipped;
+
+TEST(ModelRender, OpsTableListsTheLargestOpsOfEachPhaseInOrder) {
+  Prediction p = predict(load_model_config(shipped("models", "deepseek-v3")),
+                         load_hardware_spec(shipped("hardware", "h800")),
+                         load_parallel_plan(shipped("plans", "deepseek-v3-decode-ep320-h800")),
+                         load_workload(shipped("workloads", "ep-decode-speed-limit")));
+  EXPECT_EQ(prediction_ops_table(p, 0), "");
+  EXPECT_EQ(prediction_ops_table(p, -3), "");
+  std::string table = prediction_ops_table(p, 3);
+  std::istringstream in(table);
+  std::string line, phase;
+  std::vector<double> floors;
+  int phases = 0;
+  auto check_phase = [&] {
+    if (phase.empty()) return;
+    ASSERT_EQ(floors.size(), 3u) << phase;
+    EXPECT_GE(floors[0], floors[1]) << phase;
+    EXPECT_GE(floors[1], floors[2]) << phase;
+    // The first row is the phase's largest op floor.
+    double largest = 0;
+    for (const OpRecord& r : p.ops)
+      if (r.phase == phase) largest = std::max(largest, r.floor_s * 1e3);
+    EXPECT_NEAR(floors[0], largest, 1e-3) << phase;
+  };
+  while (std::getline(in, line)) {
+    if (line.empty() || line.rfind("op ", 0) == 0) continue;
+    if (line.find(": the 3 largest of") != std::string::npos) {
+      check_phase();
+      phase = line.substr(0, line.find(':'));
+      floors.clear();
+      ++phases;
+      continue;
+    }
+    std::istringstream row(line);
+    std::string name, kind;
+    double count, gflop, gb, link_gb, floor_ms;
+    row >> name >> kind >> count >> gflop >> gb >> link_gb >> floor_ms;
+    ASSERT_FALSE(row.fail()) << line;
+    floors.push_back(floor_ms);
+  }
+  check_phase();
+  EXPECT_EQ(phases, 2);  // prefill and decode
+  EXPECT_NE(table.find("attn.core_latent"), std::string::npos);  // decode's largest device op
+}
+
+// The step timeline draws the simulated schedule: one row per stage, a forward and a backward
+// of every micro-batch on each (1F1B), and nothing of the kind for inference.
+TEST(ModelRender, TimelineDrawsEveryPassOfEveryStage) {
+  ParallelPlan plan = load_parallel_plan(shipped("plans", "llama-3-70b-train-h100"));
+  Prediction p = predict(load_model_config(shipped("models", "llama-3-70b")),
+                         load_hardware_spec(shipped("hardware", "h100")), plan,
+                         load_workload(shipped("workloads", "pretrain-4k-small")));
+  std::string svg = prediction_svg(p);
+  ASSERT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  EXPECT_NE(svg.find("one step, pass by pass: 1f1b over 4 stages"), std::string::npos);
+  for (int s = 0; s < plan.pp; ++s) {
+    for (const char* pass : {"F", "B"}) {
+      std::string tag = "data-stage=\"" + std::to_string(s) + "\" data-pass=\"" + pass + "\"";
+      size_t n = 0;
+      for (size_t at = svg.find(tag); at != std::string::npos; at = svg.find(tag, at + 1)) ++n;
+      EXPECT_EQ(n, size_t(plan.micro_batches)) << s << pass;
+    }
+  }
+  Prediction decode = predict(load_model_config(shipped("models", "deepseek-v3")),
+                              load_hardware_spec(shipped("hardware", "h800")),
+                              load_parallel_plan(shipped("plans", "deepseek-v3-decode-ep320-h800")),
+                              load_workload(shipped("workloads", "ep-decode-speed-limit")));
+  EXPECT_EQ(prediction_svg(decode).find("data-pass"), std::string::npos);
+}
+
+TEST(ModelRender, HugeScheduleIsDrawnAsBusySpansOnly) {
+  Prediction p;
+  p.model = "m";
+  p.pipeline.schedule = "1f1b";
+  p.pipeline.makespan_s = 2;
+  p.pipeline.timeline.assign(2, {});
+  for (auto& stage : p.pipeline.timeline)
+    for (int i = 0; i < 10001; ++i) stage.push_back({i * 1e-4, (i + 1) * 1e-4, 'F', i, 0});
+  std::string svg = prediction_svg(p);
+  EXPECT_NE(svg.find("20002 passes: too many to draw"), std::string::npos);
+  EXPECT_EQ(svg.find("data-pass"), std::string::npos);
+  EXPECT_NE(svg.find("data-stage=\"1\""), std::string::npos);
+  EXPECT_LT(svg.size(), 20000u);
+}
+
+}  // namespace
+}  // namespace sol

@@ -1,0 +1,74 @@
+// The per-op roofline picture: every drawn op sits on (never above) the roof of the device it
+// was predicted for, memory-bound ops left of the ridge, and odd inputs still give valid SVG.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <regex>
+#include <string>
+
+#include "model_files.h"
+#include "sol/model.h"
+
+namespace sol {
+namespace {
+
+using test::shipped;
+
+struct Dot {
+  std::string op, bound;
+  double intensity = 0, rate = 0;
+};
+
+std::vector<Dot> dots(const std::string& svg) {
+  std::regex circle(R"re(<circle data-op="([^"]*)" data-bound="([^"]*)" data-intensity="([^"]*)" data-flop-s="([^"]*)")re");
+  std::vector<Dot> out;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), circle); it != std::sregex_iterator(); ++it)
+    out.push_back({(*it)[1], (*it)[2], std::stod((*it)[3]), std::stod((*it)[4])});
+  return out;
+}
+
+TEST(ModelRoofline, EveryOpSitsOnItsRoof) {
+  HardwareSpec h800 = load_hardware_spec(shipped("hardware", "h800"));
+  Prediction p = predict(load_model_config(shipped("models", "deepseek-v3")), h800,
+                         load_parallel_plan(shipped("plans", "deepseek-v3-decode-ep320-h800")),
+                         load_workload(shipped("workloads", "ep-decode-speed-limit")));
+  std::string svg = prediction_roofline_svg(p, h800);
+  ASSERT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  EXPECT_NE(svg.find("data-phase=\"prefill\""), std::string::npos);
+  EXPECT_NE(svg.find("data-phase=\"decode\""), std::string::npos);
+  EXPECT_NE(svg.find("data-roof=\"fp8\" data-peak=\"1.9789e+15\""), std::string::npos);
+  size_t drawable = std::count_if(p.ops.begin(), p.ops.end(), [](const OpRecord& r) {
+    return r.kind != "comm" && r.flops > 0 && r.bytes > 0;
+  });
+  std::vector<Dot> all = dots(svg);
+  ASSERT_EQ(all.size(), drawable);
+  double bw = h800.memory_bandwidth;
+  for (const Dot& d : all) {
+    double roof = std::min(h800.flops_fp8, d.intensity * bw);
+    EXPECT_LE(d.rate, roof * (1 + 1e-5)) << d.op;
+    if (d.bound == "memory") {
+      EXPECT_NEAR(d.rate, d.intensity * bw, 1e-5 * d.rate) << d.op;  // on the memory slope
+      EXPECT_LT(d.intensity, h800.flops_fp8 / bw) << d.op;
+    }
+  }
+  // Decode's absorbed MLA attention reads the latent cache: memory bound on an H800.
+  auto latent = std::find_if(all.begin(), all.end(), [](const Dot& d) { return d.op == "attn.core_latent"; });
+  ASSERT_NE(latent, all.end());
+  EXPECT_EQ(latent->bound, "memory");
+}
+
+TEST(ModelRoofline, NothingToDrawStillGivesValidSvg) {
+  Prediction empty;
+  empty.model = "m<&>";
+  HardwareSpec hw;
+  hw.name = "none";
+  std::string svg = prediction_roofline_svg(empty, hw);
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("no operator with FLOPs and bytes to draw"), std::string::npos);
+  EXPECT_NE(svg.find("m&lt;&amp;&gt;"), std::string::npos);  // names are escaped
+  EXPECT_EQ(svg.find("<circle"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sol
