@@ -23,8 +23,10 @@ void dequant_scale_avx512(const uint8_t* q, float s, float* out, int64_t n);
 // One whole row, fused: per group of `group` elements (a multiple of 16) the absolute maximum,
 // the scale by the rule of sol/quant.h (ue8m0: power-of-two scales), and the e4m3 codes, with
 // the row read from L1 a second time rather than staged through memory. Bit-identical to the
-// composition of the primitives above with convert_scalar.
+// composition of the primitives above with convert_scalar. stream: q is written with
+// non-temporal stores (when it is 64-byte aligned and the rows are bf16 with groups a multiple
+// of 64), followed by _mm_sfence().
 void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, bool ue8m0,
-                           uint8_t* q, float* scales, int64_t scale_stride);
+                           uint8_t* q, float* scales, int64_t scale_stride, bool stream);
 
 }  // namespace sol::kernels

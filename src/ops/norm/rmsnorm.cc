@@ -173,6 +173,15 @@ void rmsnorm_quant_fp8(const Tensor& x, const Tensor& weight, const Tensor& q, c
   validate(op, x, weight, opt);
   const int64_t h = x.shape(1);
   validate_fused_quant(op, "x.shape[1]", x.shape(0), h, q, scales, qopt);
+  if (active_isa() >= Isa::avx512) {
+    const std::vector<float> wcopy = f32_copy(weight);
+    const float* w = f32_data(weight, wcopy);
+    quantize_rows_fp8(x.shape(0), h, q, scales, qopt, [&](int64_t r, uint16_t* out) {
+      float inv = inverse_rms(kernels::sum_squares_avx512(row(x, r), x.dtype(), h), h, opt.eps);
+      kernels::rms_apply_avx512(row(x, r), x.dtype(), inv, w, out, DType::bf16, h, false, nullptr);
+    });
+    return;
+  }
   const NormKernels k = norm_kernels();
   quantize_rows_fp8(x.shape(0), h, q, scales, qopt, [&](int64_t r, uint16_t* out) {
     float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h), h, opt.eps);

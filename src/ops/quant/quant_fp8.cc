@@ -8,7 +8,9 @@
 #include "kernels/quant.h"
 #include "ops/common/parallel.h"
 #include "ops/common/rows.h"
+#include "ops/common/streaming.h"
 #include "ops/common/validate.h"
+#include "ops/quant/fused_quant.h"
 #include "sol/error.h"
 #include "sol/hw.h"
 
@@ -99,12 +101,13 @@ void quant_fp8_per_token(const Tensor& x, const Tensor& q, const Tensor& scales,
   const RowKernels k = row_kernels();
   const size_t es = dtype_size(x.dtype());
   const bool fused = k.avx512 && opt.group % 16 == 0;
+  const bool stream = should_stream(q.nbytes());
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     if (fused) {
       for (int64_t r = r0; r < r1; ++r)
         kernels::quant_row_e4m3_avx512(row_at(x, r), x.dtype(), cols, opt.group, opt.scale == ScaleFormat::ue8m0,
                                        reinterpret_cast<uint8_t*>(row_at(q, r)),
-                                       reinterpret_cast<float*>(row_at(scales, r)), scales.stride(1));
+                                       reinterpret_cast<float*>(row_at(scales, r)), scales.stride(1), stream);
       return;
     }
     std::vector<float> scaled(static_cast<size_t>(cols));  // one row, L1/L2-resident between the passes
@@ -121,6 +124,20 @@ void quant_fp8_per_token(const Tensor& x, const Tensor& q, const Tensor& scales,
       k.to_e4m3(scaled.data(), reinterpret_cast<uint8_t*>(row_at(q, r)), cols);
     }
   });
+}
+
+void quant_fp8_bf16_row(const uint16_t* row, int64_t h, uint8_t* q_row, float* scales_row, int64_t scale_stride,
+                        const QuantOptions& qopt, bool stream) {
+  if (active_isa() >= Isa::avx512) {
+    kernels::quant_row_e4m3_avx512(row, DType::bf16, h, qopt.group, qopt.scale == ScaleFormat::ue8m0, q_row,
+                                   scales_row, scale_stride, stream);
+    return;
+  }
+  Tensor x(const_cast<uint16_t*>(row), DType::bf16, {1, h});
+  Tensor q(q_row, DType::f8e4m3, {1, h});
+  const int64_t shape[2] = {1, h / qopt.group}, strides[2] = {h / qopt.group * scale_stride, scale_stride};
+  Tensor s(scales_row, DType::f32, shape, strides);
+  quant_fp8_per_token(x, q, s, qopt);
 }
 
 void quant_fp8_per_block(const Tensor& w, const Tensor& q, const Tensor& scales, const QuantOptions& opt) {
