@@ -150,6 +150,25 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
   require_no_overlap(op, "weight", weight, "y", y);
   const int64_t rows = x.shape(0), h = x.shape(1);
   const bool avx512 = active_isa() >= Isa::avx512;
+  if (avx512) {
+    const std::vector<float> wcopy = f32_copy(weight), bcopy = bias ? f32_copy(*bias) : std::vector<float>();
+    const float* w = f32_data(weight, wcopy);
+    const float* b = bias ? f32_data(*bias, bcopy) : nullptr;
+    const bool stream = should_stream(y.nbytes());
+    parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float shift = kernels::sum_avx512(row(x, r), x.dtype(), h) / float(h);
+        float sd, sd2;
+        kernels::shifted_sums_avx512(row(x, r), x.dtype(), shift, h, &sd, &sd2);
+        const float dm = sd / float(h);
+        const float var = std::max(0.0f, sd2 / float(h) - dm * dm);
+        const float inv = 1.0f / std::sqrt(var + opt.eps);
+        kernels::layernorm_apply_f32w_avx512(row(x, r), x.dtype(), shift, dm, inv, w, b, row(y, r), y.dtype(), h,
+                                             stream);
+      }
+    });
+    return;
+  }
   auto sum = avx512 ? kernels::sum_avx512 : kernels::sum_scalar;
   auto shifted_sums = avx512 ? kernels::shifted_sums_avx512 : kernels::shifted_sums_scalar;
   auto apply = avx512 ? kernels::layernorm_apply_avx512 : kernels::layernorm_apply_scalar;
