@@ -29,4 +29,10 @@ void dequant_scale_avx512(const uint8_t* q, float s, float* out, int64_t n);
 void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, bool ue8m0,
                            uint8_t* q, float* scales, int64_t scale_stride, bool stream);
 
+// One row of dequantization: y[i] = round_y(e4m3_to_f32(q[i]) * scales[(i / group) * stride]).
+// Handles groups that are a multiple of 64 (returns false, touching nothing, otherwise);
+// stream as quant_row_e4m3_avx512, for y.
+bool dequant_row_avx512(const uint8_t* q, const float* scales, int64_t scale_stride, int64_t cols, int64_t group,
+                        void* y, DType yt, bool stream);
+
 }  // namespace sol::kernels

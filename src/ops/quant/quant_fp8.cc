@@ -195,6 +195,16 @@ void dequant_fp8_per_token(const Tensor& q, const Tensor& scales, const Tensor& 
   const int64_t rows = q.shape(0), cols = q.shape(1), groups = cols / opt.group;
   if (rows == 0 || cols == 0) return;
   const RowKernels k = row_kernels();
+  if (k.avx512 && opt.group % 64 == 0) {
+    const bool stream = should_stream(y.nbytes());
+    parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        kernels::dequant_row_avx512(reinterpret_cast<const uint8_t*>(row_at(q, r)),
+                                    reinterpret_cast<const float*>(row_at(scales, r)), scales.stride(1), cols,
+                                    opt.group, row_at(y, r), y.dtype(), stream);
+    });
+    return;
+  }
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     std::vector<float> row(static_cast<size_t>(cols));
     for (int64_t r = r0; r < r1; ++r) {

@@ -1,6 +1,7 @@
 // AVX-512 row primitives for FP8 quantization. Everything but the entry points stays in the
 // anonymous namespace so no AVX-512 code can be merged into baseline callers by the linker.
 #include "kernels/quant.h"
+#include "kernels/x86/avx512/e4m3_avx512.h"
 #include "kernels/x86/avx512/vec16_avx512.h"
 
 namespace sol::kernels {
@@ -163,7 +164,53 @@ void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, bool ue8m0
   if constexpr (kStream) _mm_sfence();
 }
 
+// ---- dequantization, groups a multiple of 64 ----
+
+// 64 codes -> 64 outputs of type YT: e4m3 -> bf16 by table (exact; NaN as e4m3_to_f32 gives
+// it), widened to f32, one multiply by the group's scale, rounded to YT.
+// A NaN code keeps its own NaN (0x7FF00000, signed) whatever the scale, as the reference's
+// e4m3_to_f32(q) * s does on x86 (the first operand's NaN wins when both are NaN, which is what
+// a NaN group's scale meets): those lanes skip the multiply.
+template <DType YT, bool kStream>
+[[gnu::always_inline]] inline void dequant64(const uint8_t* q, __m512 sv, void* y, int64_t i) {
+  const __m512i bytes = _mm512_loadu_si512(q + i);
+  const __m512i low7 = _mm512_set1_epi8(0x7F);
+  const __mmask64 nan = _mm512_cmpeq_epi8_mask(_mm512_and_si512(bytes, low7), low7);
+  for (int half = 0; half < 2; ++half) {
+    const __m512i h = e4m3x32_to_bf16(half ? _mm512_extracti64x4_epi64(bytes, 1) : _mm512_castsi512_si256(bytes));
+    const __m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
+    const __m512 hi = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1)), 16));
+    const __mmask16 nan_lo = __mmask16(nan >> (32 * half)), nan_hi = __mmask16(nan >> (32 * half + 16));
+    store32(y, YT, i + 32 * half, _mm512_mask_mul_ps(lo, __mmask16(~nan_lo), lo, sv),
+            _mm512_mask_mul_ps(hi, __mmask16(~nan_hi), hi, sv), kStream);
+  }
+}
+
+template <DType YT, bool kStream>
+void dequant_row_t(const uint8_t* q, const float* scales, int64_t scale_stride, int64_t cols, int64_t group,
+                   void* y) {
+  for (int64_t g = 0; g * group < cols; ++g) {
+    const __m512 sv = _mm512_set1_ps(scales[g * scale_stride]);
+    for (int64_t i = g * group; i < (g + 1) * group; i += 64) dequant64<YT, kStream>(q, sv, y, i);
+  }
+  if constexpr (kStream) _mm_sfence();
+}
+
 }  // namespace
+
+bool dequant_row_avx512(const uint8_t* q, const float* scales, int64_t scale_stride, int64_t cols, int64_t group,
+                        void* y, DType yt, bool stream) {
+  if (group % 64 != 0) return false;
+  if (stream && reinterpret_cast<uintptr_t>(y) % 64 != 0) stream = false;
+  if (yt == DType::bf16) {
+    if (stream) dequant_row_t<DType::bf16, true>(q, scales, scale_stride, cols, group, y);
+    else dequant_row_t<DType::bf16, false>(q, scales, scale_stride, cols, group, y);
+  } else {
+    if (stream) dequant_row_t<DType::f32, true>(q, scales, scale_stride, cols, group, y);
+    else dequant_row_t<DType::f32, false>(q, scales, scale_stride, cols, group, y);
+  }
+  return true;
+}
 
 void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, bool ue8m0,
                            uint8_t* q, float* scales, int64_t scale_stride, bool stream) {
