@@ -57,6 +57,26 @@ TEST(QuantFp8Paths, PerTokenFastPathMatchesReference) {
   });
 }
 
+TEST(QuantFp8Paths, PerBlockFastPathMatchesReference) {
+  for_each_isa([] {
+    for (ScaleFormat sf : {ScaleFormat::f32, ScaleFormat::ue8m0}) {
+      const int64_t rows = 259, cols = 640;  // a partial last block row
+      Buffer w(DType::bf16, {rows, cols}), q(DType::f8e4m3, {rows, cols}), s(DType::f32, {3, 5});
+      Buffer qr(DType::f8e4m3, {rows, cols}), sr(DType::f32, {3, 5});
+      fill_wide_range(w, 5);
+      // one block with an inf, one with a NaN
+      store_from_double(w.data(), DType::bf16, size_t(3 * cols + 200), INFINITY);
+      store_from_double(w.data(), DType::bf16, size_t(130 * cols + 600), NAN);
+      poison(q);
+      poison(s);
+      quant_fp8_per_block(w, q, s, {128, sf});
+      reference::quant_fp8_per_block(w, qr, sr, {128, sf});
+      EXPECT_TRUE(same_bytes(q, qr));
+      EXPECT_TRUE(same_bytes(s, sr));
+    }
+  });
+}
+
 TEST(QuantFp8Paths, StreamedPerTokenAndDequantMatchReference) {
   // q of 2304 x 7168 bytes is over half a 32 MiB LLC: the kernels stream their stores.
   const int64_t rows = 2304, cols = 7168;

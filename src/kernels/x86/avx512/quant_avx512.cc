@@ -130,6 +130,21 @@ template <bool kStream>
   return 0xFFFFu & ~uint32_t(_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(q, _mm_set1_epi16(-1)))));
 }
 
+// One group of bf16 (a multiple of 64 elements) scaled by m and encoded. special: the group
+// holds NaN or inf (m is NaN or 0): the general encoder, which handles NaN lanes, takes it.
+template <bool kStream>
+[[gnu::always_inline]] inline void encode_group_bf16(const uint16_t* x, int64_t group, float m, bool special,
+                                                     uint8_t* q) {
+  const __m512 mv = _mm512_set1_ps(m);
+  if (__builtin_expect(special, 0)) {
+    for (int64_t i = 0; i < group; i += 16)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i),
+                       encode16_e4m3_in_range(_mm512_mul_ps(load16(x, DType::bf16, i, 0xFFFF), mv)));
+    return;
+  }
+  for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream>(x + i, mv, q + i);
+}
+
 template <bool kStream>
 void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, bool ue8m0, uint8_t* q, float* scales,
                       int64_t scale_stride) {
@@ -150,15 +165,7 @@ void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, bool ue8m0
     for (int64_t g = 0; g < ng; ++g) {
       const int64_t base = (g0 + g) * group;
       scales[(g0 + g) * scale_stride] = scale_of[g];
-      const __m512 mv = _mm512_set1_ps(mult_of[g]);
-      if (__builtin_expect((special >> g) & 1, 0)) {
-        // NaN or inf in the group: NaN or 0 multiplier; the general encoder handles NaN lanes.
-        for (int64_t i = 0; i < group; i += kLanes)
-          _mm_storeu_si128(reinterpret_cast<__m128i*>(q + base + i),
-                           encode16_e4m3_in_range(_mm512_mul_ps(load16(x, DType::bf16, base + i, 0xFFFF), mv)));
-        continue;
-      }
-      for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream>(x + base + i, mv, q + base + i);
+      encode_group_bf16<kStream>(x + base, group, mult_of[g], (special >> g) & 1, q + base);
     }
   }
   if constexpr (kStream) _mm_sfence();
@@ -196,7 +203,47 @@ void dequant_row_t(const uint8_t* q, const float* scales, int64_t scale_stride, 
   if constexpr (kStream) _mm_sfence();
 }
 
+template <bool kStream>
+void quant_row_mults_t(const uint16_t* x, int64_t cols, const float* mult, const uint8_t* special, uint8_t* q) {
+  for (int64_t g = 0; g * 128 < cols; ++g) encode_group_bf16<kStream>(x + g * 128, 128, mult[g], special[g], q + g * 128);
+  if constexpr (kStream) _mm_sfence();
+}
+
 }  // namespace
+
+void block_amax_update_bf16_avx512(const uint16_t* x, int64_t cols, uint16_t* acc) {
+  const __m512i mask = _mm512_set1_epi16(0x7FFF);
+  for (int64_t g = 0; g * 128 < cols; ++g) {
+    const uint16_t* xg = x + g * 128;
+    for (int k = 0; k < 2; ++k)
+      _mm_prefetch(reinterpret_cast<const char*>(xg) + 8192 + 64 * (2 * k), _MM_HINT_T0),
+      _mm_prefetch(reinterpret_cast<const char*>(xg) + 8192 + 64 * (2 * k + 1), _MM_HINT_T0);
+    const __m512i a = _mm512_max_epu16(_mm512_and_si512(_mm512_loadu_si512(xg), mask),
+                                       _mm512_and_si512(_mm512_loadu_si512(xg + 32), mask));
+    const __m512i b = _mm512_max_epu16(_mm512_and_si512(_mm512_loadu_si512(xg + 64), mask),
+                                       _mm512_and_si512(_mm512_loadu_si512(xg + 96), mask));
+    __m512i* ag = reinterpret_cast<__m512i*>(acc + g * 32);
+    _mm512_storeu_si512(ag, _mm512_max_epu16(_mm512_loadu_si512(ag), _mm512_max_epu16(a, b)));
+  }
+}
+
+float block_amax_finish_avx512(const uint16_t* acc32) {
+  const __m512i m = _mm512_loadu_si512(acc32);
+  __m256i h = _mm256_max_epu16(_mm512_castsi512_si256(m), _mm512_extracti64x4_epi64(m, 1));
+  __m128i q = _mm_max_epu16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  const uint32_t bits = (0xFFFFu & ~uint32_t(_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(q, _mm_set1_epi16(-1))))))
+                        << 16;
+  if (bits > 0x7F800000u) return __builtin_nanf("");
+  float f;
+  __builtin_memcpy(&f, &bits, 4);
+  return f;
+}
+
+void quant_row_mults_bf16_avx512(const uint16_t* x, int64_t cols, const float* mult, const uint8_t* special,
+                                 uint8_t* q, bool stream) {
+  if (stream && reinterpret_cast<uintptr_t>(q) % 64 == 0) return quant_row_mults_t<true>(x, cols, mult, special, q);
+  quant_row_mults_t<false>(x, cols, mult, special, q);
+}
 
 bool dequant_row_avx512(const uint8_t* q, const float* scales, int64_t scale_stride, int64_t cols, int64_t group,
                         void* y, DType yt, bool stream) {
