@@ -24,7 +24,9 @@ bool same_bytes(const Buffer& a, const Buffer& b) {
   return a.bytes() == b.bytes() && std::memcmp(a.data(), b.data(), a.tensor().nbytes()) == 0;
 }
 
-// Values spread over ~40 binades, with exact zeros and halfway points in some groups.
+// Groups of four kinds: values over 8 binades (the normal-range encoder), over 32 binades (most
+// 64-element blocks fall back to the exact encoder), small integers with exact zeros, and
+// 7-bit integers times powers of two (halfway cases for UE8M0 scales, whose products are exact).
 void fill_wide_range(const Buffer& x, uint64_t seed) {
   const int64_t n = x.tensor().numel();
   uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
@@ -32,8 +34,11 @@ void fill_wide_range(const Buffer& x, uint64_t seed) {
     s ^= s << 13, s ^= s >> 7, s ^= s << 17;
     const int64_t group = i / 128;
     double v;
-    if (group % 7 == 3) v = (s & 3) == 0 ? 0.0 : std::ldexp(double(int(s >> 40 & 15) - 8), int(s >> 50 & 7) - 4);
-    else v = std::ldexp(double(int64_t(s >> 11 & 0xFFFF) - 0x8000) / 0x8000, -int(s >> 56 & 31));
+    const double u = double(int64_t(s >> 11 & 0xFFFF) - 0x8000) / 0x8000;
+    if (group % 7 == 3) v = (s & 3) == 0 ? 0.0 : std::ldexp(double(int(s >> 40 & 127) - 64), int(s >> 50 & 7) - 4);
+    else if (group % 7 == 5) v = std::ldexp(u, -int(s >> 56 & 31));  // most results below 2^-6
+    else v = std::ldexp(u, -int(s >> 56 & 7));  // all within e4m3's normal range but rare ones
+    if (group % 11 == 4) v = std::ldexp(double(int(s >> 40 & 63) + 64), int(s >> 50 & 3));  // halfway cases
     store_from_double(x.data(), x.tensor().dtype(), size_t(i), v);
   }
 }
