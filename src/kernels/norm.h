@@ -17,11 +17,9 @@ float sum_squares_avx512(const void* x, DType t, int64_t n);
 float add_sum_squares_avx512(const void* x, DType xt, const void* r, DType rt, void* s, int64_t n);
 
 // y[i] = round_y((x[i] * inv) * w[i]) as scale_by_weight, with the weight already in f32.
-// stream: non-temporal stores for the lines of y (and of x_copy) when y is element-aligned, then
-// _mm_sfence(). x_copy, when not null, receives an exact copy of x (same dtype): the residual
-// fusion writes its row back from L1 this way.
+// stream: non-temporal stores for the lines of y when y is element-aligned, then _mm_sfence().
 void rms_apply_avx512(const void* x, DType xt, float inv, const float* w, void* y, DType yt, int64_t n,
-                      bool stream, void* x_copy);
+                      bool stream);
 
 // y[i] = round_y((x[i] * inv) * w[i]).
 void scale_by_weight_scalar(const void* x, DType xt, float inv, const void* w, DType wt, void* y,

@@ -85,7 +85,7 @@ void rmsnorm(const Tensor& x, const Tensor& weight, const Tensor& y, const NormO
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         float inv = inverse_rms(kernels::sum_squares_avx512(row(x, r), x.dtype(), h), h, opt.eps);
-        kernels::rms_apply_avx512(row(x, r), x.dtype(), inv, w, row(y, r), y.dtype(), h, stream, nullptr);
+        kernels::rms_apply_avx512(row(x, r), x.dtype(), inv, w, row(y, r), y.dtype(), h, stream);
       }
     });
     return;
@@ -114,17 +114,15 @@ void add_rmsnorm(const Tensor& x, const Tensor& residual, const Tensor& weight, 
   if (active_isa() >= Isa::avx512) {
     const std::vector<float> wcopy = f32_copy(weight);
     const float* w = f32_data(weight, wcopy);
-    const bool stream = should_stream(y.nbytes() + residual.nbytes());
+    const bool stream = should_stream(y.nbytes());
     const DType rt = residual.dtype();
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
-      // The new residual row is staged in L1 when streaming: a streamed store to the residual
-      // would leave nothing in cache for the norm pass to read back.
-      std::vector<float> staged(stream ? size_t(h) : 0);
+      // The new residual is stored in place with ordinary stores: its lines are in cache from
+      // the read (no extra read for ownership) and the norm pass reads it back from L1.
       for (int64_t r = r0; r < r1; ++r) {
         void* res = row(residual, r);
-        void* s = stream ? static_cast<void*>(staged.data()) : res;
-        float inv = inverse_rms(kernels::add_sum_squares_avx512(row(x, r), x.dtype(), res, rt, s, h), h, opt.eps);
-        kernels::rms_apply_avx512(s, rt, inv, w, row(y, r), y.dtype(), h, stream, stream ? res : nullptr);
+        float inv = inverse_rms(kernels::add_sum_squares_avx512(row(x, r), x.dtype(), res, rt, res, h), h, opt.eps);
+        kernels::rms_apply_avx512(res, rt, inv, w, row(y, r), y.dtype(), h, stream);
       }
     });
     return;
@@ -197,7 +195,7 @@ void rmsnorm_quant_fp8(const Tensor& x, const Tensor& weight, const Tensor& q, c
     const float* w = f32_data(weight, wcopy);
     quantize_rows_fp8(x.shape(0), h, q, scales, qopt, [&](int64_t r, uint16_t* out) {
       float inv = inverse_rms(kernels::sum_squares_avx512(row(x, r), x.dtype(), h), h, opt.eps);
-      kernels::rms_apply_avx512(row(x, r), x.dtype(), inv, w, out, DType::bf16, h, false, nullptr);
+      kernels::rms_apply_avx512(row(x, r), x.dtype(), inv, w, out, DType::bf16, h, false);
     });
     return;
   }

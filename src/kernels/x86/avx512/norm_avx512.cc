@@ -107,8 +107,8 @@ float add_sum_squares_t(const void* x, const void* r, void* s, int64_t n) {
 
 // Writes f(j, m) for every 16 elements of y: 32 at a time with whole-line (optionally streamed)
 // stores, after a head that brings y to a line boundary when streaming.
-template <DType YT, class Value, class Each32>
-[[gnu::always_inline]] inline void write_row(void* y, int64_t n, bool stream, Value&& f, Each32&& each32) {
+template <DType YT, class Value>
+[[gnu::always_inline]] inline void write_row(void* y, int64_t n, bool stream, Value&& f) {
   int64_t head = stream ? elements_to_line(y, YT) : 0;
   if (head < 0) head = 0, stream = false;
   if (head > n) head = n;
@@ -116,43 +116,21 @@ template <DType YT, class Value, class Each32>
   for (; i < head; i += 16) store16_hw(y, YT, i, tail_mask(head - i), f(i, tail_mask(head - i)));
   i = head;
   if (stream) {
-    for (; i + 32 <= n; i += 32) {
-      each32(i, true);
-      store32(y, YT, i, f(i, 0xFFFF), f(i + 16, 0xFFFF), true);
-    }
+    for (; i + 32 <= n; i += 32) store32(y, YT, i, f(i, 0xFFFF), f(i + 16, 0xFFFF), true);
   } else {
-    for (; i + 32 <= n; i += 32) {
-      each32(i, false);
-      store32(y, YT, i, f(i, 0xFFFF), f(i + 16, 0xFFFF), false);
-    }
+    for (; i + 32 <= n; i += 32) store32(y, YT, i, f(i, 0xFFFF), f(i + 16, 0xFFFF), false);
   }
   for (; i < n; i += 16) store16_hw(y, YT, i, tail_mask(n - i), f(i, tail_mask(n - i)));
   if (stream) _mm_sfence();
 }
 
 template <DType XT, DType YT>
-void rms_apply_t(const void* x, float inv, const float* w, void* y, int64_t n, bool stream, void* x_copy) {
+void rms_apply_t(const void* x, float inv, const float* w, void* y, int64_t n, bool stream) {
   const __m512 iv = _mm512_set1_ps(inv);
   auto f = [&](int64_t j, __mmask16 m) __attribute__((always_inline)) {
     return _mm512_mul_ps(_mm512_mul_ps(load16(x, XT, j, m), iv), _mm512_maskz_loadu_ps(m, w + j));
   };
-  if (!x_copy) return write_row<YT>(y, n, stream, f, [](int64_t, bool) {});
-  // The copy of x shares y's line boundaries only when both are aligned alike.
-  if (stream && elements_to_line(x_copy, XT) != elements_to_line(y, YT)) stream = false;
-  const int64_t head = stream ? std::min(n, elements_to_line(y, YT)) : 0;
-  for (int64_t i = 0; i < head; i += 16) {
-    const __mmask16 m = tail_mask(head - i);
-    store16(x_copy, XT, i, m, load16(x, XT, i, m));
-  }
-  int64_t tail = head + (n - head) / 32 * 32;
-  for (int64_t i = tail; i < n; i += 16) {
-    const __mmask16 m = tail_mask(n - i);
-    store16(x_copy, XT, i, m, load16(x, XT, i, m));
-  }
-  write_row<YT>(y, n, stream, f, [&](int64_t i, bool s) __attribute__((always_inline)) {
-    // exact: the values were widened from XT
-    store32(x_copy, XT, i, load16(x, XT, i, 0xFFFF), load16(x, XT, i + 16, 0xFFFF), s);
-  });
+  write_row<YT>(y, n, stream, f);
 }
 
 template <DType XT, DType YT>
@@ -164,7 +142,7 @@ void layernorm_apply_t(const void* x, float shift, float dm, float inv, const fl
     __m512 wv = _mm512_maskz_loadu_ps(m, w + j);
     return b ? _mm512_fmadd_ps(v, wv, _mm512_maskz_loadu_ps(m, b + j)) : _mm512_mul_ps(v, wv);
   };
-  write_row<YT>(y, n, stream, f, [](int64_t, bool) {});
+  write_row<YT>(y, n, stream, f);
 }
 
 template <DType T>
@@ -224,13 +202,13 @@ float add_sum_squares_avx512(const void* x, DType xt, const void* r, DType rt, v
 }
 
 void rms_apply_avx512(const void* x, DType xt, float inv, const float* w, void* y, DType yt, int64_t n,
-                      bool stream, void* x_copy) {
+                      bool stream) {
   if (xt == DType::bf16) {
-    if (yt == DType::bf16) return rms_apply_t<DType::bf16, DType::bf16>(x, inv, w, y, n, stream, x_copy);
-    return rms_apply_t<DType::bf16, DType::f32>(x, inv, w, y, n, stream, x_copy);
+    if (yt == DType::bf16) return rms_apply_t<DType::bf16, DType::bf16>(x, inv, w, y, n, stream);
+    return rms_apply_t<DType::bf16, DType::f32>(x, inv, w, y, n, stream);
   }
-  if (yt == DType::bf16) return rms_apply_t<DType::f32, DType::bf16>(x, inv, w, y, n, stream, x_copy);
-  return rms_apply_t<DType::f32, DType::f32>(x, inv, w, y, n, stream, x_copy);
+  if (yt == DType::bf16) return rms_apply_t<DType::f32, DType::bf16>(x, inv, w, y, n, stream);
+  return rms_apply_t<DType::f32, DType::f32>(x, inv, w, y, n, stream);
 }
 
 void scale_by_weight_avx512(const void* x, DType xt, float inv, const void* w, DType wt, void* y,
