@@ -174,7 +174,8 @@ void quant_fp8_per_block(const Tensor& w, const Tensor& q, const Tensor& scales,
         }
         for (int64_t r = r_begin; r < r_end; ++r)
           kernels::quant_row_mults_bf16_avx512(reinterpret_cast<const uint16_t*>(row_at(w, r)), cols, mult.data(),
-                                               special.data(), reinterpret_cast<uint8_t*>(row_at(q, r)), stream);
+                                               special.data(), opt.scale == ScaleFormat::ue8m0,
+                                               reinterpret_cast<uint8_t*>(row_at(q, r)), stream);
       }
     });
     return;

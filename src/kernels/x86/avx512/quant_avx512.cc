@@ -67,21 +67,6 @@ namespace {
   odd = _mm512_castsi512_ps(_mm512_and_si512(z, _mm512_set1_epi32(int(0xFFFF0000u))));
 }
 
-// e4m3 codes (sign included, low byte of each lane, other bytes 0) of 16 finite values whose
-// magnitude lies in [2^-6, 448 * (1 + 2^-22)]; lanes outside that range are flagged in `low`
-// (|v| < 2^-6: zero or subnormal results) and their codes are garbage. Round to nearest even:
-// add 0x7FFFF plus the lowest kept bit, drop 20 bits; the exponent is rebiased (127 -> 7) by
-// the same add. The sign (bit 31) lands in bit 11 and is moved to bit 7.
-[[gnu::always_inline]] inline __m512i encode16_e4m3_normal(__m512 v, __mmask16& low) {
-  const __m512i bits = _mm512_castps_si512(v);
-  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 20), _mm512_set1_epi32(1));
-  const __m512i t = _mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(int(0x7FFFFu - (120u << 23)))), odd);
-  const __m512i n = _mm512_srli_epi32(t, 20);  // sign << 11 | code
-  low |= _mm512_cmplt_epu32_mask(_mm512_slli_epi32(bits, 1), _mm512_set1_epi32(int(0x3C800000u << 1)));
-  // low 7 bits from n, bit 7 (and above, all zero) from n >> 4
-  return _mm512_ternarylogic_epi32(n, _mm512_srli_epi32(n, 4), _mm512_set1_epi32(0x7F), 0xE4);
-}
-
 // Four vectors of codes (elements 0.., 1.., 32.., 33.. by twos as widen_even_odd gives them)
 // -> 64 bytes in element order.
 [[gnu::always_inline]] inline __m512i pack_even_odd(__m512i e0, __m512i o0, __m512i e1, __m512i o1) {
@@ -91,23 +76,82 @@ namespace {
   return _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), _mm512_packus_epi32(w0, w1));
 }
 
-// 64 bf16 -> 64 e4m3 bytes at q, scaled by mv; exact for every finite multiplier.
+// Two vectors of f32 (even and odd elements, as widen_even_odd gives them) -> 32 16-bit lanes in
+// element order: the upper half of each f32 with its lowest bit set when any of the lower 16
+// bits is: rounded to odd at 8 significant bits. Rounding that to e4m3's 4 bits (to nearest
+// even) gives exactly what rounding the f32 would: round-to-odd at two or more extra bits keeps
+// the information that decides the second rounding (Boldo and Melquiond).
+[[gnu::always_inline]] inline __m512i round_to_odd16(__m512 ve, __m512 vo) {
+  const __m512i e = _mm512_castps_si512(ve), o = _mm512_castps_si512(vo);
+  const __m512i ones = _mm512_set1_epi32(1);                        // words [1, 0]
+  const __m512i sticky_e = _mm512_min_epu16(e, ones);                // low word: lo16(e) != 0
+  const __m512i sticky_o = _mm512_slli_epi32(_mm512_min_epu16(o, ones), 16);
+  const __m512i halves = _mm512_ternarylogic_epi32(o, _mm512_set1_epi32(int(0xFFFF0000u)),
+                                                   _mm512_srli_epi32(e, 16), 0xEA);  // (o & hi) | e >> 16
+  return _mm512_ternarylogic_epi32(halves, sticky_e, sticky_o, 0xFE);             // a | b | c
+}
+
+// e4m3 codes (sign included, low byte of each 16-bit lane, high byte 0) of 32 values in
+// bf16-like form h whose exponent field, less `rebias` (120, or 120 - j for values that are to
+// be multiplied by 2^j), is that of an e4m3 normal; lanes below (|value| < 2^-6, zeros
+// included) are flagged in `low` and their codes are garbage. c16 = 7 - (rebias << 7) does the
+// rebias and adds half-minus-one for rounding to nearest even; low_bits = (rebias + 1) << 7.
+[[gnu::always_inline]] inline __m512i encode32_e4m3_normal(__m512i h, __m512i c16, __m512i low_bits,
+                                                           __mmask32& low) {
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi16(h, 4), _mm512_set1_epi16(1));
+  const __m512i n = _mm512_srli_epi16(_mm512_add_epi16(_mm512_add_epi16(h, c16), odd), 4);  // sign << 11 | code
+  low |= _mm512_cmplt_epu16_mask(_mm512_and_si512(h, _mm512_set1_epi16(0x7FFF)), low_bits);
+  return _mm512_ternarylogic_epi32(n, _mm512_srli_epi16(n, 4), _mm512_set1_epi16(0x7F), 0xE4);
+}
+
+// How a group's bf16 values become codes: the multiplier, and for a power-of-two multiplier
+// 2^j (UE8M0 scales, where every product is exact) the rebias constants that encode x * 2^j
+// straight from x's bits.
+struct GroupCode {
+  __m512 mv;
+  bool power_of_two;
+  __m512i c16, low_bits;
+};
+
+GroupCode group_code(float m, bool power_of_two) {
+  uint32_t bits;
+  __builtin_memcpy(&bits, &m, 4);
+  const int j = power_of_two ? int(bits >> 23 & 0xFF) - 127 : 0;
+  const int rebias = 120 - j;
+  return {_mm512_set1_ps(m), power_of_two, _mm512_set1_epi16(short(7 - (rebias << 7))),
+          _mm512_set1_epi16(short((rebias + 1) << 7))};
+}
+
+// 64 bf16 -> 64 e4m3 bytes at q, scaled by the group's multiplier; exact for every finite one.
 template <bool kStream>
-[[gnu::always_inline]] inline void quant64_bf16(const uint16_t* x, __m512 mv, uint8_t* q) {
+[[gnu::always_inline]] inline void quant64_bf16(const uint16_t* x, const GroupCode& gc, uint8_t* q) {
   const __m512i z0 = _mm512_loadu_si512(x), z1 = _mm512_loadu_si512(x + 32);
-  __m512 e0, o0, e1, o1;
-  widen_even_odd(z0, e0, o0);
-  widen_even_odd(z1, e1, o1);
-  e0 = _mm512_mul_ps(e0, mv), o0 = _mm512_mul_ps(o0, mv), e1 = _mm512_mul_ps(e1, mv), o1 = _mm512_mul_ps(o1, mv);
-  __mmask16 low = 0;
-  const __m512i ce0 = encode16_e4m3_normal(e0, low), co0 = encode16_e4m3_normal(o0, low);
-  const __m512i ce1 = encode16_e4m3_normal(e1, low), co1 = encode16_e4m3_normal(o1, low);
+  __mmask32 low = 0;
+  __m512i c0, c1;
+  if (gc.power_of_two) {
+    c0 = encode32_e4m3_normal(z0, gc.c16, gc.low_bits, low);
+    c1 = encode32_e4m3_normal(z1, gc.c16, gc.low_bits, low);
+  } else {
+    __m512 e0, o0, e1, o1;
+    widen_even_odd(z0, e0, o0);
+    widen_even_odd(z1, e1, o1);
+    const __m512 mv = gc.mv;
+    e0 = _mm512_mul_ps(e0, mv), o0 = _mm512_mul_ps(o0, mv), e1 = _mm512_mul_ps(e1, mv), o1 = _mm512_mul_ps(o1, mv);
+    c0 = encode32_e4m3_normal(round_to_odd16(e0, o0), gc.c16, gc.low_bits, low);
+    c1 = encode32_e4m3_normal(round_to_odd16(e1, o1), gc.c16, gc.low_bits, low);
+  }
   __m512i line;
   if (__builtin_expect(low != 0, 0)) {
-    const auto wide = [](__m512 v) { return _mm512_cvtepu8_epi32(encode16_e4m3_in_range(v)); };
-    line = pack_even_odd(wide(e0), wide(o0), wide(e1), wide(o1));
+    // Results below 2^-6 somewhere in the block: the exact encoder on the f32 products.
+    __m512 e0, o0, e1, o1;
+    widen_even_odd(z0, e0, o0);
+    widen_even_odd(z1, e1, o1);
+    const __m512 mv = gc.mv;
+    const auto code = [&](__m512 v) { return _mm512_cvtepu8_epi32(encode16_e4m3_in_range(_mm512_mul_ps(v, mv))); };
+    line = pack_even_odd(code(e0), code(o0), code(e1), code(o1));
   } else {
-    line = pack_even_odd(ce0, co0, ce1, co1);
+    // packus works per 128-bit lane: qword 2k holds c0's words 8k.., qword 2k+1 c1's.
+    line = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), _mm512_packus_epi16(c0, c1));
   }
   if constexpr (kStream) _mm512_stream_si512(reinterpret_cast<__m512i*>(q), line);
   else _mm512_storeu_si512(q, line);
@@ -134,7 +178,7 @@ template <bool kStream>
 // holds NaN or inf (m is NaN or 0): the general encoder, which handles NaN lanes, takes it.
 template <bool kStream>
 [[gnu::always_inline]] inline void encode_group_bf16(const uint16_t* x, int64_t group, float m, bool special,
-                                                     uint8_t* q) {
+                                                     bool ue8m0, uint8_t* q) {
   const __m512 mv = _mm512_set1_ps(m);
   if (__builtin_expect(special, 0)) {
     for (int64_t i = 0; i < group; i += 16)
@@ -142,7 +186,8 @@ template <bool kStream>
                        encode16_e4m3_in_range(_mm512_mul_ps(load16(x, DType::bf16, i, 0xFFFF), mv)));
     return;
   }
-  for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream>(x + i, mv, q + i);
+  const GroupCode gc = group_code(m, ue8m0);
+  for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream>(x + i, gc, q + i);
 }
 
 template <bool kStream>
@@ -165,7 +210,7 @@ void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, bool ue8m0
     for (int64_t g = 0; g < ng; ++g) {
       const int64_t base = (g0 + g) * group;
       scales[(g0 + g) * scale_stride] = scale_of[g];
-      encode_group_bf16<kStream>(x + base, group, mult_of[g], (special >> g) & 1, q + base);
+      encode_group_bf16<kStream>(x + base, group, mult_of[g], (special >> g) & 1, ue8m0, q + base);
     }
   }
   if constexpr (kStream) _mm_sfence();
@@ -204,8 +249,10 @@ void dequant_row_t(const uint8_t* q, const float* scales, int64_t scale_stride, 
 }
 
 template <bool kStream>
-void quant_row_mults_t(const uint16_t* x, int64_t cols, const float* mult, const uint8_t* special, uint8_t* q) {
-  for (int64_t g = 0; g * 128 < cols; ++g) encode_group_bf16<kStream>(x + g * 128, 128, mult[g], special[g], q + g * 128);
+void quant_row_mults_t(const uint16_t* x, int64_t cols, const float* mult, const uint8_t* special, bool ue8m0,
+                       uint8_t* q) {
+  for (int64_t g = 0; g * 128 < cols; ++g)
+    encode_group_bf16<kStream>(x + g * 128, 128, mult[g], special[g], ue8m0, q + g * 128);
   if constexpr (kStream) _mm_sfence();
 }
 
@@ -240,9 +287,10 @@ float block_amax_finish_avx512(const uint16_t* acc32) {
 }
 
 void quant_row_mults_bf16_avx512(const uint16_t* x, int64_t cols, const float* mult, const uint8_t* special,
-                                 uint8_t* q, bool stream) {
-  if (stream && reinterpret_cast<uintptr_t>(q) % 64 == 0) return quant_row_mults_t<true>(x, cols, mult, special, q);
-  quant_row_mults_t<false>(x, cols, mult, special, q);
+                                 bool ue8m0, uint8_t* q, bool stream) {
+  if (stream && reinterpret_cast<uintptr_t>(q) % 64 == 0)
+    return quant_row_mults_t<true>(x, cols, mult, special, ue8m0, q);
+  quant_row_mults_t<false>(x, cols, mult, special, ue8m0, q);
 }
 
 bool dequant_row_avx512(const uint8_t* q, const float* scales, int64_t scale_stride, int64_t cols, int64_t group,
