@@ -6,9 +6,11 @@
 
 namespace sol::kernels {
 
-// Sum of x[i]^2 in f32: element i goes into partial sum i % 64 (by one FMA); partial sums k,
-// k + 16, k + 32, k + 48 combine as (p0 + p1) + (p2 + p3), then the 16 results in order. Every
-// path uses this order, so they agree bit for bit.
+// Sum of x[i]^2 in f32 over 64 partial sums (one FMA each): for f32, element i goes into
+// partial sum i % 64; for bf16, whose vector path widens 32 elements at a time into even and
+// odd elements without a shuffle, element j of each block of 64 goes into 16 (2 (j / 32) +
+// j % 2) + (j % 32) / 2. Partial sums k, k + 16, k + 32, k + 48 combine as (p0 + p1) + (p2 + p3),
+// then the 16 results in order. Every path uses this order, so they agree bit for bit.
 float sum_squares_scalar(const void* x, DType t, int64_t n);
 float sum_squares_avx512(const void* x, DType t, int64_t n);
 
@@ -27,7 +29,7 @@ void scale_by_weight_scalar(const void* x, DType xt, float inv, const void* w, D
 void scale_by_weight_avx512(const void* x, DType xt, float inv, const void* w, DType wt, void* y,
                             DType yt, int64_t n);
 
-// LayerNorm statistics in two passes, 64 partial sums each combined as in sum_squares: the sum of x, then the sums of
+// LayerNorm statistics in two passes, 64 partial sums each, ordered and combined as in sum_squares: the sum of x, then the sums of
 // d = x - shift and of d^2 around a shift near the mean. The second pass corrects the f32 mean
 // of the first, so both stay accurate when the mean is large next to the spread.
 float sum_scalar(const void* x, DType t, int64_t n);

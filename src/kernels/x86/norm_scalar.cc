@@ -8,6 +8,15 @@ namespace {
 float get(const void* p, DType t, int64_t i) {
   return t == DType::bf16 ? bf16_to_f32(static_cast<const uint16_t*>(p)[i]) : static_cast<const float*>(p)[i];
 }
+// The partial sum that element i goes into (kernels/norm.h): i % 64 for f32; for bf16 the
+// vector path widens 32 elements at a time into even and odd elements, so within a block of
+// 64, element j goes to accumulator 2 (j / 32) + j % 2, lane (j % 32) / 2.
+int64_t partial(int64_t i, DType t) {
+  const int64_t j = i % 64;
+  if (t != DType::bf16) return j;
+  return 16 * (2 * (j / 32) + j % 2) + (j % 32) / 2;
+}
+
 // The vector paths' order: lane k of (a0 + a1) + (a2 + a3) over the four 16-lane accumulators,
 // then the 16 lanes one after another.
 float combine(const float (&part)[64]) {
@@ -27,7 +36,8 @@ float sum_squares_scalar(const void* x, DType t, int64_t n) {
   float part[64] = {};
   for (int64_t i = 0; i < n; ++i) {
     float v = get(x, t, i);
-    part[i % 64] = std::fma(v, v, part[i % 64]);  // as vfmadd: one rounding
+    float& p = part[partial(i, t)];
+    p = std::fma(v, v, p);  // as vfmadd: one rounding
   }
   return combine(part);
 }
@@ -39,7 +49,7 @@ void scale_by_weight_scalar(const void* x, DType xt, float inv, const void* w, D
 
 float sum_scalar(const void* x, DType t, int64_t n) {
   float part[64] = {};
-  for (int64_t i = 0; i < n; ++i) part[i % 64] += get(x, t, i);
+  for (int64_t i = 0; i < n; ++i) part[partial(i, t)] += get(x, t, i);
   return combine(part);
 }
 
@@ -47,8 +57,8 @@ void shifted_sums_scalar(const void* x, DType t, float shift, int64_t n, float* 
   float p1[64] = {}, p2[64] = {};
   for (int64_t i = 0; i < n; ++i) {
     float d = get(x, t, i) - shift;
-    p1[i % 64] += d;
-    p2[i % 64] = std::fma(d, d, p2[i % 64]);
+    p1[partial(i, t)] += d;
+    p2[partial(i, t)] = std::fma(d, d, p2[partial(i, t)]);
   }
   *sum_d = combine(p1);
   *sum_d2 = combine(p2);

@@ -112,10 +112,10 @@ void add_rmsnorm(const Tensor& x, const Tensor& residual, const Tensor& weight, 
   const int64_t rows = x.shape(0), h = x.shape(1);
   const NormKernels k = norm_kernels();
   if (active_isa() >= Isa::avx512) {
+    const DType rt = residual.dtype();
     const std::vector<float> wcopy = f32_copy(weight);
     const float* w = f32_data(weight, wcopy);
     const bool stream = should_stream(y.nbytes());
-    const DType rt = residual.dtype();
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       // The new residual is stored in place with ordinary stores: its lines are in cache from
       // the read (no extra read for ownership) and the norm pass reads it back from L1.

@@ -58,6 +58,127 @@ template <class Step>
   if (i + 48 < n) step(i + 48, tail_mask(n - i - 48), a3);
 }
 
+// ---- bf16 rows: even and odd elements ----
+//
+// 32 bf16 widen to f32 with one shift (the even elements) and one and (the odd ones): no shuffle.
+// Zen 5 runs 512-bit shuffles (vpmovzxwd) at about one per cycle, which made them the limit of
+// the straight widening. The sums take this order as it is (kernels/norm.h); results are put
+// back in element order by one vpermw per 32 after the bf16 rounding (the residual fusion; the
+// norm's own output pass keeps the straight widening, which measured no slower).
+
+[[gnu::always_inline]] inline __mmask32 mask32(int64_t k) {
+  return k >= 32 ? ~__mmask32(0) : k <= 0 ? __mmask32(0) : __mmask32((1u << k) - 1);
+}
+
+[[gnu::always_inline]] inline __m512 even_of(__m512i z) { return _mm512_castsi512_ps(_mm512_slli_epi32(z, 16)); }
+[[gnu::always_inline]] inline __m512 odd_of(__m512i z) {
+  return _mm512_castsi512_ps(_mm512_and_si512(z, _mm512_set1_epi32(int(0xFFFF0000u))));
+}
+
+// Calls f(e0, o0, e1, o1, m) for each block of 64 bf16 (e: even, o: odd elements of the two
+// halves; m: the valid lanes of each, all for full blocks; invalid lanes are 0).
+struct Lanes4 {
+  __mmask16 e0, o0, e1, o1;
+};
+
+template <class F>
+[[gnu::always_inline]] inline void bf16_blocks64(const void* x, int64_t n, F&& f) {
+  const auto* p = static_cast<const uint16_t*>(x);
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    prefetch64<DType::bf16>(x, i);
+    const __m512i z0 = _mm512_loadu_si512(p + i), z1 = _mm512_loadu_si512(p + i + 32);
+    f(even_of(z0), odd_of(z0), even_of(z1), odd_of(z1), Lanes4{0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF});
+  }
+  if (i < n) {
+    const int64_t r0 = std::min<int64_t>(n - i, 32), r1 = std::max<int64_t>(n - i - 32, 0);
+    const __m512i z0 = _mm512_maskz_loadu_epi16(mask32(r0), p + i);
+    const __m512i z1 = _mm512_maskz_loadu_epi16(mask32(r1), p + i + 32);
+    f(even_of(z0), odd_of(z0), even_of(z1), odd_of(z1),
+      Lanes4{tail_mask((r0 + 1) / 2), tail_mask(r0 / 2), tail_mask((r1 + 1) / 2), tail_mask(r1 / 2)});
+  }
+}
+
+// Even results (16) and odd results (16) of one block of 32 -> 32 bf16 in element order.
+[[gnu::always_inline]] inline __m512i bf16_even_odd_to_order(__m512 e, __m512 o) {
+  __m512i eo;  // words 0-15: even elements, 16-31: odd ones
+  if (__builtin_expect((_mm512_fpclass_ps_mask(e, 0x20) | _mm512_fpclass_ps_mask(o, 0x20)) != 0, 0))
+    eo = _mm512_inserti64x4(_mm512_castsi256_si512(to_bf16(e)), to_bf16(o), 1);
+  else
+    eo = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(o, e));
+  const __m512i order = _mm512_setr_epi32(0x00100000, 0x00110001, 0x00120002, 0x00130003, 0x00140004, 0x00150005,
+                                          0x00160006, 0x00170007, 0x00180008, 0x00190009, 0x001A000A, 0x001B000B,
+                                          0x001C000C, 0x001D000D, 0x001E000E, 0x001F000F);
+  return _mm512_permutexvar_epi16(order, eo);
+}
+
+float sum_squares_bf16(const void* x, int64_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  bf16_blocks64(x, n, [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4) __attribute__((always_inline)) {
+    a0 = _mm512_fmadd_ps(e0, e0, a0);
+    a1 = _mm512_fmadd_ps(o0, o0, a1);
+    a2 = _mm512_fmadd_ps(e1, e1, a2);
+    a3 = _mm512_fmadd_ps(o1, o1, a3);
+  });
+  return combine(a0, a1, a2, a3);
+}
+
+float sum_bf16(const void* x, int64_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  bf16_blocks64(x, n, [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4) __attribute__((always_inline)) {
+    a0 = _mm512_add_ps(a0, e0);
+    a1 = _mm512_add_ps(a1, o0);
+    a2 = _mm512_add_ps(a2, e1);
+    a3 = _mm512_add_ps(a3, o1);
+  });
+  return combine(a0, a1, a2, a3);
+}
+
+void shifted_sums_bf16(const void* x, float shift, int64_t n, float* sum_d, float* sum_d2) {
+  const __m512 sv = _mm512_set1_ps(shift);
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+  auto step = [&](__m512 v, __mmask16 m, __m512& a, __m512& b) __attribute__((always_inline)) {
+    const __m512 d = _mm512_maskz_sub_ps(m, v, sv);
+    a = _mm512_add_ps(a, d);
+    b = _mm512_fmadd_ps(d, d, b);
+  };
+  bf16_blocks64(x, n, [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4 m) __attribute__((always_inline)) {
+    step(e0, m.e0, a0, b0);
+    step(o0, m.o0, a1, b1);
+    step(e1, m.e1, a2, b2);
+    step(o1, m.o1, a3, b3);
+  });
+  *sum_d = combine(a0, a1, a2, a3);
+  *sum_d2 = combine(b0, b1, b2, b3);
+}
+
+// s = round_bf16(r + x) stored, and the sum of its squares, for bf16 x and r.
+float add_sum_squares_bf16(const uint16_t* x, const uint16_t* r, uint16_t* s, int64_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0;
+  int64_t i = 0;
+  // 32 elements at a time; the accumulators of the two halves of a block of 64 alternate.
+  auto step = [&](int64_t j, __mmask32 m, __m512& ae, __m512& ao) __attribute__((always_inline)) {
+    const __m512i zr = _mm512_maskz_loadu_epi16(m, r + j), zx = _mm512_maskz_loadu_epi16(m, x + j);
+    const __m512i out = bf16_even_odd_to_order(_mm512_add_ps(even_of(zr), even_of(zx)),
+                                               _mm512_add_ps(odd_of(zr), odd_of(zx)));
+    _mm512_mask_storeu_epi16(s + j, m, out);
+    const __m512i kept = _mm512_maskz_mov_epi16(m, out);
+    const __m512 e = even_of(kept), o = odd_of(kept);
+    ae = _mm512_fmadd_ps(e, e, ae);
+    ao = _mm512_fmadd_ps(o, o, ao);
+  };
+  __m512 a2 = a0, a3 = a0;
+  for (; i + 64 <= n; i += 64) {
+    prefetch64<DType::bf16>(x, i);
+    prefetch64<DType::bf16>(r, i);
+    step(i, ~__mmask32(0), a0, a1);
+    step(i + 32, ~__mmask32(0), a2, a3);
+  }
+  if (i < n) step(i, mask32(n - i), a0, a1);
+  if (i + 32 < n) step(i + 32, mask32(n - i - 32), a2, a3);
+  return combine(a0, a1, a2, a3);
+}
+
 template <DType T>
 float sum_squares_t(const void* x, int64_t n) {
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -190,14 +311,23 @@ void shifted_sums_t(const void* x, float shift, int64_t n, float* sum_d, float* 
 }  // namespace
 
 float sum_squares_avx512(const void* x, DType t, int64_t n) {
-  return t == DType::bf16 ? sum_squares_t<DType::bf16>(x, n) : sum_squares_t<DType::f32>(x, n);
+  return t == DType::bf16 ? sum_squares_bf16(x, n) : sum_squares_t<DType::f32>(x, n);
 }
 
 float add_sum_squares_avx512(const void* x, DType xt, const void* r, DType rt, void* s, int64_t n) {
-  if (xt == DType::bf16)
-    return rt == DType::bf16 ? add_sum_squares_t<DType::bf16, DType::bf16>(x, r, s, n)
-                             : add_sum_squares_t<DType::bf16, DType::f32>(x, r, s, n);
-  return rt == DType::bf16 ? add_sum_squares_t<DType::f32, DType::bf16>(x, r, s, n)
+  if (rt == DType::bf16) {
+    if (xt == DType::bf16)
+      return add_sum_squares_bf16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(r),
+                                  static_cast<uint16_t*>(s), n);
+    // f32 x into a bf16 residual (rare): two passes keep the bf16 order of the sum.
+    if (s != r) {
+      for (int64_t i = 0; i < n; i += 16)
+        store16(s, rt, i, tail_mask(n - i), load16(r, rt, i, tail_mask(n - i)));
+    }
+    add_into_avx512(x, xt, s, rt, n);
+    return sum_squares_bf16(s, n);
+  }
+  return xt == DType::bf16 ? add_sum_squares_t<DType::bf16, DType::f32>(x, r, s, n)
                            : add_sum_squares_t<DType::f32, DType::f32>(x, r, s, n);
 }
 
@@ -221,11 +351,11 @@ void scale_by_weight_avx512(const void* x, DType xt, float inv, const void* w, D
 }
 
 float sum_avx512(const void* x, DType t, int64_t n) {
-  return t == DType::bf16 ? sum_t<DType::bf16>(x, n) : sum_t<DType::f32>(x, n);
+  return t == DType::bf16 ? sum_bf16(x, n) : sum_t<DType::f32>(x, n);
 }
 
 void shifted_sums_avx512(const void* x, DType t, float shift, int64_t n, float* sum_d, float* sum_d2) {
-  if (t == DType::bf16) return shifted_sums_t<DType::bf16>(x, shift, n, sum_d, sum_d2);
+  if (t == DType::bf16) return shifted_sums_bf16(x, shift, n, sum_d, sum_d2);
   return shifted_sums_t<DType::f32>(x, shift, n, sum_d, sum_d2);
 }
 
