@@ -18,10 +18,18 @@ float sum_squares_avx512(const void* x, DType t, int64_t n);
 // stored, in sum_squares order.
 float add_sum_squares_avx512(const void* x, DType xt, const void* r, DType rt, void* s, int64_t n);
 
+// Rows the caller reads next (up to two, any may be null), prefetched by the output passes a
+// line per 32 elements: a row's first pass then finds it in cache instead of waiting on DRAM
+// while the arithmetic of the previous row leaves the memory idle.
+struct NextRows {
+  const void* row[2] = {nullptr, nullptr};
+  int64_t element_bytes[2] = {0, 0};
+};
+
 // y[i] = round_y((x[i] * inv) * w[i]) as scale_by_weight, with the weight already in f32.
 // stream: non-temporal stores for the lines of y when y is element-aligned, then _mm_sfence().
 void rms_apply_avx512(const void* x, DType xt, float inv, const float* w, void* y, DType yt, int64_t n,
-                      bool stream);
+                      bool stream, const NextRows& next = {});
 
 // y[i] = round_y((x[i] * inv) * w[i]).
 void scale_by_weight_scalar(const void* x, DType xt, float inv, const void* w, DType wt, void* y,
@@ -46,7 +54,7 @@ void layernorm_apply_avx512(const void* x, DType xt, float shift, float dm, floa
 
 // layernorm_apply with f32 weight and bias (b may be null), streaming as rms_apply.
 void layernorm_apply_f32w_avx512(const void* x, DType xt, float shift, float dm, float inv, const float* w,
-                                 const float* b, void* y, DType yt, int64_t n, bool stream);
+                                 const float* b, void* y, DType yt, int64_t n, bool stream, const NextRows& next = {});
 
 // r[i] = round_r(r[i] + x[i]).
 void add_into_scalar(const void* x, DType xt, void* r, DType rt, int64_t n);

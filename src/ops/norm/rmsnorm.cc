@@ -49,6 +49,20 @@ void validate(const char* op, const Tensor& x, const Tensor& weight, const NormO
 
 char* row(const Tensor& t, int64_t r) { return row_at(t, r); }
 
+// Row r of x (and of a second tensor) for the output pass of the row before to prefetch; none
+// when r is not this thread's to read.
+kernels::NextRows next_rows(bool mine, const Tensor& x, int64_t r, const Tensor* second = nullptr) {
+  kernels::NextRows n;
+  if (!mine) return n;
+  n.row[0] = row(x, r);
+  n.element_bytes[0] = int64_t(dtype_size(x.dtype()));
+  if (second) {
+    n.row[1] = row(*second, r);
+    n.element_bytes[1] = int64_t(dtype_size(second->dtype()));
+  }
+  return n;
+}
+
 float inverse_rms(float sum_squares, int64_t n, float eps) {
   return 1.0f / std::sqrt(sum_squares / float(n) + eps);
 }
@@ -85,7 +99,8 @@ void rmsnorm(const Tensor& x, const Tensor& weight, const Tensor& y, const NormO
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         float inv = inverse_rms(kernels::sum_squares_avx512(row(x, r), x.dtype(), h), h, opt.eps);
-        kernels::rms_apply_avx512(row(x, r), x.dtype(), inv, w, row(y, r), y.dtype(), h, stream);
+        kernels::rms_apply_avx512(row(x, r), x.dtype(), inv, w, row(y, r), y.dtype(), h, stream,
+                                  next_rows(r + 1 < r1, x, r + 1));
       }
     });
     return;
@@ -122,7 +137,8 @@ void add_rmsnorm(const Tensor& x, const Tensor& residual, const Tensor& weight, 
       for (int64_t r = r0; r < r1; ++r) {
         void* res = row(residual, r);
         float inv = inverse_rms(kernels::add_sum_squares_avx512(row(x, r), x.dtype(), res, rt, res, h), h, opt.eps);
-        kernels::rms_apply_avx512(res, rt, inv, w, row(y, r), y.dtype(), h, stream);
+        kernels::rms_apply_avx512(res, rt, inv, w, row(y, r), y.dtype(), h, stream,
+                                  next_rows(r + 1 < r1, x, r + 1, &residual));
       }
     });
     return;
@@ -162,7 +178,7 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
         const float var = std::max(0.0f, sd2 / float(h) - dm * dm);
         const float inv = 1.0f / std::sqrt(var + opt.eps);
         kernels::layernorm_apply_f32w_avx512(row(x, r), x.dtype(), shift, dm, inv, w, b, row(y, r), y.dtype(), h,
-                                             stream);
+                                             stream, next_rows(r + 1 < r1, x, r + 1));
       }
     });
     return;
@@ -195,7 +211,8 @@ void rmsnorm_quant_fp8(const Tensor& x, const Tensor& weight, const Tensor& q, c
     const float* w = f32_data(weight, wcopy);
     quantize_rows_fp8(x.shape(0), h, q, scales, qopt, [&](int64_t r, uint16_t* out) {
       float inv = inverse_rms(kernels::sum_squares_avx512(row(x, r), x.dtype(), h), h, opt.eps);
-      kernels::rms_apply_avx512(row(x, r), x.dtype(), inv, w, out, DType::bf16, h, false);
+      kernels::rms_apply_avx512(row(x, r), x.dtype(), inv, w, out, DType::bf16, h, false,
+                                next_rows(r + 1 < x.shape(0), x, r + 1));
     });
     return;
   }

@@ -228,8 +228,18 @@ float add_sum_squares_t(const void* x, const void* r, void* s, int64_t n) {
 
 // Writes f(j, m) for every 16 elements of y: 32 at a time with whole-line (optionally streamed)
 // stores, after a head that brings y to a line boundary when streaming.
+// Prefetches the lines of the next rows that hold elements [i, i + 32).
+[[gnu::always_inline]] inline void prefetch_next(const NextRows& next, int64_t i) {
+  for (int k = 0; k < 2; ++k) {
+    if (!next.row[k]) continue;
+    const char* p = static_cast<const char*>(next.row[k]) + i * next.element_bytes[k];
+    _mm_prefetch(p, _MM_HINT_T0);
+    if (next.element_bytes[k] > 2) _mm_prefetch(p + 64, _MM_HINT_T0);
+  }
+}
+
 template <DType YT, class Value>
-[[gnu::always_inline]] inline void write_row(void* y, int64_t n, bool stream, Value&& f) {
+[[gnu::always_inline]] inline void write_row(void* y, int64_t n, bool stream, Value&& f, const NextRows& next) {
   int64_t head = stream ? elements_to_line(y, YT) : 0;
   if (head < 0) head = 0, stream = false;
   if (head > n) head = n;
@@ -237,33 +247,39 @@ template <DType YT, class Value>
   for (; i < head; i += 16) store16_hw(y, YT, i, tail_mask(head - i), f(i, tail_mask(head - i)));
   i = head;
   if (stream) {
-    for (; i + 32 <= n; i += 32) store32(y, YT, i, f(i, 0xFFFF), f(i + 16, 0xFFFF), true);
+    for (; i + 32 <= n; i += 32) {
+      prefetch_next(next, i);
+      store32(y, YT, i, f(i, 0xFFFF), f(i + 16, 0xFFFF), true);
+    }
   } else {
-    for (; i + 32 <= n; i += 32) store32(y, YT, i, f(i, 0xFFFF), f(i + 16, 0xFFFF), false);
+    for (; i + 32 <= n; i += 32) {
+      prefetch_next(next, i);
+      store32(y, YT, i, f(i, 0xFFFF), f(i + 16, 0xFFFF), false);
+    }
   }
   for (; i < n; i += 16) store16_hw(y, YT, i, tail_mask(n - i), f(i, tail_mask(n - i)));
   if (stream) _mm_sfence();
 }
 
 template <DType XT, DType YT>
-void rms_apply_t(const void* x, float inv, const float* w, void* y, int64_t n, bool stream) {
+void rms_apply_t(const void* x, float inv, const float* w, void* y, int64_t n, bool stream, const NextRows& next) {
   const __m512 iv = _mm512_set1_ps(inv);
   auto f = [&](int64_t j, __mmask16 m) __attribute__((always_inline)) {
     return _mm512_mul_ps(_mm512_mul_ps(load16(x, XT, j, m), iv), _mm512_maskz_loadu_ps(m, w + j));
   };
-  write_row<YT>(y, n, stream, f);
+  write_row<YT>(y, n, stream, f, next);
 }
 
 template <DType XT, DType YT>
 void layernorm_apply_t(const void* x, float shift, float dm, float inv, const float* w, const float* b, void* y,
-                       int64_t n, bool stream) {
+                       int64_t n, bool stream, const NextRows& next) {
   const __m512 sv = _mm512_set1_ps(shift), dv = _mm512_set1_ps(dm), iv = _mm512_set1_ps(inv);
   auto f = [&](int64_t j, __mmask16 m) __attribute__((always_inline)) {
     __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_sub_ps(load16(x, XT, j, m), sv), dv), iv);
     __m512 wv = _mm512_maskz_loadu_ps(m, w + j);
     return b ? _mm512_fmadd_ps(v, wv, _mm512_maskz_loadu_ps(m, b + j)) : _mm512_mul_ps(v, wv);
   };
-  write_row<YT>(y, n, stream, f);
+  write_row<YT>(y, n, stream, f, next);
 }
 
 template <DType T>
@@ -332,13 +348,13 @@ float add_sum_squares_avx512(const void* x, DType xt, const void* r, DType rt, v
 }
 
 void rms_apply_avx512(const void* x, DType xt, float inv, const float* w, void* y, DType yt, int64_t n,
-                      bool stream) {
+                      bool stream, const NextRows& next) {
   if (xt == DType::bf16) {
-    if (yt == DType::bf16) return rms_apply_t<DType::bf16, DType::bf16>(x, inv, w, y, n, stream);
-    return rms_apply_t<DType::bf16, DType::f32>(x, inv, w, y, n, stream);
+    if (yt == DType::bf16) return rms_apply_t<DType::bf16, DType::bf16>(x, inv, w, y, n, stream, next);
+    return rms_apply_t<DType::bf16, DType::f32>(x, inv, w, y, n, stream, next);
   }
-  if (yt == DType::bf16) return rms_apply_t<DType::f32, DType::bf16>(x, inv, w, y, n, stream);
-  return rms_apply_t<DType::f32, DType::f32>(x, inv, w, y, n, stream);
+  if (yt == DType::bf16) return rms_apply_t<DType::f32, DType::bf16>(x, inv, w, y, n, stream, next);
+  return rms_apply_t<DType::f32, DType::f32>(x, inv, w, y, n, stream, next);
 }
 
 void scale_by_weight_avx512(const void* x, DType xt, float inv, const void* w, DType wt, void* y,
@@ -371,13 +387,13 @@ void layernorm_apply_avx512(const void* x, DType xt, float shift, float dm, floa
 }
 
 void layernorm_apply_f32w_avx512(const void* x, DType xt, float shift, float dm, float inv, const float* w,
-                                 const float* b, void* y, DType yt, int64_t n, bool stream) {
+                                 const float* b, void* y, DType yt, int64_t n, bool stream, const NextRows& next) {
   if (xt == DType::bf16) {
-    if (yt == DType::bf16) return layernorm_apply_t<DType::bf16, DType::bf16>(x, shift, dm, inv, w, b, y, n, stream);
-    return layernorm_apply_t<DType::bf16, DType::f32>(x, shift, dm, inv, w, b, y, n, stream);
+    if (yt == DType::bf16) return layernorm_apply_t<DType::bf16, DType::bf16>(x, shift, dm, inv, w, b, y, n, stream, next);
+    return layernorm_apply_t<DType::bf16, DType::f32>(x, shift, dm, inv, w, b, y, n, stream, next);
   }
-  if (yt == DType::bf16) return layernorm_apply_t<DType::f32, DType::bf16>(x, shift, dm, inv, w, b, y, n, stream);
-  return layernorm_apply_t<DType::f32, DType::f32>(x, shift, dm, inv, w, b, y, n, stream);
+  if (yt == DType::bf16) return layernorm_apply_t<DType::f32, DType::bf16>(x, shift, dm, inv, w, b, y, n, stream, next);
+  return layernorm_apply_t<DType::f32, DType::f32>(x, shift, dm, inv, w, b, y, n, stream, next);
 }
 
 void add_into_avx512(const void* x, DType xt, void* r, DType rt, int64_t n) {
