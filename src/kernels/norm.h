@@ -34,12 +34,11 @@ void rms_apply_avx512(const void* x, DType xt, float inv, const float* w, void* 
 // y[i] = round_y((x[i] * inv) * w[i]).
 void scale_by_weight_scalar(const void* x, DType xt, float inv, const void* w, DType wt, void* y,
                             DType yt, int64_t n);
-void scale_by_weight_avx512(const void* x, DType xt, float inv, const void* w, DType wt, void* y,
-                            DType yt, int64_t n);
 
-// LayerNorm statistics in two passes, 64 partial sums each, ordered and combined as in sum_squares: the sum of x, then the sums of
-// d = x - shift and of d^2 around a shift near the mean. The second pass corrects the f32 mean
-// of the first, so both stay accurate when the mean is large next to the spread.
+// LayerNorm statistics in two passes, 64 partial sums each, ordered and combined as in
+// sum_squares: the sum of x, then the sums of d = x - shift and of d^2 around a shift near the
+// mean. The second pass corrects the f32 mean of the first, so both stay accurate when the mean
+// is large next to the spread.
 float sum_scalar(const void* x, DType t, int64_t n);
 float sum_avx512(const void* x, DType t, int64_t n);
 void shifted_sums_scalar(const void* x, DType t, float shift, int64_t n, float* sum_d, float* sum_d2);
@@ -48,8 +47,6 @@ void shifted_sums_avx512(const void* x, DType t, float shift, int64_t n, float* 
 // y[i] = round_y((((x[i] - shift) - dm) * inv) * w[i] + b[i]), mean = shift + dm kept in two
 // parts (x - shift is exact for x near the mean; a rounded f32 mean would not be); b may be null.
 void layernorm_apply_scalar(const void* x, DType xt, float shift, float dm, float inv, const void* w, const void* b,
-                            DType wt, void* y, DType yt, int64_t n);
-void layernorm_apply_avx512(const void* x, DType xt, float shift, float dm, float inv, const void* w, const void* b,
                             DType wt, void* y, DType yt, int64_t n);
 
 // layernorm_apply with f32 weight and bias (b may be null), streaming as rms_apply.

@@ -17,6 +17,7 @@ namespace sol {
 
 namespace {
 
+// The portable row kernels, for CPUs without AVX-512 (each op takes its AVX-512 path itself).
 struct NormKernels {
   float (*sum_squares)(const void*, DType, int64_t);
   void (*scale_by_weight)(const void*, DType, float, const void*, DType, void*, DType, int64_t);
@@ -24,8 +25,6 @@ struct NormKernels {
 };
 
 NormKernels norm_kernels() {
-  if (active_isa() >= Isa::avx512)
-    return {kernels::sum_squares_avx512, kernels::scale_by_weight_avx512, kernels::add_into_avx512};
   return {kernels::sum_squares_scalar, kernels::scale_by_weight_scalar, kernels::add_into_scalar};
 }
 
@@ -163,8 +162,7 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
           op, "bias = ", bias->describe(), " but expected contiguous [", x.shape(1), "] ", dtype_name(weight.dtype()));
   require_no_overlap(op, "weight", weight, "y", y);
   const int64_t rows = x.shape(0), h = x.shape(1);
-  const bool avx512 = active_isa() >= Isa::avx512;
-  if (avx512) {
+  if (active_isa() >= Isa::avx512) {
     const std::vector<float> wcopy = f32_copy(weight), bcopy = bias ? f32_copy(*bias) : std::vector<float>();
     const float* w = f32_data(weight, wcopy);
     const float* b = bias ? f32_data(*bias, bcopy) : nullptr;
@@ -183,9 +181,9 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
     });
     return;
   }
-  auto sum = avx512 ? kernels::sum_avx512 : kernels::sum_scalar;
-  auto shifted_sums = avx512 ? kernels::shifted_sums_avx512 : kernels::shifted_sums_scalar;
-  auto apply = avx512 ? kernels::layernorm_apply_avx512 : kernels::layernorm_apply_scalar;
+  auto sum = kernels::sum_scalar;
+  auto shifted_sums = kernels::shifted_sums_scalar;
+  auto apply = kernels::layernorm_apply_scalar;
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float shift = sum(row(x, r), x.dtype(), h) / float(h);

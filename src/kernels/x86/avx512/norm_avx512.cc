@@ -357,15 +357,6 @@ void rms_apply_avx512(const void* x, DType xt, float inv, const float* w, void* 
   return rms_apply_t<DType::f32, DType::f32>(x, inv, w, y, n, stream, next);
 }
 
-void scale_by_weight_avx512(const void* x, DType xt, float inv, const void* w, DType wt, void* y,
-                            DType yt, int64_t n) {
-  const __m512 iv = _mm512_set1_ps(inv);
-  for (int64_t i = 0; i < n; i += 16) {
-    __mmask16 m = tail_mask(n - i);
-    store16_hw(y, yt, i, m, _mm512_mul_ps(_mm512_mul_ps(load16(x, xt, i, m), iv), load16(w, wt, i, m)));
-  }
-}
-
 float sum_avx512(const void* x, DType t, int64_t n) {
   return t == DType::bf16 ? sum_bf16(x, n) : sum_t<DType::f32>(x, n);
 }
@@ -373,17 +364,6 @@ float sum_avx512(const void* x, DType t, int64_t n) {
 void shifted_sums_avx512(const void* x, DType t, float shift, int64_t n, float* sum_d, float* sum_d2) {
   if (t == DType::bf16) return shifted_sums_bf16(x, shift, n, sum_d, sum_d2);
   return shifted_sums_t<DType::f32>(x, shift, n, sum_d, sum_d2);
-}
-
-void layernorm_apply_avx512(const void* x, DType xt, float shift, float dm, float inv, const void* w, const void* b,
-                            DType wt, void* y, DType yt, int64_t n) {
-  const __m512 sv = _mm512_set1_ps(shift), dv = _mm512_set1_ps(dm), iv = _mm512_set1_ps(inv);
-  for (int64_t i = 0; i < n; i += 16) {
-    __mmask16 m = tail_mask(n - i);
-    __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_sub_ps(load16(x, xt, i, m), sv), dv), iv);
-    __m512 r = b ? _mm512_fmadd_ps(v, load16(w, wt, i, m), load16(b, wt, i, m)) : _mm512_mul_ps(v, load16(w, wt, i, m));
-    store16_hw(y, yt, i, m, r);
-  }
 }
 
 void layernorm_apply_f32w_avx512(const void* x, DType xt, float shift, float dm, float inv, const float* w,
