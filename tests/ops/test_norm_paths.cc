@@ -10,7 +10,9 @@
 
 #include "ops/common/fill.h"
 #include "sol/hw.h"
+#include "sol/error.h"
 #include "sol/norm.h"
+#include "sol/quant.h"
 
 namespace sol {
 namespace {
@@ -88,6 +90,26 @@ TEST(NormPaths, LayerNormScalarAndVectorAgree) {
         return out;
       },
       "layernorm");
+}
+
+TEST(NormPaths, FusedQuantBadInputIsNamedBeforeAnyWork) {
+  // Checked up front: the row loop runs in a parallel region, where a throw would terminate.
+  Buffer x(DType::bf16, {4, 256}), w(DType::bf16, {256}), q(DType::f8e4m3, {4, 256});
+  Buffer s(DType::f32, {4, 2}), wide(DType::f32, {4, 4});
+  auto message = [&](const Tensor& scales, QuantOptions qopt) {
+    try {
+      rmsnorm_quant_fp8(x, w, q, scales, {}, qopt);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(s, {100, ScaleFormat::f32}).find("group = 100"), std::string::npos);
+  const int64_t shape[2] = {4, 2}, strides[2] = {4, 2};  // every other column of `wide`
+  Tensor strided(wide.data(), DType::f32, shape, strides);
+  EXPECT_NE(message(strided, {}).find("scales rows must be dense"), std::string::npos);
+  Tensor overlapping(q.data(), DType::f32, {4, 2});
+  EXPECT_NE(message(overlapping, {}).find("overlap"), std::string::npos) << message(overlapping, {});
 }
 
 }  // namespace

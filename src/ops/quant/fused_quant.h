@@ -27,6 +27,7 @@ inline void validate_fused_quant(const char* op, const char* h_name, int64_t row
   check(scales.ndim() == 2 && scales.shape(0) == rows && scales.shape(1) == h / qopt.group &&
             scales.dtype() == DType::f32,
         op, "scales = ", scales.describe(), " but expected [", rows, ", ", h / qopt.group, "] f32");
+  check(scales.numel() == 0 || scales.stride(1) == 1, op, "scales rows must be dense (stride(1) = 1)");
   require_no_overlap(op, "q", q, "scales", scales);
 }
 
