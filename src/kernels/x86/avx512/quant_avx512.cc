@@ -107,28 +107,28 @@ namespace {
 // How a group's bf16 values become codes: the multiplier, and for a power-of-two multiplier
 // 2^j (UE8M0 scales, where every product is exact) the rebias constants that encode x * 2^j
 // straight from x's bits.
+// (A template parameter, so that f32-scale rows keep the constants out of the group loop.)
 struct GroupCode {
   __m512 mv;
-  bool power_of_two;
   __m512i c16, low_bits;
 };
 
-GroupCode group_code(float m, bool power_of_two) {
+template <bool kPowerOfTwo>
+[[gnu::always_inline]] inline GroupCode group_code(float m) {
   uint32_t bits;
   __builtin_memcpy(&bits, &m, 4);
-  const int j = power_of_two ? int(bits >> 23 & 0xFF) - 127 : 0;
+  const int j = kPowerOfTwo ? int(bits >> 23 & 0xFF) - 127 : 0;
   const int rebias = 120 - j;
-  return {_mm512_set1_ps(m), power_of_two, _mm512_set1_epi16(short(7 - (rebias << 7))),
-          _mm512_set1_epi16(short((rebias + 1) << 7))};
+  return {_mm512_set1_ps(m), _mm512_set1_epi16(short(7 - (rebias << 7))), _mm512_set1_epi16(short((rebias + 1) << 7))};
 }
 
 // 64 bf16 -> 64 e4m3 bytes at q, scaled by the group's multiplier; exact for every finite one.
-template <bool kStream>
+template <bool kStream, bool kPowerOfTwo>
 [[gnu::always_inline]] inline void quant64_bf16(const uint16_t* x, const GroupCode& gc, uint8_t* q) {
   const __m512i z0 = _mm512_loadu_si512(x), z1 = _mm512_loadu_si512(x + 32);
   __mmask32 low = 0;
   __m512i c0, c1;
-  if (gc.power_of_two) {
+  if constexpr (kPowerOfTwo) {
     c0 = encode32_e4m3_normal(z0, gc.c16, gc.low_bits, low);
     c1 = encode32_e4m3_normal(z1, gc.c16, gc.low_bits, low);
   } else {
@@ -176,9 +176,9 @@ template <bool kStream>
 
 // One group of bf16 (a multiple of 64 elements) scaled by m and encoded. special: the group
 // holds NaN or inf (m is NaN or 0): the general encoder, which handles NaN lanes, takes it.
-template <bool kStream>
+template <bool kStream, bool kUe8m0>
 [[gnu::always_inline]] inline void encode_group_bf16(const uint16_t* x, int64_t group, float m, bool special,
-                                                     bool ue8m0, uint8_t* q) {
+                                                     uint8_t* q) {
   const __m512 mv = _mm512_set1_ps(m);
   if (__builtin_expect(special, 0)) {
     for (int64_t i = 0; i < group; i += 16)
@@ -186,13 +186,14 @@ template <bool kStream>
                        encode16_e4m3_in_range(_mm512_mul_ps(load16(x, DType::bf16, i, 0xFFFF), mv)));
     return;
   }
-  const GroupCode gc = group_code(m, ue8m0);
-  for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream>(x + i, gc, q + i);
+  const GroupCode gc = group_code<kUe8m0>(m);
+  for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream, kUe8m0>(x + i, gc, q + i);
 }
 
-template <bool kStream>
-void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, bool ue8m0, uint8_t* q, float* scales,
+template <bool kStream, bool kUe8m0>
+void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q, float* scales,
                       int64_t scale_stride) {
+  constexpr bool ue8m0 = kUe8m0;
   constexpr int kLanes = 16;
   alignas(64) uint32_t amax_bits[kLanes];
   alignas(64) float scale_of[kLanes], mult_of[kLanes];
@@ -210,7 +211,7 @@ void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, bool ue8m0
     for (int64_t g = 0; g < ng; ++g) {
       const int64_t base = (g0 + g) * group;
       scales[(g0 + g) * scale_stride] = scale_of[g];
-      encode_group_bf16<kStream>(x + base, group, mult_of[g], (special >> g) & 1, ue8m0, q + base);
+      encode_group_bf16<kStream, kUe8m0>(x + base, group, mult_of[g], (special >> g) & 1, q + base);
     }
   }
   if constexpr (kStream) _mm_sfence();
@@ -248,11 +249,10 @@ void dequant_row_t(const uint8_t* q, const float* scales, int64_t scale_stride, 
   if constexpr (kStream) _mm_sfence();
 }
 
-template <bool kStream>
-void quant_row_mults_t(const uint16_t* x, int64_t cols, const float* mult, const uint8_t* special, bool ue8m0,
-                       uint8_t* q) {
+template <bool kStream, bool kUe8m0>
+void quant_row_mults_t(const uint16_t* x, int64_t cols, const float* mult, const uint8_t* special, uint8_t* q) {
   for (int64_t g = 0; g * 128 < cols; ++g)
-    encode_group_bf16<kStream>(x + g * 128, 128, mult[g], special[g], ue8m0, q + g * 128);
+    encode_group_bf16<kStream, kUe8m0>(x + g * 128, 128, mult[g], special[g], q + g * 128);
   if constexpr (kStream) _mm_sfence();
 }
 
@@ -288,9 +288,10 @@ float block_amax_finish_avx512(const uint16_t* acc32) {
 
 void quant_row_mults_bf16_avx512(const uint16_t* x, int64_t cols, const float* mult, const uint8_t* special,
                                  bool ue8m0, uint8_t* q, bool stream) {
-  if (stream && reinterpret_cast<uintptr_t>(q) % 64 == 0)
-    return quant_row_mults_t<true>(x, cols, mult, special, ue8m0, q);
-  quant_row_mults_t<false>(x, cols, mult, special, ue8m0, q);
+  const bool s = stream && reinterpret_cast<uintptr_t>(q) % 64 == 0;
+  if (ue8m0) return s ? quant_row_mults_t<true, true>(x, cols, mult, special, q)
+                      : quant_row_mults_t<false, true>(x, cols, mult, special, q);
+  s ? quant_row_mults_t<true, false>(x, cols, mult, special, q) : quant_row_mults_t<false, false>(x, cols, mult, special, q);
 }
 
 bool dequant_row_avx512(const uint8_t* q, const float* scales, int64_t scale_stride, int64_t cols, int64_t group,
@@ -311,9 +312,11 @@ void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, 
                            uint8_t* q, float* scales, int64_t scale_stride, bool stream) {
   if (t == DType::bf16 && group % 64 == 0) {
     const auto* xb = static_cast<const uint16_t*>(x);
-    if (stream && reinterpret_cast<uintptr_t>(q) % 64 == 0)
-      return quant_row_bf16_t<true>(xb, cols, group, ue8m0, q, scales, scale_stride);
-    return quant_row_bf16_t<false>(xb, cols, group, ue8m0, q, scales, scale_stride);
+    const bool s = stream && reinterpret_cast<uintptr_t>(q) % 64 == 0;
+    if (ue8m0) return s ? quant_row_bf16_t<true, true>(xb, cols, group, q, scales, scale_stride)
+                        : quant_row_bf16_t<false, true>(xb, cols, group, q, scales, scale_stride);
+    return s ? quant_row_bf16_t<true, false>(xb, cols, group, q, scales, scale_stride)
+             : quant_row_bf16_t<false, false>(xb, cols, group, q, scales, scale_stride);
   }
   // Groups are handled 16 at a time so their scales are computed in one vector.
   constexpr int kLanes = 16;
