@@ -6,19 +6,39 @@
 
 namespace sol::kernels {
 
-// Sum of x[i]^2 in f32, 16 partial sums combined in a fixed order.
+// Sum of x[i]^2 in f32 over 64 partial sums (one FMA each): for f32, element i goes into
+// partial sum i % 64; for bf16, whose vector path widens 32 elements at a time into even and
+// odd elements without a shuffle, element j of each block of 64 goes into 16 (2 (j / 32) +
+// j % 2) + (j % 32) / 2. Partial sums k, k + 16, k + 32, k + 48 combine as (p0 + p1) + (p2 + p3),
+// then the 16 results in order. Every path uses this order, so they agree bit for bit.
 float sum_squares_scalar(const void* x, DType t, int64_t n);
 float sum_squares_avx512(const void* x, DType t, int64_t n);
+
+// Residual fusion: s[i] = round_rt(r[i] + x[i]) (s may be r itself), and the sum of s[i]^2 as
+// stored, in sum_squares order.
+float add_sum_squares_avx512(const void* x, DType xt, const void* r, DType rt, void* s, int64_t n);
+
+// Rows the caller reads next (up to two, any may be null), prefetched by the output passes a
+// line per 32 elements: a row's first pass then finds it in cache instead of waiting on DRAM
+// while the arithmetic of the previous row leaves the memory idle.
+struct NextRows {
+  const void* row[2] = {nullptr, nullptr};
+  int64_t element_bytes[2] = {0, 0};
+};
+
+// y[i] = round_y((x[i] * inv) * w[i]) as scale_by_weight, with the weight already in f32.
+// stream: non-temporal stores for the lines of y when y is element-aligned, then _mm_sfence().
+void rms_apply_avx512(const void* x, DType xt, float inv, const float* w, void* y, DType yt, int64_t n,
+                      bool stream, const NextRows& next = {});
 
 // y[i] = round_y((x[i] * inv) * w[i]).
 void scale_by_weight_scalar(const void* x, DType xt, float inv, const void* w, DType wt, void* y,
                             DType yt, int64_t n);
-void scale_by_weight_avx512(const void* x, DType xt, float inv, const void* w, DType wt, void* y,
-                            DType yt, int64_t n);
 
-// LayerNorm statistics in two passes, 16 partial sums each: the sum of x, then the sums of
-// d = x - shift and of d^2 around a shift near the mean. The second pass corrects the f32 mean
-// of the first, so both stay accurate when the mean is large next to the spread.
+// LayerNorm statistics in two passes, 64 partial sums each, ordered and combined as in
+// sum_squares: the sum of x, then the sums of d = x - shift and of d^2 around a shift near the
+// mean. The second pass corrects the f32 mean of the first, so both stay accurate when the mean
+// is large next to the spread.
 float sum_scalar(const void* x, DType t, int64_t n);
 float sum_avx512(const void* x, DType t, int64_t n);
 void shifted_sums_scalar(const void* x, DType t, float shift, int64_t n, float* sum_d, float* sum_d2);
@@ -28,8 +48,10 @@ void shifted_sums_avx512(const void* x, DType t, float shift, int64_t n, float* 
 // parts (x - shift is exact for x near the mean; a rounded f32 mean would not be); b may be null.
 void layernorm_apply_scalar(const void* x, DType xt, float shift, float dm, float inv, const void* w, const void* b,
                             DType wt, void* y, DType yt, int64_t n);
-void layernorm_apply_avx512(const void* x, DType xt, float shift, float dm, float inv, const void* w, const void* b,
-                            DType wt, void* y, DType yt, int64_t n);
+
+// layernorm_apply with f32 weight and bias (b may be null), streaming as rms_apply.
+void layernorm_apply_f32w_avx512(const void* x, DType xt, float shift, float dm, float inv, const float* w,
+                                 const float* b, void* y, DType yt, int64_t n, bool stream, const NextRows& next = {});
 
 // r[i] = round_r(r[i] + x[i]).
 void add_into_scalar(const void* x, DType xt, void* r, DType rt, int64_t n);

@@ -23,8 +23,27 @@ void dequant_scale_avx512(const uint8_t* q, float s, float* out, int64_t n);
 // One whole row, fused: per group of `group` elements (a multiple of 16) the absolute maximum,
 // the scale by the rule of sol/quant.h (ue8m0: power-of-two scales), and the e4m3 codes, with
 // the row read from L1 a second time rather than staged through memory. Bit-identical to the
-// composition of the primitives above with convert_scalar.
+// composition of the primitives above with convert_scalar. stream: q is written with
+// non-temporal stores (when it is 64-byte aligned and the rows are bf16 with groups a multiple
+// of 64), followed by _mm_sfence().
 void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, bool ue8m0,
-                           uint8_t* q, float* scales, int64_t scale_stride);
+                           uint8_t* q, float* scales, int64_t scale_stride, bool stream);
+
+// Per-block (128 x 128) quantization of bf16 rows, cols a multiple of 128. acc holds 32 words
+// per 128-wide group: the running maximum of |x| as bf16 magnitude bits, updated by each row of
+// a block (start from zeros); finish gives the block's amax (NaN when a NaN was seen).
+void block_amax_update_bf16_avx512(const uint16_t* x, int64_t cols, uint16_t* acc);
+float block_amax_finish_avx512(const uint16_t* acc32);
+// e4m3 codes of one row, group g (128 wide) multiplied by mult[g]; special[g] != 0 when that
+// group's block holds NaN or inf; ue8m0: the multipliers are powers of two. Bit-identical to
+// the scalar composition; stream as above.
+void quant_row_mults_bf16_avx512(const uint16_t* x, int64_t cols, const float* mult, const uint8_t* special,
+                                 bool ue8m0, uint8_t* q, bool stream);
+
+// One row of dequantization: y[i] = round_y(e4m3_to_f32(q[i]) * scales[(i / group) * stride]).
+// Handles groups that are a multiple of 64 (returns false, touching nothing, otherwise);
+// stream as quant_row_e4m3_avx512, for y.
+bool dequant_row_avx512(const uint8_t* q, const float* scales, int64_t scale_stride, int64_t cols, int64_t group,
+                        void* y, DType yt, bool stream);
 
 }  // namespace sol::kernels

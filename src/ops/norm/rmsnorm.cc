@@ -2,9 +2,11 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/convert.h"
 #include "kernels/norm.h"
 #include "ops/common/parallel.h"
 #include "ops/common/rows.h"
+#include "ops/common/streaming.h"
 #include "ops/common/validate.h"
 #include "ops/quant/fused_quant.h"
 #include "sol/error.h"
@@ -15,6 +17,7 @@ namespace sol {
 
 namespace {
 
+// The portable row kernels, for CPUs without AVX-512 (each op takes its AVX-512 path itself).
 struct NormKernels {
   float (*sum_squares)(const void*, DType, int64_t);
   void (*scale_by_weight)(const void*, DType, float, const void*, DType, void*, DType, int64_t);
@@ -22,8 +25,6 @@ struct NormKernels {
 };
 
 NormKernels norm_kernels() {
-  if (active_isa() >= Isa::avx512)
-    return {kernels::sum_squares_avx512, kernels::scale_by_weight_avx512, kernels::add_into_avx512};
   return {kernels::sum_squares_scalar, kernels::scale_by_weight_scalar, kernels::add_into_scalar};
 }
 
@@ -47,11 +48,39 @@ void validate(const char* op, const Tensor& x, const Tensor& weight, const NormO
 
 char* row(const Tensor& t, int64_t r) { return row_at(t, r); }
 
+// Row r of x (and of a second tensor) for the output pass of the row before to prefetch; none
+// when r is not this thread's to read.
+kernels::NextRows next_rows(bool mine, const Tensor& x, int64_t r, const Tensor* second = nullptr) {
+  kernels::NextRows n;
+  if (!mine) return n;
+  n.row[0] = row(x, r);
+  n.element_bytes[0] = int64_t(dtype_size(x.dtype()));
+  if (second) {
+    n.row[1] = row(*second, r);
+    n.element_bytes[1] = int64_t(dtype_size(second->dtype()));
+  }
+  return n;
+}
+
 float inverse_rms(float sum_squares, int64_t n, float eps) {
   return 1.0f / std::sqrt(sum_squares / float(n) + eps);
 }
 
 }  // namespace
+
+// The weight as f32 for the AVX-512 row kernels: one conversion per call instead of a widening
+// per element per row. Empty when the weight is already f32 (use its data directly).
+std::vector<float> f32_copy(const Tensor& w) {
+  std::vector<float> out;
+  if (w.dtype() == DType::f32) return out;
+  out.resize(size_t(w.numel()));
+  kernels::convert_avx512(w.data(), w.dtype(), out.data(), DType::f32, w.numel(), false);
+  return out;
+}
+
+const float* f32_data(const Tensor& w, const std::vector<float>& copy) {
+  return w.dtype() == DType::f32 ? w.data_as<const float>() : copy.data();
+}
 
 void rmsnorm(const Tensor& x, const Tensor& weight, const Tensor& y, const NormOptions& opt) {
   const char* op = "rmsnorm";
@@ -62,6 +91,19 @@ void rmsnorm(const Tensor& x, const Tensor& weight, const Tensor& y, const NormO
   const int64_t rows = x.shape(0), h = x.shape(1);
   const NormKernels k = norm_kernels();
   // In place (y == x) is allowed: each row is read completely before it is written.
+  if (active_isa() >= Isa::avx512) {
+    const std::vector<float> wcopy = f32_copy(weight);
+    const float* w = f32_data(weight, wcopy);
+    const bool stream = should_stream(y.nbytes());
+    parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        float inv = inverse_rms(kernels::sum_squares_avx512(row(x, r), x.dtype(), h), h, opt.eps);
+        kernels::rms_apply_avx512(row(x, r), x.dtype(), inv, w, row(y, r), y.dtype(), h, stream,
+                                  next_rows(r + 1 < r1, x, r + 1));
+      }
+    });
+    return;
+  }
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h), h, opt.eps);
@@ -83,6 +125,23 @@ void add_rmsnorm(const Tensor& x, const Tensor& residual, const Tensor& weight, 
   require_no_overlap(op, "weight", weight, "y", y);
   const int64_t rows = x.shape(0), h = x.shape(1);
   const NormKernels k = norm_kernels();
+  if (active_isa() >= Isa::avx512) {
+    const DType rt = residual.dtype();
+    const std::vector<float> wcopy = f32_copy(weight);
+    const float* w = f32_data(weight, wcopy);
+    const bool stream = should_stream(y.nbytes());
+    parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+      // The new residual is stored in place with ordinary stores: its lines are in cache from
+      // the read (no extra read for ownership) and the norm pass reads it back from L1.
+      for (int64_t r = r0; r < r1; ++r) {
+        void* res = row(residual, r);
+        float inv = inverse_rms(kernels::add_sum_squares_avx512(row(x, r), x.dtype(), res, rt, res, h), h, opt.eps);
+        kernels::rms_apply_avx512(res, rt, inv, w, row(y, r), y.dtype(), h, stream,
+                                  next_rows(r + 1 < r1, x, r + 1, &residual));
+      }
+    });
+    return;
+  }
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       void* res = row(residual, r);
@@ -103,10 +162,28 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
           op, "bias = ", bias->describe(), " but expected contiguous [", x.shape(1), "] ", dtype_name(weight.dtype()));
   require_no_overlap(op, "weight", weight, "y", y);
   const int64_t rows = x.shape(0), h = x.shape(1);
-  const bool avx512 = active_isa() >= Isa::avx512;
-  auto sum = avx512 ? kernels::sum_avx512 : kernels::sum_scalar;
-  auto shifted_sums = avx512 ? kernels::shifted_sums_avx512 : kernels::shifted_sums_scalar;
-  auto apply = avx512 ? kernels::layernorm_apply_avx512 : kernels::layernorm_apply_scalar;
+  if (active_isa() >= Isa::avx512) {
+    const std::vector<float> wcopy = f32_copy(weight), bcopy = bias ? f32_copy(*bias) : std::vector<float>();
+    const float* w = f32_data(weight, wcopy);
+    const float* b = bias ? f32_data(*bias, bcopy) : nullptr;
+    const bool stream = should_stream(y.nbytes());
+    parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float shift = kernels::sum_avx512(row(x, r), x.dtype(), h) / float(h);
+        float sd, sd2;
+        kernels::shifted_sums_avx512(row(x, r), x.dtype(), shift, h, &sd, &sd2);
+        const float dm = sd / float(h);
+        const float var = std::max(0.0f, sd2 / float(h) - dm * dm);
+        const float inv = 1.0f / std::sqrt(var + opt.eps);
+        kernels::layernorm_apply_f32w_avx512(row(x, r), x.dtype(), shift, dm, inv, w, b, row(y, r), y.dtype(), h,
+                                             stream, next_rows(r + 1 < r1, x, r + 1));
+      }
+    });
+    return;
+  }
+  auto sum = kernels::sum_scalar;
+  auto shifted_sums = kernels::shifted_sums_scalar;
+  auto apply = kernels::layernorm_apply_scalar;
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float shift = sum(row(x, r), x.dtype(), h) / float(h);
@@ -127,6 +204,16 @@ void rmsnorm_quant_fp8(const Tensor& x, const Tensor& weight, const Tensor& q, c
   validate(op, x, weight, opt);
   const int64_t h = x.shape(1);
   validate_fused_quant(op, "x.shape[1]", x.shape(0), h, q, scales, qopt);
+  if (active_isa() >= Isa::avx512) {
+    const std::vector<float> wcopy = f32_copy(weight);
+    const float* w = f32_data(weight, wcopy);
+    quantize_rows_fp8(x.shape(0), h, q, scales, qopt, [&](int64_t r, uint16_t* out) {
+      float inv = inverse_rms(kernels::sum_squares_avx512(row(x, r), x.dtype(), h), h, opt.eps);
+      kernels::rms_apply_avx512(row(x, r), x.dtype(), inv, w, out, DType::bf16, h, false,
+                                next_rows(r + 1 < x.shape(0), x, r + 1));
+    });
+    return;
+  }
   const NormKernels k = norm_kernels();
   quantize_rows_fp8(x.shape(0), h, q, scales, qopt, [&](int64_t r, uint16_t* out) {
     float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h), h, opt.eps);

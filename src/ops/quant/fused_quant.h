@@ -1,13 +1,15 @@
 #pragma once
 // Fusing per-token FP8 quantization into a row-wise op: produce(r, out) writes output row r as
-// bf16 into out; rows are produced a chunk at a time into an L1/L2-sized buffer and quantized
-// from there, so only the op's inputs are read from memory and only q and scales written. The
-// result is bit-identical to quant_fp8_per_token of the op's bf16 output.
+// bf16 into out; each row is produced into an L1-sized buffer and quantized from there, so only
+// the op's inputs are read from memory and only q and scales written. The result is
+// bit-identical to quant_fp8_per_token of the op's bf16 output.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "ops/common/parallel.h"
+#include "ops/common/streaming.h"
+#include "ops/common/validate.h"
 #include "sol/error.h"
 #include "sol/quant.h"
 
@@ -19,25 +21,33 @@ inline void validate_fused_quant(const char* op, const char* h_name, int64_t row
                                  const Tensor& scales, const QuantOptions& qopt) {
   check(q.ndim() == 2 && q.shape(0) == rows && q.shape(1) == h && q.dtype() == DType::f8e4m3, op, "q = ",
         q.describe(), " but expected [", rows, ", ", h, "] f8e4m3");
-  check(qopt.group > 0 && h % qopt.group == 0, op, h_name, " = ", h, " but must be a multiple of the group (",
-        qopt.group, ")");
+  check(qopt.group > 0 && qopt.group % 16 == 0, op, "group = ", qopt.group, " but must be a positive multiple of 16");
+  check(h % qopt.group == 0, op, h_name, " = ", h, " but must be a multiple of the group (", qopt.group, ")");
+  check(q.numel() == 0 || q.stride(1) == 1, op, "q rows must be dense (stride(1) = 1)");
   check(scales.ndim() == 2 && scales.shape(0) == rows && scales.shape(1) == h / qopt.group &&
             scales.dtype() == DType::f32,
         op, "scales = ", scales.describe(), " but expected [", rows, ", ", h / qopt.group, "] f32");
+  check(scales.numel() == 0 || scales.stride(1) == 1, op, "scales rows must be dense (stride(1) = 1)");
+  require_no_overlap(op, "q", q, "scales", scales);
 }
+
+// Quantizes one bf16 row of h elements into q_row and its scales (stride scale_stride), exactly
+// as quant_fp8_per_token does that row; stream: q may be written with non-temporal stores (the
+// caller then needs no fence: the row kernel ends with one).
+void quant_fp8_bf16_row(const uint16_t* row, int64_t h, uint8_t* q_row, float* scales_row, int64_t scale_stride,
+                        const QuantOptions& qopt, bool stream);
 
 template <class ProduceRow>
 void quantize_rows_fp8(int64_t rows, int64_t h, const Tensor& q, const Tensor& scales, const QuantOptions& qopt,
                        ProduceRow&& produce) {
-  constexpr int64_t kChunk = 16;
-  parallel_ranges(rows, kChunk, [&](int64_t r0, int64_t r1) {
-    std::vector<uint16_t> chunk_rows(static_cast<size_t>(kChunk * h));  // once per thread
-    for (int64_t c0 = r0; c0 < r1; c0 += kChunk) {
-      const int64_t c1 = std::min(r1, c0 + kChunk);
-      for (int64_t r = c0; r < c1; ++r) produce(r, chunk_rows.data() + (r - c0) * h);
-      // Inside this parallel region the nested call runs on the calling thread alone.
-      Tensor chunk(chunk_rows.data(), DType::bf16, {int64_t(c1 - c0), h});
-      quant_fp8_per_token(chunk, q.slice(0, c0, c1), scales.slice(0, c0, c1), qopt);
+  // One row at a time through an L1-sized buffer: produced, then quantized while still in L1.
+  const bool stream = should_stream(q.nbytes());
+  parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+    std::vector<uint16_t> row(static_cast<size_t>(h));  // once per thread
+    for (int64_t r = r0; r < r1; ++r) {
+      produce(r, row.data());
+      quant_fp8_bf16_row(row.data(), h, q.data_as<uint8_t>() + r * q.stride(0),
+                         scales.data_as<float>() + r * scales.stride(0), scales.stride(1), qopt, stream);
     }
   });
 }

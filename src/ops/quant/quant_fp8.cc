@@ -1,5 +1,6 @@
 #include "sol/quant.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -8,7 +9,9 @@
 #include "kernels/quant.h"
 #include "ops/common/parallel.h"
 #include "ops/common/rows.h"
+#include "ops/common/streaming.h"
 #include "ops/common/validate.h"
+#include "ops/quant/fused_quant.h"
 #include "sol/error.h"
 #include "sol/hw.h"
 
@@ -99,12 +102,13 @@ void quant_fp8_per_token(const Tensor& x, const Tensor& q, const Tensor& scales,
   const RowKernels k = row_kernels();
   const size_t es = dtype_size(x.dtype());
   const bool fused = k.avx512 && opt.group % 16 == 0;
+  const bool stream = should_stream(q.nbytes());
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     if (fused) {
       for (int64_t r = r0; r < r1; ++r)
         kernels::quant_row_e4m3_avx512(row_at(x, r), x.dtype(), cols, opt.group, opt.scale == ScaleFormat::ue8m0,
                                        reinterpret_cast<uint8_t*>(row_at(q, r)),
-                                       reinterpret_cast<float*>(row_at(scales, r)), scales.stride(1));
+                                       reinterpret_cast<float*>(row_at(scales, r)), scales.stride(1), stream);
       return;
     }
     std::vector<float> scaled(static_cast<size_t>(cols));  // one row, L1/L2-resident between the passes
@@ -123,6 +127,20 @@ void quant_fp8_per_token(const Tensor& x, const Tensor& q, const Tensor& scales,
   });
 }
 
+void quant_fp8_bf16_row(const uint16_t* row, int64_t h, uint8_t* q_row, float* scales_row, int64_t scale_stride,
+                        const QuantOptions& qopt, bool stream) {
+  if (active_isa() >= Isa::avx512) {
+    kernels::quant_row_e4m3_avx512(row, DType::bf16, h, qopt.group, qopt.scale == ScaleFormat::ue8m0, q_row,
+                                   scales_row, scale_stride, stream);
+    return;
+  }
+  Tensor x(const_cast<uint16_t*>(row), DType::bf16, {1, h});
+  Tensor q(q_row, DType::f8e4m3, {1, h});
+  const int64_t shape[2] = {1, h / qopt.group}, strides[2] = {h / qopt.group * scale_stride, scale_stride};
+  Tensor s(scales_row, DType::f32, shape, strides);
+  quant_fp8_per_token(x, q, s, qopt);
+}
+
 void quant_fp8_per_block(const Tensor& w, const Tensor& q, const Tensor& scales, const QuantOptions& opt) {
   const char* op = "quant_fp8_per_block";
   check(opt.group == kBlock, op, "group = ", opt.group, " but weight blocks are 128 x 128");
@@ -132,6 +150,36 @@ void quant_fp8_per_block(const Tensor& w, const Tensor& q, const Tensor& scales,
   const RowKernels k = row_kernels();
   const size_t es = dtype_size(w.dtype());
   const int64_t block_rows = scales.shape(0);
+  if (k.avx512 && w.dtype() == DType::bf16) {
+    // Two passes per block row: the 16-bit abs-max of every row into per-group maxima, then the
+    // rows quantized (they come back from L2/L3: 128 rows of 14 KiB).
+    const bool stream = should_stream(q.nbytes());
+    parallel_ranges(block_rows, 1, [&](int64_t b0, int64_t b1) {
+      std::vector<uint16_t> acc(static_cast<size_t>(groups * 32));
+      std::vector<float> mult(static_cast<size_t>(groups));
+      std::vector<uint8_t> special(static_cast<size_t>(groups));
+      for (int64_t b = b0; b < b1; ++b) {
+        const int64_t r_begin = b * kBlock, r_end = std::min(rows, r_begin + kBlock);
+        auto* sr = reinterpret_cast<float*>(row_at(scales, b));
+        std::fill(acc.begin(), acc.end(), uint16_t(0));
+        for (int64_t r = r_begin; r < r_end; ++r)
+          kernels::block_amax_update_bf16_avx512(reinterpret_cast<const uint16_t*>(row_at(w, r)), cols, acc.data());
+        for (int64_t g = 0; g < groups; ++g) {
+          const float raw = kernels::block_amax_finish_avx512(acc.data() + g * 32);
+          const float amax = canonical_amax(raw);
+          const float s = fp8_scale_from_amax(amax, opt.scale);
+          sr[g * scales.stride(1)] = s;
+          mult[size_t(g)] = fp8_multiplier(amax, s, opt.scale);
+          special[size_t(g)] = !std::isfinite(raw);
+        }
+        for (int64_t r = r_begin; r < r_end; ++r)
+          kernels::quant_row_mults_bf16_avx512(reinterpret_cast<const uint16_t*>(row_at(w, r)), cols, mult.data(),
+                                               special.data(), opt.scale == ScaleFormat::ue8m0,
+                                               reinterpret_cast<uint8_t*>(row_at(q, r)), stream);
+      }
+    });
+    return;
+  }
   parallel_ranges(block_rows, 1, [&](int64_t b0, int64_t b1) {
     std::vector<float> scaled(static_cast<size_t>(cols));
     std::vector<float> amax(static_cast<size_t>(groups)), mult(static_cast<size_t>(groups));
@@ -178,6 +226,16 @@ void dequant_fp8_per_token(const Tensor& q, const Tensor& scales, const Tensor& 
   const int64_t rows = q.shape(0), cols = q.shape(1), groups = cols / opt.group;
   if (rows == 0 || cols == 0) return;
   const RowKernels k = row_kernels();
+  if (k.avx512 && opt.group % 64 == 0) {
+    const bool stream = should_stream(y.nbytes());
+    parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        kernels::dequant_row_avx512(reinterpret_cast<const uint8_t*>(row_at(q, r)),
+                                    reinterpret_cast<const float*>(row_at(scales, r)), scales.stride(1), cols,
+                                    opt.group, row_at(y, r), y.dtype(), stream);
+    });
+    return;
+  }
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     std::vector<float> row(static_cast<size_t>(cols));
     for (int64_t r = r0; r < r1; ++r) {

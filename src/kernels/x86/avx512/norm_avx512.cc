@@ -1,76 +1,385 @@
 // AVX-512 row primitives of the norms (16-lane helpers in vec16_avx512.h).
+//
+// The sums keep four 16-lane accumulators (element i in partial sum i % 64, as the scalar path):
+// one accumulator would chain every FMA on its 4-cycle latency, ~1,800 cycles for a 7168-wide row,
+// more than the row's DRAM time. The row is read from memory by the first pass, which prefetches
+// ahead; later passes find it in L1. The accumulators are four named variables, not an array:
+// GCC 12 keeps an array of vectors in memory and stores it back on every iteration. Loops are
+// templates on the element types so the dtype tests leave the loops; like every helper here they
+// stay in the anonymous namespace, out of reach of the linker's merging with baseline code.
+#include <algorithm>
+
 #include "kernels/norm.h"
 #include "kernels/x86/avx512/vec16_avx512.h"
 
 namespace sol::kernels {
 
-float sum_squares_avx512(const void* x, DType t, int64_t n) {
-  // One 16-lane accumulator in the same lane order as the scalar path; the FMA latency is hidden
-  // by the loads and conversions around it at memory speed.
-  __m512 acc = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n; i += 16) {
-    __m512 v = load16(x, t, i, tail_mask(n - i));
-    acc = _mm512_fmadd_ps(v, v, acc);
-  }
+namespace {
+
+// The hardware prefetchers alone leave a streaming row pass short of the copy rate once it does
+// real work (as in the cast kernels); 8 KiB ahead covers the DRAM latency at that rate.
+constexpr int64_t kPrefetchBytes = 8192;
+
+template <DType T>
+constexpr int64_t kBytes = T == DType::bf16 ? 2 : 4;
+
+// Prefetches the lines holding 64 elements of type T, kPrefetchBytes ahead of element i.
+template <DType T>
+[[gnu::always_inline]] inline void prefetch64(const void* p, int64_t i) {
+  const char* c = static_cast<const char*>(p) + i * kBytes<T> + kPrefetchBytes;
+  for (int l = 0; l < int(kBytes<T>); ++l) _mm_prefetch(c + 64 * l, _MM_HINT_T0);
+}
+
+// Sum of the 64 partial sums in the scalar path's order: lane k of (a0 + a1) + (a2 + a3), then
+// the 16 lanes one after another.
+float combine(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
   alignas(64) float part[16];
-  _mm512_store_ps(part, acc);
+  _mm512_store_ps(part, _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
   float s = 0;
   for (float p : part) s += p;
   return s;
 }
 
-void scale_by_weight_avx512(const void* x, DType xt, float inv, const void* w, DType wt, void* y,
-                            DType yt, int64_t n) {
-  const __m512 iv = _mm512_set1_ps(inv);
-  for (int64_t i = 0; i < n; i += 16) {
-    __mmask16 m = tail_mask(n - i);
-    store16(y, yt, i, m, _mm512_mul_ps(_mm512_mul_ps(load16(x, xt, i, m), iv), load16(w, wt, i, m)));
+// Elements before y + i is 64-byte aligned (y element-aligned), or -1 when it never is.
+int64_t elements_to_line(const void* y, DType t) {
+  const auto a = reinterpret_cast<uintptr_t>(y);
+  const uintptr_t es = t == DType::bf16 ? 2 : 4;
+  if (a % es) return -1;
+  return int64_t((64 - a % 64) % 64 / es);
+}
+
+// The tail (fewer than 64 elements) of a four-accumulator sum: 16-lane steps into a0, a1, ...
+template <class Step>
+[[gnu::always_inline]] inline void tail_steps(int64_t i, int64_t n, __m512& a0, __m512& a1, __m512& a2,
+                                              __m512& a3, Step&& step) {
+  if (i < n) step(i, tail_mask(n - i), a0);
+  if (i + 16 < n) step(i + 16, tail_mask(n - i - 16), a1);
+  if (i + 32 < n) step(i + 32, tail_mask(n - i - 32), a2);
+  if (i + 48 < n) step(i + 48, tail_mask(n - i - 48), a3);
+}
+
+// ---- bf16 rows: even and odd elements ----
+//
+// 32 bf16 widen to f32 with one shift (the even elements) and one and (the odd ones): no shuffle.
+// Zen 5 runs 512-bit shuffles (vpmovzxwd) at about one per cycle, which made them the limit of
+// the straight widening. The sums take this order as it is (kernels/norm.h); results are put
+// back in element order by one vpermw per 32 after the bf16 rounding (the residual fusion; the
+// norm's own output pass keeps the straight widening, which measured no slower).
+
+[[gnu::always_inline]] inline __mmask32 mask32(int64_t k) {
+  return k >= 32 ? ~__mmask32(0) : k <= 0 ? __mmask32(0) : __mmask32((1u << k) - 1);
+}
+
+[[gnu::always_inline]] inline __m512 even_of(__m512i z) { return _mm512_castsi512_ps(_mm512_slli_epi32(z, 16)); }
+[[gnu::always_inline]] inline __m512 odd_of(__m512i z) {
+  return _mm512_castsi512_ps(_mm512_and_si512(z, _mm512_set1_epi32(int(0xFFFF0000u))));
+}
+
+// Calls f(e0, o0, e1, o1, m) for each block of 64 bf16 (e: even, o: odd elements of the two
+// halves; m: the valid lanes of each, all for full blocks; invalid lanes are 0).
+struct Lanes4 {
+  __mmask16 e0, o0, e1, o1;
+};
+
+template <class F>
+[[gnu::always_inline]] inline void bf16_blocks64(const void* x, int64_t n, F&& f) {
+  const auto* p = static_cast<const uint16_t*>(x);
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    prefetch64<DType::bf16>(x, i);
+    const __m512i z0 = _mm512_loadu_si512(p + i), z1 = _mm512_loadu_si512(p + i + 32);
+    f(even_of(z0), odd_of(z0), even_of(z1), odd_of(z1), Lanes4{0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF});
   }
+  if (i < n) {
+    const int64_t r0 = std::min<int64_t>(n - i, 32), r1 = std::max<int64_t>(n - i - 32, 0);
+    const __m512i z0 = _mm512_maskz_loadu_epi16(mask32(r0), p + i);
+    const __m512i z1 = _mm512_maskz_loadu_epi16(mask32(r1), p + i + 32);
+    f(even_of(z0), odd_of(z0), even_of(z1), odd_of(z1),
+      Lanes4{tail_mask((r0 + 1) / 2), tail_mask(r0 / 2), tail_mask((r1 + 1) / 2), tail_mask(r1 / 2)});
+  }
+}
+
+// Even results (16) and odd results (16) of one block of 32 -> 32 bf16 in element order.
+[[gnu::always_inline]] inline __m512i bf16_even_odd_to_order(__m512 e, __m512 o) {
+  __m512i eo;  // words 0-15: even elements, 16-31: odd ones
+  if (__builtin_expect((_mm512_fpclass_ps_mask(e, 0x20) | _mm512_fpclass_ps_mask(o, 0x20)) != 0, 0))
+    eo = _mm512_inserti64x4(_mm512_castsi256_si512(to_bf16(e)), to_bf16(o), 1);
+  else
+    eo = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(o, e));
+  const __m512i order = _mm512_setr_epi32(0x00100000, 0x00110001, 0x00120002, 0x00130003, 0x00140004, 0x00150005,
+                                          0x00160006, 0x00170007, 0x00180008, 0x00190009, 0x001A000A, 0x001B000B,
+                                          0x001C000C, 0x001D000D, 0x001E000E, 0x001F000F);
+  return _mm512_permutexvar_epi16(order, eo);
+}
+
+float sum_squares_bf16(const void* x, int64_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  bf16_blocks64(x, n, [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4) __attribute__((always_inline)) {
+    a0 = _mm512_fmadd_ps(e0, e0, a0);
+    a1 = _mm512_fmadd_ps(o0, o0, a1);
+    a2 = _mm512_fmadd_ps(e1, e1, a2);
+    a3 = _mm512_fmadd_ps(o1, o1, a3);
+  });
+  return combine(a0, a1, a2, a3);
+}
+
+float sum_bf16(const void* x, int64_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  bf16_blocks64(x, n, [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4) __attribute__((always_inline)) {
+    a0 = _mm512_add_ps(a0, e0);
+    a1 = _mm512_add_ps(a1, o0);
+    a2 = _mm512_add_ps(a2, e1);
+    a3 = _mm512_add_ps(a3, o1);
+  });
+  return combine(a0, a1, a2, a3);
+}
+
+void shifted_sums_bf16(const void* x, float shift, int64_t n, float* sum_d, float* sum_d2) {
+  const __m512 sv = _mm512_set1_ps(shift);
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+  auto step = [&](__m512 v, __mmask16 m, __m512& a, __m512& b) __attribute__((always_inline)) {
+    const __m512 d = _mm512_maskz_sub_ps(m, v, sv);
+    a = _mm512_add_ps(a, d);
+    b = _mm512_fmadd_ps(d, d, b);
+  };
+  bf16_blocks64(x, n, [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4 m) __attribute__((always_inline)) {
+    step(e0, m.e0, a0, b0);
+    step(o0, m.o0, a1, b1);
+    step(e1, m.e1, a2, b2);
+    step(o1, m.o1, a3, b3);
+  });
+  *sum_d = combine(a0, a1, a2, a3);
+  *sum_d2 = combine(b0, b1, b2, b3);
+}
+
+// s = round_bf16(r + x) stored, and the sum of its squares, for bf16 x and r.
+float add_sum_squares_bf16(const uint16_t* x, const uint16_t* r, uint16_t* s, int64_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0;
+  int64_t i = 0;
+  // 32 elements at a time; the accumulators of the two halves of a block of 64 alternate.
+  auto step = [&](int64_t j, __mmask32 m, __m512& ae, __m512& ao) __attribute__((always_inline)) {
+    const __m512i zr = _mm512_maskz_loadu_epi16(m, r + j), zx = _mm512_maskz_loadu_epi16(m, x + j);
+    const __m512i out = bf16_even_odd_to_order(_mm512_add_ps(even_of(zr), even_of(zx)),
+                                               _mm512_add_ps(odd_of(zr), odd_of(zx)));
+    _mm512_mask_storeu_epi16(s + j, m, out);
+    const __m512i kept = _mm512_maskz_mov_epi16(m, out);
+    const __m512 e = even_of(kept), o = odd_of(kept);
+    ae = _mm512_fmadd_ps(e, e, ae);
+    ao = _mm512_fmadd_ps(o, o, ao);
+  };
+  __m512 a2 = a0, a3 = a0;
+  for (; i + 64 <= n; i += 64) {
+    prefetch64<DType::bf16>(x, i);
+    prefetch64<DType::bf16>(r, i);
+    step(i, ~__mmask32(0), a0, a1);
+    step(i + 32, ~__mmask32(0), a2, a3);
+  }
+  if (i < n) step(i, mask32(n - i), a0, a1);
+  if (i + 32 < n) step(i + 32, mask32(n - i - 32), a2, a3);
+  return combine(a0, a1, a2, a3);
+}
+
+template <DType T>
+float sum_squares_t(const void* x, int64_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  auto step = [&](int64_t j, __mmask16 m, __m512& acc) __attribute__((always_inline)) {
+    __m512 v = load16(x, T, j, m);
+    acc = _mm512_fmadd_ps(v, v, acc);
+  };
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    prefetch64<T>(x, i);
+    step(i, 0xFFFF, a0);
+    step(i + 16, 0xFFFF, a1);
+    step(i + 32, 0xFFFF, a2);
+    step(i + 48, 0xFFFF, a3);
+  }
+  tail_steps(i, n, a0, a1, a2, a3, step);
+  return combine(a0, a1, a2, a3);
+}
+
+template <DType XT, DType RT>
+float add_sum_squares_t(const void* x, const void* r, void* s, int64_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  // The sum rounded to RT as stored, then squared from the stored value.
+  auto step = [&](int64_t j, __mmask16 m, __m512& acc) __attribute__((always_inline)) {
+    __m512 v = _mm512_add_ps(load16(r, RT, j, m), load16(x, XT, j, m));
+    if constexpr (RT == DType::bf16) {
+      const __m256i h = to_bf16_hw(v);
+      _mm256_mask_storeu_epi16(static_cast<uint16_t*>(s) + j, m, h);
+      v = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    } else {
+      _mm512_mask_storeu_ps(static_cast<float*>(s) + j, m, v);
+    }
+    acc = _mm512_fmadd_ps(v, v, acc);  // masked-off lanes are 0 + 0
+  };
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    prefetch64<XT>(x, i);
+    prefetch64<RT>(r, i);
+    step(i, 0xFFFF, a0);
+    step(i + 16, 0xFFFF, a1);
+    step(i + 32, 0xFFFF, a2);
+    step(i + 48, 0xFFFF, a3);
+  }
+  tail_steps(i, n, a0, a1, a2, a3, step);
+  return combine(a0, a1, a2, a3);
+}
+
+// Writes f(j, m) for every 16 elements of y: 32 at a time with whole-line (optionally streamed)
+// stores, after a head that brings y to a line boundary when streaming.
+// Prefetches the lines of the next rows that hold elements [i, i + 32).
+[[gnu::always_inline]] inline void prefetch_next(const NextRows& next, int64_t i) {
+  for (int k = 0; k < 2; ++k) {
+    if (!next.row[k]) continue;
+    const char* p = static_cast<const char*>(next.row[k]) + i * next.element_bytes[k];
+    _mm_prefetch(p, _MM_HINT_T0);
+    if (next.element_bytes[k] > 2) _mm_prefetch(p + 64, _MM_HINT_T0);
+  }
+}
+
+template <DType YT, class Value>
+[[gnu::always_inline]] inline void write_row(void* y, int64_t n, bool stream, Value&& f, const NextRows& next) {
+  int64_t head = stream ? elements_to_line(y, YT) : 0;
+  if (head < 0) head = 0, stream = false;
+  if (head > n) head = n;
+  int64_t i = 0;
+  for (; i < head; i += 16) store16_hw(y, YT, i, tail_mask(head - i), f(i, tail_mask(head - i)));
+  i = head;
+  if (stream) {
+    for (; i + 32 <= n; i += 32) {
+      prefetch_next(next, i);
+      store32(y, YT, i, f(i, 0xFFFF), f(i + 16, 0xFFFF), true);
+    }
+  } else {
+    for (; i + 32 <= n; i += 32) {
+      prefetch_next(next, i);
+      store32(y, YT, i, f(i, 0xFFFF), f(i + 16, 0xFFFF), false);
+    }
+  }
+  for (; i < n; i += 16) store16_hw(y, YT, i, tail_mask(n - i), f(i, tail_mask(n - i)));
+  if (stream) _mm_sfence();
+}
+
+template <DType XT, DType YT>
+void rms_apply_t(const void* x, float inv, const float* w, void* y, int64_t n, bool stream, const NextRows& next) {
+  const __m512 iv = _mm512_set1_ps(inv);
+  auto f = [&](int64_t j, __mmask16 m) __attribute__((always_inline)) {
+    return _mm512_mul_ps(_mm512_mul_ps(load16(x, XT, j, m), iv), _mm512_maskz_loadu_ps(m, w + j));
+  };
+  write_row<YT>(y, n, stream, f, next);
+}
+
+template <DType XT, DType YT>
+void layernorm_apply_t(const void* x, float shift, float dm, float inv, const float* w, const float* b, void* y,
+                       int64_t n, bool stream, const NextRows& next) {
+  const __m512 sv = _mm512_set1_ps(shift), dv = _mm512_set1_ps(dm), iv = _mm512_set1_ps(inv);
+  auto f = [&](int64_t j, __mmask16 m) __attribute__((always_inline)) {
+    __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_sub_ps(load16(x, XT, j, m), sv), dv), iv);
+    __m512 wv = _mm512_maskz_loadu_ps(m, w + j);
+    return b ? _mm512_fmadd_ps(v, wv, _mm512_maskz_loadu_ps(m, b + j)) : _mm512_mul_ps(v, wv);
+  };
+  write_row<YT>(y, n, stream, f, next);
+}
+
+template <DType T>
+float sum_t(const void* x, int64_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  auto step = [&](int64_t j, __mmask16 m, __m512& acc) __attribute__((always_inline)) {
+    acc = _mm512_add_ps(acc, load16(x, T, j, m));
+  };
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    prefetch64<T>(x, i);
+    step(i, 0xFFFF, a0);
+    step(i + 16, 0xFFFF, a1);
+    step(i + 32, 0xFFFF, a2);
+    step(i + 48, 0xFFFF, a3);
+  }
+  tail_steps(i, n, a0, a1, a2, a3, step);
+  return combine(a0, a1, a2, a3);
+}
+
+template <DType T>
+void shifted_sums_t(const void* x, float shift, int64_t n, float* sum_d, float* sum_d2) {
+  const __m512 sv = _mm512_set1_ps(shift);
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+  auto step = [&](int64_t j, __mmask16 m, __m512& a, __m512& b) __attribute__((always_inline)) {
+    __m512 d = _mm512_maskz_sub_ps(m, load16(x, T, j, m), sv);
+    a = _mm512_add_ps(a, d);
+    b = _mm512_fmadd_ps(d, d, b);
+  };
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    step(i, 0xFFFF, a0, b0);
+    step(i + 16, 0xFFFF, a1, b1);
+    step(i + 32, 0xFFFF, a2, b2);
+    step(i + 48, 0xFFFF, a3, b3);
+  }
+  if (i < n) step(i, tail_mask(n - i), a0, b0);
+  if (i + 16 < n) step(i + 16, tail_mask(n - i - 16), a1, b1);
+  if (i + 32 < n) step(i + 32, tail_mask(n - i - 32), a2, b2);
+  if (i + 48 < n) step(i + 48, tail_mask(n - i - 48), a3, b3);
+  *sum_d = combine(a0, a1, a2, a3);
+  *sum_d2 = combine(b0, b1, b2, b3);
+}
+
+}  // namespace
+
+float sum_squares_avx512(const void* x, DType t, int64_t n) {
+  return t == DType::bf16 ? sum_squares_bf16(x, n) : sum_squares_t<DType::f32>(x, n);
+}
+
+float add_sum_squares_avx512(const void* x, DType xt, const void* r, DType rt, void* s, int64_t n) {
+  if (rt == DType::bf16) {
+    if (xt == DType::bf16)
+      return add_sum_squares_bf16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(r),
+                                  static_cast<uint16_t*>(s), n);
+    // f32 x into a bf16 residual (rare): two passes keep the bf16 order of the sum.
+    if (s != r) {
+      for (int64_t i = 0; i < n; i += 16)
+        store16(s, rt, i, tail_mask(n - i), load16(r, rt, i, tail_mask(n - i)));
+    }
+    add_into_avx512(x, xt, s, rt, n);
+    return sum_squares_bf16(s, n);
+  }
+  return xt == DType::bf16 ? add_sum_squares_t<DType::bf16, DType::f32>(x, r, s, n)
+                           : add_sum_squares_t<DType::f32, DType::f32>(x, r, s, n);
+}
+
+void rms_apply_avx512(const void* x, DType xt, float inv, const float* w, void* y, DType yt, int64_t n,
+                      bool stream, const NextRows& next) {
+  if (xt == DType::bf16) {
+    if (yt == DType::bf16) return rms_apply_t<DType::bf16, DType::bf16>(x, inv, w, y, n, stream, next);
+    return rms_apply_t<DType::bf16, DType::f32>(x, inv, w, y, n, stream, next);
+  }
+  if (yt == DType::bf16) return rms_apply_t<DType::f32, DType::bf16>(x, inv, w, y, n, stream, next);
+  return rms_apply_t<DType::f32, DType::f32>(x, inv, w, y, n, stream, next);
 }
 
 float sum_avx512(const void* x, DType t, int64_t n) {
-  __m512 acc = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n; i += 16) acc = _mm512_add_ps(acc, load16(x, t, i, tail_mask(n - i)));
-  alignas(64) float part[16];
-  _mm512_store_ps(part, acc);
-  float s = 0;
-  for (float p : part) s += p;
-  return s;
+  return t == DType::bf16 ? sum_bf16(x, n) : sum_t<DType::f32>(x, n);
 }
 
 void shifted_sums_avx512(const void* x, DType t, float shift, int64_t n, float* sum_d, float* sum_d2) {
-  const __m512 sv = _mm512_set1_ps(shift);
-  __m512 a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n; i += 16) {
-    __mmask16 m = tail_mask(n - i);
-    __m512 d = _mm512_maskz_sub_ps(m, load16(x, t, i, m), sv);
-    a1 = _mm512_add_ps(a1, d);
-    a2 = _mm512_fmadd_ps(d, d, a2);
-  }
-  alignas(64) float p1[16], p2[16];
-  _mm512_store_ps(p1, a1);
-  _mm512_store_ps(p2, a2);
-  float s1 = 0, s2 = 0;
-  for (int k = 0; k < 16; ++k) s1 += p1[k], s2 += p2[k];
-  *sum_d = s1;
-  *sum_d2 = s2;
+  if (t == DType::bf16) return shifted_sums_bf16(x, shift, n, sum_d, sum_d2);
+  return shifted_sums_t<DType::f32>(x, shift, n, sum_d, sum_d2);
 }
 
-void layernorm_apply_avx512(const void* x, DType xt, float shift, float dm, float inv, const void* w, const void* b,
-                            DType wt, void* y, DType yt, int64_t n) {
-  const __m512 sv = _mm512_set1_ps(shift), dv = _mm512_set1_ps(dm), iv = _mm512_set1_ps(inv);
-  for (int64_t i = 0; i < n; i += 16) {
-    __mmask16 m = tail_mask(n - i);
-    __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_sub_ps(load16(x, xt, i, m), sv), dv), iv);
-    __m512 r = b ? _mm512_fmadd_ps(v, load16(w, wt, i, m), load16(b, wt, i, m)) : _mm512_mul_ps(v, load16(w, wt, i, m));
-    store16(y, yt, i, m, r);
+void layernorm_apply_f32w_avx512(const void* x, DType xt, float shift, float dm, float inv, const float* w,
+                                 const float* b, void* y, DType yt, int64_t n, bool stream, const NextRows& next) {
+  if (xt == DType::bf16) {
+    if (yt == DType::bf16) return layernorm_apply_t<DType::bf16, DType::bf16>(x, shift, dm, inv, w, b, y, n, stream, next);
+    return layernorm_apply_t<DType::bf16, DType::f32>(x, shift, dm, inv, w, b, y, n, stream, next);
   }
+  if (yt == DType::bf16) return layernorm_apply_t<DType::f32, DType::bf16>(x, shift, dm, inv, w, b, y, n, stream, next);
+  return layernorm_apply_t<DType::f32, DType::f32>(x, shift, dm, inv, w, b, y, n, stream, next);
 }
 
 void add_into_avx512(const void* x, DType xt, void* r, DType rt, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     __mmask16 m = tail_mask(n - i);
-    store16(r, rt, i, m, _mm512_add_ps(load16(r, rt, i, m), load16(x, xt, i, m)));
+    store16_hw(r, rt, i, m, _mm512_add_ps(load16(r, rt, i, m), load16(x, xt, i, m)));
   }
 }
 

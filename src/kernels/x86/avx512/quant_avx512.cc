@@ -1,6 +1,7 @@
 // AVX-512 row primitives for FP8 quantization. Everything but the entry points stays in the
 // anonymous namespace so no AVX-512 code can be merged into baseline callers by the linker.
 #include "kernels/quant.h"
+#include "kernels/x86/avx512/e4m3_avx512.h"
 #include "kernels/x86/avx512/vec16_avx512.h"
 
 namespace sol::kernels {
@@ -50,10 +51,273 @@ namespace {
   mult = _mm512_div_ps(_mm512_set1_ps(1.0f), scale);
 }
 
+// ---- bf16 rows, groups a multiple of 64: the fast path ----
+//
+// Costs per 16 elements (Zen 5 retires ~2 of these 512-bit integer ops per cycle): the abs-max
+// on raw bf16 bits (and 0x7FFF, unsigned 16-bit max: 32 lanes per op, no widening); the
+// widening split into even and odd elements (one shift or one and per 16, no shuffle); one
+// multiply; the e4m3 rounding of normal results on the f32 bits (~8 ops with the sign); a
+// packing of two codes per 32-bit lane. Results below e4m3's normal range (2^-6) take
+// encode16_e4m3_in_range for their 64-element block, which is exact for every case: they are
+// rare unless a group holds exact zeros.
+
+// 64 bytes of bf16 -> two vectors of f32: elements 0, 2, ..., 30 and 1, 3, ..., 31.
+[[gnu::always_inline]] inline void widen_even_odd(__m512i z, __m512& even, __m512& odd) {
+  even = _mm512_castsi512_ps(_mm512_slli_epi32(z, 16));
+  odd = _mm512_castsi512_ps(_mm512_and_si512(z, _mm512_set1_epi32(int(0xFFFF0000u))));
+}
+
+// Four vectors of codes (elements 0.., 1.., 32.., 33.. by twos as widen_even_odd gives them)
+// -> 64 bytes in element order.
+[[gnu::always_inline]] inline __m512i pack_even_odd(__m512i e0, __m512i o0, __m512i e1, __m512i o1) {
+  const __m512i w0 = _mm512_or_si512(e0, _mm512_slli_epi32(o0, 8));  // 2 codes per 32-bit lane
+  const __m512i w1 = _mm512_or_si512(e1, _mm512_slli_epi32(o1, 8));
+  // packus works per 128-bit lane: qword 2k is w0's lane k, qword 2k+1 is w1's.
+  return _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), _mm512_packus_epi32(w0, w1));
+}
+
+// Two vectors of f32 (even and odd elements, as widen_even_odd gives them) -> 32 16-bit lanes in
+// element order: the upper half of each f32 with its lowest bit set when any of the lower 16
+// bits is: rounded to odd at 8 significant bits. Rounding that to e4m3's 4 bits (to nearest
+// even) gives exactly what rounding the f32 would: round-to-odd at two or more extra bits keeps
+// the information that decides the second rounding (Boldo and Melquiond).
+[[gnu::always_inline]] inline __m512i round_to_odd16(__m512 ve, __m512 vo) {
+  const __m512i e = _mm512_castps_si512(ve), o = _mm512_castps_si512(vo);
+  const __m512i ones = _mm512_set1_epi32(1);                        // words [1, 0]
+  const __m512i sticky_e = _mm512_min_epu16(e, ones);                // low word: lo16(e) != 0
+  const __m512i sticky_o = _mm512_slli_epi32(_mm512_min_epu16(o, ones), 16);
+  const __m512i halves = _mm512_ternarylogic_epi32(o, _mm512_set1_epi32(int(0xFFFF0000u)),
+                                                   _mm512_srli_epi32(e, 16), 0xEA);  // (o & hi) | e >> 16
+  return _mm512_ternarylogic_epi32(halves, sticky_e, sticky_o, 0xFE);             // a | b | c
+}
+
+// e4m3 codes (sign included, low byte of each 16-bit lane, high byte 0) of 32 values in
+// bf16-like form h whose exponent field, less `rebias` (120, or 120 - j for values that are to
+// be multiplied by 2^j), is that of an e4m3 normal; lanes below (|value| < 2^-6, zeros
+// included) are flagged in `low` and their codes are garbage. c16 = 7 - (rebias << 7) does the
+// rebias and adds half-minus-one for rounding to nearest even; low_bits = (rebias + 1) << 7.
+[[gnu::always_inline]] inline __m512i encode32_e4m3_normal(__m512i h, __m512i c16, __m512i low_bits,
+                                                           __mmask32& low) {
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi16(h, 4), _mm512_set1_epi16(1));
+  const __m512i n = _mm512_srli_epi16(_mm512_add_epi16(_mm512_add_epi16(h, c16), odd), 4);  // sign << 11 | code
+  low |= _mm512_cmplt_epu16_mask(_mm512_and_si512(h, _mm512_set1_epi16(0x7FFF)), low_bits);
+  return _mm512_ternarylogic_epi32(n, _mm512_srli_epi16(n, 4), _mm512_set1_epi16(0x7F), 0xE4);
+}
+
+// How a group's bf16 values become codes: the multiplier, and for a power-of-two multiplier
+// 2^j (UE8M0 scales, where every product is exact) the rebias constants that encode x * 2^j
+// straight from x's bits.
+// (A template parameter, so that f32-scale rows keep the constants out of the group loop.)
+struct GroupCode {
+  __m512 mv;
+  __m512i c16, low_bits;
+};
+
+template <bool kPowerOfTwo>
+[[gnu::always_inline]] inline GroupCode group_code(float m) {
+  uint32_t bits;
+  __builtin_memcpy(&bits, &m, 4);
+  const int j = kPowerOfTwo ? int(bits >> 23 & 0xFF) - 127 : 0;
+  const int rebias = 120 - j;
+  return {_mm512_set1_ps(m), _mm512_set1_epi16(short(7 - (rebias << 7))), _mm512_set1_epi16(short((rebias + 1) << 7))};
+}
+
+// 64 bf16 -> 64 e4m3 bytes at q, scaled by the group's multiplier; exact for every finite one.
+template <bool kStream, bool kPowerOfTwo>
+[[gnu::always_inline]] inline void quant64_bf16(const uint16_t* x, const GroupCode& gc, uint8_t* q) {
+  const __m512i z0 = _mm512_loadu_si512(x), z1 = _mm512_loadu_si512(x + 32);
+  __mmask32 low = 0;
+  __m512i c0, c1;
+  if constexpr (kPowerOfTwo) {
+    c0 = encode32_e4m3_normal(z0, gc.c16, gc.low_bits, low);
+    c1 = encode32_e4m3_normal(z1, gc.c16, gc.low_bits, low);
+  } else {
+    __m512 e0, o0, e1, o1;
+    widen_even_odd(z0, e0, o0);
+    widen_even_odd(z1, e1, o1);
+    const __m512 mv = gc.mv;
+    e0 = _mm512_mul_ps(e0, mv), o0 = _mm512_mul_ps(o0, mv), e1 = _mm512_mul_ps(e1, mv), o1 = _mm512_mul_ps(o1, mv);
+    c0 = encode32_e4m3_normal(round_to_odd16(e0, o0), gc.c16, gc.low_bits, low);
+    c1 = encode32_e4m3_normal(round_to_odd16(e1, o1), gc.c16, gc.low_bits, low);
+  }
+  __m512i line;
+  if (__builtin_expect(low != 0, 0)) {
+    // Results below 2^-6 somewhere in the block: the exact encoder on the f32 products.
+    __m512 e0, o0, e1, o1;
+    widen_even_odd(z0, e0, o0);
+    widen_even_odd(z1, e1, o1);
+    const __m512 mv = gc.mv;
+    const auto code = [&](__m512 v) { return _mm512_cvtepu8_epi32(encode16_e4m3_in_range(_mm512_mul_ps(v, mv))); };
+    line = pack_even_odd(code(e0), code(o0), code(e1), code(o1));
+  } else {
+    // packus works per 128-bit lane: qword 2k holds c0's words 8k.., qword 2k+1 c1's.
+    line = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), _mm512_packus_epi16(c0, c1));
+  }
+  if constexpr (kStream) _mm512_stream_si512(reinterpret_cast<__m512i*>(q), line);
+  else _mm512_storeu_si512(q, line);
+}
+
+// The largest |x| of one group as bf16 magnitude bits (> 0x7F80: a NaN is present).
+[[gnu::always_inline]] inline uint32_t group_amax_bits(const uint16_t* x, int64_t group) {
+  const __m512i mask = _mm512_set1_epi16(0x7FFF);
+  __m512i m0 = _mm512_setzero_si512(), m1 = m0;
+  for (int64_t i = 0; i < group; i += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(x + i) + 8192, _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(x + i) + 8192 + 64, _MM_HINT_T0);
+    m0 = _mm512_max_epu16(m0, _mm512_and_si512(_mm512_loadu_si512(x + i), mask));
+    m1 = _mm512_max_epu16(m1, _mm512_and_si512(_mm512_loadu_si512(x + i + 32), mask));
+  }
+  m0 = _mm512_max_epu16(m0, m1);
+  __m256i h = _mm256_max_epu16(_mm512_castsi512_si256(m0), _mm512_extracti64x4_epi64(m0, 1));
+  __m128i q = _mm_max_epu16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  // phminposuw finds the minimum of 8 words: the maximum is the minimum of the complements.
+  return 0xFFFFu & ~uint32_t(_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(q, _mm_set1_epi16(-1)))));
+}
+
+// One group of bf16 (a multiple of 64 elements) scaled by m and encoded. special: the group
+// holds NaN or inf (m is NaN or 0): the general encoder, which handles NaN lanes, takes it.
+template <bool kStream, bool kUe8m0>
+[[gnu::always_inline]] inline void encode_group_bf16(const uint16_t* x, int64_t group, float m, bool special,
+                                                     uint8_t* q) {
+  const __m512 mv = _mm512_set1_ps(m);
+  if (__builtin_expect(special, 0)) {
+    for (int64_t i = 0; i < group; i += 16)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i),
+                       encode16_e4m3_in_range(_mm512_mul_ps(load16(x, DType::bf16, i, 0xFFFF), mv)));
+    return;
+  }
+  const GroupCode gc = group_code<kUe8m0>(m);
+  for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream, kUe8m0>(x + i, gc, q + i);
+}
+
+template <bool kStream, bool kUe8m0>
+void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q, float* scales,
+                      int64_t scale_stride) {
+  constexpr bool ue8m0 = kUe8m0;
+  constexpr int kLanes = 16;
+  alignas(64) uint32_t amax_bits[kLanes];
+  alignas(64) float scale_of[kLanes], mult_of[kLanes];
+  const int64_t groups = cols / group;
+  for (int64_t g0 = 0; g0 < groups; g0 += kLanes) {
+    const int64_t ng = groups - g0 < kLanes ? groups - g0 : kLanes;
+    for (int64_t g = 0; g < ng; ++g) amax_bits[g] = group_amax_bits(x + (g0 + g) * group, group) << 16;
+    const __m512i ab = _mm512_maskz_load_epi32(tail_mask(ng), amax_bits);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(ab, _mm512_set1_epi32(0x7F800000));
+    const __mmask16 special = _mm512_cmpge_epu32_mask(ab, _mm512_set1_epi32(0x7F800000));
+    __m512 scale, mult;
+    scales16(_mm512_castsi512_ps(ab), nan, ue8m0, scale, mult);
+    _mm512_store_ps(scale_of, scale);
+    _mm512_store_ps(mult_of, mult);
+    for (int64_t g = 0; g < ng; ++g) {
+      const int64_t base = (g0 + g) * group;
+      scales[(g0 + g) * scale_stride] = scale_of[g];
+      encode_group_bf16<kStream, kUe8m0>(x + base, group, mult_of[g], (special >> g) & 1, q + base);
+    }
+  }
+  if constexpr (kStream) _mm_sfence();
+}
+
+// ---- dequantization, groups a multiple of 64 ----
+
+// 64 codes -> 64 outputs of type YT: e4m3 -> bf16 by table (exact; NaN as e4m3_to_f32 gives
+// it), widened to f32, one multiply by the group's scale, rounded to YT.
+// A NaN code keeps its own NaN (0x7FF00000, signed) whatever the scale, as the reference's
+// e4m3_to_f32(q) * s does on x86 (the first operand's NaN wins when both are NaN, which is what
+// a NaN group's scale meets): those lanes skip the multiply.
+template <DType YT, bool kStream>
+[[gnu::always_inline]] inline void dequant64(const uint8_t* q, __m512 sv, void* y, int64_t i) {
+  const __m512i bytes = _mm512_loadu_si512(q + i);
+  const __m512i low7 = _mm512_set1_epi8(0x7F);
+  const __mmask64 nan = _mm512_cmpeq_epi8_mask(_mm512_and_si512(bytes, low7), low7);
+  for (int half = 0; half < 2; ++half) {
+    const __m512i h = e4m3x32_to_bf16(half ? _mm512_extracti64x4_epi64(bytes, 1) : _mm512_castsi512_si256(bytes));
+    const __m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
+    const __m512 hi = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1)), 16));
+    const __mmask16 nan_lo = __mmask16(nan >> (32 * half)), nan_hi = __mmask16(nan >> (32 * half + 16));
+    store32(y, YT, i + 32 * half, _mm512_mask_mul_ps(lo, __mmask16(~nan_lo), lo, sv),
+            _mm512_mask_mul_ps(hi, __mmask16(~nan_hi), hi, sv), kStream);
+  }
+}
+
+template <DType YT, bool kStream>
+void dequant_row_t(const uint8_t* q, const float* scales, int64_t scale_stride, int64_t cols, int64_t group,
+                   void* y) {
+  for (int64_t g = 0; g * group < cols; ++g) {
+    const __m512 sv = _mm512_set1_ps(scales[g * scale_stride]);
+    for (int64_t i = g * group; i < (g + 1) * group; i += 64) dequant64<YT, kStream>(q, sv, y, i);
+  }
+  if constexpr (kStream) _mm_sfence();
+}
+
+template <bool kStream, bool kUe8m0>
+void quant_row_mults_t(const uint16_t* x, int64_t cols, const float* mult, const uint8_t* special, uint8_t* q) {
+  for (int64_t g = 0; g * 128 < cols; ++g)
+    encode_group_bf16<kStream, kUe8m0>(x + g * 128, 128, mult[g], special[g], q + g * 128);
+  if constexpr (kStream) _mm_sfence();
+}
+
 }  // namespace
 
+void block_amax_update_bf16_avx512(const uint16_t* x, int64_t cols, uint16_t* acc) {
+  const __m512i mask = _mm512_set1_epi16(0x7FFF);
+  for (int64_t g = 0; g * 128 < cols; ++g) {
+    const uint16_t* xg = x + g * 128;
+    for (int k = 0; k < 2; ++k)
+      _mm_prefetch(reinterpret_cast<const char*>(xg) + 8192 + 64 * (2 * k), _MM_HINT_T0),
+      _mm_prefetch(reinterpret_cast<const char*>(xg) + 8192 + 64 * (2 * k + 1), _MM_HINT_T0);
+    const __m512i a = _mm512_max_epu16(_mm512_and_si512(_mm512_loadu_si512(xg), mask),
+                                       _mm512_and_si512(_mm512_loadu_si512(xg + 32), mask));
+    const __m512i b = _mm512_max_epu16(_mm512_and_si512(_mm512_loadu_si512(xg + 64), mask),
+                                       _mm512_and_si512(_mm512_loadu_si512(xg + 96), mask));
+    __m512i* ag = reinterpret_cast<__m512i*>(acc + g * 32);
+    _mm512_storeu_si512(ag, _mm512_max_epu16(_mm512_loadu_si512(ag), _mm512_max_epu16(a, b)));
+  }
+}
+
+float block_amax_finish_avx512(const uint16_t* acc32) {
+  const __m512i m = _mm512_loadu_si512(acc32);
+  __m256i h = _mm256_max_epu16(_mm512_castsi512_si256(m), _mm512_extracti64x4_epi64(m, 1));
+  __m128i q = _mm_max_epu16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  const uint32_t bits = (0xFFFFu & ~uint32_t(_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(q, _mm_set1_epi16(-1))))))
+                        << 16;
+  if (bits > 0x7F800000u) return __builtin_nanf("");
+  float f;
+  __builtin_memcpy(&f, &bits, 4);
+  return f;
+}
+
+void quant_row_mults_bf16_avx512(const uint16_t* x, int64_t cols, const float* mult, const uint8_t* special,
+                                 bool ue8m0, uint8_t* q, bool stream) {
+  const bool s = stream && reinterpret_cast<uintptr_t>(q) % 64 == 0;
+  if (ue8m0) return s ? quant_row_mults_t<true, true>(x, cols, mult, special, q)
+                      : quant_row_mults_t<false, true>(x, cols, mult, special, q);
+  s ? quant_row_mults_t<true, false>(x, cols, mult, special, q) : quant_row_mults_t<false, false>(x, cols, mult, special, q);
+}
+
+bool dequant_row_avx512(const uint8_t* q, const float* scales, int64_t scale_stride, int64_t cols, int64_t group,
+                        void* y, DType yt, bool stream) {
+  if (group % 64 != 0) return false;
+  if (stream && reinterpret_cast<uintptr_t>(y) % 64 != 0) stream = false;
+  if (yt == DType::bf16) {
+    if (stream) dequant_row_t<DType::bf16, true>(q, scales, scale_stride, cols, group, y);
+    else dequant_row_t<DType::bf16, false>(q, scales, scale_stride, cols, group, y);
+  } else {
+    if (stream) dequant_row_t<DType::f32, true>(q, scales, scale_stride, cols, group, y);
+    else dequant_row_t<DType::f32, false>(q, scales, scale_stride, cols, group, y);
+  }
+  return true;
+}
+
 void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, bool ue8m0,
-                           uint8_t* q, float* scales, int64_t scale_stride) {
+                           uint8_t* q, float* scales, int64_t scale_stride, bool stream) {
+  if (t == DType::bf16 && group % 64 == 0) {
+    const auto* xb = static_cast<const uint16_t*>(x);
+    const bool s = stream && reinterpret_cast<uintptr_t>(q) % 64 == 0;
+    if (ue8m0) return s ? quant_row_bf16_t<true, true>(xb, cols, group, q, scales, scale_stride)
+                        : quant_row_bf16_t<false, true>(xb, cols, group, q, scales, scale_stride);
+    return s ? quant_row_bf16_t<true, false>(xb, cols, group, q, scales, scale_stride)
+             : quant_row_bf16_t<false, false>(xb, cols, group, q, scales, scale_stride);
+  }
   // Groups are handled 16 at a time so their scales are computed in one vector.
   constexpr int kLanes = 16;
   alignas(64) float amax_of[kLanes], scale_of[kLanes], mult_of[kLanes];

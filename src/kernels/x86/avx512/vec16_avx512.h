@@ -45,6 +45,43 @@ namespace {
   else _mm512_mask_storeu_ps(static_cast<float*>(p) + i, m, v);
 }
 
+// 32 f32 -> 32 bf16 in element order (lo first), equal to two to_bf16 calls: the hardware
+// vcvtne2ps2bf16 rounds to nearest even and quietens NaNs as sol::f32_to_bf16 does, but treats
+// subnormal inputs as zero on Zen 5; one vfpclassps per half finds those (rare) lanes, and then
+// the integer rounding handles the whole pair.
+[[gnu::always_inline]] inline __m512i to_bf16x32(__m512 lo, __m512 hi) {
+  if (__builtin_expect((_mm512_fpclass_ps_mask(lo, 0x20) | _mm512_fpclass_ps_mask(hi, 0x20)) != 0, 0))
+    return _mm512_inserti64x4(_mm512_castsi256_si512(to_bf16(lo)), to_bf16(hi), 1);
+  return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
+}
+
+// 16 f32 -> 16 bf16 by the hardware conversion, with the same subnormal guard.
+[[gnu::always_inline]] inline __m256i to_bf16_hw(__m512 v) {
+  if (__builtin_expect(_mm512_fpclass_ps_mask(v, 0x20) != 0, 0)) return to_bf16(v);
+  return reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v));
+}
+
+// Like store16, with the hardware bf16 rounding.
+[[gnu::always_inline]] inline void store16_hw(void* p, DType t, int64_t i, __mmask16 m, __m512 v) {
+  if (t == DType::bf16) _mm256_mask_storeu_epi16(static_cast<uint16_t*>(p) + i, m, to_bf16_hw(v));
+  else _mm512_mask_storeu_ps(static_cast<float*>(p) + i, m, v);
+}
+
+// 32 f32 results stored at element i of p (f32 or bf16): 64 or 128 bytes, streamed (p + i
+// 64-byte aligned) or plain.
+[[gnu::always_inline]] inline void store32(void* p, DType t, int64_t i, __m512 lo, __m512 hi, bool stream) {
+  if (t == DType::bf16) {
+    __m512i v = to_bf16x32(lo, hi);
+    auto* d = reinterpret_cast<__m512i*>(static_cast<uint16_t*>(p) + i);
+    if (stream) _mm512_stream_si512(d, v);
+    else _mm512_storeu_si512(d, v);
+  } else {
+    float* d = static_cast<float*>(p) + i;
+    if (stream) _mm512_stream_ps(d, lo), _mm512_stream_ps(d + 16, hi);
+    else _mm512_storeu_ps(d, lo), _mm512_storeu_ps(d + 16, hi);
+  }
+}
+
 // exp(x) to ~2 ulp: x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two for an exact product),
 // a degree-6 Taylor/minimax-style polynomial for exp(r), and vscalefps for 2^n, which saturates
 // to inf / 0 at the ends of the range instead of wrapping the exponent. x is first clamped to

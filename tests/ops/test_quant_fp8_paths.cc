@@ -1,0 +1,123 @@
+// The fast paths of FP8 quantization and dequantization against the separate reference, bit for
+// bit, on inputs chosen to reach every branch: groups without specials (the 16-bit abs-max and
+// the normal-range encoder), results below e4m3's normal range and exact zeros (the exact
+// encoder's fallback per 64-element block), products exactly halfway between two e4m3 values
+// (UE8M0 scales make every product exact), every e4m3 code on the way back, and tensors large
+// enough for streamed stores.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "ops/common/compare.h"
+#include "ops/common/fill.h"
+#include "ops/isa_paths.h"
+#include "ops/quant/reference.h"
+#include "sol/quant.h"
+
+namespace sol {
+namespace {
+
+using testing_paths::for_each_isa;
+
+bool same_bytes(const Buffer& a, const Buffer& b) {
+  return a.bytes() == b.bytes() && std::memcmp(a.data(), b.data(), a.tensor().nbytes()) == 0;
+}
+
+// Groups of four kinds: values over 8 binades (the normal-range encoder), over 32 binades (most
+// 64-element blocks fall back to the exact encoder), small integers with exact zeros, and
+// 7-bit integers times powers of two (halfway cases for UE8M0 scales, whose products are exact).
+void fill_wide_range(const Buffer& x, uint64_t seed) {
+  const int64_t n = x.tensor().numel();
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (int64_t i = 0; i < n; ++i) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    const int64_t group = i / 128;
+    double v;
+    const double u = double(int64_t(s >> 11 & 0xFFFF) - 0x8000) / 0x8000;
+    if (group % 7 == 3) v = (s & 3) == 0 ? 0.0 : std::ldexp(double(int(s >> 40 & 127) - 64), int(s >> 50 & 7) - 4);
+    else if (group % 7 == 5) v = std::ldexp(u, -int(s >> 56 & 31));  // most results below 2^-6
+    else v = std::ldexp(u, -int(s >> 56 & 7));  // all within e4m3's normal range but rare ones
+    if (group % 11 == 4) v = std::ldexp(double(int(s >> 40 & 63) + 64), int(s >> 50 & 3));  // halfway cases
+    store_from_double(x.data(), x.tensor().dtype(), size_t(i), v);
+  }
+}
+
+TEST(QuantFp8Paths, PerTokenFastPathMatchesReference) {
+  for_each_isa([] {
+    for (ScaleFormat sf : {ScaleFormat::f32, ScaleFormat::ue8m0})
+      for (auto [rows, cols, group] : {std::tuple<int64_t, int64_t, int64_t>{5, 7168, 128}, {3, 384, 64},
+                                       {2, 2048, 128}, {4, 192, 192}}) {
+        QuantOptions opt{group, sf};
+        Buffer x(DType::bf16, {rows, cols}), q(DType::f8e4m3, {rows, cols}), s(DType::f32, {rows, cols / group});
+        Buffer qr(DType::f8e4m3, {rows, cols}), sr(DType::f32, {rows, cols / group});
+        fill_wide_range(x, uint64_t(rows * cols + group));
+        poison(q);
+        poison(s);
+        quant_fp8_per_token(x, q, s, opt);
+        reference::quant_fp8_per_token(x, qr, sr, opt);
+        EXPECT_TRUE(same_bytes(q, qr)) << rows << "x" << cols << " group " << group;
+        EXPECT_TRUE(same_bytes(s, sr)) << rows << "x" << cols << " group " << group;
+      }
+  });
+}
+
+TEST(QuantFp8Paths, PerBlockFastPathMatchesReference) {
+  for_each_isa([] {
+    for (ScaleFormat sf : {ScaleFormat::f32, ScaleFormat::ue8m0}) {
+      const int64_t rows = 259, cols = 640;  // a partial last block row
+      Buffer w(DType::bf16, {rows, cols}), q(DType::f8e4m3, {rows, cols}), s(DType::f32, {3, 5});
+      Buffer qr(DType::f8e4m3, {rows, cols}), sr(DType::f32, {3, 5});
+      fill_wide_range(w, 5);
+      // one block with an inf, one with a NaN
+      store_from_double(w.data(), DType::bf16, size_t(3 * cols + 200), INFINITY);
+      store_from_double(w.data(), DType::bf16, size_t(130 * cols + 600), NAN);
+      poison(q);
+      poison(s);
+      quant_fp8_per_block(w, q, s, {128, sf});
+      reference::quant_fp8_per_block(w, qr, sr, {128, sf});
+      EXPECT_TRUE(same_bytes(q, qr));
+      EXPECT_TRUE(same_bytes(s, sr));
+    }
+  });
+}
+
+TEST(QuantFp8Paths, StreamedPerTokenAndDequantMatchReference) {
+  // q of 2304 x 7168 bytes is over half a 32 MiB LLC: the kernels stream their stores.
+  const int64_t rows = 2304, cols = 7168;
+  Buffer x(DType::bf16, {rows, cols}), q(DType::f8e4m3, {rows, cols}), s(DType::f32, {rows, cols / 128});
+  Buffer qr(DType::f8e4m3, {rows, cols}), sr(DType::f32, {rows, cols / 128});
+  fill_wide_range(x, 77);
+  poison(q);
+  quant_fp8_per_token(x, q, s);
+  reference::quant_fp8_per_token(x, qr, sr, {});
+  EXPECT_TRUE(same_bytes(q, qr));
+  EXPECT_TRUE(same_bytes(s, sr));
+  Buffer y(DType::bf16, {rows, cols}), yr(DType::bf16, {rows, cols});
+  poison(y);
+  dequant_fp8_per_token(q, s, y);
+  reference::dequant_fp8_per_token(q, s, yr, {});
+  EXPECT_TRUE(same_bytes(y, yr));
+}
+
+TEST(QuantFp8Paths, DequantEveryCodeAndScale) {
+  for_each_isa([] {
+    // Every code in every group, scales from subnormal-producing to large, NaN and inf.
+    const float scales[] = {1.0f, 0x1p-140f, 3.7e-3f, 0x1p100f, 1e30f, NAN, INFINITY, -2.5f};
+    const int64_t groups = int64_t(std::size(scales)), cols = groups * 256;
+    for (DType yt : {DType::bf16, DType::f32})
+      for (int64_t group : {64, 256}) {
+        Buffer q(DType::f8e4m3, {1, cols}), s(DType::f32, {1, cols / group}), y(yt, {1, cols}), yr(yt, {1, cols});
+        for (int64_t i = 0; i < cols; ++i) q.tensor().data_as<uint8_t>()[i] = uint8_t(i * 37 % 256);
+        for (int64_t g = 0; g < cols / group; ++g) s.tensor().data_as<float>()[g] = scales[g % groups];
+        QuantOptions opt{group, ScaleFormat::f32};
+        poison(y);
+        dequant_fp8_per_token(q, s, y, opt);
+        reference::dequant_fp8_per_token(q, s, yr, opt);
+        EXPECT_TRUE(same_bytes(y, yr)) << dtype_name(yt) << " group " << group;
+      }
+  });
+}
+
+}  // namespace
+}  // namespace sol
