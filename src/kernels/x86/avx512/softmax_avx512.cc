@@ -2,7 +2,7 @@
 #include <cmath>
 
 #include "kernels/softmax.h"
-#include "kernels/x86/avx512/vec16_avx512.h"
+#include "kernels/x86/avx512/fast16_avx512.h"
 
 namespace sol::kernels {
 
@@ -34,7 +34,7 @@ void softmax_row_avx512(const void* x, DType t, void* y, DType yt, int64_t n, fl
   const __m512 inv = _mm512_set1_ps(1.0f / sum);
   for (int64_t i = 0; i < n; i += 16) {
     __mmask16 m = tail_mask(n - i);
-    store16(y, yt, i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, scratch + i), inv));
+    store16_fast(y, yt, i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, scratch + i), inv));
   }
 }
 
