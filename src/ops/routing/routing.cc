@@ -20,11 +20,11 @@ namespace routing_detail {
 namespace {
 void scores_scalar(const void* x, DType t, int64_t e, Scoring s, float* out, float* scratch) {
   if (s == Scoring::sigmoid) kernels::sigmoid_row_scalar(x, t, out, e);
-  else kernels::softmax_row_scalar(x, t, out, DType::f32, e, scratch);
+  else kernels::softmax_row_scalar(x, t, out, DType::f32, e, scratch, false);
 }
 void scores_avx512(const void* x, DType t, int64_t e, Scoring s, float* out, float* scratch) {
   if (s == Scoring::sigmoid) kernels::sigmoid_row_avx512(x, t, out, e);
-  else kernels::softmax_row_avx512(x, t, out, DType::f32, e, scratch);
+  else kernels::softmax_row_avx512(x, t, out, DType::f32, e, scratch, false);
 }
 }  // namespace
 
