@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/combine.h"
 #include "kernels/convert.h"
 #include "ops/common/copy_bytes.h"
 #include "ops/common/parallel.h"
@@ -113,12 +114,27 @@ void moe_unpermute(const Tensor& y_perm, const Tensor& row_of, const Tensor& w, 
   for (int64_t i = 0; i < tokens * k; ++i)
     check(ro[i] >= -1 && ro[i] < rows, op, "row_of[", i / k, ", ", i % k, "] = ", ro[i], " outside [0, ", rows, ")");
   const float* wt = w.data_as<const float>();
-  // Rows are widened to f32 and the result narrowed with the exact bulk conversions, so the
-  // accumulation itself is a plain f32 loop the compiler vectorises.
-  const bool avx512 = active_isa() >= Isa::avx512;
-  auto convert = [avx512](const void* src, DType from, void* dst, DType to, int64_t n) {
-    if (avx512) kernels::convert_avx512(src, from, dst, to, n, false);
-    else kernels::convert_scalar(src, from, dst, to, n);
+  if (active_isa() >= Isa::avx512) {
+    const int64_t ys = h * int64_t(dtype_size(y_perm.dtype()));
+    const bool stream = should_stream(out.numel() * int64_t(dtype_size(out.dtype())));
+    parallel_ranges(tokens, 1, [&](int64_t t0, int64_t t1) {
+      std::vector<const void*> rows(static_cast<size_t>(k));
+      for (int64_t t = t0; t < t1; ++t) {
+        for (int64_t j = 0; j < k; ++j) {
+          const int32_t r = ro[t * k + j];
+          rows[size_t(j)] = r < 0 ? nullptr : y_perm.data_as<const char>() + int64_t(r) * ys;
+        }
+        kernels::weighted_row_sum_avx512(rows.data(), wt + t * k, k, y_perm.dtype(),
+                                         out.data_as<char>() + t * h * int64_t(dtype_size(out.dtype())), out.dtype(),
+                                         h, stream);
+      }
+    });
+    return;
+  }
+  // Other paths: rows are widened to f32 and the result narrowed with the exact bulk
+  // conversions, so the accumulation itself is a plain f32 loop the compiler vectorises.
+  auto convert = [](const void* src, DType from, void* dst, DType to, int64_t n) {
+    kernels::convert_scalar(src, from, dst, to, n);
   };
   const int64_t ys = h * int64_t(dtype_size(y_perm.dtype())), os = h * int64_t(dtype_size(out.dtype()));
   parallel_ranges(tokens, 1, [&](int64_t t0, int64_t t1) {

@@ -113,6 +113,7 @@ void register_moe_permute_ops() {
   op.check_table = {{{"tokens", "1"}, {"hidden", "8"}, {"experts", "4"}, {"k", "2"}},
                     {{"tokens", "37"}, {"hidden", "129"}, {"experts", "16"}, {"k", "3"}, {"alignment", "8"}},
                     {{"tokens", "33"}, {"hidden", "64"}, {"experts", "256"}, {"k", "8"}, {"inverse", "1"}},
+                    {{"tokens", "37"}, {"hidden", "129"}, {"experts", "16"}, {"k", "3"}, {"alignment", "8"}, {"inverse", "1"}},
                     {{"tokens", "0"}, {"hidden", "8"}, {"experts", "4"}, {"k", "2"}}};
   op.make = [](const OpParams& p, int64_t) -> std::unique_ptr<OpCase> {
     int64_t inv = p.integer("inverse");
