@@ -5,6 +5,7 @@
 
 #include "kernels/combine.h"
 #include "kernels/convert.h"
+#include "kernels/gather.h"
 #include "ops/common/copy_bytes.h"
 #include "ops/common/parallel.h"
 #include "ops/common/streaming.h"
@@ -87,6 +88,16 @@ void moe_permute(const Tensor& x, const Tensor& idx, int64_t experts, int64_t al
   const int64_t row_bytes = h * int64_t(dtype_size(x.dtype()));
   const bool stream = should_stream(rows * row_bytes);
   const Isa isa = active_isa();
+  if (isa >= Isa::avx512) {
+    std::vector<const char*> src(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r)
+      src[size_t(r)] = source[size_t(r)] < 0 ? nullptr : x.data_as<const char>() + source[size_t(r)] * row_bytes;
+    parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+      kernels::gather_rows_avx512(x_perm.data_as<char>() + r0 * row_bytes, row_bytes, src.data() + r0, r1 - r0,
+                                  row_bytes, stream);
+    });
+    return;
+  }
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       char* dst = x_perm.data_as<char>() + r * row_bytes;
