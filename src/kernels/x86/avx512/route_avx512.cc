@@ -80,36 +80,42 @@ void route_keys_avx512(const float* scores, const float* bias, int64_t e, int64_
 int64_t route_topk_avx512(const int32_t* key, int64_t e, int64_t per_group, const uint8_t* group_ok, int64_t k,
                           int32_t* cand_key, int32_t* cand_idx, int32_t* best) {
   const __m512i not_eligible = _mm512_set1_epi32(INT_MIN);
-  // Lanes to look at, per vector: the tail, and nothing in groups that were not chosen. Masks
-  // rather than branches: which groups are chosen changes from token to token unpredictably.
-  const int64_t nv = (e + 15) / 16;
-  __mmask16 look[64 + 1];
-  __mmask16* lanes = nv <= 64 ? look : new __mmask16[size_t(nv)];
-  for (int64_t v = 0; v < nv; ++v) lanes[v] = tail_mask(e - 16 * v);
-  if (group_ok)
-    for (int64_t g = 0, per_v = per_group / 16; g < e / per_group; ++g)
-      if (!group_ok[g])
-        for (int64_t v = g * per_v; v < (g + 1) * per_v; ++v) lanes[v] = 0;
+  // The vectors to look at, with their lanes: the tail, and none of the groups not chosen.
+  // The list is built without branches (which groups are chosen changes from token to token
+  // unpredictably), and the loops below then visit only the eligible vectors.
+  const int64_t nv = (e + 15) / 16, per_v = group_ok ? per_group / 16 : nv;
+  int32_t small_vec[64];
+  __mmask16 small_lanes[64];
+  int32_t* vec = nv <= 64 ? small_vec : new int32_t[size_t(nv)];
+  __mmask16* lanes = nv <= 64 ? small_lanes : new __mmask16[size_t(nv)];
+  int64_t nl = 0;
+  for (int64_t g = 0, v = 0; v < nv; ++g)
+    for (int64_t j = 0; j < per_v; ++j, ++v) {
+      vec[nl] = int32_t(v);
+      lanes[nl] = group_ok && !group_ok[g] ? __mmask16(0) : tail_mask(e - 16 * v);
+      nl += lanes[nl] != 0;
+    }
   // Each lane's best over the eligible vectors: 16 distinct experts, so (k <= 16) the k-th
   // largest of them is <= the k-th best expert, and every expert of the top k has a key >= it.
   int32_t bound = INT_MIN;
   if (k <= 16) {
     __m512i col = not_eligible;
-    for (int64_t v = 0; v < nv; ++v) col = _mm512_max_epi32(col, _mm512_mask_loadu_epi32(not_eligible, lanes[v], key + 16 * v));
+    for (int64_t l = 0; l < nl; ++l)
+      col = _mm512_max_epi32(col, _mm512_mask_loadu_epi32(not_eligible, lanes[l], key + 16 * vec[l]));
     bound = kth_largest(col, k);
   }
   const __m512i bv = _mm512_set1_epi32(bound);
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   int64_t count = 0;
-  for (int64_t v = 0; v < nv; ++v) {
-    const __m512i kv = _mm512_maskz_loadu_epi32(lanes[v], key + 16 * v);
-    const __mmask16 hit = _mm512_mask_cmpge_epi32_mask(lanes[v], kv, bv);
+  for (int64_t l = 0; l < nl; ++l) {
+    const __m512i kv = _mm512_maskz_loadu_epi32(lanes[l], key + 16 * vec[l]);
+    const __mmask16 hit = _mm512_mask_cmpge_epi32_mask(lanes[l], kv, bv);
     _mm512_storeu_si512(cand_key + count, _mm512_maskz_compress_epi32(hit, kv));
     _mm512_storeu_si512(cand_idx + count,
-                        _mm512_maskz_compress_epi32(hit, _mm512_add_epi32(lane, _mm512_set1_epi32(int32_t(16 * v)))));
+                        _mm512_maskz_compress_epi32(hit, _mm512_add_epi32(lane, _mm512_set1_epi32(16 * vec[l]))));
     count += __builtin_popcount(hit);
   }
-  if (lanes != look) delete[] lanes;
+  if (vec != small_vec) delete[] vec, delete[] lanes;
   if (count > 16) return count;
   // Candidates are in increasing index, so lane order is index order for the ties; empty
   // lanes hold INT_MIN, below every real key, and rank after them.
