@@ -98,7 +98,7 @@ int64_t route_topk_avx512(const int32_t* key, int64_t e, int64_t per_group, cons
   // Each lane's best over the eligible vectors: 16 distinct experts, so (k <= 16) the k-th
   // largest of them is <= the k-th best expert, and every expert of the top k has a key >= it.
   int32_t bound = INT_MIN;
-  if (k <= 16) {
+  if (k <= 16 && nl > 1) {  // one vector: all of it is ranked anyway
     __m512i col = not_eligible;
     for (int64_t l = 0; l < nl; ++l)
       col = _mm512_max_epi32(col, _mm512_mask_loadu_epi32(not_eligible, lanes[l], key + 16 * vec[l]));
@@ -122,8 +122,12 @@ int64_t route_topk_avx512(const int32_t* key, int64_t e, int64_t per_group, cons
   const __mmask16 present = tail_mask(count);
   const __m512i ck = _mm512_mask_loadu_epi32(not_eligible, present, cand_key);
   const __m512i rank = ranks16(ck);
-  const __mmask16 chosen = _mm512_mask_cmplt_epi32_mask(present, rank, _mm512_set1_epi32(int32_t(k)));
-  _mm512_mask_i32scatter_epi32(best, chosen, rank, _mm512_maskz_loadu_epi32(present, cand_idx), 4);
+  // Ranks of the present lanes are 0 .. count-1, each once: place every candidate at its rank
+  // (plain stores; a masked vpscatterdd was slower here) and keep the first k.
+  alignas(64) int32_t rank_of[16], by_rank[16];
+  _mm512_store_si512(rank_of, rank);
+  for (int64_t j = 0; j < count; ++j) by_rank[rank_of[j]] = cand_idx[j];
+  for (int64_t j = 0; j < k; ++j) best[j] = by_rank[j];
   return count;
 }
 
