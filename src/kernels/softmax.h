@@ -6,6 +6,7 @@
 #include "sol/dtype.h"
 
 namespace sol::kernels {
-void softmax_row_scalar(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch);
-void softmax_row_avx512(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch);
+// stream: y may be written with non-temporal stores (a hint; see kernels/activation.h).
+void softmax_row_scalar(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch, bool stream);
+void softmax_row_avx512(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch, bool stream);
 }  // namespace sol::kernels

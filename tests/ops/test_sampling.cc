@@ -1,13 +1,110 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <vector>
 
+#include "ops/common/fill.h"
+#include "ops/isa_paths.h"
 #include "sol/error.h"
 #include "sol/sampling.h"
 
 namespace sol {
 namespace {
+
+using testing_paths::for_each_isa;
+
+// sol/sampling.h read literally: every finite logit's probability in double, all of them
+// sorted by (probability larger, id lower), then top_k, top_p and the draw. No filtering.
+int32_t sample_by_sorting_everything(const std::vector<float>& l, const SamplingOptions& o, int64_t r) {
+  std::vector<std::pair<double, int32_t>> c;
+  double mx = -INFINITY;
+  for (float x : l)
+    if (!std::isnan(x)) mx = std::max(mx, double(x));
+  for (size_t i = 0; i < l.size(); ++i)
+    if (!std::isnan(l[i]) && l[i] > -INFINITY) c.push_back({std::exp((double(l[i]) - mx) / double(o.temperature)), int32_t(i)});
+  std::sort(c.begin(), c.end(), [](auto& a, auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  size_t keep = o.top_k > 0 ? std::min(c.size(), size_t(o.top_k)) : c.size();
+  double total = 0;
+  for (size_t i = 0; i < keep; ++i) total += c[i].first;
+  if (o.top_p < 1.0f) {
+    double run = 0;
+    size_t n = 0;
+    while (n < keep && run < double(o.top_p) * total) run += c[n++].first;
+    keep = std::max<size_t>(n, 1);
+    total = 0;
+    for (size_t i = 0; i < keep; ++i) total += c[i].first;
+  }
+  double target = sampling_uniform(o.seed, r) * total, run = 0;
+  for (size_t i = 0; i < keep; ++i)
+    if ((run += c[i].first) > target) return c[i].second;
+  return c[keep - 1].second;
+}
+
+// Rows long enough for many threshold updates, with heavy ties (values on a coarse grid), an
+// ascending row (every element beats the threshold: the filter's worst case), NaN and -inf,
+// in f32 and bf16, top_k from 1 to past the filter's reach; compared id for id.
+TEST(Sampling, FilteredTopKMatchesSortingEverything) {
+  for_each_isa([] {
+    const int64_t rows = 6, v = 9001;
+    for (DType dt : {DType::f32, DType::bf16}) {
+      Buffer lb(dt, {rows, v});
+      fill_random(lb, 5, 6.0);
+      std::vector<std::vector<float>> rowsf(static_cast<size_t>(rows), std::vector<float>(static_cast<size_t>(v)));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < v; ++i) {
+          float x = float(load_as_double(lb.tensor().data(), dt, size_t(r * v + i)));
+          if (r == 1) x = std::round(x);                     // ~13 distinct values: ties everywhere
+          if (r == 2) x = float(i) * 1e-3f;                  // ascending
+          if (r == 3 && i % 7 == 0) x = i % 2 ? NAN : -INFINITY;
+          if (r == 4) x = 0.25f;                             // all equal
+          store_from_double(lb.tensor().data(), dt, size_t(r * v + i), x);
+          rowsf[size_t(r)][size_t(i)] = float(load_as_double(lb.tensor().data(), dt, size_t(r * v + i)));
+        }
+      for (int64_t k : {1, 50, 5000, 0})
+        for (float temp : {0.0f, 0.7f})
+          for (float top_p : {0.3f, 1.0f}) {
+            SamplingOptions o;
+            o.top_k = k;
+            o.temperature = temp;
+            o.top_p = top_p;
+            o.seed = uint64_t(k) * 31 + 7;
+            std::vector<int32_t> ids(size_t(rows), -5);
+            sample(lb, Tensor(ids.data(), DType::i32, {rows}), o);
+            for (int64_t r = 0; r < rows; ++r) {
+              int32_t want;
+              if (temp == 0) {  // greedy: the first maximum logit
+                want = -1;
+                for (int64_t i = 0; i < v; ++i) {
+                  float x = rowsf[size_t(r)][size_t(i)];
+                  if (!std::isnan(x) && (want < 0 || x > rowsf[size_t(r)][size_t(want)])) want = int32_t(i);
+                }
+              } else {
+                want = sample_by_sorting_everything(rowsf[size_t(r)], o, r);
+              }
+              EXPECT_EQ(ids[size_t(r)], want) << dtype_name(dt) << " row " << r << " k " << k << " T " << temp
+                                              << " p " << top_p;
+            }
+          }
+    }
+  });
+}
+
+// Logits closer than exp's resolution in double have equal probabilities: the order is then by
+// id, not by logit. With top_k 1 the single kept candidate is the lower id, whatever the draw.
+TEST(Sampling, EqualProbabilitiesFromDistinctLogitsGoToTheLowerId) {
+  for_each_isa([] {
+    std::vector<float> l(3000, -5.0f);
+    l[17] = -1e-40f;  // p = exp(-1e-40) = 1 in double, like p(0)
+    l[2500] = 0.0f;
+    int32_t id = -1;
+    SamplingOptions o;
+    o.top_k = 1;
+    sample(Tensor(l.data(), DType::f32, {1, 3000}), Tensor(&id, DType::i32, {1}), o);
+    EXPECT_EQ(id, 17);
+  });
+}
 
 TEST(Sampling, FrequenciesFollowTheFilteredDistribution) {
   // Logits ln(4), ln(3), ln(2), ln(1) give probabilities .4 .3 .2 .1; top_k 3 leaves
@@ -57,6 +154,13 @@ TEST(Sampling, GreedyTopOneTinyTopPAndSeeds) {
 }
 
 TEST(Sampling, BadInputIsNamed) {
+  std::vector<float> inf_row(100, 1.0f);
+  inf_row[40] = INFINITY;
+  int32_t one_id = 0;
+  SamplingOptions k5;
+  k5.top_k = 5;
+  for (SamplingOptions o : {SamplingOptions{}, k5})  // +inf logit: an error on either path
+    EXPECT_THROW(sample(Tensor(inf_row.data(), DType::f32, {1, 100}), Tensor(&one_id, DType::i32, {1}), o), Error);
   std::vector<float> l = {-INFINITY, NAN, 1.0f, 2.0f};
   std::vector<int32_t> ids(2);
   Tensor lt(l.data(), DType::f32, {2, 2}), it(ids.data(), DType::i32, {2});

@@ -4,6 +4,7 @@
 #include "kernels/activation.h"
 #include "ops/common/parallel.h"
 #include "ops/common/rows.h"
+#include "ops/common/streaming.h"
 #include "ops/common/validate.h"
 #include "ops/quant/fused_quant.h"
 #include "sol/activation.h"
@@ -14,7 +15,7 @@ namespace sol {
 
 namespace {
 
-using SiluMulKernel = void (*)(const void*, const void*, DType, void*, DType, int64_t);
+using SiluMulKernel = void (*)(const void*, const void*, DType, void*, DType, int64_t, bool);
 
 SiluMulKernel silu_mul_kernel() {
   return active_isa() >= Isa::avx512 ? kernels::silu_mul_avx512 : kernels::silu_mul_scalar;
@@ -44,9 +45,10 @@ void silu_mul(const Tensor& gu, const Tensor& y) {
   require_no_overlap(op, "gate_up", gu, "y", y);
   const SiluMulKernel k = silu_mul_kernel();
   const int64_t es = int64_t(dtype_size(gu.dtype()));
+  const bool stream = should_stream(y.numel() * int64_t(dtype_size(y.dtype())));
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
-      k(row(gu, r), row(gu, r) + inter * es, gu.dtype(), row(y, r), y.dtype(), inter);
+      k(row(gu, r), row(gu, r) + inter * es, gu.dtype(), row(y, r), y.dtype(), inter, stream);
   });
 }
 
@@ -58,13 +60,13 @@ void silu_mul_quant_fp8(const Tensor& gu, const Tensor& q, const Tensor& scales,
   const SiluMulKernel k = silu_mul_kernel();
   const int64_t es = int64_t(dtype_size(gu.dtype()));
   quantize_rows_fp8(gu.shape(0), inter, q, scales, qopt, [&](int64_t r, uint16_t* out) {
-    k(row(gu, r), row(gu, r) + inter * es, gu.dtype(), out, DType::bf16, inter);
+    k(row(gu, r), row(gu, r) + inter * es, gu.dtype(), out, DType::bf16, inter, false);
   });
 }
 
 namespace {
 
-using GeluKernel = void (*)(const void*, DType, void*, DType, int64_t, bool);
+using GeluKernel = void (*)(const void*, DType, void*, DType, int64_t, bool, bool);
 
 GeluKernel gelu_kernel() { return active_isa() >= Isa::avx512 ? kernels::gelu_avx512 : kernels::gelu_scalar; }
 
@@ -84,9 +86,11 @@ void gelu(const Tensor& x, const Tensor& y, GeluForm form) {
   if (x.data() != y.data()) require_no_overlap(op, "x", x, "y", y);
   const GeluKernel k = gelu_kernel();
   const int64_t h = x.shape(1);
+  // In place, y's lines were just read: streaming them out gains nothing.
+  const bool stream = x.data() != y.data() && should_stream(y.numel() * int64_t(dtype_size(y.dtype())));
   parallel_ranges(x.shape(0), 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
-      k(row(x, r), x.dtype(), row(y, r), y.dtype(), h, form == GeluForm::erf);
+      k(row(x, r), x.dtype(), row(y, r), y.dtype(), h, form == GeluForm::erf, stream);
   });
 }
 
@@ -97,7 +101,7 @@ void gelu_quant_fp8(const Tensor& x, const Tensor& q, const Tensor& scales, Gelu
   validate_fused_quant(op, "hidden", x.shape(0), h, q, scales, qopt);
   const GeluKernel k = gelu_kernel();
   quantize_rows_fp8(x.shape(0), h, q, scales, qopt, [&](int64_t r, uint16_t* out) {
-    k(row(x, r), x.dtype(), out, DType::bf16, h, form == GeluForm::erf);
+    k(row(x, r), x.dtype(), out, DType::bf16, h, form == GeluForm::erf, false);
   });
 }
 

@@ -1,5 +1,8 @@
 #include "sol/embedding.h"
 
+#include <vector>
+
+#include "kernels/gather.h"
 #include "ops/common/copy_bytes.h"
 #include "ops/common/parallel.h"
 #include "ops/common/streaming.h"
@@ -29,6 +32,14 @@ void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) {
   const int64_t os = out.stride(0) * int64_t(dtype_size(out.dtype()));
   const Isa isa = active_isa();
   const bool stream = should_stream(tokens * row_bytes);
+  if (isa >= Isa::avx512) {
+    std::vector<const char*> src(static_cast<size_t>(tokens));
+    for (int64_t t = 0; t < tokens; ++t) src[size_t(t)] = table.data_as<const char>() + id[t] * ts;
+    parallel_ranges(tokens, 1, [&](int64_t t0, int64_t t1) {
+      kernels::gather_rows_avx512(out.data_as<char>() + t0 * os, os, src.data() + t0, t1 - t0, row_bytes, stream);
+    });
+    return;
+  }
   parallel_ranges(tokens, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const char* src = table.data_as<const char>() + id[t] * ts;

@@ -3,7 +3,9 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/combine.h"
 #include "kernels/convert.h"
+#include "kernels/gather.h"
 #include "ops/common/copy_bytes.h"
 #include "ops/common/parallel.h"
 #include "ops/common/streaming.h"
@@ -86,6 +88,16 @@ void moe_permute(const Tensor& x, const Tensor& idx, int64_t experts, int64_t al
   const int64_t row_bytes = h * int64_t(dtype_size(x.dtype()));
   const bool stream = should_stream(rows * row_bytes);
   const Isa isa = active_isa();
+  if (isa >= Isa::avx512) {
+    std::vector<const char*> src(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r)
+      src[size_t(r)] = source[size_t(r)] < 0 ? nullptr : x.data_as<const char>() + source[size_t(r)] * row_bytes;
+    parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+      kernels::gather_rows_avx512(x_perm.data_as<char>() + r0 * row_bytes, row_bytes, src.data() + r0, r1 - r0,
+                                  row_bytes, stream);
+    });
+    return;
+  }
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       char* dst = x_perm.data_as<char>() + r * row_bytes;
@@ -113,12 +125,27 @@ void moe_unpermute(const Tensor& y_perm, const Tensor& row_of, const Tensor& w, 
   for (int64_t i = 0; i < tokens * k; ++i)
     check(ro[i] >= -1 && ro[i] < rows, op, "row_of[", i / k, ", ", i % k, "] = ", ro[i], " outside [0, ", rows, ")");
   const float* wt = w.data_as<const float>();
-  // Rows are widened to f32 and the result narrowed with the exact bulk conversions, so the
-  // accumulation itself is a plain f32 loop the compiler vectorises.
-  const bool avx512 = active_isa() >= Isa::avx512;
-  auto convert = [avx512](const void* src, DType from, void* dst, DType to, int64_t n) {
-    if (avx512) kernels::convert_avx512(src, from, dst, to, n, false);
-    else kernels::convert_scalar(src, from, dst, to, n);
+  if (active_isa() >= Isa::avx512) {
+    const int64_t ys = h * int64_t(dtype_size(y_perm.dtype()));
+    const bool stream = should_stream(out.numel() * int64_t(dtype_size(out.dtype())));
+    parallel_ranges(tokens, 1, [&](int64_t t0, int64_t t1) {
+      std::vector<const void*> rows(static_cast<size_t>(k));
+      for (int64_t t = t0; t < t1; ++t) {
+        for (int64_t j = 0; j < k; ++j) {
+          const int32_t r = ro[t * k + j];
+          rows[size_t(j)] = r < 0 ? nullptr : y_perm.data_as<const char>() + int64_t(r) * ys;
+        }
+        kernels::weighted_row_sum_avx512(rows.data(), wt + t * k, k, y_perm.dtype(),
+                                         out.data_as<char>() + t * h * int64_t(dtype_size(out.dtype())), out.dtype(),
+                                         h, stream);
+      }
+    });
+    return;
+  }
+  // Other paths: rows are widened to f32 and the result narrowed with the exact bulk
+  // conversions, so the accumulation itself is a plain f32 loop the compiler vectorises.
+  auto convert = [](const void* src, DType from, void* dst, DType to, int64_t n) {
+    kernels::convert_scalar(src, from, dst, to, n);
   };
   const int64_t ys = h * int64_t(dtype_size(y_perm.dtype())), os = h * int64_t(dtype_size(out.dtype()));
   parallel_ranges(tokens, 1, [&](int64_t t0, int64_t t1) {

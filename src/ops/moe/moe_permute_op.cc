@@ -113,7 +113,10 @@ void register_moe_permute_ops() {
   op.check_table = {{{"tokens", "1"}, {"hidden", "8"}, {"experts", "4"}, {"k", "2"}},
                     {{"tokens", "37"}, {"hidden", "129"}, {"experts", "16"}, {"k", "3"}, {"alignment", "8"}},
                     {{"tokens", "33"}, {"hidden", "64"}, {"experts", "256"}, {"k", "8"}, {"inverse", "1"}},
-                    {{"tokens", "0"}, {"hidden", "8"}, {"experts", "4"}, {"k", "2"}}};
+                    {{"tokens", "37"}, {"hidden", "129"}, {"experts", "16"}, {"k", "3"}, {"alignment", "8"}, {"inverse", "1"}},
+                    {{"tokens", "0"}, {"hidden", "8"}, {"experts", "4"}, {"k", "2"}},
+                    // Past half the LLC: streaming stores, rows of 7000 B (off 64-byte lines).
+                    {{"tokens", "300"}, {"hidden", "3500"}, {"experts", "16"}, {"k", "8"}}};
   op.make = [](const OpParams& p, int64_t) -> std::unique_ptr<OpCase> {
     int64_t inv = p.integer("inverse");
     sol::check(inv == 0 || inv == 1, "moe-permute", "--inverse = ", inv, " but must be 0 or 1");

@@ -25,22 +25,13 @@ void rope(const Tensor& x, const Tensor& positions, const RopeTable& table, int6
     check(pos[t] >= 0 && pos[t] < table.max_positions(), op, "positions[", t, "] = ", pos[t],
           " outside the table's [0, ", table.max_positions(), ")");
   const bool inter = c.layout == RopeLayout::interleaved;
-  auto kernel = active_isa() >= Isa::avx512 ? kernels::rope_rotate_avx512 : kernels::rope_rotate_scalar;
+  auto kernel = active_isa() >= Isa::avx512 ? kernels::rope_rotate_heads_avx512 : kernels::rope_rotate_heads_scalar;
   const int64_t es = int64_t(dtype_size(x.dtype()));
+  auto slices = [&](int64_t t) { return x.data_as<char>() + (t * x.stride(0) + rope_offset) * es; };
   parallel_ranges(tokens, 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      // The rope slices are short runs at a large stride (64 of 192 dims per head), a pattern the
-      // hardware prefetchers do not follow: fetch the next token's slices while rotating this one.
-      if (t + 1 < t1)
-        for (int64_t h = 0; h < heads; ++h) {
-          const char* next = x.data_as<const char>() + ((t + 1) * x.stride(0) + h * x.stride(1) + rope_offset) * es;
-          for (int64_t b = 0; b < d * es; b += 64) __builtin_prefetch(next + b, 1);
-        }
-      for (int64_t h = 0; h < heads; ++h) {
-        char* head = x.data_as<char>() + (t * x.stride(0) + h * x.stride(1) + rope_offset) * es;
-        kernel(head, x.dtype(), table.cos_row(pos[t]), table.sin_row(pos[t]), d, inter);
-      }
-    }
+    for (int64_t t = t0; t < t1; ++t)
+      kernel(slices(t), x.dtype(), x.stride(1) * es, heads, table.cos_row(pos[t]), table.sin_row(pos[t]), d, inter,
+             t + 1 < t1 ? slices(t + 1) : nullptr);
   });
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/route.h"
 #include "kernels/sigmoid.h"
 #include "kernels/softmax.h"
 #include "ops/common/parallel.h"
@@ -19,11 +20,11 @@ namespace routing_detail {
 namespace {
 void scores_scalar(const void* x, DType t, int64_t e, Scoring s, float* out, float* scratch) {
   if (s == Scoring::sigmoid) kernels::sigmoid_row_scalar(x, t, out, e);
-  else kernels::softmax_row_scalar(x, t, out, DType::f32, e, scratch);
+  else kernels::softmax_row_scalar(x, t, out, DType::f32, e, scratch, false);
 }
 void scores_avx512(const void* x, DType t, int64_t e, Scoring s, float* out, float* scratch) {
   if (s == Scoring::sigmoid) kernels::sigmoid_row_avx512(x, t, out, e);
-  else kernels::softmax_row_avx512(x, t, out, DType::f32, e, scratch);
+  else kernels::softmax_row_avx512(x, t, out, DType::f32, e, scratch, false);
 }
 }  // namespace
 
@@ -104,38 +105,86 @@ RoutingOptions deepseek_v3_routing(const Tensor* correction_bias) {
   return o;
 }
 
+namespace {
+
+// Per-thread rows of one token's routing.
+struct TokenScratch {
+  std::vector<float> scores, sel, scratch;
+  std::vector<char> eligible;
+  std::vector<int32_t> key, cand_key, cand_idx;
+  std::vector<uint8_t> group_ok;
+  TokenScratch(int64_t e, int64_t n_group)
+      : scores(size_t(e)), sel(size_t(e)), scratch(size_t(e)), eligible(size_t(e)), key(size_t(e)),
+        cand_key(size_t(e + 16)), cand_idx(size_t(e + 16)), group_ok(size_t(n_group)) {}
+};
+
+// The scalar choice: every expert offered to the bounded insertion.
+void choose_scalar(const RoutingOptions& o, int64_t e, const float* bias, TokenScratch& s, TopK& top) {
+  const int64_t per_group = e / o.n_group;
+  for (int64_t i = 0; i < e; ++i) s.sel[size_t(i)] = bias ? s.scores[size_t(i)] + bias[i] : s.scores[size_t(i)];
+  if (o.n_group > 1) {
+    TopK groups(o.topk_group);
+    for (int64_t g = 0; g < o.n_group; ++g) {
+      TopK best(o.scoring == Scoring::sigmoid ? 2 : 1);
+      for (int64_t i = g * per_group; i < (g + 1) * per_group; ++i) best.offer(s.sel[size_t(i)], i);
+      groups.offer(o.scoring == Scoring::sigmoid ? best.val[0] + best.val[1] : best.val[0], g);
+    }
+    std::fill(s.eligible.begin(), s.eligible.end(), 0);
+    for (int64_t j = 0; j < groups.size; ++j)
+      std::fill_n(s.eligible.begin() + groups.idx[size_t(j)] * per_group, per_group, 1);
+  }
+  for (int64_t i = 0; i < e; ++i)
+    if (o.n_group == 1 || s.eligible[size_t(i)]) top.offer(s.sel[size_t(i)], i);
+}
+
+// The AVX-512 choice, same ranking on order keys (kernels/route.h): groups and the top k are
+// ranked in registers; only when more than 16 experts could reach the top k (ties, NaN, k > 16)
+// are the candidates offered to the insertion. Writes the choice, best first, to best.
+void choose_avx512(const RoutingOptions& o, int64_t e, const float* bias, TokenScratch& s, int32_t* best) {
+  kernels::route_keys_avx512(s.scores.data(), bias, e, o.n_group, o.topk_group, o.scoring == Scoring::sigmoid,
+                             s.key.data(), s.group_ok.data());
+  const int64_t n = kernels::route_topk_avx512(s.key.data(), e, e / o.n_group,
+                                               o.n_group > 1 ? s.group_ok.data() : nullptr, o.top_k,
+                                               s.cand_key.data(), s.cand_idx.data(), best);
+  if (n <= 16) return;
+  TopK top(o.top_k);
+  for (int64_t j = 0; j < n; ++j) top.offer(kernels::route_key_score(s.cand_key[size_t(j)]), s.cand_idx[size_t(j)]);
+  for (int64_t j = 0; j < o.top_k; ++j) best[j] = int32_t(top.idx[size_t(j)]);
+}
+
+}  // namespace
+
 void moe_routing(const Tensor& logits, const Tensor& topk_idx, const Tensor& topk_weights, const RoutingOptions& o) {
   validate(logits, topk_idx, topk_weights, o);
   const int64_t tokens = logits.shape(0), e = logits.shape(1), per_group = e / o.n_group;
   const auto scores_of = routing_detail::score_function();
   const float* bias = o.correction_bias ? o.correction_bias->data_as<const float>() : nullptr;
   const int64_t row_bytes = e * int64_t(dtype_size(logits.dtype()));
+  // The vector choice needs groups of whole 16-lane vectors (DeepSeek-V3: 32 experts), at most
+  // 16 of them; other shapes take the scalar choice on every path.
+  const bool vector_choice =
+      active_isa() >= Isa::avx512 && (o.n_group == 1 || (per_group % 16 == 0 && o.n_group <= 16));
   parallel_ranges(tokens, 16, [&](int64_t t0, int64_t t1) {
-    std::vector<float> scores(static_cast<size_t>(e)), sel(static_cast<size_t>(e)), scratch(static_cast<size_t>(e));
-    std::vector<char> eligible(static_cast<size_t>(e));
+    TokenScratch s(e, o.n_group);
     for (int64_t t = t0; t < t1; ++t) {
-      scores_of(logits.data_as<const char>() + t * row_bytes, logits.dtype(), e, o.scoring, scores.data(), scratch.data());
-      for (int64_t i = 0; i < e; ++i) sel[size_t(i)] = bias ? scores[size_t(i)] + bias[i] : scores[size_t(i)];
-      if (o.n_group > 1) {
-        TopK groups(o.topk_group);
-        for (int64_t g = 0; g < o.n_group; ++g) {
-          TopK best(o.scoring == Scoring::sigmoid ? 2 : 1);
-          for (int64_t i = g * per_group; i < (g + 1) * per_group; ++i) best.offer(sel[size_t(i)], i);
-          groups.offer(o.scoring == Scoring::sigmoid ? best.val[0] + best.val[1] : best.val[0], g);
-        }
-        std::fill(eligible.begin(), eligible.end(), 0);
-        for (int64_t j = 0; j < groups.size; ++j)
-          std::fill_n(eligible.begin() + groups.idx[size_t(j)] * per_group, per_group, 1);
-      }
-      TopK top(o.top_k);
-      for (int64_t i = 0; i < e; ++i)
-        if (o.n_group == 1 || eligible[size_t(i)]) top.offer(sel[size_t(i)], i);
+      // The rows are small (1 KiB for V3) and the work per row large: fetch a few rows ahead,
+      // as the hardware prefetcher does not keep up with a stream this slow.
+      if (t + 4 < tokens)
+        for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(logits.data_as<const char>() + (t + 4) * row_bytes + b);
+      scores_of(logits.data_as<const char>() + t * row_bytes, logits.dtype(), e, o.scoring, s.scores.data(),
+                s.scratch.data());
       int32_t* out_idx = topk_idx.data_as<int32_t>() + t * o.top_k;
+      if (vector_choice) {
+        choose_avx512(o, e, bias, s, out_idx);
+      } else {
+        TopK top(o.top_k);
+        choose_scalar(o, e, bias, s, top);
+        for (int64_t j = 0; j < o.top_k; ++j) out_idx[j] = int32_t(top.idx[size_t(j)]);
+      }
       float* out_w = topk_weights.data_as<float>() + t * o.top_k;
       float sum = 0;
       for (int64_t j = 0; j < o.top_k; ++j) {
-        out_idx[j] = int32_t(top.idx[size_t(j)]);
-        out_w[j] = scores[size_t(top.idx[size_t(j)])];
+        out_w[j] = s.scores[size_t(out_idx[j])];
         sum += out_w[j];
       }
       const float factor = o.renormalize ? o.scaling / sum : o.scaling;

@@ -109,6 +109,14 @@ class RoutingCase : public OpCase {
       for (int64_t i = 0; i < experts_; ++i)   // token 1: all equal: ties go to lower indices
         l[experts_ + i] = 0.5f;
     }
+    if (tokens_ > 4 && experts_ > 8) {
+      for (int64_t i = 0; i < experts_ / 2 + 1; ++i)  // token 2: the first half (and one) NaN
+        l[2 * experts_ + i] = NAN;
+      for (int64_t i = 0; i < experts_; ++i)  // token 3: five distinct values: ties across groups
+        l[3 * experts_ + i] = std::round(l[3 * experts_ + i] / 2);
+      for (int64_t i = 0; i < experts_; ++i)  // token 4: saturated scores, 0 or 1 exactly
+        l[4 * experts_ + i] = i % 5 == 3 ? 100.0f : -100.0f;
+    }
     std::vector<int32_t> ridx;
     std::vector<float> rw;
     routing_reference(logits_[0], opt_, ridx, rw);
@@ -156,7 +164,13 @@ void register_routing_ops() {
                     {{"tokens", "1"}},
                     {{"tokens", "37"}, {"experts", "64"}, {"k", "6"}, {"n_group", "1"}, {"topk_group", "1"}, {"scoring", "softmax"}},
                     {{"tokens", "0"}},
-                    {{"tokens", "13"}, {"experts", "10"}, {"k", "3"}, {"n_group", "5"}, {"topk_group", "2"}}};
+                    {{"tokens", "13"}, {"experts", "10"}, {"k", "3"}, {"n_group", "5"}, {"topk_group", "2"}},
+                    {{"tokens", "9"}, {"experts", "64"}, {"k", "20"}, {"n_group", "1"}, {"topk_group", "1"}, {"scoring", "softmax"}},
+                    {{"tokens", "9"}, {"experts", "128"}, {"k", "8"}, {"n_group", "8"}, {"topk_group", "3"}},
+                    {{"tokens", "9"}, {"experts", "37"}, {"k", "5"}, {"n_group", "1"}, {"topk_group", "1"}},
+                    {{"tokens", "9"}, {"experts", "8"}, {"k", "2"}, {"n_group", "1"}, {"topk_group", "1"}, {"scoring", "softmax"}},
+                    {{"tokens", "9"}, {"experts", "512"}, {"k", "8"}, {"n_group", "32"}, {"topk_group", "4"}},
+                    {{"tokens", "9"}, {"experts", "256"}, {"k", "8"}, {"n_group", "8"}, {"topk_group", "4"}, {"scoring", "softmax"}}};
   op.make = [](const OpParams& p, int64_t cold_bytes) -> std::unique_ptr<OpCase> {
     return std::make_unique<RoutingCase>(p.integer("tokens"), p.integer("experts"), p.integer("k"), p.integer("n_group"),
                                          p.integer("topk_group"), parse_scoring(p.text("scoring")), cold_bytes);

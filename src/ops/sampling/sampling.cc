@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
+#include "kernels/select.h"
 #include "ops/common/parallel.h"
 #include "ops/common/splitmix.h"
 #include "sol/error.h"
+#include "sol/hw.h"
 
 namespace sol {
 
@@ -19,22 +22,107 @@ struct Candidate {
   bool operator<(const Candidate& o) const { return p != o.p ? p > o.p : id < o.id; }
 };
 
-int32_t sample_row(const void* row, DType t, int64_t v, const SamplingOptions& o, int64_t r, std::vector<Candidate>& c) {
+using CollectFn = int64_t (*)(const void*, DType, int64_t, float, int32_t, float*, int32_t*);
+
+// Per-thread buffers of the filtered pass.
+struct Workspace {
+  // Elements filtered between two looks at the buffer: small, so the first chunk (which passes
+  // whole, the threshold still -inf) costs little to cut down to k.
+  static constexpr int64_t kChunk = 1024;
+  std::vector<Candidate> c;
+  std::vector<float> val, tmp;
+  std::vector<int32_t> idx;
+};
+
+// Keeps the best k of the n buffered (val, idx) pairs, which are in increasing idx, by (val
+// larger, idx lower), still in increasing idx; returns the k-th best value.
+float keep_best(Workspace& w, int64_t n, int64_t k) {
+  w.tmp.assign(w.val.begin(), w.val.begin() + n);
+  std::nth_element(w.tmp.begin(), w.tmp.begin() + (k - 1), w.tmp.end(), [](float a, float b) { return a > b; });
+  const float kth = w.tmp[size_t(k - 1)];
+  int64_t ties = k - std::count_if(w.tmp.begin(), w.tmp.end(), [&](float v) { return v > kth; }), out = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = w.val[size_t(i)];
+    if (v > kth || (v == kth && ties-- > 0)) {
+      w.val[size_t(out)] = v;
+      w.idx[size_t(out++)] = w.idx[size_t(i)];
+    }
+  }
+  return kth;
+}
+
+// The top_k path: one filtered pass collects the best k finite logits by (logit larger, id
+// lower). Elements past a full buffer need logit > the k-th best to enter, since an equal one
+// has a higher id. exp is monotonic, so these are the best k by (probability, id) unless a
+// logit below the k-th maps to the same probability (exp underflow, or logits closer than
+// exp's resolution): then false is returned and the caller takes the full path, which orders
+// by probability itself. Leaves the candidates in w.c and the row's max logit in *mx.
+bool top_candidates(const void* row, DType t, int64_t v, int64_t k, double temperature, CollectFn collect,
+                    Workspace& w, double* mx) {
+  // The buffer is cut to the best k once it holds more than 2k + 256: a cut costs O(buffer),
+  // so each cut is paid for by k + 256 filtered matches.
+  const int64_t cut_above = 2 * k + 256;
+  w.val.resize(size_t(cut_above + Workspace::kChunk + 16));
+  w.idx.resize(w.val.size());
+  float thr = -INFINITY;
+  int64_t n = 0;
+  const size_t es = dtype_size(t);
+  for (int64_t i0 = 0; i0 < v; i0 += Workspace::kChunk) {
+    const int64_t len = std::min(Workspace::kChunk, v - i0);
+    n += collect(static_cast<const char*>(row) + size_t(i0) * es, t, len, thr, int32_t(i0), w.val.data() + n,
+                 w.idx.data() + n);
+    if (n > cut_above || (n > k && i0 + len == v)) {
+      thr = keep_best(w, n, k);
+      n = k;
+    }
+  }
+  w.c.clear();
+  if (n == 0) return true;
+  *mx = *std::max_element(w.val.begin(), w.val.begin() + n);
+  if (!std::isfinite(*mx)) return true;  // a +inf logit: an error, as on the full path
+  if (temperature == 0) {  // greedy: only the best is needed
+    w.c.push_back({1.0, w.idx[size_t(std::find(w.val.begin(), w.val.begin() + n, float(*mx)) - w.val.begin())]});
+    return true;
+  }
+  auto prob = [&](double x) { return std::exp((x - *mx) / temperature); };
+  for (int64_t i = 0; i < n; ++i) w.c.push_back({prob(w.val[size_t(i)]), w.idx[size_t(i)]});
+  // thr > -inf: logits were left out, all <= thr (the k-th best); below thr, p must fall.
+  return thr == -INFINITY || prob(std::nextafter(thr, -INFINITY)) < prob(thr);
+}
+
+// Every finite logit as a candidate (top_k 0, or the rare probability tie above).
+void all_candidates(const void* row, DType t, int64_t v, double temperature, Workspace& w, double* mx) {
   auto logit = [&](int64_t i) -> double {
     double x = t == DType::bf16 ? bf16_to_f32(static_cast<const uint16_t*>(row)[i]) : static_cast<const float*>(row)[i];
     return std::isnan(x) ? -INFINITY : x;
   };
-  double mx = -INFINITY;
+  *mx = -INFINITY;
   int64_t arg = -1;
   for (int64_t i = 0; i < v; ++i)
-    if (double x = logit(i); x > mx) mx = x, arg = i;
-  if (arg < 0 || !std::isfinite(mx)) return -1;  // reported by the caller, outside the parallel region
-  if (o.temperature == 0.0f) return int32_t(arg);
-  c.clear();
+    if (double x = logit(i); x > *mx) *mx = x, arg = i;
+  w.c.clear();
+  if (arg < 0 || !std::isfinite(*mx)) return;
+  if (temperature == 0) {
+    w.c.push_back({1.0, int32_t(arg)});
+    return;
+  }
   for (int64_t i = 0; i < v; ++i) {
     double x = logit(i);
-    if (x > -INFINITY) c.push_back({std::exp((x - mx) / double(o.temperature)), int32_t(i)});
+    if (x > -INFINITY) w.c.push_back({std::exp((x - *mx) / temperature), int32_t(i)});
   }
+}
+
+int32_t sample_row(const void* row, DType t, int64_t v, const SamplingOptions& o, int64_t r, CollectFn collect,
+                   Workspace& w) {
+  const double temperature = o.temperature;
+  // Greedy is top_k = 1; a top_k within reach of the filter (small against the row) takes it.
+  const int64_t k = temperature == 0 ? 1 : o.top_k;
+  double mx = -INFINITY;
+  if (k <= 0 || k > 4096 || k >= v || !top_candidates(row, t, v, k, temperature, collect, w, &mx))
+    all_candidates(row, t, v, temperature, w, &mx);
+  auto& c = w.c;
+  if (c.empty()) return -1;  // reported by the caller, outside the parallel region
+  if (temperature == 0) return c[0].id;
   int64_t keep = int64_t(c.size());
   if (o.top_k > 0 && o.top_k < keep) {
     std::nth_element(c.begin(), c.begin() + o.top_k, c.end());
@@ -77,12 +165,14 @@ void sample(const Tensor& logits, const Tensor& ids, const SamplingOptions& o) {
   check(o.top_k >= 0, op, "top_k = ", o.top_k, " but must be >= 0 (0 keeps every id)");
   const int64_t b = logits.shape(0), v = logits.shape(1);
   check(v >= 1 || b == 0, op, "vocab is empty");
+  check(v <= INT32_MAX, op, "vocab = ", v, " but ids are i32");
   const int64_t row_bytes = v * int64_t(dtype_size(logits.dtype()));
+  const CollectFn collect = active_isa() >= Isa::avx512 ? kernels::collect_above_avx512 : kernels::collect_above_scalar;
   parallel_ranges(b, 1, [&](int64_t r0, int64_t r1) {
-    std::vector<Candidate> c;
-    c.reserve(static_cast<size_t>(v));
+    Workspace w;
     for (int64_t r = r0; r < r1; ++r)
-      ids.data_as<int32_t>()[r] = sample_row(logits.data_as<const char>() + r * row_bytes, logits.dtype(), v, o, r, c);
+      ids.data_as<int32_t>()[r] = sample_row(logits.data_as<const char>() + r * row_bytes, logits.dtype(), v, o, r,
+                                             collect, w);
   });
   // An exception must not cross an OpenMP region, so bad rows are marked -1 and reported here.
   for (int64_t r = 0; r < b; ++r)

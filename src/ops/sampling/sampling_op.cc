@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/builtin_ops.h"
+#include "ops/common/buffer_sets.h"
 #include "ops/common/fill.h"
 #include "sol/error.h"
 #include "sol/registry.h"
@@ -46,9 +47,13 @@ int32_t reference_row(const float* l, int64_t v, const SamplingOptions& o, int64
 
 class SamplingCase : public OpCase {
  public:
-  SamplingCase(int64_t batch, int64_t vocab, const SamplingOptions& o)
-      : batch_(batch), vocab_(vocab), opt_(o), logits_(DType::f32, {batch, vocab}), ids_(DType::i32, {batch}) {
-    fill_random(logits_, 7, 8.0);
+  // Input sets rotate past the LLC (cold_bytes), as the floor is DRAM bandwidth.
+  SamplingCase(int64_t batch, int64_t vocab, const SamplingOptions& o, int64_t cold_bytes)
+      : batch_(batch), vocab_(vocab), opt_(o), ids_(DType::i32, {batch}) {
+    for (int i = 0; i < sets_for(batch * vocab * 4, cold_bytes); ++i) {
+      logits_.emplace_back(DType::f32, std::initializer_list<int64_t>{batch, vocab});
+      fill_random(logits_.back(), 7 + uint64_t(i), 8.0);
+    }
   }
   std::string shape() const override {
     return "batch=" + std::to_string(batch_) + " vocab=" + std::to_string(vocab_) + " k=" + std::to_string(opt_.top_k) +
@@ -58,13 +63,14 @@ class SamplingCase : public OpCase {
   Cost cost() const override {
     return {0, double(batch_) * double(vocab_) * 4 + double(batch_) * 4, Unit::fma_f32, Unit::mem_read};
   }
-  void run(int) override { sample(logits_, ids_, opt_); }
+  int input_sets() const override { return int(logits_.size()); }
+  void run(int set) override { sample(logits_[size_t(set)], ids_, opt_); }
   CheckResult check() override {
-    if (batch_ > 0 && vocab_ > 3) logits_.tensor().data_as<float>()[1] = NAN;
+    if (batch_ > 0 && vocab_ > 3) logits_[0].tensor().data_as<float>()[1] = NAN;
     poison(ids_);
     run(0);
     for (int64_t r = 0; r < batch_; ++r) {
-      int32_t want = reference_row(logits_.tensor().data_as<float>() + r * vocab_, vocab_, opt_, r);
+      int32_t want = reference_row(logits_[0].tensor().data_as<float>() + r * vocab_, vocab_, opt_, r);
       int32_t got = ids_.tensor().data_as<int32_t>()[r];
       if (got != want)
         return {false, 1, 0, "row " + std::to_string(r) + ": sampled " + std::to_string(got) + ", expected " + std::to_string(want)};
@@ -75,7 +81,8 @@ class SamplingCase : public OpCase {
  private:
   int64_t batch_, vocab_;
   SamplingOptions opt_;
-  Buffer logits_, ids_;
+  std::vector<Buffer> logits_;
+  Buffer ids_;
 };
 
 }  // namespace
@@ -98,7 +105,7 @@ void register_sampling_ops() {
                     {{"batch", "4"}, {"vocab", "300"}, {"temperature", "0"}},
                     {{"batch", "3"}, {"vocab", "1"}, {"top_k", "1"}},
                     {{"batch", "0"}, {"vocab", "10"}}};
-  op.make = [](const OpParams& p, int64_t) -> std::unique_ptr<OpCase> {
+  op.make = [](const OpParams& p, int64_t cold_bytes) -> std::unique_ptr<OpCase> {
     SamplingOptions o;
     o.top_k = p.integer("top_k");
     try {
@@ -109,7 +116,7 @@ void register_sampling_ops() {
            p.text("temperature"), "'");
     }
     o.seed = uint64_t(p.integer("seed"));
-    return std::make_unique<SamplingCase>(p.integer("batch"), p.integer("vocab"), o);
+    return std::make_unique<SamplingCase>(p.integer("batch"), p.integer("vocab"), o, cold_bytes);
   };
   register_op(std::move(op));
 }

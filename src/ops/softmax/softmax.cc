@@ -4,6 +4,7 @@
 
 #include "kernels/softmax.h"
 #include "ops/common/parallel.h"
+#include "ops/common/streaming.h"
 #include "ops/common/validate.h"
 #include "sol/error.h"
 #include "sol/hw.h"
@@ -25,10 +26,13 @@ void softmax(const Tensor& x, const Tensor& y) {
   const int64_t rows = x.numel() / n;
   auto kernel = active_isa() >= Isa::avx512 ? kernels::softmax_row_avx512 : kernels::softmax_row_scalar;
   const int64_t xs = n * int64_t(dtype_size(x.dtype())), ys = n * int64_t(dtype_size(y.dtype()));
+  // In place, y's lines were just read: streaming them out gains nothing.
+  const bool stream = x.data() != y.data() && should_stream(y.numel() * int64_t(dtype_size(y.dtype())));
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     std::vector<float> scratch(static_cast<size_t>(n));  // once per thread
     for (int64_t r = r0; r < r1; ++r)
-      kernel(x.data_as<const char>() + r * xs, x.dtype(), y.data_as<char>() + r * ys, y.dtype(), n, scratch.data());
+      kernel(x.data_as<const char>() + r * xs, x.dtype(), y.data_as<char>() + r * ys, y.dtype(), n, scratch.data(),
+             stream);
   });
 }
 

@@ -1,27 +1,55 @@
-// AVX-512 rope rotation (helpers in vec16_avx512.h). The slice is read whole before anything is
-// written (d <= 512 floats in registers/stack), as every output needs its partner's old value.
+// AVX-512 rope rotation of one token's heads (helpers in fast16_avx512.h).
 #include <cstring>
 
 #include "kernels/rope.h"
-#include "kernels/x86/avx512/vec16_avx512.h"
+#include "kernels/x86/avx512/fast16_avx512.h"
 
 namespace sol::kernels {
 
-void rope_rotate_avx512(void* x, DType t, const float* c, const float* s, int64_t d, bool interleaved) {
+namespace {
+
+// Interleaved pairs are neighbours (d is even, blocks start at even lanes): each 16-lane block
+// rotates on its own, read and written in place.
+[[gnu::always_inline]] inline void rotate_interleaved(void* x, DType t, const float* c, const float* s, int64_t d) {
+  for (int64_t i = 0; i < d; i += 16) {
+    const __mmask16 m = tail_mask(d - i);
+    const __m512 xv = load16(x, t, i, m);
+    const __m512 r = _mm512_fmadd_ps(_mm512_permute_ps(xv, 0xB1), _mm512_maskz_loadu_ps(m, s + i),
+                                     _mm512_mul_ps(xv, _mm512_maskz_loadu_ps(m, c + i)));
+    store16_fast(x, t, i, m, r);
+  }
+}
+
+// Half pairs are d/2 apart: the slice is read whole before anything is written (d <= 512 floats
+// on the stack), as every output needs its partner's old value.
+void rotate_half(void* x, DType t, const float* c, const float* s, int64_t d) {
   alignas(64) float v[512 + 16], partner[512 + 16];
   for (int64_t i = 0; i < d; i += 16) _mm512_store_ps(v + i, load16(x, t, i, tail_mask(d - i)));
-  if (!interleaved) {  // partner[i] = v[(i + d/2) mod d]: the two halves swapped
-    std::memcpy(partner, v + d / 2, sizeof(float) * size_t(d - d / 2));
-    std::memcpy(partner + (d - d / 2), v, sizeof(float) * size_t(d / 2));
-  }
+  std::memcpy(partner, v + d / 2, sizeof(float) * size_t(d - d / 2));
+  std::memcpy(partner + (d - d / 2), v, sizeof(float) * size_t(d / 2));
   for (int64_t i = 0; i < d; i += 16) {
-    __mmask16 m = tail_mask(d - i);
-    __m512 xv = _mm512_load_ps(v + i);
-    // Interleaved pairs are neighbours (d is even, blocks start at even lanes): swap within
-    // each pair. Half pairs are d/2 apart: read the swapped copy.
-    __m512 pv = interleaved ? _mm512_permute_ps(xv, 0xB1) : _mm512_load_ps(partner + i);
-    __m512 r = _mm512_fmadd_ps(pv, _mm512_maskz_loadu_ps(m, s + i), _mm512_mul_ps(xv, _mm512_maskz_loadu_ps(m, c + i)));
-    store16(x, t, i, m, r);
+    const __mmask16 m = tail_mask(d - i);
+    const __m512 r = _mm512_fmadd_ps(_mm512_load_ps(partner + i), _mm512_maskz_loadu_ps(m, s + i),
+                                     _mm512_mul_ps(_mm512_load_ps(v + i), _mm512_maskz_loadu_ps(m, c + i)));
+    store16_fast(x, t, i, m, r);
+  }
+}
+
+}  // namespace
+
+void rope_rotate_heads_avx512(void* x, DType t, int64_t head_stride, int64_t heads, const float* c, const float* s,
+                              int64_t d, bool interleaved, const void* next) {
+  const int64_t bytes = d * int64_t(dtype_size(t));
+  for (int64_t h = 0; h < heads; ++h) {
+    char* head = static_cast<char*>(x) + h * head_stride;
+    const int64_t ahead = h + kRopePrefetchHeads;
+    const char* fetch = ahead < heads ? static_cast<const char*>(x) + ahead * head_stride
+                        : next        ? static_cast<const char*>(next) + (ahead - heads) * head_stride
+                                      : nullptr;
+    if (fetch && (ahead < heads || ahead - heads < heads))
+      for (int64_t b = 0; b < bytes; b += 64) _mm_prefetch(fetch + b, _MM_HINT_T0);
+    if (interleaved) rotate_interleaved(head, t, c, s, d);
+    else rotate_half(head, t, c, s, d);
   }
 }
 

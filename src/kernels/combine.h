@@ -1,0 +1,15 @@
+#pragma once
+// Weighted sum of gathered rows (internal, AVX-512): the combine step of moe_unpermute.
+#include <cstdint>
+
+#include "sol/dtype.h"
+
+namespace sol::kernels {
+
+// out[c] = round_out(sum over j = 0..k-1 of w[j] * rows[j][c]) for c < h, j in order, in f32 with
+// one fused multiply-add per term (rows[j] == nullptr: no term). rows f32 or bf16, out f32 or
+// bf16; stream as in kernels/activation.h.
+void weighted_row_sum_avx512(const void* const* rows, const float* w, int64_t k, DType t, void* out, DType ot,
+                             int64_t h, bool stream);
+
+}  // namespace sol::kernels

@@ -1,0 +1,41 @@
+#pragma once
+// Vector pieces of MoE routing (internal, AVX-512): the selection scores as int32 order keys,
+// the group choice, and the top k by ranking a small superset of it in registers, so routing a
+// token costs a few hundred vector operations instead of an insertion per expert.
+//
+// Order key: an int32 whose signed order is sol/routing.h's ranking of selection scores:
+// numbers by value, NaN below every number (selection scores are never -0, which would key
+// below +0). Ties of equal keys go to the
+// lower index, as in the ranking.
+#include <cstdint>
+#include <cstring>
+
+namespace sol::kernels {
+
+constexpr int32_t kRouteNanKey = INT32_MIN + 1;  // below -inf's key; INT32_MIN marks "not eligible"
+
+// The score a key stands for (NaN read back as a quiet NaN).
+inline float route_key_score(int32_t k) {
+  if (k == kRouteNanKey) return __builtin_nanf("");
+  uint32_t b = uint32_t(k) ^ (k < 0 ? 0x7FFFFFFFu : 0u);
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+// key[i] = key of scores[i] + bias[i] (bias may be null). When n_group > 1 (needs n_group <= 16
+// and e / n_group a multiple of 16): each group's score is the sum of its two largest selection
+// scores (top2) or its largest (NaN when the group has fewer numbers than that), and
+// group_ok[g] = 1 for the topk_group best groups (ties: lower group), else 0.
+void route_keys_avx512(const float* scores, const float* bias, int64_t e, int64_t n_group, int64_t topk_group,
+                       bool top2, int32_t* key, uint8_t* group_ok);
+
+// The best k experts among the eligible ones (group_ok[i / per_group] != 0; group_ok null: all),
+// by key. First every expert that can be among them is collected, in increasing index, into
+// cand_key / cand_idx (room for e + 16 entries each); the count is returned. When it is at most
+// 16 the candidates are ranked in registers and best[0..k) receives the chosen experts, best
+// first; otherwise best is untouched and the caller ranks the candidates itself.
+int64_t route_topk_avx512(const int32_t* key, int64_t e, int64_t per_group, const uint8_t* group_ok, int64_t k,
+                          int32_t* cand_key, int32_t* cand_idx, int32_t* best);
+
+}  // namespace sol::kernels

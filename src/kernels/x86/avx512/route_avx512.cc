@@ -1,0 +1,134 @@
+// AVX-512 pieces of MoE routing (kernels/route.h): order keys, group top-2, top-k candidates.
+#include <climits>
+
+#include "kernels/route.h"
+#include "kernels/x86/avx512/vec16_avx512.h"
+
+namespace sol::kernels {
+
+namespace {
+
+// Floats reordered as signed ints: a negative float's magnitude bits are flipped, so more
+// negative floats give smaller ints. -0 would key below +0, but no selection score is -0:
+// scores are +0 or more (or NaN), and a sum that is exactly zero rounds to +0.
+[[gnu::always_inline]] inline __m512i key16(__m512 x) {
+  const __m512i b = _mm512_castps_si512(x);
+  const __m512i k = _mm512_xor_si512(b, _mm512_and_si512(_mm512_srai_epi32(b, 31), _mm512_set1_epi32(0x7FFFFFFF)));
+  return _mm512_mask_mov_epi32(k, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), _mm512_set1_epi32(kRouteNanKey));
+}
+
+// Each lane's rank among the 16 lanes: how many lanes beat it, a lane beating another when
+// its key is larger or equal with a lower lane (lanes are in increasing expert index).
+__m512i ranks16(__m512i v) {
+  __m512i beaten_by = _mm512_setzero_si512();
+  for (int i = 0; i < 16; ++i) {
+    const __m512i b = _mm512_permutexvar_epi32(_mm512_set1_epi32(i), v);
+    const __mmask16 wins = _mm512_cmpgt_epi32_mask(b, v) | (_mm512_cmpeq_epi32_mask(b, v) & __mmask16(0xFFFEu << i));
+    beaten_by = _mm512_mask_add_epi32(beaten_by, wins, beaten_by, _mm512_set1_epi32(1));
+  }
+  return beaten_by;
+}
+
+// The k-th largest of 16 lanes (1 <= k <= 16): the minimum over the lanes ranked below k.
+int32_t kth_largest(__m512i v, int64_t k) {
+  const __mmask16 top = _mm512_cmplt_epi32_mask(ranks16(v), _mm512_set1_epi32(int32_t(k)));
+  return _mm512_mask_reduce_min_epi32(top, v);
+}
+
+}  // namespace
+
+void route_keys_avx512(const float* scores, const float* bias, int64_t e, int64_t n_group, int64_t topk_group,
+                       bool top2, int32_t* key, uint8_t* group_ok) {
+  for (int64_t i = 0; i < e; i += 16) {
+    const __mmask16 m = tail_mask(e - i);
+    __m512 s = _mm512_maskz_loadu_ps(m, scores + i);
+    if (bias) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m, bias + i));
+    _mm512_mask_storeu_epi32(key + i, m, key16(s));
+  }
+  if (n_group <= 1) return;
+  const int64_t per = e / n_group;
+  alignas(64) float group_score[16];
+  for (int64_t g = 0; g < n_group; ++g) {
+    // Per lane the largest and second largest key seen; then across lanes: the largest, and as
+    // the second either the largest again (when two lanes hold it) or the best of the rest.
+    const int32_t* p = key + g * per;
+    __m512i hi = _mm512_loadu_si512(p), lo = _mm512_set1_epi32(INT_MIN);
+    for (int64_t i = 16; i < per; i += 16) {
+      const __m512i x = _mm512_loadu_si512(p + i);
+      lo = _mm512_max_epi32(lo, _mm512_min_epi32(hi, x));
+      hi = _mm512_max_epi32(hi, x);
+    }
+    const int32_t first = _mm512_reduce_max_epi32(hi);
+    float gs = route_key_score(first);
+    if (top2) {
+      const __mmask16 at_max = _mm512_cmpeq_epi32_mask(hi, _mm512_set1_epi32(first));
+      const int32_t second = __builtin_popcount(at_max) >= 2
+                                 ? first
+                                 : _mm512_reduce_max_epi32(_mm512_max_epi32(lo, _mm512_mask_mov_epi32(hi, at_max, lo)));
+      gs += route_key_score(second);
+    }
+    group_score[g] = gs;
+  }
+  // The group scores ranked like expert scores; absent lanes rank last.
+  const __mmask16 present = tail_mask(n_group);
+  const __m512i gk = _mm512_mask_mov_epi32(_mm512_set1_epi32(INT_MIN), present,
+                                           key16(_mm512_maskz_loadu_ps(present, group_score)));
+  const __mmask16 chosen = _mm512_cmplt_epi32_mask(ranks16(gk), _mm512_set1_epi32(int32_t(topk_group)));
+  _mm_mask_storeu_epi8(group_ok, present, _mm_maskz_mov_epi8(chosen, _mm_set1_epi8(1)));
+}
+
+int64_t route_topk_avx512(const int32_t* key, int64_t e, int64_t per_group, const uint8_t* group_ok, int64_t k,
+                          int32_t* cand_key, int32_t* cand_idx, int32_t* best) {
+  const __m512i not_eligible = _mm512_set1_epi32(INT_MIN);
+  // The vectors to look at, with their lanes: the tail, and none of the groups not chosen.
+  // The list is built without branches (which groups are chosen changes from token to token
+  // unpredictably), and the loops below then visit only the eligible vectors.
+  const int64_t nv = (e + 15) / 16, per_v = group_ok ? per_group / 16 : nv;
+  int32_t small_vec[64];
+  __mmask16 small_lanes[64];
+  int32_t* vec = nv <= 64 ? small_vec : new int32_t[size_t(nv)];
+  __mmask16* lanes = nv <= 64 ? small_lanes : new __mmask16[size_t(nv)];
+  int64_t nl = 0;
+  for (int64_t g = 0, v = 0; v < nv; ++g)
+    for (int64_t j = 0; j < per_v; ++j, ++v) {
+      vec[nl] = int32_t(v);
+      lanes[nl] = group_ok && !group_ok[g] ? __mmask16(0) : tail_mask(e - 16 * v);
+      nl += lanes[nl] != 0;
+    }
+  // Each lane's best over the eligible vectors: 16 distinct experts, so (k <= 16) the k-th
+  // largest of them is <= the k-th best expert, and every expert of the top k has a key >= it.
+  int32_t bound = INT_MIN;
+  if (k <= 16 && nl > 1) {  // one vector: all of it is ranked anyway
+    __m512i col = not_eligible;
+    for (int64_t l = 0; l < nl; ++l)
+      col = _mm512_max_epi32(col, _mm512_mask_loadu_epi32(not_eligible, lanes[l], key + 16 * vec[l]));
+    bound = kth_largest(col, k);
+  }
+  const __m512i bv = _mm512_set1_epi32(bound);
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  int64_t count = 0;
+  for (int64_t l = 0; l < nl; ++l) {
+    const __m512i kv = _mm512_maskz_loadu_epi32(lanes[l], key + 16 * vec[l]);
+    const __mmask16 hit = _mm512_mask_cmpge_epi32_mask(lanes[l], kv, bv);
+    _mm512_storeu_si512(cand_key + count, _mm512_maskz_compress_epi32(hit, kv));
+    _mm512_storeu_si512(cand_idx + count,
+                        _mm512_maskz_compress_epi32(hit, _mm512_add_epi32(lane, _mm512_set1_epi32(16 * vec[l]))));
+    count += __builtin_popcount(hit);
+  }
+  if (vec != small_vec) delete[] vec, delete[] lanes;
+  if (count > 16) return count;
+  // Candidates are in increasing index, so lane order is index order for the ties; empty
+  // lanes hold INT_MIN, below every real key, and rank after them.
+  const __mmask16 present = tail_mask(count);
+  const __m512i ck = _mm512_mask_loadu_epi32(not_eligible, present, cand_key);
+  const __m512i rank = ranks16(ck);
+  // Ranks of the present lanes are 0 .. count-1, each once: place every candidate at its rank
+  // (plain stores; a masked vpscatterdd was slower here) and keep the first k.
+  alignas(64) int32_t rank_of[16], by_rank[16];
+  _mm512_store_si512(rank_of, rank);
+  for (int64_t j = 0; j < count; ++j) by_rank[rank_of[j]] = cand_idx[j];
+  for (int64_t j = 0; j < k; ++j) best[j] = by_rank[j];
+  return count;
+}
+
+}  // namespace sol::kernels

@@ -1,0 +1,109 @@
+// The AVX-512 row kernels round their f32 results to bf16 with vcvtneps2bf16 (guarded against
+// its flushing of subnormal inputs) and write whole lines with non-temporal stores when the
+// output is larger than the cache. Both must leave exactly what sol::f32_to_bf16 of the f32
+// result gives: the same op run with an f32 output is the yardstick, bit for bit, on every
+// path, for outputs large enough to stream and for rows that start off a 64-byte line (a
+// NaN only has to stay a NaN).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include "ops/common/fill.h"
+#include "ops/isa_paths.h"
+#include "sol/activation.h"
+#include "sol/hw.h"
+#include "sol/softmax.h"
+
+namespace sol {
+namespace {
+
+using testing_paths::for_each_isa;
+
+// Runs op(y) into an f32 [rows, n] and into a bf16 [rows, n] view that starts `offset`
+// elements into rows of n + 1, and compares bf16 bits with f32_to_bf16 of the f32 result.
+void expect_bf16_is_rounded_f32(int64_t rows, int64_t n, int64_t offset,
+                                const std::function<void(const Tensor&)>& op) {
+  Buffer y32(DType::f32, {rows, n}), y16(DType::bf16, {rows, n + 1});
+  poison(y16);
+  const Tensor view = y16.tensor().slice(1, offset, offset + n);
+  op(y32);
+  op(view);
+  int64_t wrong = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < n; ++c) {
+      const float f = y32.tensor().data_as<float>()[r * n + c];
+      const uint16_t want = f32_to_bf16(f);
+      const uint16_t got = y16.tensor().data_as<uint16_t>()[r * (n + 1) + offset + c];
+      // NaN: any NaN (the sign of a NaN made by arithmetic, e.g. -inf * 0, is the FPU's choice).
+      const bool same = std::isnan(f) ? std::isnan(bf16_to_f32(got)) : got == want;
+      if (!same && wrong++ < 5)
+        ADD_FAILURE() << "row " << r << " col " << c << ": bf16 0x" << std::hex << got << ", expected 0x" << want;
+    }
+  EXPECT_EQ(wrong, 0);
+}
+
+// Rows past half the LLC in bf16, so the op streams its output (AVX-512: the other paths
+// do not stream and need not run that long).
+int64_t streaming_rows(int64_t n) {
+  if (active_isa() < Isa::avx512) return 20;
+  const long llc = cpu_features().l3_bytes > 0 ? cpu_features().l3_bytes : (16L << 20);
+  return llc / 2 / (2 * n) + 3;
+}
+
+// Inputs with NaN, infinities, subnormals, and products that land in the subnormal range.
+Buffer special_inputs(int64_t rows, int64_t cols, uint64_t seed) {
+  Buffer x(DType::bf16, {rows, cols});
+  fill_random_with_specials(x, seed, 13);
+  uint16_t* p = x.tensor().data_as<uint16_t>();
+  for (int64_t i = 5; i < x.tensor().numel(); i += 97) p[i] = f32_to_bf16(i % 2 ? 3e-20f : -1e-38f);
+  return x;
+}
+
+TEST(RowBf16Output, SiluMulRoundsLikeTheScalarConversion) {
+  for_each_isa([] {
+    for (int64_t offset : {0, 1}) {
+      const int64_t inter = 1000, rows = offset ? 9 : streaming_rows(inter);
+      Buffer gu = special_inputs(rows, 2 * inter, 3);
+      uint16_t* p = gu.tensor().data_as<uint16_t>();
+      for (int64_t r = 0; r < rows; ++r)  // silu(3e-20) * 1e-19: a subnormal f32 result
+        for (int64_t c = 0; c < inter; c += 89) p[r * 2 * inter + c] = f32_to_bf16(3e-20f), p[r * 2 * inter + inter + c] = f32_to_bf16(1e-19f);
+      expect_bf16_is_rounded_f32(rows, inter, offset, [&](const Tensor& y) { silu_mul(gu, y); });
+    }
+  });
+}
+
+TEST(RowBf16Output, GeluRoundsLikeTheScalarConversion) {
+  for_each_isa([] {
+    for (GeluForm form : {GeluForm::tanh, GeluForm::erf})
+      for (int64_t offset : {0, 1}) {
+        const int64_t h = 777, rows = offset ? 5 : streaming_rows(h);
+        Buffer x = special_inputs(rows, h, 11);
+        expect_bf16_is_rounded_f32(rows, h, offset, [&](const Tensor& y) { gelu(x, y, form); });
+      }
+  });
+}
+
+TEST(RowBf16Output, SoftmaxRoundsLikeTheScalarConversion) {
+  for_each_isa([] {
+    for (int64_t offset : {0, 1}) {
+      const int64_t n = 1500, rows = offset ? 7 : streaming_rows(n);
+      Buffer x(DType::bf16, {rows, n});
+      fill_random(x, 19, 60.0);  // wide logits: many probabilities are subnormal or zero
+      // softmax takes contiguous tensors only: the bf16 output is a flat view `offset` elements in.
+      Buffer y32(DType::f32, {rows, n}), y16(DType::bf16, {rows * n + 1});
+      poison(y16);
+      softmax(x, y32);
+      Tensor view(y16.tensor().data_as<uint16_t>() + offset, DType::bf16, {rows, n});
+      softmax(x, view);
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < rows * n; ++i)
+        wrong += view.data_as<uint16_t>()[i] != f32_to_bf16(y32.tensor().data_as<float>()[i]);
+      EXPECT_EQ(wrong, 0) << "offset " << offset;
+    }
+  });
+}
+
+}  // namespace
+}  // namespace sol
