@@ -18,7 +18,8 @@
 // destination ranks in rank order. combine_done = m tells writers of combine m+1 that the
 // region may be overwritten.
 //
-// Groups across nodes use the same regions in private memory and move them with all_to_all_v.
+// Groups across nodes of equal size are hierarchical (hierarchical.cc). Nodes of unequal size
+// use the same regions in private memory and move them with the group's all_to_all_v.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -60,7 +61,7 @@ const DispatchLayout& Buffer::get_dispatch_layout(const Tensor& topk_idx) {
   check(T <= s.max_tokens, op, "topk_idx has ", T, " tokens but the buffer holds max_tokens_per_rank = ",
         s.max_tokens);
   const int R = s.R;
-  const auto& node_of = s.group.state().node_of;
+  const std::vector<int>& node_of = s.node_of;
   std::fill(s.tokens_per_rank.begin(), s.tokens_per_rank.end(), 0);
   std::fill(s.tokens_per_node.begin(), s.tokens_per_node.end(), 0);
   std::fill(s.tokens_per_expert.begin(), s.tokens_per_expert.end(), 0);
@@ -170,6 +171,11 @@ DispatchResult Buffer::dispatch_impl(const Tensor& x, const Tensor* x_scales, co
     check(x_scales == nullptr, op, "x_scales given but the buffer's payload is bf16");
   }
 
+  if (s.path == Path::hierarchical) {
+    dispatch_hierarchical(x, x_scales, topk_idx, topk_weights, handle, cached);
+    return finish_dispatch(handle, cached, s.recv_offset[size_t(R)], expert_alignment);
+  }
+
   // ---- step 1: publish counts, see everyone's ----
   const uint64_t n = ++s.normal_seq;
   const int par = int(n & 1);
@@ -261,6 +267,7 @@ DispatchResult Buffer::dispatch_impl(const Tensor& x, const Tensor* x_scales, co
     s.flags().normal_sent.value.store(n, std::memory_order_release);
     for (int p = 0; p < R; ++p)
       if (p != me) s.wait_flag(p, s.flags_of(p).normal_sent, n, op, "dispatch call (rows written)");
+    s.dispatch_traffic = {};
   } else {
     // Pack by destination, then one all_to_all_v per array straight into the receive regions.
     std::vector<int64_t> send_start(size_t(R) + 1, 0);
@@ -293,6 +300,17 @@ DispatchResult Buffer::dispatch_impl(const Tensor& x, const Tensor* x_scales, co
       s.group.all_to_all_v(Tensor(s.own(send_off), t, {std::max<int64_t>(sent_rows * per_row, 0)}), send,
                            Tensor(s.own(recv_off), t, {recv_total * per_row}), recv);
     };
+    // What crossed nodes: every block to (from) a rank on another node, once per rank.
+    Traffic& traffic = s.dispatch_traffic;
+    traffic = {};
+    for (int p = 0; p < R; ++p)
+      if (s.node_of[size_t(p)] != s.my_node) {
+        traffic.cross_node_tokens_sent += C[size_t(me * R + p)];
+        traffic.cross_node_tokens_received += C[size_t(p * R + me)];
+      }
+    const int64_t rec = rb + sc * 4 + (cached ? 0 : 8 * K);
+    traffic.cross_node_bytes_sent = traffic.cross_node_tokens_sent * rec;
+    traffic.cross_node_bytes_received = traffic.cross_node_tokens_received * rec;
     exchange(s.off_send_x, s.off_recv_x, DType::i8, rb);
     if (sc) exchange(s.off_send_scales, s.off_recv_scales, DType::f32, sc);
     if (!cached) {
@@ -305,10 +323,18 @@ DispatchResult Buffer::dispatch_impl(const Tensor& x, const Tensor* x_scales, co
     }
   }
 
+  return finish_dispatch(handle, cached, recv_total, expert_alignment);
+}
+
+DispatchResult Buffer::finish_dispatch(DispatchHandle& handle, bool cached, int64_t recv_total,
+                                       int64_t expert_alignment) {
+  State& s = *state_;
+  const int64_t K = s.K, L = s.L;
   DispatchResult r;
   r.recv_x = Tensor(s.own(s.off_recv_x), config_.dtype, {recv_total, s.H});
-  if (s.fp8) r.recv_x_scales = Tensor(s.own(s.off_recv_scales), DType::f32, {recv_total, sc});
+  if (s.fp8) r.recv_x_scales = Tensor(s.own(s.off_recv_scales), DType::f32, {recv_total, s.scale_cols});
   if (!cached) {
+    const std::vector<int64_t>& C = s.count_matrix;
     handle.counts_.assign(C.begin(), C.end());
     handle.recv_tokens_ = recv_total;
     handle.recv_per_expert_.resize(size_t(L));
@@ -331,6 +357,10 @@ void Buffer::combine(const Tensor& y, const DispatchHandle& handle, const Tensor
   require_matrix(op, "out", out, DType::bf16, handle.tokens_, s.H);
   const int R = s.R, me = s.me;
   const int64_t H = s.H, T = handle.tokens_;
+  if (s.path == Path::hierarchical) {
+    combine_hierarchical(y, handle, out);
+    return;
+  }
   const std::vector<int64_t>& C = handle.counts_;
   const uint64_t m = ++s.combine_seq;
   const std::byte* ys = static_cast<const std::byte*>(y.data());
@@ -352,6 +382,7 @@ void Buffer::combine(const Tensor& y, const DispatchHandle& handle, const Tensor
     s.flags().combine_sent.value.store(m, std::memory_order_release);
     for (int p = 0; p < R; ++p)
       if (p != me) s.wait_flag(p, s.flags_of(p).combine_sent, m, op, "combine call (rows written back)");
+    s.combine_traffic = {};
   } else {
     std::vector<int64_t> send(static_cast<size_t>(R)), recv(static_cast<size_t>(R));
     int64_t recv_total = 0;
@@ -362,6 +393,15 @@ void Buffer::combine(const Tensor& y, const DispatchHandle& handle, const Tensor
     }
     s.group.all_to_all_v(Tensor(const_cast<void*>(y.data()), DType::bf16, {y_start[size_t(R)] * H}), send,
                          Tensor(s.own(s.off_combine), DType::bf16, {recv_total}), recv);
+    Traffic& traffic = s.combine_traffic;
+    traffic = {};
+    for (int p = 0; p < R; ++p)
+      if (s.node_of[size_t(p)] != s.my_node) {
+        traffic.cross_node_tokens_sent += C[size_t(p * R + me)];
+        traffic.cross_node_tokens_received += C[size_t(me * R + p)];
+      }
+    traffic.cross_node_bytes_sent = traffic.cross_node_tokens_sent * row;
+    traffic.cross_node_bytes_received = traffic.cross_node_tokens_received * row;
   }
   // Reduce: token t's rows, one per destination rank, in rank order.
   std::vector<int64_t> block(size_t(R), 0);  // where the block from rank d starts in my region
