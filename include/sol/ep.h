@@ -16,6 +16,7 @@
 //   combine(y, handle, out): out[t] = Σ over the ranks token t went to of y at its received row,
 //     summed in f32 and rounded once to bf16 (unweighted, as DeepEP's normal combine; tokens
 //     sent nowhere get zeros). A handle may be reused for a cached dispatch of new payloads.
+//     On one node y may be combine_buffer()'s view, and then no row is copied at all.
 //   Groups that span nodes (SOL_LOCAL_SIZE; every node the same number of ranks G) are
 //   hierarchical, as DeepEP's internode kernels: a token crosses to each destination NODE once,
 //   to the rank with the source's local index, which forwards it to its destination ranks inside
@@ -150,6 +151,12 @@ class Buffer {
   DispatchResult dispatch(const Tensor& x, const Tensor* x_scales, const DispatchHandle& handle);
   // y: bf16 [handle.num_recv_tokens(), hidden]; out: bf16 [handle.num_tokens(), hidden].
   void combine(const Tensor& y, const DispatchHandle& handle, const Tensor& out);
+  // In-place combine (one node): a bf16 [handle.num_recv_tokens(), hidden] view of this rank's
+  // combine region in shared memory. Write y there (e.g. as the down-projection's output) and
+  // pass the view itself as y: sources then read the rows where they lie, nothing is copied.
+  // Every rank of one combine call must do the same. Writable from when the previous combine
+  // returned until this one is called.
+  Tensor combine_buffer(const DispatchHandle& handle);
 
   // Low-latency mode. x: bf16 [T ≤ low_latency_max_tokens, hidden] (cast to fp8 with 1×128
   // scales in flight when the buffer's dtype is f8e4m3); topk_idx i32 [T, top_k].

@@ -24,8 +24,9 @@ struct alignas(64) Flag {
 struct Flags {
   Flag normal_posted;   // dispatch n entered, its counts published (so: done with views of n-1)
   Flag normal_sent;     // every row of dispatch n written to every destination
+  Flag combine_posted;  // combine n entered (2n + 1 when y is in this rank's combine region)
   Flag combine_sent;    // every row of combine n written back to every source
-  Flag combine_done;    // combine n reduced: its region may be overwritten
+  Flag combine_done;    // combine n reduced (in place: every peer's rows read)
   Flag ll_posted;       // low-latency dispatch n entered, per-expert counts published
   Flag ll_sent;         // every row of low-latency dispatch n written
   Flag llc_posted;      // low-latency combine n entered
