@@ -21,7 +21,8 @@
 //
 // Combine m, the other way, reducing inside the node first:
 //   1. each rank puts its y rows of source p into the combine region of p's forwarder on this
-//      node (after the forwarder raised combine_done = m−1); node round of combine_sent = m;
+//      node (after the forwarder raised combine_done = m−1; a forwarder reads its own rows from
+//      its y); node round of combine_sent = m;
 //   2. each forwarder sums, per stream row, the rows of the node's ranks in local order (f32,
 //      rounded once to bf16: a node's partial sum, as DeepEP's internode combine);
 //   3. one all_to_all_v over cross() returns each stream's partials to its source;
@@ -302,7 +303,8 @@ void Buffer::combine_hierarchical(const Tensor& y, const DispatchHandle& handle,
   for (int k = 0; k < G; ++k) {
     const int fl = (ml + k) % G;  // start with a different forwarder on every rank
     const int f = s.ranks_of_node[size_t(my)][size_t(fl)];
-    if (f != me) s.wait_flag(f, s.flags_of(f).combine_done, m - 1, op, "combine call (region free)");
+    if (f == me) continue;  // this rank's own rows are read from y where they are
+    s.wait_flag(f, s.flags_of(f).combine_done, m - 1, op, "combine call (region free)");
     std::byte* region = s.peer(f, s.off_combine);
     for (int n = 0; n < N; ++n) {
       const int p = source_of(s, n, fl);
@@ -326,8 +328,11 @@ void Buffer::combine_hierarchical(const Tensor& y, const DispatchHandle& handle,
   std::byte* partial_in = s.stage_out.data();  // [this rank's streams to other nodes] rows
   auto node_rows = [&](int n, int64_t i, const void** sources, int count) {
     const int32_t* fp = forward_pos + (first[size_t(n)] + i) * G;
-    for (int g = 0; g < G; ++g)
-      if (fp[g] >= 0) sources[count++] = region + (block[size_t(n * G + g)] + fp[g]) * row;
+    for (int g = 0; g < G; ++g) {
+      if (fp[g] < 0) continue;
+      if (g == ml) sources[count++] = ys + (y_start[size_t(source_of(s, n, ml))] + fp[g]) * row;
+      else sources[count++] = region + (block[size_t(n * G + g)] + fp[g]) * row;
+    }
     return count;
   };
   const int64_t F = first[size_t(N)];

@@ -16,8 +16,7 @@
 //   combines against the inter-process copy of `bytes` (DeepEP's definition). SOL% = busbw /
 //   ceiling; a row above 100% is flagged on stderr with the reason. count = tokens per rank.
 //   #wrong = received rows (dispatch) or output elements (combine) that differ from the exact
-//   expected value, before and after
-//   the timed batches.
+//   expected value, before and after the timed batches.
 //
 // Shape: hidden 7168, top-8 of 256 experts, uniform random routing. Tokens per rank: normal
 // 128…4096, low latency 1…128 (×factor). SOL_EP_BENCH="hidden,experts,top_k,min_tokens,max_tokens"
