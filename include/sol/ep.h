@@ -20,8 +20,9 @@
 //   Groups that span nodes (SOL_LOCAL_SIZE; every node the same number of ranks G) are
 //   hierarchical, as DeepEP's internode kernels: a token crosses to each destination NODE once,
 //   to the rank with the source's local index, which forwards it to its destination ranks inside
-//   that node; combine reduces inside the node first (rounding the node's partial sum to bf16,
-//   as DeepEP does) and crosses back once. Nodes of unequal size fall back to the group's
+//   that node; combine reduces inside each node first and crosses back once (a remote node's
+//   partial sum is rounded to bf16 before it crosses, as DeepEP does, so for values whose sums
+//   are not exact in bf16 the result may differ from one node's in the last bit). Nodes of unequal size fall back to the group's
 //   all_to_all_v (one cross-node transfer per destination rank); last_dispatch_traffic() says
 //   what crossed.
 //
