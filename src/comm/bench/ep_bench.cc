@@ -350,6 +350,11 @@ std::vector<CommBenchRecord> ep_bench(const Group& group, const CommBenchOptions
   const Shape s = shape_from_env(ll);
   check(s.experts % group.size() == 0, "comm bench", o.op, ": ", s.experts, " experts do not split over ",
         group.size(), " ranks");
+  if (group.num_nodes() > 1 && group.rank() == 0)
+    std::fprintf(stderr, "note: %d nodes: dispatch and combine are hierarchical (one cross-node transfer per token "
+                         "and destination node), but bytes and ceiling are still the intra-node ones; "
+                         "ep::Buffer::last_dispatch_traffic() gives the cross-node volume\n",
+                 group.num_nodes());
   std::vector<CommBenchRecord> records =
       ll ? low_latency_sweep(group, o, s, combine) : normal_sweep(group, o, s, combine, in_place);
   // A SOL% above 100 means the ceiling is not this op's limit: say so next to the table.
