@@ -16,7 +16,15 @@
 //   combine(y, handle, out): out[t] = Σ over the ranks token t went to of y at its received row,
 //     summed in f32 and rounded once to bf16 (unweighted, as DeepEP's normal combine; tokens
 //     sent nowhere get zeros). A handle may be reused for a cached dispatch of new payloads.
-//   Groups that span nodes (SOL_LOCAL_SIZE) run both through the group's all_to_all_v.
+//     On one node y may be combine_buffer()'s view, and then no row is copied at all.
+//   Groups that span nodes (SOL_LOCAL_SIZE; every node the same number of ranks G) are
+//   hierarchical, as DeepEP's internode kernels: a token crosses to each destination NODE once,
+//   to the rank with the source's local index, which forwards it to its destination ranks inside
+//   that node; combine reduces inside each node first and crosses back once (a remote node's
+//   partial sum is rounded to bf16 before it crosses, as DeepEP does, so for values whose sums
+//   are not exact in bf16 the result may differ from one node's in the last bit). Nodes of unequal size fall back to the group's
+//   all_to_all_v (one cross-node transfer per destination rank); last_dispatch_traffic() says
+//   what crossed.
 //
 // Low-latency mode (decode): low_latency_dispatch(x, topk_idx) → recv_x
 //   [local_experts, size()·max_tokens, hidden] with recv_count [local_experts] valid rows per
@@ -60,6 +68,14 @@ struct DispatchLayout {
 };
 
 // What combine and a cached dispatch need from a dispatch. Reuses its storage between calls.
+// What one call of this rank moved across nodes (zero on one node). Bytes are those handed to
+// the cross-node transport: per token, the payload row, its scales and (first dispatch only)
+// its top_k expert ids and weights; combine: one bf16 row per token.
+struct Traffic {
+  int64_t cross_node_tokens_sent = 0, cross_node_bytes_sent = 0;
+  int64_t cross_node_tokens_received = 0, cross_node_bytes_received = 0;
+};
+
 class DispatchHandle {
  public:
   int64_t num_tokens() const { return tokens_; }
@@ -72,6 +88,12 @@ class DispatchHandle {
   std::vector<int64_t> counts_;   // [src][dst] tokens sent from src to dst
   std::vector<int32_t> send_pos_; // [token][dst]: row within the block to dst, or -1
   std::vector<int32_t> recv_per_expert_;  // padded, [local_experts]
+  // Hierarchical path only. A "stream" is one source rank's tokens to one node, in token order.
+  std::vector<int64_t> node_counts_;  // [src][node] tokens of src with a destination on node
+  std::vector<int32_t> stream_pos_;   // [token][node]: row within this rank's stream to node, or -1
+  std::vector<int32_t> own_stream_;   // tokens of this rank's stream to its own node
+  std::vector<int32_t> forward_pos_;  // [row of the streams this rank forwards][local rank]: row
+                                      // within (source -> that rank)'s block, or -1
 };
 
 struct DispatchResult {
@@ -115,6 +137,9 @@ class Buffer {
   int rank() const { return group_.rank(); }
   int num_ranks() const { return group_.size(); }
   int64_t num_local_experts() const { return local_experts_; }
+  // Cross-node traffic of this rank's last normal dispatch (cached or not) and last combine.
+  const Traffic& last_dispatch_traffic() const;
+  const Traffic& last_combine_traffic() const;
 
   // Normal mode. topk_idx: i32 [T, top_k]; the views stay valid until the next call.
   const DispatchLayout& get_dispatch_layout(const Tensor& topk_idx);
@@ -127,6 +152,12 @@ class Buffer {
   DispatchResult dispatch(const Tensor& x, const Tensor* x_scales, const DispatchHandle& handle);
   // y: bf16 [handle.num_recv_tokens(), hidden]; out: bf16 [handle.num_tokens(), hidden].
   void combine(const Tensor& y, const DispatchHandle& handle, const Tensor& out);
+  // In-place combine (one node): a bf16 [handle.num_recv_tokens(), hidden] view of this rank's
+  // combine region in shared memory. Write y there (e.g. as the down-projection's output) and
+  // pass the view itself as y: sources then read the rows where they lie, nothing is copied.
+  // Every rank of one combine call must do the same. Writable from when the previous combine
+  // returned until this one is called.
+  Tensor combine_buffer(const DispatchHandle& handle);
 
   // Low-latency mode. x: bf16 [T ≤ low_latency_max_tokens, hidden] (cast to fp8 with 1×128
   // scales in flight when the buffer's dtype is f8e4m3); topk_idx i32 [T, top_k].
@@ -145,6 +176,10 @@ class Buffer {
   DispatchResult dispatch_impl(const Tensor& x, const Tensor* x_scales, const Tensor* topk_idx,
                                const Tensor* topk_weights, DispatchHandle& handle, bool cached,
                                int64_t expert_alignment);
+  DispatchResult finish_dispatch(DispatchHandle& handle, bool cached, int64_t recv_total, int64_t expert_alignment);
+  void dispatch_hierarchical(const Tensor& x, const Tensor* x_scales, const Tensor* topk_idx,
+                             const Tensor* topk_weights, DispatchHandle& handle, bool cached);
+  void combine_hierarchical(const Tensor& y, const DispatchHandle& handle, const Tensor& out);
 
   comm::Group group_;
   BufferConfig config_;

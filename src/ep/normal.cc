@@ -1,4 +1,4 @@
-// Normal mode (training, prefill): layout, dispatch, cached dispatch and combine.
+// Normal mode (training, prefill): layout, dispatch and cached dispatch.
 //
 // Dispatch n, on one node (two flag rounds):
 //   1. Each rank computes where its tokens go (send_pos[t][d]: the token's row within its block
@@ -12,13 +12,10 @@
 // A metadata slot is rewritten two calls later, after every peer raised normal_sent of the call
 // in between, i.e. after it finished reading the slot.
 //
-// Combine m: each expert rank copies the block of y rows that came from source p back into
-// p's combine region (at p's offset for this rank: blocks by destination rank, each in p's
-// token order), waits for every rank's combine_sent, and reduces each token over its
-// destination ranks in rank order. combine_done = m tells writers of combine m+1 that the
-// region may be overwritten.
+// Combine: combine.cc (one node, nodes of unequal size), hierarchical.cc (across nodes).
 //
-// Groups across nodes use the same regions in private memory and move them with all_to_all_v.
+// Groups across nodes of equal size are hierarchical (hierarchical.cc). Nodes of unequal size
+// use the same regions in private memory and move them with the group's all_to_all_v.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -60,7 +57,7 @@ const DispatchLayout& Buffer::get_dispatch_layout(const Tensor& topk_idx) {
   check(T <= s.max_tokens, op, "topk_idx has ", T, " tokens but the buffer holds max_tokens_per_rank = ",
         s.max_tokens);
   const int R = s.R;
-  const auto& node_of = s.group.state().node_of;
+  const std::vector<int>& node_of = s.node_of;
   std::fill(s.tokens_per_rank.begin(), s.tokens_per_rank.end(), 0);
   std::fill(s.tokens_per_node.begin(), s.tokens_per_node.end(), 0);
   std::fill(s.tokens_per_expert.begin(), s.tokens_per_expert.end(), 0);
@@ -170,6 +167,11 @@ DispatchResult Buffer::dispatch_impl(const Tensor& x, const Tensor* x_scales, co
     check(x_scales == nullptr, op, "x_scales given but the buffer's payload is bf16");
   }
 
+  if (s.path == Path::hierarchical) {
+    dispatch_hierarchical(x, x_scales, topk_idx, topk_weights, handle, cached);
+    return finish_dispatch(handle, cached, s.recv_offset[size_t(R)], expert_alignment);
+  }
+
   // ---- step 1: publish counts, see everyone's ----
   const uint64_t n = ++s.normal_seq;
   const int par = int(n & 1);
@@ -261,6 +263,7 @@ DispatchResult Buffer::dispatch_impl(const Tensor& x, const Tensor* x_scales, co
     s.flags().normal_sent.value.store(n, std::memory_order_release);
     for (int p = 0; p < R; ++p)
       if (p != me) s.wait_flag(p, s.flags_of(p).normal_sent, n, op, "dispatch call (rows written)");
+    s.dispatch_traffic = {};
   } else {
     // Pack by destination, then one all_to_all_v per array straight into the receive regions.
     std::vector<int64_t> send_start(size_t(R) + 1, 0);
@@ -293,6 +296,17 @@ DispatchResult Buffer::dispatch_impl(const Tensor& x, const Tensor* x_scales, co
       s.group.all_to_all_v(Tensor(s.own(send_off), t, {std::max<int64_t>(sent_rows * per_row, 0)}), send,
                            Tensor(s.own(recv_off), t, {recv_total * per_row}), recv);
     };
+    // What crossed nodes: every block to (from) a rank on another node, once per rank.
+    Traffic& traffic = s.dispatch_traffic;
+    traffic = {};
+    for (int p = 0; p < R; ++p)
+      if (s.node_of[size_t(p)] != s.my_node) {
+        traffic.cross_node_tokens_sent += C[size_t(me * R + p)];
+        traffic.cross_node_tokens_received += C[size_t(p * R + me)];
+      }
+    const int64_t rec = rb + sc * 4 + (cached ? 0 : 8 * K);
+    traffic.cross_node_bytes_sent = traffic.cross_node_tokens_sent * rec;
+    traffic.cross_node_bytes_received = traffic.cross_node_tokens_received * rec;
     exchange(s.off_send_x, s.off_recv_x, DType::i8, rb);
     if (sc) exchange(s.off_send_scales, s.off_recv_scales, DType::f32, sc);
     if (!cached) {
@@ -305,10 +319,18 @@ DispatchResult Buffer::dispatch_impl(const Tensor& x, const Tensor* x_scales, co
     }
   }
 
+  return finish_dispatch(handle, cached, recv_total, expert_alignment);
+}
+
+DispatchResult Buffer::finish_dispatch(DispatchHandle& handle, bool cached, int64_t recv_total,
+                                       int64_t expert_alignment) {
+  State& s = *state_;
+  const int64_t K = s.K, L = s.L;
   DispatchResult r;
   r.recv_x = Tensor(s.own(s.off_recv_x), config_.dtype, {recv_total, s.H});
-  if (s.fp8) r.recv_x_scales = Tensor(s.own(s.off_recv_scales), DType::f32, {recv_total, sc});
+  if (s.fp8) r.recv_x_scales = Tensor(s.own(s.off_recv_scales), DType::f32, {recv_total, s.scale_cols});
   if (!cached) {
+    const std::vector<int64_t>& C = s.count_matrix;
     handle.counts_.assign(C.begin(), C.end());
     handle.recv_tokens_ = recv_total;
     handle.recv_per_expert_.resize(size_t(L));
@@ -321,68 +343,6 @@ DispatchResult Buffer::dispatch_impl(const Tensor& x, const Tensor* x_scales, co
   }
   r.num_recv_tokens_per_expert = Tensor(handle.recv_per_expert_.data(), DType::i32, {L});
   return r;
-}
-
-void Buffer::combine(const Tensor& y, const DispatchHandle& handle, const Tensor& out) {
-  const char* op = "ep::combine";
-  State& s = *state_;
-  check(handle.owner_ == this, op, "the handle does not come from a dispatch on this buffer");
-  require_matrix(op, "y", y, DType::bf16, handle.recv_tokens_, s.H);
-  require_matrix(op, "out", out, DType::bf16, handle.tokens_, s.H);
-  const int R = s.R, me = s.me;
-  const int64_t H = s.H, T = handle.tokens_;
-  const std::vector<int64_t>& C = handle.counts_;
-  const uint64_t m = ++s.combine_seq;
-  const std::byte* ys = static_cast<const std::byte*>(y.data());
-  // Rows from source p sit at [y_start[p], y_start[p] + C[p][me]) of y; they go to p's region
-  // after p's blocks for ranks < me.
-  std::vector<int64_t> y_start(size_t(R) + 1, 0), region_row(size_t(R), 0);
-  for (int p = 0; p < R; ++p) {
-    y_start[size_t(p) + 1] = y_start[size_t(p)] + C[size_t(p * R + me)];
-    for (int d = 0; d < me; ++d) region_row[size_t(p)] += C[size_t(p * R + d)];
-  }
-  const int64_t row = H * 2;
-  if (s.shared) {
-    for (int k = 0; k < R; ++k) {
-      const int p = (me + k) % R;  // start with a different peer on every rank
-      if (p != me) s.wait_flag(p, s.flags_of(p).combine_done, m - 1, op, "combine call (region free)");
-      comm::detail::move_bytes(s.peer(p, s.off_combine) + region_row[size_t(p)] * row, ys + y_start[size_t(p)] * row,
-                               size_t(C[size_t(p * R + me)] * row));
-    }
-    s.flags().combine_sent.value.store(m, std::memory_order_release);
-    for (int p = 0; p < R; ++p)
-      if (p != me) s.wait_flag(p, s.flags_of(p).combine_sent, m, op, "combine call (rows written back)");
-  } else {
-    std::vector<int64_t> send(static_cast<size_t>(R)), recv(static_cast<size_t>(R));
-    int64_t recv_total = 0;
-    for (int p = 0; p < R; ++p) {
-      send[size_t(p)] = C[size_t(p * R + me)] * H;
-      recv[size_t(p)] = C[size_t(me * R + p)] * H;
-      recv_total += recv[size_t(p)];
-    }
-    s.group.all_to_all_v(Tensor(const_cast<void*>(y.data()), DType::bf16, {y_start[size_t(R)] * H}), send,
-                         Tensor(s.own(s.off_combine), DType::bf16, {recv_total}), recv);
-  }
-  // Reduce: token t's rows, one per destination rank, in rank order.
-  std::vector<int64_t> block(size_t(R), 0);  // where the block from rank d starts in my region
-  for (int d = 1; d < R; ++d) block[size_t(d)] = block[size_t(d) - 1] + C[size_t(me * R + d - 1)];
-  const std::byte* region = s.own(s.off_combine);
-  std::byte* o = static_cast<std::byte*>(out.data());
-  const int32_t* send_pos = handle.send_pos_.data();
-  const bool stream = should_stream(T * row);
-  parallel_ranges(T, 1, [&](int64_t t0, int64_t t1) {
-    const void* sources[comm::detail::kMaxLocalRanks > 0 ? 256 : 1];
-    for (int64_t t = t0; t < t1; ++t) {
-      int count = 0;
-      for (int d = 0; d < R; ++d) {
-        const int64_t pos = send_pos[t * R + d];
-        if (pos >= 0) sources[count++] = region + (block[size_t(d)] + pos) * row;
-      }
-      if (count == 0) std::memset(o + t * row, 0, size_t(row));
-      else comm::detail::reduce_sources(o + t * row, sources, count, H, DType::bf16, comm::ReduceOp::sum, stream);
-    }
-  });
-  if (s.shared) s.flags().combine_done.value.store(m, std::memory_order_release);
 }
 
 }  // namespace sol::ep

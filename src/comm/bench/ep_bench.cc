@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <sstream>
 #include <string>
 
+#include "comm/bench/ep_ceiling.h"
 #include "comm/group_state.h"
 #include "sol/dtype.h"
 #include "sol/ep.h"
@@ -168,7 +170,8 @@ CommBenchRecord finish_record(CommBenchRecord rec, const char* op, bool fp8, int
   return rec;
 }
 
-std::vector<CommBenchRecord> normal_sweep(const Group& g, const CommBenchOptions& o, const Shape& s, bool combine) {
+std::vector<CommBenchRecord> normal_sweep(const Group& g, const CommBenchOptions& o, const Shape& s, bool combine,
+                                          bool in_place) {
   const bool fp8 = o.dtype == DType::f8e4m3 && !combine;
   std::vector<CommBenchRecord> out;
   for (int64_t T = s.min_tokens; T <= s.max_tokens; T *= std::max(o.factor, 2)) {
@@ -177,18 +180,23 @@ std::vector<CommBenchRecord> normal_sweep(const Group& g, const CommBenchOptions
     Inputs in = make_inputs(s, me, T);
     // Bytes first (routing is known), then the ceiling: it resets the heap, so before the buffer.
     std::vector<int32_t> idx(static_cast<size_t>(K));
-    int64_t recv_rows = 0;
+    int64_t recv_rows = 0, sent_rows = 0;
     for (int p = 0; p < R; ++p)
       for (int64_t t = 0; t < T; ++t) {
         route(s, p, t, idx.data());
-        bool here = false;
-        for (int32_t e : idx) here |= e / (s.experts / R) == me;
-        recv_rows += here;
+        std::vector<bool> to(static_cast<size_t>(R), false);
+        for (int32_t e : idx) to[size_t(e / (s.experts / R))] = true;
+        recv_rows += to[size_t(me)];
+        if (p == me) sent_rows += std::count(to.begin(), to.end(), true);
       }
     const int64_t row_bytes = fp8 ? H + S * 4 : 2 * H;
     const double bytes = double(sum_over_ranks(g, recv_rows * row_bytes)) / R;
     const int iters = o.iters > 0 ? o.iters : int(std::clamp<double>(double(256 << 20) / std::max(bytes, 1.0), 3, 200));
-    const double ceiling = interprocess_copy_ceiling(g, size_t(bytes), iters, o.batches);
+    // Dispatch: the same puts without synchronisation (each token's row read once, written to
+    // its ≈ sent_rows / T destinations). Combine: the copy of the rows (DeepEP's definition).
+    const int fanout = int(std::lround(double(sent_rows) / double(std::max<int64_t>(T, 1))));
+    const double ceiling = combine ? interprocess_copy_ceiling(g, size_t(bytes), iters, o.batches)
+                                   : ep_put_ceiling(g, T, row_bytes, fanout, iters, o.batches);
 
     ep::BufferConfig cfg;
     cfg.hidden = H;
@@ -208,13 +216,18 @@ std::vector<CommBenchRecord> normal_sweep(const Group& g, const CommBenchOptions
       std::vector<uint16_t> combined(size_t(T * H));
       auto dispatch = [&] { r = buf.dispatch(x, fp8 ? &xs : nullptr, ti, tw, layout, handle); };
       dispatch();
-      // y: the received rows, copied out of the buffer (so the timed combine reads user memory).
+      // y: the received rows, copied out of the buffer (so the timed combine reads user memory),
+      // or into its combine_buffer() for the in-place combine.
       std::vector<uint16_t> y;
-      if (combine) y.assign(r.recv_x.data_as<uint16_t>(), r.recv_x.data_as<uint16_t>() + r.recv_x.numel());
-      auto run_combine = [&] {
-        buf.combine(Tensor(y.data(), DType::bf16, {handle.num_recv_tokens(), H}), handle,
-                    Tensor(combined.data(), DType::bf16, {T, H}));
-      };
+      Tensor y_view;
+      if (combine && in_place) {
+        y_view = buf.combine_buffer(handle);
+        std::memcpy(y_view.data(), r.recv_x.data(), size_t(r.recv_x.numel()) * 2);
+      } else if (combine) {
+        y.assign(r.recv_x.data_as<uint16_t>(), r.recv_x.data_as<uint16_t>() + r.recv_x.numel());
+        y_view = Tensor(y.data(), DType::bf16, {handle.num_recv_tokens(), H});
+      }
+      auto run_combine = [&] { buf.combine(y_view, handle, Tensor(combined.data(), DType::bf16, {T, H})); };
       auto wrong = [&]() -> int64_t {
         if (!combine) return wrong_normal_rows(s, g, T, r, fp8);
         int64_t bad = 0;
@@ -233,7 +246,8 @@ std::vector<CommBenchRecord> normal_sweep(const Group& g, const CommBenchOptions
     }
     g.barrier();
     g.heap_reset();
-    out.push_back(finish_record(rec, combine ? "ep-combine" : "ep-dispatch", fp8, bytes, T, g, ceiling));
+    out.push_back(finish_record(rec, combine ? (in_place ? "ep-combine-inplace" : "ep-combine") : "ep-dispatch", fp8,
+                                bytes, T, g, ceiling));
   }
   return out;
 }
@@ -248,7 +262,9 @@ std::vector<CommBenchRecord> low_latency_sweep(const Group& g, const CommBenchOp
     const int64_t row_bytes = combine ? 2 * H : fp8 ? H + S * 4 : 2 * H;
     const double bytes = double(sum_over_ranks(g, T * K * row_bytes)) / R;
     const int iters = o.iters > 0 ? o.iters : int(std::clamp<double>(double(256 << 20) / std::max(bytes, 1.0), 3, 2000));
-    const double ceiling = interprocess_copy_ceiling(g, size_t(bytes), iters, o.batches);
+    // Dispatch: each token's row put to its top_k experts; combine: the copy of the rows.
+    const double ceiling = combine ? interprocess_copy_ceiling(g, size_t(bytes), iters, o.batches)
+                                   : ep_put_ceiling(g, T, row_bytes, int(K), iters, o.batches);
 
     ep::BufferConfig cfg;
     cfg.hidden = H;
@@ -327,11 +343,29 @@ std::vector<CommBenchRecord> ep_bench(const Group& group, const CommBenchOptions
   check(o.dtype == DType::f32 || o.dtype == DType::bf16 || o.dtype == DType::f8e4m3, "comm bench",
         "--dtype ", dtype_name(o.dtype), " for ", o.op, ": expected bf16 or f8e4m3 (fp8 dispatch payloads)");
   const bool ll = o.op == "ep-ll-dispatch" || o.op == "ep-ll-combine";
-  const bool combine = o.op == "ep-combine" || o.op == "ep-ll-combine";
+  const bool in_place = o.op == "ep-combine-inplace";
+  const bool combine = o.op == "ep-combine" || o.op == "ep-ll-combine" || in_place;
+  check(!in_place || group.num_nodes() == 1, "comm bench", o.op, " needs every rank on one node (the group spans ",
+        group.num_nodes(), ")");
   const Shape s = shape_from_env(ll);
   check(s.experts % group.size() == 0, "comm bench", o.op, ": ", s.experts, " experts do not split over ",
         group.size(), " ranks");
-  return ll ? low_latency_sweep(group, o, s, combine) : normal_sweep(group, o, s, combine);
+  if (group.num_nodes() > 1 && group.rank() == 0)
+    std::fprintf(stderr, "note: %d nodes: dispatch and combine are hierarchical (one cross-node transfer per token "
+                         "and destination node), but bytes and ceiling are still the intra-node ones; "
+                         "ep::Buffer::last_dispatch_traffic() gives the cross-node volume\n",
+                 group.num_nodes());
+  std::vector<CommBenchRecord> records =
+      ll ? low_latency_sweep(group, o, s, combine) : normal_sweep(group, o, s, combine, in_place);
+  // A SOL% above 100 means the ceiling is not this op's limit: say so next to the table.
+  for (const CommBenchRecord& r : records)
+    if (r.sol_pct > 100 && group.rank() == 0)
+      std::fprintf(stderr, "!! %s %lld tokens/rank: SOL%% %.1f > 100: %s\n", r.op.c_str(), (long long)r.count, r.sol_pct,
+                   in_place ? "the in-place combine reads the rows once and writes one per token, fewer bytes than the "
+                              "copy ceiling moves; it can pass the copy"
+                            : "the paired ceiling was measured in a slower moment than the op (noisy machine); "
+                              "rerun, or read the rows around it");
+  return records;
 }
 
 }  // namespace sol::comm
