@@ -41,10 +41,17 @@ enum class Variant { ring, all_gather_kv, ulysses };
 const char* variant_name(Variant v);  // "ring" | "all_gather_kv" | "ulysses"
 Variant parse_variant(const std::string& name);  // throws sol::Error
 
+// Where one call's wall time went on this rank (added to, so a caller can sum several calls).
+struct RingAttentionStats {
+  double compute_s = 0;  // single-rank attention kernels, LSE merges, gradient sums
+  double comm_s = 0;     // posting, polling and waiting for transfers, collectives, packing
+};
+
 struct RingAttentionOptions {
   bool causal = true;
   std::optional<float> softmax_scale;  // default 1/sqrt(D)
   Variant variant = Variant::ring;
+  RingAttentionStats* stats = nullptr;  // when set, this call's time split is added to it
 };
 
 // q [B, 2C, Hq, D], k [B, 2C, Hkv, D], v [B, 2C, Hkv, Dv] (this rank's zig-zag shard, f32 or

@@ -56,18 +56,23 @@ std::vector<Block> blocks_of(const ShardDims& d, int me, int n, bool causal) {
 
 void all_gather_forward(const Forward& t, const ShardDims& d, const comm::Group& group,
                         const RingAttentionOptions& opt) {
-  const GatheredKV kv = gather_kv(t.k, t.v, d, group);
-  for (const Block& b : blocks_of(d, group.rank(), group.size(), opt.causal))
-    flash_attention(t.q.slice(1, b.q0, b.q0 + b.rows), kv.k.tensor().slice(1, 0, b.keys),
-                    kv.v.tensor().slice(1, 0, b.keys), t.o.slice(1, b.q0, b.q0 + b.rows),
-                    d.has_lse ? t.lse.slice(2, b.q0, b.q0 + b.rows) : Tensor(), block_options(opt, b.causal));
+  GatheredKV kv;
+  timed(opt.stats, kComm, [&] { kv = gather_kv(t.k, t.v, d, group); });
+  timed(opt.stats, kCompute, [&] {
+    for (const Block& b : blocks_of(d, group.rank(), group.size(), opt.causal))
+      flash_attention(t.q.slice(1, b.q0, b.q0 + b.rows), kv.k.tensor().slice(1, 0, b.keys),
+                      kv.v.tensor().slice(1, 0, b.keys), t.o.slice(1, b.q0, b.q0 + b.rows),
+                      d.has_lse ? t.lse.slice(2, b.q0, b.q0 + b.rows) : Tensor(), block_options(opt, b.causal));
+  });
 }
 
 void all_gather_backward(const Backward& t, const ShardDims& d, const comm::Group& group,
                          const RingAttentionOptions& opt) {
   const int n = group.size(), me = group.rank();
   const int64_t S = d.S2 * n;
-  const GatheredKV kv = gather_kv(t.k, t.v, d, group);
+  GatheredKV kv;
+  timed(opt.stats, kComm, [&] { kv = gather_kv(t.k, t.v, d, group); });
+  const double start = now_seconds();
   Buffer dk_all(DType::f32, {d.B, S, d.Hkv, d.D}), dv_all(DType::f32, {d.B, S, d.Hkv, d.Dv});
   std::memset(dk_all.data(), 0, dk_all.bytes());
   std::memset(dv_all.data(), 0, dv_all.bytes());
@@ -83,17 +88,22 @@ void all_gather_backward(const Backward& t, const ShardDims& d, const comm::Grou
     accumulate_rows(dk_all.tensor().data_as<float>(), S, 0, dk_keys);
     accumulate_rows(dv_all.tensor().data_as<float>(), S, 0, dv_keys);
   }
+  if (opt.stats) opt.stats->compute_s += now_seconds() - start;
   // Block r of the reduce_scatter input: rank r's shards of dk then dv.
   const int64_t k_numel = t.k.numel(), kv_numel = k_numel + t.v.numel();
   Buffer blocks(DType::f32, {kv_numel * n}), summed(DType::f32, {kv_numel});
-  float* base = blocks.tensor().data_as<float>();
-  for (int r = 0; r < n; ++r) {
-    zigzag_shard(dk_all, Tensor(base + kv_numel * r, DType::f32, t.k.shape()), r, n);
-    zigzag_shard(dv_all, Tensor(base + kv_numel * r + k_numel, DType::f32, t.v.shape()), r, n);
-  }
-  group.reduce_scatter(blocks, summed);
-  store_f32(summed.tensor().data_as<float>(), t.dk);
-  store_f32(summed.tensor().data_as<float>() + k_numel, t.dv);
+  timed(opt.stats, kComm, [&] {
+    float* base = blocks.tensor().data_as<float>();
+    for (int r = 0; r < n; ++r) {
+      zigzag_shard(dk_all, Tensor(base + kv_numel * r, DType::f32, t.k.shape()), r, n);
+      zigzag_shard(dv_all, Tensor(base + kv_numel * r + k_numel, DType::f32, t.v.shape()), r, n);
+    }
+    group.reduce_scatter(blocks, summed);
+  });
+  timed(opt.stats, kCompute, [&] {
+    store_f32(summed.tensor().data_as<float>(), t.dk);
+    store_f32(summed.tensor().data_as<float>() + k_numel, t.dv);
+  });
 }
 
 }  // namespace sol::cp::detail

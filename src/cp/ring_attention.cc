@@ -56,8 +56,10 @@ void ring_forward(const Forward& t, const ShardDims& d, const comm::Group& group
   const size_t k_bytes = size_t(t.k.nbytes()), kv_bytes = k_bytes + size_t(t.v.nbytes());
 
   Buffer kv[2] = {Buffer(kv_bytes), Buffer(kv_bytes)};
-  std::memcpy(kv[0].data(), t.k.data(), k_bytes);
-  std::memcpy(static_cast<std::byte*>(kv[0].data()) + k_bytes, t.v.data(), size_t(t.v.nbytes()));
+  timed(opt.stats, kComm, [&] {
+    std::memcpy(kv[0].data(), t.k.data(), k_bytes);
+    std::memcpy(static_cast<std::byte*>(kv[0].data()) + k_bytes, t.v.data(), size_t(t.v.nbytes()));
+  });
   Buffer o_acc(DType::f32, {d.B, d.S2, d.H, d.Dv}), lse_acc(DType::f32, {d.B, d.H, d.S2});
   Buffer o_part(d.dtype, {d.B, d.S2, d.H, d.Dv}), lse_part(DType::f32, {d.B, d.H, d.S2});
   std::memset(o_acc.data(), 0, o_acc.bytes());
@@ -69,29 +71,36 @@ void ring_forward(const Forward& t, const ShardDims& d, const comm::Group& group
     Buffer& next = kv[(step + 1) % 2];
     comm::Work work;
     const bool passing = step + 1 < n;
-    if (passing) {
-      const comm::P2POp ops[] = {
-          {comm::P2POp::send, Tensor(cur.data(), DType::u8, {int64_t(kv_bytes)}), (me + 1) % n},
-          {comm::P2POp::recv, Tensor(next.data(), DType::u8, {int64_t(kv_bytes)}), (me + n - 1) % n}};
-      work = group.batch_isend_irecv(ops);
-      work.completed();
-    }
+    if (passing)
+      timed(opt.stats, kComm, [&] {
+        const comm::P2POp ops[] = {
+            {comm::P2POp::send, Tensor(cur.data(), DType::u8, {int64_t(kv_bytes)}), (me + 1) % n},
+            {comm::P2POp::recv, Tensor(next.data(), DType::u8, {int64_t(kv_bytes)}), (me + n - 1) % n}};
+        work = group.batch_isend_irecv(ops);
+        work.completed();
+      });
     const Tensor k_cur(cur.data(), d.dtype, t.k.shape());
     const Tensor v_cur(static_cast<std::byte*>(cur.data()) + k_bytes, d.dtype, t.v.shape());
     for (const RingBlock& blk : ring_blocks(me, src, d.C, opt.causal)) {
       const int64_t rows = blk.q1 - blk.q0;
       const Tensor o_rows(o_part.data(), d.dtype, {d.B, rows, d.H, d.Dv});
       const Tensor lse_rows(lse_part.data(), DType::f32, {d.B, d.H, rows});
-      flash_attention(t.q.slice(1, blk.q0, blk.q1), k_cur.slice(1, blk.k0, blk.k1), v_cur.slice(1, blk.k0, blk.k1),
-                      o_rows, lse_rows, block_options(opt, blk.causal));
-      if (passing) work.completed();  // keep the next shard moving
-      merge(o_acc.tensor().data_as<float>(), lse_acc.tensor().data_as<float>(), o_rows,
-            lse_rows.data_as<float>(), d, blk.q0);
+      timed(opt.stats, kCompute, [&] {
+        flash_attention(t.q.slice(1, blk.q0, blk.q1), k_cur.slice(1, blk.k0, blk.k1),
+                        v_cur.slice(1, blk.k0, blk.k1), o_rows, lse_rows, block_options(opt, blk.causal));
+      });
+      if (passing) timed(opt.stats, kComm, [&] { work.completed(); });  // keep the next shard moving
+      timed(opt.stats, kCompute, [&] {
+        merge(o_acc.tensor().data_as<float>(), lse_acc.tensor().data_as<float>(), o_rows,
+              lse_rows.data_as<float>(), d, blk.q0);
+      });
     }
-    if (passing) work.wait();
+    if (passing) timed(opt.stats, kComm, [&] { work.wait(); });
   }
-  store_f32(o_acc.tensor().data_as<float>(), t.o);
-  if (d.has_lse) std::memcpy(t.lse.data(), lse_acc.data(), lse_acc.bytes());
+  timed(opt.stats, kCompute, [&] {
+    store_f32(o_acc.tensor().data_as<float>(), t.o);
+    if (d.has_lse) std::memcpy(t.lse.data(), lse_acc.data(), lse_acc.bytes());
+  });
 }
 
 }  // namespace sol::cp::detail

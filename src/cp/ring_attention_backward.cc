@@ -32,8 +32,10 @@ void ring_backward(const Backward& t, const ShardDims& d, const comm::Group& gro
   const int64_t k_numel = t.k.numel(), kv_numel = k_numel + t.v.numel();
 
   Buffer kv[2] = {Buffer(kv_bytes), Buffer(kv_bytes)};
-  std::memcpy(kv[0].data(), t.k.data(), k_bytes);
-  std::memcpy(static_cast<std::byte*>(kv[0].data()) + k_bytes, t.v.data(), size_t(t.v.nbytes()));
+  timed(opt.stats, kComm, [&] {
+    std::memcpy(kv[0].data(), t.k.data(), k_bytes);
+    std::memcpy(static_cast<std::byte*>(kv[0].data()) + k_bytes, t.v.data(), size_t(t.v.nbytes()));
+  });
   // dk then dv of the shard in hand, f32 so that n partial sums lose nothing to rounding.
   Buffer dkv[2] = {Buffer(DType::f32, {kv_numel}), Buffer(DType::f32, {kv_numel})};
   std::memset(dkv[0].data(), 0, dkv[0].bytes());
@@ -49,12 +51,13 @@ void ring_backward(const Backward& t, const ShardDims& d, const comm::Group& gro
     Buffer& cur = kv[step % 2];
     comm::Work kv_work;
     const bool passing = step + 1 < n;
-    if (passing) {
-      const comm::P2POp ops[] = {{comm::P2POp::send, bytes_of(cur), next_rank},
-                                 {comm::P2POp::recv, bytes_of(kv[(step + 1) % 2]), prev_rank}};
-      kv_work = group.batch_isend_irecv(ops);
-      kv_work.completed();
-    }
+    if (passing)
+      timed(opt.stats, kComm, [&] {
+        const comm::P2POp ops[] = {{comm::P2POp::send, bytes_of(cur), next_rank},
+                                   {comm::P2POp::recv, bytes_of(kv[(step + 1) % 2]), prev_rank}};
+        kv_work = group.batch_isend_irecv(ops);
+        kv_work.completed();
+      });
     const Tensor k_cur(cur.data(), d.dtype, t.k.shape());
     const Tensor v_cur(static_cast<std::byte*>(cur.data()) + k_bytes, d.dtype, t.v.shape());
     float* dkv_acc = dkv[step % 2].tensor().data_as<float>();
@@ -63,33 +66,40 @@ void ring_backward(const Backward& t, const ShardDims& d, const comm::Group& gro
       const Tensor dq_rows(dq_part.data(), d.dtype, {d.B, rows, d.H, d.D});
       const Tensor dk_rows(dk_part.data(), d.dtype, {d.B, keys, d.Hkv, d.D});
       const Tensor dv_rows(dv_part.data(), d.dtype, {d.B, keys, d.Hkv, d.Dv});
-      flash_attention_backward(t.q.slice(1, blk.q0, blk.q1), k_cur.slice(1, blk.k0, blk.k1),
-                               v_cur.slice(1, blk.k0, blk.k1), t.o.slice(1, blk.q0, blk.q1),
-                               t.lse.slice(2, blk.q0, blk.q1), t.d_o.slice(1, blk.q0, blk.q1), dq_rows, dk_rows,
-                               dv_rows, block_options(opt, blk.causal));
-      if (passing) kv_work.completed();
-      accumulate_rows(dq_acc.tensor().data_as<float>(), d.S2, blk.q0, dq_rows);
+      timed(opt.stats, kCompute, [&] {
+        flash_attention_backward(t.q.slice(1, blk.q0, blk.q1), k_cur.slice(1, blk.k0, blk.k1),
+                                 v_cur.slice(1, blk.k0, blk.k1), t.o.slice(1, blk.q0, blk.q1),
+                                 t.lse.slice(2, blk.q0, blk.q1), t.d_o.slice(1, blk.q0, blk.q1), dq_rows, dk_rows,
+                                 dv_rows, block_options(opt, blk.causal));
+      });
+      if (passing) timed(opt.stats, kComm, [&] { kv_work.completed(); });
+      timed(opt.stats, kCompute, [&] { accumulate_rows(dq_acc.tensor().data_as<float>(), d.S2, blk.q0, dq_rows); });
       if (dkv_pending) {  // this shard's accumulator, from the previous rank
-        dkv_work.wait();
+        timed(opt.stats, kComm, [&] { dkv_work.wait(); });
         dkv_pending = false;
       }
-      accumulate_rows(dkv_acc, d.S2, blk.k0, dk_rows);
-      accumulate_rows(dkv_acc + k_numel, d.S2, blk.k0, dv_rows);
+      timed(opt.stats, kCompute, [&] {
+        accumulate_rows(dkv_acc, d.S2, blk.k0, dk_rows);
+        accumulate_rows(dkv_acc + k_numel, d.S2, blk.k0, dv_rows);
+      });
     }
-    if (n > 1) {  // pass the accumulator on; after the last step it goes home
-      const comm::P2POp ops[] = {{comm::P2POp::send, bytes_of(dkv[step % 2]), next_rank},
-                                 {comm::P2POp::recv, bytes_of(dkv[(step + 1) % 2]), prev_rank}};
-      dkv_work = group.batch_isend_irecv(ops);
-      dkv_work.completed();
-      dkv_pending = true;
-    }
-    if (passing) kv_work.wait();
+    if (n > 1)  // pass the accumulator on; after the last step it goes home
+      timed(opt.stats, kComm, [&] {
+        const comm::P2POp ops[] = {{comm::P2POp::send, bytes_of(dkv[step % 2]), next_rank},
+                                   {comm::P2POp::recv, bytes_of(dkv[(step + 1) % 2]), prev_rank}};
+        dkv_work = group.batch_isend_irecv(ops);
+        dkv_work.completed();
+        dkv_pending = true;
+      });
+    if (passing) timed(opt.stats, kComm, [&] { kv_work.wait(); });
   }
-  if (dkv_pending) dkv_work.wait();
+  if (dkv_pending) timed(opt.stats, kComm, [&] { dkv_work.wait(); });
   const float* mine = dkv[n > 1 ? n % 2 : 0].tensor().data_as<float>();
-  store_f32(dq_acc.tensor().data_as<float>(), t.dq);
-  store_f32(mine, t.dk);
-  store_f32(mine + k_numel, t.dv);
+  timed(opt.stats, kCompute, [&] {
+    store_f32(dq_acc.tensor().data_as<float>(), t.dq);
+    store_f32(mine, t.dk);
+    store_f32(mine + k_numel, t.dv);
+  });
 }
 
 }  // namespace sol::cp::detail

@@ -6,6 +6,7 @@
 #include "sol/attention.h"
 #include "sol/cp.h"
 #include "sol/tensor.h"
+#include "sol/timing.h"
 
 namespace sol::cp::detail {
 
@@ -36,5 +37,16 @@ void accumulate_rows(float* acc, int64_t S_acc, int64_t row0, const Tensor& part
 
 // dst (f32 or bf16, contiguous) = src (f32, contiguous, same numel).
 void store_f32(const float* src, const Tensor& dst);
+
+// Runs fn, adding its wall time to one field of the caller's stats (if it asked for them).
+template <class F>
+void timed(RingAttentionStats* stats, double RingAttentionStats::*field, F&& fn) {
+  if (!stats) return fn();
+  const double start = now_seconds();
+  fn();
+  stats->*field += now_seconds() - start;
+}
+inline constexpr double RingAttentionStats::*kCompute = &RingAttentionStats::compute_s;
+inline constexpr double RingAttentionStats::*kComm = &RingAttentionStats::comm_s;
 
 }  // namespace sol::cp::detail

@@ -124,11 +124,13 @@ void ulysses_forward(const Forward& t, const ShardDims& d, const comm::Group& gr
   const int n = group.size();
   check_heads("ring_attention", d, n);
   Wholes w(d, n);
-  sequence_to_heads({token_major(t.q, w.q), token_major(t.k, w.k), token_major(t.v, w.v)}, group, d.C);
-  flash_attention(w.q, w.k, w.v, w.o, w.lse, block_options(opt, opt.causal));
+  timed(opt.stats, kComm, [&] {
+    sequence_to_heads({token_major(t.q, w.q), token_major(t.k, w.k), token_major(t.v, w.v)}, group, d.C);
+  });
+  timed(opt.stats, kCompute, [&] { flash_attention(w.q, w.k, w.v, w.o, w.lse, block_options(opt, opt.causal)); });
   std::vector<Part> back = {token_major(t.o, w.o)};
   if (d.has_lse) back.push_back(lse_part(t.lse, w.lse));
-  heads_to_sequence(back, group, d.C);
+  timed(opt.stats, kComm, [&] { heads_to_sequence(back, group, d.C); });
 }
 
 void ulysses_backward(const Backward& t, const ShardDims& d, const comm::Group& group,
@@ -138,11 +140,17 @@ void ulysses_backward(const Backward& t, const ShardDims& d, const comm::Group& 
   Wholes w(d, n);
   Buffer d_o(d.dtype, {d.B, w.S, w.Hh, d.Dv}), dq(d.dtype, {d.B, w.S, w.Hh, d.D}),
       dk(d.dtype, {d.B, w.S, w.Hkvh, d.D}), dv(d.dtype, {d.B, w.S, w.Hkvh, d.Dv});
-  sequence_to_heads({token_major(t.q, w.q), token_major(t.k, w.k), token_major(t.v, w.v), token_major(t.o, w.o),
-                     token_major(t.d_o, d_o), lse_part(t.lse, w.lse)},
-                    group, d.C);
-  flash_attention_backward(w.q, w.k, w.v, w.o, w.lse, d_o, dq, dk, dv, block_options(opt, opt.causal));
-  heads_to_sequence({token_major(t.dq, dq), token_major(t.dk, dk), token_major(t.dv, dv)}, group, d.C);
+  timed(opt.stats, kComm, [&] {
+    sequence_to_heads({token_major(t.q, w.q), token_major(t.k, w.k), token_major(t.v, w.v), token_major(t.o, w.o),
+                       token_major(t.d_o, d_o), lse_part(t.lse, w.lse)},
+                      group, d.C);
+  });
+  timed(opt.stats, kCompute, [&] {
+    flash_attention_backward(w.q, w.k, w.v, w.o, w.lse, d_o, dq, dk, dv, block_options(opt, opt.causal));
+  });
+  timed(opt.stats, kComm, [&] {
+    heads_to_sequence({token_major(t.dq, dq), token_major(t.dk, dk), token_major(t.dv, dv)}, group, d.C);
+  });
 }
 
 }  // namespace sol::cp::detail
