@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
+#include <ctime>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -133,53 +135,89 @@ void expect_error(Checker& c, const std::string& what, F&& f) {
   c.expect(threw, what + ": no sol::Error");
 }
 
-// `mpi_cp bench S D H`: ring attention per rank against single-rank flash attention on the full
-// sequence (causal, bf16, B = 1), both timed on every rank at once; not run by ctest.
-int bench(const sol::comm::Group& g, int64_t S, int64_t D, int64_t H) {
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+// Median over `reps` of the slowest rank's wall time and of the largest thread CPU time.
+struct Times {
+  double wall = 0, cpu = 0;
+};
+Times time_it(const sol::comm::Group& g, int reps, const std::function<void()>& f) {
+  std::vector<double> wall, cpu;
+  for (int rep = 0; rep < reps; ++rep) {
+    g.barrier();
+    const double w0 = sol::now_seconds(), c0 = thread_cpu_seconds();
+    f();
+    double mine[2] = {sol::now_seconds() - w0, thread_cpu_seconds() - c0}, worst[2];
+    MPI_Allreduce(mine, worst, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    wall.push_back(worst[0]);
+    cpu.push_back(worst[1]);
+  }
+  std::sort(wall.begin(), wall.end());
+  std::sort(cpu.begin(), cpu.end());
+  return {wall[wall.size() / 2], cpu[cpu.size() / 2]};
+}
+
+// `mpi_cp bench S D H [reps]`: every variant, forward and backward, per rank against
+// single-rank flash attention (forward and backward) on the whole sequence (causal, bf16,
+// B = 1), all ranks timing at once; wall and thread-CPU medians. Not run by ctest.
+int bench(const sol::comm::Group& g, int64_t S, int64_t D, int64_t H, int reps) {
   const int n = g.size(), me = g.rank();
-  Buffer q(DType::bf16, {1, S, H, D}), k(DType::bf16, {1, S, H, D}), v(DType::bf16, {1, S, H, D}), o(DType::bf16, {1, S, H, D});
+  const DType dt = DType::bf16;
+  Buffer q(dt, {1, S, H, D}), k(dt, {1, S, H, D}), v(dt, {1, S, H, D}), o(dt, {1, S, H, D}), d_o(dt, {1, S, H, D}),
+      lse(DType::f32, {1, H, S}), dq(dt, {1, S, H, D}), dk(dt, {1, S, H, D}), dv(dt, {1, S, H, D});
   fill(q, 1);
   fill(k, 2);
   fill(v, 3);
-  Buffer qs(DType::bf16, {1, S / n, H, D}), ks(DType::bf16, {1, S / n, H, D}), vs(DType::bf16, {1, S / n, H, D}),
-      os(DType::bf16, {1, S / n, H, D});
+  fill(d_o, 4);
+  const int64_t S2 = S / n;
+  Buffer qs(dt, {1, S2, H, D}), ks(dt, {1, S2, H, D}), vs(dt, {1, S2, H, D}), os(dt, {1, S2, H, D}),
+      dos(dt, {1, S2, H, D}), lse_s(DType::f32, {1, H, S2}), dqs(dt, {1, S2, H, D}), dks(dt, {1, S2, H, D}),
+      dvs(dt, {1, S2, H, D});
   sol::cp::zigzag_shard(q, qs, me, n);
   sol::cp::zigzag_shard(k, ks, me, n);
   sol::cp::zigzag_shard(v, vs, me, n);
+  sol::cp::zigzag_shard(d_o, dos, me, n);
   sol::AttentionOptions ao;
   ao.causal = true;
-  const sol::Tensor none;
-  std::vector<double> single, ring;
-  for (int rep = 0; rep < 3; ++rep) {
-    g.barrier();
-    double t0 = sol::now_seconds();
-    sol::flash_attention(q, k, v, o, none, ao);
-    double t1 = sol::now_seconds();
-    g.barrier();
-    double t2 = sol::now_seconds();
-    sol::cp::ring_attention(qs, ks, vs, os, none, g);
-    double t3 = sol::now_seconds();
-    double mine[2] = {t1 - t0, t3 - t2}, worst[2];
-    MPI_Allreduce(mine, worst, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    single.push_back(worst[0]);
-    ring.push_back(worst[1]);
-  }
-  std::sort(single.begin(), single.end());
-  std::sort(ring.begin(), ring.end());
-  const double flops = 2.0 * 2.0 * double(S) * double(S) * double(D) * double(H) / 2;  // causal half
+  const Times fwd1 = time_it(g, reps, [&] { sol::flash_attention(q, k, v, o, lse, ao); });
+  const Times bwd1 = time_it(g, reps, [&] { sol::flash_attention_backward(q, k, v, o, lse, d_o, dq, dk, dv, ao); });
+  const double flops = 2.0 * 2.0 * double(S) * double(S + 1) / 2 * double(D) * double(H);  // causal half
   if (me == 0)
-    std::printf("ring_attention S=%lld D=%lld H=%lld bf16 causal, %d ranks: single-rank FA %.1f ms (%.1f GFLOP/s), ring %.1f ms "
-                "(%.1f GFLOP/s per rank), per-rank throughput vs single rank %.0f%% (medians of 3)\n",
-                (long long)S, (long long)D, (long long)H, n, single[1] * 1e3, flops / single[1] / 1e9, ring[1] * 1e3,
-                flops / n / ring[1] / 1e9, 100 * (single[1] / n) / ring[1]);
+    std::printf("S=%lld D=%lld H=%lld bf16 causal, %d ranks, medians of %d (slowest rank)\n"
+                "  1-rank flash attention fwd: wall %.1f ms cpu %.1f ms (%.1f GFLOP/s); bwd: wall %.1f ms cpu %.1f ms\n",
+                (long long)S, (long long)D, (long long)H, n, reps, fwd1.wall * 1e3, fwd1.cpu * 1e3, flops / fwd1.wall / 1e9,
+                bwd1.wall * 1e3, bwd1.cpu * 1e3);
+  for (sol::cp::Variant variant : {sol::cp::Variant::ring, sol::cp::Variant::all_gather_kv, sol::cp::Variant::ulysses}) {
+    if (variant == sol::cp::Variant::ulysses && H % n != 0) continue;
+    sol::cp::RingAttentionOptions ro;
+    ro.variant = variant;
+    sol::cp::RingAttentionStats stats;
+    ro.stats = &stats;
+    const Times f = time_it(g, reps, [&] { sol::cp::ring_attention(qs, ks, vs, os, lse_s, g, ro); });
+    const double f_comm = stats.comm_s / reps;
+    stats = {};
+    const Times b = time_it(g, reps, [&] { sol::cp::ring_attention_backward(qs, ks, vs, os, lse_s, dos, dqs, dks, dvs, g, ro); });
+    const double b_comm = stats.comm_s / reps;
+    if (me == 0)
+      std::printf("  %-13s fwd: wall %.1f ms cpu %.1f ms, comm calls %.1f ms, per-rank throughput vs 1 rank: wall %.0f%% cpu %.0f%%\n"
+                  "  %-13s bwd: wall %.1f ms cpu %.1f ms, comm calls %.1f ms, per-rank throughput vs 1 rank: wall %.0f%% cpu %.0f%%\n",
+                  sol::cp::variant_name(variant), f.wall * 1e3, f.cpu * 1e3, f_comm * 1e3, 100 * fwd1.wall / n / f.wall,
+                  100 * fwd1.cpu / n / f.cpu, "", b.wall * 1e3, b.cpu * 1e3, b_comm * 1e3, 100 * bwd1.wall / n / b.wall,
+                  100 * bwd1.cpu / n / b.cpu);
+  }
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 5 && std::string(argv[1]) == "bench")
-    return bench(sol::comm::Group::world(), std::atoll(argv[2]), std::atoll(argv[3]), std::atoll(argv[4]));
+  if ((argc == 5 || argc == 6) && std::string(argv[1]) == "bench")
+    return bench(sol::comm::Group::world(), std::atoll(argv[2]), std::atoll(argv[3]), std::atoll(argv[4]),
+                 argc == 6 ? std::atoi(argv[5]) : 5);
   const sol::comm::Group& g = sol::comm::Group::world();
   Checker c;
   c.rank = g.rank();
