@@ -2,11 +2,36 @@
 #include "cp/shard_layout.h"
 
 #include <bit>
+#include <cstring>
 
+#include "ops/common/validate.h"
 #include "sol/copy.h"
 #include "sol/error.h"
 
 namespace sol::cp {
+
+void detail::copy_rows(const Tensor& src, const Tensor& dst) {
+  const int nd = src.ndim();
+  bool same = nd == dst.ndim() && src.dtype() == dst.dtype();
+  for (int d = 0; same && d < nd; ++d) same = src.shape(d) == dst.shape(d);
+  check(same, "cp copy_rows", "src ", src.describe(), " and dst ", dst.describe(), " must have one shape and dtype");
+  if (src.empty()) return;
+  // Dims [inner, nd) are contiguous in both views: copied as one run of `run` elements.
+  int inner = nd;
+  int64_t run = 1;
+  while (inner > 0 && src.stride(inner - 1) == run && dst.stride(inner - 1) == run) run *= src.shape(--inner);
+  const int64_t es = int64_t(dtype_size(src.dtype())), runs = src.numel() / run;
+  for (int64_t r = 0; r < runs; ++r) {
+    int64_t rest = r, so = 0, dof = 0;
+    for (int d = inner - 1; d >= 0; --d) {
+      const int64_t i = rest % src.shape(d);
+      rest /= src.shape(d);
+      so += i * src.stride(d);
+      dof += i * dst.stride(d);
+    }
+    std::memcpy(dst.data_as<char>() + dof * es, src.data_as<const char>() + so * es, size_t(run * es));
+  }
+}
 
 namespace {
 
@@ -17,6 +42,7 @@ void check_zigzag(const Tensor& full, const Tensor& shard, int rank, int ranks) 
   check(full.shape(1) % (2 * ranks) == 0 && shard.shape(1) * ranks == full.shape(1), "cp zigzag", "full has ",
         full.shape(1), " tokens and the shard ", shard.shape(1), "; need S divisible by 2 x ", ranks,
         " and shard = S / ", ranks);
+  require_no_overlap("cp zigzag", "full", full, "shard", shard);
 }
 
 }  // namespace
@@ -26,7 +52,7 @@ void zigzag_shard(const Tensor& full, const Tensor& shard, int rank, int ranks) 
   const int64_t C = full.shape(1) / (2 * ranks);
   for (int c = 0; c < 2; ++c) {
     const int64_t at = detail::chunk_of(c, rank, ranks) * C;
-    copy(full.slice(1, at, at + C), shard.slice(1, c * C, (c + 1) * C));
+    detail::copy_rows(full.slice(1, at, at + C), shard.slice(1, c * C, (c + 1) * C));
   }
 }
 
@@ -35,7 +61,7 @@ void zigzag_unshard(const Tensor& shard, const Tensor& full, int rank, int ranks
   const int64_t C = full.shape(1) / (2 * ranks);
   for (int c = 0; c < 2; ++c) {
     const int64_t at = detail::chunk_of(c, rank, ranks) * C;
-    copy(shard.slice(1, c * C, (c + 1) * C), full.slice(1, at, at + C));
+    detail::copy_rows(shard.slice(1, c * C, (c + 1) * C), full.slice(1, at, at + C));
   }
 }
 

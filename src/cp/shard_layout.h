@@ -28,6 +28,11 @@ ShardDims check_shards(const char* op, const Tensor& q, const Tensor& k, const T
 void check_grads(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
                  const Tensor& d_o, const Tensor& dq, const Tensor& dk, const Tensor& dv);
 
+// dst = src (same shape and dtype, not overlapping): one memcpy per run of trailing dims that
+// is contiguous in both views (a single element when the last dim is strided). sol::copy walks other strided views element
+// by element, which made the zig-zag and head reshuffles cost as much as the transfers.
+void copy_rows(const Tensor& src, const Tensor& dst);
+
 // The per-block options of the single-rank kernels.
 AttentionOptions block_options(const RingAttentionOptions& opt, bool causal);
 

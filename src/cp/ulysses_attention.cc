@@ -9,7 +9,6 @@
 
 #include "cp/variants.h"
 #include "sol/attention.h"
-#include "sol/copy.h"
 #include "sol/error.h"
 
 namespace sol::cp::detail {
@@ -41,13 +40,13 @@ int64_t block_bytes(const std::vector<Part>& parts, int n) {
 void piece_to_whole(const Tensor& piece, const Part& p, int r, int n, int64_t C) {
   for (int c = 0; c < 2; ++c) {
     const int64_t g = chunk_of(c, r, n) * C;
-    copy(piece.slice(p.token_axis, c * C, (c + 1) * C), p.whole.slice(p.token_axis, g, g + C));
+    copy_rows(piece.slice(p.token_axis, c * C, (c + 1) * C), p.whole.slice(p.token_axis, g, g + C));
   }
 }
 void whole_to_piece(const Part& p, const Tensor& piece, int r, int n, int64_t C) {
   for (int c = 0; c < 2; ++c) {
     const int64_t g = chunk_of(c, r, n) * C;
-    copy(p.whole.slice(p.token_axis, g, g + C), piece.slice(p.token_axis, c * C, (c + 1) * C));
+    copy_rows(p.whole.slice(p.token_axis, g, g + C), piece.slice(p.token_axis, c * C, (c + 1) * C));
   }
 }
 
@@ -62,7 +61,7 @@ void sequence_to_heads(const std::vector<Part>& parts, const comm::Group& group,
     int64_t at = block * peer;
     for (const Part& p : parts) {
       const int64_t h = p.shard.shape(p.head_axis) / n;
-      copy(p.shard.slice(p.head_axis, peer * h, (peer + 1) * h), Tensor(o + at, p.shard.dtype(), piece_shape(p, n)));
+      copy_rows(p.shard.slice(p.head_axis, peer * h, (peer + 1) * h), Tensor(o + at, p.shard.dtype(), piece_shape(p, n)));
       at += piece_bytes(p, n);
     }
   }
@@ -95,7 +94,7 @@ void heads_to_sequence(const std::vector<Part>& parts, const comm::Group& group,
     int64_t at = block * peer;
     for (const Part& p : parts) {
       const int64_t h = p.shard.shape(p.head_axis) / n;
-      copy(Tensor(i + at, p.shard.dtype(), piece_shape(p, n)), p.shard.slice(p.head_axis, peer * h, (peer + 1) * h));
+      copy_rows(Tensor(i + at, p.shard.dtype(), piece_shape(p, n)), p.shard.slice(p.head_axis, peer * h, (peer + 1) * h));
       at += piece_bytes(p, n);
     }
   }
