@@ -61,7 +61,7 @@ void ring_backward(const Backward& t, const ShardDims& d, const comm::Group& gro
     const Tensor k_cur(cur.data(), d.dtype, t.k.shape());
     const Tensor v_cur(static_cast<std::byte*>(cur.data()) + k_bytes, d.dtype, t.v.shape());
     float* dkv_acc = dkv[step % 2].tensor().data_as<float>();
-    for (const RingBlock& blk : ring_blocks(me, src, d.C, opt.causal)) {
+    for (const RingBlock& blk : ring_pieces(me, src, d.C, opt.causal)) {
       const int64_t rows = blk.q1 - blk.q0, keys = blk.k1 - blk.k0;
       const Tensor dq_rows(dq_part.data(), d.dtype, {d.B, rows, d.H, d.D});
       const Tensor dk_rows(dk_part.data(), d.dtype, {d.B, keys, d.Hkv, d.D});
