@@ -41,7 +41,7 @@ inline std::vector<RingBlock> ring_blocks(int me, int src, int64_t C, bool causa
 
 // About kPolls pieces per step, none under kMinRows query rows (each piece re-packs its keys).
 inline std::vector<RingBlock> ring_pieces(int me, int src, int64_t C, bool causal) {
-  constexpr int64_t kPolls = 4, kMinRows = 256;
+  constexpr int64_t kPolls = 3, kMinRows = 512;
   const std::vector<RingBlock> blocks = ring_blocks(me, src, C, causal);
   int64_t step_rows = 0;
   for (const RingBlock& b : blocks) step_rows += b.q1 - b.q0;
