@@ -25,8 +25,10 @@
 //
 // Variant::ulysses (DeepSpeed-Ulysses): all_to_all turns sequence shards into head shards
 // (every rank gets the whole sequence for H/n query heads and Hkv/n key/value heads), one
-// single-rank flash attention, and all_to_all back. Needs H and Hkv divisible by n. Moves
-// q, k, v, o (backward also dO, dq, dk, dv) once each, with (n-1)/n of them crossing.
+// single-rank flash attention, and all_to_all back. Needs H divisible by n, and Hkv either
+// divisible by n or dividing n (GQA/MQA with fewer K/V heads than ranks: each K/V head is sent
+// to the n / Hkv ranks whose query heads use it, and their dk/dv shares are summed in f32).
+// Moves q, k, v, o (backward also dO, dq, dk, dv) once each, with (n-1)/n of them crossing.
 //
 // Every rank passes the same shapes, options and variant (collective over `group`).
 #include <optional>

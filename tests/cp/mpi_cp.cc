@@ -119,7 +119,8 @@ void check_variant(const sol::comm::Group& g, Checker& c, const Case& cs, const 
 void run_case(const sol::comm::Group& g, Checker& c, const Case& cs) {
   const Reference r = make_reference(g, cs);
   for (sol::cp::Variant variant : {sol::cp::Variant::ring, sol::cp::Variant::all_gather_kv, sol::cp::Variant::ulysses})
-    if (variant != sol::cp::Variant::ulysses || (cs.H % g.size() == 0 && cs.Hkv % g.size() == 0))
+    if (variant != sol::cp::Variant::ulysses ||
+        (cs.H % g.size() == 0 && (cs.Hkv % g.size() == 0 || g.size() % cs.Hkv == 0)))
       check_variant(g, c, cs, r, variant);
 }
 
@@ -234,10 +235,11 @@ int main(int argc, char** argv) {
       run_case(g, c, {DType::bf16, causal, 24, 2 * n, n, 64});
     }
     run_case(g, c, {DType::f32, true, 5, 1, 1, 8, false});  // chunks not a multiple of any tile; MQA; no lse
-    run_case(g, c, {DType::bf16, true, 7, 3, 1, 16});
+    run_case(g, c, {DType::bf16, true, 7, 3, 1, 16});  // MQA: Ulysses copies the K/V head to every rank
     // Chunks long enough for the ring to cut its blocks into pieces (src/cp/ring_plan.h).
     run_case(g, c, {DType::f32, true, 600, n, n, 16});
     run_case(g, c, {DType::bf16, false, 300, n, 1, 16});
+    run_case(g, c, {DType::f32, true, 16, 2 * n, 2, 32});  // Ulysses with K/V heads shared by ranks at n = 4
     Buffer q(DType::f32, {1, 6, 1, 8}), o(DType::f32, {1, 6, 1, 8}), lse(DType::f32, {1, 1, 6});
     Buffer q5(DType::f32, {1, 5, 1, 8}), o5(DType::f32, {1, 5, 1, 8});
     expect_error(c, "odd local length", [&] { sol::cp::ring_attention(q5, q5, q5, o5, sol::Tensor(), g); });
