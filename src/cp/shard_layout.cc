@@ -87,6 +87,8 @@ ShardDims check_shards(const char* op, const Tensor& q, const Tensor& k, const T
   check(k.shape(0) == d.B && k.shape(1) == d.S2 && k.shape(3) == d.D && v.shape(0) == d.B && v.shape(1) == d.S2 &&
             v.shape(2) == d.Hkv,
         op, "k ", k.shape_string(), " and v ", v.shape_string(), " do not match q ", q.shape_string());
+  check(d.Hkv >= 1 && d.H % d.Hkv == 0, op, "q has ", d.H, " heads but k has ", d.Hkv,
+        ": H must be a positive multiple of Hkv (GQA / MQA)");
   check(o.shape(0) == d.B && o.shape(1) == d.S2 && o.shape(2) == d.H && o.shape(3) == d.Dv, op, "o is ",
         o.shape_string(), " but must be [", d.B, ", ", d.S2, ", ", d.H, ", ", d.Dv, "]");
   d.has_lse = lse.data() != nullptr && !lse.empty();

@@ -255,6 +255,10 @@ int main(int argc, char** argv) {
       expect_error(c, "ulysses with 1 head on several ranks", [&] { sol::cp::ring_attention(q, q, q, o, lse, g, ro); });
     }
     expect_error(c, "unknown variant name", [&] { sol::cp::parse_variant("tree"); });
+    expect_error(c, "H not a multiple of Hkv", [&] {
+      Buffer q3(DType::f32, {1, 6, 3, 8}), k2(DType::f32, {1, 6, 2, 8}), o3(DType::f32, {1, 6, 3, 8});
+      sol::cp::ring_attention(q3, k2, k2, o3, sol::Tensor(), g);
+    });
   } catch (const std::exception& e) {
     c.expect(false, std::string("exception: ") + e.what());
   }
