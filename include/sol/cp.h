@@ -10,8 +10,9 @@
 // Variant::ring (default): n steps; at step i a rank holds the K/V shard of rank (r - i) mod n,
 // sends it on to rank r+1 and receives the next from rank r-1 (batched async send/recv,
 // progressed between the block computations and completed after them), and runs flash
-// attention of its query chunks against the key chunks they may see: one single-rank call per
-// step (two at step 0), see src/cp/ring_plan.h. Partial outputs are merged in f32 by
+// attention of its query chunks against the key chunks they may see: one block per step (two
+// at step 0), cut into about three pieces of query rows so that the transfer is polled while
+// the rank computes (src/cp/ring_plan.h). Partial outputs are merged in f32 by
 // log-sum-exp:  lse = log(exp(lse_a) + exp(lse_b)),  o = o_a exp(lse_a - lse) + o_b exp(lse_b - lse).
 // Backward: the same ring; dq stays home, an f32 dk/dv accumulator travels with each K/V shard
 // and comes back to its owner after n steps. Moves 2(n-1)/n of the K/V per rank forward, plus
