@@ -15,8 +15,8 @@
 // the rank computes (src/cp/ring_plan.h). Partial outputs are merged in f32 by
 // log-sum-exp:  lse = log(exp(lse_a) + exp(lse_b)),  o = o_a exp(lse_a - lse) + o_b exp(lse_b - lse).
 // Backward: the same ring; dq stays home, an f32 dk/dv accumulator travels with each K/V shard
-// and comes back to its owner after n steps. Moves 2(n-1)/n of the K/V per rank forward, plus
-// the f32 dk/dv (n messages) backward; only neighbours talk.
+// and comes back to its owner after n steps. Each rank sends n-1 K/V shards (forward and
+// backward) and, backward, n f32 dk/dv accumulators; only neighbours talk.
 //
 // Variant::all_gather_kv: one all_gather of every rank's K/V, then each query chunk attends to
 // the keys before it (causal) or all keys in one call; no merge. Backward: dk/dv of the whole
