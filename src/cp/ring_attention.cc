@@ -81,7 +81,10 @@ void ring_forward(const Forward& t, const ShardDims& d, const comm::Group& group
       });
     const Tensor k_cur(cur.data(), d.dtype, t.k.shape());
     const Tensor v_cur(static_cast<std::byte*>(cur.data()) + k_bytes, d.dtype, t.v.shape());
-    for (const RingBlock& blk : ring_pieces(me, src, d.C, opt.causal)) {
+    // Pieces only while a shard is in flight: the last step has nothing to poll for.
+    const std::vector<RingBlock> blocks =
+        passing ? ring_pieces(me, src, d.C, opt.causal) : ring_blocks(me, src, d.C, opt.causal);
+    for (const RingBlock& blk : blocks) {
       const int64_t rows = blk.q1 - blk.q0;
       const Tensor o_rows(o_part.data(), d.dtype, {d.B, rows, d.H, d.Dv});
       const Tensor lse_rows(lse_part.data(), DType::f32, {d.B, d.H, rows});
