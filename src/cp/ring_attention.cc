@@ -1,50 +1,49 @@
-// Ring attention with zig-zag sharding (include/sol/cp.h). The K/V shard travels as one
-// contiguous buffer (k then v); two such buffers alternate between "in use" and "arriving".
+// Ring attention forward (include/sol/cp.h). The K/V shard travels as one contiguous buffer
+// (k then v); two such buffers alternate between "in use" and "arriving". The blocks of each
+// step come from ring_plan.h; their partial outputs are merged in f32 by log-sum-exp.
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
 
+#include "cp/ring_plan.h"
+#include "cp/variants.h"
 #include "sol/attention.h"
-#include "sol/copy.h"
-#include "sol/cp.h"
-#include "sol/error.h"
 
-namespace sol::cp {
+namespace sol::cp::detail {
 
 namespace {
 
-int64_t chunk_of(int local_chunk, int rank, int ranks) { return local_chunk == 0 ? rank : 2 * ranks - 1 - rank; }
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-void check_zigzag(const Tensor& full, const Tensor& shard, int rank, int ranks) {
-  check(ranks >= 1 && rank >= 0 && rank < ranks, "cp zigzag", "rank ", rank, " outside 0..", ranks - 1);
-  check(full.ndim() >= 2 && full.ndim() == shard.ndim() && full.dtype() == shard.dtype(), "cp zigzag",
-        "full ", full.describe(), " and shard ", shard.describe(), " must have the same rank and dtype");
-  check(full.shape(1) % (2 * ranks) == 0 && shard.shape(1) * ranks == full.shape(1), "cp zigzag", "full has ",
-        full.shape(1), " tokens and the shard ", shard.shape(1), "; need S divisible by 2 x ", ranks,
-        " and shard = S / ", ranks);
-}
-
-// o_acc, lse_acc (f32) merged with one partial result for query rows [row0, row0 + C).
-void merge(float* o_acc, float* lse_acc, const Tensor& o_part, const float* lse_part, int64_t B, int64_t S2,
-           int64_t C, int64_t H, int64_t Dv, int64_t row0) {
+// o_acc [B, S2, H, Dv], lse_acc [B, H, S2] (f32) merged with one partial result for query
+// rows [row0, row0 + rows): o_part [B, rows, H, Dv], lse_part [B, H, rows].
+//   lse = log(exp(lse_a) + exp(lse_b)),  o = o_a exp(lse_a - lse) + o_b exp(lse_b - lse)
+void merge(float* o_acc, float* lse_acc, const Tensor& o_part, const float* lse_part, const ShardDims& d,
+           int64_t row0) {
+  const int64_t rows = o_part.shape(1), H = d.H, Dv = d.Dv;
   const bool bf16 = o_part.dtype() == DType::bf16;
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t i = 0; i < C; ++i) {
-        const float lp = lse_part[(b * H + h) * C + i];
-        if (lp == -std::numeric_limits<float>::infinity()) continue;
-        float& la = lse_acc[(b * H + h) * S2 + row0 + i];
-        float* acc = o_acc + ((b * S2 + row0 + i) * H + h) * Dv;
-        const int64_t part_at = ((b * C + i) * H + h) * Dv;
+  for (int64_t b = 0; b < d.B; ++b)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t h = 0; h < H; ++h) {
+        const float lp = lse_part[(b * H + h) * rows + i];
+        if (lp == kNegInf) continue;  // the block hid every key from this row
+        float& la = lse_acc[(b * H + h) * d.S2 + row0 + i];
+        float* acc = o_acc + ((b * d.S2 + row0 + i) * H + h) * Dv;
+        const int64_t part_at = ((b * rows + i) * H + h) * Dv;
         const float m = std::max(la, lp);
-        const float wa = la == -std::numeric_limits<float>::infinity() ? 0.f : std::exp(la - m);
+        const float wa = la == kNegInf ? 0.f : std::exp(la - m);
         const float wp = std::exp(lp - m);
         const float sum = wa + wp;
         const float ca = wa / sum, cp = wp / sum;
-        for (int64_t d = 0; d < Dv; ++d) {
-          const float x = bf16 ? bf16_to_f32(o_part.data_as<uint16_t>()[part_at + d]) : o_part.data_as<float>()[part_at + d];
-          acc[d] = acc[d] * ca + x * cp;
+        if (bf16) {
+          const uint16_t* x = o_part.data_as<const uint16_t>() + part_at;
+          for (int64_t e = 0; e < Dv; ++e) acc[e] = acc[e] * ca + std::bit_cast<float>(uint32_t(x[e]) << 16) * cp;
+        } else {
+          const float* x = o_part.data_as<const float>() + part_at;
+          for (int64_t e = 0; e < Dv; ++e) acc[e] = acc[e] * ca + x[e] * cp;
         }
         la = m + std::log(sum);
       }
@@ -52,90 +51,59 @@ void merge(float* o_acc, float* lse_acc, const Tensor& o_part, const float* lse_
 
 }  // namespace
 
-void zigzag_shard(const Tensor& full, const Tensor& shard, int rank, int ranks) {
-  check_zigzag(full, shard, rank, ranks);
-  const int64_t C = full.shape(1) / (2 * ranks);
-  for (int c = 0; c < 2; ++c) {
-    const int64_t at = chunk_of(c, rank, ranks) * C;
-    copy(full.slice(1, at, at + C), shard.slice(1, c * C, (c + 1) * C));
-  }
-}
-
-void zigzag_unshard(const Tensor& shard, const Tensor& full, int rank, int ranks) {
-  check_zigzag(full, shard, rank, ranks);
-  const int64_t C = full.shape(1) / (2 * ranks);
-  for (int c = 0; c < 2; ++c) {
-    const int64_t at = chunk_of(c, rank, ranks) * C;
-    copy(shard.slice(1, c * C, (c + 1) * C), full.slice(1, at, at + C));
-  }
-}
-
-void ring_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
-                    const comm::Group& group, const RingAttentionOptions& opt) {
-  const char* op = "ring_attention";
-  for (const Tensor* t : {&q, &k, &v, &o})
-    check(t->ndim() == 4 && t->is_contiguous() && t->dtype() == q.dtype(), op,
-          "q, k, v, o must be contiguous [B, S, H, D] tensors of one dtype, got ", t->describe());
-  check(q.dtype() == DType::f32 || q.dtype() == DType::bf16, op, "dtype must be f32 or bf16, got ", dtype_name(q.dtype()));
-  const int64_t B = q.shape(0), S2 = q.shape(1), H = q.shape(2), D = q.shape(3), Hkv = k.shape(2), Dv = v.shape(3);
-  check(S2 % 2 == 0, op, "the local shard holds ", S2, " tokens; zig-zag needs an even count (two chunks)");
-  check(k.shape(0) == B && k.shape(1) == S2 && k.shape(3) == D && v.shape(0) == B && v.shape(1) == S2 &&
-            v.shape(2) == Hkv,
-        op, "k ", k.shape_string(), " and v ", v.shape_string(), " do not match q ", q.shape_string());
-  check(o.shape(0) == B && o.shape(1) == S2 && o.shape(2) == H && o.shape(3) == Dv, op, "o is ", o.shape_string(),
-        " but must be [", B, ", ", S2, ", ", H, ", ", Dv, "]");
-  const bool want_lse = lse.data() != nullptr && !lse.empty();
-  if (want_lse)
-    check(lse.dtype() == DType::f32 && lse.is_contiguous() && lse.ndim() == 3 && lse.shape(0) == B &&
-              lse.shape(1) == H && lse.shape(2) == S2,
-          op, "lse must be f32 [", B, ", ", H, ", ", S2, "], got ", lse.describe());
+void ring_forward(const Forward& t, const ShardDims& d, const comm::Group& group, const RingAttentionOptions& opt) {
   const int n = group.size(), me = group.rank();
-  const int64_t C = S2 / 2;
-  const DType dt = q.dtype();
-  const size_t k_bytes = size_t(k.nbytes()), kv_bytes = k_bytes + size_t(v.nbytes());
+  const size_t k_bytes = size_t(t.k.nbytes()), kv_bytes = k_bytes + size_t(t.v.nbytes());
 
-  std::vector<Buffer> kv;
-  kv.emplace_back(kv_bytes);
-  kv.emplace_back(kv_bytes);
-  std::memcpy(kv[0].data(), k.data(), k_bytes);
-  std::memcpy(static_cast<std::byte*>(kv[0].data()) + k_bytes, v.data(), size_t(v.nbytes()));
-  Buffer o_acc(DType::f32, {B, S2, H, Dv}), lse_acc(DType::f32, {B, H, S2});
-  Buffer o_part(dt, {B, C, H, Dv}), lse_part(DType::f32, {B, H, C});
+  Buffer kv[2] = {Buffer(kv_bytes), Buffer(kv_bytes)};
+  timed(opt.stats, kComm, [&] {
+    std::memcpy(kv[0].data(), t.k.data(), k_bytes);
+    std::memcpy(static_cast<std::byte*>(kv[0].data()) + k_bytes, t.v.data(), size_t(t.v.nbytes()));
+  });
+  Buffer o_acc(DType::f32, {d.B, d.S2, d.H, d.Dv}), lse_acc(DType::f32, {d.B, d.H, d.S2});
+  Buffer o_part(d.dtype, {d.B, d.S2, d.H, d.Dv}), lse_part(DType::f32, {d.B, d.H, d.S2});
   std::memset(o_acc.data(), 0, o_acc.bytes());
-  std::fill_n(lse_acc.tensor().data_as<float>(), B * H * S2, -std::numeric_limits<float>::infinity());
+  std::fill_n(lse_acc.tensor().data_as<float>(), d.B * d.H * d.S2, kNegInf);
 
-  AttentionOptions full_opt, causal_opt;
-  full_opt.softmax_scale = causal_opt.softmax_scale = opt.softmax_scale;
-  causal_opt.causal = true;
   for (int step = 0; step < n; ++step) {
     const int src = ((me - step) % n + n) % n;
-    Buffer& cur = kv[size_t(step % 2)];
-    Buffer& next = kv[size_t((step + 1) % 2)];
+    Buffer& cur = kv[step % 2];
+    Buffer& next = kv[(step + 1) % 2];
     comm::Work work;
-    if (step + 1 < n) {
-      const comm::P2POp ops[] = {{comm::P2POp::send, Tensor(cur.data(), DType::u8, {int64_t(kv_bytes)}), (me + 1) % n},
-                                 {comm::P2POp::recv, Tensor(next.data(), DType::u8, {int64_t(kv_bytes)}), (me + n - 1) % n}};
-      work = group.batch_isend_irecv(ops);
-      work.completed();
+    const bool passing = step + 1 < n;
+    if (passing)
+      timed(opt.stats, kComm, [&] {
+        const comm::P2POp ops[] = {
+            {comm::P2POp::send, Tensor(cur.data(), DType::u8, {int64_t(kv_bytes)}), (me + 1) % n},
+            {comm::P2POp::recv, Tensor(next.data(), DType::u8, {int64_t(kv_bytes)}), (me + n - 1) % n}};
+        work = group.batch_isend_irecv(ops);
+        work.completed();
+      });
+    const Tensor k_cur(cur.data(), d.dtype, t.k.shape());
+    const Tensor v_cur(static_cast<std::byte*>(cur.data()) + k_bytes, d.dtype, t.v.shape());
+    // Pieces only while a shard is in flight: the last step has nothing to poll for.
+    const std::vector<RingBlock> blocks =
+        passing ? ring_pieces(me, src, d.C, opt.causal) : ring_blocks(me, src, d.C, opt.causal);
+    for (const RingBlock& blk : blocks) {
+      const int64_t rows = blk.q1 - blk.q0;
+      const Tensor o_rows(o_part.data(), d.dtype, {d.B, rows, d.H, d.Dv});
+      const Tensor lse_rows(lse_part.data(), DType::f32, {d.B, d.H, rows});
+      timed(opt.stats, kCompute, [&] {
+        flash_attention(t.q.slice(1, blk.q0, blk.q1), k_cur.slice(1, blk.k0, blk.k1),
+                        v_cur.slice(1, blk.k0, blk.k1), o_rows, lse_rows, block_options(opt, blk.causal));
+      });
+      if (passing) timed(opt.stats, kComm, [&] { work.completed(); });  // keep the next shard moving
+      timed(opt.stats, kCompute, [&] {
+        merge(o_acc.tensor().data_as<float>(), lse_acc.tensor().data_as<float>(), o_rows,
+              lse_rows.data_as<float>(), d, blk.q0);
+      });
     }
-    const Tensor k_cur(cur.data(), dt, k.shape());
-    const Tensor v_cur(static_cast<std::byte*>(cur.data()) + k_bytes, dt, v.shape());
-    for (int qa = 0; qa < 2; ++qa)
-      for (int kb = 0; kb < 2; ++kb) {
-        const int64_t qc = chunk_of(qa, me, n), kc = chunk_of(kb, src, n);
-        if (opt.causal && qc < kc) continue;
-        flash_attention(q.slice(1, qa * C, (qa + 1) * C), k_cur.slice(1, kb * C, (kb + 1) * C),
-                        v_cur.slice(1, kb * C, (kb + 1) * C), o_part, lse_part,
-                        opt.causal && qc == kc ? causal_opt : full_opt);
-        if (step + 1 < n) work.completed();  // keep the next shard moving
-        merge(o_acc.tensor().data_as<float>(), lse_acc.tensor().data_as<float>(), o_part,
-              lse_part.tensor().data_as<float>(), B, S2, C, H, Dv, qa * C);
-      }
-    if (step + 1 < n) work.wait();
+    if (passing) timed(opt.stats, kComm, [&] { work.wait(); });
   }
-  if (dt == DType::f32) copy(o_acc, o);
-  else cast(o_acc, o);
-  if (want_lse) copy(lse_acc, lse);
+  timed(opt.stats, kCompute, [&] {
+    store_f32(o_acc.tensor().data_as<float>(), t.o);
+    if (d.has_lse) std::memcpy(t.lse.data(), lse_acc.data(), lse_acc.bytes());
+  });
 }
 
-}  // namespace sol::cp
+}  // namespace sol::cp::detail

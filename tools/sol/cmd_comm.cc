@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli.h"
+#include "comm/bench/cp_bench.h"
 #include "comm/bench/ep_bench.h"
 #include "comm/bench/pp_engram_bench.h"
 #include "sol/comm.h"
@@ -75,6 +76,7 @@ void add_comm(CLI::App& app, int& exit_code) {
   std::vector<std::string> bench_ops(std::begin(comm::kBenchOps), std::end(comm::kBenchOps));
   bench_ops.insert(bench_ops.end(), std::begin(comm::kPipelineBenchOps), std::end(comm::kPipelineBenchOps));
   bench_ops.insert(bench_ops.end(), std::begin(comm::kEpBenchOps), std::end(comm::kEpBenchOps));
+  bench_ops.insert(bench_ops.end(), std::begin(comm::kCpBenchOps), std::end(comm::kCpBenchOps));
   for (const auto& op : bench_ops) ops += (ops.empty() ? "" : "|") + op;
   auto* cmd = comm_cmd->add_subcommand("bench", "nccl-tests style sweep of one collective: time, algbw, busbw, "
                                                 "#wrong, SOL% against the inter-process copy ceiling");
@@ -107,6 +109,10 @@ void add_comm(CLI::App& app, int& exit_code) {
     // The ranks of a node share its cores: one rank's copies must not take its neighbours'.
     if (!std::getenv("SOL_NUM_THREADS"))
       set_num_threads(std::max(1, hardware_threads() / world.local().size()));
+    if (comm::is_cp_bench_op(o.op)) {  // its own table: time against the attention floor
+      exit_code = comm::cp_bench(world, o, a->json) > 0 ? kCheckFailed : kOk;
+      return;
+    }
     std::vector<comm::CommBenchRecord> records =
         comm::is_pipeline_bench_op(o.op) ? comm::pipeline_bench(world, o)
         : comm::is_ep_bench_op(o.op)     ? comm::ep_bench(world, o)
