@@ -190,6 +190,8 @@ class Verifier {
           const Stmt &a = whole_tile(s.refs[0], "copy source"), &b = whole_tile(s.refs[1], "copy destination");
           check_ok(a.shape == b.shape, "copy: ", a.name, " is ", shape_text(a.shape), " but ", b.name, " is ",
                    shape_text(b.shape));
+          check_ok(!packed(a), "bad layout: copy out of packed tile ", a.name);
+          check_ok(a.shape.size() <= 2, "copy: tile to tile copies are of 1-D or 2-D tiles");
           return;
         }
         const Ref& t = src_tile ? s.refs[0] : s.refs[1];

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "compiler/codegen/mangle.h"
 #include "compiler/layout.h"
 #include "sol/error.h"
 #include "sol/tile.h"
@@ -18,62 +19,6 @@ namespace sol::tile {
 namespace {
 
 const char* ctype(DType t) { return t == DType::bf16 ? "uint16_t" : "float"; }
-
-// Program names get a prefix in C++ (tensors x_, tiles t_, dims and variables v_), so no
-// user name can collide with the generated code's own locals or with C++ keywords.
-class Mangler {
- public:
-  explicit Mangler(const Program& p) {
-    for (const Param& q : p.params) kind_[q.name] = "x_";
-    walk_names(p.body);
-  }
-  std::string operator()(const std::string& n) const {
-    auto it = kind_.find(n);
-    return (it == kind_.end() ? "v_" : it->second) + n;
-  }
-  Expr expr(const Expr& e) const {
-    if (e->kind == ExprNode::var) return make_var((*this)(e->name));
-    if (e->args.empty()) return e;
-    std::vector<Expr> args;
-    for (const Expr& a : e->args) args.push_back(expr(a));
-    if (e->kind == ExprNode::binary) return make_binary(e->name, args[0], args[1]);
-    if (e->kind == ExprNode::call) return make_call(e->name, std::move(args));
-    return make_load((*this)(e->name), std::move(args));
-  }
-  void stmts(std::vector<Stmt>& body) const {
-    for (Stmt& s : body) {
-      if (s.kind == Stmt::alloc || s.kind == Stmt::loop) s.name = (*this)(s.name);
-      for (std::string& v : s.vars) v = (*this)(v);
-      for (Ref& r : s.refs) {
-        r.name = (*this)(r.name);
-        for (Expr& e : r.index) e = expr(e);
-      }
-      for (Expr& e : s.exprs) e = expr(e);
-      stmts(s.body);
-    }
-  }
-  Program program(Program p) const {
-    for (Param& q : p.params) {
-      q.name = (*this)(q.name);
-      for (Expr& d : q.shape) d = expr(d);
-    }
-    for (GridAxis& a : p.grid) {
-      a.name = (*this)(a.name);
-      a.extent = expr(a.extent);
-    }
-    stmts(p.body);
-    return p;
-  }
-
- private:
-  void walk_names(const std::vector<Stmt>& body) {
-    for (const Stmt& s : body) {
-      if (s.kind == Stmt::alloc) kind_[s.name] = "t_";
-      walk_names(s.body);
-    }
-  }
-  std::map<std::string, std::string> kind_;
-};
 
 class CppEmitter {
  public:
@@ -248,11 +193,22 @@ class CppEmitter {
     return g;
   }
 
-  void copy_in(const Stmt& s, const Ref& src, const Stmt& t) {
-    const Region g = region(src, t);
+  void copy_in(const Stmt& s, const Ref& src, const Stmt& t) { copy_in(s, region(src, t), p_.param(src.name)->dtype, t); }
+
+  // A row-major tile as the source region of a copy: how a tile computed element-wise (the
+  // probabilities of flash attention) becomes a gemm operand in the micro-kernel's panels.
+  void copy_tile_in(const Stmt& s, const Stmt& src, const Stmt& t) {
+    Region g;
+    g.origin = src.name;
+    g.rows = src.shape.size() == 2 ? std::to_string(src.shape[0]) : "1";
+    g.cols = std::to_string(src.shape.back());
+    g.ld = std::to_string(src.shape.back());
+    copy_in(s, g, src.dtype, t);
+  }
+
+  void copy_in(const Stmt& s, const Region& g, DType src_dtype, const Stmt& t) {
     const std::string layout = layout_of(t);
     const std::string tp = "reinterpret_cast<" + std::string(ctype(t.dtype)) + "*>(" + t.name + ")";
-    const DType src_dtype = p_.param(src.name)->dtype;
     line("{");
     ++depth_;
     line("const int64_t rows = " + g.rows + ", cols = " + g.cols + ";");
@@ -388,7 +344,9 @@ class CppEmitter {
       case Stmt::copy:
       case Stmt::prefetch: {
         const bool src_tile = tiles_.count(s.refs[0].name), dst_tile = tiles_.count(s.refs[1].name);
-        if (src_tile && dst_tile) {
+        if (src_tile && dst_tile && layout_of(tile(s.refs[1].name)) != "row") {
+          copy_tile_in(s, tile(s.refs[0].name), tile(s.refs[1].name));
+        } else if (src_tile && dst_tile) {
           const Stmt& t = tile(s.refs[0].name);
           line("for (int64_t i = 0; i < " + std::to_string(numel(t)) + "; ++i) sol_rt::st(" + s.refs[1].name +
                ", i, sol_rt::ld(" + s.refs[0].name + ", i));");
