@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "compiler/bench/dsl_flash_attention.h"
 #include "compiler/bench/dsl_gemm.h"
 #include "sol/error.h"
 #include "sol/tile.h"
@@ -31,6 +32,7 @@ TEST(TileIr, ExamplesRoundTrip) {
 
 TEST(TileIr, BuilderMatchesTextExample) {
   EXPECT_EQ(print(dsl_gemm_bf16()), print(example("gemm_bf16.tile")));
+  EXPECT_EQ(print(dsl_flash_attention_bf16()), print(example("flash_attention.tile")));
 }
 
 TEST(TileIr, BuilderStampsSourceLines) {

@@ -69,7 +69,12 @@ class DslGemmCase : public OpCase {
 
 }  // namespace
 
+void register_dsl_flash_attention_ops();  // dsl_flash_attention_op.cc
+
+// Registers every DSL op (the GEMM here, flash attention beside it), so builtin_ops.h needs
+// one line for all of them.
 void register_dsl_gemm_ops() {
+  register_dsl_flash_attention_ops();
   OpInfo op;
   op.name = "dsl-gemm";
   op.summary = "bf16 GEMM written in the tile DSL (examples/tile/gemm_bf16.tile), JIT-compiled; compare with "

@@ -132,6 +132,7 @@ class CppEmitter {
         if (f == "max" || f == "min") return "sol_rt::" + f + "_nan(" + a[0] + ", " + a[1] + ")";
         if (f == "ceildiv") return "std::ceil(" + a[0] + " / " + a[1] + ")";
         if (f == "float") return a[0];
+        if (f == "exp2") return "sol_rt::exp2_fast(" + a[0] + ")";
         return "std::" + (f == "abs" ? std::string("fabs") : f) + "(" + a[0] + ")";
       }
     }
@@ -233,6 +234,10 @@ class CppEmitter {
         line("sol_rt::pack_a_bf16(" + args + ", " + tp + ");");
       else if (t.dtype == DType::bf16 && src_dtype == DType::bf16 && !a && k_major)
         line("sol_rt::pack_b_bf16(" + args + ", " + tp + ");");
+      else if (t.dtype == DType::bf16 && src_dtype == DType::bf16 && !a && !k_major)
+        line("sol_rt::pack_bt_bf16(" + args + ", " + tp + ");");
+      else if (t.dtype == DType::bf16 && src_dtype == DType::f32 && a && !k_major)
+        line("sol_rt::pack_a_f32_bf16(" + args + ", " + tp + ");");
       else
         line("sol_rt::pack_panels(origin, " + g.ld + ", " + (k_major ? "true" : "false") + ", " + op_rows + ", " +
              op_k + ", " + std::to_string(pg.rows) + ", " + std::to_string(pg.k) + ", " + std::to_string(pg.panel) +

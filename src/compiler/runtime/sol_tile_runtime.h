@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 #if defined(__AVX512BW__)
 #include <immintrin.h>
 #endif
@@ -142,34 +143,91 @@ void pack_panels(const S* src, int64_t ld_src, bool k_major, int64_t rows, int64
   }
 }
 
-// bf16 [rows][k] row-major into A panels (12 rows, k pairs): one 32-bit pair per (step, row),
-// the 12 rows read side by side so the panel is written sequentially.
-inline void pack_a_bf16(const uint16_t* src, int64_t ld_src, int64_t rows, int64_t k, int64_t tile_rows,
-                        int64_t tile_k, uint16_t* dst) {
+// Row-major [rows][k] into pair panels of `Panel` rows (A panels: 12 rows; B panels of a
+// transposed B stored [N][K]: 32 columns): one 32-bit (k, k+1) pair per (step, row), the
+// panel's rows read side by side so the panel is written sequentially. bf16 sources are moved
+// as pairs; f32 sources (a tile computed element-wise, e.g. attention probabilities) are first
+// rounded to bf16 a row at a time (a vector loop), then moved the same way.
+template <int64_t Panel, class S>
+void pack_pairs_bf16(const S* src, int64_t ld_src, int64_t rows, int64_t k, int64_t tile_rows, int64_t tile_k,
+                     uint16_t* dst) {
   const int64_t steps = (tile_k + 1) / 2, full = k / 2;
-  const int64_t panels = (tile_rows + kPanelRows - 1) / kPanelRows;
+  const int64_t panels = (tile_rows + Panel - 1) / Panel;
+  thread_local std::vector<uint16_t> rounded;
   for (int64_t p = 0; p < panels; ++p) {
-    uint32_t* out = reinterpret_cast<uint32_t*>(dst) + p * kPanelRows * steps;
-    const uint16_t* row_ptr[kPanelRows];
-    const int64_t live = std::clamp<int64_t>(rows - p * kPanelRows, 0, kPanelRows);
+    uint32_t* out = reinterpret_cast<uint32_t*>(dst) + p * Panel * steps;
+    const uint16_t* row_ptr[Panel];
+    const int64_t live = std::clamp<int64_t>(rows - p * Panel, 0, Panel);
     if (live == 0 || k == 0) {
-      std::memset(out, 0, size_t(kPanelRows * steps) * 4);
+      std::memset(out, 0, size_t(Panel * steps) * 4);
       continue;
     }
     // Rows past the tensor's edge read the last real row and store zeros: no branch per load.
-    for (int64_t r = 0; r < kPanelRows; ++r) row_ptr[r] = src + (p * kPanelRows + std::min(r, live - 1)) * ld_src;
-    for (int64_t s = 0; s < full; ++s)
-      for (int64_t r = 0; r < kPanelRows; ++r) {
-        uint32_t w;
-        std::memcpy(&w, row_ptr[r] + 2 * s, 4);
-        out[s * kPanelRows + r] = r < live ? w : 0u;
+    if constexpr (sizeof(S) == 2) {
+      for (int64_t r = 0; r < Panel; ++r) row_ptr[r] = src + (p * Panel + std::min(r, live - 1)) * ld_src;
+    } else {
+      rounded.resize(size_t(live * k));
+      for (int64_t r = 0; r < live; ++r) {
+        const float* in = src + (p * Panel + r) * ld_src;
+        uint16_t* o = rounded.data() + r * k;
+        for (int64_t c = 0; c < k; ++c) o[c] = f32_to_bf16(in[c]);
       }
+      for (int64_t r = 0; r < Panel; ++r) row_ptr[r] = rounded.data() + std::min(r, live - 1) * k;
+    }
+    // A row at a time: sequential reads, stores strided by the panel (they stay in L1).
+    for (int64_t r = 0; r < Panel; ++r) {
+      const uint16_t* in = row_ptr[r];
+      if (r < live) {
+        for (int64_t s = 0; s < full; ++s) {
+          uint32_t w;
+          std::memcpy(&w, in + 2 * s, 4);
+          out[s * Panel + r] = w;
+        }
+      } else {
+        for (int64_t s = 0; s < full; ++s) out[s * Panel + r] = 0u;
+      }
+    }
     for (int64_t s = full; s < steps; ++s)
-      for (int64_t r = 0; r < kPanelRows; ++r) {
+      for (int64_t r = 0; r < Panel; ++r) {
         const uint32_t lo = r < live && 2 * s < k ? row_ptr[r][2 * s] : 0u;
-        out[s * kPanelRows + r] = lo;
+        out[s * Panel + r] = lo;
       }
   }
+}
+
+inline void pack_a_bf16(const uint16_t* src, int64_t ld_src, int64_t rows, int64_t k, int64_t tile_rows,
+                        int64_t tile_k, uint16_t* dst) {
+  pack_pairs_bf16<kPanelRows>(src, ld_src, rows, k, tile_rows, tile_k, dst);
+}
+inline void pack_a_f32_bf16(const float* src, int64_t ld_src, int64_t rows, int64_t k, int64_t tile_rows,
+                            int64_t tile_k, uint16_t* dst) {
+  pack_pairs_bf16<kPanelRows>(src, ld_src, rows, k, tile_rows, tile_k, dst);
+}
+// B stored [N][K] (gemm trans_b) into B panels: the columns of op(B) are rows here.
+inline void pack_bt_bf16(const uint16_t* src, int64_t ld_src, int64_t cols, int64_t k, int64_t tile_cols,
+                         int64_t tile_k, uint16_t* dst) {
+  pack_pairs_bf16<kPanelCols>(src, ld_src, cols, k, tile_cols, tile_k, dst);
+}
+
+// 2^x for the element-wise loops: branch-free so `omp simd` vectorizes it. x = n + f with n =
+// round(x), |f| <= 1/2; 2^f by its Taylor series to degree 7 (relative error < 1e-8 there,
+// so the result is within ~2 ulp of exp2f); 2^n by building the exponent. x <= -127 gives 0,
+// x >= 128 gives inf, NaN stays NaN.
+inline float exp2_fast(float x) {
+  const float xc = x < -127.0f ? -127.0f : (x > 128.0f ? 128.0f : x);
+  // round(xc) by truncating a positive number: GCC 12 does not vectorize floorf here.
+  const int32_t ni = int32_t(xc + 127.5f) - 127;
+  const float f = xc - float(ni);
+  float p = 1.5252734e-05f;
+  p = p * f + 1.5403530e-04f;
+  p = p * f + 1.3333558e-03f;
+  p = p * f + 9.6181291e-03f;
+  p = p * f + 5.5504109e-02f;
+  p = p * f + 2.4022651e-01f;
+  p = p * f + 6.9314718e-01f;
+  p = p * f + 1.0f;
+  const float scale = __builtin_bit_cast(float, (ni + 127) << 23);
+  return x != x ? x : p * scale;
 }
 
 // bf16 [k][cols] row-major (k-major B) into B panels (32 columns, k pairs): rows 2s and 2s+1
