@@ -94,7 +94,7 @@ TEST(TileCuda, ElementwiseAndReductionsBuild) {
 
 TEST(TileCuda, FlashAttentionBuilds) {
   SKIP_WITHOUT_NVCC();
-  const std::string src = cuda_source(example("flash_attention.tile"));
+  const std::string src = cuda_source(example("flash_attention_cuda.tile"));
   const std::string ptx = nvcc_compile("flash_attention", src);
   EXPECT_NE(ptx.find("wmma.mma.sync.aligned.row.col.m16n16k16.f32.bf16.bf16.f32"), std::string::npos);  // Q K^T
   EXPECT_NE(ptx.find("wmma.mma.sync.aligned.row.row.m16n16k16.f32.bf16.bf16.f32"), std::string::npos);  // P V
@@ -102,6 +102,7 @@ TEST(TileCuda, FlashAttentionBuilds) {
 
 // These need no nvcc: errors come from the code generator itself.
 TEST(TileCuda, TilesLargerThanSharedMemoryAreAnError) {
+  EXPECT_THROW(cuda_source(example("flash_attention.tile")), Error);  // 192 query rows: 344 KiB
   try {
     cuda_source(example("gemm_bf16.tile"));  // CPU-sized tiles: 640 KiB per cell
     FAIL();

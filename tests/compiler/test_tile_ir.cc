@@ -19,7 +19,8 @@ using testing::source_root;
 
 // Examples are written in printed form; only their full-line comments do not survive.
 TEST(TileIr, ExamplesRoundTrip) {
-  for (const char* name : {"gemm_bf16.tile", "softmax_rows.tile", "flash_attention.tile", "gemm_bf16_cuda.tile"}) {
+  for (const char* name : {"gemm_bf16.tile", "softmax_rows.tile", "flash_attention.tile", "gemm_bf16_cuda.tile",
+                           "flash_attention_cuda.tile"}) {
     const std::string text = read_text(source_root() / "examples/tile" / name);
     ASSERT_FALSE(text.empty()) << name;
     std::istringstream in(text);
