@@ -102,7 +102,7 @@ TEST(TileCuda, FlashAttentionBuilds) {
 
 // These need no nvcc: errors come from the code generator itself.
 TEST(TileCuda, TilesLargerThanSharedMemoryAreAnError) {
-  EXPECT_THROW(cuda_source(example("flash_attention.tile")), Error);  // 192 query rows: 344 KiB
+  EXPECT_THROW(cuda_source(example("flash_attention.tile")), Error);  // 128 query rows: 256 KiB
   try {
     cuda_source(example("gemm_bf16.tile"));  // CPU-sized tiles: 640 KiB per cell
     FAIL();

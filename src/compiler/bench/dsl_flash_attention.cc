@@ -1,8 +1,9 @@
-// The DSL flash attention (FlashAttention-2's forward): a cell owns 192 query rows of one head
-// (the hand-written kernel's block; K and V are packed once per 192 rows, and 64 rows measured
-// 0.79x of the hand-written kernel against 0.88-0.92x for 192: docs/perf/tile-compiler.md) and walks the keys in blocks of 128 with an online softmax in base 2. Q K^T and P V run on the
+// The DSL flash attention (FlashAttention-2's forward): a cell owns 128 query rows of one head
+// (K and V are packed once per 128 rows: 64 rows measured 0.79x of the hand-written kernel,
+// 128 about 0.9x, 192 wastes more rows on ragged sequence ends: docs/perf/tile-compiler.md)
+// and walks the keys in blocks of 128 with an online softmax in base 2. Q K^T and P V run on the
 // GEMM micro-kernel (the lowering packs q, k, v and p into its panels); the softmax statements
-// become vector loops over the 192 x 128 score tile, which stays in L2.
+// become vector loops over the 128 x 128 score tile, which stays in L2.
 #include "compiler/bench/dsl_flash_attention.h"
 
 #include <cmath>
@@ -12,7 +13,7 @@ namespace sol::tile {
 Program dsl_flash_attention_bf16() {
   constexpr double kLog2eOverSqrtD = 0.12751743074475066;  // log2(e) / sqrt(128)
   constexpr double kLn2 = 0.6931471805599453;
-  constexpr int64_t kRows = 192;  // query rows per cell
+  constexpr int64_t kRows = 128;  // query rows per cell
   const double inf = INFINITY;
   Builder b("flash_attention");
   Value bb = b.dim("B"), hh = b.dim("H"), sq = b.dim("S"), skv = b.dim("T");
