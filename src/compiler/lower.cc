@@ -17,14 +17,15 @@ struct PassInfo {
 };
 
 constexpr PassInfo kCpuPasses[] = {
-    {"infer-layouts", infer_layouts},  {"software-pipeline", software_pipeline},
+    {"tile-loops", tile_loops},        {"infer-layouts", infer_layouts},  {"software-pipeline", software_pipeline},
     {"lower-cpu", lower_cpu},          {"unroll", unroll_loops},
     {"plan-scratch", plan_scratch},
 };
 
 // CUDA: tiles stay row-major in shared memory and gemm is mapped by the code generator
-// (emit_cuda.cc), so only unrolling and shared-memory planning run.
+// (emit_cuda.cc), so only loop tiling, unrolling and shared-memory planning run.
 constexpr PassInfo kCudaPasses[] = {
+    {"tile-loops", tile_loops},
     {"unroll", unroll_loops},
     {"plan-scratch", plan_scratch},
 };

@@ -251,10 +251,11 @@ class Verifier {
         return;
       }
       case Stmt::loop: {
-        attrs(s, {"stages", "unroll"});
+        attrs(s, {"stages", "unroll", "tile"});
         index_expr(s.exprs[0], "a loop bound");
         index_expr(s.exprs[1], "a loop bound");
         check_ok(s.int_attr("stages", 1) >= 1, "stages must be >= 1");
+        check_ok(s.int_attr("tile", s.has("tile") ? 0 : 1) >= 1, "tile must be an integer >= 1");
         declare(s.name, "loop variable");
         ints_.insert(s.name);
         body(s.body, false);

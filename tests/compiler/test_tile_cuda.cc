@@ -119,8 +119,8 @@ TEST(TileCuda, CpuLoweredProgramIsRefused) {
   EXPECT_THROW(compile(example("gemm_bf16_cuda.tile"), opt), Error);  // no CUDA runtime to load into
 }
 
-TEST(TileCuda, PipelineIsUnrollThenPlan) {
-  EXPECT_EQ(pass_names(Target::cuda), (std::vector<std::string>{"unroll", "plan-scratch"}));
+TEST(TileCuda, PipelineIsTileUnrollPlan) {
+  EXPECT_EQ(pass_names(Target::cuda), (std::vector<std::string>{"tile-loops", "unroll", "plan-scratch"}));
   CompileOptions opt;
   opt.target = Target::cuda;
   opt.dump_after = {"lower-cpu"};
