@@ -194,7 +194,14 @@ class CppEmitter {
     return g;
   }
 
-  void copy_in(const Stmt& s, const Ref& src, const Stmt& t) { copy_in(s, region(src, t), p_.param(src.name)->dtype, t); }
+  void copy_in(const Stmt& s, const Ref& src, const Stmt& t) {
+    copy_in(s, region(src, t), p_.param(src.name)->dtype, t);
+    if (s.kind == Stmt::copy && layout_of(t) != "row" && t.shape.size() == 2) {
+      const Region g = region(src, t);
+      line(t.name + "_v0 = " + g.rows + ";");
+      line(t.name + "_v1 = " + g.cols + ";");
+    }
+  }
 
   // A row-major tile as the source region of a copy: how a tile computed element-wise (the
   // probabilities of flash attention) becomes a gemm operand in the micro-kernel's panels.
@@ -263,19 +270,36 @@ class CppEmitter {
     const PanelGeometry ga = panel_geometry(a), gb = panel_geometry(b);
     const bool ta = s.has("trans_a"), tb = s.has("trans_b");
     const std::string row = index(s.refs[0].index[ta ? 1 : 0]), col = index(s.refs[1].index[tb ? 0 : 1]);
+    // What the operands' copies filled (stored dims v0, v1): A is [M, K] or [K, M] (trans_a),
+    // B [K, N] or [N, K] (trans_b). Beyond it both are zero, so the product only needs
+    // min(valid K) steps, and register tiles past the valid rows of A or columns of B add 0
+    // (or, with clear, are 0).
+    const std::string a_m = a.name + (ta ? "_v1" : "_v0"), a_k = a.name + (ta ? "_v0" : "_v1");
+    const std::string b_n = b.name + (tb ? "_v0" : "_v1"), b_k = b.name + (tb ? "_v1" : "_v0");
+    const std::string partial = c.name + " + (" + index(s.refs[2].index[0]) + ") * " + std::to_string(c.shape[1]) +
+                                " + (" + index(s.refs[2].index[1]) + ")";
     line("{");
+    ++depth_;
+    line("const int64_t valid_k = std::min<int64_t>(" + a_k + ", " + b_k + ");");
+    line("const int64_t k_steps = " + std::string(a.dtype == DType::bf16 ? "(valid_k + 1) / 2" : "valid_k") + ";");
+    line("if ((" + row + ") >= " + a_m + " || (" + col + ") >= " + b_n + " || k_steps <= 0) {");
+    if (s.has("clear"))
+      line("  for (int i = 0; i < " + s.attrs.at("m") + "; ++i) std::memset(" + partial + " + i * " +
+           std::to_string(c.shape[1]) + ", 0, " + s.attrs.at("n") + " * sizeof(float));");
+    line("} else {");
     ++depth_;
     line("sol_rt::GemmTile t;");
     line("t.m = " + s.attrs.at("m") + ";");
     line("t.n = " + s.attrs.at("n") + ";");
-    line("t.k_steps = " + std::to_string(ga.k_steps) + ";");
+    line("t.k_steps = k_steps;");
     line("t.a = reinterpret_cast<const char*>(" + a.name + ") + (" + row + ") / 12 * " + std::to_string(ga.panel_bytes()) + ";");
     line("t.b = reinterpret_cast<const char*>(" + b.name + ") + (" + col + ") / 32 * " + std::to_string(gb.panel_bytes()) + ";");
-    line("t.partial = " + c.name + " + (" + index(s.refs[2].index[0]) + ") * " + std::to_string(c.shape[1]) + " + (" +
-         index(s.refs[2].index[1]) + ");");
+    line("t.partial = " + partial + ";");
     line("t.ldp = " + std::to_string(c.shape[1]) + ";");
     line(std::string("t.first = ") + (s.has("clear") ? "true" : "false") + ";");
     line(std::string("L->rt->") + (a.dtype == DType::bf16 ? "gemm_tile_bf16" : "gemm_tile_f32") + "(t);");
+    --depth_;
+    line("}");
     --depth_;
     line("}");
   }
@@ -334,6 +358,11 @@ class CppEmitter {
         tiles_[s.name] = &s;
         line(std::string(ctype(s.dtype)) + "* const " + s.name + " = reinterpret_cast<" + ctype(s.dtype) +
              "*>(arena + " + s.attrs.at("offset") + ");");
+        // A packed (gemm operand) tile knows at run time how much of it its last copy filled
+        // from the tensor (the rest is zero), so the gemm skips the padding: see ukernel().
+        if (layout_of(s) != "row" && s.shape.size() == 2)
+          line("int64_t " + s.name + "_v0 = " + std::to_string(s.shape[0]) + ", " + s.name + "_v1 = " +
+               std::to_string(s.shape[1]) + ";");
         return;
       case Stmt::fill: {
         const Stmt& t = tile(s.refs[0].name);
@@ -350,7 +379,10 @@ class CppEmitter {
       case Stmt::prefetch: {
         const bool src_tile = tiles_.count(s.refs[0].name), dst_tile = tiles_.count(s.refs[1].name);
         if (src_tile && dst_tile && layout_of(tile(s.refs[1].name)) != "row") {
-          copy_tile_in(s, tile(s.refs[0].name), tile(s.refs[1].name));
+          const Stmt& t = tile(s.refs[1].name);
+          copy_tile_in(s, tile(s.refs[0].name), t);
+          if (t.shape.size() == 2)
+            line(t.name + "_v0 = " + std::to_string(t.shape[0]) + ", " + t.name + "_v1 = " + std::to_string(t.shape[1]) + ";");
         } else if (src_tile && dst_tile) {
           const Stmt& t = tile(s.refs[0].name);
           line("for (int64_t i = 0; i < " + std::to_string(numel(t)) + "; ++i) sol_rt::st(" + s.refs[1].name +
