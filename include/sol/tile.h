@@ -136,8 +136,9 @@ struct CompileOptions {
   bool memory_cache = true;             // false: skip the in-process cache (the disk cache still applies)
 };
 
-// The passes of a target's pipeline, in order.
-std::vector<std::string> pass_names(Target target = Target::cpu);
+// The passes of the CPU pipeline, and of a target's pipeline, in order.
+std::vector<std::string> pass_names();
+std::vector<std::string> pass_names_for(Target target);
 // Verifies, then runs the pass pipeline for the target; the result is what code generation reads.
 Program lower(const Program& p, const CompileOptions& opt = {});
 // Source of the lowered program: C++ for the CPU (calls the micro-kernels through

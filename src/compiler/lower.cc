@@ -37,7 +37,9 @@ std::span<const PassInfo> passes_for(Target t) {
 
 }  // namespace
 
-std::vector<std::string> pass_names(Target target) {
+std::vector<std::string> pass_names() { return pass_names_for(Target::cpu); }
+
+std::vector<std::string> pass_names_for(Target target) {
   std::vector<std::string> out;
   for (const PassInfo& p : passes_for(target)) out.push_back(p.name);
   return out;

@@ -120,7 +120,7 @@ TEST(TileCuda, CpuLoweredProgramIsRefused) {
 }
 
 TEST(TileCuda, PipelineIsTileUnrollPlan) {
-  EXPECT_EQ(pass_names(Target::cuda), (std::vector<std::string>{"tile-loops", "unroll", "plan-scratch"}));
+  EXPECT_EQ(pass_names_for(Target::cuda), (std::vector<std::string>{"tile-loops", "unroll", "plan-scratch"}));
   CompileOptions opt;
   opt.target = Target::cuda;
   opt.dump_after = {"lower-cpu"};
