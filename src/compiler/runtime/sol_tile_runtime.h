@@ -123,16 +123,20 @@ inline void prefetch_rows(const void* src, int64_t ld_bytes, int64_t rows, int64
 
 // ---- packing into micro-kernel panels (layouts: src/kernels/gemm.h) ----
 // Element (row, k) of op(tile) sits at src[k * ld + row] when k_major, else src[row * ld + k];
-// rows x k are valid, the panels cover tile_rows x tile_k (zero beyond). panel = 12 (A) or 32 (B).
+// rows x k are valid, the panels cover tile_rows x tile_k. panel = 12 (A) or 32 (B).
+// Only the panels and K steps that hold data are written (padding rows and columns inside them
+// are zero): the generated gemm clips K to the filled depth and skips register tiles past the
+// filled rows and columns, so it never reads the rest.
 template <class S, class D>
 void pack_panels(const S* src, int64_t ld_src, bool k_major, int64_t rows, int64_t k, int64_t tile_rows,
                  int64_t tile_k, int64_t panel, D* dst) {
   constexpr int64_t group = sizeof(D) == 2 ? 2 : 1;  // bf16 pairs
   const int64_t steps = (tile_k + group - 1) / group;
-  const int64_t panels = (tile_rows + panel - 1) / panel;
-  for (int64_t p = 0; p < panels; ++p) {
+  const int64_t used_steps = std::min(steps, (std::max<int64_t>(k, 0) + group - 1) / group);
+  const int64_t used_panels = (std::clamp<int64_t>(rows, 0, tile_rows) + panel - 1) / panel;
+  for (int64_t p = 0; p < used_panels; ++p) {
     D* out = dst + p * panel * steps * group;
-    for (int64_t s = 0; s < steps; ++s)
+    for (int64_t s = 0; s < used_steps; ++s)
       for (int64_t r = 0; r < panel; ++r)
         for (int64_t g = 0; g < group; ++g) {
           const int64_t row = p * panel + r, kk = s * group + g;
@@ -152,16 +156,14 @@ template <int64_t Panel, class S>
 void pack_pairs_bf16(const S* src, int64_t ld_src, int64_t rows, int64_t k, int64_t tile_rows, int64_t tile_k,
                      uint16_t* dst) {
   const int64_t steps = (tile_k + 1) / 2, full = k / 2;
-  const int64_t panels = (tile_rows + Panel - 1) / Panel;
+  const int64_t used_steps = std::min(steps, (std::max<int64_t>(k, 0) + 1) / 2);
+  const int64_t panels = (std::clamp<int64_t>(rows, 0, tile_rows) + Panel - 1) / Panel;  // with data
   thread_local std::vector<uint16_t> rounded;
   for (int64_t p = 0; p < panels; ++p) {
     uint32_t* out = reinterpret_cast<uint32_t*>(dst) + p * Panel * steps;
     const uint16_t* row_ptr[Panel];
     const int64_t live = std::clamp<int64_t>(rows - p * Panel, 0, Panel);
-    if (live == 0 || k == 0) {
-      std::memset(out, 0, size_t(Panel * steps) * 4);
-      continue;
-    }
+    if (live == 0 || k <= 0) continue;
     // Rows past the tensor's edge read the last real row and store zeros: no branch per load.
     if constexpr (sizeof(S) == 2) {
       for (int64_t r = 0; r < Panel; ++r) row_ptr[r] = src + (p * Panel + std::min(r, live - 1)) * ld_src;
@@ -187,7 +189,7 @@ void pack_pairs_bf16(const S* src, int64_t ld_src, int64_t rows, int64_t k, int6
         for (int64_t s = 0; s < full; ++s) out[s * Panel + r] = 0u;
       }
     }
-    for (int64_t s = full; s < steps; ++s)
+    for (int64_t s = full; s < used_steps; ++s)
       for (int64_t r = 0; r < Panel; ++r) {
         const uint32_t lo = r < live && 2 * s < k ? row_ptr[r][2 * s] : 0u;
         out[s * Panel + r] = lo;
@@ -235,7 +237,8 @@ inline float exp2_fast(float x) {
 inline void pack_b_bf16(const uint16_t* src, int64_t ld_src, int64_t cols, int64_t k, int64_t tile_cols,
                         int64_t tile_k, uint16_t* dst) {
   const int64_t steps = (tile_k + 1) / 2;
-  const int64_t panels = (tile_cols + kPanelCols - 1) / kPanelCols;
+  const int64_t used_steps = std::min(steps, (std::max<int64_t>(k, 0) + 1) / 2);
+  const int64_t panels = (std::clamp<int64_t>(cols, 0, tile_cols) + kPanelCols - 1) / kPanelCols;  // with data
   for (int64_t p = 0; p < panels; ++p) {
     uint16_t* out = dst + p * kPanelCols * steps * 2;
     const int64_t live = std::clamp<int64_t>(cols - p * kPanelCols, 0, kPanelCols);
@@ -252,7 +255,7 @@ inline void pack_b_bf16(const uint16_t* src, int64_t ld_src, int64_t cols, int64
         _mm512_storeu_si512(out + s * 64, _mm512_permutex2var_epi16(r0, lo_idx, r1));
         _mm512_storeu_si512(out + s * 64 + 32, _mm512_permutex2var_epi16(r0, hi_idx, r1));
       }
-      for (; s < steps; ++s) {
+      for (; s < used_steps; ++s) {
         const __m512i r0 = 2 * s < k ? _mm512_loadu_si512(col + 2 * s * ld_src) : _mm512_setzero_si512();
         const __m512i z = _mm512_setzero_si512();
         _mm512_storeu_si512(out + s * 64, _mm512_permutex2var_epi16(r0, lo_idx, z));
@@ -261,7 +264,7 @@ inline void pack_b_bf16(const uint16_t* src, int64_t ld_src, int64_t cols, int64
       continue;
     }
 #endif
-    for (int64_t s = 0; s < steps; ++s)
+    for (int64_t s = 0; s < used_steps; ++s)
       for (int64_t c = 0; c < kPanelCols; ++c)
         for (int64_t g = 0; g < 2; ++g) {
           const int64_t kk = 2 * s + g;
