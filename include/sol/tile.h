@@ -136,13 +136,19 @@ struct CompileOptions {
   bool memory_cache = true;             // false: skip the in-process cache (the disk cache still applies)
 };
 
-// The passes in pipeline order.
+// The passes of the CPU pipeline, and of a target's pipeline, in order.
 std::vector<std::string> pass_names();
+std::vector<std::string> pass_names_for(Target target);
 // Verifies, then runs the pass pipeline for the target; the result is what code generation reads.
 Program lower(const Program& p, const CompileOptions& opt = {});
 // Source of the lowered program: C++ for the CPU (calls the micro-kernels through
-// src/compiler/runtime/sol_tile_runtime.h). CUDA code generation is not written yet.
+// src/compiler/runtime/sol_tile_runtime.h), from lower() with Target::cpu.
 std::string emit_cpp(const Program& lowered);
+// CUDA C++ for Hopper (sm_90a), from lower() with Target::cuda: a __global__ sol_tile_kernel
+// (one block per cell) and an extern "C" host launcher sol_tile_launch; includes only
+// src/compiler/runtime/sol_tile_cuda.cuh. Compiled with nvcc, not run by Sol yet (no GPU
+// runtime in this build). docs/compiler.md, "CUDA target".
+std::string emit_cuda(const Program& lowered);
 
 class Kernel {
  public:

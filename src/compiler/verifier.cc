@@ -190,6 +190,8 @@ class Verifier {
           const Stmt &a = whole_tile(s.refs[0], "copy source"), &b = whole_tile(s.refs[1], "copy destination");
           check_ok(a.shape == b.shape, "copy: ", a.name, " is ", shape_text(a.shape), " but ", b.name, " is ",
                    shape_text(b.shape));
+          check_ok(!packed(a), "bad layout: copy out of packed tile ", a.name);
+          check_ok(a.shape.size() <= 2, "copy: tile to tile copies are of 1-D or 2-D tiles");
           return;
         }
         const Ref& t = src_tile ? s.refs[0] : s.refs[1];
@@ -249,10 +251,11 @@ class Verifier {
         return;
       }
       case Stmt::loop: {
-        attrs(s, {"stages", "unroll"});
+        attrs(s, {"stages", "unroll", "tile"});
         index_expr(s.exprs[0], "a loop bound");
         index_expr(s.exprs[1], "a loop bound");
         check_ok(s.int_attr("stages", 1) >= 1, "stages must be >= 1");
+        check_ok(s.int_attr("tile", s.has("tile") ? 0 : 1) >= 1, "tile must be an integer >= 1");
         declare(s.name, "loop variable");
         ints_.insert(s.name);
         body(s.body, false);

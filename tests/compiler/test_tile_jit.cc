@@ -99,6 +99,14 @@ TEST(TileJit, ElementwiseAndReductionsMatchInterpreter) {
   check_against_interpreter(example("softmax_rows.tile"), buffers({&x2, &y2}), {1}, 1e-2);
 }
 
+TEST(TileJit, TiledLoopsMatchInterpreter) {
+  // R = 37: 10 row blocks = 3 whole tiles of 3 (unrolled) + a remainder of 1; R = 8: remainder only.
+  for (int64_t r : {37, 8, 0}) {
+    Buffer x = random(DType::f32, {r, 16}, 20), y = random(DType::f32, {r, 16}, 21);
+    check_against_interpreter(golden_input("tiled"), buffers({&x, &y}), {1}, 1e-6);
+  }
+}
+
 TEST(TileJit, CacheHitsAreFast) {
   test_cache_dir();
   const Program p = golden_input("rows");

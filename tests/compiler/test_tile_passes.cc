@@ -55,6 +55,15 @@ void check_case(const std::string& name) {
 TEST(TilePasses, GemmGolden) { check_case("gemm_edges"); }
 TEST(TilePasses, TransposedGemmGolden) { check_case("gemm_nt"); }
 TEST(TilePasses, ElementwiseGolden) { check_case("rows"); }
+TEST(TilePasses, LoopTilingGolden) { check_case("tiled"); }
+
+TEST(TilePasses, TileMustBeAPositiveInteger) {
+  for (const char* bad : {"tile=0", "tile", "tile=x"}) {
+    const std::string text = std::string("kernel k(X: f32[N]) grid(b = 1) {\n  alloc t: fragment f32[4]\n  for i in 0 .. N ") +
+                             bad + " {\n    fill t, 1.0\n  }\n}\n";
+    EXPECT_THROW(lower(parse(text)), Error) << bad;
+  }
+}
 
 TEST(TilePasses, UnrollNeedsConstantBounds) {
   const std::string text =

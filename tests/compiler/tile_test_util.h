@@ -14,8 +14,13 @@
 
 namespace sol::tile::testing {
 
+// __FILE__ is relative to the build directory when Ninja compiles (../tests/...), and ctest runs
+// the binary from <build>/tests, so resolve it against the build directory: the binary lives in
+// <build>/bin.
 inline std::filesystem::path source_root() {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+  std::filesystem::path f = __FILE__;
+  if (f.is_relative()) f = std::filesystem::read_symlink("/proc/self/exe").parent_path().parent_path() / f;
+  return std::filesystem::weakly_canonical(f).parent_path().parent_path().parent_path();
 }
 inline std::filesystem::path golden_dir() { return source_root() / "tests/compiler/golden"; }
 

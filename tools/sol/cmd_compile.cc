@@ -33,10 +33,11 @@ void add_compile(CLI::App& app, int& exit_code) {
     tile::CompileOptions opt;
     opt.target = args->target == "cuda" ? tile::Target::cuda : tile::Target::cpu;
     opt.dump_after = args->dump_after;
-    if (args->emit == "cuda" || opt.target == tile::Target::cuda) {
-      check(args->emit != "so" && args->emit != "cpp", "sol compile", "--target cuda emits ir or cuda");
-      fail("sol compile", "CUDA code generation is not implemented yet (issue 10); use --target cpu");
-    }
+    if (args->emit == "cuda") opt.target = tile::Target::cuda;
+    if (opt.target == tile::Target::cuda)
+      check(args->emit != "so" && args->emit != "cpp", "sol compile",
+            "--target cuda emits ir or cuda (compile the .cu with nvcc; see docs/compiler.md)");
+    if (args->emit == "cpp" && opt.target != tile::Target::cpu) fail("sol compile", "--emit cpp needs --target cpu");
     if (args->emit == "so") {
       tile::CompileInfo info;
       auto kernel = tile::compile(program, opt, &info);
@@ -44,7 +45,9 @@ void add_compile(CLI::App& app, int& exit_code) {
       std::cerr << (info.disk_hit ? "cache hit" : "compiled") << " in " << info.seconds << " s\n";
     } else {
       const tile::Program lowered = tile::lower(program, opt);
-      std::cout << (args->emit == "ir" ? tile::print(lowered) : tile::emit_cpp(lowered));
+      std::cout << (args->emit == "ir"    ? tile::print(lowered)
+                    : args->emit == "cpp" ? tile::emit_cpp(lowered)
+                                          : tile::emit_cuda(lowered));
     }
     exit_code = kOk;
   });

@@ -69,7 +69,14 @@ class DslGemmCase : public OpCase {
 
 }  // namespace
 
+void register_dsl_flash_attention_ops();  // dsl_flash_attention_op.cc
+void register_tile_program_op();          // tile_program_op.cc
+
+// Registers every DSL op (the GEMM here, flash attention and any program file beside it), so
+// builtin_ops.h needs one line for all of them.
 void register_dsl_gemm_ops() {
+  register_dsl_flash_attention_ops();
+  register_tile_program_op();
   OpInfo op;
   op.name = "dsl-gemm";
   op.summary = "bf16 GEMM written in the tile DSL (examples/tile/gemm_bf16.tile), JIT-compiled; compare with "

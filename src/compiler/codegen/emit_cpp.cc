@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "compiler/codegen/mangle.h"
 #include "compiler/layout.h"
 #include "sol/error.h"
 #include "sol/tile.h"
@@ -18,62 +19,6 @@ namespace sol::tile {
 namespace {
 
 const char* ctype(DType t) { return t == DType::bf16 ? "uint16_t" : "float"; }
-
-// Program names get a prefix in C++ (tensors x_, tiles t_, dims and variables v_), so no
-// user name can collide with the generated code's own locals or with C++ keywords.
-class Mangler {
- public:
-  explicit Mangler(const Program& p) {
-    for (const Param& q : p.params) kind_[q.name] = "x_";
-    walk_names(p.body);
-  }
-  std::string operator()(const std::string& n) const {
-    auto it = kind_.find(n);
-    return (it == kind_.end() ? "v_" : it->second) + n;
-  }
-  Expr expr(const Expr& e) const {
-    if (e->kind == ExprNode::var) return make_var((*this)(e->name));
-    if (e->args.empty()) return e;
-    std::vector<Expr> args;
-    for (const Expr& a : e->args) args.push_back(expr(a));
-    if (e->kind == ExprNode::binary) return make_binary(e->name, args[0], args[1]);
-    if (e->kind == ExprNode::call) return make_call(e->name, std::move(args));
-    return make_load((*this)(e->name), std::move(args));
-  }
-  void stmts(std::vector<Stmt>& body) const {
-    for (Stmt& s : body) {
-      if (s.kind == Stmt::alloc || s.kind == Stmt::loop) s.name = (*this)(s.name);
-      for (std::string& v : s.vars) v = (*this)(v);
-      for (Ref& r : s.refs) {
-        r.name = (*this)(r.name);
-        for (Expr& e : r.index) e = expr(e);
-      }
-      for (Expr& e : s.exprs) e = expr(e);
-      stmts(s.body);
-    }
-  }
-  Program program(Program p) const {
-    for (Param& q : p.params) {
-      q.name = (*this)(q.name);
-      for (Expr& d : q.shape) d = expr(d);
-    }
-    for (GridAxis& a : p.grid) {
-      a.name = (*this)(a.name);
-      a.extent = expr(a.extent);
-    }
-    stmts(p.body);
-    return p;
-  }
-
- private:
-  void walk_names(const std::vector<Stmt>& body) {
-    for (const Stmt& s : body) {
-      if (s.kind == Stmt::alloc) kind_[s.name] = "t_";
-      walk_names(s.body);
-    }
-  }
-  std::map<std::string, std::string> kind_;
-};
 
 class CppEmitter {
  public:
@@ -187,6 +132,7 @@ class CppEmitter {
         if (f == "max" || f == "min") return "sol_rt::" + f + "_nan(" + a[0] + ", " + a[1] + ")";
         if (f == "ceildiv") return "std::ceil(" + a[0] + " / " + a[1] + ")";
         if (f == "float") return a[0];
+        if (f == "exp2") return "sol_rt::exp2_fast(" + a[0] + ")";
         return "std::" + (f == "abs" ? std::string("fabs") : f) + "(" + a[0] + ")";
       }
     }
@@ -249,10 +195,28 @@ class CppEmitter {
   }
 
   void copy_in(const Stmt& s, const Ref& src, const Stmt& t) {
-    const Region g = region(src, t);
+    copy_in(s, region(src, t), p_.param(src.name)->dtype, t);
+    if (s.kind == Stmt::copy && layout_of(t) != "row" && t.shape.size() == 2) {
+      const Region g = region(src, t);
+      line(t.name + "_v0 = " + g.rows + ";");
+      line(t.name + "_v1 = " + g.cols + ";");
+    }
+  }
+
+  // A row-major tile as the source region of a copy: how a tile computed element-wise (the
+  // probabilities of flash attention) becomes a gemm operand in the micro-kernel's panels.
+  void copy_tile_in(const Stmt& s, const Stmt& src, const Stmt& t) {
+    Region g;
+    g.origin = src.name;
+    g.rows = src.shape.size() == 2 ? std::to_string(src.shape[0]) : "1";
+    g.cols = std::to_string(src.shape.back());
+    g.ld = std::to_string(src.shape.back());
+    copy_in(s, g, src.dtype, t);
+  }
+
+  void copy_in(const Stmt& s, const Region& g, DType src_dtype, const Stmt& t) {
     const std::string layout = layout_of(t);
     const std::string tp = "reinterpret_cast<" + std::string(ctype(t.dtype)) + "*>(" + t.name + ")";
-    const DType src_dtype = p_.param(src.name)->dtype;
     line("{");
     ++depth_;
     line("const int64_t rows = " + g.rows + ", cols = " + g.cols + ";");
@@ -277,6 +241,10 @@ class CppEmitter {
         line("sol_rt::pack_a_bf16(" + args + ", " + tp + ");");
       else if (t.dtype == DType::bf16 && src_dtype == DType::bf16 && !a && k_major)
         line("sol_rt::pack_b_bf16(" + args + ", " + tp + ");");
+      else if (t.dtype == DType::bf16 && src_dtype == DType::bf16 && !a && !k_major)
+        line("sol_rt::pack_bt_bf16(" + args + ", " + tp + ");");
+      else if (t.dtype == DType::bf16 && src_dtype == DType::f32 && a && !k_major)
+        line("sol_rt::pack_a_f32_bf16(" + args + ", " + tp + ");");
       else
         line("sol_rt::pack_panels(origin, " + g.ld + ", " + (k_major ? "true" : "false") + ", " + op_rows + ", " +
              op_k + ", " + std::to_string(pg.rows) + ", " + std::to_string(pg.k) + ", " + std::to_string(pg.panel) +
@@ -302,19 +270,36 @@ class CppEmitter {
     const PanelGeometry ga = panel_geometry(a), gb = panel_geometry(b);
     const bool ta = s.has("trans_a"), tb = s.has("trans_b");
     const std::string row = index(s.refs[0].index[ta ? 1 : 0]), col = index(s.refs[1].index[tb ? 0 : 1]);
+    // What the operands' copies filled (stored dims v0, v1): A is [M, K] or [K, M] (trans_a),
+    // B [K, N] or [N, K] (trans_b). Beyond it both are zero, so the product only needs
+    // min(valid K) steps, and register tiles past the valid rows of A or columns of B add 0
+    // (or, with clear, are 0).
+    const std::string a_m = a.name + (ta ? "_v1" : "_v0"), a_k = a.name + (ta ? "_v0" : "_v1");
+    const std::string b_n = b.name + (tb ? "_v0" : "_v1"), b_k = b.name + (tb ? "_v1" : "_v0");
+    const std::string partial = c.name + " + (" + index(s.refs[2].index[0]) + ") * " + std::to_string(c.shape[1]) +
+                                " + (" + index(s.refs[2].index[1]) + ")";
     line("{");
+    ++depth_;
+    line("const int64_t valid_k = std::min<int64_t>(" + a_k + ", " + b_k + ");");
+    line("const int64_t k_steps = " + std::string(a.dtype == DType::bf16 ? "(valid_k + 1) / 2" : "valid_k") + ";");
+    line("if ((" + row + ") >= " + a_m + " || (" + col + ") >= " + b_n + " || k_steps <= 0) {");
+    if (s.has("clear"))
+      line("  for (int i = 0; i < " + s.attrs.at("m") + "; ++i) std::memset(" + partial + " + i * " +
+           std::to_string(c.shape[1]) + ", 0, " + s.attrs.at("n") + " * sizeof(float));");
+    line("} else {");
     ++depth_;
     line("sol_rt::GemmTile t;");
     line("t.m = " + s.attrs.at("m") + ";");
     line("t.n = " + s.attrs.at("n") + ";");
-    line("t.k_steps = " + std::to_string(ga.k_steps) + ";");
+    line("t.k_steps = k_steps;");
     line("t.a = reinterpret_cast<const char*>(" + a.name + ") + (" + row + ") / 12 * " + std::to_string(ga.panel_bytes()) + ";");
     line("t.b = reinterpret_cast<const char*>(" + b.name + ") + (" + col + ") / 32 * " + std::to_string(gb.panel_bytes()) + ";");
-    line("t.partial = " + c.name + " + (" + index(s.refs[2].index[0]) + ") * " + std::to_string(c.shape[1]) + " + (" +
-         index(s.refs[2].index[1]) + ");");
+    line("t.partial = " + partial + ";");
     line("t.ldp = " + std::to_string(c.shape[1]) + ";");
     line(std::string("t.first = ") + (s.has("clear") ? "true" : "false") + ";");
     line(std::string("L->rt->") + (a.dtype == DType::bf16 ? "gemm_tile_bf16" : "gemm_tile_f32") + "(t);");
+    --depth_;
+    line("}");
     --depth_;
     line("}");
   }
@@ -373,6 +358,11 @@ class CppEmitter {
         tiles_[s.name] = &s;
         line(std::string(ctype(s.dtype)) + "* const " + s.name + " = reinterpret_cast<" + ctype(s.dtype) +
              "*>(arena + " + s.attrs.at("offset") + ");");
+        // A packed (gemm operand) tile knows at run time how much of it its last copy filled
+        // from the tensor (the rest is zero), so the gemm skips the padding: see ukernel().
+        if (layout_of(s) != "row" && s.shape.size() == 2)
+          line("int64_t " + s.name + "_v0 = " + std::to_string(s.shape[0]) + ", " + s.name + "_v1 = " +
+               std::to_string(s.shape[1]) + ";");
         return;
       case Stmt::fill: {
         const Stmt& t = tile(s.refs[0].name);
@@ -388,7 +378,12 @@ class CppEmitter {
       case Stmt::copy:
       case Stmt::prefetch: {
         const bool src_tile = tiles_.count(s.refs[0].name), dst_tile = tiles_.count(s.refs[1].name);
-        if (src_tile && dst_tile) {
+        if (src_tile && dst_tile && layout_of(tile(s.refs[1].name)) != "row") {
+          const Stmt& t = tile(s.refs[1].name);
+          copy_tile_in(s, tile(s.refs[0].name), t);
+          if (t.shape.size() == 2)
+            line(t.name + "_v0 = " + std::to_string(t.shape[0]) + ", " + t.name + "_v1 = " + std::to_string(t.shape[1]) + ";");
+        } else if (src_tile && dst_tile) {
           const Stmt& t = tile(s.refs[0].name);
           line("for (int64_t i = 0; i < " + std::to_string(numel(t)) + "; ++i) sol_rt::st(" + s.refs[1].name +
                ", i, sol_rt::ld(" + s.refs[0].name + ", i));");

@@ -75,8 +75,11 @@ std::shared_ptr<const Kernel> compile(const Program& p, const CompileOptions& op
   }
   Program lowered = lower(p, opt);
   const std::string ir = print(lowered);
-  out.key = cache_key(ir, "cpu", compile_flags());
-  const BuiltObject obj = build_object(out.key, emit_cpp(lowered), p.name);
+  // The generated source is part of the key: a change of the code generator (same IR, other
+  // C++) must not find the object an older generator built.
+  const std::string source = emit_cpp(lowered);
+  out.key = cache_key(ir + "\n" + source, "cpu", compile_flags());
+  const BuiltObject obj = build_object(out.key, source, p.name);
   out.disk_hit = obj.from_disk;
   auto kernel = std::make_shared<const LoadedKernel>(std::move(lowered), obj.path);
   std::lock_guard<std::mutex> g(mu);

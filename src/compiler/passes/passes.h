@@ -5,6 +5,7 @@
 
 namespace sol::tile {
 
+void tile_loops(Program& p);         // tile_loops.cc
 void infer_layouts(Program& p);      // infer_layouts.cc
 void software_pipeline(Program& p);  // software_pipeline.cc
 void lower_cpu(Program& p);          // lower_cpu.cc

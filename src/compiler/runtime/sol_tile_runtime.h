@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 #if defined(__AVX512BW__)
 #include <immintrin.h>
 #endif
@@ -122,16 +123,20 @@ inline void prefetch_rows(const void* src, int64_t ld_bytes, int64_t rows, int64
 
 // ---- packing into micro-kernel panels (layouts: src/kernels/gemm.h) ----
 // Element (row, k) of op(tile) sits at src[k * ld + row] when k_major, else src[row * ld + k];
-// rows x k are valid, the panels cover tile_rows x tile_k (zero beyond). panel = 12 (A) or 32 (B).
+// rows x k are valid, the panels cover tile_rows x tile_k. panel = 12 (A) or 32 (B).
+// Only the panels and K steps that hold data are written (padding rows and columns inside them
+// are zero): the generated gemm clips K to the filled depth and skips register tiles past the
+// filled rows and columns, so it never reads the rest.
 template <class S, class D>
 void pack_panels(const S* src, int64_t ld_src, bool k_major, int64_t rows, int64_t k, int64_t tile_rows,
                  int64_t tile_k, int64_t panel, D* dst) {
   constexpr int64_t group = sizeof(D) == 2 ? 2 : 1;  // bf16 pairs
   const int64_t steps = (tile_k + group - 1) / group;
-  const int64_t panels = (tile_rows + panel - 1) / panel;
-  for (int64_t p = 0; p < panels; ++p) {
+  const int64_t used_steps = std::min(steps, (std::max<int64_t>(k, 0) + group - 1) / group);
+  const int64_t used_panels = (std::clamp<int64_t>(rows, 0, tile_rows) + panel - 1) / panel;
+  for (int64_t p = 0; p < used_panels; ++p) {
     D* out = dst + p * panel * steps * group;
-    for (int64_t s = 0; s < steps; ++s)
+    for (int64_t s = 0; s < used_steps; ++s)
       for (int64_t r = 0; r < panel; ++r)
         for (int64_t g = 0; g < group; ++g) {
           const int64_t row = p * panel + r, kk = s * group + g;
@@ -142,34 +147,89 @@ void pack_panels(const S* src, int64_t ld_src, bool k_major, int64_t rows, int64
   }
 }
 
-// bf16 [rows][k] row-major into A panels (12 rows, k pairs): one 32-bit pair per (step, row),
-// the 12 rows read side by side so the panel is written sequentially.
-inline void pack_a_bf16(const uint16_t* src, int64_t ld_src, int64_t rows, int64_t k, int64_t tile_rows,
-                        int64_t tile_k, uint16_t* dst) {
+// Row-major [rows][k] into pair panels of `Panel` rows (A panels: 12 rows; B panels of a
+// transposed B stored [N][K]: 32 columns): one 32-bit (k, k+1) pair per (step, row), the
+// panel's rows read side by side so the panel is written sequentially. bf16 sources are moved
+// as pairs; f32 sources (a tile computed element-wise, e.g. attention probabilities) are first
+// rounded to bf16 a row at a time (a vector loop), then moved the same way.
+template <int64_t Panel, class S>
+void pack_pairs_bf16(const S* src, int64_t ld_src, int64_t rows, int64_t k, int64_t tile_rows, int64_t tile_k,
+                     uint16_t* dst) {
   const int64_t steps = (tile_k + 1) / 2, full = k / 2;
-  const int64_t panels = (tile_rows + kPanelRows - 1) / kPanelRows;
+  const int64_t used_steps = std::min(steps, (std::max<int64_t>(k, 0) + 1) / 2);
+  const int64_t panels = (std::clamp<int64_t>(rows, 0, tile_rows) + Panel - 1) / Panel;  // with data
+  thread_local std::vector<uint16_t> rounded;
   for (int64_t p = 0; p < panels; ++p) {
-    uint32_t* out = reinterpret_cast<uint32_t*>(dst) + p * kPanelRows * steps;
-    const uint16_t* row_ptr[kPanelRows];
-    const int64_t live = std::clamp<int64_t>(rows - p * kPanelRows, 0, kPanelRows);
-    if (live == 0 || k == 0) {
-      std::memset(out, 0, size_t(kPanelRows * steps) * 4);
-      continue;
-    }
+    uint32_t* out = reinterpret_cast<uint32_t*>(dst) + p * Panel * steps;
+    const uint16_t* row_ptr[Panel];
+    const int64_t live = std::clamp<int64_t>(rows - p * Panel, 0, Panel);
+    if (live == 0 || k <= 0) continue;
     // Rows past the tensor's edge read the last real row and store zeros: no branch per load.
-    for (int64_t r = 0; r < kPanelRows; ++r) row_ptr[r] = src + (p * kPanelRows + std::min(r, live - 1)) * ld_src;
-    for (int64_t s = 0; s < full; ++s)
-      for (int64_t r = 0; r < kPanelRows; ++r) {
-        uint32_t w;
-        std::memcpy(&w, row_ptr[r] + 2 * s, 4);
-        out[s * kPanelRows + r] = r < live ? w : 0u;
+    if constexpr (sizeof(S) == 2) {
+      for (int64_t r = 0; r < Panel; ++r) row_ptr[r] = src + (p * Panel + std::min(r, live - 1)) * ld_src;
+    } else {
+      rounded.resize(size_t(live * k));
+      for (int64_t r = 0; r < live; ++r) {
+        const float* in = src + (p * Panel + r) * ld_src;
+        uint16_t* o = rounded.data() + r * k;
+        for (int64_t c = 0; c < k; ++c) o[c] = f32_to_bf16(in[c]);
       }
-    for (int64_t s = full; s < steps; ++s)
-      for (int64_t r = 0; r < kPanelRows; ++r) {
+      for (int64_t r = 0; r < Panel; ++r) row_ptr[r] = rounded.data() + std::min(r, live - 1) * k;
+    }
+    // A row at a time: sequential reads, stores strided by the panel (they stay in L1).
+    for (int64_t r = 0; r < Panel; ++r) {
+      const uint16_t* in = row_ptr[r];
+      if (r < live) {
+        for (int64_t s = 0; s < full; ++s) {
+          uint32_t w;
+          std::memcpy(&w, in + 2 * s, 4);
+          out[s * Panel + r] = w;
+        }
+      } else {
+        for (int64_t s = 0; s < full; ++s) out[s * Panel + r] = 0u;
+      }
+    }
+    for (int64_t s = full; s < used_steps; ++s)
+      for (int64_t r = 0; r < Panel; ++r) {
         const uint32_t lo = r < live && 2 * s < k ? row_ptr[r][2 * s] : 0u;
-        out[s * kPanelRows + r] = lo;
+        out[s * Panel + r] = lo;
       }
   }
+}
+
+inline void pack_a_bf16(const uint16_t* src, int64_t ld_src, int64_t rows, int64_t k, int64_t tile_rows,
+                        int64_t tile_k, uint16_t* dst) {
+  pack_pairs_bf16<kPanelRows>(src, ld_src, rows, k, tile_rows, tile_k, dst);
+}
+inline void pack_a_f32_bf16(const float* src, int64_t ld_src, int64_t rows, int64_t k, int64_t tile_rows,
+                            int64_t tile_k, uint16_t* dst) {
+  pack_pairs_bf16<kPanelRows>(src, ld_src, rows, k, tile_rows, tile_k, dst);
+}
+// B stored [N][K] (gemm trans_b) into B panels: the columns of op(B) are rows here.
+inline void pack_bt_bf16(const uint16_t* src, int64_t ld_src, int64_t cols, int64_t k, int64_t tile_cols,
+                         int64_t tile_k, uint16_t* dst) {
+  pack_pairs_bf16<kPanelCols>(src, ld_src, cols, k, tile_cols, tile_k, dst);
+}
+
+// 2^x for the element-wise loops: branch-free so `omp simd` vectorizes it. x = n + f with n =
+// round(x), |f| <= 1/2; 2^f by its Taylor series to degree 7 (relative error < 1e-8 there,
+// so the result is within ~2 ulp of exp2f); 2^n by building the exponent. x <= -127 gives 0,
+// x >= 128 gives inf, NaN stays NaN.
+inline float exp2_fast(float x) {
+  const float xc = x < -127.0f ? -127.0f : (x > 128.0f ? 128.0f : x);
+  // round(xc) by truncating a positive number: GCC 12 does not vectorize floorf here.
+  const int32_t ni = int32_t(xc + 127.5f) - 127;
+  const float f = xc - float(ni);
+  float p = 1.5252734e-05f;
+  p = p * f + 1.5403530e-04f;
+  p = p * f + 1.3333558e-03f;
+  p = p * f + 9.6181291e-03f;
+  p = p * f + 5.5504109e-02f;
+  p = p * f + 2.4022651e-01f;
+  p = p * f + 6.9314718e-01f;
+  p = p * f + 1.0f;
+  const float scale = __builtin_bit_cast(float, (ni + 127) << 23);
+  return x != x ? x : p * scale;
 }
 
 // bf16 [k][cols] row-major (k-major B) into B panels (32 columns, k pairs): rows 2s and 2s+1
@@ -177,7 +237,8 @@ inline void pack_a_bf16(const uint16_t* src, int64_t ld_src, int64_t rows, int64
 inline void pack_b_bf16(const uint16_t* src, int64_t ld_src, int64_t cols, int64_t k, int64_t tile_cols,
                         int64_t tile_k, uint16_t* dst) {
   const int64_t steps = (tile_k + 1) / 2;
-  const int64_t panels = (tile_cols + kPanelCols - 1) / kPanelCols;
+  const int64_t used_steps = std::min(steps, (std::max<int64_t>(k, 0) + 1) / 2);
+  const int64_t panels = (std::clamp<int64_t>(cols, 0, tile_cols) + kPanelCols - 1) / kPanelCols;  // with data
   for (int64_t p = 0; p < panels; ++p) {
     uint16_t* out = dst + p * kPanelCols * steps * 2;
     const int64_t live = std::clamp<int64_t>(cols - p * kPanelCols, 0, kPanelCols);
@@ -194,7 +255,7 @@ inline void pack_b_bf16(const uint16_t* src, int64_t ld_src, int64_t cols, int64
         _mm512_storeu_si512(out + s * 64, _mm512_permutex2var_epi16(r0, lo_idx, r1));
         _mm512_storeu_si512(out + s * 64 + 32, _mm512_permutex2var_epi16(r0, hi_idx, r1));
       }
-      for (; s < steps; ++s) {
+      for (; s < used_steps; ++s) {
         const __m512i r0 = 2 * s < k ? _mm512_loadu_si512(col + 2 * s * ld_src) : _mm512_setzero_si512();
         const __m512i z = _mm512_setzero_si512();
         _mm512_storeu_si512(out + s * 64, _mm512_permutex2var_epi16(r0, lo_idx, z));
@@ -203,7 +264,7 @@ inline void pack_b_bf16(const uint16_t* src, int64_t ld_src, int64_t cols, int64
       continue;
     }
 #endif
-    for (int64_t s = 0; s < steps; ++s)
+    for (int64_t s = 0; s < used_steps; ++s)
       for (int64_t c = 0; c < kPanelCols; ++c)
         for (int64_t g = 0; g < 2; ++g) {
           const int64_t kk = 2 * s + g;

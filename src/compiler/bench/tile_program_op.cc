@@ -1,0 +1,200 @@
+// Registry entry `tile-program`: any tile program file, benchmarked like every other op.
+//
+//   sol bench tile-program --file examples/tile/gemm_bf16.tile --dims M=2048,N=2048,K=2048
+//
+// Every dim of the program must be given; each parameter gets a random tensor of its shape and
+// dtype. Cost: the flops are the gemm work the program asks for (2 m n k per executed gemm, tile
+// shapes, counted by walking the grid and loop bounds; for shapes that are whole multiples of
+// the tiles this is the useful work), on the bf16 or f32 unit of the gemm's operands; the bytes
+// are every tensor once. A program without gemm is memory-bound by that count. The check runs
+// the compiled kernel and the reference interpreter on the same inputs and compares every tensor
+// (the interpreter is scalar: keep checked shapes small).
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "compiler/bind.h"
+#include "ops/common/buffer_sets.h"
+#include "ops/common/compare.h"
+#include "ops/common/fill.h"
+#include "sol/error.h"
+#include "sol/registry.h"
+#include "sol/tile.h"
+
+namespace sol {
+
+namespace {
+
+std::map<std::string, int64_t> parse_dims(const std::string& text) {
+  std::map<std::string, int64_t> out;
+  std::istringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    sol::check(eq != std::string::npos && eq > 0, "tile-program", "--dims wants NAME=VALUE,... (got '", item, "')");
+    out[item.substr(0, eq)] = parse_size(item.substr(eq + 1), "tile-program --dims " + item.substr(0, eq));
+  }
+  return out;
+}
+
+struct GemmWork {
+  double bf16 = 0, f32 = 0;
+};
+
+// Gemm flops of every cell: loops are walked with their bounds evaluated per cell.
+void count(const tile::Program& p, const std::vector<tile::Stmt>& body, tile::Env& env, GemmWork& w) {
+  for (const tile::Stmt& s : body) {
+    if (s.kind == tile::Stmt::gemm) {
+      const tile::Stmt &a = *p.alloc(s.refs[0].name), &c = *p.alloc(s.refs[2].name);
+      const double k = double(a.shape[s.has("trans_a") ? 0 : 1]);
+      (a.dtype == DType::bf16 ? w.bf16 : w.f32) += 2.0 * double(c.shape[0]) * double(c.shape[1]) * k;
+    } else if (s.kind == tile::Stmt::loop) {
+      const int64_t lo = tile::eval_index(s.exprs[0], env), hi = tile::eval_index(s.exprs[1], env);
+      for (int64_t i = lo; i < hi; ++i) {
+        env[s.name] = i;
+        count(p, s.body, env, w);
+      }
+      env.erase(s.name);
+    }
+  }
+}
+
+class TileProgramCase : public OpCase {
+ public:
+  TileProgramCase(const std::string& file, const std::string& dims, int64_t cold_bytes) {
+    sol::check(!file.empty(), "tile-program", "give the program with --file FILE.tile (examples/tile/)");
+    std::ifstream in(file);
+    sol::check(bool(in), "tile-program", "cannot read ", file);
+    std::ostringstream text;
+    text << in.rdbuf();
+    program_ = tile::parse(text.str(), file);
+    tile::verify(program_);
+    dims_ = parse_dims(dims);
+    for (const std::string& d : program_.dims())
+      sol::check(dims_.count(d) != 0, "tile-program", file, ": give dim ", d, " in --dims (the program's dims: ",
+            dim_list(), ")");
+    const std::vector<std::string> names = program_.dims();
+    for (const auto& [name, v] : dims_)
+      sol::check(std::find(names.begin(), names.end(), name) != names.end(), "tile-program",
+            file, ": --dims names ", name, " but the program's dims are ", dim_list());
+    kernel_ = tile::compile(program_);
+    cost_ = compute_cost();
+    for (int i = 0; i < sets_for(int64_t(cost_.bytes), cold_bytes); ++i) {
+      std::vector<Buffer> set;
+      for (size_t t = 0; t < program_.params.size(); ++t) {
+        set.emplace_back(program_.params[t].dtype, shape_of(program_.params[t]));
+        fill_random(set.back(), 1000 * uint64_t(i) + t + 1, 1.0);
+      }
+      sets_.push_back(std::move(set));
+    }
+  }
+  std::string shape() const override {
+    std::string s = program_.name;
+    for (const std::string& d : program_.dims()) s += "," + d + "=" + std::to_string(dims_.at(d));
+    return s;
+  }
+  std::string dtype() const override {
+    std::string s;
+    for (const tile::Param& q : program_.params) s += (s.empty() ? "" : ",") + std::string(dtype_name(q.dtype));
+    return s;
+  }
+  Cost cost() const override { return cost_; }
+  int input_sets() const override { return int(sets_.size()); }
+  void run(int i) override {
+    std::vector<Tensor> args;
+    for (const Buffer& b : sets_[size_t(i)]) args.push_back(b.tensor());
+    (*kernel_)(args);
+  }
+  CheckResult check() override {
+    std::vector<Buffer>& set = sets_[0];
+    std::vector<Buffer> ref;
+    std::vector<Tensor> ref_t;
+    for (size_t t = 0; t < set.size(); ++t) {
+      fill_random(set[t], t + 1, 1.0);
+      ref.emplace_back(set[t].tensor().dtype(), set[t].tensor().shape());
+      std::memcpy(ref.back().data(), set[t].data(), size_t(set[t].tensor().nbytes()));
+      ref_t.push_back(ref.back().tensor());
+    }
+    run(0);
+    tile::interpret(program_, ref_t);
+    CheckResult worst{true, 0, 1e-2, ""};
+    for (size_t t = 0; t < set.size(); ++t) {
+      CheckResult r = compare_relative(set[t], ref[t], 1e-2);
+      if (!r.pass) {
+        r.detail = program_.params[t].name + ": " + r.detail;
+        return r;
+      }
+      if (r.error > worst.error) worst = r;
+    }
+    return worst;
+  }
+
+ private:
+  std::string dim_list() const {
+    std::string s;
+    for (const std::string& d : program_.dims()) s += (s.empty() ? "" : ", ") + d;
+    return s;
+  }
+  std::vector<int64_t> shape_of(const tile::Param& q) const {
+    std::vector<int64_t> shape;
+    for (const tile::Expr& e : q.shape) shape.push_back(tile::eval_index(e, dims_));
+    return shape;
+  }
+  Cost compute_cost() const {
+    tile::Env env = dims_;
+    std::vector<int64_t> extent;
+    int64_t cells = 1;
+    for (const tile::GridAxis& a : program_.grid) {
+      extent.push_back(tile::eval_index(a.extent, env));
+      cells *= std::max<int64_t>(extent.back(), 0);
+    }
+    GemmWork w;
+    for (int64_t c = 0; c < cells; ++c) {
+      int64_t rest = c;
+      for (size_t i = 0; i < extent.size(); ++i) {
+        env[program_.grid[i].name] = rest % extent[i];
+        rest /= extent[i];
+      }
+      count(program_, program_.body, env, w);
+    }
+    Cost cost;
+    cost.flops = w.bf16 + w.f32;
+    cost.compute = w.bf16 >= w.f32 ? Unit::dot_bf16 : Unit::fma_f32;
+    cost.memory = Unit::mem_read;
+    for (const tile::Param& q : program_.params) {
+      double n = double(dtype_size(q.dtype));
+      for (int64_t d : shape_of(q)) n *= double(d);
+      cost.bytes += n;
+    }
+    return cost;
+  }
+
+  tile::Program program_;
+  tile::Env dims_;
+  std::shared_ptr<const tile::Kernel> kernel_;
+  Cost cost_;
+  std::vector<std::vector<Buffer>> sets_;
+};
+
+}  // namespace
+
+void register_tile_program_op() {
+  OpInfo op;
+  op.name = "tile-program";
+  op.summary = "any tile program: --file FILE.tile --dims NAME=VALUE,... (docs/compiler.md); SOL% from its gemm work";
+  op.params = {{"file", "tile program (text form)", "", ParamSpec::text},
+               {"dims", "values of the program's dims, NAME=VALUE,... (K/M/G suffixes)", "", ParamSpec::text}};
+  // No tables: the program is the user's (so `sol report` and `sol check` skip this op;
+  // `sol bench tile-program --file F --dims ... --check` checks it).
+  op.bench_table = {};
+  op.check_table = {};
+  op.report_table = {};
+  op.make = [](const OpParams& p, int64_t cold_bytes) -> std::unique_ptr<OpCase> {
+    return std::make_unique<TileProgramCase>(p.text("file"), p.text("dims"), cold_bytes);
+  };
+  register_op(std::move(op));
+}
+
+}  // namespace sol
