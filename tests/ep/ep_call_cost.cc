@@ -21,12 +21,6 @@ using namespace sol;
 
 namespace {
 
-double thread_cpu_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
-}
-
 void report(int rank, const char* what, int64_t tokens, std::vector<double> wall, std::vector<double> cpu) {
   std::sort(wall.begin(), wall.end());
   std::sort(cpu.begin(), cpu.end());
