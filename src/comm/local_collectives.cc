@@ -68,6 +68,9 @@ void local_allreduce(GroupState& s, const void* in, void* out, int64_t count, DT
     return;
   }
   const bool zero_copy = in_heap(s, in, bytes) && in_heap(s, out, bytes);
+  // The copy-out of peers' parts streams once the message outgrows half the LLC, even where
+  // each part alone would not (16 MiB, 2 ranks: 8 MiB parts; docs/perf/comm.md, round 2).
+  const bool stream_out = zero_copy && should_stream(int64_t(bytes));
   // Zero copy: one round over everything. Staged: rounds of one staging slot.
   const int64_t chunk = zero_copy ? count : int64_t(s.staging_bytes() / es);
   for (int64_t off = 0; off < count; off += chunk) {
@@ -103,7 +106,7 @@ void local_allreduce(GroupState& s, const void* in, void* out, int64_t count, DT
     for (int p = 0; p < L; ++p) {
       if (zero_copy && p == s.rank) continue;
       const int64_t b0 = part_begin(n, p, L), b1 = part_begin(n, p + 1, L);
-      move_bytes(bytes_of(out) + (off + b0) * es, s.data(p) + b0 * es, size_t(b1 - b0) * es);
+      move_bytes(bytes_of(out) + (off + b0) * es, s.data(p) + b0 * es, size_t(b1 - b0) * es, stream_out);
     }
   }
   if (zero_copy) close_zero_copy(s, StepOp::allreduce, "allreduce");
@@ -146,6 +149,7 @@ void local_all_gather(GroupState& s, const void* in, void* out, size_t bytes) {
   // In place (in is this rank's block of out, as in nccl-tests): no copy of our own block.
   const bool in_place = in == bytes_of(out) + size_t(s.rank) * bytes;
   const size_t chunk = zero_copy ? bytes : s.staging_bytes();
+  const bool stream_out = should_stream(int64_t(bytes) * L);
   for (size_t off = 0; off < bytes || off == 0; off += chunk) {
     const size_t n = std::min(chunk, bytes - off);
     StepRecord& r = s.begin_step(StepOp::all_gather, bytes);
@@ -159,7 +163,8 @@ void local_all_gather(GroupState& s, const void* in, void* out, size_t bytes) {
     s.post_and_wait("all_gather");
     const size_t from = zero_copy ? off : 0;
     for (int p = 0; p < L; ++p)
-      if (!(in_place && p == s.rank)) move_bytes(bytes_of(out) + size_t(p) * bytes + off, s.data(p) + from, n);
+      if (!(in_place && p == s.rank))
+        move_bytes(bytes_of(out) + size_t(p) * bytes + off, s.data(p) + from, n, stream_out);
     if (bytes == 0) break;
   }
   if (zero_copy) close_zero_copy(s, StepOp::all_gather, "all_gather");
@@ -193,9 +198,10 @@ void local_all_to_all_v(GroupState& s, StepOp op, const void* in, const uint64_t
     recv_offset[size_t(p) + 1] = recv_offset[size_t(p)] + recv_bytes[p];
   }
   if (zero_copy) {
+    const bool stream_out = should_stream(int64_t(recv_offset[size_t(L)]));
     for (int p = 0; p < L; ++p)
       move_bytes(bytes_of(out) + recv_offset[size_t(p)], s.data(p) + source_offset[size_t(p)],
-                 recv_bytes[p]);
+                 recv_bytes[p], stream_out);
     close_zero_copy(s, op, name);
     return;
   }
