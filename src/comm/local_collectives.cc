@@ -68,6 +68,28 @@ void local_allreduce(GroupState& s, const void* in, void* out, int64_t count, DT
     return;
   }
   const bool zero_copy = in_heap(s, in, bytes) && in_heap(s, out, bytes);
+  if (zero_copy && !across) {
+    // Push: each rank reduces its part of every rank's input and streams the result straight
+    // into every rank's output — one read and one write per byte (2 n of traffic, what the
+    // copy ceiling moves), where reducing locally and then copying peers' parts costs 2.5 n
+    // (docs/perf/comm.md, round 2). Only rank r touches part r of any buffer, so in and out
+    // may alias; the second step tells everyone that their output is complete, and since no
+    // rank reads or writes peers' buffers after it, no closing step is needed.
+    StepRecord& a = begin(true);
+    a.data_offset = offset_in_segment(s, in);
+    s.own_counts()[0] = offset_in_segment(s, out);
+    s.post_and_wait("allreduce");
+    const int64_t pb = part_begin(count, s.rank, L), pe = part_begin(count, s.rank + 1, L);
+    std::vector<void*> outputs(static_cast<size_t>(L));
+    for (int p = 0; p < L; ++p) {
+      sources[size_t(p)] = s.data(p) + pb * es;
+      outputs[size_t(p)] = s.shm->base(p) + s.counts(p)[0] + pb * es;
+    }
+    reduce_sources_to(outputs.data(), L, sources.data(), L, pe - pb, t, op, true);
+    begin(true);
+    s.post_and_wait("allreduce");
+    return;
+  }
   // The copy-out of peers' parts streams once the message outgrows half the LLC, even where
   // each part alone would not (16 MiB, 2 ranks: 8 MiB parts; docs/perf/comm.md, round 2).
   const bool stream_out = zero_copy && should_stream(int64_t(bytes));
@@ -148,8 +170,32 @@ void local_all_gather(GroupState& s, const void* in, void* out, size_t bytes) {
   const bool zero_copy = in_heap(s, in, bytes);
   // In place (in is this rank's block of out, as in nccl-tests): no copy of our own block.
   const bool in_place = in == bytes_of(out) + size_t(s.rank) * bytes;
-  const size_t chunk = zero_copy ? bytes : s.staging_bytes();
   const bool stream_out = should_stream(int64_t(bytes) * L);
+  if (zero_copy && in_heap(s, out, bytes * size_t(L))) {
+    // Push: each rank writes its block into every rank's output, reading it once per piece
+    // that stays in L2 — N/L read and N written per rank instead of N read and N written
+    // (docs/perf/comm.md, round 2). The first step publishes where each output is (and that
+    // its owner is inside the call); the second, that every block has landed.
+    StepRecord& a = s.begin_step(StepOp::all_gather, bytes);
+    a.zero_copy = 2;
+    a.data_offset = offset_in_segment(s, in);
+    s.own_counts()[0] = offset_in_segment(s, out);
+    s.post_and_wait("all_gather");
+    std::vector<std::byte*> outputs(static_cast<size_t>(L));
+    for (int p = 0; p < L; ++p) outputs[size_t(p)] = s.shm->base(p) + s.counts(p)[0] + size_t(s.rank) * bytes;
+    constexpr size_t kPiece = size_t(256) << 10;
+    for (size_t off = 0; off < bytes; off += kPiece)
+      for (int k = 1; k <= L; ++k) {
+        const int p = (s.rank + k) % L;  // peers first, each rank starting at another one
+        if (in_place && p == s.rank) continue;
+        move_bytes(outputs[size_t(p)] + off, bytes_of(in) + off, std::min(kPiece, bytes - off), stream_out);
+      }
+    StepRecord& b = s.begin_step(StepOp::all_gather, bytes);
+    b.zero_copy = 2;
+    s.post_and_wait("all_gather");
+    return;
+  }
+  const size_t chunk = zero_copy ? bytes : s.staging_bytes();
   for (size_t off = 0; off < bytes || off == 0; off += chunk) {
     const size_t n = std::min(chunk, bytes - off);
     StepRecord& r = s.begin_step(StepOp::all_gather, bytes);
