@@ -18,6 +18,9 @@ namespace {
 // Up to this size an allreduce copies its whole input into staging and every rank reduces all
 // of it: one step, the latency floor. Above it, each rank reduces only its part.
 constexpr size_t kOneShotBytes = size_t(64) << 10;
+// From this size heap buffers take the push path even below the one-shot limit: measured
+// (docs/perf/comm.md, round 2): 32 KiB 2.7 -> 1.7 us, 64 KiB 4.7 -> 2.7 us; equal at 16 KiB.
+constexpr size_t kPushMinBytes = size_t(16) << 10;
 
 bool in_heap(const GroupState& s, const void* p, size_t bytes) {
   return s.heap_offset_of(p, bytes) >= 0;
@@ -57,7 +60,8 @@ void local_allreduce(GroupState& s, const void* in, void* out, int64_t count, DT
     r.zero_copy = zero_copy;
     return r;
   };
-  if (bytes <= kOneShotBytes && bytes <= s.staging_bytes()) {
+  const bool zero_copy = in_heap(s, in, bytes) && in_heap(s, out, bytes);
+  if (bytes <= kOneShotBytes && bytes <= s.staging_bytes() && !(zero_copy && !across && bytes >= kPushMinBytes)) {
     StepRecord& r = begin(false);
     move_bytes(s.own_staging(), in, bytes);
     r.data_offset = offset_in_segment(s, s.own_staging());
@@ -67,7 +71,6 @@ void local_allreduce(GroupState& s, const void* in, void* out, int64_t count, DT
     if (across) across(out, count);
     return;
   }
-  const bool zero_copy = in_heap(s, in, bytes) && in_heap(s, out, bytes);
   if (zero_copy && !across) {
     // Push: each rank reduces its part of every rank's input and streams the result straight
     // into every rank's output — one read and one write per byte (2 n of traffic, what the
