@@ -45,6 +45,20 @@ bool test_all(PostedRequests& posted, std::string_view op) {
   std::vector<MPI_Status> statuses(posted.requests.size());
   int rc = MPI_Testall(int(posted.requests.size()), posted.requests.data(), &done, statuses.data());
   if (rc != MPI_SUCCESS) {
+    // Name the transfer that failed when MPI says which one: a receive too small for what the
+    // peer sent is the usual case (ranks that disagree on a size across nodes).
+    if (rc == MPI_ERR_IN_STATUS)
+      for (size_t i = 0; i < statuses.size(); ++i) {
+        const int e = statuses[i].MPI_ERROR;
+        if (e == MPI_SUCCESS || e == MPI_ERR_PENDING) continue;
+        int error_class = 0;
+        MPI_Error_class(e, &error_class);
+        if (error_class == MPI_ERR_TRUNCATE && !posted.is_send[i])
+          comm_failure(std::string(op) + ": rank " + std::to_string(posted.peers[i]) + " sent more than the " +
+                       std::to_string(posted.bytes[i]) + " bytes this rank expected (cross-node)");
+        rc = e;
+        break;
+      }
     char text[MPI_MAX_ERROR_STRING] = {};
     int length = 0;
     MPI_Error_string(rc, text, &length);

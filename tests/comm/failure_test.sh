@@ -26,6 +26,15 @@ for r in 0 1; do
 done
 grep "CAUGHT" "$log"
 
+# nodes: the emulated nodes disagree on the size; each node agrees with itself, so only the
+# cross-node messages show it, and every rank must say so instead of returning.
+timeout 60 "${mpirun[@]}" -np 4 -x SOL_LOCAL_SIZE=2 "$prog" nodes >"$log" 2>&1
+grep -q "NOT CAUGHT" "$log" && fail "nodes: an allreduce returned"
+for r in 0 1 2 3; do
+  grep -q "rank $r CAUGHT CommError: allreduce: .*cross-node" "$log" || fail "nodes: rank $r did not report it"
+done
+grep "CAUGHT" "$log"
+
 # dtype and op order: the disagreement is named, not computed with.
 timeout 60 "${mpirun[@]}" -np 2 "$prog" dtype >"$log" 2>&1
 grep -q "rank 1 CAUGHT CommError: allreduce: ranks disagree.*dtype f32.*dtype bf16" "$log" || fail "dtype: rank 1 did not name both dtypes"

@@ -3,6 +3,8 @@
 //   timeout   rank 1 never joins the allreduce: rank 0 must time out naming rank 1
 //   mismatch  ranks call allreduce with different sizes: both must say so
 //   dtype     ranks call allreduce with different dtypes
+//   nodes     the two emulated nodes call allreduce with different sizes: only the cross-node
+//             MPI messages can show it
 //   order     rank 0 calls allreduce while the others call all_gather
 //   tag_size  rank 1 receives a tagged message into a buffer of another size
 //   tag_none  rank 1 waits for tag 2 while rank 0 sent tag 1: the timeout names both
@@ -35,6 +37,9 @@ int main(int argc, char** argv) {
     } else if (mode == "mismatch") {
       const int64_t n = me == 0 ? 8 : 16;
       world.allreduce(Tensor(in.data(), DType::f32, {n}), Tensor(out.data(), DType::f32, {n}));
+    } else if (mode == "nodes") {
+      const int64_t n = world.node() == 0 ? 64 : 128;
+      world.allreduce(Tensor(in.data(), DType::f32, {n}), Tensor(out.data(), DType::f32, {n}));
     } else if (mode == "dtype") {
       const DType t = me == 0 ? DType::f32 : DType::bf16;
       world.allreduce(Tensor(in.data(), t, {8}), Tensor(out.data(), t, {8}));
@@ -61,7 +66,7 @@ int main(int argc, char** argv) {
         world.batch_isend_irecv(ring).wait();
       }
     } else {
-      std::fprintf(stderr, "usage: mpi_failure timeout|mismatch|dtype|order|tag_size|tag_none|kill\n");
+      std::fprintf(stderr, "usage: mpi_failure timeout|mismatch|nodes|dtype|order|tag_size|tag_none|kill\n");
       return 2;
     }
     std::printf("rank %d: NOT CAUGHT: the call returned\n", me);
