@@ -45,16 +45,33 @@ struct PendingOp;
 
 class Group;
 
+// Point-to-point tags: 0..kMaxTag (MPI guarantees 32767 tags; Sol keeps the upper half).
+inline constexpr int kMaxTag = 16383;
+
 // One point-to-point transfer of a batch: send `buffer` to `peer`, or receive into it.
+// Messages are matched by (peer, tag) in order, as in MPI: those of one tag between a pair
+// arrive in the order they were sent, and each tag is an independent stream (pipeline and
+// context parallelism run several between the same pair). A receive must have the size of
+// the message it matches; a message of another size throws CommError on the receiving rank.
 struct P2POp {
   enum Kind { send, recv } kind;
   Tensor buffer;  // contiguous
   int peer;       // rank in the group
+  int tag = 0;    // 0..kMaxTag
 };
 
 // A batch of sends and receives in flight. wait() drives all of them to completion together
 // (so a batch that both sends to and receives from a peer cannot deadlock against it).
-// Buffers must stay alive and untouched until wait() returns.
+// Buffers must stay alive and untouched until the work completes (wait() returns, or
+// completed() returned true); a Work destroyed earlier waits in its destructor.
+//
+// Progress: there is no background thread. Transfers move when this rank calls into
+// point-to-point: posting a batch makes a first pass, and every completed() or wait() — of any
+// Work of the group — drives all of the group's transfers in flight, not only its own. So
+// poll completed() between pieces of computation to overlap communication with it. Within a
+// node, a send of at least 32 KiB from symmetric-heap memory is copied once, by the receiver
+// straight out of the sender's heap (the send completes when the receiver has copied it);
+// other messages go through a 1 MiB ring per pair (the send completes once it is in the ring).
 class Work {
  public:
   Work();
@@ -114,11 +131,11 @@ class Group {
   // buffer of root is copied into buffer of every rank.
   void broadcast(const Tensor& buffer, int root) const;
   void barrier() const;
-  // Asynchronous point-to-point, like batch_isend_irecv: nothing moves until wait() (or
-  // completed()) drives it; messages between a pair arrive in the order they were sent.
+  // Asynchronous point-to-point, like torch.distributed's batch_isend_irecv (see Work for
+  // when transfers move, P2POp for matching by tag).
   Work batch_isend_irecv(std::span<const P2POp> ops) const;
-  Work isend(const Tensor& buffer, int peer) const;
-  Work irecv(const Tensor& buffer, int peer) const;
+  Work isend(const Tensor& buffer, int peer, int tag = 0) const;
+  Work irecv(const Tensor& buffer, int peer, int tag = 0) const;
 
   explicit Group(std::shared_ptr<detail::GroupState> state);
   detail::GroupState& state() const { return *state_; }

@@ -63,4 +63,19 @@ std::vector<CommBenchRecord> comm_bench(const Group& group, const CommBenchOptio
 double interprocess_copy_ceiling(const Group& group, size_t bytes, int iters, int batches,
                                  bool root_idle = false);
 
+// The same ceiling without MPI, for `sol hw`: this process forks ranks - 1 children sharing an
+// anonymous mapping, and every rank copies `bytes` from the next rank's region into its own,
+// all at once (one thread per rank; median of 5 batches of the slowest rank). GB/s per rank.
+struct ShmCopyCeiling {
+  int ranks = 0;
+  size_t bytes = 0;
+  double gbps = 0;
+};
+std::vector<ShmCopyCeiling> measure_shm_copy_ceilings(const std::vector<int>& rank_counts,
+                                                      const std::vector<size_t>& sizes);
+// Cached in comm_ceiling.json beside the machine profile (sol::machine_cache_path()), keyed by
+// CPU model and core count: 2 ranks (and every core, up to 8) at 64 KiB, 1, 16 and 64 MiB.
+std::vector<ShmCopyCeiling> shm_copy_ceilings(bool remeasure);
+std::string shm_copy_ceiling_cache_path();
+
 }  // namespace sol::comm

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "comm/p2p_engine.h"
 #include "comm/wait.h"
 #include "comm/world.h"
 #include "sol/dtype.h"
@@ -100,7 +101,6 @@ GroupState::GroupState(MPI_Comm c, int id) : comm(c), node_id(id) {
 
   if (single_node()) {
     shm = std::make_unique<SharedSegments>(comm, layout_from_env());
-    for (auto* v : {&send_issued, &send_served, &recv_issued, &recv_served}) v->assign(size_t(size), 0);
     local_group.emplace(alias_of(this));
     if (size == 1) cross_group.emplace(alias_of(this));
     else cross_group.emplace(split_into(comm, rank, 0, node_id));
@@ -115,6 +115,7 @@ GroupState::GroupState(MPI_Comm c, int id) : comm(c), node_id(id) {
 GroupState::~GroupState() {
   local_group.reset();
   cross_group.reset();
+  p2p.reset();
   shm.reset();
   // After a failed wait a peer may be gone; freeing needs nothing from peers in Open MPI,
   // but after finalisation (or a failure) MPI must not be touched at all.

@@ -22,6 +22,8 @@ enum class StepOp : uint32_t {
 };
 std::string_view step_op_name(StepOp op);
 
+class ShmP2P;
+
 struct GroupState {
   // Collective over `comm`; takes ownership of it. node_id: this rank's world-level
   // (emulated) node.
@@ -46,9 +48,8 @@ struct GroupState {
   std::unique_ptr<SharedSegments> shm;
   uint64_t step = 0;            // steps this rank has posted
   size_t heap_used = 0;
-  // Point-to-point through mailboxes, per local peer: tickets keep the messages of one
-  // direction of a pair in order while several are in flight.
-  std::vector<uint64_t> send_issued, send_served, recv_issued, recv_served;
+  // Point-to-point through the mailboxes (made on first use).
+  std::unique_ptr<ShmP2P> p2p;
 
   bool single_node() const { return nodes == 1; }
   GroupState& local() { return local_group->state(); }

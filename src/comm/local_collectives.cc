@@ -18,6 +18,9 @@ namespace {
 // Up to this size an allreduce copies its whole input into staging and every rank reduces all
 // of it: one step, the latency floor. Above it, each rank reduces only its part.
 constexpr size_t kOneShotBytes = size_t(64) << 10;
+// From this size heap buffers take the push path even below the one-shot limit: measured
+// (docs/perf/comm.md, round 2): 32 KiB 2.7 -> 1.7 us, 64 KiB 4.7 -> 2.7 us; equal at 16 KiB.
+constexpr size_t kPushMinBytes = size_t(16) << 10;
 
 bool in_heap(const GroupState& s, const void* p, size_t bytes) {
   return s.heap_offset_of(p, bytes) >= 0;
@@ -57,7 +60,8 @@ void local_allreduce(GroupState& s, const void* in, void* out, int64_t count, DT
     r.zero_copy = zero_copy;
     return r;
   };
-  if (bytes <= kOneShotBytes && bytes <= s.staging_bytes()) {
+  const bool zero_copy = in_heap(s, in, bytes) && in_heap(s, out, bytes);
+  if (bytes <= kOneShotBytes && bytes <= s.staging_bytes() && !(zero_copy && !across && bytes >= kPushMinBytes)) {
     StepRecord& r = begin(false);
     move_bytes(s.own_staging(), in, bytes);
     r.data_offset = offset_in_segment(s, s.own_staging());
@@ -67,7 +71,31 @@ void local_allreduce(GroupState& s, const void* in, void* out, int64_t count, DT
     if (across) across(out, count);
     return;
   }
-  const bool zero_copy = in_heap(s, in, bytes) && in_heap(s, out, bytes);
+  if (zero_copy && !across) {
+    // Push: each rank reduces its part of every rank's input and streams the result straight
+    // into every rank's output — one read and one write per byte (2 n of traffic, what the
+    // copy ceiling moves), where reducing locally and then copying peers' parts costs 2.5 n
+    // (docs/perf/comm.md, round 2). Only rank r touches part r of any buffer, so in and out
+    // may alias; the second step tells everyone that their output is complete, and since no
+    // rank reads or writes peers' buffers after it, no closing step is needed.
+    StepRecord& a = begin(true);
+    a.data_offset = offset_in_segment(s, in);
+    s.own_counts()[0] = offset_in_segment(s, out);
+    s.post_and_wait("allreduce");
+    const int64_t pb = part_begin(count, s.rank, L), pe = part_begin(count, s.rank + 1, L);
+    std::vector<void*> outputs(static_cast<size_t>(L));
+    for (int p = 0; p < L; ++p) {
+      sources[size_t(p)] = s.data(p) + pb * es;
+      outputs[size_t(p)] = s.shm->base(p) + s.counts(p)[0] + pb * es;
+    }
+    reduce_sources_to(outputs.data(), L, sources.data(), L, pe - pb, t, op, true);
+    begin(true);
+    s.post_and_wait("allreduce");
+    return;
+  }
+  // The copy-out of peers' parts streams once the message outgrows half the LLC, even where
+  // each part alone would not (16 MiB, 2 ranks: 8 MiB parts; docs/perf/comm.md, round 2).
+  const bool stream_out = zero_copy && should_stream(int64_t(bytes));
   // Zero copy: one round over everything. Staged: rounds of one staging slot.
   const int64_t chunk = zero_copy ? count : int64_t(s.staging_bytes() / es);
   for (int64_t off = 0; off < count; off += chunk) {
@@ -103,7 +131,7 @@ void local_allreduce(GroupState& s, const void* in, void* out, int64_t count, DT
     for (int p = 0; p < L; ++p) {
       if (zero_copy && p == s.rank) continue;
       const int64_t b0 = part_begin(n, p, L), b1 = part_begin(n, p + 1, L);
-      move_bytes(bytes_of(out) + (off + b0) * es, s.data(p) + b0 * es, size_t(b1 - b0) * es);
+      move_bytes(bytes_of(out) + (off + b0) * es, s.data(p) + b0 * es, size_t(b1 - b0) * es, stream_out);
     }
   }
   if (zero_copy) close_zero_copy(s, StepOp::allreduce, "allreduce");
@@ -145,6 +173,31 @@ void local_all_gather(GroupState& s, const void* in, void* out, size_t bytes) {
   const bool zero_copy = in_heap(s, in, bytes);
   // In place (in is this rank's block of out, as in nccl-tests): no copy of our own block.
   const bool in_place = in == bytes_of(out) + size_t(s.rank) * bytes;
+  const bool stream_out = should_stream(int64_t(bytes) * L);
+  if (zero_copy && in_heap(s, out, bytes * size_t(L))) {
+    // Push: each rank writes its block into every rank's output, reading it once per piece
+    // that stays in L2 — N/L read and N written per rank instead of N read and N written
+    // (docs/perf/comm.md, round 2). The first step publishes where each output is (and that
+    // its owner is inside the call); the second, that every block has landed.
+    StepRecord& a = s.begin_step(StepOp::all_gather, bytes);
+    a.zero_copy = 2;
+    a.data_offset = offset_in_segment(s, in);
+    s.own_counts()[0] = offset_in_segment(s, out);
+    s.post_and_wait("all_gather");
+    std::vector<std::byte*> outputs(static_cast<size_t>(L));
+    for (int p = 0; p < L; ++p) outputs[size_t(p)] = s.shm->base(p) + s.counts(p)[0] + size_t(s.rank) * bytes;
+    constexpr size_t kPiece = size_t(256) << 10;
+    for (size_t off = 0; off < bytes; off += kPiece)
+      for (int k = 1; k <= L; ++k) {
+        const int p = (s.rank + k) % L;  // peers first, each rank starting at another one
+        if (in_place && p == s.rank) continue;
+        move_bytes(outputs[size_t(p)] + off, bytes_of(in) + off, std::min(kPiece, bytes - off), stream_out);
+      }
+    StepRecord& b = s.begin_step(StepOp::all_gather, bytes);
+    b.zero_copy = 2;
+    s.post_and_wait("all_gather");
+    return;
+  }
   const size_t chunk = zero_copy ? bytes : s.staging_bytes();
   for (size_t off = 0; off < bytes || off == 0; off += chunk) {
     const size_t n = std::min(chunk, bytes - off);
@@ -159,7 +212,8 @@ void local_all_gather(GroupState& s, const void* in, void* out, size_t bytes) {
     s.post_and_wait("all_gather");
     const size_t from = zero_copy ? off : 0;
     for (int p = 0; p < L; ++p)
-      if (!(in_place && p == s.rank)) move_bytes(bytes_of(out) + size_t(p) * bytes + off, s.data(p) + from, n);
+      if (!(in_place && p == s.rank))
+        move_bytes(bytes_of(out) + size_t(p) * bytes + off, s.data(p) + from, n, stream_out);
     if (bytes == 0) break;
   }
   if (zero_copy) close_zero_copy(s, StepOp::all_gather, "all_gather");
@@ -193,9 +247,10 @@ void local_all_to_all_v(GroupState& s, StepOp op, const void* in, const uint64_t
     recv_offset[size_t(p) + 1] = recv_offset[size_t(p)] + recv_bytes[p];
   }
   if (zero_copy) {
+    const bool stream_out = should_stream(int64_t(recv_offset[size_t(L)]));
     for (int p = 0; p < L; ++p)
       move_bytes(bytes_of(out) + recv_offset[size_t(p)], s.data(p) + source_offset[size_t(p)],
-                 recv_bytes[p]);
+                 recv_bytes[p], stream_out);
     close_zero_copy(s, op, name);
     return;
   }

@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <cstring>
 
+#include "ops/common/copy_bytes.h"
+#include "ops/common/parallel.h"
+#include "ops/common/streaming.h"
 #include "sol/copy.h"
 #include "sol/tensor.h"
 
@@ -18,6 +21,20 @@ inline void move_bytes(void* dst, const void* src, size_t bytes) {
   }
   sol::copy(Tensor(const_cast<void*>(src), DType::i8, {int64_t(bytes)}),
             Tensor(dst, DType::i8, {int64_t(bytes)}));
+}
+
+// The same, for a copy whose caller knows better than the copy's own size whether the
+// destination can stay in cache: a collective that writes 8 MiB parts of a 16 MiB output
+// streams them (`stream`: non-temporal stores, no read-for-ownership of the destination).
+inline void move_bytes(void* dst, const void* src, size_t bytes, bool stream) {
+  if (!stream || bytes < (size_t(64) << 10) || dst == src) {
+    move_bytes(dst, src, bytes);
+    return;
+  }
+  const Isa isa = active_isa();
+  auto* d = static_cast<char*>(dst);
+  auto* s = static_cast<const char*>(src);
+  parallel_ranges(int64_t(bytes), 4096, [&](int64_t b, int64_t e) { copy_bytes(isa, d + b, s + b, e - b, true); });
 }
 
 // Part i of n of a range of `count` elements; boundaries on multiples of 16 elements so

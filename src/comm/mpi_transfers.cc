@@ -10,7 +10,6 @@
 namespace sol::comm::detail {
 
 namespace {
-constexpr int kTag = 0x501;
 constexpr size_t kMaxMessage = size_t(1) << 30;
 
 template <class Post>
@@ -21,36 +20,62 @@ void post_pieces(const GroupState& s, const Transfer& t, PostedRequests& posted,
     posted.requests.emplace_back();
     posted.peers.push_back(s.world_rank_of[size_t(t.peer)]);
     posted.is_send.push_back(is_send);
+    posted.bytes.push_back(n);
     post(static_cast<char*>(t.data) + off, int(n), &posted.requests.back());
     off += n;
   } while (off < t.bytes);
 }
 }  // namespace
 
-void post_send(GroupState& s, const Transfer& t, PostedRequests& posted) {
+void post_send(GroupState& s, const Transfer& t, PostedRequests& posted, int tag) {
   post_pieces(s, t, posted, true, [&](char* p, int n, MPI_Request* r) {
-    MPI_Isend(p, n, MPI_BYTE, t.peer, kTag, s.comm, r);
+    MPI_Isend(p, n, MPI_BYTE, t.peer, tag, s.comm, r);
   });
 }
 
-void post_receive(GroupState& s, const Transfer& t, PostedRequests& posted) {
+void post_receive(GroupState& s, const Transfer& t, PostedRequests& posted, int tag) {
   post_pieces(s, t, posted, false, [&](char* p, int n, MPI_Request* r) {
-    MPI_Irecv(p, n, MPI_BYTE, t.peer, kTag, s.comm, r);
+    MPI_Irecv(p, n, MPI_BYTE, t.peer, tag, s.comm, r);
   });
 }
 
 bool test_all(PostedRequests& posted, std::string_view op) {
   if (posted.requests.empty()) return true;
   int done = 0;
-  int rc = MPI_Testall(int(posted.requests.size()), posted.requests.data(), &done, MPI_STATUSES_IGNORE);
+  std::vector<MPI_Status> statuses(posted.requests.size());
+  int rc = MPI_Testall(int(posted.requests.size()), posted.requests.data(), &done, statuses.data());
   if (rc != MPI_SUCCESS) {
+    // Name the transfer that failed when MPI says which one: a receive too small for what the
+    // peer sent is the usual case (ranks that disagree on a size across nodes).
+    if (rc == MPI_ERR_IN_STATUS)
+      for (size_t i = 0; i < statuses.size(); ++i) {
+        const int e = statuses[i].MPI_ERROR;
+        if (e == MPI_SUCCESS || e == MPI_ERR_PENDING) continue;
+        int error_class = 0;
+        MPI_Error_class(e, &error_class);
+        if (error_class == MPI_ERR_TRUNCATE && !posted.is_send[i])
+          comm_failure(std::string(op) + ": rank " + std::to_string(posted.peers[i]) + " sent more than the " +
+                       std::to_string(posted.bytes[i]) + " bytes this rank expected (cross-node)");
+        rc = e;
+        break;
+      }
     char text[MPI_MAX_ERROR_STRING] = {};
     int length = 0;
     MPI_Error_string(rc, text, &length);
     comm_failure(std::string(op) + ": cross-node transfer failed (" + text +
                  "): do the ranks agree on the message sizes?");
   }
-  return done != 0;
+  if (!done) return false;
+  for (size_t i = 0; i < statuses.size(); ++i) {
+    if (posted.is_send[i]) continue;
+    int got = 0;
+    MPI_Get_count(&statuses[i], MPI_BYTE, &got);
+    if (size_t(got) != posted.bytes[i])
+      comm_failure(std::string(op) + ": rank " + std::to_string(posted.peers[i]) + " sent " + std::to_string(got) +
+                   " bytes but this rank expected " + std::to_string(posted.bytes[i]) + " (cross-node)");
+  }
+  posted = {};
+  return true;
 }
 
 void wait_all(PostedRequests& posted, std::string_view op) {

@@ -20,15 +20,22 @@ struct Transfer {
 void mpi_exchange(GroupState& s, std::string_view op, const std::vector<Transfer>& sends,
                   const std::vector<Transfer>& receives);
 
+// The MPI tag of the collectives' own traffic; point-to-point tag t travels as
+// kFirstP2PTag + t, so user messages never match a collective's.
+inline constexpr int kCollectiveTag = 0x501;
+inline constexpr int kFirstP2PTag = 0x4000;
+
 // Posted requests with the peer each one talks to, for error messages.
 struct PostedRequests {
   std::vector<MPI_Request> requests;
   std::vector<int> peers;  // world ranks
   std::vector<bool> is_send;
+  std::vector<size_t> bytes;  // receives: the size the message must have
 };
-void post_send(GroupState& s, const Transfer& t, PostedRequests& posted);
-void post_receive(GroupState& s, const Transfer& t, PostedRequests& posted);
-// Non-blocking: true once all are done.
+void post_send(GroupState& s, const Transfer& t, PostedRequests& posted, int tag = kCollectiveTag);
+void post_receive(GroupState& s, const Transfer& t, PostedRequests& posted, int tag = kCollectiveTag);
+// Non-blocking: true once all are done. A receive that got another size than it expects
+// throws CommError (MPI itself only reports messages that are too long).
 bool test_all(PostedRequests& posted, std::string_view op);
 void wait_all(PostedRequests& posted, std::string_view op);
 

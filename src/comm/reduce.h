@@ -16,10 +16,19 @@ bool reducible(DType t);
 void reduce_sources(void* dst, const void* const* sources, int count_sources, int64_t elements,
                     DType dtype, ReduceOp op, bool stream = false);
 
+// The same result written to every one of `count_dsts` destinations (each may alias a source
+// at the same position): an allreduce pushes its part into every rank's output at once.
+void reduce_sources_to(void* const* dsts, int count_dsts, const void* const* sources, int count_sources,
+                       int64_t elements, DType dtype, ReduceOp op, bool stream = false);
+
 // The two paths behind reduce_sources, chosen at run time (public for the tests).
 void reduce_sources_portable(void* dst, const void* const* sources, int count_sources,
                              int64_t elements, DType dtype, ReduceOp op);
 void reduce_sources_avx512(void* dst, const void* const* sources, int count_sources,
                            int64_t elements, DType dtype, ReduceOp op, bool stream);
+void reduce_sources_to_portable(void* const* dsts, int count_dsts, const void* const* sources,
+                                int count_sources, int64_t elements, DType dtype, ReduceOp op);
+void reduce_sources_to_avx512(void* const* dsts, int count_dsts, const void* const* sources,
+                              int count_sources, int64_t elements, DType dtype, ReduceOp op, bool stream);
 
 }  // namespace sol::comm::detail

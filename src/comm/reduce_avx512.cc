@@ -44,9 +44,10 @@ template <ReduceOp Op>
 }
 
 // Four vectors (64 elements, one to four cache lines per source) in flight per step: one
-// vector at a time leaves the load ports waiting on each source's latency in turn.
+// vector at a time leaves the load ports waiting on each source's latency in turn. Every result
+// goes to each of the `nd` destinations (an allreduce pushes its part into every rank's output).
 template <DType T, ReduceOp Op, bool Stream>
-void reduce_loop(void* dst, const void* const* sources, int n, int64_t elements) {
+void reduce_loop(void* const* dsts, int nd, const void* const* sources, int n, int64_t elements) {
   constexpr __mmask16 all = 0xFFFF;
   int64_t i = 0;
   for (; i + 64 <= elements; i += 64) {
@@ -58,45 +59,53 @@ void reduce_loop(void* dst, const void* const* sources, int n, int64_t elements)
       a2 = combine<Op>(a2, load16<T>(sources[s], i + 32, all));
       a3 = combine<Op>(a3, load16<T>(sources[s], i + 48, all));
     }
-    store16<T, Stream>(dst, i, all, a0);
-    store16<T, Stream>(dst, i + 16, all, a1);
-    store16<T, Stream>(dst, i + 32, all, a2);
-    store16<T, Stream>(dst, i + 48, all, a3);
+    for (int d = 0; d < nd; ++d) {
+      store16<T, Stream>(dsts[d], i, all, a0);
+      store16<T, Stream>(dsts[d], i + 16, all, a1);
+      store16<T, Stream>(dsts[d], i + 32, all, a2);
+      store16<T, Stream>(dsts[d], i + 48, all, a3);
+    }
   }
   for (; i < elements; i += 16) {
     const int64_t left = elements - i;
     const __mmask16 m = left >= 16 ? all : __mmask16((1u << left) - 1);
     __m512 acc = load16<T>(sources[0], i, m);
     for (int s = 1; s < n; ++s) acc = combine<Op>(acc, load16<T>(sources[s], i, m));
-    store16<T, Stream>(dst, i, m, acc);
+    for (int d = 0; d < nd; ++d) store16<T, Stream>(dsts[d], i, m, acc);
   }
 }
 
 template <DType T, ReduceOp Op>
-void reduce_dispatch(void* dst, const void* const* sources, int n, int64_t elements, bool stream) {
+void reduce_dispatch(void* const* dsts, int nd, const void* const* sources, int n, int64_t elements, bool stream) {
   if (!stream) {
-    reduce_loop<T, Op, false>(dst, sources, n, elements);
+    reduce_loop<T, Op, false>(dsts, nd, sources, n, elements);
     return;
   }
-  reduce_loop<T, Op, true>(dst, sources, n, elements);
+  reduce_loop<T, Op, true>(dsts, nd, sources, n, elements);
   _mm_sfence();  // non-temporal stores are not ordered by a later release store
 }
 
 }  // namespace
 
-void reduce_sources_avx512(void* dst, const void* const* sources, int count_sources,
-                           int64_t elements, DType dtype, ReduceOp op, bool stream) {
+void reduce_sources_to_avx512(void* const* dsts, int count_dsts, const void* const* sources,
+                              int count_sources, int64_t elements, DType dtype, ReduceOp op, bool stream) {
   // Streaming stores need aligned vectors: 64 bytes (f32) or 32 bytes (bf16).
   const uintptr_t align = dtype == DType::f32 ? 63 : 31;
-  stream = stream && (reinterpret_cast<uintptr_t>(dst) & align) == 0;
+  for (int d = 0; d < count_dsts; ++d) stream = stream && (reinterpret_cast<uintptr_t>(dsts[d]) & align) == 0;
   const bool sum = op == ReduceOp::sum;
+  const int nd = count_dsts, n = count_sources;
   if (dtype == DType::f32) {
-    if (sum) reduce_dispatch<DType::f32, ReduceOp::sum>(dst, sources, count_sources, elements, stream);
-    else reduce_dispatch<DType::f32, ReduceOp::max>(dst, sources, count_sources, elements, stream);
+    if (sum) reduce_dispatch<DType::f32, ReduceOp::sum>(dsts, nd, sources, n, elements, stream);
+    else reduce_dispatch<DType::f32, ReduceOp::max>(dsts, nd, sources, n, elements, stream);
   } else {
-    if (sum) reduce_dispatch<DType::bf16, ReduceOp::sum>(dst, sources, count_sources, elements, stream);
-    else reduce_dispatch<DType::bf16, ReduceOp::max>(dst, sources, count_sources, elements, stream);
+    if (sum) reduce_dispatch<DType::bf16, ReduceOp::sum>(dsts, nd, sources, n, elements, stream);
+    else reduce_dispatch<DType::bf16, ReduceOp::max>(dsts, nd, sources, n, elements, stream);
   }
+}
+
+void reduce_sources_avx512(void* dst, const void* const* sources, int count_sources,
+                           int64_t elements, DType dtype, ReduceOp op, bool stream) {
+  reduce_sources_to_avx512(&dst, 1, sources, count_sources, elements, dtype, op, stream);
 }
 
 }  // namespace sol::comm::detail

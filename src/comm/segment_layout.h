@@ -38,11 +38,17 @@ struct alignas(64) ControlBlock {
 };
 static_assert(sizeof(std::atomic<uint64_t>) + 2 * sizeof(StepRecord) <= 64);
 
-// Point-to-point channel from one sender into the owner's segment: a byte ring.
+// Pull messages (p2p_engine.h) a sender may have waiting for the receiver's copy, per pair.
+inline constexpr uint64_t kPullSlots = 64;
+
+// Point-to-point channel from one sender into the owner's segment: a byte ring, and the slots
+// in which the owner tells the sender that it has copied a pull message out of its heap.
 struct alignas(64) MailboxHeader {
   alignas(64) std::atomic<uint64_t> posted{0};    // bytes the sender has written, ever
   alignas(64) std::atomic<uint64_t> consumed{0};  // bytes the owner has read, ever
+  alignas(64) std::atomic<uint64_t> pulled[kPullSlots] = {};  // owner: last pull seq copied per slot
 };
+static_assert(sizeof(MailboxHeader) <= kPage);
 
 constexpr size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 

@@ -29,9 +29,12 @@ bool process_alive(int pid);
 // Spins on `ready` (cheap, e.g. an acquire load). Pure spinning first (a peer on another core
 // answers within a microsecond); then yields, because with more ranks than cores the peer we
 // wait for may need this very core. Clock and liveness checks are amortised over spins.
+// 256 pauses are several microseconds here, past any healthy cross-core answer; 4096 (tried
+// first) cost 100-200 us per step whenever two ranks shared a core (docs/perf/comm.md).
+inline constexpr int kPureSpins = 256;
 template <class Ready, class Describe>
 void wait_until(Ready&& ready, Describe&& describe) {
-  for (int i = 0; i < 4096; ++i) {
+  for (int i = 0; i < kPureSpins; ++i) {
     if (ready()) return;
     _mm_pause();
   }

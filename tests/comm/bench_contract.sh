@@ -47,5 +47,14 @@ expect_rc 0 "bf16 max, private buffers, two emulated nodes" env SOL_LOCAL_SIZE=2
   "$sol" comm bench allreduce --dtype bf16 --reduce max --private "${quick[@]}"
 grep -q "4 ranks on 2 node(s)" "$tmp/out" && pass "table names ranks and nodes" || fail "table header"
 
+# `sol hw` carries the inter-process copy ceiling (forked ranks, no mpirun), cached per machine.
+expect_rc 0 "sol hw --json" "$sol" hw --json
+python3 -c "
+import json,sys
+rows=json.load(open(sys.argv[1]))['interprocess_copy']
+assert any(r['ranks']==2 and r['bytes']==16<<20 and r['gbps']>0 for r in rows), rows" "$tmp/out" \
+  && pass "sol hw reports the 2-rank copy ceiling at 16 MiB" || fail "sol hw interprocess_copy"
+[ -s "$XDG_CACHE_HOME/sol/comm_ceiling.json" ] && pass "the ceiling is cached" || fail "no comm_ceiling.json"
+
 [ $failures = 0 ] && echo "comm bench contract passed" || echo "$failures check(s) failed"
 exit $failures

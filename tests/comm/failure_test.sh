@@ -26,6 +26,35 @@ for r in 0 1; do
 done
 grep "CAUGHT" "$log"
 
+# nodes: the emulated nodes disagree on the size; each node agrees with itself, so only the
+# cross-node messages show it, and every rank must say so instead of returning.
+timeout 60 "${mpirun[@]}" -np 4 -x SOL_LOCAL_SIZE=2 "$prog" nodes >"$log" 2>&1
+grep -q "NOT CAUGHT" "$log" && fail "nodes: an allreduce returned"
+for r in 0 1 2 3; do
+  grep -q "rank $r CAUGHT CommError: allreduce: .*cross-node" "$log" || fail "nodes: rank $r did not report it"
+done
+grep "CAUGHT" "$log"
+
+# dtype and op order: the disagreement is named, not computed with.
+timeout 60 "${mpirun[@]}" -np 2 "$prog" dtype >"$log" 2>&1
+grep -q "rank 1 CAUGHT CommError: allreduce: ranks disagree.*dtype f32.*dtype bf16" "$log" || fail "dtype: rank 1 did not name both dtypes"
+grep "CAUGHT" "$log"
+timeout 60 "${mpirun[@]}" -np 3 "$prog" order >"$log" 2>&1
+grep -q "rank 0 CAUGHT CommError: allreduce: ranks disagree.*called all_gather" "$log" || fail "order: rank 0 did not name all_gather"
+grep -q "rank 2 CAUGHT CommError: all_gather: ranks disagree.*called allreduce" "$log" || fail "order: rank 2 did not name allreduce"
+grep "CAUGHT" "$log"
+
+# p2p tags: a message of another size for the tag, and a tag nobody sends (the timeout names
+# what did arrive).
+timeout 60 "${mpirun[@]}" -np 2 "$prog" tag_size >"$log" 2>&1
+grep -q "rank 1 CAUGHT CommError: recv: rank 0 sent 64 bytes with tag 5 but .* expects 32 bytes" "$log" ||
+  fail "tag_size: rank 1 did not report the size"
+grep "CAUGHT" "$log"
+timeout 60 "${mpirun[@]}" -np 2 "$prog" tag_none >"$log" 2>&1
+grep -q "rank 1 CAUGHT CommError: recv: timed out .* waiting for rank 0.*tag 2.*unmatched: tag 1 (64 bytes)" "$log" ||
+  fail "tag_none: rank 1 did not name the tags"
+grep "CAUGHT" "$log"
+
 # kill: SIGKILL rank 1 in the middle of a stream of 4 MiB allreduces, within one node (3 ranks)
 # and across two emulated nodes (4 ranks: the survivors wait in shared memory and in MPI).
 ms() { echo $(($(date +%s%N) / 1000000)); }
@@ -33,7 +62,7 @@ kill_test() {  # kill_test NAME MPIRUN-ARGS...
   local name=$1; shift
   timeout 60 "${mpirun[@]}" "$@" "$prog" kill >"$log" 2>&1 &
   local job=$!
-  for _ in $(seq 100); do grep -q "rank 1 pid" "$log" && break; sleep 0.1; done
+  for _ in $(seq 300); do grep -q "rank 1 pid" "$log" && break; sleep 0.1; done
   local victim pids start took
   victim=$(sed -n 's/^rank 1 pid \([0-9]*\)$/\1/p' "$log")
   sleep 0.5
@@ -46,12 +75,13 @@ kill_test() {  # kill_test NAME MPIRUN-ARGS...
   grep "CAUGHT" "$log"
   [ "$took" -lt $(((SOL_COMM_TIMEOUT_S + 10) * 1000)) ] || fail "$name: the job took ${took} ms to end"
   grep -q "NOT CAUGHT" "$log" && fail "$name: a collective returned"
-  grep -q "CAUGHT CommError: allreduce: .*rank 1 .*exited\|CAUGHT CommError: allreduce: timed out" "$log" ||
+  grep -q "CAUGHT CommError: [a-z_]*: .*rank 1 .*exited\|CAUGHT CommError: [a-z_]*: timed out" "$log" ||
     echo "note: mpirun ended every survivor before one reported"
   for p in $pids; do shm_clean "$p" || fail "$name: /dev/shm still holds segments of pid $p"; done
 }
-kill_test "kill (one node)" -np 3
-kill_test "kill (two nodes)" -np 4 -x SOL_LOCAL_SIZE=2
+kill_test "kill (2 ranks)" -np 2
+kill_test "kill (3 ranks, one node)" -np 3
+kill_test "kill (4 ranks, two nodes)" -np 4 -x SOL_LOCAL_SIZE=2
 
 [ $failures = 0 ] && echo "failure tests passed" || echo "$failures failure test(s) failed"
 exit $failures

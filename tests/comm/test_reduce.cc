@@ -90,6 +90,28 @@ TEST(CommReduce, DestinationMayAliasASource) {
   for (int64_t i = 0; i < 1000; ++i) ASSERT_EQ(static_cast<float*>(dst)[i], float(ref[size_t(i)])) << i;
 }
 
+// The push allreduce writes each result to every rank's output, one of which may be a source.
+TEST(CommReduce, EveryDestinationGetsTheResult) {
+  for (bool vector_path : {false, true}) {
+    if (vector_path && !isa_at_least(Isa::avx512)) continue;
+    for (DType t : {DType::f32, DType::bf16})
+      for (bool stream : {false, true}) {
+        Case c(t, 3, 1001, 11);
+        const std::vector<double> ref = c.reference(ReduceOp::max);
+        std::vector<std::byte> a(1001 * 4 + 64), b(1001 * 4 + 64);
+        std::memset(a.data(), 0xFF, a.size());
+        std::memset(b.data(), 0xFF, b.size());
+        // Aligned, misaligned (no streaming for anyone), and a source as the third destination.
+        void* dsts[] = {a.data(), b.data() + dtype_size(t), const_cast<void*>(c.pointers[2])};
+        if (vector_path) reduce_sources_to_avx512(dsts, 3, c.pointers.data(), 3, 1001, t, ReduceOp::max, stream);
+        else reduce_sources_to_portable(dsts, 3, c.pointers.data(), 3, 1001, t, ReduceOp::max);
+        for (void* d : dsts)
+          for (int64_t i = 0; i < 1001; ++i)
+            ASSERT_EQ(load_as_double(d, t, size_t(i)), ref[size_t(i)]) << dtype_name(t) << " i=" << i;
+      }
+  }
+}
+
 TEST(CommReduce, OnlyFloatTypesReduce) {
   EXPECT_TRUE(reducible(DType::f32));
   EXPECT_TRUE(reducible(DType::bf16));

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "sol/comm_bench.h"
 
 namespace sol::cli {
 
@@ -35,6 +36,17 @@ void print_ceilings(const MachineProfile& p) {
                c.all_threads / s, unit_label(c.unit), c.note);
   }
 }
+// The inter-process copy ceiling behind `sol comm bench`'s SOL%: measured here by forking
+// ranks (no mpirun needed); `sol comm bench` re-measures it paired with each op in its run.
+void print_interprocess(const std::vector<comm::ShmCopyCeiling>& ceilings) {
+  fmt::print("\ninter-process copy (shared memory, 1 thread per rank, every rank copying from the next; GB/s per rank)\n");
+  fmt::print("  {:<6} {:>10} {:>10}\n", "ranks", "bytes", "GB/s");
+  for (const auto& c : ceilings) {
+    const bool mib = c.bytes >= (size_t(1) << 20);
+    fmt::print("  {:<6} {:>9}{} {:>10.1f}\n", c.ranks, mib ? c.bytes >> 20 : c.bytes >> 10, mib ? "M" : "K", c.gbps);
+  }
+  fmt::print("  cached in {}\n", comm::shm_copy_ceiling_cache_path());
+}
 }  // namespace
 
 void add_hw(CLI::App& app, int& exit_code) {
@@ -45,11 +57,17 @@ void add_hw(CLI::App& app, int& exit_code) {
   cmd->add_flag("--remeasure", *remeasure, "Ignore the cache and measure again (< 30 s)");
   cmd->callback([=, &exit_code] {
     MachineProfile p = machine_for_cli(*remeasure, *json);
+    const std::vector<comm::ShmCopyCeiling> interprocess = comm::shm_copy_ceilings(*remeasure);
     if (*json) {
-      fmt::print("{}\n", p.to_json());
+      nlohmann::json j = nlohmann::json::parse(p.to_json());
+      nlohmann::json rows = nlohmann::json::array();
+      for (const auto& c : interprocess) rows.push_back({{"ranks", c.ranks}, {"bytes", c.bytes}, {"gbps", c.gbps}});
+      j["interprocess_copy"] = rows;
+      fmt::print("{}\n", j.dump(2));
     } else {
       print_features();
       print_ceilings(p);
+      print_interprocess(interprocess);
     }
     exit_code = kOk;
   });
