@@ -4,11 +4,9 @@
 // packing routines, ukernel statements call the micro-kernel through the runtime table,
 // element-wise loops and reductions become plain loops the compiler vectorizes (omp simd).
 #include <functional>
-#include <cmath>
-#include <map>
 #include <set>
-#include <sstream>
 
+#include "compiler/codegen/emit_common.h"
 #include "compiler/codegen/mangle.h"
 #include "compiler/layout.h"
 #include "sol/error.h"
@@ -20,9 +18,9 @@ namespace {
 
 const char* ctype(DType t) { return t == DType::bf16 ? "uint16_t" : "float"; }
 
-class CppEmitter {
+class CppEmitter : public TileEmitter {
  public:
-  explicit CppEmitter(const Program& p) : p_(p) {}
+  explicit CppEmitter(const Program& p) : TileEmitter(p, "tile codegen", "sol_rt") {}
 
   std::string run() {
     check(p_.attrs.count("arena"), "tile codegen", "kernel ", p_.name, " is not lowered (no arena; run lower())");
@@ -48,12 +46,7 @@ class CppEmitter {
       line(std::string(ctype(q.dtype)) + "* const " + n + " = static_cast<" + ctype(q.dtype) + "*>(args[" + idx +
            "].data);");
     }
-    std::string cells = "1";
-    for (const GridAxis& a : p_.grid) {
-      line("const int64_t grid_" + a.name + " = " + index(a.extent) + ";");
-      cells += " * grid_" + a.name;
-    }
-    line("const int64_t cells = " + cells + ";");
+    line("const int64_t cells = " + grid_extents("1") + ";");
     line("if (cells <= 0) return;");
     line("#pragma omp parallel num_threads(std::max<int64_t>(1, std::min<int64_t>(L->threads, cells)))");
     line("{");
@@ -62,11 +55,7 @@ class CppEmitter {
     line("#pragma omp for schedule(static)");
     line("for (int64_t cell = 0; cell < cells; ++cell) {");
     ++depth_;
-    std::string rest = "cell";
-    for (const GridAxis& a : p_.grid) {  // the first axis varies fastest
-      line("const int64_t " + a.name + " = " + rest + " % grid_" + a.name + ";");
-      rest = "(" + rest + " / grid_" + a.name + ")";
-    }
+    grid_coordinates("cell");
     body(p_.body);
     --depth_;
     line("}");
@@ -79,64 +68,14 @@ class CppEmitter {
   }
 
  private:
-  void line(const std::string& s) { os_ << std::string(size_t(2 * depth_), ' ') << s << '\n'; }
-
-  const Stmt& tile(const std::string& n) const { return *tiles_.at(n); }
-
-  std::string index(const Expr& e) const {
-    switch (e->kind) {
-      case ExprNode::integer: return std::to_string(e->ivalue);
-      case ExprNode::var: return e->name;
-      case ExprNode::binary: return "(" + index(e->args[0]) + " " + e->name + " " + index(e->args[1]) + ")";
-      case ExprNode::call: {
-        const std::string a = index(e->args[0]), b = index(e->args[1]);
-        if (e->name == "ceildiv") return "sol_rt::ceildiv(" + a + ", " + b + ")";
-        return "std::" + e->name + "<int64_t>(" + a + ", " + b + ")";
-      }
-      default: fail("tile codegen", "not an index expression: ", print(e));
-    }
+  std::string int_literal(int64_t v) const override { return std::to_string(v); }
+  std::string index_min_max(const std::string& f, const std::string& a, const std::string& b) const override {
+    return "std::" + f + "<int64_t>(" + a + ", " + b + ")";
   }
-
-  // Offset of element idx in a row-major tile.
-  std::string element(const std::string& name, const std::vector<Expr>& idx) const {
-    const Stmt& t = tile(name);
-    std::string off = index(idx[0]);
-    for (size_t d = 1; d < idx.size(); ++d) off = "(" + off + ") * " + std::to_string(t.shape[d]) + " + " + index(idx[d]);
-    return off;
-  }
-
-  std::string value(const Expr& e) const {
-    switch (e->kind) {
-      case ExprNode::integer: return std::to_string(e->ivalue) + ".0f";
-      case ExprNode::real: {
-        if (std::isinf(e->fvalue)) return e->fvalue < 0 ? "(-INFINITY)" : "INFINITY";
-        std::ostringstream os;
-        os.precision(9);
-        os << "float(" << e->fvalue << ")";
-        return os.str();
-      }
-      case ExprNode::var: return "float(" + e->name + ")";
-      case ExprNode::load: return "sol_rt::ld(" + e->name + ", " + element(e->name, e->args) + ")";
-      case ExprNode::binary: {
-        const std::string a = value(e->args[0]), b = value(e->args[1]);
-        if (e->name == "%") return "std::fmod(" + a + ", " + b + ")";
-        if (e->name == "<" || e->name == "<=" || e->name == "==") return "float(" + a + " " + e->name + " " + b + ")";
-        return "(" + a + " " + e->name + " " + b + ")";
-      }
-      case ExprNode::call: {
-        std::vector<std::string> a;
-        for (const Expr& x : e->args) a.push_back(value(x));
-        const std::string& f = e->name;
-        if (f == "select") return "(" + a[0] + " != 0.0f ? " + a[1] + " : " + a[2] + ")";
-        if (f == "rsqrt") return "(1.0f / std::sqrt(" + a[0] + "))";
-        if (f == "max" || f == "min") return "sol_rt::" + f + "_nan(" + a[0] + ", " + a[1] + ")";
-        if (f == "ceildiv") return "std::ceil(" + a[0] + " / " + a[1] + ")";
-        if (f == "float") return a[0];
-        if (f == "exp2") return "sol_rt::exp2_fast(" + a[0] + ")";
-        return "std::" + (f == "abs" ? std::string("fabs") : f) + "(" + a[0] + ")";
-      }
-    }
-    return "0";
+  std::string math(const std::string& f, const std::string& args) const override {
+    if (f == "rsqrt") return "(1.0f / std::sqrt(" + args + "))";
+    if (f == "exp2") return "sol_rt::exp2_fast(" + args + ")";
+    return "std::" + f + "(" + args + ")";
   }
 
   // Loops over every element of a tile's shape: returns the flat offset expression.
@@ -152,12 +91,6 @@ class CppEmitter {
       --depth_;
       line("}");
     }
-  }
-
-  static int64_t numel(const Stmt& t) {
-    int64_t n = 1;
-    for (int64_t d : t.shape) n *= d;
-    return n;
   }
 
   // Tensor region of a copy: origin pointer, and for the tile's last two dims their valid
@@ -346,13 +279,7 @@ class CppEmitter {
     }
   }
 
-  void body(const std::vector<Stmt>& stmts) {
-    for (const Stmt& s : stmts) stmt(s);
-  }
-
-  void stmt(const Stmt& s) {
-    cur_line_ = s.line;
-    if (s.kind != Stmt::assign) line("// line " + std::to_string(s.line));
+  void stmt(const Stmt& s) override {
     switch (s.kind) {
       case Stmt::alloc:
         tiles_[s.name] = &s;
@@ -397,30 +324,15 @@ class CppEmitter {
       case Stmt::gemm: fail("tile codegen", "line ", s.line, ": gemm is not lowered (run the lower-cpu pass)");
       case Stmt::ukernel: ukernel(s); return;
       case Stmt::reduce: reduce(s); return;
-      case Stmt::loop:
-        line("for (int64_t " + s.name + " = " + index(s.exprs[0]) + "; " + s.name + " < " + index(s.exprs[1]) + "; ++" +
-             s.name + ") {");
-        ++depth_;
-        body(s.body);
-        --depth_;
-        line("}");
-        return;
+      case Stmt::loop: serial_loop(s); return;
       case Stmt::parallel:
         nest(tile(s.refs[0].name).shape, s.vars, true, [&] { body(s.body); });
         return;
-      case Stmt::assign:
-        line("sol_rt::st(" + s.refs[0].name + ", " + element(s.refs[0].name, s.refs[0].index) + ", " +
-             value(s.exprs[0]) + ");");
-        return;
+      case Stmt::assign: assign(s); return;
     }
   }
 
-  const Program& p_;
-  std::ostringstream os_;
-  int depth_ = 0;
-  int cur_line_ = 0;
   std::set<std::string> bound_;
-  std::map<std::string, const Stmt*> tiles_;
 };
 
 }  // namespace

@@ -16,12 +16,10 @@
 // element-wise statements would have to be rewritten into that thread-value layout first (a
 // register-layout inference pass, TileLang's Fragment). That pass, then wgmma + TMA
 // multi-buffering for `stages=S` loops, are the next steps.
-#include <cmath>
 #include <functional>
-#include <map>
 #include <set>
-#include <sstream>
 
+#include "compiler/codegen/emit_common.h"
 #include "compiler/codegen/mangle.h"
 #include "sol/error.h"
 #include "sol/tile.h"
@@ -40,9 +38,9 @@ const char* cuda_type(DType t, int line) {
   fail("tile codegen (cuda)", "line ", line, ": tensors of ", dtype_name(t), " are not supported (f32, bf16)");
 }
 
-class CudaEmitter {
+class CudaEmitter : public TileEmitter {
  public:
-  explicit CudaEmitter(const Program& p) : p_(p) {}
+  explicit CudaEmitter(const Program& p) : TileEmitter(p, "tile codegen (cuda)", "sol_cuda") {}
 
   std::string run() {
     check(p_.attrs.count("arena"), "tile codegen (cuda)", "kernel ", p_.name,
@@ -69,11 +67,7 @@ class CudaEmitter {
     line("const int tid = int(threadIdx.x), nthreads = int(blockDim.x);");
     line("[[maybe_unused]] const int lane = tid & 31, warp = tid >> 5, nwarps = nthreads >> 5;");
     params(true);
-    std::string rest = "int64_t(blockIdx.x)";
-    for (const GridAxis& a : p_.grid) {  // the first axis varies fastest, as on the CPU
-      line("const int64_t " + a.name + " = " + rest + " % grid_" + a.name + ";");
-      rest = "(" + rest + " / grid_" + a.name + ")";
-    }
+    grid_coordinates("int64_t(blockIdx.x)");
     body(p_.body);
     --depth_;
     line("}");
@@ -103,8 +97,12 @@ class CudaEmitter {
   }
 
  private:
-  void line(const std::string& s) { os_ << std::string(size_t(2 * depth_), ' ') << s << '\n'; }
-  const Stmt& tile(const std::string& n) const { return *tiles_.at(n); }
+  std::string int_literal(int64_t v) const override { return "int64_t(" + std::to_string(v) + ")"; }
+  std::string index_min_max(const std::string& f, const std::string& a, const std::string& b) const override {
+    return "sol_cuda::i" + f + "(" + a + ", " + b + ")";
+  }
+  // CUDA's float functions: fmodf ceilf fabsf exp2f expf logf rsqrtf sqrtf.
+  std::string math(const std::string& f, const std::string& args) const override { return f + "f(" + args + ")"; }
 
   // Dims, strides and data pointers of the parameters, then the grid extents; on the device
   // (pointers included) or on the host (dims and extents only).
@@ -125,72 +123,7 @@ class CudaEmitter {
         line(ct + "* const " + n + " = static_cast<" + ct + "*>(" + t + ".data);");
       }
     }
-    cells_ = "int64_t(1)";
-    for (const GridAxis& a : p_.grid) {
-      line("const int64_t grid_" + a.name + " = " + index(a.extent) + ";");
-      cells_ += " * grid_" + a.name;
-    }
-  }
-
-  std::string index(const Expr& e) const {
-    switch (e->kind) {
-      case ExprNode::integer: return "int64_t(" + std::to_string(e->ivalue) + ")";
-      case ExprNode::var: return e->name;
-      case ExprNode::binary: return "(" + index(e->args[0]) + " " + e->name + " " + index(e->args[1]) + ")";
-      case ExprNode::call: {
-        const std::string a = index(e->args[0]), b = index(e->args[1]);
-        if (e->name == "ceildiv") return "sol_cuda::ceildiv(" + a + ", " + b + ")";
-        return std::string("sol_cuda::i") + e->name + "(" + a + ", " + b + ")";
-      }
-      default: fail("tile codegen (cuda)", "line ", cur_line_, ": not an index expression: ", print(e));
-    }
-  }
-
-  // Offset of element idx in a row-major tile.
-  std::string element(const std::string& name, const std::vector<Expr>& idx) const {
-    const Stmt& t = tile(name);
-    std::string off = index(idx[0]);
-    for (size_t d = 1; d < idx.size(); ++d) off = "(" + off + ") * " + std::to_string(t.shape[d]) + " + " + index(idx[d]);
-    return off;
-  }
-
-  std::string value(const Expr& e) const {
-    switch (e->kind) {
-      case ExprNode::integer: return std::to_string(e->ivalue) + ".0f";
-      case ExprNode::real: {
-        if (std::isinf(e->fvalue)) return e->fvalue < 0 ? "(-INFINITY)" : "INFINITY";
-        std::ostringstream os;
-        os.precision(9);
-        os << "float(" << e->fvalue << ")";
-        return os.str();
-      }
-      case ExprNode::var: return "float(" + e->name + ")";
-      case ExprNode::load: return "sol_cuda::ld(" + e->name + ", " + element(e->name, e->args) + ")";
-      case ExprNode::binary: {
-        const std::string a = value(e->args[0]), b = value(e->args[1]);
-        if (e->name == "%") return "fmodf(" + a + ", " + b + ")";
-        if (e->name == "<" || e->name == "<=" || e->name == "==") return "float(" + a + " " + e->name + " " + b + ")";
-        return "(" + a + " " + e->name + " " + b + ")";
-      }
-      case ExprNode::call: {
-        std::vector<std::string> a;
-        for (const Expr& x : e->args) a.push_back(value(x));
-        const std::string& f = e->name;
-        if (f == "select") return "(" + a[0] + " != 0.0f ? " + a[1] + " : " + a[2] + ")";
-        if (f == "max" || f == "min") return "sol_cuda::" + f + "_nan(" + a[0] + ", " + a[1] + ")";
-        if (f == "ceildiv") return "ceilf(" + a[0] + " / " + a[1] + ")";
-        if (f == "float") return a[0];
-        if (f == "abs") return "fabsf(" + a[0] + ")";
-        return f + "f(" + a[0] + ")";  // exp2f expf logf rsqrtf sqrtf
-      }
-    }
-    return "0.0f";
-  }
-
-  static int64_t numel(const Stmt& t) {
-    int64_t n = 1;
-    for (int64_t d : t.shape) n *= d;
-    return n;
+    cells_ = grid_extents("int64_t(1)");
   }
 
   // A block-strided loop over the elements of `shape`: `e` is the flat (row-major) offset,
@@ -328,13 +261,7 @@ class CudaEmitter {
     sync();
   }
 
-  void body(const std::vector<Stmt>& stmts) {
-    for (const Stmt& s : stmts) stmt(s);
-  }
-
-  void stmt(const Stmt& s) {
-    cur_line_ = s.line;
-    if (s.kind != Stmt::assign) line("// line " + std::to_string(s.line));
+  void stmt(const Stmt& s) override {
     switch (s.kind) {
       case Stmt::alloc: {
         tiles_[s.name] = &s;
@@ -378,31 +305,18 @@ class CudaEmitter {
       case Stmt::reduce: reduce(s); return;
       case Stmt::loop:
         if (s.has("stages")) line("// stages=" + s.attrs.at("stages") + ": not multi-buffered on this target yet");
-        line("for (int64_t " + s.name + " = " + index(s.exprs[0]) + "; " + s.name + " < " + index(s.exprs[1]) +
-             "; ++" + s.name + ") {");
-        ++depth_;
-        body(s.body);
-        --depth_;
-        line("}");
+        serial_loop(s);
         return;
       case Stmt::parallel:
         // Assignments touch the element the thread owns (as the CPU's omp simd assumes too).
         elements(tile(s.refs[0].name).shape, s.vars, [&] { body(s.body); });
         sync();
         return;
-      case Stmt::assign:
-        line("sol_cuda::st(" + s.refs[0].name + ", " + element(s.refs[0].name, s.refs[0].index) + ", " +
-             value(s.exprs[0]) + ");");
-        return;
+      case Stmt::assign: assign(s); return;
     }
   }
 
-  const Program& p_;
-  std::ostringstream os_;
-  int depth_ = 0;
-  int cur_line_ = 0;
   std::string cells_;
-  std::map<std::string, const Stmt*> tiles_;
 };
 
 }  // namespace
