@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "comm/bench/ceiling_batches.h"
 #include "comm/group_state.h"
 #include "ops/common/copy_bytes.h"
 #include "ops/common/streaming.h"
@@ -24,27 +25,12 @@ double ep_put_ceiling(const Group& group, int64_t rows, int64_t row_bytes, int f
   std::byte* peer_dst = s.shm->base(peer) + (dst - s.shm->base(s.rank));
   const Isa isa = active_isa();
   const bool stream = should_stream(int64_t(written));  // as the dispatch decides
-  std::vector<double> per_batch;
-  for (int b = 0; b < std::max(batches, 1); ++b) {
-    local.barrier();
-    const double start = now_seconds();
-    for (int i = 0; i < iters; ++i)
-      for (int64_t r = 0; r < rows; ++r)
-        for (int f = 0; f < fanout; ++f)
-          copy_bytes(isa, peer_dst + (r * fanout + f) * row_bytes, source.data() + r * row_bytes, row_bytes, stream);
-    const double mine = (now_seconds() - start) / iters;
-    double slowest = 0;
-    local.barrier();
-    MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, s.comm);
-    per_batch.push_back(slowest);
-  }
-  local.barrier();
-  local.heap_reset();
-  std::sort(per_batch.begin(), per_batch.end());
-  const double t = per_batch[per_batch.size() / 2];
-  double rate = t > 0 ? double(written) / t : 0, lowest = 0;
-  MPI_Allreduce(&rate, &lowest, 1, MPI_DOUBLE, MPI_MIN, group.state().comm);
-  return lowest;
+  return median_round_rate(group, double(written), iters, batches, [&] {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int f = 0; f < fanout; ++f)
+        copy_bytes(isa, peer_dst + (r * fanout + f) * row_bytes, source.data() + r * row_bytes, row_bytes, stream);
+    return true;
+  });
 }
 
 }  // namespace sol::comm

@@ -87,8 +87,9 @@ namespace {
 // to inf / 0 at the ends of the range instead of wrapping the exponent. x is first clamped to
 // [-104, 89] (beyond which exp is 0 or inf in f32) so that +-inf never meets inf - inf in the
 // reduction; the constant is the first operand so a NaN x passes through max/min unchanged.
-[[gnu::always_inline]] inline __m512 exp16(__m512 x) {
-  x = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
+// exp16 after its clamp: x already in [-104, 89] (or NaN). Shared with the kernels that know a
+// tighter range and skip part of the clamp (fast16_avx512.h), so both give the same bits.
+[[gnu::always_inline]] inline __m512 exp16_clamped(__m512 x) {
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
@@ -101,6 +102,10 @@ namespace {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   return _mm512_scalef_ps(p, n);
+}
+
+[[gnu::always_inline]] inline __m512 exp16(__m512 x) {
+  return exp16_clamped(_mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x)));
 }
 
 }  // namespace
