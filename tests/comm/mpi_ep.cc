@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ep_reference.h"
 #include "mpi_check.h"
 #include "sol/comm.h"
 #include "sol/ep.h"
@@ -17,6 +18,9 @@
 using namespace sol;
 using sol::comm::Group;
 using sol::comm::testing::Checker;
+using sol::ep::testing::Expected;
+using sol::ep::testing::Inputs;
+using sol::ep::testing::same;
 
 namespace {
 
@@ -83,12 +87,6 @@ float tag(int rank, int64_t t, int64_t h) {
 uint8_t tag_fp8(int rank, int64_t t, int64_t h) { return uint8_t((rank * 37 + t * 11 + h * 5) % 0x7E); }
 float tag_scale(int rank, int64_t t, int64_t b) { return float(rank * 1000000 + t * 100 + b); }
 
-struct Inputs {
-  std::vector<uint16_t> x;       // bf16
-  std::vector<uint8_t> x8;       // fp8
-  std::vector<float> scales, w;
-  std::vector<int32_t> idx;
-};
 
 Inputs make_inputs(const Problem& pb, int rank, int64_t seed_shift = 0) {
   Inputs in;
@@ -110,73 +108,13 @@ Inputs make_inputs(const Problem& pb, int rank, int64_t seed_shift = 0) {
   return in;
 }
 
-// The expected normal-mode receive of this rank, through all_to_all_v: for each destination,
-// this rank's tokens that have an expert there, in token order, as one record per row.
-struct Expected {
-  std::vector<std::byte> x, scales;
-  std::vector<int32_t> idx;
-  std::vector<float> w;
-  int64_t rows = 0;
-};
 
+// The expected normal-mode receive of this rank (tests/ep/ep_reference.h).
 Expected reference_dispatch(const Group& g, const Problem& pb, const Inputs& in, bool fp8) {
-  const int R = g.size(), me = g.rank();
-  const int64_t T = pb.tokens(me), H = pb.hidden, K = pb.top_k, L = pb.experts / R, S = H / 128;
-  const int64_t row_bytes = fp8 ? H : 2 * H;
-  // record: x row | scales | idx | weights
-  const int64_t rec = row_bytes + (fp8 ? S * 4 : 0) + K * 8;
-  std::vector<std::vector<std::byte>> per_dst(static_cast<size_t>(R));
-  for (int64_t t = 0; t < T; ++t)
-    for (int d = 0; d < R; ++d) {
-      bool any = false;
-      for (int64_t j = 0; j < K; ++j) any |= in.idx[size_t(t * K + j)] >= 0 && in.idx[size_t(t * K + j)] / L == d;
-      if (!any) continue;
-      std::vector<std::byte> r(static_cast<size_t>(rec));
-      std::byte* p = r.data();
-      std::memcpy(p, fp8 ? static_cast<const void*>(in.x8.data() + t * H) : in.x.data() + t * H, size_t(row_bytes));
-      p += row_bytes;
-      if (fp8) std::memcpy(p, in.scales.data() + t * S, size_t(S * 4)), p += S * 4;
-      for (int64_t j = 0; j < K; ++j) {
-        int32_t e = in.idx[size_t(t * K + j)];
-        int32_t le = e >= 0 && e / L == d ? int32_t(e - d * L) : -1;
-        float w = le >= 0 ? in.w[size_t(t * K + j)] : 0.0f;
-        std::memcpy(p + j * 4, &le, 4);
-        std::memcpy(p + K * 4 + j * 4, &w, 4);
-      }
-      per_dst[size_t(d)].insert(per_dst[size_t(d)].end(), r.begin(), r.end());
-    }
-  std::vector<std::byte> send;
-  std::vector<int64_t> send_counts(static_cast<size_t>(R)), recv_counts(static_cast<size_t>(R));
-  for (int d = 0; d < R; ++d) {
-    send_counts[size_t(d)] = int64_t(per_dst[size_t(d)].size());
-    send.insert(send.end(), per_dst[size_t(d)].begin(), per_dst[size_t(d)].end());
-  }
-  g.all_to_all(Tensor(send_counts.data(), DType::i8, {int64_t(8 * R)}),
-               Tensor(recv_counts.data(), DType::i8, {int64_t(8 * R)}));
-  int64_t total = 0;
-  for (int64_t c : recv_counts) total += c;
-  std::vector<std::byte> recv(static_cast<size_t>(std::max<int64_t>(total, 1)));
-  send.resize(std::max<size_t>(send.size(), 1));
-  g.all_to_all_v(Tensor(send.data(), DType::i8, {int64_t(send.size())}), send_counts,
-                 Tensor(recv.data(), DType::i8, {int64_t(recv.size())}), recv_counts);
-  Expected ex;
-  ex.rows = total / rec;
-  ex.x.resize(size_t(ex.rows * row_bytes));
-  ex.scales.resize(size_t(ex.rows * S * 4));
-  ex.idx.resize(size_t(ex.rows * K));
-  ex.w.resize(size_t(ex.rows * K));
-  for (int64_t i = 0; i < ex.rows; ++i) {
-    const std::byte* p = recv.data() + i * rec;
-    std::memcpy(ex.x.data() + i * row_bytes, p, size_t(row_bytes));
-    p += row_bytes;
-    if (fp8) std::memcpy(ex.scales.data() + i * S * 4, p, size_t(S * 4)), p += S * 4;
-    std::memcpy(ex.idx.data() + i * K, p, size_t(K * 4));
-    std::memcpy(ex.w.data() + i * K, p + K * 4, size_t(K * 4));
-  }
-  return ex;
+  return sol::ep::testing::reference_dispatch(g, in, pb.tokens(g.rank()), pb.hidden, pb.top_k, pb.experts / g.size(),
+                                              fp8);
 }
 
-bool same(const void* a, const void* b, size_t n) { return n == 0 || std::memcmp(a, b, n) == 0; }
 
 void check_normal(const Group& g, Checker& c, const Problem& pb, bool fp8) {
   const int R = g.size(), me = g.rank();

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ep_reference.h"
 #include "mpi_check.h"
 #include "sol/comm.h"
 #include "sol/ep.h"
@@ -74,12 +75,6 @@ inline float tag(int rank, int64_t t, int64_t h) {
   return float(int64_t((t * 5 + h * 3 + rank * 7) % 48) - 24);
 }
 
-struct Inputs {
-  std::vector<uint16_t> x;
-  std::vector<uint8_t> x8;
-  std::vector<float> scales, w;
-  std::vector<int32_t> idx;
-};
 
 inline Inputs make_inputs(const Case& c, int rank, int64_t shift) {
   Inputs in;
@@ -109,68 +104,10 @@ inline std::vector<bool> destinations(const Case& c, const Inputs& in, int64_t t
   return to;
 }
 
-// The single-path reference: each token's record sent once to each destination rank through
-// all_to_all_v, received in source-rank order.
-struct Expected {
-  std::vector<std::byte> x, scales;
-  std::vector<int32_t> idx;
-  std::vector<float> w;
-  int64_t rows = 0;
-};
 
 inline Expected reference_dispatch(const Group& g, const Case& c, const Inputs& in) {
-  const int R = g.size(), me = g.rank();
-  const int64_t T = c.tokens(me), H = c.hidden, K = c.top_k, L = c.local(), S = H / 128;
-  const int64_t rb = c.fp8 ? H : 2 * H, sb = c.fp8 ? S * 4 : 0, rec = rb + sb + 8 * K;
-  std::vector<std::vector<std::byte>> per_dst(static_cast<size_t>(R));
-  for (int64_t t = 0; t < T; ++t) {
-    const std::vector<bool> to = destinations(c, in, t);
-    for (int d = 0; d < R; ++d) {
-      if (!to[size_t(d)]) continue;
-      std::vector<std::byte> r(static_cast<size_t>(rec));
-      std::memcpy(r.data(), c.fp8 ? static_cast<const void*>(in.x8.data() + t * H) : in.x.data() + t * H, size_t(rb));
-      if (sb) std::memcpy(r.data() + rb, in.scales.data() + t * S, size_t(sb));
-      for (int64_t j = 0; j < K; ++j) {
-        const int32_t e = in.idx[size_t(t * K + j)];
-        const int32_t le = e >= 0 && e / L == d ? int32_t(e - d * L) : -1;
-        const float w = le >= 0 ? in.w[size_t(t * K + j)] : 0.0f;
-        std::memcpy(r.data() + rb + sb + j * 4, &le, 4);
-        std::memcpy(r.data() + rb + sb + K * 4 + j * 4, &w, 4);
-      }
-      per_dst[size_t(d)].insert(per_dst[size_t(d)].end(), r.begin(), r.end());
-    }
-  }
-  std::vector<std::byte> send;
-  std::vector<int64_t> send_counts(static_cast<size_t>(R)), recv_counts(static_cast<size_t>(R));
-  for (int d = 0; d < R; ++d) {
-    send_counts[size_t(d)] = int64_t(per_dst[size_t(d)].size());
-    send.insert(send.end(), per_dst[size_t(d)].begin(), per_dst[size_t(d)].end());
-  }
-  g.all_to_all(Tensor(send_counts.data(), DType::i8, {int64_t(8 * R)}),
-               Tensor(recv_counts.data(), DType::i8, {int64_t(8 * R)}));
-  int64_t total = 0;
-  for (int64_t n : recv_counts) total += n;
-  std::vector<std::byte> recv(static_cast<size_t>(std::max<int64_t>(total, 1)));
-  send.resize(std::max<size_t>(send.size(), 1));
-  g.all_to_all_v(Tensor(send.data(), DType::i8, {int64_t(send.size())}), send_counts,
-                 Tensor(recv.data(), DType::i8, {int64_t(recv.size())}), recv_counts);
-  Expected ex;
-  ex.rows = total / rec;
-  ex.x.resize(size_t(ex.rows * rb));
-  ex.scales.resize(size_t(ex.rows * sb));
-  ex.idx.resize(size_t(ex.rows * K));
-  ex.w.resize(size_t(ex.rows * K));
-  for (int64_t i = 0; i < ex.rows; ++i) {
-    const std::byte* p = recv.data() + i * rec;
-    std::memcpy(ex.x.data() + i * rb, p, size_t(rb));
-    std::memcpy(ex.scales.data() + i * sb, p + rb, size_t(sb));
-    std::memcpy(ex.idx.data() + i * K, p + rb + sb, size_t(K * 4));
-    std::memcpy(ex.w.data() + i * K, p + rb + sb + K * 4, size_t(K * 4));
-  }
-  return ex;
+  return reference_dispatch(g, in, c.tokens(g.rank()), c.hidden, c.top_k, c.local(), c.fp8);
 }
-
-inline bool same(const void* a, const void* b, size_t n) { return n == 0 || std::memcmp(a, b, n) == 0; }
 
 struct Topology {
   std::vector<int> node_of, local_of;
