@@ -6,26 +6,16 @@
 #include <cstdio>
 #include <string>
 
+#include "model/text_format.h"
 #include "sol/model.h"
 
 namespace sol {
 
 namespace {
-std::string fmt(const char* f, auto... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, f, args...);
-  return buf;
-}
-
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
-  }
-  return out;
+using model_text::escape;
+template <class... Args>
+std::string fmt(const char* f, Args... args) {
+  return model_text::format(f, args...);
 }
 }  // namespace
 

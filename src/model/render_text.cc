@@ -5,15 +5,15 @@
 #include <string>
 #include <vector>
 
+#include "model/text_format.h"
 #include "sol/model.h"
 
 namespace sol {
 
 namespace {
-std::string line(const char* fmt, auto... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, fmt, args...);
-  return buf;
+template <class... Args>
+std::string line(const char* f, Args... args) {
+  return model_text::format(f, args...);
 }
 std::string ms(double s) { return line("%.3f", s * 1e3); }
 }  // namespace
