@@ -53,7 +53,8 @@ struct GemmTile {
   const float* sb = nullptr;
   // int8 kernel: per-column start values of this K block (32 int32), or null for zero.
   const int32_t* start = nullptr;
-  // Skinny M: B streams from DRAM once, read by the tile of the first A panel. A non-zero
+  // The tile of the first A panel is the first to read each B panel (from DRAM for a B larger
+  // than the caches, and for skinny M the only one). A non-zero
   // distance asks the kernel to prefetch B that many bytes ahead of its reads (both lines of
   // every K step), so the stream keeps enough misses in flight to reach DRAM bandwidth.
   int64_t prefetch_b = 0;

@@ -7,6 +7,7 @@
 
 #include "kernels/convert.h"
 #include "kernels/gemm.h"
+#include "ops/gemm/blocking.h"
 #include "ops/gemm/packing.h"
 #include "sol/tensor.h"
 
@@ -25,6 +26,14 @@ struct Workspace {
 inline Workspace& thread_workspace() {
   thread_local Workspace ws;
   return ws;
+}
+
+// The running sums between K blocks, when they cannot live in D itself (bf16 D, or C = D):
+// rows x NC f32 of the workspace; none when D holds them or K fits one block.
+inline float* partial_workspace(Workspace& ws, const GemmProblem& p, const Blocking& blk, bool partial_in_d,
+                                int64_t rows) {
+  if (partial_in_d || p.k <= blk.kc) return nullptr;
+  return static_cast<float*>(Workspace::reserve(ws.partial, rows * blk.nc * 4));
 }
 
 // Columns [jc, jc + nc) x K [pc, pc + kc) of B as 32-column panels of the compute type,

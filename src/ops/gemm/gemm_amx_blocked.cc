@@ -51,9 +51,8 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
   const int64_t mc_max = std::min(blk.mc, m1 - m0);
   void* a_pack = Workspace::reserve(ws.a, (mc_max + 15) / 16 * 16 * a_row_bytes);
   void* b_pack = p.packed && !widen_packed ? nullptr : Workspace::reserve(ws.b, blk.nc * steps_max * 4);
-  float* partial = partial_in_d || p.k <= blk.kc
-                       ? nullptr
-                       : static_cast<float*>(Workspace::reserve(ws.partial, (m1 - m0) * blk.nc * 4));
+  float* partial = partial_workspace(ws, p, blk, partial_in_d, m1 - m0);
+  const int64_t b_elem_bytes = 4 / k_group(p.in);  // B panels in the compute type
 
   TileSession session(kernels);
   int64_t packed_ic = -1, packed_pc = -1;
@@ -63,7 +62,6 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
       const int64_t kc = std::min(blk.kc, p.k - pc), steps = k_steps(p.in, kc);
       int64_t panel_elems;
       const void* b_base = b_block(p, widen_packed, pc, kc, jc, nc, b_pack, nullptr, panel_elems);
-      const int64_t b_elem_bytes = 4 / k_group(p.in);
       const bool first = pc == 0, last = pc + kc >= p.k;
 
       for (int64_t ic = m0; ic < m1; ic += blk.mc) {

@@ -38,10 +38,12 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
   const int64_t b_elem_bytes = fp8_in_kernel ? 1 : es_in;
   // s8 A rides vpdpbusd as a + 128; the tile starts from -128 * column sums to undo it.
   const bool s8_correction = p.in == DType::i8 && p.a_type == DType::i8;
-  // Skinny M reads each packed B byte from DRAM once, in one sequential stream: prefetching 16
-  // KiB ahead took M = 16, N = 7168, K = 2048 bf16 from 2.13 to 1.69 ms and M = 1 from 1.07 to
-  // 0.93 ms (one thread, CPU time; 4 and 8 KiB helped less, 32 KiB no more).
-  const int64_t skinny_prefetch = !widen_packed ? 16384 : 0;
+  // The first A panel's tiles read each B panel first, from DRAM when B is larger than the
+  // caches, in one sequential stream: prefetching 16 KiB ahead took M = 16, N = 7168, K = 2048
+  // bf16 from 2.13 to 1.69 ms, M = 1 from 1.07 to 0.93 ms, and m = 128 n = 32768 k = 512 s8
+  // from 535 to 644 GOP/s (one thread, CPU time; 4 and 8 KiB helped less, 32 KiB no more).
+  // A widened fp8 B was just written into the workspace, in cache.
+  const int64_t b_prefetch = !widen_packed ? 16384 : 0;
 
   Workspace& ws = thread_workspace();
   const int64_t kc_max = std::min(blk.kc, std::max<int64_t>(p.k, 1));
@@ -52,9 +54,7 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
   int32_t* start = s8_correction && !p.packed
                        ? static_cast<int32_t*>(Workspace::reserve(ws.start, blk.nc * 4))
                        : nullptr;
-  float* partial = partial_in_d || p.k <= blk.kc
-                       ? nullptr
-                       : static_cast<float*>(Workspace::reserve(ws.partial, (m1 - m0) * blk.nc * 4));
+  float* partial = partial_workspace(ws, p, blk, partial_in_d, m1 - m0);
 
   int64_t packed_ic = -1, packed_pc = -1;  // which A block a_pack holds
   for (int64_t jc = n0; jc < n1; jc += blk.nc) {
@@ -95,7 +95,7 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
             const int64_t row = ic + ir;
             t.m = int(a_panel_rows(mc, ir));
             t.a = a_panel;
-            t.prefetch_b = ir == 0 ? skinny_prefetch : 0;
+            t.prefetch_b = ir == 0 ? b_prefetch : 0;
             GemmEpilogue e;
             place_tile(p, row, col, pc, last, partial_in_d, partial, m0, jc, blk.nc, t, e);
             tile_kernel(t);
