@@ -157,7 +157,6 @@ void s8_block(const AmxGemmTile& at, int32_t (&sums)[kAmxMR][32]) {
   store_accumulators<U, kTwo>(sums);
 }
 
-// int32 sums are exact (modulo 2^32): partial sums, then C (beta 0 or 1) into D.
 template <class U>
 void gemm_tile_s8(const AmxGemmTile& at) {
   const GemmTile& t = at.t;
@@ -166,21 +165,8 @@ void gemm_tile_s8(const AmxGemmTile& at) {
   if (t.m > 16) s8_block<U, true>(at, sums);
   else s8_block<U, false>(at, sums);
   const ColumnMasks mask(t.n);
-  int32_t* partial = reinterpret_cast<int32_t*>(t.partial);
-  for (int i = 0; i < t.m; ++i) {
-    for (int h = 0; h < 2; ++h) {
-      __m512i v = _mm512_load_si512(&sums[i][16 * h]);
-      if (!t.first) v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(mask[h], partial + i * t.ldp + 16 * h));
-      if (!t.last) {
-        _mm512_mask_storeu_epi32(partial + i * t.ldp + 16 * h, mask[h], v);
-        continue;
-      }
-      const GemmEpilogue& e = *t.last;
-      if (e.beta != 0.0f)
-        v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(mask[h], static_cast<const int32_t*>(e.c) + i * e.ldc + 16 * h));
-      _mm512_mask_storeu_epi32(static_cast<int32_t*>(e.d) + i * e.ldd + 16 * h, mask[h], v);
-    }
-  }
+  for (int i = 0; i < t.m; ++i)
+    for (int h = 0; h < 2; ++h) finish_vector_s32(_mm512_load_si512(&sums[i][16 * h]), i, h, t, mask);
 }
 
 template <class U>

@@ -49,24 +49,8 @@ struct TileS8 {
       a += kGemmMR;
       b += 4 * kGemmNR;
     }
-    if (!t.first)
-      for (int i = 0; i < MR; ++i)
-        for (int h = 0; h < 2; ++h)
-          acc[i][h] = Acc(_mm512_add_epi32(__m512i(acc[i][h]), _mm512_maskz_loadu_epi32(mask[h], partial + i * t.ldp + 16 * h)));
-    if (!t.last) {
-      for (int i = 0; i < MR; ++i)
-        for (int h = 0; h < 2; ++h) _mm512_mask_storeu_epi32(partial + i * t.ldp + 16 * h, mask[h], __m512i(acc[i][h]));
-      return;
-    }
-    const GemmEpilogue& e = *t.last;
-    for (int i = 0; i < MR; ++i) {
-      for (int h = 0; h < 2; ++h) {
-        __m512i v = __m512i(acc[i][h]);
-        if (e.beta != 0.0f)
-          v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(mask[h], static_cast<const int32_t*>(e.c) + i * e.ldc + 16 * h));
-        _mm512_mask_storeu_epi32(static_cast<int32_t*>(e.d) + i * e.ldd + 16 * h, mask[h], v);
-      }
-    }
+    for (int i = 0; i < MR; ++i)
+      for (int h = 0; h < 2; ++h) finish_vector_s32(__m512i(acc[i][h]), i, h, t, mask);
   }
 };
 
