@@ -82,6 +82,13 @@ void gemm_tile_f32_avx512(const GemmTile& t);
 void gemm_tile_bf16_avx512(const GemmTile& t);
 void gemm_tile_s8_avx512(const GemmTile& t);  // partial and D hold int32 here
 
+// kGemmMR rows (a short panel repeats its last row) of `steps` 32-bit K steps into the A-panel
+// layout above, panel[s * kGemmMR + i]. Each step is 4 bytes of the row (f32, a bf16 pair, an
+// int8 quad, XORed with `flip`: 0x80808080 turns s8 into u8 + 128), or with e4m3 two bytes
+// widened to a bf16 pair. next_rows (or null): the next panel's rows, requested ahead.
+void pack_a_panel_avx512(const void* const (&rows)[kGemmMR], const void* const* next_rows, int64_t steps,
+                         uint32_t flip, bool e4m3, uint32_t* panel);
+
 // The AMX kernels, on the matrix unit (needs AMX and the OS's permission, see hw) or on a
 // scalar model of the tile registers (AVX-512 only, ~1000x slower). The model checks every
 // tile configuration and operand shape the hardware would fault on, so the kernel code and its

@@ -12,28 +12,13 @@ namespace {
 using kernels::kGemmMR;
 using kernels::kGemmNR;
 
-// Elements are copied as bits (uint32_t for f32, uint16_t for bf16): packing never rounds
-// or quiets a NaN. A panel is written K step by K step, 12 rows at a time, so the stores are
-// contiguous and the 12 row streams are read sequentially (a row-by-row copy scattered its
-// stores 48 bytes apart and ran at ~4 cycles per element). Rows past the end of a short
-// panel repeat its last row: the micro-kernel for `rows` rows never reads them, and the loop
-// keeps its constant trip count.
-template <class Row>
-void row_pointers(const Row* a, int64_t lda, int64_t first_row, int64_t rows, int64_t k0,
-                  const Row* (&out)[kGemmMR]) {
-  for (int64_t i = 0; i < kGemmMR; ++i) out[i] = a + (first_row + std::min(i, rows - 1)) * lda + k0;
-}
-
-void pack_a_f32(const uint32_t* a, int64_t lda, int64_t m0, int64_t mc, int64_t k0, int64_t kc,
-                uint32_t* dst) {
-  uint32_t* panel = dst;
-  for (int64_t r0 = 0, h; r0 < mc; r0 += h, panel += kc * kGemmMR) {
-    h = a_panel_rows(mc, r0);
-    const uint32_t* rows[kGemmMR];
-    row_pointers(a, lda, m0 + r0, h, k0, rows);
-    for (int64_t k = 0; k < kc; ++k)
-      for (int i = 0; i < kGemmMR; ++i) panel[k * kGemmMR + i] = rows[i][k];
-  }
+// Row i of a panel of `rows` rows starting at first_row, at column k0, as bytes. Rows past
+// the end of a short panel repeat its last row: the micro-kernel for `rows` rows never reads
+// them, and the packer keeps its constant shape.
+void row_pointers(const void* a, int64_t lda, int64_t es, int64_t first_row, int64_t rows, int64_t k0,
+                  const void* (&out)[kGemmMR]) {
+  for (int64_t i = 0; i < kGemmMR; ++i)
+    out[i] = static_cast<const char*>(a) + ((first_row + std::min(i, rows - 1)) * lda + k0) * es;
 }
 
 struct SameBits {
@@ -46,49 +31,22 @@ struct E4m3ToBf16 {
   uint16_t operator()(uint8_t x) const { return kernels::kE4m3CodesToBf16.bits[x]; }
 };
 
-// bf16 rows travel as (k, k+1) pairs, one uint32_t each; an odd kc ends in (k, 0). fp8 rows
-// are widened to bf16 on the way (Src = uint8_t with the e4m3 table).
-template <class Src, class Widen>
-void pack_a_pairs(const Src* a, int64_t lda, int64_t m0, int64_t mc, int64_t k0, int64_t kc,
-                  uint32_t* dst, Widen widen) {
-  const int64_t pairs = (kc + 1) / 2, full = kc / 2;
-  uint32_t* panel = dst;
-  for (int64_t r0 = 0, h; r0 < mc; r0 += h, panel += pairs * kGemmMR) {
-    h = a_panel_rows(mc, r0);
-    const Src* rows[kGemmMR];
-    row_pointers(a, lda, m0 + r0, h, k0, rows);
-    for (int64_t p = 0; p < full; ++p)
-      for (int i = 0; i < kGemmMR; ++i)
-        panel[p * kGemmMR + i] = uint32_t(widen(rows[i][2 * p])) | uint32_t(widen(rows[i][2 * p + 1])) << 16;
-    if (pairs > full)
-      for (int i = 0; i < kGemmMR; ++i) panel[full * kGemmMR + i] = widen(rows[i][2 * full]);
-  }
-}
-
-// int8 rows travel as (k..k+3) quads of u8, one uint32_t each: an s8 A is shifted by +128
-// (flip = 0x80) so vpdpbusd can take it as its unsigned operand. The pad of a partial quad is
-// a u8 zero, which adds nothing.
-void pack_a_quads(const uint8_t* a, int64_t lda, int64_t m0, int64_t mc, int64_t k0, int64_t kc,
-                  uint32_t* dst, uint8_t flip) {
-  const int64_t quads = (kc + 3) / 4, full = kc / 4;
-  const uint32_t flip4 = uint32_t(flip) * 0x01010101u;
-  uint32_t* panel = dst;
-  for (int64_t r0 = 0, h; r0 < mc; r0 += h, panel += quads * kGemmMR) {
-    h = a_panel_rows(mc, r0);
-    const uint8_t* rows[kGemmMR];
-    row_pointers(a, lda, m0 + r0, h, k0, rows);
-    for (int64_t q = 0; q < full; ++q)
-      for (int i = 0; i < kGemmMR; ++i) {
-        uint32_t v;
-        std::memcpy(&v, rows[i] + 4 * q, 4);
-        panel[q * kGemmMR + i] = v ^ flip4;
-      }
-    if (quads > full)
-      for (int i = 0; i < kGemmMR; ++i) {
-        uint32_t v = 0;
-        for (int64_t j = 0; j < kc - 4 * full; ++j) v |= uint32_t(rows[i][4 * full + j] ^ flip) << (8 * j);
-        panel[full * kGemmMR + i] = v;
-      }
+// The last, partial K step of a panel (an odd kc for pairs, kc % 4 for quads): its values,
+// then zeros, which add nothing (u8 zero for quads).
+void pack_partial_step(const void* const (&rows)[kGemmMR], DType a_type, int64_t full, int64_t left,
+                       uint32_t* step) {
+  for (int i = 0; i < kGemmMR; ++i) {
+    uint32_t v = 0;
+    if (a_type == DType::bf16) {
+      v = static_cast<const uint16_t*>(rows[i])[2 * full];
+    } else if (a_type == DType::f8e4m3) {
+      v = E4m3ToBf16{}(static_cast<const uint8_t*>(rows[i])[2 * full]);
+    } else {
+      const uint8_t flip = a_type == DType::i8 ? 0x80 : 0;
+      for (int64_t j = 0; j < left; ++j)
+        v |= uint32_t(static_cast<const uint8_t*>(rows[i])[4 * full + j] ^ flip) << (8 * j);
+    }
+    step[i] = v;
   }
 }
 
@@ -178,17 +136,28 @@ void pack_b_quads(const PlainB& b, int64_t n_total, int64_t k0, int64_t kc, int6
 
 }  // namespace
 
+// Elements are copied as bits: packing never rounds or quiets a NaN. Whole K steps go through
+// the AVX-512 panel packer (the only caller, gemm_blocked_avx512, runs on AVX-512 machines);
+// a partial last step is filled here.
 void pack_a_block(const void* a, int64_t lda, DType a_type, int64_t m0, int64_t mc, int64_t k0,
                   int64_t kc, void* dst) {
-  uint32_t* out = static_cast<uint32_t*>(dst);
-  switch (a_type) {
-    case DType::bf16:
-      return pack_a_pairs(static_cast<const uint16_t*>(a), lda, m0, mc, k0, kc, out, SameBits{});
-    case DType::f8e4m3:
-      return pack_a_pairs(static_cast<const uint8_t*>(a), lda, m0, mc, k0, kc, out, E4m3ToBf16{});
-    case DType::i8: return pack_a_quads(static_cast<const uint8_t*>(a), lda, m0, mc, k0, kc, out, 0x80);
-    case DType::u8: return pack_a_quads(static_cast<const uint8_t*>(a), lda, m0, mc, k0, kc, out, 0);
-    default: return pack_a_f32(static_cast<const uint32_t*>(a), lda, m0, mc, k0, kc, out);
+  const int64_t group = a_type == DType::f32 ? 1 : a_type == DType::bf16 || a_type == DType::f8e4m3 ? 2 : 4;
+  const int64_t es = int64_t(dtype_size(a_type));
+  const int64_t steps = (kc + group - 1) / group, full = kc / group;
+  const uint32_t flip = a_type == DType::i8 ? 0x80808080u : 0u;  // s8 rides vpdpbusd as u8 + 128
+  const bool e4m3 = a_type == DType::f8e4m3;
+  if (mc <= 0) return;
+  uint32_t* panel = static_cast<uint32_t*>(dst);
+  const void* rows[kGemmMR];
+  const void* next[kGemmMR];
+  row_pointers(a, lda, es, m0, a_panel_rows(mc, 0), k0, rows);
+  for (int64_t r0 = 0, h; r0 < mc; r0 += h, panel += steps * kGemmMR) {
+    h = a_panel_rows(mc, r0);
+    const bool more = r0 + h < mc;
+    if (more) row_pointers(a, lda, es, m0 + r0 + h, a_panel_rows(mc, r0 + h), k0, next);
+    kernels::pack_a_panel_avx512(rows, more ? next : nullptr, full, flip, e4m3, panel);
+    if (steps > full) pack_partial_step(rows, a_type, full, kc - full * group, panel + full * kGemmMR);
+    if (more) std::copy(next, next + kGemmMR, rows);
   }
 }
 
