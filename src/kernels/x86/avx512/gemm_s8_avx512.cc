@@ -25,6 +25,8 @@ struct TileS8 {
       for (int h = 0; h < 2; ++h) init[h] = _mm512_maskz_loadu_epi32(mask[h], t.start + 16 * h);
     int32_t* partial = reinterpret_cast<int32_t*>(t.partial);
     Acc acc[MR][2];
+    // Both ends unrolled so the accumulators stay in registers (gemm_tile_avx512.h, finish_tile).
+#pragma GCC unroll 12
     for (int i = 0; i < MR; ++i) {
       acc[i][0] = Acc(init[0]);
       acc[i][1] = Acc(init[1]);
@@ -49,7 +51,9 @@ struct TileS8 {
       a += kGemmMR;
       b += 4 * kGemmNR;
     }
+#pragma GCC unroll 12
     for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) finish_vector_s32(__m512i(acc[i][h]), i, h, t, mask);
   }
 };
