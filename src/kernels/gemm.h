@@ -62,6 +62,12 @@ struct GemmTile {
   // 64 bytes per K step), widened to bf16 in registers. Used for skinny M, where each panel is
   // read once and widening it into a workspace first was a separate, unoverlapped pass.
   bool b_fp8 = false;
+  // Rows of A the driver packs after this tile (or null): kGemmMR rows side_lda bytes apart,
+  // side_lines lines each, requested one line per K step so that their first read from memory
+  // overlaps this tile's arithmetic.
+  const char* side_a = nullptr;
+  int64_t side_lda = 0;
+  int64_t side_lines = 0;
 };
 
 inline constexpr int64_t kScaleGroupSteps = 64;  // 128 K values as bf16 pairs

@@ -28,6 +28,9 @@ SOL_SAME_FIELD(sb);
 SOL_SAME_FIELD(start);
 SOL_SAME_FIELD(prefetch_b);
 SOL_SAME_FIELD(b_fp8);
+SOL_SAME_FIELD(side_a);
+SOL_SAME_FIELD(side_lda);
+SOL_SAME_FIELD(side_lines);
 #undef SOL_SAME_FIELD
 static_assert(sizeof(K) == sizeof(R));
 static_assert(sol_rt::kPanelRows == kernels::kGemmMR && sol_rt::kPanelCols == kernels::kGemmNR);

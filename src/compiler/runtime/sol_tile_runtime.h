@@ -37,6 +37,9 @@ struct GemmTile {  // mirror of sol::kernels::GemmTile
   const int32_t* start = nullptr;
   int64_t prefetch_b = 0;
   bool b_fp8 = false;
+  const char* side_a = nullptr;  // rows packed next, prefetched (kernels/gemm.h)
+  int64_t side_lda = 0;
+  int64_t side_lines = 0;
 };
 
 struct Runtime {

@@ -71,11 +71,10 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
         // The packed A block depends only on (ic, pc): with one K block and one M block (skinny
         // M, short K) every NC block would pack the same rows again, 112 times for M = 16,
         // N = 7168 (NC = 64).
-        if (ic != packed_ic || pc != packed_pc) {
-          pack_a_block(p.a, p.lda, p.a_type, ic, mc, pc, kc, a_pack);
-          packed_ic = ic;
-          packed_pc = pc;
-        }
+        const bool pack_a = ic != packed_ic || pc != packed_pc;
+        packed_ic = ic;
+        packed_pc = pc;
+        const int64_t a_es = int64_t(dtype_size(p.a_type));
 
         for (int64_t jr = 0; jr < nc; jr += kGemmNR) {
           const int64_t col = jc + jr;
@@ -94,11 +93,25 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
           for (int64_t ir = 0; ir < mc; ir += t.m, a_panel += steps * kGemmMR * 4) {
             const int64_t row = ic + ir;
             t.m = int(a_panel_rows(mc, ir));
+            // Each A panel is packed just before its first tile, and that tile requests the
+            // next panel's rows as it runs: A's first read from memory overlaps arithmetic.
+            if (pack_a && jr == 0) {
+              if (ir == 0) pack_a_panel(p.a, p.lda, p.a_type, row, t.m, pc, kc, const_cast<char*>(a_panel));
+              const bool more = ir + t.m < mc;
+              t.side_a = more ? static_cast<const char*>(p.a) + ((row + t.m) * p.lda + pc) * a_es : nullptr;
+              t.side_lda = p.lda * a_es;
+              t.side_lines = (kc * a_es + 63) / 64 + 1;
+            } else {
+              t.side_a = nullptr;
+            }
             t.a = a_panel;
             t.prefetch_b = ir == 0 ? b_prefetch : 0;
             GemmEpilogue e;
             place_tile(p, row, col, pc, last, partial_in_d, partial, m0, jc, blk.nc, t, e);
             tile_kernel(t);
+            if (t.side_a)
+              pack_a_panel(p.a, p.lda, p.a_type, row + t.m, a_panel_rows(mc, ir + t.m), pc, kc,
+                           const_cast<char*>(a_panel) + steps * kGemmMR * 4);
           }
         }
       }

@@ -139,25 +139,25 @@ void pack_b_quads(const PlainB& b, int64_t n_total, int64_t k0, int64_t kc, int6
 // Elements are copied as bits: packing never rounds or quiets a NaN. Whole K steps go through
 // the AVX-512 panel packer (the only caller, gemm_blocked_avx512, runs on AVX-512 machines);
 // a partial last step is filled here.
-void pack_a_block(const void* a, int64_t lda, DType a_type, int64_t m0, int64_t mc, int64_t k0,
+void pack_a_panel(const void* a, int64_t lda, DType a_type, int64_t first_row, int64_t rows, int64_t k0,
                   int64_t kc, void* dst) {
+  if (rows <= 0) return;
   const int64_t group = a_type == DType::f32 ? 1 : a_type == DType::bf16 || a_type == DType::f8e4m3 ? 2 : 4;
-  const int64_t es = int64_t(dtype_size(a_type));
   const int64_t steps = (kc + group - 1) / group, full = kc / group;
   const uint32_t flip = a_type == DType::i8 ? 0x80808080u : 0u;  // s8 rides vpdpbusd as u8 + 128
-  const bool e4m3 = a_type == DType::f8e4m3;
-  if (mc <= 0) return;
+  const void* row[kGemmMR];
+  row_pointers(a, lda, int64_t(dtype_size(a_type)), first_row, rows, k0, row);
   uint32_t* panel = static_cast<uint32_t*>(dst);
-  const void* rows[kGemmMR];
-  const void* next[kGemmMR];
-  row_pointers(a, lda, es, m0, a_panel_rows(mc, 0), k0, rows);
-  for (int64_t r0 = 0, h; r0 < mc; r0 += h, panel += steps * kGemmMR) {
+  kernels::pack_a_panel_avx512(row, nullptr, full, flip, a_type == DType::f8e4m3, panel);
+  if (steps > full) pack_partial_step(row, a_type, full, kc - full * group, panel + full * kGemmMR);
+}
+
+void pack_a_block(const void* a, int64_t lda, DType a_type, int64_t m0, int64_t mc, int64_t k0,
+                  int64_t kc, void* dst) {
+  char* panel = static_cast<char*>(dst);
+  for (int64_t r0 = 0, h; r0 < mc; r0 += h, panel += a_panel_bytes(a_type, kc)) {
     h = a_panel_rows(mc, r0);
-    const bool more = r0 + h < mc;
-    if (more) row_pointers(a, lda, es, m0 + r0 + h, a_panel_rows(mc, r0 + h), k0, next);
-    kernels::pack_a_panel_avx512(rows, more ? next : nullptr, full, flip, e4m3, panel);
-    if (steps > full) pack_partial_step(rows, a_type, full, kc - full * group, panel + full * kGemmMR);
-    if (more) std::copy(next, next + kGemmMR, rows);
+    pack_a_panel(a, lda, a_type, m0 + r0, h, k0, kc, panel);
   }
 }
 

@@ -55,6 +55,14 @@ inline int64_t a_panel_rows(int64_t mc, int64_t done) {
 void pack_a_block(const void* a, int64_t lda, DType a_type, int64_t m0, int64_t mc, int64_t k0,
                   int64_t kc, void* dst);
 
+// One panel of pack_a_block: `rows` (<= kGemmMR) rows from first_row into a_panel_bytes.
+void pack_a_panel(const void* a, int64_t lda, DType a_type, int64_t first_row, int64_t rows, int64_t k0,
+                  int64_t kc, void* dst);
+// Bytes of one packed A panel of kc values: k_steps * kGemmMR 32-bit slots.
+inline int64_t a_panel_bytes(DType a_type, int64_t kc) {
+  return k_steps(compute_type(a_type), kc) * kernels::kGemmMR * 4;
+}
+
 // Rows [m0, m0 + mc) x K [k0, k0 + kc) of A as rows for the AMX kernels, row_bytes apart
 // (>= the kc values in the compute type, a multiple of 64): bf16, fp8 widened to bf16, or
 // int8 / u8 bytes unshifted; zero padding to row_bytes and to a multiple of 16 rows.

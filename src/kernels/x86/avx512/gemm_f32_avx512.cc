@@ -16,6 +16,7 @@ struct TileF32 {
     const float* b = static_cast<const float*>(t.b);
     for (int64_t p = 0; p < t.k_steps; ++p) {
       prefetch_b_step(b, t.prefetch_b);
+      prefetch_side_step(t, p);
       const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
 #pragma GCC unroll 12
       for (int i = 0; i < MR; ++i) {

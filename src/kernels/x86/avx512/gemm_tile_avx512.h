@@ -135,6 +135,13 @@ __attribute__((always_inline)) inline void finish_tile(__m512 (&acc)[MR][2], con
     for (int h = 0; h < 2; ++h) finish_vector(acc[i][h], i, h, t, mask);
 }
 
+// Step p of the side stream: line p / kGemmMR of row p % kGemmMR (rows interleaved, so every
+// row's first lines come early).
+__attribute__((always_inline)) inline void prefetch_side_step(const GemmTile& t, int64_t p) {
+  if (t.side_a && p < kGemmMR * t.side_lines)
+    _mm_prefetch(t.side_a + (p % kGemmMR) * t.side_lda + (p / kGemmMR) * 64, _MM_HINT_T0);
+}
+
 // Every K step of a B panel is 128 bytes (32 columns x 4 bytes: f32, a bf16 pair, an int8
 // quad): two cache lines, requested `ahead` bytes before the kernel reads them.
 __attribute__((always_inline)) inline void prefetch_b_step(const void* b, int64_t ahead) {
