@@ -95,11 +95,15 @@ Tensor Tensor::reshape(std::span<const int64_t> shape) const {
   return t;
 }
 
+std::ostream& operator<<(std::ostream& os, ShapeText s) {
+  os << '[';
+  for (int d = 0; d < s.t.ndim(); ++d) os << (d ? ", " : "") << s.t.shape(d);
+  return os << ']';
+}
+
 std::string Tensor::shape_string() const {
   std::ostringstream os;
-  os << '[';
-  for (int d = 0; d < ndim_; ++d) os << (d ? ", " : "") << shape_[d];
-  os << ']';
+  os << shape_text(*this);
   return os.str();
 }
 

@@ -67,7 +67,7 @@ Problem validate(const Tensor& q, const Tensor& kv, const Tensor& block_table, c
   p.batch = q.shape(0);
   p.s_q = q.shape(1);
   p.heads = q.shape(2);
-  check(p.batch == 0 || (p.s_q >= 1 && p.heads >= 1), op, "q.shape = ", q.shape_string(),
+  check(p.batch == 0 || (p.s_q >= 1 && p.heads >= 1), op, "q.shape = ", shape_text(q),
         " but s_q and h_q must be >= 1");
   check(q.empty() || q.stride(3) == 1, op, "q rows must be dense (stride(3) = 1)");
   require_data(op, "q", q);
@@ -98,7 +98,7 @@ Problem validate(const Tensor& q, const Tensor& kv, const Tensor& block_table, c
         p.batch);
   require_data(op, "block_table", block_table);
   check(cache_seqlens.ndim() == 1 && cache_seqlens.shape(0) == p.batch, op, "cache_seqlens.shape = ",
-        cache_seqlens.shape_string(), " but expected [", p.batch, "]");
+        shape_text(cache_seqlens), " but expected [", p.batch, "]");
   p.seqlens = read_seqlens(op, cache_seqlens);
   check(head_dim_v == kMlaHeadDimV, op, "head_dim_v = ", head_dim_v, " but must be ", kMlaHeadDimV);
   check(std::isfinite(softmax_scale), op, "softmax_scale = ", softmax_scale, " but must be finite");
@@ -117,13 +117,13 @@ Problem validate(const Tensor& q, const Tensor& kv, const Tensor& block_table, c
 
   check(out.ndim() == 4 && out.shape(0) == p.batch && out.shape(1) == p.s_q && out.shape(2) == p.heads &&
             out.shape(3) == kMlaHeadDimV,
-        op, "out.shape = ", out.shape_string(), " but expected [", p.batch, ", ", p.s_q, ", ", p.heads, ", ",
+        op, "out.shape = ", shape_text(out), " but expected [", p.batch, ", ", p.s_q, ", ", p.heads, ", ",
         kMlaHeadDimV, "]");
   check(out.dtype() == DType::bf16, op, "out.dtype = ", dtype_name(out.dtype()), " but must be bf16");
   check(out.empty() || out.stride(3) == 1, op, "out rows must be dense (stride(3) = 1)");
   require_data(op, "out", out);
   check(lse.ndim() == 3 && lse.shape(0) == p.batch && lse.shape(1) == p.heads && lse.shape(2) == p.s_q, op,
-        "lse.shape = ", lse.shape_string(), " but expected [", p.batch, ", ", p.heads, ", ", p.s_q, "]");
+        "lse.shape = ", shape_text(lse), " but expected [", p.batch, ", ", p.heads, ", ", p.s_q, "]");
   check(lse.dtype() == DType::f32, op, "lse.dtype = ", dtype_name(lse.dtype()), " but must be f32");
   require_data(op, "lse", lse);
   require_no_overlap(op, "out", out, "q", q);

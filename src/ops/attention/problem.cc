@@ -19,7 +19,7 @@ bool varlen_of(const char* op, const AttentionOptions& opt) {
 // cu_seqlens: i32 [B + 1], cu[0] = 0, non-decreasing, cu[B] = total tokens.
 std::vector<int64_t> read_cu(const char* op, const char* name, const Tensor& cu, int64_t total, const char* total_of) {
   check(cu.dtype() == DType::i32, op, name, ".dtype = ", dtype_name(cu.dtype()), " but must be i32");
-  check(cu.ndim() == 1 && cu.shape(0) >= 1, op, name, ".shape = ", cu.shape_string(), " but must be [B + 1]");
+  check(cu.ndim() == 1 && cu.shape(0) >= 1, op, name, ".shape = ", shape_text(cu), " but must be [B + 1]");
   require_data(op, name, cu);
   std::vector<int64_t> v(size_t(cu.shape(0)));
   for (int64_t i = 0; i < cu.shape(0); ++i)
@@ -80,8 +80,8 @@ Layout layout_of(const char* op, const Tensor& q, const Tensor& k, const Attenti
   l.varlen = varlen_of(op, opt);
   const int want = l.varlen ? 3 : 4;
   const char* form = l.varlen ? " but must be [total_q, Hq, Dqk] (varlen)" : " but must be [B, Sq, Hq, Dqk]";
-  check(q.ndim() == want, op, "q.shape = ", q.shape_string(), form);
-  check(k.ndim() == want, op, "k.shape = ", k.shape_string(),
+  check(q.ndim() == want, op, "q.shape = ", shape_text(q), form);
+  check(k.ndim() == want, op, "k.shape = ", shape_text(k),
         l.varlen ? " but must be [total_k, Hkv, Dqk] (varlen)" : " but must be [B, Skv, Hkv, Dqk]");
   if (l.varlen) {
     l.cu_q = read_cu(op, "cu_seqlens_q", *opt.cu_seqlens_q, q.shape(0), "q");
@@ -125,10 +125,10 @@ Problem make_problem(const char* op, const Tensor& q, const Tensor& k, const Ten
   p.hkv = k.shape(hd);
   p.dqk = q.shape(hd + 1);
   check(k.shape(hd + 1) == p.dqk, op, "q has head dim ", p.dqk, " but k has ", k.shape(hd + 1), " (Dqk must match)");
-  check(v.ndim() == q.ndim(), op, "v.shape = ", v.shape_string(), " but must have ", q.ndim(), " dims like k");
+  check(v.ndim() == q.ndim(), op, "v.shape = ", shape_text(v), " but must have ", q.ndim(), " dims like k");
   p.dv = v.shape(hd + 1);
   for (int d = 0; d <= hd; ++d)
-    check(v.shape(d) == k.shape(d), op, "v.shape = ", v.shape_string(), " but k.shape = ", k.shape_string(),
+    check(v.shape(d) == k.shape(d), op, "v.shape = ", shape_text(v), " but k.shape = ", shape_text(k),
           " (all but the head dim must match)");
   check(p.hkv >= 1 && p.hq % p.hkv == 0, op, "q has ", p.hq, " heads but k has ", p.hkv,
         ": Hq must be a positive multiple of Hkv (GQA / MQA)");
@@ -140,13 +140,13 @@ Problem make_problem(const char* op, const Tensor& q, const Tensor& k, const Ten
   const int64_t sq = l.varlen ? 0 : q.shape(1), skv = l.varlen ? 0 : k.shape(1);
   const int64_t lead = q.shape(0);
   const bool o_ok = l.varlen ? shape_is(o, {lead, p.hq, p.dv}) : shape_is(o, {lead, sq, p.hq, p.dv});
-  check(o_ok, op, "o.shape = ", o.shape_string(), " but must be ",
+  check(o_ok, op, "o.shape = ", shape_text(o), " but must be ",
         l.varlen ? dims({lead, p.hq, p.dv}) : dims({lead, sq, p.hq, p.dv}));
   rows.has_lse = lse_required || lse.data() != nullptr || lse.ndim() != 0;
   if (rows.has_lse) {
     require_dtype(op, "lse", lse, DType::f32, "must be f32");
     const bool lse_ok = l.varlen ? shape_is(lse, {p.hq, lead}) : shape_is(lse, {lead, p.hq, sq});
-    check(lse_ok, op, "lse.shape = ", lse.shape_string(), " but must be ",
+    check(lse_ok, op, "lse.shape = ", shape_text(lse), " but must be ",
           l.varlen ? dims({p.hq, lead}) + " (varlen: [Hq, total_q])" : dims({lead, p.hq, sq}));
   }
   for (auto [name, t] : {std::pair<const char*, const Tensor*>{"q", &q}, {"k", &k}, {"v", &v}, {"o", &o}})

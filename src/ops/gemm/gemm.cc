@@ -16,7 +16,7 @@ namespace {
 using gemm_detail::GemmProblem;
 
 void require_matrix(const char* name, const Tensor& t) {
-  check(t.ndim() == 2, "gemm", name, " must be 2-D but ", name, ".shape = ", t.shape_string());
+  check(t.ndim() == 2, "gemm", name, " must be 2-D but ", name, ".shape = ", shape_text(t));
   check(t.shape(1) <= 1 || t.stride(1) == 1, "gemm", name, ".strides[1] = ", t.stride(1),
         " but the last dimension must be dense (stride 1)");
   require_data("gemm", name, t);
@@ -87,8 +87,8 @@ GemmProblem describe(const Tensor& a, int64_t n, DType b_dtype, const Tensor& d,
   if (opt.c && opt.beta != 0.0f) {
     const Tensor& c = *opt.c;
     require_matrix("c", c);
-    check(c.shape(0) == m && c.shape(1) == n, "gemm", "c.shape = ", c.shape_string(),
-          " but d.shape = ", d.shape_string());
+    check(c.shape(0) == m && c.shape(1) == n, "gemm", "c.shape = ", shape_text(c),
+          " but d.shape = ", shape_text(d));
     check(c.dtype() == d.dtype(), "gemm", "c.dtype = ", dtype_name(c.dtype()), " but d.dtype = ",
           dtype_name(d.dtype()), " (C has D's dtype)");
     if (!same_view(c, d)) require_no_overlap("gemm", "c", c, "d", d);
@@ -97,7 +97,7 @@ GemmProblem describe(const Tensor& a, int64_t n, DType b_dtype, const Tensor& d,
   }
   if (opt.bias) {
     const Tensor& bias = *opt.bias;
-    check(bias.ndim() == 1 && bias.shape(0) == n, "gemm", "bias.shape = ", bias.shape_string(),
+    check(bias.ndim() == 1 && bias.shape(0) == n, "gemm", "bias.shape = ", shape_text(bias),
           " but must be [", n, "]");
     check(bias.dtype() == DType::f32, "gemm", "bias.dtype = ", dtype_name(bias.dtype()), " but must be f32");
     check(n <= 1 || bias.stride(0) == 1, "gemm", "bias.strides[0] = ", bias.stride(0), " but must be 1");
@@ -134,9 +134,9 @@ void run(const GemmProblem& p) {
 
 namespace gemm_detail {
 void require_scales(const char* op, const char* name, const Tensor& t, int64_t rows, int64_t cols) {
-  check(t.ndim() == 2, op, name, " must be 2-D but ", name, ".shape = ", t.shape_string());
+  check(t.ndim() == 2, op, name, " must be 2-D but ", name, ".shape = ", shape_text(t));
   check(t.dtype() == DType::f32, op, name, ".dtype = ", dtype_name(t.dtype()), " but must be f32");
-  check(t.shape(0) == rows && t.shape(1) == cols, op, name, ".shape = ", t.shape_string(), " but must be [",
+  check(t.shape(0) == rows && t.shape(1) == cols, op, name, ".shape = ", shape_text(t), " but must be [",
         rows, ", ", cols, "]");
   check(t.shape(1) <= 1 || t.stride(1) == 1, op, name, ".strides[1] = ", t.stride(1), " but must be 1");
   require_data(op, name, t);

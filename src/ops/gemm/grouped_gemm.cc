@@ -15,14 +15,14 @@ namespace sol {
 namespace {
 
 void require_b(const char* op, const Tensor& b) {
-  check(b.ndim() == 3, op, "b must be [G, N, K] but b.shape = ", b.shape_string());
+  check(b.ndim() == 3, op, "b must be [G, N, K] but b.shape = ", shape_text(b));
   check(b.dtype() == DType::bf16 || b.dtype() == DType::f8e4m3, op, "b.dtype = ",
         dtype_name(b.dtype()), " but must be bf16 or f8e4m3");
   require_data(op, "b", b);
 }
 
 void require_i32_vector(const char* op, const char* name, const Tensor& t, int64_t n) {
-  check(t.ndim() == 1 && t.shape(0) == n, op, name, ".shape = ", t.shape_string(), " but must be [", n, "]");
+  check(t.ndim() == 1 && t.shape(0) == n, op, name, ".shape = ", shape_text(t), " but must be [", n, "]");
   check(t.dtype() == DType::i32, op, name, ".dtype = ", dtype_name(t.dtype()), " but must be i32");
   require_data(op, name, t);
 }
@@ -35,7 +35,7 @@ void require_b_scales_for(const char* op, const Tensor& b, const GroupedGemmOpti
   }
   check(opt.b_scales != nullptr, op, "an f8e4m3 b needs b_scales (f32 [G, ceil(N/128), K/128])");
   check(opt.b_scales->ndim() == 3 && opt.b_scales->shape(0) == b.shape(0), op, "b_scales.shape = ",
-        opt.b_scales->shape_string(), " but must be [", b.shape(0), ", ceil(N/128), K/128]");
+        shape_text(*opt.b_scales), " but must be [", b.shape(0), ", ceil(N/128), K/128]");
 }
 
 GemmOptions expert_options(const Tensor& b, int64_t g, const GroupedGemmOptions& opt, Tensor& a_scales,
@@ -94,17 +94,17 @@ void contiguous(const Tensor& a, const ExpertWeights& w, const Tensor& grouped_l
                 const GroupedGemmOptions& opt) {
   const char* op = "grouped_gemm_contiguous";
   require_weights(op, w, opt);
-  check(a.ndim() == 2, op, "a must be [M, K] but a.shape = ", a.shape_string());
-  check(d.ndim() == 2, op, "d must be [M, N] but d.shape = ", d.shape_string());
+  check(a.ndim() == 2, op, "a must be [M, K] but a.shape = ", shape_text(a));
+  check(d.ndim() == 2, op, "d must be [M, N] but d.shape = ", shape_text(d));
   const int64_t m = a.shape(0), groups = w.groups();
   check(a.shape(1) == w.k(), op, "a.shape[1] = ", a.shape(1), " but the experts have k = ", w.k(),
         " (b is [G, N, K])");
-  check(d.shape(0) == m && d.shape(1) == w.n(), op, "d.shape = ", d.shape_string(), " but must be [", m, ", ",
+  check(d.shape(0) == m && d.shape(1) == w.n(), op, "d.shape = ", shape_text(d), " but must be [", m, ", ",
         w.n(), "]");
   require_i32_vector(op, "grouped_layout", grouped_layout, m);
   if (opt.a_scales)
     check(opt.a_scales->ndim() == 2 && opt.a_scales->shape(0) == m, op, "a_scales.shape = ",
-          opt.a_scales->shape_string(), " but must be [", m, ", K/128]");
+          shape_text(*opt.a_scales), " but must be [", m, ", K/128]");
 
   // Maximal runs of equal expert ids; every id is checked before anything is computed.
   struct Run {
@@ -132,16 +132,16 @@ void masked(const Tensor& a, const ExpertWeights& w, const Tensor& masked_m, con
   require_weights(op, w, opt);
   const int64_t groups = w.groups();
   check(a.ndim() == 3 && a.shape(0) == groups, op, "a must be [G, max_m, K] with G = ", groups,
-        " but a.shape = ", a.shape_string());
+        " but a.shape = ", shape_text(a));
   const int64_t max_m = a.shape(1);
   check(a.shape(2) == w.k(), op, "a.shape[2] = ", a.shape(2), " but the experts have k = ", w.k(),
         " (b is [G, N, K])");
   check(d.ndim() == 3 && d.shape(0) == groups && d.shape(1) == max_m && d.shape(2) == w.n(), op,
-        "d.shape = ", d.shape_string(), " but must be [", groups, ", ", max_m, ", ", w.n(), "]");
+        "d.shape = ", shape_text(d), " but must be [", groups, ", ", max_m, ", ", w.n(), "]");
   require_i32_vector(op, "masked_m", masked_m, groups);
   if (opt.a_scales)
     check(opt.a_scales->ndim() == 3 && opt.a_scales->shape(0) == groups && opt.a_scales->shape(1) == max_m, op,
-          "a_scales.shape = ", opt.a_scales->shape_string(), " but must be [", groups, ", ", max_m, ", K/128]");
+          "a_scales.shape = ", shape_text(*opt.a_scales), " but must be [", groups, ", ", max_m, ", K/128]");
   std::vector<int64_t> rows(static_cast<size_t>(groups));
   for (int64_t g = 0; g < groups; ++g) {
     const int32_t r = *static_cast<const int32_t*>(masked_m.ptr({g}));

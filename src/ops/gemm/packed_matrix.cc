@@ -19,7 +19,7 @@ int64_t PackedMatrix::n() const { return impl_ ? impl_->n : 0; }
 DType PackedMatrix::dtype() const { return impl_ ? impl_->dtype : DType::f32; }
 
 PackedMatrix pack_b(const Tensor& b, Layout layout, const Tensor* b_scales) {
-  check(b.ndim() == 2, "pack_b", "b must be 2-D but b.shape = ", b.shape_string());
+  check(b.ndim() == 2, "pack_b", "b must be 2-D but b.shape = ", shape_text(b));
   const DType t = b.dtype();
   check(t == DType::f32 || t == DType::bf16 || t == DType::i8 || t == DType::f8e4m3, "pack_b",
         "b.dtype = ", dtype_name(t), " but must be f32, bf16, i8 or f8e4m3");
