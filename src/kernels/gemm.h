@@ -62,11 +62,14 @@ struct GemmTile {
   // 64 bytes per K step), widened to bf16 in registers. Used for skinny M, where each panel is
   // read once and widening it into a workspace first was a separate, unoverlapped pass.
   bool b_fp8 = false;
-  // Rows of A the driver packs after this tile (or null): kGemmMR rows side_lda bytes apart,
-  // side_lines lines each, requested one line per K step so that their first read from memory
-  // overlaps this tile's arithmetic.
-  const char* side_a = nullptr;
-  int64_t side_lda = 0;
+  // Memory the driver reads after this tile (or null), requested one line per K step so that
+  // its first read from DRAM overlaps this tile's arithmetic: kGemmMR rows side_row_stride
+  // bytes apart, side_lines lines each, side_line_stride bytes apart, rows interleaved. The
+  // rows of A packed next (line stride 64), or a slice of the next B panel (row stride 64,
+  // line stride 64 * kGemmMR: one contiguous run).
+  const char* side = nullptr;
+  int64_t side_row_stride = 0;
+  int64_t side_line_stride = 64;
   int64_t side_lines = 0;
 };
 

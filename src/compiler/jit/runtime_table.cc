@@ -28,8 +28,9 @@ SOL_SAME_FIELD(sb);
 SOL_SAME_FIELD(start);
 SOL_SAME_FIELD(prefetch_b);
 SOL_SAME_FIELD(b_fp8);
-SOL_SAME_FIELD(side_a);
-SOL_SAME_FIELD(side_lda);
+SOL_SAME_FIELD(side);
+SOL_SAME_FIELD(side_row_stride);
+SOL_SAME_FIELD(side_line_stride);
 SOL_SAME_FIELD(side_lines);
 #undef SOL_SAME_FIELD
 static_assert(sizeof(K) == sizeof(R));

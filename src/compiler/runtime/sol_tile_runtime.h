@@ -37,8 +37,9 @@ struct GemmTile {  // mirror of sol::kernels::GemmTile
   const int32_t* start = nullptr;
   int64_t prefetch_b = 0;
   bool b_fp8 = false;
-  const char* side_a = nullptr;  // rows packed next, prefetched (kernels/gemm.h)
-  int64_t side_lda = 0;
+  const char* side = nullptr;  // read next, prefetched (kernels/gemm.h)
+  int64_t side_row_stride = 0;
+  int64_t side_line_stride = 64;
   int64_t side_lines = 0;
 };
 

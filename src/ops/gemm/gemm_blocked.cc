@@ -15,6 +15,13 @@ namespace sol::gemm_detail {
 
 namespace {
 
+// Panels (of a_panel_rows) in a block of mc rows.
+int64_t a_panel_count(int64_t mc) {
+  int64_t n = 0;
+  for (int64_t r = 0; r < mc; r += a_panel_rows(mc, r)) ++n;
+  return n;
+}
+
 using kernels::GemmEpilogue;
 using kernels::GemmTile;
 using kernels::kGemmMR;
@@ -75,9 +82,18 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
         packed_ic = ic;
         packed_pc = pc;
         const int64_t a_es = int64_t(dtype_size(p.a_type));
+        const int64_t panels = a_panel_count(mc);
+        const int64_t b_panel_bytes = steps * kGemmNR * (fp8_in_kernel ? 2 : 4);  // a K step: 32 x 32 bits
 
         for (int64_t jr = 0; jr < nc; jr += kGemmNR) {
           const int64_t col = jc + jr;
+          // Spread prefetching of the next panel needs a few tiles per column to spread over.
+          const char* next_b = panels >= 4 && jr + kGemmNR < nc && !widen_packed
+                                   ? static_cast<const char*>(b_base) + (jr / kGemmNR + 1) * panel_elems * b_elem_bytes
+                                   : nullptr;
+          // Whether the previous column's tiles already requested this panel, slice by slice
+          // (not while they were requesting A's rows); else its first tile prefetches ahead.
+          const bool sliced_here = jr > 0 && panels >= 4 && !widen_packed && !(pack_a && jr == kGemmNR);
           GemmTile t;
           t.n = int(std::min<int64_t>(kGemmNR, nc - jr));
           t.k_steps = steps;
@@ -90,7 +106,8 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
             else if (first) t.start = static_cast<const int32_t*>(p.packed->start.data()) + col;
           }
           const char* a_panel = static_cast<const char*>(a_pack);
-          for (int64_t ir = 0; ir < mc; ir += t.m, a_panel += steps * kGemmMR * 4) {
+          int64_t panel = 0;
+          for (int64_t ir = 0; ir < mc; ir += t.m, a_panel += steps * kGemmMR * 4, ++panel) {
             const int64_t row = ic + ir;
             t.m = int(a_panel_rows(mc, ir));
             // Each A panel is packed just before its first tile, and that tile requests the
@@ -98,18 +115,28 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
             if (pack_a && jr == 0) {
               if (ir == 0) pack_a_panel(p.a, p.lda, p.a_type, row, t.m, pc, kc, const_cast<char*>(a_panel));
               const bool more = ir + t.m < mc;
-              t.side_a = more ? static_cast<const char*>(p.a) + ((row + t.m) * p.lda + pc) * a_es : nullptr;
-              t.side_lda = p.lda * a_es;
+              t.side = more ? static_cast<const char*>(p.a) + ((row + t.m) * p.lda + pc) * a_es : nullptr;
+              t.side_row_stride = p.lda * a_es;
+              t.side_line_stride = 64;
               t.side_lines = (kc * a_es + 63) / 64 + 1;
+            } else if (next_b && panel > 0) {
+              // The next B panel, a slice per tile after the first: its first read from memory
+              // is spread over the column's tiles instead of the first tile's 16 KiB prefetch.
+              const int64_t lines = (b_panel_bytes + 63) / 64;
+              const int64_t begin = lines * (panel - 1) / (panels - 1), end = lines * panel / (panels - 1);
+              t.side = next_b + begin * 64;
+              t.side_row_stride = 64;
+              t.side_line_stride = 64 * kGemmMR;
+              t.side_lines = (end - begin + kGemmMR - 1) / kGemmMR;
             } else {
-              t.side_a = nullptr;
+              t.side = nullptr;
             }
             t.a = a_panel;
-            t.prefetch_b = ir == 0 ? b_prefetch : 0;
+            t.prefetch_b = ir == 0 && !sliced_here ? b_prefetch : 0;
             GemmEpilogue e;
             place_tile(p, row, col, pc, last, partial_in_d, partial, m0, jc, blk.nc, t, e);
             tile_kernel(t);
-            if (t.side_a)
+            if (pack_a && jr == 0 && t.side)
               pack_a_panel(p.a, p.lda, p.a_type, row + t.m, a_panel_rows(mc, ir + t.m), pc, kc,
                            const_cast<char*>(a_panel) + steps * kGemmMR * 4);
           }

@@ -138,8 +138,8 @@ __attribute__((always_inline)) inline void finish_tile(__m512 (&acc)[MR][2], con
 // Step p of the side stream: line p / kGemmMR of row p % kGemmMR (rows interleaved, so every
 // row's first lines come early).
 __attribute__((always_inline)) inline void prefetch_side_step(const GemmTile& t, int64_t p) {
-  if (t.side_a && p < kGemmMR * t.side_lines)
-    _mm_prefetch(t.side_a + (p % kGemmMR) * t.side_lda + (p / kGemmMR) * 64, _MM_HINT_T0);
+  if (t.side && p < kGemmMR * t.side_lines)
+    _mm_prefetch(t.side + (p % kGemmMR) * t.side_row_stride + (p / kGemmMR) * t.side_line_stride, _MM_HINT_T0);
 }
 
 // Every K step of a B panel is 128 bytes (32 columns x 4 bytes: f32, a bf16 pair, an int8
