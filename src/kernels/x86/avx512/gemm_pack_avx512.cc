@@ -9,17 +9,10 @@
 // block, 18 us of a 100 us 256^3 GEMM (docs/perf/gemm.md, session 4). Here each row is read a
 // whole line per load and the lines `kAheadChunks` chunks ahead (and the next panel's first
 // ones) are requested while this chunk is transposed.
-// GCC 12's own _mm512_undefined_* helpers trip -Wuninitialized once inlined (GCC bug 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-
 #include <cstdint>
 
 #include "kernels/gemm.h"
-#include "kernels/x86/avx512/e4m3_avx512.h"
+#include "kernels/x86/avx512/e4m3_avx512.h"  // and <immintrin.h>, with GCC 12's warnings quieted
 
 namespace sol::kernels {
 namespace {
