@@ -14,6 +14,7 @@
 #include "ops/isa_paths.h"
 #include "ops/quant/reference.h"
 #include "sol/quant.h"
+#include "sol/threads.h"
 
 namespace sol {
 namespace {
@@ -78,6 +79,30 @@ TEST(QuantFp8Paths, PerBlockFastPathMatchesReference) {
       reference::quant_fp8_per_block(w, qr, sr, {128, sf});
       EXPECT_TRUE(same_bytes(q, qr));
       EXPECT_TRUE(same_bytes(s, sr));
+    }
+  });
+}
+
+TEST(QuantFp8Paths, PerBlockPipelineOverThreadRangesMatchesReference) {
+  // The AVX-512 per-block path takes the abs-max of block row b + 1 while it encodes block row
+  // b, within each thread's range of block rows: one thread (every block row in one range, the
+  // last one partial) and two threads (ranges of 3 and 2, the partial one alone at the end).
+  for_each_isa([] {
+    const int64_t rows = 4 * 128 + 37, cols = 384;
+    Buffer w(DType::bf16, {rows, cols}), qr(DType::f8e4m3, {rows, cols}), sr(DType::f32, {5, 3});
+    fill_wide_range(w, 11);
+    store_from_double(w.data(), DType::bf16, size_t(200 * cols + 300), NAN);      // block (1, 2)
+    store_from_double(w.data(), DType::bf16, size_t(520 * cols + 10), -INFINITY);  // block (4, 0), partial
+    reference::quant_fp8_per_block(w, qr, sr, {128, ScaleFormat::f32});
+    for (int threads : {1, 2}) {
+      Buffer q(DType::f8e4m3, {rows, cols}), s(DType::f32, {5, 3});
+      poison(q);
+      poison(s);
+      set_num_threads(threads);
+      quant_fp8_per_block(w, q, s, {128, ScaleFormat::f32});
+      set_num_threads(0);
+      EXPECT_TRUE(same_bytes(q, qr)) << threads << " threads";
+      EXPECT_TRUE(same_bytes(s, sr)) << threads << " threads";
     }
   });
 }

@@ -152,30 +152,48 @@ void quant_fp8_per_block(const Tensor& w, const Tensor& q, const Tensor& scales,
   const int64_t block_rows = scales.shape(0);
   if (k.avx512 && w.dtype() == DType::bf16) {
     // Two passes per block row: the 16-bit abs-max of every row into per-group maxima, then the
-    // rows quantized (they come back from L2/L3: 128 rows of 14 KiB).
+    // rows encoded. The abs-max pass does about one op per 16 elements and would wait on DRAM
+    // alone, the encoding is compute on rows back from L3: so they are interleaved, row i of
+    // block row b + 1 through the abs-max beside row i of block row b through the encoder, and
+    // the encoder prefetches the row the abs-max pass reads next, so that the memory works
+    // while the encoder computes.
     const bool stream = should_stream(q.nbytes());
+    const bool ue8m0 = opt.scale == ScaleFormat::ue8m0;
     parallel_ranges(block_rows, 1, [&](int64_t b0, int64_t b1) {
-      std::vector<uint16_t> acc(static_cast<size_t>(groups * 32));
+      std::vector<uint16_t> acc[2] = {std::vector<uint16_t>(static_cast<size_t>(groups * 32)),
+                                      std::vector<uint16_t>(static_cast<size_t>(groups * 32))};
       std::vector<float> mult(static_cast<size_t>(groups));
       std::vector<uint8_t> special(static_cast<size_t>(groups));
+      auto end_row = [&](int64_t b) { return std::min(rows, (b + 1) * kBlock); };
+      auto bf16_row = [&](int64_t r) { return reinterpret_cast<const uint16_t*>(row_at(w, r)); };
+      auto amax_row = [&](int64_t r, std::vector<uint16_t>& a) {
+        kernels::block_amax_update_bf16_avx512(bf16_row(r), cols, a.data());
+      };
+      std::fill(acc[b0 & 1].begin(), acc[b0 & 1].end(), uint16_t(0));
+      for (int64_t r = b0 * kBlock; r < end_row(b0); ++r) amax_row(r, acc[b0 & 1]);
       for (int64_t b = b0; b < b1; ++b) {
-        const int64_t r_begin = b * kBlock, r_end = std::min(rows, r_begin + kBlock);
+        std::vector<uint16_t>& cur = acc[b & 1];
+        std::vector<uint16_t>& next = acc[(b + 1) & 1];
         auto* sr = reinterpret_cast<float*>(row_at(scales, b));
-        std::fill(acc.begin(), acc.end(), uint16_t(0));
-        for (int64_t r = r_begin; r < r_end; ++r)
-          kernels::block_amax_update_bf16_avx512(reinterpret_cast<const uint16_t*>(row_at(w, r)), cols, acc.data());
         for (int64_t g = 0; g < groups; ++g) {
-          const float raw = kernels::block_amax_finish_avx512(acc.data() + g * 32);
+          const float raw = kernels::block_amax_finish_avx512(cur.data() + g * 32);
           const float amax = canonical_amax(raw);
           const float s = fp8_scale_from_amax(amax, opt.scale);
           sr[g * scales.stride(1)] = s;
           mult[size_t(g)] = fp8_multiplier(amax, s, opt.scale);
           special[size_t(g)] = !std::isfinite(raw);
         }
-        for (int64_t r = r_begin; r < r_end; ++r)
-          kernels::quant_row_mults_bf16_avx512(reinterpret_cast<const uint16_t*>(row_at(w, r)), cols, mult.data(),
-                                               special.data(), opt.scale == ScaleFormat::ue8m0,
-                                               reinterpret_cast<uint8_t*>(row_at(q, r)), stream);
+        const bool has_next = b + 1 < b1;
+        if (has_next) std::fill(next.begin(), next.end(), uint16_t(0));
+        // Every block row but the last is whole, so block row b + 1 has no more rows than b.
+        for (int64_t r = b * kBlock; r < end_row(b); ++r) {
+          const int64_t rn = r + kBlock;
+          if (has_next && rn < end_row(b + 1)) amax_row(rn, next);
+          const bool ahead = has_next && rn + 1 < end_row(b + 1);
+          kernels::quant_row_mults_bf16_avx512(bf16_row(r), cols, mult.data(), special.data(), ue8m0,
+                                               reinterpret_cast<uint8_t*>(row_at(q, r)), stream,
+                                               ahead ? bf16_row(rn + 1) : nullptr);
+        }
       }
     });
     return;

@@ -250,9 +250,13 @@ void dequant_row_t(const uint8_t* q, const float* scales, int64_t scale_stride, 
 }
 
 template <bool kStream, bool kUe8m0>
-void quant_row_mults_t(const uint16_t* x, int64_t cols, const float* mult, const uint8_t* special, uint8_t* q) {
-  for (int64_t g = 0; g * 128 < cols; ++g)
+void quant_row_mults_t(const uint16_t* x, int64_t cols, const float* mult, const uint8_t* special, uint8_t* q,
+                       const uint16_t* prefetch) {
+  for (int64_t g = 0; g * 128 < cols; ++g) {
+    if (prefetch)
+      for (int l = 0; l < 4; ++l) _mm_prefetch(reinterpret_cast<const char*>(prefetch + g * 128) + 64 * l, _MM_HINT_T0);
     encode_group_bf16<kStream, kUe8m0>(x + g * 128, 128, mult[g], special[g], q + g * 128);
+  }
   if constexpr (kStream) _mm_sfence();
 }
 
@@ -287,11 +291,12 @@ float block_amax_finish_avx512(const uint16_t* acc32) {
 }
 
 void quant_row_mults_bf16_avx512(const uint16_t* x, int64_t cols, const float* mult, const uint8_t* special,
-                                 bool ue8m0, uint8_t* q, bool stream) {
+                                 bool ue8m0, uint8_t* q, bool stream, const uint16_t* prefetch) {
   const bool s = stream && reinterpret_cast<uintptr_t>(q) % 64 == 0;
-  if (ue8m0) return s ? quant_row_mults_t<true, true>(x, cols, mult, special, q)
-                      : quant_row_mults_t<false, true>(x, cols, mult, special, q);
-  s ? quant_row_mults_t<true, false>(x, cols, mult, special, q) : quant_row_mults_t<false, false>(x, cols, mult, special, q);
+  if (ue8m0) return s ? quant_row_mults_t<true, true>(x, cols, mult, special, q, prefetch)
+                      : quant_row_mults_t<false, true>(x, cols, mult, special, q, prefetch);
+  s ? quant_row_mults_t<true, false>(x, cols, mult, special, q, prefetch)
+    : quant_row_mults_t<false, false>(x, cols, mult, special, q, prefetch);
 }
 
 bool dequant_row_avx512(const uint8_t* q, const float* scales, int64_t scale_stride, int64_t cols, int64_t group,
