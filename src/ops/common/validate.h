@@ -11,8 +11,8 @@ namespace sol {
 inline void require_same_shape(const char* op, const char* a_name, const Tensor& a,
                                const char* b_name, const Tensor& b) {
   bool same = a.ndim() == b.ndim() && std::equal(a.shape().begin(), a.shape().end(), b.shape().begin());
-  check(same, op, a_name, ".shape = ", a.shape_string(), " but ", b_name, ".shape = ",
-        b.shape_string());
+  // Not check(): its message parts would be built on every call, also when the shapes agree.
+  if (!same) fail(op, a_name, ".shape = ", a.shape_string(), " but ", b_name, ".shape = ", b.shape_string());
 }
 
 inline void require_data(const char* op, const char* name, const Tensor& t) {

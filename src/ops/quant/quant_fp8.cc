@@ -51,7 +51,8 @@ RowKernels row_kernels() {
 }
 
 void require_matrix(const char* op, const char* name, const Tensor& t) {
-  check(t.ndim() == 2, op, name, " must be 2-d but is ", t.describe());
+  // (`if ... fail` where a message part is a built string: check() would build it every call.)
+  if (t.ndim() != 2) fail(op, name, " must be 2-d but is ", t.describe());
   check(t.numel() == 0 || t.stride(1) == 1, op, name, " rows must be dense (stride(1) = 1) but ",
         name, ".strides = [", t.stride(0), ", ", t.stride(1), "]");
 }
@@ -69,8 +70,9 @@ void validate(const char* op, const Tensor& x, const Tensor& q, const Tensor& sc
   require_same_shape(op, "x", x, "q", q);
   check(x.shape(1) % opt.group == 0, op, "x.shape[1] = ", x.shape(1), " but must be a multiple of the group (",
         opt.group, ")");
-  check(scales.shape(0) == scale_rows && scales.shape(1) == x.shape(1) / opt.group, op,
-        "scales.shape = ", scales.shape_string(), " but expected [", scale_rows, ", ", x.shape(1) / opt.group, "]");
+  if (scales.shape(0) != scale_rows || scales.shape(1) != x.shape(1) / opt.group)
+    fail(op, "scales.shape = ", scales.shape_string(), " but expected [", scale_rows, ", ", x.shape(1) / opt.group,
+         "]");
   require_no_overlap(op, "x", x, "q", q);
   require_no_overlap(op, "x", x, "scales", scales);
   require_no_overlap(op, "q", q, "scales", scales);
@@ -128,8 +130,8 @@ void quant_fp8_per_token(const Tensor& x, const Tensor& q, const Tensor& scales,
 }
 
 void quant_fp8_bf16_row(const uint16_t* row, int64_t h, uint8_t* q_row, float* scales_row, int64_t scale_stride,
-                        const QuantOptions& qopt, bool stream) {
-  if (active_isa() >= Isa::avx512) {
+                        const QuantOptions& qopt, bool stream, bool avx512) {
+  if (avx512) {
     kernels::quant_row_e4m3_avx512(row, DType::bf16, h, qopt.group, qopt.scale == ScaleFormat::ue8m0, q_row,
                                    scales_row, scale_stride, stream);
     return;
@@ -238,8 +240,8 @@ void dequant_fp8_per_token(const Tensor& q, const Tensor& scales, const Tensor& 
   require_same_shape(op, "q", q, "y", y);
   check(q.shape(1) % opt.group == 0, op, "q.shape[1] = ", q.shape(1), " but must be a multiple of the group (",
         opt.group, ")");
-  check(scales.shape(0) == q.shape(0) && scales.shape(1) == q.shape(1) / opt.group, op, "scales.shape = ",
-        scales.shape_string(), " but expected [", q.shape(0), ", ", q.shape(1) / opt.group, "]");
+  if (scales.shape(0) != q.shape(0) || scales.shape(1) != q.shape(1) / opt.group)
+    fail(op, "scales.shape = ", scales.shape_string(), " but expected [", q.shape(0), ", ", q.shape(1) / opt.group, "]");
   require_no_overlap(op, "q", q, "y", y);
   const int64_t rows = q.shape(0), cols = q.shape(1), groups = cols / opt.group;
   if (rows == 0 || cols == 0) return;
