@@ -67,6 +67,31 @@ float inverse_rms(float sum_squares, int64_t n, float eps) {
   return 1.0f / std::sqrt(sum_squares / float(n) + eps);
 }
 
+// LayerNorm's statistics in one pass over the row: the sums of d = x - shift and d^2 around a
+// shift that is the mean of the row's first kShiftSample elements (a few lines already in L1,
+// not a pass of its own). For the mean of a subset S, (shift - mean)^2 <= (n / |S|) var
+// (Cauchy-Schwarz), so the cancellation in E[d^2] - E[d]^2 costs at most log2(n / |S|) bits of
+// the variance: 5 bits at n = 7168, whatever the row holds (an outlier in S inflates the
+// variance as much as it moves the shift). The mean stays in two parts, shift + dm.
+constexpr int64_t kShiftSample = 256;
+
+struct LayerStats {
+  float shift, dm, inv;
+};
+
+template <class Sum, class ShiftedSums>
+LayerStats layer_stats(const void* x, DType t, int64_t n, float eps, Sum&& sum, ShiftedSums&& shifted_sums) {
+  const int64_t lead = std::min(n, kShiftSample);
+  const float shift = sum(x, t, lead) / float(lead);
+  float sd, sd2;
+  shifted_sums(x, t, shift, n, &sd, &sd2);
+  const float dm = sd / float(n);
+  const float v = sd2 / float(n) - dm * dm;
+  // NaN (a NaN or inf in the row) stays NaN, so the whole row is NaN; rounding below 0 is 0.
+  const float var = std::isnan(v) ? v : std::max(0.0f, v);
+  return {shift, dm, 1.0f / std::sqrt(var + eps)};
+}
+
 }  // namespace
 
 // The weight as f32 for the AVX-512 row kernels: one conversion per call instead of a widening
@@ -170,31 +195,20 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
     const bool stream = should_stream(y.nbytes());
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
-        const float shift = kernels::sum_avx512(row(x, r), x.dtype(), h) / float(h);
-        float sd, sd2;
-        kernels::shifted_sums_avx512(row(x, r), x.dtype(), shift, h, &sd, &sd2);
-        const float dm = sd / float(h);
-        const float var = std::max(0.0f, sd2 / float(h) - dm * dm);
-        const float inv = 1.0f / std::sqrt(var + opt.eps);
-        kernels::layernorm_apply_f32w_avx512(row(x, r), x.dtype(), shift, dm, inv, w, b, row(y, r), y.dtype(), h,
-                                             stream, next_rows(r + 1 < r1, x, r + 1));
+        const LayerStats st =
+            layer_stats(row(x, r), x.dtype(), h, opt.eps, kernels::sum_avx512, kernels::shifted_sums_avx512);
+        kernels::layernorm_apply_f32w_avx512(row(x, r), x.dtype(), st.shift, st.dm, st.inv, w, b, row(y, r),
+                                             y.dtype(), h, stream, next_rows(r + 1 < r1, x, r + 1));
       }
     });
     return;
   }
-  auto sum = kernels::sum_scalar;
-  auto shifted_sums = kernels::shifted_sums_scalar;
-  auto apply = kernels::layernorm_apply_scalar;
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      const float shift = sum(row(x, r), x.dtype(), h) / float(h);
-      float sd, sd2;
-      shifted_sums(row(x, r), x.dtype(), shift, h, &sd, &sd2);
-      const float dm = sd / float(h);
-      const float var = std::max(0.0f, sd2 / float(h) - dm * dm);
-      const float inv = 1.0f / std::sqrt(var + opt.eps);
-      apply(row(x, r), x.dtype(), shift, dm, inv, weight.data(), bias ? bias->data() : nullptr, weight.dtype(), row(y, r),
-            y.dtype(), h);
+      const LayerStats st =
+          layer_stats(row(x, r), x.dtype(), h, opt.eps, kernels::sum_scalar, kernels::shifted_sums_scalar);
+      kernels::layernorm_apply_scalar(row(x, r), x.dtype(), st.shift, st.dm, st.inv, weight.data(),
+                                      bias ? bias->data() : nullptr, weight.dtype(), row(y, r), y.dtype(), h);
     }
   });
 }
