@@ -144,5 +144,40 @@ TEST(QuantFp8Paths, DequantEveryCodeAndScale) {
   });
 }
 
+TEST(QuantFp8Paths, DequantNormalCodesEveryScaleKind) {
+  // The bf16 fast path decodes normal and zero codes by arithmetic: blocks of 64 codes with
+  // none of the subnormal (1..7) or NaN (0x7F) magnitudes, under scales from just above to
+  // just below the bound where a product could be an f32 subnormal (2^-119), NaN, +-inf, 0 and
+  // negative ones; then the same blocks with one special code at each end (the fallback).
+  const float scales[] = {1.0f, 0x1p-119f, 0x1.fffffep-120f, 0x1p-130f, 3.7e-3f, 0x1p100f, 1e30f,
+                          NAN, INFINITY, -INFINITY, 0.0f, -0.0f, -2.5f, 0x1p-149f};
+  const int64_t groups = int64_t(std::size(scales));
+  for_each_isa([&] {
+    for (int64_t group : {64, 128})
+      for (int special : {0, 1, 2}) {
+        const int64_t cols = groups * group;
+        Buffer q(DType::f8e4m3, {2, cols}), s(DType::f32, {2, groups}), y(DType::bf16, {2, cols}),
+            yr(DType::bf16, {2, cols});
+        auto* qs = q.tensor().data_as<uint8_t>();
+        for (int64_t i = 0; i < 2 * cols; ++i) {
+          // every normal magnitude (8..126) and zero, both signs, in a changing order
+          const int64_t k = (i * 53 + i / 7) % 240;
+          const int mag = k < 238 ? int(8 + k % 119) : 0;
+          qs[i] = uint8_t(mag | (k / 119 % 2) << 7);
+        }
+        for (int64_t b = 0; b < 2 * cols; b += 64) {
+          if (special == 1) qs[b] = uint8_t(1 + b / 64 % 7) | uint8_t(b / 64 % 2 << 7);  // subnormal
+          if (special == 2) qs[b + 63] = uint8_t(b / 64 % 2 ? 0xFF : 0x7F);            // NaN
+        }
+        for (int64_t g = 0; g < 2 * groups; ++g) s.tensor().data_as<float>()[g] = scales[g % groups];
+        const QuantOptions opt{group, ScaleFormat::f32};
+        poison(y);
+        dequant_fp8_per_token(q, s, y, opt);
+        reference::dequant_fp8_per_token(q, s, yr, opt);
+        EXPECT_TRUE(same_bytes(y, yr)) << "group " << group << " special " << special;
+      }
+  });
+}
+
 }  // namespace
 }  // namespace sol
