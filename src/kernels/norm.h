@@ -35,10 +35,10 @@ void rms_apply_avx512(const void* x, DType xt, float inv, const float* w, void* 
 void scale_by_weight_scalar(const void* x, DType xt, float inv, const void* w, DType wt, void* y,
                             DType yt, int64_t n);
 
-// LayerNorm statistics in two passes, 64 partial sums each, ordered and combined as in
-// sum_squares: the sum of x, then the sums of d = x - shift and of d^2 around a shift near the
-// mean. The second pass corrects the f32 mean of the first, so both stay accurate when the mean
-// is large next to the spread.
+// LayerNorm statistics, 64 partial sums each, ordered and combined as in sum_squares: the sum
+// of x (of the row's first elements, for the shift), and the sums of d = x - shift and of d^2
+// around that shift (one pass over the row). The caller corrects the shift by the mean of d, so
+// the statistics stay accurate when the mean is large next to the spread.
 float sum_scalar(const void* x, DType t, int64_t n);
 float sum_avx512(const void* x, DType t, int64_t n);
 void shifted_sums_scalar(const void* x, DType t, float shift, int64_t n, float* sum_d, float* sum_d2);

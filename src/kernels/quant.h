@@ -36,9 +36,11 @@ void block_amax_update_bf16_avx512(const uint16_t* x, int64_t cols, uint16_t* ac
 float block_amax_finish_avx512(const uint16_t* acc32);
 // e4m3 codes of one row, group g (128 wide) multiplied by mult[g]; special[g] != 0 when that
 // group's block holds NaN or inf; ue8m0: the multipliers are powers of two. Bit-identical to
-// the scalar composition; stream as above.
+// the scalar composition; stream as above. prefetch (may be null): a row of `cols` bf16 that the
+// caller reads next from memory, brought into cache while this row is encoded (its abs-max pass
+// alone would leave the memory idle during the encoding and wait on it afterwards).
 void quant_row_mults_bf16_avx512(const uint16_t* x, int64_t cols, const float* mult, const uint8_t* special,
-                                 bool ue8m0, uint8_t* q, bool stream);
+                                 bool ue8m0, uint8_t* q, bool stream, const uint16_t* prefetch = nullptr);
 
 // One row of dequantization: y[i] = round_y(e4m3_to_f32(q[i]) * scales[(i / group) * stride]).
 // Handles groups that are a multiple of 64 (returns false, touching nothing, otherwise);

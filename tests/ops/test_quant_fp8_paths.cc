@@ -14,6 +14,7 @@
 #include "ops/isa_paths.h"
 #include "ops/quant/reference.h"
 #include "sol/quant.h"
+#include "sol/threads.h"
 
 namespace sol {
 namespace {
@@ -82,6 +83,30 @@ TEST(QuantFp8Paths, PerBlockFastPathMatchesReference) {
   });
 }
 
+TEST(QuantFp8Paths, PerBlockPipelineOverThreadRangesMatchesReference) {
+  // The AVX-512 per-block path takes the abs-max of block row b + 1 while it encodes block row
+  // b, within each thread's range of block rows: one thread (every block row in one range, the
+  // last one partial) and two threads (ranges of 3 and 2, the partial one alone at the end).
+  for_each_isa([] {
+    const int64_t rows = 4 * 128 + 37, cols = 384;
+    Buffer w(DType::bf16, {rows, cols}), qr(DType::f8e4m3, {rows, cols}), sr(DType::f32, {5, 3});
+    fill_wide_range(w, 11);
+    store_from_double(w.data(), DType::bf16, size_t(200 * cols + 300), NAN);      // block (1, 2)
+    store_from_double(w.data(), DType::bf16, size_t(520 * cols + 10), -INFINITY);  // block (4, 0), partial
+    reference::quant_fp8_per_block(w, qr, sr, {128, ScaleFormat::f32});
+    for (int threads : {1, 2}) {
+      Buffer q(DType::f8e4m3, {rows, cols}), s(DType::f32, {5, 3});
+      poison(q);
+      poison(s);
+      set_num_threads(threads);
+      quant_fp8_per_block(w, q, s, {128, ScaleFormat::f32});
+      set_num_threads(0);
+      EXPECT_TRUE(same_bytes(q, qr)) << threads << " threads";
+      EXPECT_TRUE(same_bytes(s, sr)) << threads << " threads";
+    }
+  });
+}
+
 TEST(QuantFp8Paths, StreamedPerTokenAndDequantMatchReference) {
   // q of 2304 x 7168 bytes is over half a 32 MiB LLC: the kernels stream their stores.
   const int64_t rows = 2304, cols = 7168;
@@ -115,6 +140,41 @@ TEST(QuantFp8Paths, DequantEveryCodeAndScale) {
         dequant_fp8_per_token(q, s, y, opt);
         reference::dequant_fp8_per_token(q, s, yr, opt);
         EXPECT_TRUE(same_bytes(y, yr)) << dtype_name(yt) << " group " << group;
+      }
+  });
+}
+
+TEST(QuantFp8Paths, DequantNormalCodesEveryScaleKind) {
+  // The bf16 fast path decodes normal and zero codes by arithmetic: blocks of 64 codes with
+  // none of the subnormal (1..7) or NaN (0x7F) magnitudes, under scales from just above to
+  // just below the bound where a product could be an f32 subnormal (2^-119), NaN, +-inf, 0 and
+  // negative ones; then the same blocks with one special code at each end (the fallback).
+  const float scales[] = {1.0f, 0x1p-119f, 0x1.fffffep-120f, 0x1p-130f, 3.7e-3f, 0x1p100f, 1e30f,
+                          NAN, INFINITY, -INFINITY, 0.0f, -0.0f, -2.5f, 0x1p-149f};
+  const int64_t groups = int64_t(std::size(scales));
+  for_each_isa([&] {
+    for (int64_t group : {64, 128})
+      for (int special : {0, 1, 2}) {
+        const int64_t cols = groups * group;
+        Buffer q(DType::f8e4m3, {2, cols}), s(DType::f32, {2, groups}), y(DType::bf16, {2, cols}),
+            yr(DType::bf16, {2, cols});
+        auto* qs = q.tensor().data_as<uint8_t>();
+        for (int64_t i = 0; i < 2 * cols; ++i) {
+          // every normal magnitude (8..126) and zero, both signs, in a changing order
+          const int64_t k = (i * 53 + i / 7) % 240;
+          const int mag = k < 238 ? int(8 + k % 119) : 0;
+          qs[i] = uint8_t(mag | (k / 119 % 2) << 7);
+        }
+        for (int64_t b = 0; b < 2 * cols; b += 64) {
+          if (special == 1) qs[b] = uint8_t(1 + b / 64 % 7) | uint8_t(b / 64 % 2 << 7);  // subnormal
+          if (special == 2) qs[b + 63] = uint8_t(b / 64 % 2 ? 0xFF : 0x7F);            // NaN
+        }
+        for (int64_t g = 0; g < 2 * groups; ++g) s.tensor().data_as<float>()[g] = scales[g % groups];
+        const QuantOptions opt{group, ScaleFormat::f32};
+        poison(y);
+        dequant_fp8_per_token(q, s, y, opt);
+        reference::dequant_fp8_per_token(q, s, yr, opt);
+        EXPECT_TRUE(same_bytes(y, yr)) << "group " << group << " special " << special;
       }
   });
 }

@@ -145,6 +145,51 @@ TEST(LayerNorm, LargeMeanSmallSpreadStaysAccurate) {
   });
 }
 
+TEST(LayerNorm, OutlierInTheShiftSampleStaysAccurate) {
+  // The statistics shift by the mean of the first 256 elements: a huge outlier there, on a
+  // large mean, is the worst case for the cancellation (bounded by log2(h / 256) bits), and
+  // the result must still meet f32 accuracy. Row lengths below, at and above the sample.
+  for (int64_t h : {7, 256, 300, 7168}) {
+    Buffer x(DType::f32, {3, h}), w(DType::f32, {h}), b(DType::f32, {h}), y(DType::f32, {3, h}), ref(DType::f32, {3, h});
+    fill_random(x, uint64_t(h), 1.0);
+    fill_random(w, 5, 2.0);
+    fill_random(b, 6, 1.0);
+    float* xs = x.tensor().data_as<float>();
+    for (int64_t i = 0; i < 3 * h; ++i) xs[i] += 300.0f;
+    xs[0] = 3.0e6f;            // row 0: an outlier at the start of the sample
+    xs[h + h / 2] = -2.0e5f;   // row 1: an outlier past it (within it for short rows)
+    testing_paths::for_each_isa([&] {
+      poison(y);
+      layernorm(x, w, &b.tensor(), y);
+      reference::layernorm(x, w, &b.tensor(), ref, 1e-6);
+      CheckResult r = compare_relative(y, ref, 1e-5);
+      EXPECT_TRUE(r.pass) << "h=" << h << ": " << r.detail;
+    });
+  }
+}
+
+TEST(LayerNorm, InfOrNaNMakesItsRowNaN) {
+  // An inf makes the row's variance inf - inf: the whole row is NaN (not -inf or a finite
+  // value from a variance clamped to 0), the other rows are untouched.
+  const int64_t h = 1000;
+  for (float bad : {INFINITY, -INFINITY, NAN})
+    for (int64_t col : {int64_t(3), int64_t(700)}) {  // in the shift sample, and past it
+      Buffer x(DType::bf16, {3, h}), w(DType::bf16, {h}), y(DType::bf16, {3, h}), ref(DType::bf16, {3, h});
+      fill_random(x, 9, 2.0);
+      fill_random(w, 10, 1.0);
+      store_from_double(x.data(), DType::bf16, size_t(h + col), bad);
+      testing_paths::for_each_isa([&] {
+        poison(y);
+        layernorm(x, w, nullptr, y);
+        for (int64_t c = 0; c < h; ++c)
+          ASSERT_TRUE(std::isnan(load_as_double(y.data(), DType::bf16, size_t(h + c)))) << bad << " col " << col << " c " << c;
+        for (int64_t r : {0, 2})
+          for (int64_t c = 0; c < h; ++c)
+            ASSERT_TRUE(std::isfinite(load_as_double(y.data(), DType::bf16, size_t(r * h + c))));
+      });
+    }
+}
+
 TEST(LayerNorm, BadBiasIsNamed) {
   Buffer x(DType::bf16, {2, 8}), w(DType::bf16, {8}), b(DType::f32, {8}), y(DType::bf16, {2, 8});
   try {

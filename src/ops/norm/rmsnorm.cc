@@ -31,17 +31,18 @@ NormKernels norm_kernels() {
 bool float_io(DType t) { return t == DType::f32 || t == DType::bf16; }
 
 void require_rows(const char* op, const char* name, const Tensor& t) {
-  check(t.ndim() == 2, op, name, " must be 2-d [tokens, hidden] but is ", t.describe());
+  if (t.ndim() != 2) fail(op, name, " must be 2-d [tokens, hidden] but is ", t.describe());
   check(float_io(t.dtype()), op, name, ".dtype = ", dtype_name(t.dtype()), " but must be f32 or bf16");
   check(t.numel() == 0 || t.stride(1) == 1, op, name, " rows must be dense (stride(1) = 1)");
 }
 
 void validate(const char* op, const Tensor& x, const Tensor& weight, const NormOptions& opt) {
   require_rows(op, "x", x);
-  check(weight.ndim() == 1 && weight.shape(0) == x.shape(1), op, "weight.shape = ",
-        weight.shape_string(), " but expected [", x.shape(1), "]");
-  check(float_io(weight.dtype()) && weight.is_contiguous(), op, "weight must be a contiguous f32 or bf16 vector, got ",
-        weight.describe());
+  // (`if ... fail` where a message part is a built string: check() would build it every call.)
+  if (weight.ndim() != 1 || weight.shape(0) != x.shape(1))
+    fail(op, "weight.shape = ", weight.shape_string(), " but expected [", x.shape(1), "]");
+  if (!float_io(weight.dtype()) || !weight.is_contiguous())
+    fail(op, "weight must be a contiguous f32 or bf16 vector, got ", weight.describe());
   check(opt.eps >= 0 && std::isfinite(opt.eps), op, "eps = ", opt.eps, " but must be finite and >= 0");
   check(x.shape(1) > 0 || x.shape(0) == 0, op, "hidden size is 0");
 }
@@ -64,6 +65,31 @@ kernels::NextRows next_rows(bool mine, const Tensor& x, int64_t r, const Tensor*
 
 float inverse_rms(float sum_squares, int64_t n, float eps) {
   return 1.0f / std::sqrt(sum_squares / float(n) + eps);
+}
+
+// LayerNorm's statistics in one pass over the row: the sums of d = x - shift and d^2 around a
+// shift that is the mean of the row's first kShiftSample elements (a few lines already in L1,
+// not a pass of its own). For the mean of a subset S, (shift - mean)^2 <= (n / |S|) var
+// (Cauchy-Schwarz), so the cancellation in E[d^2] - E[d]^2 costs at most log2(n / |S|) bits of
+// the variance: 5 bits at n = 7168, whatever the row holds (an outlier in S inflates the
+// variance as much as it moves the shift). The mean stays in two parts, shift + dm.
+constexpr int64_t kShiftSample = 256;
+
+struct LayerStats {
+  float shift, dm, inv;
+};
+
+template <class Sum, class ShiftedSums>
+LayerStats layer_stats(const void* x, DType t, int64_t n, float eps, Sum&& sum, ShiftedSums&& shifted_sums) {
+  const int64_t lead = std::min(n, kShiftSample);
+  const float shift = sum(x, t, lead) / float(lead);
+  float sd, sd2;
+  shifted_sums(x, t, shift, n, &sd, &sd2);
+  const float dm = sd / float(n);
+  const float v = sd2 / float(n) - dm * dm;
+  // NaN (a NaN or inf in the row) stays NaN, so the whole row is NaN; rounding below 0 is 0.
+  const float var = std::isnan(v) ? v : std::max(0.0f, v);
+  return {shift, dm, 1.0f / std::sqrt(var + eps)};
 }
 
 }  // namespace
@@ -157,9 +183,9 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
   validate(op, x, weight, opt);
   require_rows(op, "y", y);
   require_same_shape(op, "x", x, "y", y);
-  if (bias)
-    check(bias->ndim() == 1 && bias->shape(0) == x.shape(1) && bias->dtype() == weight.dtype() && bias->is_contiguous(),
-          op, "bias = ", bias->describe(), " but expected contiguous [", x.shape(1), "] ", dtype_name(weight.dtype()));
+  if (bias && !(bias->ndim() == 1 && bias->shape(0) == x.shape(1) && bias->dtype() == weight.dtype() &&
+                bias->is_contiguous()))
+    fail(op, "bias = ", bias->describe(), " but expected contiguous [", x.shape(1), "] ", dtype_name(weight.dtype()));
   require_no_overlap(op, "weight", weight, "y", y);
   const int64_t rows = x.shape(0), h = x.shape(1);
   if (active_isa() >= Isa::avx512) {
@@ -169,31 +195,20 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
     const bool stream = should_stream(y.nbytes());
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
-        const float shift = kernels::sum_avx512(row(x, r), x.dtype(), h) / float(h);
-        float sd, sd2;
-        kernels::shifted_sums_avx512(row(x, r), x.dtype(), shift, h, &sd, &sd2);
-        const float dm = sd / float(h);
-        const float var = std::max(0.0f, sd2 / float(h) - dm * dm);
-        const float inv = 1.0f / std::sqrt(var + opt.eps);
-        kernels::layernorm_apply_f32w_avx512(row(x, r), x.dtype(), shift, dm, inv, w, b, row(y, r), y.dtype(), h,
-                                             stream, next_rows(r + 1 < r1, x, r + 1));
+        const LayerStats st =
+            layer_stats(row(x, r), x.dtype(), h, opt.eps, kernels::sum_avx512, kernels::shifted_sums_avx512);
+        kernels::layernorm_apply_f32w_avx512(row(x, r), x.dtype(), st.shift, st.dm, st.inv, w, b, row(y, r),
+                                             y.dtype(), h, stream, next_rows(r + 1 < r1, x, r + 1));
       }
     });
     return;
   }
-  auto sum = kernels::sum_scalar;
-  auto shifted_sums = kernels::shifted_sums_scalar;
-  auto apply = kernels::layernorm_apply_scalar;
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      const float shift = sum(row(x, r), x.dtype(), h) / float(h);
-      float sd, sd2;
-      shifted_sums(row(x, r), x.dtype(), shift, h, &sd, &sd2);
-      const float dm = sd / float(h);
-      const float var = std::max(0.0f, sd2 / float(h) - dm * dm);
-      const float inv = 1.0f / std::sqrt(var + opt.eps);
-      apply(row(x, r), x.dtype(), shift, dm, inv, weight.data(), bias ? bias->data() : nullptr, weight.dtype(), row(y, r),
-            y.dtype(), h);
+      const LayerStats st =
+          layer_stats(row(x, r), x.dtype(), h, opt.eps, kernels::sum_scalar, kernels::shifted_sums_scalar);
+      kernels::layernorm_apply_scalar(row(x, r), x.dtype(), st.shift, st.dm, st.inv, weight.data(),
+                                      bias ? bias->data() : nullptr, weight.dtype(), row(y, r), y.dtype(), h);
     }
   });
 }

@@ -11,6 +11,7 @@
 #include "ops/common/streaming.h"
 #include "ops/common/validate.h"
 #include "sol/error.h"
+#include "sol/hw.h"
 #include "sol/quant.h"
 
 namespace sol {
@@ -19,35 +20,38 @@ namespace sol {
 // the op's own terms ("x.shape[1]", "inter").
 inline void validate_fused_quant(const char* op, const char* h_name, int64_t rows, int64_t h, const Tensor& q,
                                  const Tensor& scales, const QuantOptions& qopt) {
-  check(q.ndim() == 2 && q.shape(0) == rows && q.shape(1) == h && q.dtype() == DType::f8e4m3, op, "q = ",
-        q.describe(), " but expected [", rows, ", ", h, "] f8e4m3");
+  // (`if ... fail` where a message part is a built string: check() would build it every call.)
+  if (!(q.ndim() == 2 && q.shape(0) == rows && q.shape(1) == h && q.dtype() == DType::f8e4m3))
+    fail(op, "q = ", q.describe(), " but expected [", rows, ", ", h, "] f8e4m3");
   check(qopt.group > 0 && qopt.group % 16 == 0, op, "group = ", qopt.group, " but must be a positive multiple of 16");
   check(h % qopt.group == 0, op, h_name, " = ", h, " but must be a multiple of the group (", qopt.group, ")");
   check(q.numel() == 0 || q.stride(1) == 1, op, "q rows must be dense (stride(1) = 1)");
-  check(scales.ndim() == 2 && scales.shape(0) == rows && scales.shape(1) == h / qopt.group &&
-            scales.dtype() == DType::f32,
-        op, "scales = ", scales.describe(), " but expected [", rows, ", ", h / qopt.group, "] f32");
+  if (!(scales.ndim() == 2 && scales.shape(0) == rows && scales.shape(1) == h / qopt.group &&
+        scales.dtype() == DType::f32))
+    fail(op, "scales = ", scales.describe(), " but expected [", rows, ", ", h / qopt.group, "] f32");
   check(scales.numel() == 0 || scales.stride(1) == 1, op, "scales rows must be dense (stride(1) = 1)");
   require_no_overlap(op, "q", q, "scales", scales);
 }
 
 // Quantizes one bf16 row of h elements into q_row and its scales (stride scale_stride), exactly
 // as quant_fp8_per_token does that row; stream: q may be written with non-temporal stores (the
-// caller then needs no fence: the row kernel ends with one).
+// caller then needs no fence: the row kernel ends with one). avx512: the caller's
+// active_isa() >= Isa::avx512, asked once per call rather than per row (it reads SOL_ISA).
 void quant_fp8_bf16_row(const uint16_t* row, int64_t h, uint8_t* q_row, float* scales_row, int64_t scale_stride,
-                        const QuantOptions& qopt, bool stream);
+                        const QuantOptions& qopt, bool stream, bool avx512);
 
 template <class ProduceRow>
 void quantize_rows_fp8(int64_t rows, int64_t h, const Tensor& q, const Tensor& scales, const QuantOptions& qopt,
                        ProduceRow&& produce) {
   // One row at a time through an L1-sized buffer: produced, then quantized while still in L1.
   const bool stream = should_stream(q.nbytes());
+  const bool avx512 = active_isa() >= Isa::avx512;
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     std::vector<uint16_t> row(static_cast<size_t>(h));  // once per thread
     for (int64_t r = r0; r < r1; ++r) {
       produce(r, row.data());
       quant_fp8_bf16_row(row.data(), h, q.data_as<uint8_t>() + r * q.stride(0),
-                         scales.data_as<float>() + r * scales.stride(0), scales.stride(1), qopt, stream);
+                         scales.data_as<float>() + r * scales.stride(0), scales.stride(1), qopt, stream, avx512);
     }
   });
 }

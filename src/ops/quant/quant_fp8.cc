@@ -51,7 +51,8 @@ RowKernels row_kernels() {
 }
 
 void require_matrix(const char* op, const char* name, const Tensor& t) {
-  check(t.ndim() == 2, op, name, " must be 2-d but is ", t.describe());
+  // (`if ... fail` where a message part is a built string: check() would build it every call.)
+  if (t.ndim() != 2) fail(op, name, " must be 2-d but is ", t.describe());
   check(t.numel() == 0 || t.stride(1) == 1, op, name, " rows must be dense (stride(1) = 1) but ",
         name, ".strides = [", t.stride(0), ", ", t.stride(1), "]");
 }
@@ -69,8 +70,9 @@ void validate(const char* op, const Tensor& x, const Tensor& q, const Tensor& sc
   require_same_shape(op, "x", x, "q", q);
   check(x.shape(1) % opt.group == 0, op, "x.shape[1] = ", x.shape(1), " but must be a multiple of the group (",
         opt.group, ")");
-  check(scales.shape(0) == scale_rows && scales.shape(1) == x.shape(1) / opt.group, op,
-        "scales.shape = ", scales.shape_string(), " but expected [", scale_rows, ", ", x.shape(1) / opt.group, "]");
+  if (scales.shape(0) != scale_rows || scales.shape(1) != x.shape(1) / opt.group)
+    fail(op, "scales.shape = ", scales.shape_string(), " but expected [", scale_rows, ", ", x.shape(1) / opt.group,
+         "]");
   require_no_overlap(op, "x", x, "q", q);
   require_no_overlap(op, "x", x, "scales", scales);
   require_no_overlap(op, "q", q, "scales", scales);
@@ -128,8 +130,8 @@ void quant_fp8_per_token(const Tensor& x, const Tensor& q, const Tensor& scales,
 }
 
 void quant_fp8_bf16_row(const uint16_t* row, int64_t h, uint8_t* q_row, float* scales_row, int64_t scale_stride,
-                        const QuantOptions& qopt, bool stream) {
-  if (active_isa() >= Isa::avx512) {
+                        const QuantOptions& qopt, bool stream, bool avx512) {
+  if (avx512) {
     kernels::quant_row_e4m3_avx512(row, DType::bf16, h, qopt.group, qopt.scale == ScaleFormat::ue8m0, q_row,
                                    scales_row, scale_stride, stream);
     return;
@@ -152,30 +154,48 @@ void quant_fp8_per_block(const Tensor& w, const Tensor& q, const Tensor& scales,
   const int64_t block_rows = scales.shape(0);
   if (k.avx512 && w.dtype() == DType::bf16) {
     // Two passes per block row: the 16-bit abs-max of every row into per-group maxima, then the
-    // rows quantized (they come back from L2/L3: 128 rows of 14 KiB).
+    // rows encoded. The abs-max pass does about one op per 16 elements and would wait on DRAM
+    // alone, the encoding is compute on rows back from L3: so they are interleaved, row i of
+    // block row b + 1 through the abs-max beside row i of block row b through the encoder, and
+    // the encoder prefetches the row the abs-max pass reads next, so that the memory works
+    // while the encoder computes.
     const bool stream = should_stream(q.nbytes());
+    const bool ue8m0 = opt.scale == ScaleFormat::ue8m0;
     parallel_ranges(block_rows, 1, [&](int64_t b0, int64_t b1) {
-      std::vector<uint16_t> acc(static_cast<size_t>(groups * 32));
+      std::vector<uint16_t> acc[2] = {std::vector<uint16_t>(static_cast<size_t>(groups * 32)),
+                                      std::vector<uint16_t>(static_cast<size_t>(groups * 32))};
       std::vector<float> mult(static_cast<size_t>(groups));
       std::vector<uint8_t> special(static_cast<size_t>(groups));
+      auto end_row = [&](int64_t b) { return std::min(rows, (b + 1) * kBlock); };
+      auto bf16_row = [&](int64_t r) { return reinterpret_cast<const uint16_t*>(row_at(w, r)); };
+      auto amax_row = [&](int64_t r, std::vector<uint16_t>& a) {
+        kernels::block_amax_update_bf16_avx512(bf16_row(r), cols, a.data());
+      };
+      std::fill(acc[b0 & 1].begin(), acc[b0 & 1].end(), uint16_t(0));
+      for (int64_t r = b0 * kBlock; r < end_row(b0); ++r) amax_row(r, acc[b0 & 1]);
       for (int64_t b = b0; b < b1; ++b) {
-        const int64_t r_begin = b * kBlock, r_end = std::min(rows, r_begin + kBlock);
+        std::vector<uint16_t>& cur = acc[b & 1];
+        std::vector<uint16_t>& next = acc[(b + 1) & 1];
         auto* sr = reinterpret_cast<float*>(row_at(scales, b));
-        std::fill(acc.begin(), acc.end(), uint16_t(0));
-        for (int64_t r = r_begin; r < r_end; ++r)
-          kernels::block_amax_update_bf16_avx512(reinterpret_cast<const uint16_t*>(row_at(w, r)), cols, acc.data());
         for (int64_t g = 0; g < groups; ++g) {
-          const float raw = kernels::block_amax_finish_avx512(acc.data() + g * 32);
+          const float raw = kernels::block_amax_finish_avx512(cur.data() + g * 32);
           const float amax = canonical_amax(raw);
           const float s = fp8_scale_from_amax(amax, opt.scale);
           sr[g * scales.stride(1)] = s;
           mult[size_t(g)] = fp8_multiplier(amax, s, opt.scale);
           special[size_t(g)] = !std::isfinite(raw);
         }
-        for (int64_t r = r_begin; r < r_end; ++r)
-          kernels::quant_row_mults_bf16_avx512(reinterpret_cast<const uint16_t*>(row_at(w, r)), cols, mult.data(),
-                                               special.data(), opt.scale == ScaleFormat::ue8m0,
-                                               reinterpret_cast<uint8_t*>(row_at(q, r)), stream);
+        const bool has_next = b + 1 < b1;
+        if (has_next) std::fill(next.begin(), next.end(), uint16_t(0));
+        // Every block row but the last is whole, so block row b + 1 has no more rows than b.
+        for (int64_t r = b * kBlock; r < end_row(b); ++r) {
+          const int64_t rn = r + kBlock;
+          if (has_next && rn < end_row(b + 1)) amax_row(rn, next);
+          const bool ahead = has_next && rn + 1 < end_row(b + 1);
+          kernels::quant_row_mults_bf16_avx512(bf16_row(r), cols, mult.data(), special.data(), ue8m0,
+                                               reinterpret_cast<uint8_t*>(row_at(q, r)), stream,
+                                               ahead ? bf16_row(rn + 1) : nullptr);
+        }
       }
     });
     return;
@@ -220,8 +240,8 @@ void dequant_fp8_per_token(const Tensor& q, const Tensor& scales, const Tensor& 
   require_same_shape(op, "q", q, "y", y);
   check(q.shape(1) % opt.group == 0, op, "q.shape[1] = ", q.shape(1), " but must be a multiple of the group (",
         opt.group, ")");
-  check(scales.shape(0) == q.shape(0) && scales.shape(1) == q.shape(1) / opt.group, op, "scales.shape = ",
-        scales.shape_string(), " but expected [", q.shape(0), ", ", q.shape(1) / opt.group, "]");
+  if (scales.shape(0) != q.shape(0) || scales.shape(1) != q.shape(1) / opt.group)
+    fail(op, "scales.shape = ", scales.shape_string(), " but expected [", q.shape(0), ", ", q.shape(1) / opt.group, "]");
   require_no_overlap(op, "q", q, "y", y);
   const int64_t rows = q.shape(0), cols = q.shape(1), groups = cols / opt.group;
   if (rows == 0 || cols == 0) return;

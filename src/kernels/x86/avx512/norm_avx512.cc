@@ -311,6 +311,7 @@ void shifted_sums_t(const void* x, float shift, int64_t n, float* sum_d, float* 
   };
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
+    prefetch64<T>(x, i);  // the statistics pass reads the row from memory
     step(i, 0xFFFF, a0, b0);
     step(i + 16, 0xFFFF, a1, b1);
     step(i + 32, 0xFFFF, a2, b2);
