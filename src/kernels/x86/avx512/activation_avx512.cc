@@ -54,13 +54,15 @@ template <class V> [[gnu::always_inline]] inline V gelu_erf(V v) {
 
 }  // namespace
 
-void silu_mul_avx512(const void* g, const void* u, DType t, void* y, DType yt, int64_t n, bool stream) {
+void silu_mul_avx512(const void* g, const void* u, DType t, void* y, DType yt, int64_t n, bool stream,
+                     const void* next_u) {
   with_dtypes(t, yt, [&]<DType In, DType Out>() {
     constexpr int64_t es = In == DType::bf16 ? 2 : 4;
     map_row_pairs<In, Out>(
         y, n, stream,
         [&](int64_t i) {
-          prefetch_ahead(g, i * es);
+          if (next_u == nullptr || (i + 32) * es + kPrefetchBytes <= n * es) prefetch_ahead(g, i * es);
+          else prefetch_ahead(next_u, (i - n) * es);  // g's prefetch would land in u, fetched already
           prefetch_ahead(u, i * es);
           if constexpr (es == 4) prefetch_ahead(g, i * es + 64), prefetch_ahead(u, i * es + 64);
           return silu_times(load_pair<In>(g, i), load_pair<In>(u, i));
