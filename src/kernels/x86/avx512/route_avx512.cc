@@ -120,13 +120,24 @@ int64_t route_topk_avx512(const int32_t* key, int64_t e, int64_t per_group, cons
   }
   const __m512i bv = _mm512_set1_epi32(bound);
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  // The candidates go to memory (for the caller, when there are more than 16) and, while they
+  // fit, into two registers as well: reading them back from memory right after the stores of
+  // various sizes and offsets stalled on store forwarding.
   int64_t count = 0;
+  __m512i ck = not_eligible, ci = _mm512_setzero_si512();
   for (int64_t l = 0; l < nl; ++l) {
     const __m512i kv = _mm512_maskz_loadu_epi32(lanes[l], key + 16 * vec[l]);
     const __mmask16 hit = _mm512_mask_cmpge_epi32_mask(lanes[l], kv, bv);
-    _mm512_storeu_si512(cand_key + count, _mm512_maskz_compress_epi32(hit, kv));
-    _mm512_storeu_si512(cand_idx + count,
-                        _mm512_maskz_compress_epi32(hit, _mm512_add_epi32(lane, _mm512_set1_epi32(16 * vec[l]))));
+    const __m512i hit_key = _mm512_maskz_compress_epi32(hit, kv);
+    const __m512i hit_idx = _mm512_maskz_compress_epi32(hit, _mm512_add_epi32(lane, _mm512_set1_epi32(16 * vec[l])));
+    _mm512_storeu_si512(cand_key + count, hit_key);
+    _mm512_storeu_si512(cand_idx + count, hit_idx);
+    if (count < 16) {  // lanes count.. take the hits, in order
+      const __mmask16 from = __mmask16(0xFFFFu << count);
+      const __m512i shift = _mm512_sub_epi32(lane, _mm512_set1_epi32(int32_t(count)));
+      ck = _mm512_mask_permutexvar_epi32(ck, from, shift, hit_key);
+      ci = _mm512_mask_permutexvar_epi32(ci, from, shift, hit_idx);
+    }
     count += __builtin_popcount(hit);
   }
   if (vec != small_vec) delete[] vec, delete[] lanes;
@@ -134,13 +145,14 @@ int64_t route_topk_avx512(const int32_t* key, int64_t e, int64_t per_group, cons
   // Candidates are in increasing index, so lane order is index order for the ties; empty
   // lanes hold INT_MIN, below every real key, and rank after them.
   const __mmask16 present = tail_mask(count);
-  const __m512i ck = _mm512_mask_loadu_epi32(not_eligible, present, cand_key);
+  ck = _mm512_mask_mov_epi32(not_eligible, present, ck);
   const __m512i rank = ranks16(ck, present);
   // Ranks of the present lanes are 0 .. count-1, each once: place every candidate at its rank
   // (plain stores; a masked vpscatterdd was slower here) and keep the first k.
-  alignas(64) int32_t rank_of[16], by_rank[16];
+  alignas(64) int32_t rank_of[16], idx_of[16], by_rank[16];
   _mm512_store_si512(rank_of, rank);
-  for (int64_t j = 0; j < count; ++j) by_rank[rank_of[j]] = cand_idx[j];
+  _mm512_store_si512(idx_of, ci);
+  for (int64_t j = 0; j < count; ++j) by_rank[rank_of[j]] = idx_of[j];
   for (int64_t j = 0; j < k; ++j) best[j] = by_rank[j];
   return count;
 }
