@@ -4,7 +4,7 @@
 
 namespace sol::kernels {
 
-void silu_mul_scalar(const void* g, const void* u, DType t, void* y, DType yt, int64_t n, bool) {
+void silu_mul_scalar(const void* g, const void* u, DType t, void* y, DType yt, int64_t n, bool, const void*) {
   auto get = [t](const void* p, int64_t i) {
     return t == DType::bf16 ? bf16_to_f32(static_cast<const uint16_t*>(p)[i]) : static_cast<const float*>(p)[i];
   };

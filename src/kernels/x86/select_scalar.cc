@@ -1,4 +1,7 @@
-// Portable threshold filter (the reference path of kernels/select.h).
+// Portable threshold filter and k-th largest (the reference paths of kernels/select.h).
+#include <algorithm>
+#include <vector>
+
 #include "kernels/select.h"
 
 namespace sol::kernels {
@@ -13,6 +16,12 @@ int64_t collect_above_scalar(const void* x, DType t, int64_t n, float thr, int32
     }
   }
   return count;
+}
+
+float kth_largest_scalar(const float* v, int64_t n, int64_t k) {
+  std::vector<float> tmp(v, v + n);
+  std::nth_element(tmp.begin(), tmp.begin() + (k - 1), tmp.end(), [](float a, float b) { return a > b; });
+  return tmp[size_t(k - 1)];
 }
 
 }  // namespace sol::kernels

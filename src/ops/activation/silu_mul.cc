@@ -15,7 +15,7 @@ namespace sol {
 
 namespace {
 
-using SiluMulKernel = void (*)(const void*, const void*, DType, void*, DType, int64_t, bool);
+using SiluMulKernel = void (*)(const void*, const void*, DType, void*, DType, int64_t, bool, const void*);
 
 SiluMulKernel silu_mul_kernel() {
   return active_isa() >= Isa::avx512 ? kernels::silu_mul_avx512 : kernels::silu_mul_scalar;
@@ -30,6 +30,11 @@ void validate_input(const char* op, const Tensor& gu) {
 }
 
 char* row(const Tensor& t, int64_t r) { return row_at(t, r); }
+
+// The up half of row r + 1 while that row is this thread's (the kernel prefetches it), else null.
+const void* next_up(const Tensor& gu, int64_t r, int64_t end, int64_t inter) {
+  return r + 1 < end ? row(gu, r + 1) + inter * int64_t(dtype_size(gu.dtype())) : nullptr;
+}
 
 }  // namespace
 
@@ -48,7 +53,7 @@ void silu_mul(const Tensor& gu, const Tensor& y) {
   const bool stream = should_stream(y.numel() * int64_t(dtype_size(y.dtype())));
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
-      k(row(gu, r), row(gu, r) + inter * es, gu.dtype(), row(y, r), y.dtype(), inter, stream);
+      k(row(gu, r), row(gu, r) + inter * es, gu.dtype(), row(y, r), y.dtype(), inter, stream, next_up(gu, r, r1, inter));
   });
 }
 
@@ -60,7 +65,7 @@ void silu_mul_quant_fp8(const Tensor& gu, const Tensor& q, const Tensor& scales,
   const SiluMulKernel k = silu_mul_kernel();
   const int64_t es = int64_t(dtype_size(gu.dtype()));
   quantize_rows_fp8(gu.shape(0), inter, q, scales, qopt, [&](int64_t r, uint16_t* out) {
-    k(row(gu, r), row(gu, r) + inter * es, gu.dtype(), out, DType::bf16, inter, false);
+    k(row(gu, r), row(gu, r) + inter * es, gu.dtype(), out, DType::bf16, inter, false, next_up(gu, r, gu.shape(0), inter));
   });
 }
 

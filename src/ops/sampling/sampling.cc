@@ -23,6 +23,7 @@ struct Candidate {
 };
 
 using CollectFn = int64_t (*)(const void*, DType, int64_t, float, int32_t, float*, int32_t*);
+using KthFn = float (*)(const float*, int64_t, int64_t);
 
 // Per-thread buffers of the filtered pass.
 struct Workspace {
@@ -30,17 +31,16 @@ struct Workspace {
   // whole, the threshold still -inf) costs little to cut down to k.
   static constexpr int64_t kChunk = 1024;
   std::vector<Candidate> c;
-  std::vector<float> val, tmp;
+  std::vector<float> val;
   std::vector<int32_t> idx;
+  KthFn kth_largest;
 };
 
 // Keeps the best k of the n buffered (val, idx) pairs, which are in increasing idx, by (val
 // larger, idx lower), still in increasing idx; returns the k-th best value.
 float keep_best(Workspace& w, int64_t n, int64_t k) {
-  w.tmp.assign(w.val.begin(), w.val.begin() + n);
-  std::nth_element(w.tmp.begin(), w.tmp.begin() + (k - 1), w.tmp.end(), [](float a, float b) { return a > b; });
-  const float kth = w.tmp[size_t(k - 1)];
-  int64_t ties = k - std::count_if(w.tmp.begin(), w.tmp.end(), [&](float v) { return v > kth; }), out = 0;
+  const float kth = w.kth_largest(w.val.data(), n, k);
+  int64_t ties = k - std::count_if(w.val.begin(), w.val.begin() + n, [&](float v) { return v > kth; }), out = 0;
   for (int64_t i = 0; i < n; ++i) {
     const float v = w.val[size_t(i)];
     if (v > kth || (v == kth && ties-- > 0)) {
@@ -168,8 +168,10 @@ void sample(const Tensor& logits, const Tensor& ids, const SamplingOptions& o) {
   check(v <= INT32_MAX, op, "vocab = ", v, " but ids are i32");
   const int64_t row_bytes = v * int64_t(dtype_size(logits.dtype()));
   const CollectFn collect = active_isa() >= Isa::avx512 ? kernels::collect_above_avx512 : kernels::collect_above_scalar;
+  const KthFn kth = active_isa() >= Isa::avx512 ? kernels::kth_largest_avx512 : kernels::kth_largest_scalar;
   parallel_ranges(b, 1, [&](int64_t r0, int64_t r1) {
     Workspace w;
+    w.kth_largest = kth;
     for (int64_t r = r0; r < r1; ++r)
       ids.data_as<int32_t>()[r] = sample_row(logits.data_as<const char>() + r * row_bytes, logits.dtype(), v, o, r,
                                              collect, w);

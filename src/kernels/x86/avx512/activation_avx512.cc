@@ -1,61 +1,91 @@
-// AVX-512 activations (16-lane helpers, exp16 included, in vec16_avx512.h).
+// AVX-512 activations: the math once over V (a __m512 or a Pair, pair_avx512.h), run 32
+// elements per step by map_row_pairs.
 #include "kernels/activation.h"
-#include "kernels/x86/avx512/fast16_avx512.h"
+#include "kernels/x86/avx512/pair_avx512.h"
 
 namespace sol::kernels {
 
 namespace {
 
-// GELU's tanh form as 0.5 v (1 + tanh(u)) = v / (1 + exp(-2u)), with -2u = v (a + b v^2) and
-// a = -2 sqrt(2/pi), b = 0.044715 a: no cancellation at either end (the form 2 - 2 / (exp(2u) + 1)
-// loses every digit in the negative tail), and four fewer operations than forming u, 1 + tanh
-// and 0.5 v separately. Very negative v: exp16's clamp gives inf and v / inf = -0, the limit.
-[[gnu::always_inline]] inline __m512 gelu_tanh(__m512 v) {
-  const __m512 minus_2u = _mm512_mul_ps(
-      v, _mm512_fmadd_ps(_mm512_set1_ps(-0.0713548162726f), _mm512_mul_ps(v, v), _mm512_set1_ps(-1.5957691216057308f)));
-  return _mm512_div_ps(v, _mm512_add_ps(_mm512_set1_ps(1.0f), exp16(minus_2u)));
+// silu(g) * u = g / (1 + exp(-g)) * u. Large negative g: exp(-g) -> inf and g / inf -> -0, the
+// limit of silu; a NaN g propagates through the division (exp_neg_clamped89 does not keep it).
+template <class V> [[gnu::always_inline]] inline V silu_times(V g, V u) {
+  return mul(div(g, add(splat<V>(1.0f), exp_neg_clamped89(g))), u);
 }
 
-// 1 + erf(z) = erfc(-z), with erfc(a), a >= 0, by the Chebyshev-fitted formula of Numerical
-// Recipes (erfcc: t = 1 / (1 + a/2), erfc = t exp(-a^2 + P(t)), relative error < 1.2e-7 for every
-// a, so GELU's negative tail keeps its relative accuracy): 1 + erf(z) is erfc(|z|) for z < 0 and
-// 2 - erfc(|z|) for z >= 0.
-[[gnu::always_inline]] inline __m512 one_plus_erf(__m512 z) {
-  const __m512 a = _mm512_abs_ps(z);
-  const __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(_mm512_set1_ps(0.5f), a, _mm512_set1_ps(1.0f)));
-  static constexpr float c[] = {0.17087277f, -0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f,
-                                -0.18628806f, 0.09678418f, 0.37409196f, 1.00002368f, -1.26551223f};
-  __m512 p = _mm512_set1_ps(c[0]);
-  for (int k = 1; k < 10; ++k) p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(c[k]));
-  const __m512 erfc = _mm512_mul_ps(t, exp16(_mm512_fnmadd_ps(a, a, p)));
-  const __mmask16 neg = _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_LT_OQ);
-  return _mm512_mask_mov_ps(_mm512_sub_ps(_mm512_set1_ps(2.0f), erfc), neg, erfc);
+// GELU's tanh form as 0.5 v (1 + tanh(u)) = v / (1 + exp(-2u)), with 2u = v (a + b v^2) and
+// a = 2 sqrt(2/pi), b = 0.044715 a: no cancellation at either end (the form 2 - 2 / (exp(2u) + 1)
+// loses every digit in the negative tail), and four fewer operations than forming u, 1 + tanh
+// and 0.5 v separately. Very negative v: the exponential saturates to inf and v / inf = -0, the
+// limit; a NaN v reaches y through the division.
+template <class V> [[gnu::always_inline]] inline V gelu_tanh(V v) {
+  const V two_u = mul(v, fmadd(splat<V>(0.0713548162726f), mul(v, v), splat<V>(1.5957691216057308f)));
+  return div(v, add(splat<V>(1.0f), exp_neg_clamped89(two_u)));
+}
+
+// GELU's erf form, v Phi(v) with Phi(v) = 0.5 erfc(-v / sqrt 2): h = 0.5 erfc(a), a = |v| / sqrt 2,
+// by the Chebyshev-fitted formula of Numerical Recipes (erfcc: t = 1 / (1 + a/2),
+// erfc = t exp(-a^2 + P(t)), relative error < 1.2e-7 for every a, so GELU's negative tail keeps
+// its relative accuracy); Phi is h for v < 0 and 1 - h otherwise. The 0.5 is folded in exactly:
+// t' = 1 / (2 + a) = t / 2 and P's coefficients scaled by 2^k (P'(t') = P(t), bit for bit).
+// a = inf gives t' = 0, a^2 - P = inf, h = 0 and y = v (NaN for v = -inf: -inf * 0, as in the
+// reference); a NaN v reaches y through the final product.
+template <class V> [[gnu::always_inline]] inline V gelu_erf(V v) {
+  const V a = each([](__m512 x) { return _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(0.70710678118654752f)); }, v);
+  const V t = div(splat<V>(1.0f), add(splat<V>(2.0f), a));
+  // NR erfcc's coefficients c_k times 2^k, highest power first.
+  static constexpr float c[] = {0.17087277f * 512, -0.82215223f * 256, 1.48851587f * 128, -1.13520398f * 64,
+                                0.27886807f * 32,  -0.18628806f * 16,  0.09678418f * 8,   0.37409196f * 4,
+                                1.00002368f * 2,   -1.26551223f};
+  // Estrin's scheme: four levels of products instead of nine dependent steps (three more
+  // operations), since this chain, not the operation count, bounded the loop.
+  const V t2 = mul(t, t), t4 = mul(t2, t2);
+  auto lin = [&](int k) { return fmadd(splat<V>(c[k]), t, splat<V>(c[k + 1])); };  // c_k t + c_k+1
+  const V q0 = fmadd(lin(0), t2, lin(2)), q1 = fmadd(lin(4), t2, lin(6));
+  const V p = fmadd(fmadd(q0, t4, q1), t2, lin(8));
+  const V g = each([](__m512 x, __m512 q) { return _mm512_fmsub_ps(x, x, q); }, a, p);  // a^2 - P
+  const V h = mul(t, exp_neg_of_nonnegative(g));  // g >= 0 up to P's fit error
+  const V phi = each([](__m512 x, __m512 hx) {
+    const __mmask16 nonneg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NLT_UQ);  // and NaN
+    return _mm512_mask_sub_ps(hx, nonneg, _mm512_set1_ps(1.0f), hx);
+  }, v, h);
+  return mul(v, phi);
 }
 
 }  // namespace
 
-void silu_mul_avx512(const void* g, const void* u, DType t, void* y, DType yt, int64_t n, bool stream) {
-  const __m512 one = _mm512_set1_ps(1.0f);
-  const int64_t es = int64_t(dtype_size(t));
-  write_row(y, yt, n, stream, [&](int64_t i, __mmask16 m) {
-    prefetch_ahead(g, i * es);
-    prefetch_ahead(u, i * es);
-    const __m512 gv = load16(g, t, i, m);
-    // Large negative g: exp(-g) -> inf and g / inf -> -0, the limit of silu; NaN propagates.
-    return _mm512_mul_ps(_mm512_div_ps(gv, _mm512_add_ps(one, exp16(_mm512_sub_ps(_mm512_setzero_ps(), gv)))),
-                         load16(u, t, i, m));
+void silu_mul_avx512(const void* g, const void* u, DType t, void* y, DType yt, int64_t n, bool stream,
+                     const void* next_u) {
+  with_dtypes(t, yt, [&]<DType In, DType Out>() {
+    constexpr int64_t es = In == DType::bf16 ? 2 : 4;
+    map_row_pairs<In, Out>(
+        y, n, stream,
+        [&](int64_t i) {
+          if (next_u == nullptr || (i + 32) * es + kPrefetchBytes <= n * es) prefetch_ahead(g, i * es);
+          else prefetch_ahead(next_u, (i - n) * es);  // g's prefetch would land in u, fetched already
+          prefetch_ahead(u, i * es);
+          if constexpr (es == 4) prefetch_ahead(g, i * es + 64), prefetch_ahead(u, i * es + 64);
+          return silu_times(load_pair<In>(g, i), load_pair<In>(u, i));
+        },
+        [&](int64_t i, __mmask16 m) { return silu_times(load16(g, In, i, m), load16(u, In, i, m)); });
   });
 }
 
 void gelu_avx512(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_form, bool stream) {
-  const __m512 half = _mm512_set1_ps(0.5f);
-  const int64_t es = int64_t(dtype_size(t));
-  write_row(y, yt, n, stream, [&](int64_t i, __mmask16 m) {
-    prefetch_ahead(x, i * es);
-    const __m512 v = load16(x, t, i, m);
-    // NaN inputs: every step propagates them (abs, compares aside), so y is NaN too.
-    if (!erf_form) return gelu_tanh(v);
-    return _mm512_mul_ps(_mm512_mul_ps(half, v), one_plus_erf(_mm512_mul_ps(v, _mm512_set1_ps(0.70710678118654752f))));
+  with_dtypes(t, yt, [&]<DType In, DType Out>() {
+    constexpr int64_t es = In == DType::bf16 ? 2 : 4;
+    auto run = [&](auto&& f) {
+      map_row_pairs<In, Out>(
+          y, n, stream,
+          [&](int64_t i) {
+            prefetch_ahead(x, i * es);
+            if constexpr (es == 4) prefetch_ahead(x, i * es + 64);
+            return f(load_pair<In>(x, i));
+          },
+          [&](int64_t i, __mmask16 m) { return f(load16(x, In, i, m)); });
+    };
+    if (erf_form) run([](auto v) { return gelu_erf(v); });
+    else run([](auto v) { return gelu_tanh(v); });
   });
 }
 

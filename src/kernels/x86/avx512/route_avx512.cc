@@ -18,20 +18,34 @@ namespace {
 }
 
 // Each lane's rank among the 16 lanes: how many lanes beat it, a lane beating another when
-// its key is larger or equal with a lower lane (lanes are in increasing expert index).
-__m512i ranks16(__m512i v) {
+// its key is larger or equal with a lower lane (lanes are in increasing expert index). The
+// rank of a present lane is the number of larger keys plus the number of equal keys in lower
+// lanes. Usually the present keys are distinct: then counting the larger keys alone (one
+// compare and one masked add per lane, the key broadcast from memory: a load, not a shuffle)
+// gives each present lane a different count, 0 .. present - 1, and that is checked with one
+// reduction; absent lanes hold INT_MIN, below every present key, and never count. With a tie
+// among the present lanes, the full count with the index rule runs instead.
+__m512i ranks16(__m512i v, __mmask16 present) {
+  alignas(64) int32_t key[16];
+  _mm512_store_si512(key, v);
+  const __m512i one = _mm512_set1_epi32(1);
+  __m512i larger = _mm512_setzero_si512();
+  for (int i = 0; i < 16; ++i)
+    larger = _mm512_mask_add_epi32(larger, _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(key[i]), v), larger, one);
+  const uint32_t seen = uint32_t(_mm512_reduce_or_epi32(_mm512_maskz_sllv_epi32(present, one, larger)));
+  if (seen == (1u << __builtin_popcount(present)) - 1) return larger;
   __m512i beaten_by = _mm512_setzero_si512();
   for (int i = 0; i < 16; ++i) {
-    const __m512i b = _mm512_permutexvar_epi32(_mm512_set1_epi32(i), v);
+    const __m512i b = _mm512_set1_epi32(key[i]);
     const __mmask16 wins = _mm512_cmpgt_epi32_mask(b, v) | (_mm512_cmpeq_epi32_mask(b, v) & __mmask16(0xFFFEu << i));
-    beaten_by = _mm512_mask_add_epi32(beaten_by, wins, beaten_by, _mm512_set1_epi32(1));
+    beaten_by = _mm512_mask_add_epi32(beaten_by, wins, beaten_by, one);
   }
   return beaten_by;
 }
 
 // The k-th largest of 16 lanes (1 <= k <= 16): the minimum over the lanes ranked below k.
 int32_t kth_largest(__m512i v, int64_t k) {
-  const __mmask16 top = _mm512_cmplt_epi32_mask(ranks16(v), _mm512_set1_epi32(int32_t(k)));
+  const __mmask16 top = _mm512_cmplt_epi32_mask(ranks16(v, __mmask16(0xFFFF)), _mm512_set1_epi32(int32_t(k)));
   return _mm512_mask_reduce_min_epi32(top, v);
 }
 
@@ -73,7 +87,7 @@ void route_keys_avx512(const float* scores, const float* bias, int64_t e, int64_
   const __mmask16 present = tail_mask(n_group);
   const __m512i gk = _mm512_mask_mov_epi32(_mm512_set1_epi32(INT_MIN), present,
                                            key16(_mm512_maskz_loadu_ps(present, group_score)));
-  const __mmask16 chosen = _mm512_cmplt_epi32_mask(ranks16(gk), _mm512_set1_epi32(int32_t(topk_group)));
+  const __mmask16 chosen = _mm512_cmplt_epi32_mask(ranks16(gk, present), _mm512_set1_epi32(int32_t(topk_group)));
   _mm_mask_storeu_epi8(group_ok, present, _mm_maskz_mov_epi8(chosen, _mm_set1_epi8(1)));
 }
 
@@ -106,13 +120,24 @@ int64_t route_topk_avx512(const int32_t* key, int64_t e, int64_t per_group, cons
   }
   const __m512i bv = _mm512_set1_epi32(bound);
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  // The candidates go to memory (for the caller, when there are more than 16) and, while they
+  // fit, into two registers as well: reading them back from memory right after the stores of
+  // various sizes and offsets stalled on store forwarding.
   int64_t count = 0;
+  __m512i ck = not_eligible, ci = _mm512_setzero_si512();
   for (int64_t l = 0; l < nl; ++l) {
     const __m512i kv = _mm512_maskz_loadu_epi32(lanes[l], key + 16 * vec[l]);
     const __mmask16 hit = _mm512_mask_cmpge_epi32_mask(lanes[l], kv, bv);
-    _mm512_storeu_si512(cand_key + count, _mm512_maskz_compress_epi32(hit, kv));
-    _mm512_storeu_si512(cand_idx + count,
-                        _mm512_maskz_compress_epi32(hit, _mm512_add_epi32(lane, _mm512_set1_epi32(16 * vec[l]))));
+    const __m512i hit_key = _mm512_maskz_compress_epi32(hit, kv);
+    const __m512i hit_idx = _mm512_maskz_compress_epi32(hit, _mm512_add_epi32(lane, _mm512_set1_epi32(16 * vec[l])));
+    _mm512_storeu_si512(cand_key + count, hit_key);
+    _mm512_storeu_si512(cand_idx + count, hit_idx);
+    if (count < 16) {  // lanes count.. take the hits, in order
+      const __mmask16 from = __mmask16(0xFFFFu << count);
+      const __m512i shift = _mm512_sub_epi32(lane, _mm512_set1_epi32(int32_t(count)));
+      ck = _mm512_mask_permutexvar_epi32(ck, from, shift, hit_key);
+      ci = _mm512_mask_permutexvar_epi32(ci, from, shift, hit_idx);
+    }
     count += __builtin_popcount(hit);
   }
   if (vec != small_vec) delete[] vec, delete[] lanes;
@@ -120,13 +145,14 @@ int64_t route_topk_avx512(const int32_t* key, int64_t e, int64_t per_group, cons
   // Candidates are in increasing index, so lane order is index order for the ties; empty
   // lanes hold INT_MIN, below every real key, and rank after them.
   const __mmask16 present = tail_mask(count);
-  const __m512i ck = _mm512_mask_loadu_epi32(not_eligible, present, cand_key);
-  const __m512i rank = ranks16(ck);
+  ck = _mm512_mask_mov_epi32(not_eligible, present, ck);
+  const __m512i rank = ranks16(ck, present);
   // Ranks of the present lanes are 0 .. count-1, each once: place every candidate at its rank
   // (plain stores; a masked vpscatterdd was slower here) and keep the first k.
-  alignas(64) int32_t rank_of[16], by_rank[16];
+  alignas(64) int32_t rank_of[16], idx_of[16], by_rank[16];
   _mm512_store_si512(rank_of, rank);
-  for (int64_t j = 0; j < count; ++j) by_rank[rank_of[j]] = cand_idx[j];
+  _mm512_store_si512(idx_of, ci);
+  for (int64_t j = 0; j < count; ++j) by_rank[rank_of[j]] = idx_of[j];
   for (int64_t j = 0; j < k; ++j) best[j] = by_rank[j];
   return count;
 }

@@ -42,4 +42,33 @@ int64_t collect_above_avx512(const void* x, DType t, int64_t n, float thr, int32
   return count;
 }
 
+// With u the floats as unsigned order keys (negative floats' magnitude bits flipped, sign bit
+// flipped), the k-th largest key is the largest U with at least k keys >= U; built from the top
+// bit down, keeping each bit when enough keys reach the prefix: 32 passes, each a compare and a
+// masked add per 16 keys, no data-dependent branch.
+float kth_largest_avx512(const float* v, int64_t n, int64_t k) {
+  auto key_of = [](__m512 x) {
+    const __m512i b = _mm512_castps_si512(x);
+    const __m512i flip = _mm512_or_si512(_mm512_srli_epi32(_mm512_srai_epi32(b, 31), 1), _mm512_set1_epi32(INT32_MIN));
+    return _mm512_xor_si512(b, flip);  // negative: all bits flipped; else: the sign bit set
+  };
+  uint32_t u = 0;
+  const __m512i one = _mm512_set1_epi32(1);
+  for (int bit = 31; bit >= 0; --bit) {
+    const uint32_t cand = u | (1u << bit);
+    const __m512i cv = _mm512_set1_epi32(int32_t(cand));
+    __m512i count = _mm512_setzero_si512();
+    for (int64_t i = 0; i < n; i += 16) {
+      const __mmask16 m = tail_mask(n - i);
+      const __mmask16 ge = _mm512_mask_cmpge_epu32_mask(m, key_of(_mm512_maskz_loadu_ps(m, v + i)), cv);
+      count = _mm512_mask_add_epi32(count, ge, count, one);
+    }
+    if (_mm512_reduce_add_epi32(count) >= k) u = cand;
+  }
+  const uint32_t bits = u & 0x80000000u ? u ^ 0x80000000u : ~u;
+  float f;
+  __builtin_memcpy(&f, &bits, 4);
+  return f;
+}
+
 }  // namespace sol::kernels

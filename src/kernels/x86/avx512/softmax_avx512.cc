@@ -1,39 +1,85 @@
-// AVX-512 softmax row (16-lane helpers and exp16 in vec16_avx512.h).
+// AVX-512 softmax row: three passes, 32 elements per step (pair_avx512.h), the exponentials
+// kept in an f32 scratch row between the sum and the scaling (L1-sized for LLM rows).
 #include <cmath>
 
 #include "kernels/softmax.h"
-#include "kernels/x86/avx512/fast16_avx512.h"
+#include "kernels/x86/avx512/pair_avx512.h"
 
 namespace sol::kernels {
 
-void softmax_row_avx512(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch, bool stream) {
-  const int64_t es = int64_t(dtype_size(t));
+namespace {
+
+template <DType In, DType Out>
+void softmax_row(const void* x, void* y, int64_t n, float* scratch, bool stream) {
+  constexpr int64_t es = In == DType::bf16 ? 2 : 4;
+  const __m512 minus_inf = _mm512_set1_ps(-INFINITY);
   // Pass 1: the maximum of the numbers (vmaxps drops NaN). A NaN, +inf or an all -inf row
-  // needs no test of its own: x - max is NaN somewhere, so is the sum, and 1 / sum makes every
-  // output NaN, as sol/softmax.h says.
-  __m512 mx = _mm512_set1_ps(-INFINITY);
-  for (int64_t i = 0; i < n; i += 16) {
-    __mmask16 m = tail_mask(n - i);
+  // needs no test of its own: max - x is NaN somewhere, so is the sum, and 1 / sum makes every
+  // output NaN, as sol/softmax.h says. Order does not matter for a maximum, so bf16 lines are
+  // taken as even / odd elements.
+  __m512 mx0 = minus_inf, mx1 = minus_inf;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
     prefetch_ahead(x, i * es);  // passes 2 and 3 run from L1/L2; this one streams from memory
-    mx = _mm512_max_ps(mx, _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), m, load16(x, t, i, m)));
+    if constexpr (es == 4) prefetch_ahead(x, i * es + 64);
+    const Pair v = load_pair<In>(x, i);
+    mx0 = _mm512_max_ps(mx0, v.a);
+    mx1 = _mm512_max_ps(mx1, v.b);
   }
-  const __m512 mv = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
-  // Pass 2: exponentials into scratch and their sum, 16 partial sums in a fixed order.
-  __m512 acc = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n; i += 16) {
-    __mmask16 m = tail_mask(n - i);
-    __m512 e = _mm512_maskz_mov_ps(m, exp16_nonpositive(_mm512_sub_ps(load16(x, t, i, m), mv)));
+  for (; i < n; i += 16) mx0 = _mm512_max_ps(mx0, _mm512_mask_mov_ps(minus_inf, tail_mask(n - i), load16(x, In, i, tail_mask(n - i))));
+  const float max = _mm512_reduce_max_ps(_mm512_max_ps(mx0, mx1));
+  // Pass 2: exp(x - max) = exp(-(max - x)) with max - x >= 0 (or NaN), into scratch in the
+  // steps' layout (pairs from element 0, then element order), and its sum in 32 partial sums
+  // in a fixed order: the same for every output dtype and alignment.
+  auto exp_step = [&](auto v) {
+    using V = decltype(v);
+    return exp_neg_of_nonnegative(sub(splat<V>(max), v));
+  };
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  i = 0;
+  // Passes 2 and 3 are arithmetic on cached lines; without help the next row's lines would be
+  // fetched only when pass 1 of the next call asks for them, so DRAM would sit idle here and
+  // the arithmetic there. Rows are contiguous (softmax takes contiguous tensors), so the next
+  // row starts at x + n: its lines are requested here, one per 32 elements (two for f32).
+  const char* next_row = static_cast<const char*>(x) + n * es;
+  for (; i + 32 <= n; i += 32) {
+    __builtin_prefetch(next_row + i * es);
+    if constexpr (es == 4) __builtin_prefetch(next_row + i * es + 64);
+    const Pair e = exp_step(load_pair<In>(x, i));
+    _mm512_storeu_ps(scratch + i, e.a);
+    _mm512_storeu_ps(scratch + i + 16, e.b);
+    acc0 = _mm512_add_ps(acc0, e.a);
+    acc1 = _mm512_add_ps(acc1, e.b);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 e = _mm512_maskz_mov_ps(m, exp_step(load16(x, In, i, m)));
     _mm512_mask_storeu_ps(scratch + i, m, e);
-    acc = _mm512_add_ps(acc, e);
+    acc0 = _mm512_add_ps(acc0, e);
   }
   alignas(64) float part[16];
-  _mm512_store_ps(part, acc);
+  _mm512_store_ps(part, _mm512_add_ps(acc0, acc1));
   float sum = 0;
   for (float p : part) sum += p;
-  // Pass 3: scale and store.
+  // Pass 3: scale and store, in pass 2's steps (a row whose output is off a 64-byte line is
+  // not streamed: its lines would straddle the steps).
   const __m512 inv = _mm512_set1_ps(1.0f / sum);
-  write_row(y, yt, n, stream,
-            [&](int64_t i, __mmask16 m) { return _mm512_mul_ps(_mm512_maskz_loadu_ps(m, scratch + i), inv); });
+  const bool aligned_stream = stream && reinterpret_cast<uintptr_t>(y) % 64 == 0;
+  i = 0;
+  for (; i + 32 <= n; i += 32)
+    store_pair<In, Out>(y, i, {_mm512_mul_ps(_mm512_loadu_ps(scratch + i), inv), _mm512_mul_ps(_mm512_loadu_ps(scratch + i + 16), inv)},
+                        aligned_stream);
+  for (; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    store16_fast(y, Out, i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, scratch + i), inv));
+  }
+  if (aligned_stream) _mm_sfence();
+}
+
+}  // namespace
+
+void softmax_row_avx512(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch, bool stream) {
+  with_dtypes(t, yt, [&]<DType In, DType Out>() { softmax_row<In, Out>(x, y, n, scratch, stream); });
 }
 
 }  // namespace sol::kernels
