@@ -1,6 +1,8 @@
 // Sharded Engram lookup under mpirun: tables split unevenly by rows, ranks asking for
-// different numbers of tokens, repeated and hot indices, the async form overlapped with other
-// work, f32 and bf16 rows, and out-of-range indices failing on every rank with sol::Error.
+// different numbers of tokens (none, on one rank), repeated and hot indices, the async form
+// overlapped with other work (finished by wait() or by polling test()), shards rewritten
+// between lookups (the one-sided path's fence), f32 and bf16 rows, and out-of-range indices
+// failing on every rank with sol::Error, in both forms.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -13,30 +15,31 @@ namespace {
 
 using sol::comm::testing::Checker;
 
-// Row r, element e of the full table: exact in bf16.
-double table_value(int64_t r, int64_t e) { return double((r * 13 + e * 7) % 97 - 48); }
+// Row r, element e of the full table in its `version`: exact in bf16.
+double table_value(int64_t r, int64_t e, int version = 0) { return double((r * 13 + e * 7 + version * 5) % 97 - 48); }
 
-void fill_shard(const sol::engram::ShardedTable& t) {
+void fill_shard(const sol::engram::ShardedTable& t, int version = 0) {
   const sol::Tensor& local = t.local();
   const int64_t first = t.row_begin(sol::comm::Group::world().rank());
   for (int64_t r = 0; r < local.shape(0); ++r)
     for (int64_t e = 0; e < t.dim(); ++e)
-      sol::store_from_double(local.data(), local.dtype(), size_t(r * t.dim() + e), table_value(first + r, e));
+      sol::store_from_double(local.data(), local.dtype(), size_t(r * t.dim() + e), table_value(first + r, e, version));
 }
 
-int64_t wrong_rows(const sol::Tensor& idx, const sol::Tensor& out, int64_t dim) {
+int64_t wrong_rows(const sol::Tensor& idx, const sol::Tensor& out, int64_t dim, int version = 0) {
   int64_t wrong = 0;
   for (int64_t i = 0; i < idx.numel(); ++i)
     for (int64_t e = 0; e < dim; ++e)
-      wrong += sol::load_as_double(out.data(), out.dtype(), size_t(i * dim + e)) != table_value(idx.data_as<int32_t>()[i], e);
+      wrong += sol::load_as_double(out.data(), out.dtype(), size_t(i * dim + e)) !=
+               table_value(idx.data_as<int32_t>()[i], e, version);
   return wrong;
 }
 
 void run_case(const sol::comm::Group& g, Checker& c, int64_t rows, int64_t dim, sol::DType dt, bool async, bool hot) {
   const int me = g.rank();
   sol::engram::ShardedTable table(g, rows, dim, dt);
-  fill_shard(table);
-  const int64_t tokens = 5 + 7 * me, heads = 3;  // each rank asks for a different count
+  c.expect(table.one_sided() == (g.num_nodes() == 1), "one_sided() within one node only");
+  const int64_t tokens = me == 1 ? 0 : 5 + 7 * me, heads = 3;  // each rank asks for a different count
   sol::Buffer idx(sol::DType::i32, {tokens, heads}), out(dt, {tokens, heads, dim});
   uint64_t x = 99 + uint64_t(me) * 7919 + uint64_t(rows);
   for (int64_t i = 0; i < tokens * heads; ++i) {
@@ -44,10 +47,13 @@ void run_case(const sol::comm::Group& g, Checker& c, int64_t rows, int64_t dim, 
     // hot: most indices hit the same few rows (repeats within and across ranks)
     idx.tensor().data_as<int32_t>()[i] = int32_t(hot ? (x >> 40) % 3 : (x >> 33) % uint64_t(rows));
   }
-  idx.tensor().data_as<int32_t>()[0] = int32_t(rows - 1);
+  if (tokens > 0) idx.tensor().data_as<int32_t>()[0] = int32_t(rows - 1);
   const std::string name = "lookup rows=" + std::to_string(rows) + " dim=" + std::to_string(dim) + " " +
                            std::string(sol::dtype_name(dt)) + (async ? " async" : "") + (hot ? " hot" : "");
-  for (int rep = 0; rep < 2; ++rep) {
+  // Each repetition rewrites the shards first, right after the previous lookup returned:
+  // a peer still reading would see the new rows where the old were due, or the reverse.
+  for (int rep = 0; rep < 3; ++rep) {
+    fill_shard(table, rep);
     std::memset(out.data(), 0xFF, out.bytes());
     if (async) {
       sol::engram::LookupHandle h = table.lookup_async(idx, out);
@@ -56,12 +62,17 @@ void run_case(const sol::comm::Group& g, Checker& c, int64_t rows, int64_t dim, 
         busy = busy + i;
         if (i % 100 == 0) h.test();
       }
-      h.wait();
+      if (rep == 1)
+        while (!h.test()) {
+        }
+      else
+        h.wait();
+      h.wait();  // again: returns at once
     } else {
       table.lookup(idx, out);
     }
-    const int64_t wrong = wrong_rows(idx, out, dim);
-    c.expect(wrong == 0, name + ": " + std::to_string(wrong) + " wrong elements");
+    const int64_t wrong = wrong_rows(idx, out, dim, rep);
+    c.expect(wrong == 0, name + " rep " + std::to_string(rep) + ": " + std::to_string(wrong) + " wrong elements");
   }
 }
 
@@ -82,6 +93,22 @@ void out_of_range(const sol::comm::Group& g, Checker& c) {
   c.expect(threw, "out-of-range index: no sol::Error on rank " + std::to_string(g.rank()));
   if (g.rank() == g.size() - 1)
     c.expect(what.find("indices[1, 1] = 10") != std::string::npos, "out-of-range message: " + what);
+  else
+    c.expect(what.find("rank " + std::to_string(g.size() - 1) + " passed an index outside") != std::string::npos,
+             "out-of-range message on the other ranks: " + what);
+  // The async form fails the same way, at the call (a negative index this time, on rank 0).
+  if (g.rank() == 0) idx.tensor().data_as<int32_t>()[2] = -3;
+  threw = false;
+  try {
+    sol::engram::LookupHandle h = table.lookup_async(idx, out);
+    h.wait();
+  } catch (const sol::Error& e) {
+    threw = true;
+    what = e.what();
+  }
+  c.expect(threw, "async out-of-range index: no sol::Error on rank " + std::to_string(g.rank()));
+  if (g.rank() == 0) c.expect(what.find("indices[1, 0] = -3") != std::string::npos, "negative index message: " + what);
+  idx.tensor().data_as<int32_t>()[2] = 2;
   // The table is still usable afterwards.
   idx.tensor().data_as<int32_t>()[3] = 9;
   table.lookup(idx, out);
