@@ -1,11 +1,12 @@
 // Sharded Engram lookup within one node: every shard lies in a comm::Window, so a rank copies
 // each row it asked for straight out of its owner's shard into its output — one copy per row,
 // the least any lookup can move (every output byte is written once from a row read once).
-// Nothing is exchanged but one flag per rank (an all_gather), which makes every rank agree on
-// bad indices and also publishes every owner's earlier writes of its shard (the collective
-// orders memory); the lookup ends with the window's fence, after which no peer reads a shard,
-// so its owner may rewrite it. Repeated indices are copied once per occurrence.
+// Nothing is exchanged but one flag per rank (read by every rank after a window fence), which
+// makes every rank agree on bad indices; that fence also publishes every owner's earlier writes
+// of its shard. The lookup ends with a second fence, after which no peer reads a shard, so its
+// owner may rewrite it. Repeated indices are copied once per occurrence.
 #include <algorithm>
+#include <cstring>
 
 #include "engram/table_impl.h"
 #include "kernels/gather.h"
@@ -69,22 +70,40 @@ struct OneSidedInFlight final : LookupHandle::State {
 
 void ShardedTable::Impl::one_sided_start(const Tensor& indices) const {
   const int P = group.size();
-  const int64_t bad = first_bad_index(indices);
-  int32_t mine = bad >= 0 ? 1 : 0;
-  std::vector<int32_t> flags(static_cast<size_t>(P));
-  group.all_gather(Tensor(&mine, DType::i32, {1}), Tensor(flags.data(), DType::i32, {P}));
-  if (bad >= 0) fail_bad_index(indices, bad);
-  for (int r = 0; r < P; ++r)
-    if (flags[size_t(r)] != 0) fail("engram lookup", "rank ", r, " passed an index outside the table's rows 0..", rows - 1);
-  std::vector<const char*> shard_of(static_cast<size_t>(P));
-  for (int r = 0; r < P; ++r) shard_of[size_t(r)] = reinterpret_cast<const char*>(window->peer(r));
   const int32_t* idx = indices.data_as<int32_t>();
   const int64_t n = indices.numel();
+  // Resolve every source row and find the first bad index in one pass.
+  std::vector<const char*> shard_of(static_cast<size_t>(P));
+  for (int r = 0; r < P; ++r) shard_of[size_t(r)] = reinterpret_cast<const char*>(window->peer(r));
   sources.resize(size_t(n));
+  int64_t bad = -1;
   for (int64_t i = 0; i < n; ++i) {
-    const int o = owner(idx[i]);
-    sources[size_t(i)] = shard_of[size_t(o)] + (idx[i] - begin[size_t(o)]) * int64_t(row_bytes);
+    const int64_t row = idx[i];
+    if (row < 0 || row >= rows) {
+      if (bad < 0) bad = i;
+      continue;
+    }
+    const int o = owner(row);
+    sources[size_t(i)] = shard_of[size_t(o)] + (row - begin[size_t(o)]) * int64_t(row_bytes);
   }
+  // Every rank's verdict, published by the fence (it also orders the owners' writes of their
+  // shards before this lookup's reads). The previous lookup's closing fence guarantees every
+  // peer read the previous verdict before this one is written.
+  const int32_t mine = bad >= 0 ? 1 : 0;
+  std::memcpy(window->local() + flag_offset, &mine, sizeof mine);
+  window->fence();
+  int bad_rank = -1;
+  for (int r = 0; r < P && bad_rank < 0; ++r) {
+    int32_t flag = 0;
+    std::memcpy(&flag, window->peer(r) + flag_offset, sizeof flag);
+    if (flag != 0) bad_rank = r;
+  }
+  if (bad_rank < 0) return;
+  // Every rank fails; one more fence first, so no rank writes its next verdict while a peer
+  // still reads this one.
+  window->fence();
+  if (bad >= 0) fail_bad_index(indices, bad);
+  fail("engram lookup", "rank ", bad_rank, " passed an index outside the table's rows 0..", rows - 1);
 }
 
 void ShardedTable::Impl::one_sided_copy_rows(const Tensor& out, int64_t from, int64_t to) const {

@@ -15,9 +15,13 @@ ShardedTable::Impl::Impl(const comm::Group& g, int64_t rows_, int64_t dim_, DTyp
   check(dim >= 1, "engram lookup", "dim = ", dim, " but must be >= 1");
   const int P = g.size();
   for (int r = 0; r <= P; ++r) begin.push_back(rows / P * r + std::min<int64_t>(r, rows % P));
+  base = rows / P, extra = rows % P, split = extra * (base + 1);
+  inv_big = 1.0 / double(base + 1);
+  inv_base = base > 0 ? 1.0 / double(base) : 0;
   const int64_t local_rows = begin[size_t(g.rank()) + 1] - begin[size_t(g.rank())];
   if (g.num_nodes() == 1) {
-    window.emplace(g, size_t(local_rows) * row_bytes);
+    flag_offset = (size_t(base + (extra > 0)) * row_bytes + 63) / 64 * 64;
+    window.emplace(g, flag_offset + 64);
     shard = Tensor(window->local(), dt, {local_rows, dim});
   } else {
     exchange_shard = Buffer(dt, {local_rows, dim});
@@ -25,20 +29,14 @@ ShardedTable::Impl::Impl(const comm::Group& g, int64_t rows_, int64_t dim_, DTyp
   }
 }
 
-int ShardedTable::Impl::owner(int64_t row) const {
-  const int P = group.size();
-  const int64_t base = rows / P, extra = rows % P;
-  if (row < extra * (base + 1)) return int(row / (base + 1));
-  return int(extra + (row - extra * (base + 1)) / base);
-}
-
 void ShardedTable::Impl::check_args(const Tensor& indices, const Tensor& out) const {
-  check(indices.dtype() == DType::i32 && indices.ndim() == 2 && indices.is_contiguous(), "engram lookup",
-        "indices must be a contiguous [T, H] i32 tensor, got ", indices.describe());
-  check(out.dtype() == dtype && out.ndim() == 3 && out.is_contiguous() && out.shape(0) == indices.shape(0) &&
-            out.shape(1) == indices.shape(1) && out.shape(2) == dim,
-        "engram lookup", "out must be a contiguous [", indices.shape(0), ", ", indices.shape(1), ", ", dim, "] ",
-        dtype_name(dtype), " tensor, got ", out.describe());
+  // `if` rather than check(): the messages format the tensors, which costs a microsecond per call.
+  if (indices.dtype() != DType::i32 || indices.ndim() != 2 || !indices.is_contiguous())
+    fail("engram lookup", "indices must be a contiguous [T, H] i32 tensor, got ", indices.describe());
+  if (out.dtype() != dtype || out.ndim() != 3 || !out.is_contiguous() || out.shape(0) != indices.shape(0) ||
+      out.shape(1) != indices.shape(1) || out.shape(2) != dim)
+    fail("engram lookup", "out must be a contiguous [", indices.shape(0), ", ", indices.shape(1), ", ", dim, "] ",
+         dtype_name(dtype), " tensor, got ", out.describe());
   check(!in_flight, "engram lookup", "a lookup_async of this table is still in flight: wait() on it first");
 }
 

@@ -3,13 +3,18 @@
 // overlapped with other work (finished by wait() or by polling test()), shards rewritten
 // between lookups (the one-sided path's fence), f32 and bf16 rows, and out-of-range indices
 // failing on every rank with sol::Error, in both forms.
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "../comm/mpi_check.h"
+#include "sol/comm_window.h"
+#include "sol/copy.h"
 #include "sol/engram.h"
+#include "sol/timing.h"
 
 namespace {
 
@@ -123,10 +128,64 @@ void out_of_range(const sol::comm::Group& g, Checker& c) {
   c.expect(shape_threw, "wrong output shape: no sol::Error");
 }
 
+
+// `mpi_engram bench BYTES [ITERS]`: the engram-lookup bench's case (BYTES of f32 rows of 128 per
+// rank, uniform random indices, a table of 2 x that many rows per rank), interleaved call by call
+// with the copy ceiling's transfer (BYTES out of the next rank's shared region into private
+// memory), each timed by the calling thread's CPU clock (immune to time slices lost to other
+// processes on a shared machine) and by the wall clock. Prints min and median per rank.
+int bench(const sol::comm::Group& g, int64_t bytes, int iters) {
+  const int P = g.size(), me = g.rank();
+  const int64_t dim = 128, lookups = std::max<int64_t>(1, bytes / (dim * 4)), rows = 2 * lookups * P;
+  sol::engram::ShardedTable table(g, rows, dim, sol::DType::f32);
+  fill_shard(table);
+  sol::Buffer idx(sol::DType::i32, {lookups, 1}), out(sol::DType::f32, {lookups, 1, dim}), dst(sol::DType::f32, {lookups * dim});
+  uint64_t x = 0x1234567ull + uint64_t(me) * 0x9E3779B97F4A7C15ull;
+  for (int64_t i = 0; i < lookups; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    idx.tensor().data_as<int32_t>()[i] = int32_t((x >> 33) % uint64_t(rows));
+  }
+  sol::comm::Window w(g, size_t(lookups * dim * 4));
+  std::memset(w.local(), 1, w.bytes(me));
+  const sol::Tensor peer(w.peer((me + 1) % P), sol::DType::f32, {lookups * dim});
+  std::vector<double> cpu_l, wall_l, cpu_c, wall_c;
+  for (int i = -3; i < iters; ++i) {
+    g.barrier();
+    double c0 = sol::thread_cpu_seconds(), w0 = sol::now_seconds();
+    table.lookup(idx, out);
+    double c1 = sol::thread_cpu_seconds(), w1 = sol::now_seconds();
+    g.barrier();
+    double c2 = sol::thread_cpu_seconds(), w2 = sol::now_seconds();
+    sol::copy(peer, dst);
+    double c3 = sol::thread_cpu_seconds(), w3 = sol::now_seconds();
+    if (i < 0) continue;
+    cpu_l.push_back(c1 - c0), wall_l.push_back(w1 - w0), cpu_c.push_back(c3 - c2), wall_c.push_back(w3 - w2);
+  }
+  const int64_t wrong = wrong_rows(idx, out, dim);
+  auto stat = [](std::vector<double> v, bool median) {
+    std::sort(v.begin(), v.end());
+    return (median ? v[v.size() / 2] : v[0]) * 1e6;
+  };
+  for (int r = 0; r < P; ++r) {
+    g.barrier();
+    if (r != me) continue;
+    std::printf("rank %d  %lld B  lookup cpu min %.1f med %.1f us, wall min %.1f med %.1f us | copy cpu min %.1f med %.1f, "
+                "wall min %.1f med %.1f us | lookup/copy cpu min %.0f%% med %.0f%%, wall min %.0f%% med %.0f%%  wrong %lld\n",
+                me, (long long)(lookups * dim * 4), stat(cpu_l, false), stat(cpu_l, true), stat(wall_l, false),
+                stat(wall_l, true), stat(cpu_c, false), stat(cpu_c, true), stat(wall_c, false), stat(wall_c, true),
+                100 * stat(cpu_c, false) / stat(cpu_l, false), 100 * stat(cpu_c, true) / stat(cpu_l, true),
+                100 * stat(wall_c, false) / stat(wall_l, false), 100 * stat(wall_c, true) / stat(wall_l, true),
+                (long long)wrong);
+    std::fflush(stdout);
+  }
+  return wrong == 0 ? 0 : 1;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   const sol::comm::Group& g = sol::comm::Group::world();
+  if (argc >= 3 && std::string(argv[1]) == "bench") return bench(g, std::atoll(argv[2]), argc > 3 ? std::atoi(argv[3]) : 50);
   Checker c;
   c.rank = g.rank();
   try {
