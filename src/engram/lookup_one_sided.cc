@@ -6,6 +6,7 @@
 // of its shard. The lookup ends with a second fence, after which no peer reads a shard, so its
 // owner may rewrite it. Repeated indices are copied once per occurrence.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "engram/table_impl.h"
@@ -72,19 +73,16 @@ void ShardedTable::Impl::one_sided_start(const Tensor& indices) const {
   const int P = group.size();
   const int32_t* idx = indices.data_as<int32_t>();
   const int64_t n = indices.numel();
-  // Resolve every source row and find the first bad index in one pass.
-  std::vector<const char*> shard_of(static_cast<size_t>(P));
-  for (int r = 0; r < P; ++r) shard_of[size_t(r)] = reinterpret_cast<const char*>(window->peer(r));
-  sources.resize(size_t(n));
+  // Any index outside the table? (No early exit: the loop vectorizes; the position is looked
+  // for only when there is one.)
+  uint32_t any_bad = 0;
+  for (int64_t i = 0; i < n; ++i) any_bad |= uint32_t(uint32_t(idx[i]) >= uint64_t(rows));
   int64_t bad = -1;
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t row = idx[i];
-    if (row < 0 || row >= rows) {
-      if (bad < 0) bad = i;
-      continue;
-    }
-    const int o = owner(row);
-    sources[size_t(i)] = shard_of[size_t(o)] + (row - begin[size_t(o)]) * int64_t(row_bytes);
+  if (any_bad) bad = first_bad_index(indices);
+  else {
+    sources.resize(size_t(n));
+    if (active_isa() >= Isa::avx512) detail::row_sources_avx512(map, idx, n, sources.data());
+    else detail::row_sources_scalar(map, idx, n, sources.data());
   }
   // Every rank's verdict, published by the fence (it also orders the owners' writes of their
   // shards before this lookup's reads). The previous lookup's closing fence guarantees every

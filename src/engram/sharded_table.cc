@@ -15,14 +15,18 @@ ShardedTable::Impl::Impl(const comm::Group& g, int64_t rows_, int64_t dim_, DTyp
   check(dim >= 1, "engram lookup", "dim = ", dim, " but must be >= 1");
   const int P = g.size();
   for (int r = 0; r <= P; ++r) begin.push_back(rows / P * r + std::min<int64_t>(r, rows % P));
-  base = rows / P, extra = rows % P, split = extra * (base + 1);
-  inv_big = 1.0 / double(base + 1);
-  inv_base = base > 0 ? 1.0 / double(base) : 0;
+  map.base = rows / P, map.extra = rows % P, map.split = map.extra * (map.base + 1);
+  map.inv_big = 1.0 / double(map.base + 1);
+  map.inv_base = map.base > 0 ? 1.0 / double(map.base) : 0;
+  map.row_bytes = row_bytes;
   const int64_t local_rows = begin[size_t(g.rank()) + 1] - begin[size_t(g.rank())];
   if (g.num_nodes() == 1) {
-    flag_offset = (size_t(base + (extra > 0)) * row_bytes + 63) / 64 * 64;
+    flag_offset = (size_t(map.base + (map.extra > 0)) * row_bytes + 63) / 64 * 64;
     window.emplace(g, flag_offset + 64);
     shard = Tensor(window->local(), dt, {local_rows, dim});
+    for (int r = 0; r < P; ++r)
+      origin.push_back(reinterpret_cast<uintptr_t>(window->peer(r)) - uintptr_t(begin[size_t(r)]) * row_bytes);
+    map.origin = origin.data();
   } else {
     exchange_shard = Buffer(dt, {local_rows, dim});
     shard = exchange_shard.tensor();

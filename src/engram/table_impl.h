@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "engram/row_sources.h"
 #include "sol/comm.h"
 #include "sol/comm_window.h"
 #include "sol/engram.h"
@@ -45,11 +46,8 @@ struct ShardedTable::Impl {
   DType dtype;
   size_t row_bytes;
   std::vector<int64_t> begin;  // size + 1 boundaries
-  // owner(): the first `extra` ranks hold base + 1 rows, the rest base. The quotients are
-  // taken through a double reciprocal and corrected by one, exactly: a 64-bit division per
-  // index cost a third as much as copying a 512-byte row.
-  int64_t base = 0, extra = 0, split = 0;  // split = extra * (base + 1)
-  double inv_big = 0, inv_base = 0;
+  detail::RowMap map;              // owners and (one node) row addresses; map.origin -> origin
+  std::vector<uintptr_t> origin;   // one node: per owner, see row_sources.h
   // One node: the shards, readable by every rank, each followed (at flag_offset, the same in
   // every region) by the rank's "bad index" flag of the lookup in progress.
   std::optional<comm::Window> window;
@@ -64,16 +62,7 @@ struct ShardedTable::Impl {
   Impl(const comm::Group& g, int64_t rows, int64_t dim, DType dtype);
 
   bool one_sided() const { return window.has_value(); }
-  int owner(int64_t row) const {
-    if (row < split) return int(quotient(row, base + 1, inv_big));
-    return int(extra + quotient(row - split, base, inv_base));
-  }
-  static int64_t quotient(int64_t n, int64_t d, double inv) {
-    int64_t q = int64_t(double(n) * inv);
-    if (q * d > n) --q;
-    else if ((q + 1) * d <= n) ++q;
-    return q;
-  }
+  int owner(int64_t row) const { return map.owner(row); }
   void check_args(const Tensor& indices, const Tensor& out) const;
   // Position of the first index outside [0, rows), or -1.
   int64_t first_bad_index(const Tensor& indices) const;
