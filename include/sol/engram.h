@@ -60,29 +60,38 @@ void ngram_hash_reference(const Tensor& ids, const Tensor& out, const HashConfig
 
 // Embedding tables of `rows` rows of `dim` elements split by rows across the ranks of a group:
 // rank r holds rows [row_begin(r), row_begin(r+1)), the first rows % size ranks one row more.
+//
+// Within one node (group.num_nodes() == 1) the shards live in a comm::Window: a lookup copies
+// each wanted row straight out of its owner's shard into `out` (one copy per row; only one flag
+// per rank is exchanged) and ends with the window's fence. Across nodes, indices and rows are
+// exchanged (all_to_all_v, or batched send/recv for the async form).
 class ShardedTable;
 
-// A lookup in flight: the indices are already exchanged and the local rows sent; wait()
-// receives the remote rows and writes the output. Transfers progress inside wait() and
-// test(): call test() between pieces of other work to keep them moving.
+// A lookup in flight. One node: the indices are checked by every rank; the rows are copied
+// inside test() (a bounded chunk per call) and wait(). Across nodes: the indices are already
+// exchanged and the local rows sent; the transfers progress inside test() and wait(). Either
+// way, call test() between pieces of other work to keep it moving; it is true once the lookup
+// is complete (rows in `out`, and every peer done reading this rank's shard).
 class LookupHandle {
  public:
   LookupHandle();
-  ~LookupHandle();
+  ~LookupHandle();  // waits for a lookup still in flight
   LookupHandle(LookupHandle&&) noexcept;
   LookupHandle& operator=(LookupHandle&&) noexcept;
   void wait();
   bool test();
 
+  struct State;  // internal
+
  private:
   friend class ShardedTable;
-  struct State;
   std::unique_ptr<State> state_;
 };
 
 class ShardedTable {
  public:
-  // Collective construction (no communication): every rank passes the same rows, dim, dtype.
+  // Collective construction: every rank passes the same rows, dim, dtype (within one node it
+  // maps the peers' shards).
   ShardedTable(const comm::Group& group, int64_t rows, int64_t dim, DType dtype);
   ~ShardedTable();
   ShardedTable(ShardedTable&&) noexcept;
@@ -90,20 +99,25 @@ class ShardedTable {
   int64_t rows() const;
   int64_t dim() const;
   int64_t row_begin(int rank) const;  // rank in 0..size; row_begin(size) = rows
-  // This rank's rows: [row_begin(rank+1) - row_begin(rank), dim], to fill or train.
+  // This rank's rows: [row_begin(rank+1) - row_begin(rank), dim], to fill or train. Peers
+  // read them during lookups: write them only between lookups (once this rank's lookup or
+  // wait() has returned, no peer reads them until the next lookup starts).
   const Tensor& local() const;
+  // True when lookups copy rows straight from peers' shards (the group shares one node).
+  bool one_sided() const;
 
   // Collective. indices: [T, H] i32, any values in [0, rows) (repeats allowed); out: [T, H, dim]
   // of the table's dtype, contiguous. Ranks may pass different T. Any out-of-range index on any
   // rank makes every rank throw sol::Error (the offending rank names the index).
   void lookup(const Tensor& indices, const Tensor& out) const;
   // The same, returning before the rows arrive (a layer can prefetch its rows while earlier
-  // layers compute). indices and out must stay alive until wait() returns; at most one
+  // layers compute). indices and out must stay alive until the lookup completes; at most one
   // lookup of a table may be in flight.
   LookupHandle lookup_async(const Tensor& indices, const Tensor& out) const;
 
+  struct Impl;  // internal
+
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -5,6 +5,7 @@
 #include "sol/bench.h"
 #include "sol/comm.h"
 #include "sol/comm_bench.h"
+#include "sol/comm_window.h"
 #include "sol/copy.h"
 #include "sol/cp.h"
 #include "sol/dtype.h"

@@ -123,10 +123,13 @@ void bind_table(nb::module_& e) {
       }, "group"_a, "rows"_a, "dim"_a, "dtype"_a = "bf16")
       .def_prop_ro("rows", &eg::ShardedTable::rows)
       .def_prop_ro("dim", &eg::ShardedTable::dim)
+      .def_prop_ro("one_sided", &eg::ShardedTable::one_sided,
+                   "True within one node: lookups copy rows straight out of the owners' shards.")
       .def("row_begin", &eg::ShardedTable::row_begin, "rank"_a,
            "First row rank holds (row_begin(size) = rows).")
       .def_prop_ro("local", [](nb::handle self) { return tensor_view(nb::cast<eg::ShardedTable&>(self).local(), self); },
-                   "This rank's rows: a writable numpy view [row_begin(rank+1) - row_begin(rank), dim].")
+                   "This rank's rows: a writable numpy view [row_begin(rank+1) - row_begin(rank), dim]. Peers read it during "
+                   "lookups: write it between lookups only.")
       .def("lookup", [](const eg::ShardedTable& t, nb::handle indices, nb::handle out) {
         Array I = input(indices, "engram lookup", "indices");
         Array O = output_or_new(out, "engram lookup", "out", {I.dim(0), I.dim(1), t.dim()}, t.local().dtype());

@@ -39,11 +39,38 @@ def ring_attention(g, dtype, causal, chunk=8, H=4, Hkv=2, D=32):
     assert rel_err(full, o_full.astype(np.float32)) <= tol
 
 
+def cp_variants_and_backward(g, dtype, causal, chunk=6, D=16):
+    """Every variant forward, and its backward, against flash_attention(_backward) on the whole
+    sequence; H and Hkv = the ranks, so Ulysses shards the heads."""
+    rank, n = g.rank, g.size
+    B, S, H = 1, 2 * n * chunk, n
+    rng = np.random.default_rng(11)
+    q, k, v, d_o = (rng.standard_normal((B, S, H, D)).astype(np.float32).astype(dtype) for _ in range(4))
+    o_full, lse_full = sol.flash_attention(q, k, v, causal=causal)
+    grads_full = sol.flash_attention_backward(q, k, v, o_full, lse_full, d_o, causal=causal)
+    qs, ks, vs, dos = (sol.cp.zigzag_shard(t, rank, n) for t in (q, k, v, d_o))
+    fwd_tol, bwd_tol = (2e-5, 2e-5) if dtype == np.float32 else (2e-2, 1e-2)
+    for variant in ("ring", "all_gather_kv", "ulysses"):
+        o, lse = sol.cp.ring_attention(qs, ks, vs, g, causal=causal, variant=variant)
+        err = rel_err(o.astype(np.float32), sol.cp.zigzag_shard(o_full, rank, n).astype(np.float32))
+        assert err <= fwd_tol, f"{variant} forward {dtype} causal={causal}: {err}"
+        dq, dk, dv = sol.cp.ring_attention_backward(qs, ks, vs, o, lse, dos, g, causal=causal, variant=variant)
+        for name, got, ref in zip(("dq", "dk", "dv"), (dq, dk, dv), grads_full):
+            err = rel_err(got.astype(np.float32), sol.cp.zigzag_shard(ref, rank, n).astype(np.float32))
+            assert err <= bwd_tol, f"{variant} backward {name} {dtype} causal={causal}: {err}"
+    try:
+        sol.cp.ring_attention(qs, ks, vs, g, variant="star")
+        raise AssertionError("an unknown variant should be refused")
+    except sol.Error as e:
+        assert "star" in str(e), str(e)
+
+
 def sharded_table(g):
     rank, size = g.rank, g.size
     rows, dim = 37, 16
     table = sol.engram.ShardedTable(g, rows, dim, np.float32)
     assert table.rows == rows and table.dim == dim and table.row_begin(size) == rows
+    assert table.one_sided == (g.num_nodes == 1)
     begin, end = table.row_begin(rank), table.row_begin(rank + 1)
     local = table.local
     assert local.shape == (end - begin, dim)
@@ -67,6 +94,8 @@ def sharded_table(g):
     except sol.Error as e:
         assert "engram lookup" in str(e), str(e)
     np.testing.assert_array_equal(table.lookup(idx), full[idx])  # usable after the error
+    local[...] += 1000  # rewritten between lookups: every rank sees the new rows
+    np.testing.assert_array_equal(table.lookup(idx), full[idx] + 1000)
 
     bf = sol.engram.ShardedTable(g, 9, 8)  # bf16 by default
     assert bf.local.dtype == BF16
@@ -119,6 +148,7 @@ def main():
     for dtype in (np.float32, BF16):
         for causal in (True, False):
             ring_attention(g, dtype, causal)
+            cp_variants_and_backward(g, dtype, causal)
     try:
         sol.cp.ring_attention(*(np.zeros((1, 3, 2, 8), np.float32),) * 3, g)
         raise AssertionError("an odd shard length should be refused")

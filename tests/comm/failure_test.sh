@@ -55,6 +55,12 @@ grep -q "rank 1 CAUGHT CommError: recv: timed out .* waiting for rank 0.*tag 2.*
   fail "tag_none: rank 1 did not name the tags"
 grep "CAUGHT" "$log"
 
+# fence: a window fence that one rank never starts ends in a CommError naming it and the fence.
+timeout 60 "${mpirun[@]}" -np 2 "$prog" fence >"$log" 2>&1
+grep -q "rank 0 CAUGHT CommError: window fence: timed out after .* waiting for rank 1 .*: it to start fence 1 (it has started 0)" "$log" ||
+  fail "fence: no CommError naming the window fence and rank 1"
+grep "CAUGHT" "$log"
+
 # kill: SIGKILL rank 1 in the middle of a stream of 4 MiB allreduces, within one node (3 ranks)
 # and across two emulated nodes (4 ranks: the survivors wait in shared memory and in MPI).
 ms() { echo $(($(date +%s%N) / 1000000)); }

@@ -8,6 +8,7 @@
 //   order     rank 0 calls allreduce while the others call all_gather
 //   tag_size  rank 1 receives a tagged message into a buffer of another size
 //   tag_none  rank 1 waits for tag 2 while rank 0 sent tag 1: the timeout names both
+//   fence     rank 1 never starts a window fence: rank 0 must time out naming rank 1
 //   kill      all ranks loop over collectives and a ring send/recv until the script kills
 //             rank 1 with SIGKILL
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "sol/comm.h"
+#include "sol/comm_window.h"
 
 using namespace sol;
 using namespace sol::comm;
@@ -51,6 +53,13 @@ int main(int argc, char** argv) {
       if (me == 0) world.isend(Tensor(in.data(), DType::f32, {16}), 1, mode == "tag_size" ? 5 : 1).wait();
       if (me == 1) world.irecv(Tensor(out.data(), DType::f32, {mode == "tag_size" ? 8 : 16}), 0, mode == "tag_size" ? 5 : 2).wait();
       if (me > 1) return 0;
+    } else if (mode == "fence") {
+      Window w(world, 64);
+      if (me == 1) {
+        ::sleep(unsigned(timeout_seconds() * 2 + 1));
+        return 0;
+      }
+      w.fence();
     } else if (mode == "kill") {
       std::printf("rank %d pid %d\n", me, int(::getpid()));
       std::fflush(stdout);
@@ -66,7 +75,7 @@ int main(int argc, char** argv) {
         world.batch_isend_irecv(ring).wait();
       }
     } else {
-      std::fprintf(stderr, "usage: mpi_failure timeout|mismatch|nodes|dtype|order|tag_size|tag_none|kill\n");
+      std::fprintf(stderr, "usage: mpi_failure timeout|mismatch|nodes|dtype|order|tag_size|tag_none|fence|kill\n");
       return 2;
     }
     std::printf("rank %d: NOT CAUGHT: the call returned\n", me);

@@ -15,7 +15,10 @@
 //                variant against it: (t_FA / ranks) / t (the "85% per rank");
 //   comm alone = the variant's transfers without compute (ring: ranks-1 K/V rotations;
 //                all_gather_kv: the all_gather; ulysses: both all_to_alls);
-//   exposed    = the variant's own time in communication calls (RingAttentionStats.comm_s);
+//   exposed    = per call, the slowest rank's wall time minus the most compute time
+//                (RingAttentionStats.compute_s) any rank spent in that call, median over calls:
+//                the communication no rank hid (time in communication calls alone would count
+//                waiting for a neighbour that computes longer, i.e. imbalance, as communication);
 //   hidden     = 1 - exposed / comm alone (0 when nothing overlaps).
 // Times are medians over batches of the slowest rank; the first call of each variant is
 // checked against the sharded 1-rank result (rel. error; counted wrong above bf16/f32

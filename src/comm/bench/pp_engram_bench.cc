@@ -152,7 +152,7 @@ std::vector<CommBenchRecord> pipeline_bench(const Group& g, const CommBenchOptio
   check(o.max_bytes <= (size_t(1) << 30), "comm bench", "--max-bytes ", o.max_bytes, " is above 1 GiB");
   const bool pp = o.op == "pp-sendrecv";
   const size_t es = dtype_size(o.dtype);
-  const double factor = pp ? 1.0 : double(g.size() - 1) / g.size();
+  const double factor = 1.0;  // both: one copy of `bytes` per rank (pp_engram_bench.h)
   std::vector<CommBenchRecord> records;
   for (size_t bytes = std::max<size_t>(o.min_bytes, 8); bytes <= o.max_bytes; bytes *= size_t(o.factor)) {
     // One element holds the tags at both ends: at least two; engram: whole rows.

@@ -8,8 +8,10 @@
 //   The first run checks every element, timed runs check each message's tagged first and last
 //   4 bytes (a message landing in the wrong slot or order is caught every run).
 // engram-lookup: each rank looks up bytes / (dim x dtype) random rows (dim 128) of a table
-//   split across the ranks (2 x that many rows per rank); busbw = algbw (P-1)/P, the fraction
-//   of rows that cross ranks; ceiling: copy of bytes (P-1)/P. Every element checked.
+//   split across the ranks (2 x that many rows per rank); busbw = algbw (factor 1); ceiling:
+//   copy of bytes. Within a node every output row is one copy out of its owner's shard, local
+//   or remote alike, so a copy of the whole output is the floor (counting only the remote
+//   (P-1)/P, as all_to_all does, would cap SOL% at (P-1)/P). Every element checked.
 #include <vector>
 
 #include "sol/comm_bench.h"
