@@ -56,6 +56,7 @@ TEST(TilePasses, GemmGolden) { check_case("gemm_edges"); }
 TEST(TilePasses, TransposedGemmGolden) { check_case("gemm_nt"); }
 TEST(TilePasses, ElementwiseGolden) { check_case("rows"); }
 TEST(TilePasses, LoopTilingGolden) { check_case("tiled"); }
+TEST(TilePasses, ReuseGolden) { check_case("reuse"); }
 
 TEST(TilePasses, TileMustBeAPositiveInteger) {
   for (const char* bad : {"tile=0", "tile", "tile=x"}) {
