@@ -51,7 +51,7 @@ class CppEmitter : public TileEmitter {
     line("#pragma omp parallel num_threads(std::max<int64_t>(1, std::min<int64_t>(L->threads, cells)))");
     line("{");
     ++depth_;
-    line("char* const arena = static_cast<char*>(sol_rt::arena_alloc(" + p_.attrs.at("arena") + "));");
+    line("char* const arena = L->scratch + omp_get_thread_num() * L->scratch_stride;");
     // What each reused tile holds (reuse-tiles): the origin and extent of its last copy, for
     // as long as this thread runs cells.
     walk_allocs(p_.body, [&](const Stmt& a) {
@@ -66,7 +66,6 @@ class CppEmitter : public TileEmitter {
     body(p_.body);
     --depth_;
     line("}");
-    line("std::free(arena);");
     --depth_;
     line("}");
     --depth_;
