@@ -18,7 +18,7 @@ struct PassInfo {
 
 constexpr PassInfo kCpuPasses[] = {
     {"tile-loops", tile_loops},        {"infer-layouts", infer_layouts},  {"software-pipeline", software_pipeline},
-    {"lower-cpu", lower_cpu},          {"unroll", unroll_loops},
+    {"lower-cpu", lower_cpu},          {"unroll", unroll_loops},          {"reuse-tiles", reuse_tiles},
     {"plan-scratch", plan_scratch},
 };
 

@@ -163,7 +163,7 @@ class Verifier {
     check_ok(!in_parallel || s.kind == Stmt::assign, "only assignments may appear inside parallel");
     switch (s.kind) {
       case Stmt::alloc: {
-        attrs(s, {"layout", "offset"});
+        attrs(s, {"layout", "offset", "reuse"});
         declare(s.name, "tile");
         check_ok(!s.shape.empty(), "tile ", s.name, " has no dims");
         for (int64_t d : s.shape) check_ok(d > 0, "tile ", s.name, " has a dim ", d, " (must be > 0)");
@@ -182,7 +182,7 @@ class Verifier {
         return;
       case Stmt::copy:
       case Stmt::prefetch: {
-        attrs(s, {});
+        attrs(s, s.kind == Stmt::copy ? std::set<std::string>{"reuse"} : std::set<std::string>{});
         const bool src_tile = tiles_.count(s.refs[0].name), dst_tile = tiles_.count(s.refs[1].name);
         check_ok(src_tile != dst_tile || (src_tile && dst_tile && s.kind == Stmt::copy),
                  "copy needs a tensor region and a tile (got ", s.refs[0].name, " and ", s.refs[1].name, ")");

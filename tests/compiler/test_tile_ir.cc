@@ -63,7 +63,10 @@ TEST(TileIr, LoweredFormsRoundTrip) {
   const std::string text = print(lowered);
   EXPECT_EQ(print(parse(text)), text);
   EXPECT_NE(text.find("ukernel"), std::string::npos);
-  EXPECT_NE(text.find("prefetch"), std::string::npos);
+  EXPECT_NE(text.find("reuse"), std::string::npos);
+  const std::string pipelined = print(lower(parse(read_text(testing::golden_dir() / "gemm_edges.in.tile"))));
+  EXPECT_EQ(print(parse(pipelined)), pipelined);
+  EXPECT_NE(pipelined.find("prefetch"), std::string::npos);
 }
 
 TEST(TileIr, SyntaxErrorsNameTheLine) {

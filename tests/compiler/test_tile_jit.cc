@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -76,9 +77,18 @@ std::vector<Buffer> buffers(std::initializer_list<Buffer*> list) {
 }
 
 TEST(TileJit, GemmBf16MatchesInterpreter) {
-  Buffer a = random(DType::bf16, {150, 600}, 1), b = random(DType::bf16, {600, 290}, 2),
-         c = random(DType::f32, {150, 290}, 3);
-  check_against_interpreter(example("gemm_bf16.tile"), buffers({&a, &b, &c}), {2}, 1e-5);
+  // M = 450: three cells down M (the last ragged) share each B block, which reuse-tiles packs
+  // once per thread; K = 1100: two K blocks, so the B tile alternates between two regions.
+  for (auto [m, k, n] : {std::array<int64_t, 3>{450, 600, 290}, {200, 1100, 400}, {150, 600, 290}}) {
+    Buffer a = random(DType::bf16, {m, k}, 1), b = random(DType::bf16, {k, n}, 2), c = random(DType::f32, {m, n}, 3);
+    check_against_interpreter(example("gemm_bf16.tile"), buffers({&a, &b, &c}), {2}, 1e-5);
+  }
+}
+
+TEST(TileJit, ReusedTilesMatchInterpreter) {
+  // Every cell copies W[0, 0] into the reused tile w: each thread packs it once.
+  Buffer w = random(DType::f32, {53, 16}, 30), x = random(DType::f32, {53, 16}, 31), y = random(DType::f32, {53, 16}, 32);
+  check_against_interpreter(golden_input("reuse"), buffers({&w, &x, &y}), {2}, 1e-6);
 }
 
 TEST(TileJit, GemmF32EdgesMatchesInterpreter) {

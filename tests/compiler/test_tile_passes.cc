@@ -56,6 +56,15 @@ TEST(TilePasses, GemmGolden) { check_case("gemm_edges"); }
 TEST(TilePasses, TransposedGemmGolden) { check_case("gemm_nt"); }
 TEST(TilePasses, ElementwiseGolden) { check_case("rows"); }
 TEST(TilePasses, LoopTilingGolden) { check_case("tiled"); }
+TEST(TilePasses, ReuseGolden) { check_case("reuse"); }
+
+TEST(TilePasses, ReuseWrittenByHandIsNotTrusted) {
+  // x is copied from Y, which the kernel writes: a hand-written `reuse` must not survive.
+  const std::string text =
+      "kernel k(Y: f32[N, 16]) grid(b = ceildiv(N, 16)) {\n  alloc x: fragment f32[16, 16] reuse\n"
+      "  copy Y[b * 16, 0] -> x reuse\n  copy x -> Y[b * 16, 0]\n}\n";
+  EXPECT_EQ(print(lower(parse(text))).find("reuse"), std::string::npos);
+}
 
 TEST(TilePasses, TileMustBeAPositiveInteger) {
   for (const char* bad : {"tile=0", "tile", "tile=x"}) {

@@ -21,12 +21,14 @@ std::string example_path(const char* name) { return (source_root() / "examples/t
 
 TEST(TileProgramOp, GemmCostIsTheProgramsGemmWork) {
   test_cache_dir();
-  auto c = make(example_path("gemm_bf16.tile"), "M=192,N=512,K=1024");
-  // One cell, two K blocks of 192 x 512 x 512.
-  EXPECT_DOUBLE_EQ(c->cost().flops, 2.0 * 192 * 512 * 1024);
-  EXPECT_DOUBLE_EQ(c->cost().bytes, 2.0 * 192 * 1024 + 2.0 * 1024 * 512 + 4.0 * 192 * 512);
+  auto c = make(example_path("gemm_bf16.tile"), "M=192,N=384,K=2048");
+  // One cell, two K blocks of 192 x 384 x 1024.
+  EXPECT_DOUBLE_EQ(c->cost().flops, 2.0 * 192 * 384 * 2048);
+  EXPECT_DOUBLE_EQ(c->cost().bytes, 2.0 * 192 * 2048 + 2.0 * 2048 * 384 + 4.0 * 192 * 384);
   EXPECT_EQ(c->cost().compute, Unit::dot_bf16);
-  EXPECT_EQ(c->shape(), "gemm_bf16,M=192,K=1024,N=512");
+  EXPECT_EQ(c->shape(), "gemm_bf16,M=192,K=2048,N=384");
+  // Ragged: the padding of the edge tiles is not work (the kernel skips it).
+  EXPECT_DOUBLE_EQ(make(example_path("gemm_bf16.tile"), "M=70,N=500,K=1100")->cost().flops, 2.0 * 70 * 500 * 1100);
 }
 
 TEST(TileProgramOp, CheckRunsTheInterpreter) {

@@ -1,9 +1,11 @@
-// The DSL GEMM. Blocking follows the hand-written gemm (src/ops/gemm/blocking.h): KC = 512
-// bf16 (a 512 x 32 B micro-panel is 32 KiB of L1), and a 192 x 512 cell: A blocks are packed
-// once per 512 columns of C (a 192 x 256 cell packed them twice as often and measured 0.92x of
-// the hand-written gemm at 2048^3 against 0.98x for this one, thread CPU time:
-// docs/perf/tile-compiler.md). Lowering turns the gemm into the same 12 x 32 micro-kernel calls
-// in the same jr -> ir order, skipping the zero padding of ragged edges.
+// The DSL GEMM: 192 x 384 cells of C, K in blocks of 1024 (a 1024 x 32 B micro-panel is 64 KiB,
+// streamed from L2 as the hand-written gemm streams its 128 KiB ones), the grid running down M
+// first. K up to 1024 is then one block, and consecutive cells of a thread read the same B
+// block, which reuse-tiles packs once instead of once per cell (the hand-written driver packs
+// each B block once for all its A blocks). Measured against 192 x 512 cells with K blocks of
+// 512 and stages=2 (whose prefetch of the next tiles cost 1-3%): docs/perf/tile-compiler.md.
+// Lowering turns the gemm into the same 12 x 32 micro-kernel calls in the same jr -> ir order,
+// skipping the zero padding of ragged edges.
 #include "compiler/bench/dsl_gemm.h"
 
 namespace sol::tile {
@@ -13,17 +15,17 @@ Program dsl_gemm_bf16() {
   Value m = b.dim("M"), n = b.dim("N"), k = b.dim("K");
   Handle a = b.tensor("A", DType::bf16, {m, k}), bt = b.tensor("B", DType::bf16, {k, n}),
          c = b.tensor("C", DType::f32, {m, n});
-  auto [bn, bm] = b.grid<2>({{"bn", ceildiv(n, 512)}, {"bm", ceildiv(m, 192)}});
-  Handle a_s = b.scratch("a_s", DType::bf16, {192, 512});
-  Handle b_s = b.scratch("b_s", DType::bf16, {512, 512});
-  Handle acc = b.fragment("acc", DType::f32, {192, 512});
+  auto [bm, bn] = b.grid<2>({{"bm", ceildiv(m, 192)}, {"bn", ceildiv(n, 384)}});
+  Handle a_s = b.scratch("a_s", DType::bf16, {192, 1024});
+  Handle b_s = b.scratch("b_s", DType::bf16, {1024, 384});
+  Handle acc = b.fragment("acc", DType::f32, {192, 384});
   b.fill(acc, 0);
-  b.for_range("ko", 0, ceildiv(k, 512), [&](Value ko) {
-    b.copy(a(bm * 192, ko * 512), a_s);
-    b.copy(bt(ko * 512, bn * 512), b_s);
+  b.for_range("ko", 0, ceildiv(k, 1024), [&](Value ko) {
+    b.copy(a(bm * 192, ko * 1024), a_s);
+    b.copy(bt(ko * 1024, bn * 384), b_s);
     b.gemm(a_s, b_s, acc);
-  }, {.stages = 2});
-  b.copy(acc, c(bm * 192, bn * 512));
+  });
+  b.copy(acc, c(bm * 192, bn * 384));
   return b.finish();
 }
 

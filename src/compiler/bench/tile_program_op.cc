@@ -3,9 +3,10 @@
 //   sol bench tile-program --file examples/tile/gemm_bf16.tile --dims M=2048,N=2048,K=2048
 //
 // Every dim of the program must be given; each parameter gets a random tensor of its shape and
-// dtype. Cost: the flops are the gemm work the program asks for (2 m n k per executed gemm, tile
-// shapes, counted by walking the grid and loop bounds; for shapes that are whole multiples of
-// the tiles this is the useful work), on the bf16 or f32 unit of the gemm's operands; the bytes
+// dtype. Cost: the flops are the gemm work on data (2 m n k per executed gemm, counted by walking
+// the grid and loop bounds, with m, n, k clipped to what the operands' copies filled from the
+// tensors, as the compiled kernel skips the padding: 2 M N K for a GEMM of any shape), on the
+// bf16 or f32 unit of the gemm's operands; the bytes
 // are every tensor once. A program without gemm is memory-bound by that count. The check runs
 // the compiled kernel and the reference interpreter on the same inputs and compares every tensor
 // (the interpreter is scalar: keep checked shapes small).
@@ -43,20 +44,73 @@ struct GemmWork {
   double bf16 = 0, f32 = 0;
 };
 
-// Gemm flops of every cell: loops are walked with their bounds evaluated per cell.
-void count(const tile::Program& p, const std::vector<tile::Stmt>& body, tile::Env& env, GemmWork& w) {
+// What the walk knows while it counts: tensor shapes, and per tile how much of it holds data
+// (its last copy from a tensor fills only the part inside the tensor; anything else that
+// writes a tile fills all of it).
+struct Walk {
+  const tile::Program& p;
+  std::map<std::string, std::vector<int64_t>> tensor_shape;
+  std::map<std::string, std::vector<int64_t>> filled;
+  tile::Env env;
+};
+
+void copied_in(Walk& w, const tile::Stmt& s) {
+  const tile::Stmt& t = *w.p.alloc(s.refs[1].name);
+  const std::vector<int64_t>& shape = w.tensor_shape.at(s.refs[0].name);
+  const size_t lead = shape.size() - t.shape.size();
+  bool live = true;
+  std::vector<int64_t> off;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    off.push_back(tile::eval_index(s.refs[0].index[d], w.env));
+    if (d < lead) live = live && off[d] >= 0 && off[d] < shape[d];
+  }
+  std::vector<int64_t>& f = w.filled[t.name];
+  f.assign(t.shape.size(), 0);
+  for (size_t d = 0; d < t.shape.size() && live; ++d)
+    f[d] = std::clamp<int64_t>(shape[lead + d] - off[lead + d], 0, t.shape[d]);
+}
+
+// Gemm flops of every cell, loops walked with their bounds evaluated per cell, each gemm
+// clipped to the filled part of its operands: the work on data, as the compiled kernel skips
+// the zero padding of ragged edges (so 2 M N K for a GEMM of any shape).
+void count(Walk& w, const std::vector<tile::Stmt>& body, GemmWork& work) {
   for (const tile::Stmt& s : body) {
-    if (s.kind == tile::Stmt::gemm) {
-      const tile::Stmt &a = *p.alloc(s.refs[0].name), &c = *p.alloc(s.refs[2].name);
-      const double k = double(a.shape[s.has("trans_a") ? 0 : 1]);
-      (a.dtype == DType::bf16 ? w.bf16 : w.f32) += 2.0 * double(c.shape[0]) * double(c.shape[1]) * k;
-    } else if (s.kind == tile::Stmt::loop) {
-      const int64_t lo = tile::eval_index(s.exprs[0], env), hi = tile::eval_index(s.exprs[1], env);
-      for (int64_t i = lo; i < hi; ++i) {
-        env[s.name] = i;
-        count(p, s.body, env, w);
+    switch (s.kind) {
+      case tile::Stmt::copy:
+        if (w.tensor_shape.count(s.refs[0].name)) copied_in(w, s);
+        else if (!w.tensor_shape.count(s.refs[1].name)) w.filled[s.refs[1].name] = w.p.alloc(s.refs[1].name)->shape;
+        break;
+      case tile::Stmt::fill:
+      case tile::Stmt::parallel:
+        w.filled[s.refs[0].name] = w.p.alloc(s.refs[0].name)->shape;
+        break;
+      case tile::Stmt::cast:
+      case tile::Stmt::reduce:
+        w.filled[s.refs[1].name] = w.p.alloc(s.refs[1].name)->shape;
+        break;
+      case tile::Stmt::gemm: {
+        const tile::Stmt &a = *w.p.alloc(s.refs[0].name), &b = *w.p.alloc(s.refs[1].name);
+        const bool ta = s.has("trans_a"), tb = s.has("trans_b");
+        auto filled = [&](const tile::Stmt& t, int d) {
+          auto it = w.filled.find(t.name);
+          return it == w.filled.end() ? t.shape[size_t(d)] : it->second[size_t(d)];
+        };
+        const double m = double(filled(a, ta ? 1 : 0)), n = double(filled(b, tb ? 0 : 1));
+        const double k = double(std::min(filled(a, ta ? 0 : 1), filled(b, tb ? 1 : 0)));
+        (a.dtype == DType::bf16 ? work.bf16 : work.f32) += 2.0 * m * n * k;
+        w.filled[s.refs[2].name] = w.p.alloc(s.refs[2].name)->shape;
+        break;
       }
-      env.erase(s.name);
+      case tile::Stmt::loop: {
+        const int64_t lo = tile::eval_index(s.exprs[0], w.env), hi = tile::eval_index(s.exprs[1], w.env);
+        for (int64_t i = lo; i < hi; ++i) {
+          w.env[s.name] = i;
+          count(w, s.body, work);
+        }
+        w.env.erase(s.name);
+        break;
+      }
+      default: break;
     }
   }
 }
@@ -97,7 +151,10 @@ class TileProgramCase : public OpCase {
   }
   std::string dtype() const override {
     std::string s;
-    for (const tile::Param& q : program_.params) s += (s.empty() ? "" : ",") + std::string(dtype_name(q.dtype));
+    for (const tile::Param& q : program_.params) {
+      if (!s.empty()) s += ',';
+      s += dtype_name(q.dtype);
+    }
     return s;
   }
   Cost cost() const override { return cost_; }
@@ -143,21 +200,23 @@ class TileProgramCase : public OpCase {
     return shape;
   }
   Cost compute_cost() const {
-    tile::Env env = dims_;
+    Walk walk{program_, {}, {}, dims_};
+    for (const tile::Param& q : program_.params) walk.tensor_shape[q.name] = shape_of(q);
     std::vector<int64_t> extent;
     int64_t cells = 1;
     for (const tile::GridAxis& a : program_.grid) {
-      extent.push_back(tile::eval_index(a.extent, env));
+      extent.push_back(tile::eval_index(a.extent, walk.env));
       cells *= std::max<int64_t>(extent.back(), 0);
     }
     GemmWork w;
     for (int64_t c = 0; c < cells; ++c) {
       int64_t rest = c;
       for (size_t i = 0; i < extent.size(); ++i) {
-        env[program_.grid[i].name] = rest % extent[i];
+        walk.env[program_.grid[i].name] = rest % extent[i];
         rest /= extent[i];
       }
-      count(program_, program_.body, env, w);
+      walk.filled.clear();
+      count(walk, program_.body, w);
     }
     Cost cost;
     cost.flops = w.bf16 + w.f32;

@@ -51,7 +51,14 @@ class CppEmitter : public TileEmitter {
     line("#pragma omp parallel num_threads(std::max<int64_t>(1, std::min<int64_t>(L->threads, cells)))");
     line("{");
     ++depth_;
-    line("char* const arena = static_cast<char*>(sol_rt::arena_alloc(" + p_.attrs.at("arena") + "));");
+    line("char* const arena = L->scratch + omp_get_thread_num() * L->scratch_stride;");
+    // What each reused tile holds (reuse-tiles): the origin and extent of its last copy, for
+    // as long as this thread runs cells.
+    walk_allocs(p_.body, [&](const Stmt& a) {
+      if (a.has("reuse"))
+        line("const void* " + a.name + "_held = nullptr; int64_t " + a.name + "_held_rows = -1, " + a.name +
+             "_held_cols = -1;");
+    });
     line("#pragma omp for schedule(static)");
     line("for (int64_t cell = 0; cell < cells; ++cell) {");
     ++depth_;
@@ -59,7 +66,6 @@ class CppEmitter : public TileEmitter {
     body(p_.body);
     --depth_;
     line("}");
-    line("std::free(arena);");
     --depth_;
     line("}");
     --depth_;
@@ -154,6 +160,13 @@ class CppEmitter : public TileEmitter {
     ++depth_;
     line("const int64_t rows = " + g.rows + ", cols = " + g.cols + ";");
     line("const auto* origin = " + g.origin + ";");
+    const bool reuse = s.kind == Stmt::copy && s.has("reuse");
+    if (reuse) {
+      const std::string held = t.name + "_held";
+      line("if (origin != " + held + " || rows != " + held + "_rows || cols != " + held + "_cols) {");
+      ++depth_;
+      line(held + " = origin, " + held + "_rows = rows, " + held + "_cols = cols;");
+    }
     if (s.kind == Stmt::prefetch) {
       line("if (rows > 0 && cols > 0) sol_rt::prefetch_rows(origin, " + g.ld + " * " +
            std::to_string(dtype_size(src_dtype)) + ", rows, cols * " + std::to_string(dtype_size(src_dtype)) + ");");
@@ -183,8 +196,19 @@ class CppEmitter : public TileEmitter {
              op_k + ", " + std::to_string(pg.rows) + ", " + std::to_string(pg.k) + ", " + std::to_string(pg.panel) +
              ", " + tp + ");");
     }
+    if (reuse) {
+      --depth_;
+      line("}");
+    }
     --depth_;
     line("}");
+  }
+
+  static void walk_allocs(const std::vector<Stmt>& body, const std::function<void(const Stmt&)>& fn) {
+    for (const Stmt& s : body) {
+      if (s.kind == Stmt::alloc) fn(s);
+      walk_allocs(s.body, fn);
+    }
   }
 
   void copy_out(const Stmt& t, const Ref& dst) {

@@ -15,11 +15,9 @@
 #include "compiler/jit/jit.h"
 #include "sol/error.h"
 
-#ifndef SOL_TILE_RUNTIME_DIR
-#define SOL_TILE_RUNTIME_DIR ""
-#endif
-
 namespace sol::tile {
+
+extern const char kRuntimeHeaderText[];  // sol_tile_runtime.h, embedded (cmake/SolTileRuntime.cmake)
 
 namespace {
 
@@ -100,9 +98,33 @@ std::string explain_errors(const std::string& log, const std::string& source_pat
 
 }  // namespace
 
+std::string runtime_text() {
+  const std::string d = env("SOL_TILE_RUNTIME_DIR");
+  if (d.empty()) return kRuntimeHeaderText;
+  const std::string text = read_file(d + "/sol_tile_runtime.h");
+  check(!text.empty(), "tile jit", "cannot read ", d,
+        "/sol_tile_runtime.h (SOL_TILE_RUNTIME_DIR must name the directory holding it)");
+  return text;
+}
+
 std::string runtime_dir() {
   const std::string d = env("SOL_TILE_RUNTIME_DIR");
-  return d.empty() ? SOL_TILE_RUNTIME_DIR : d;
+  if (!d.empty()) return d;
+  // The embedded header, published once per distinct text like a kernel: a private temporary
+  // renamed into place, so concurrent processes never see half a file.
+  const std::string text = kRuntimeHeaderText;
+  const std::string dir = cache_dir() + "/runtime-" + digest(text).substr(0, 16);
+  const std::string header = dir + "/sol_tile_runtime.h";
+  if (read_file(header) == text) return dir;
+  make_dirs(dir);
+  const std::string tmp = header + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(std::random_device{}());
+  {
+    std::ofstream out(tmp);
+    out << text;
+    check(bool(out), "tile jit", "cannot write ", tmp);
+  }
+  check(::rename(tmp.c_str(), header.c_str()) == 0, "tile jit", "cannot publish ", header);
+  return dir;
 }
 
 std::string cache_dir() {
@@ -119,9 +141,7 @@ std::string cache_dir() {
 std::string compile_flags() { return "-std=c++20 -O3 -march=native -fno-trapping-math -fopenmp -fPIC -shared -w"; }
 
 std::string cache_key(const std::string& ir_text, const std::string& target, const std::string& flags) {
-  static const std::string runtime = read_file(runtime_dir() + "/sol_tile_runtime.h");
-  check(!runtime.empty(), "tile jit", "cannot read ", runtime_dir(),
-        "/sol_tile_runtime.h (set SOL_TILE_RUNTIME_DIR to the directory holding it)");
+  static const std::string runtime = runtime_text();
   return digest(ir_text + "\n--target " + target + "\n--flags " + flags + "\n--cxx " + compiler_identity() +
                 "\n--runtime\n" + runtime);
 }

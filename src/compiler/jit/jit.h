@@ -8,8 +8,12 @@ namespace sol::tile {
 
 const sol_rt::Runtime& runtime_table();  // runtime_table.cc
 
-// Directory of sol_tile_runtime.h: $SOL_TILE_RUNTIME_DIR, else the source tree's
-// src/compiler/runtime (compile definition SOL_TILE_RUNTIME_DIR from CMake).
+// The text of sol_tile_runtime.h kernels are built against: the copy embedded in libsol at
+// build time, or $SOL_TILE_RUNTIME_DIR/sol_tile_runtime.h when that is set.
+std::string runtime_text();
+// A directory holding that header for the compiler's -I: $SOL_TILE_RUNTIME_DIR, else
+// <cache dir>/runtime-<digest>, where the embedded text is written on first use. Neither the
+// source tree nor an install prefix is needed at run time.
 std::string runtime_dir();
 // $SOL_JIT_CACHE_DIR, else $XDG_CACHE_HOME/sol/jit, else $HOME/.cache/sol/jit.
 std::string cache_dir();

@@ -3,7 +3,9 @@
 // process's life (the in-memory cache holds them; dlclose would invalidate shared handles).
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -16,6 +18,26 @@
 namespace sol::tile {
 
 namespace {
+
+// The calling thread's scratch for the arenas of a launch, kept and grown across launches (see
+// sol_rt::Launch::scratch). A kernel may run on the calling thread while another thread runs
+// another: each host thread has its own.
+char* scratch(int64_t bytes) {
+  struct Block {
+    void* data = nullptr;
+    int64_t size = 0;
+    ~Block() { std::free(data); }
+  };
+  thread_local Block block;
+  if (block.size < bytes) {
+    std::free(block.data);
+    block.size = 0;
+    block.data = std::aligned_alloc(4096, size_t(std::max<int64_t>(bytes, 4096)));
+    check(block.data != nullptr, "tile kernel", "cannot allocate ", bytes, " bytes of scratch");
+    block.size = std::max<int64_t>(bytes, 4096);
+  }
+  return static_cast<char*>(block.data);
+}
 
 class LoadedKernel : public Kernel {
  public:
@@ -39,7 +61,9 @@ class LoadedKernel : public Kernel {
         a[i].stride[d] = args[i].stride(d);
       }
     }
-    sol_rt::Launch launch{a.data(), int(a.size()), &runtime_table(), num_threads()};
+    const int threads = num_threads();
+    const int64_t stride = (std::stoll(p_.attrs.at("arena")) + 4095) / 4096 * 4096;
+    sol_rt::Launch launch{a.data(), int(a.size()), &runtime_table(), threads, scratch(threads * stride), stride};
     entry_(&launch);
   }
   const Program& program() const override { return p_; }

@@ -10,6 +10,7 @@ void infer_layouts(Program& p);      // infer_layouts.cc
 void software_pipeline(Program& p);  // software_pipeline.cc
 void lower_cpu(Program& p);          // lower_cpu.cc
 void unroll_loops(Program& p);       // unroll.cc
+void reuse_tiles(Program& p);        // reuse_tiles.cc
 void plan_scratch(Program& p);       // plan_scratch.cc
 
 }  // namespace sol::tile

@@ -1,7 +1,8 @@
 // Scratch planning: every tile of a grid cell gets an offset in one per-thread arena. Tiles
 // whose lifetimes (first to last use, a use inside a loop counting for the whole loop) do not
 // overlap share bytes; offsets are 64-byte aligned (a cache line, and any vector load). The
-// arena size becomes the kernel attribute `arena`.
+// arena size becomes the kernel attribute `arena`. A tile marked `reuse` lives for the whole
+// kernel.
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -69,7 +70,8 @@ void plan_scratch(Program& p) {
   int64_t arena = 0;
   for (Stmt* a : allocs) {
     const int64_t bytes = (tile_bytes(*a) + 63) / 64 * 64;
-    const Life l = life[a->name];
+    // A reused tile (reuse-tiles) keeps what it holds from one cell to the next.
+    const Life l = a->has("reuse") ? Life{0, clock} : life[a->name];
     std::vector<Placed> busy;
     for (const Placed& q : placed)
       if (!(q.life.last < l.first || l.last < q.life.first)) busy.push_back(q);

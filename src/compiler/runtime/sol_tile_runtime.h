@@ -13,13 +13,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
-#if defined(__AVX512BW__)
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+#if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
 namespace sol_rt {
 
-inline constexpr int kAbiVersion = 1;
+inline constexpr int kAbiVersion = 2;
 inline constexpr int64_t kPanelRows = 12, kPanelCols = 32;  // kernels::kGemmMR, kGemmNR
 
 struct GemmTile {  // mirror of sol::kernels::GemmTile
@@ -60,6 +63,12 @@ struct Launch {
   int nargs;
   const Runtime* rt;
   int threads;
+  // Scratch arenas, one per OpenMP thread of the launch (thread t uses scratch + t * stride),
+  // owned by the host and kept between launches: a fresh arena per launch let glibc map new
+  // pages (a MiB or more is above its mmap threshold) and fault them in on every call, 5-8% of
+  // a 1024^3 GEMM and more or less with what else the process had allocated.
+  char* scratch;
+  int64_t scratch_stride;
 };
 
 using KernelEntry = void (*)(const Launch*);
@@ -87,9 +96,6 @@ inline float min_nan(float a, float b) { return a != a || b != b ? NAN : (a < b 
 // Valid extent of a tile dim at offset `off` of a tensor dim of size `size`.
 inline int64_t valid(int64_t off, int64_t tile, int64_t size) { return std::clamp<int64_t>(size - off, 0, tile); }
 
-inline void* arena_alloc(int64_t bytes) {
-  return std::aligned_alloc(4096, size_t((std::max<int64_t>(bytes, 64) + 4095) / 4096 * 4096));
-}
 
 // ---- tensor region <-> row-major tile ----
 // src points at the region's origin; rows x cols valid, the rest of the tile is zero.
@@ -151,6 +157,35 @@ void pack_panels(const S* src, int64_t ld_src, bool k_major, int64_t rows, int64
   }
 }
 
+#if defined(__AVX512F__)
+// v[r] holds row r of a 16 x 16 matrix of 32-bit elements; afterwards v[c] holds column c.
+// 32-bit, then 64-bit interleaves inside each 128-bit lane, then two rounds of 128-bit lane
+// shuffles.
+inline void transpose_16x16_u32(__m512i (&v)[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(v[i], v[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(v[i], v[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    v[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    v[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    v[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    v[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm512_shuffle_i32x4(v[i], v[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_i32x4(v[i], v[i + 4], 0xdd);
+    t[i + 8] = _mm512_shuffle_i32x4(v[i + 8], v[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_i32x4(v[i + 8], v[i + 12], 0xdd);
+  }
+  for (int i = 0; i < 8; ++i) {
+    v[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
+    v[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xdd);
+  }
+}
+#endif
+
 // Row-major [rows][k] into pair panels of `Panel` rows (A panels: 12 rows; B panels of a
 // transposed B stored [N][K]: 32 columns): one 32-bit (k, k+1) pair per (step, row), the
 // panel's rows read side by side so the panel is written sequentially. bf16 sources are moved
@@ -180,17 +215,33 @@ void pack_pairs_bf16(const S* src, int64_t ld_src, int64_t rows, int64_t k, int6
       }
       for (int64_t r = 0; r < Panel; ++r) row_ptr[r] = rounded.data() + std::min(r, live - 1) * k;
     }
+    int64_t done = 0;  // steps packed by the vector path
+#if defined(__AVX512F__)
+    // 16 steps at a time: the 32-bit pairs of up to 16 rows, transposed in registers and
+    // stored as 16 runs of the panel's rows (the scalar path below stored one pair per
+    // iteration, 12 to 32 of them per step, and was the larger part of the generated GEMM's
+    // own time after B packing).
+    for (; done + 16 <= full; done += 16)
+      for (int64_t g = 0; g < Panel; g += 16) {
+        __m512i v[16];
+        for (int64_t r = 0; r < 16; ++r)
+          v[r] = g + r < live ? _mm512_loadu_si512(row_ptr[g + r] + 2 * done) : _mm512_setzero_si512();
+        transpose_16x16_u32(v);
+        const __mmask16 keep = __mmask16((1u << std::min<int64_t>(16, Panel - g)) - 1u);
+        for (int64_t j = 0; j < 16; ++j) _mm512_mask_storeu_epi32(out + (done + j) * Panel + g, keep, v[j]);
+      }
+#endif
     // A row at a time: sequential reads, stores strided by the panel (they stay in L1).
     for (int64_t r = 0; r < Panel; ++r) {
       const uint16_t* in = row_ptr[r];
       if (r < live) {
-        for (int64_t s = 0; s < full; ++s) {
+        for (int64_t s = done; s < full; ++s) {
           uint32_t w;
           std::memcpy(&w, in + 2 * s, 4);
           out[s * Panel + r] = w;
         }
       } else {
-        for (int64_t s = 0; s < full; ++s) out[s * Panel + r] = 0u;
+        for (int64_t s = done; s < full; ++s) out[s * Panel + r] = 0u;
       }
     }
     for (int64_t s = full; s < used_steps; ++s)
@@ -237,37 +288,42 @@ inline float exp2_fast(float x) {
 }
 
 // bf16 [k][cols] row-major (k-major B) into B panels (32 columns, k pairs): rows 2s and 2s+1
-// interleaved, 32 columns at a time.
+// interleaved, 32 columns at a time. Row pairs outermost: each step reads two rows of the
+// region from left to right (sequential runs the hardware prefetcher follows) and writes one
+// 128-byte piece into every panel. Panel-outermost read each row 64 bytes at a time with the
+// tensor's row stride between loads, and stalled on them (60% of the generated GEMM's own time
+// at 1000 x 3000 x 700, where B comes from L3).
 inline void pack_b_bf16(const uint16_t* src, int64_t ld_src, int64_t cols, int64_t k, int64_t tile_cols,
                         int64_t tile_k, uint16_t* dst) {
   const int64_t steps = (tile_k + 1) / 2;
   const int64_t used_steps = std::min(steps, (std::max<int64_t>(k, 0) + 1) / 2);
-  const int64_t panels = (std::clamp<int64_t>(cols, 0, tile_cols) + kPanelCols - 1) / kPanelCols;  // with data
-  for (int64_t p = 0; p < panels; ++p) {
+  const int64_t live_cols = std::clamp<int64_t>(cols, 0, tile_cols);
+  const int64_t panels = (live_cols + kPanelCols - 1) / kPanelCols;  // with data
+  int64_t full_panels = 0;
+#if defined(__AVX512BW__)
+  full_panels = live_cols / kPanelCols;
+  if (full_panels > 0) {
+    const __m512i lo_idx = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38,
+                                            6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+    const __m512i hi_idx = _mm512_add_epi16(lo_idx, _mm512_set1_epi16(16));
+    const int64_t panel_elems = kPanelCols * steps * 2;
+    for (int64_t s = 0; s < used_steps; ++s) {
+      const uint16_t* r0 = src + 2 * s * ld_src;
+      const uint16_t* r1 = r0 + ld_src;
+      const bool pair = 2 * s + 1 < k;
+      uint16_t* out = dst + s * 64;
+      for (int64_t p = 0; p < full_panels; ++p, out += panel_elems) {
+        const __m512i a = _mm512_loadu_si512(r0 + p * kPanelCols);
+        const __m512i b = pair ? _mm512_loadu_si512(r1 + p * kPanelCols) : _mm512_setzero_si512();
+        _mm512_storeu_si512(out, _mm512_permutex2var_epi16(a, lo_idx, b));
+        _mm512_storeu_si512(out + 32, _mm512_permutex2var_epi16(a, hi_idx, b));
+      }
+    }
+  }
+#endif
+  for (int64_t p = full_panels; p < panels; ++p) {
     uint16_t* out = dst + p * kPanelCols * steps * 2;
     const int64_t live = std::clamp<int64_t>(cols - p * kPanelCols, 0, kPanelCols);
-#if defined(__AVX512BW__)
-    if (live == kPanelCols) {
-      const __m512i lo_idx = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38,
-                                              6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
-      const __m512i hi_idx = _mm512_add_epi16(lo_idx, _mm512_set1_epi16(16));
-      const uint16_t* col = src + p * kPanelCols;
-      int64_t s = 0;
-      for (; 2 * s + 1 < k; ++s) {
-        const __m512i r0 = _mm512_loadu_si512(col + 2 * s * ld_src);
-        const __m512i r1 = _mm512_loadu_si512(col + (2 * s + 1) * ld_src);
-        _mm512_storeu_si512(out + s * 64, _mm512_permutex2var_epi16(r0, lo_idx, r1));
-        _mm512_storeu_si512(out + s * 64 + 32, _mm512_permutex2var_epi16(r0, hi_idx, r1));
-      }
-      for (; s < used_steps; ++s) {
-        const __m512i r0 = 2 * s < k ? _mm512_loadu_si512(col + 2 * s * ld_src) : _mm512_setzero_si512();
-        const __m512i z = _mm512_setzero_si512();
-        _mm512_storeu_si512(out + s * 64, _mm512_permutex2var_epi16(r0, lo_idx, z));
-        _mm512_storeu_si512(out + s * 64 + 32, _mm512_permutex2var_epi16(r0, hi_idx, z));
-      }
-      continue;
-    }
-#endif
     for (int64_t s = 0; s < used_steps; ++s)
       for (int64_t c = 0; c < kPanelCols; ++c)
         for (int64_t g = 0; g < 2; ++g) {

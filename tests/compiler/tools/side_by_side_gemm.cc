@@ -32,6 +32,6 @@ int main(int argc, char** argv) {
   }
   const double fl = 2.0 * m * n * k;
   for (auto& v : t) std::sort(v.begin(), v.end());
-  std::printf("M=%ld N=%ld K=%ld, 1 thread, %ld reps, thread CPU time: gemm med %.2f ms (%.0f GFLOP/s)\n", m, n, k, reps, t[0][reps/2]*1e3, fl/t[0][reps/2]/1e9);
-  for (size_t i = 0; i < ks.size(); ++i) std::printf("  %-28s min %.2f med %.2f ms (%.0f GFLOP/s) = %.2f x gemm\n", names[i].c_str(), t[i+1][0]*1e3, t[i+1][reps/2]*1e3, fl/t[i+1][reps/2]/1e9, t[0][reps/2]/t[i+1][reps/2]);
+  std::printf("M=%ld N=%ld K=%ld, 1 thread, %ld reps, thread CPU time: gemm min %.2f med %.2f ms (%.0f GFLOP/s)\n", m, n, k, reps, t[0][0]*1e3, t[0][reps/2]*1e3, fl/t[0][reps/2]/1e9);
+  for (size_t i = 0; i < ks.size(); ++i) std::printf("  %-28s min %.2f med %.2f ms (%.0f GFLOP/s) = %.2f x gemm (min/min %.2f)\n", names[i].c_str(), t[i+1][0]*1e3, t[i+1][reps/2]*1e3, fl/t[i+1][reps/2]/1e9, t[0][reps/2]/t[i+1][reps/2], t[0][0]/t[i+1][0]);
 }
