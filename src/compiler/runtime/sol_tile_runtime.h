@@ -22,7 +22,7 @@
 
 namespace sol_rt {
 
-inline constexpr int kAbiVersion = 2;
+inline constexpr int kAbiVersion = 3;  // 3: GemmTile gained the side stream (session 4)
 inline constexpr int64_t kPanelRows = 12, kPanelCols = 32;  // kernels::kGemmMR, kGemmNR
 
 struct GemmTile {  // mirror of sol::kernels::GemmTile
