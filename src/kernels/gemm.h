@@ -95,8 +95,16 @@ void gemm_tile_s8_avx512(const GemmTile& t);  // partial and D hold int32 here
 // layout above, panel[s * kGemmMR + i]. Each step is 4 bytes of the row (f32, a bf16 pair, an
 // int8 quad, XORed with `flip`: 0x80808080 turns s8 into u8 + 128), or with e4m3 two bytes
 // widened to a bf16 pair. next_rows (or null): the next panel's rows, requested ahead.
-void pack_a_panel_avx512(const void* const (&rows)[kGemmMR], const void* const* next_rows, int64_t steps,
-                         uint32_t flip, bool e4m3, uint32_t* panel);
+void pack_a_panel_avx512(const void* const (&rows)[kGemmMR], int64_t steps, uint32_t flip, bool e4m3,
+                         uint32_t* panel);
+// A B panel from a plain [N, K] B ("nt"): cols[c] is column c's first 32-bit K step (an f32, a
+// bf16 pair, an s8 quad, or with e4m3 two bytes widened to a bf16 pair); columns from
+// valid_cols on are zero. panel[s * kGemmNR + c].
+void pack_b_panel_nt_avx512(const void* const (&cols)[kGemmNR], int valid_cols, int64_t steps, bool e4m3,
+                            uint32_t* panel);
+// A bf16 B panel from a plain [K, N] B ("nn"): b points at (k0, n0), rows ld elements apart;
+// kc values of K (an odd kc ends in a zero pair half), columns from valid_cols on zero.
+void pack_b_panel_nn_bf16_avx512(const uint16_t* b, int64_t ld, int valid_cols, int64_t kc, uint16_t* panel);
 
 // The AMX kernels, on the matrix unit (needs AMX and the OS's permission, see hw) or on a
 // scalar model of the tile registers (AVX-512 only, ~1000x slower). The model checks every

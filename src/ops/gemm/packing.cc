@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/e4m3_bf16_table.h"
+#include "sol/hw.h"
 
 namespace sol::gemm_detail {
 
@@ -148,7 +149,7 @@ void pack_a_panel(const void* a, int64_t lda, DType a_type, int64_t first_row, i
   const void* row[kGemmMR];
   row_pointers(a, lda, int64_t(dtype_size(a_type)), first_row, rows, k0, row);
   uint32_t* panel = static_cast<uint32_t*>(dst);
-  kernels::pack_a_panel_avx512(row, nullptr, full, flip, a_type == DType::f8e4m3, panel);
+  kernels::pack_a_panel_avx512(row, full, flip, a_type == DType::f8e4m3, panel);
   if (steps > full) pack_partial_step(row, a_type, full, kc - full * group, panel + full * kGemmMR);
 }
 
@@ -187,8 +188,63 @@ void pack_a_rows(const void* a, int64_t lda, DType a_type, int64_t m0, int64_t m
   }
 }
 
+namespace {
+
+// The AVX-512 packers (kernels/gemm.h) for the cases they cover: any type of an nt B (each
+// column a contiguous row of [N, K]) and a bf16 nn B. Returns false for the rest (f32, int8
+// and fp8 nn), which the plain loops pack. Bit-identical to them.
+bool pack_b_block_avx512(const PlainB& b, DType b_type, int64_t n_total, int64_t k0, int64_t kc, int64_t n0,
+                         int64_t nc, void* dst, int64_t panel_elems, int32_t* start) {
+  const bool nt = b.layout == Layout::nt;
+  if (!nt && b_type != DType::bf16) return false;
+  const int64_t group = b_type == DType::f32 ? 1 : b_type == DType::i8 ? 4 : 2;
+  const int64_t es = int64_t(dtype_size(b_type)), full = kc / group, left = kc - full * group;
+  const int64_t out_es = b_type == DType::f8e4m3 ? 2 : es;  // fp8 is widened to bf16
+  for (int64_t j0 = 0; j0 < nc; j0 += kGemmNR) {
+    char* panel = static_cast<char*>(dst) + (j0 / kGemmNR) * panel_elems * out_es;
+    const int cols = int(std::clamp<int64_t>(n_total - (n0 + j0), 0, kGemmNR));
+    if (!nt) {
+      const uint16_t* src = static_cast<const uint16_t*>(b.data) + b.offset(k0, n0 + j0);
+      kernels::pack_b_panel_nn_bf16_avx512(src, b.ld, cols, kc, reinterpret_cast<uint16_t*>(panel));
+      continue;
+    }
+    const void* col[kGemmNR];
+    for (int c = 0; c < kGemmNR; ++c)
+      col[c] = static_cast<const char*>(b.data) + b.offset(k0, n0 + j0 + std::min(c, std::max(cols - 1, 0))) * es;
+    uint32_t* steps = reinterpret_cast<uint32_t*>(panel);
+    kernels::pack_b_panel_nt_avx512(col, cols, full, b_type == DType::f8e4m3, steps);
+    if (left) {  // the partial last step: its values, then zeros (which add nothing)
+      uint32_t* step = steps + full * kGemmNR;
+      for (int c = 0; c < kGemmNR; ++c) {
+        uint32_t v = 0;
+        const uint8_t* bytes = static_cast<const uint8_t*>(col[c]) + full * group * es;
+        if (c < cols) {
+          if (b_type == DType::bf16) v = *reinterpret_cast<const uint16_t*>(bytes);
+          else if (b_type == DType::f8e4m3) v = E4m3ToBf16{}(bytes[0]);
+          else for (int64_t j = 0; j < left; ++j) v |= uint32_t(bytes[j]) << (8 * j);
+        }
+        step[c] = v;
+      }
+    }
+    if (start)  // s8 x s8: -128 * column sums undo the +128 on A
+      for (int c = 0; c < kGemmNR; ++c) {
+        int32_t sum = 0;
+        if (c < cols) {
+          const int8_t* v = static_cast<const int8_t*>(col[c]);
+          for (int64_t k = 0; k < kc; ++k) sum += v[k];
+        }
+        start[j0 + c] = -128 * sum;
+      }
+  }
+  return true;
+}
+
+}  // namespace
+
 void pack_b_block(const PlainB& b, DType b_type, int64_t n_total, int64_t k0, int64_t kc,
                   int64_t n0, int64_t nc, void* dst, int64_t panel_elems, int32_t* start) {
+  if (isa_at_least(Isa::avx512) && pack_b_block_avx512(b, b_type, n_total, k0, kc, n0, nc, dst, panel_elems, start))
+    return;
   switch (b_type) {
     case DType::bf16:
       return pack_b_pairs<uint16_t, uint16_t>(b, n_total, k0, kc, n0, nc, static_cast<uint16_t*>(dst), panel_elems,

@@ -1,4 +1,4 @@
-// The A-panel packer of the AVX-512 GEMM: kGemmMR rows of 32-bit K steps (f32, bf16 pairs,
+// The panel packers of the AVX-512 GEMM. A: kGemmMR rows of 32-bit K steps (f32, bf16 pairs,
 // int8 quads, or e4m3 pairs widened to bf16 pairs) into the micro-kernel's K-major panel,
 // panel[s * kGemmMR + i] = row i, step s. A transpose, done 16 steps at a time in registers:
 // 12 row vectors in, 48 lane stores out.
@@ -7,8 +7,10 @@
 // iteration, so a cold A row (a different page for each of the 12 rows) is asked for one
 // line at a time and every 16 steps wait for DRAM — 176 round trips for a 256 x 256 bf16
 // block, 18 us of a 100 us 256^3 GEMM (docs/perf/gemm.md, session 4). Here each row is read a
-// whole line per load and the lines `kAheadChunks` chunks ahead (and the next panel's first
-// ones) are requested while this chunk is transposed.
+// whole line per load and the lines `kAheadChunks` chunks ahead are requested while this
+// chunk is transposed. B panels from a plain B use the same transpose (nt: 32 rows of [N, K])
+// or pair interleaving (nn: two rows of [K, N]); their scalar loops ran at ~4 cycles per
+// element, 6.6 of 15.9 ms of a 512 x 4096 x 1024 bf16 GEMM with a plain nn B.
 #include <cstdint>
 
 #include "kernels/gemm.h"
@@ -37,21 +39,23 @@ constexpr int64_t kAheadChunks = 4;
 // Bytes of one chunk (16 steps) of a source row.
 inline int64_t chunk_bytes(bool e4m3) { return e4m3 ? 32 : 64; }
 
-// Steps 4Q..4Q+3 (of `valid`) of the transposed chunk: lane Q of u[j] holds rows 0-3 of step
-// 4Q + j, lane Q of u[4 + j] rows 4-7, of u[8 + j] rows 8-11.
-template <int Q>
-[[gnu::always_inline]] inline void store_lane(const __m512i (&u)[kGemmMR], int valid, uint32_t* out) {
+// Steps 4Q..4Q+3 (of `valid`) of a transposed chunk of R rows: lane Q of u[4g + j] holds rows
+// 4g..4g+3 of step 4Q + j. Step s goes to out + s * stride.
+template <int R, int Q>
+[[gnu::always_inline]] inline void store_lane(const __m512i (&u)[R], int valid, uint32_t* out, int64_t stride) {
   for (int j = 0; j < 4; ++j) {
     if (4 * Q + j >= valid) return;
-    uint32_t* step = out + (4 * Q + j) * kGemmMR;
-    for (int g = 0; g < 3; ++g)
+    uint32_t* step = out + (4 * Q + j) * stride;
+    for (int g = 0; g < R / 4; ++g)
       _mm_storeu_si128(reinterpret_cast<__m128i*>(step + 4 * g), _mm512_extracti32x4_epi32(u[4 * g + j], Q));
   }
 }
 
-void transpose_store(const __m512i (&r)[kGemmMR], int valid, uint32_t* out) {
-  __m512i u[kGemmMR];
-  for (int g = 0; g < 3; ++g) {  // rows 4g..4g+3
+// R rows x 16 steps (32-bit each) -> 16 steps x R rows.
+template <int R>
+[[gnu::always_inline]] inline void transpose_store(const __m512i (&r)[R], int valid, uint32_t* out, int64_t stride) {
+  __m512i u[R];
+  for (int g = 0; g < R / 4; ++g) {  // rows 4g..4g+3
     const __m512i t0 = _mm512_unpacklo_epi32(r[4 * g], r[4 * g + 1]);
     const __m512i t1 = _mm512_unpackhi_epi32(r[4 * g], r[4 * g + 1]);
     const __m512i t2 = _mm512_unpacklo_epi32(r[4 * g + 2], r[4 * g + 3]);
@@ -61,29 +65,63 @@ void transpose_store(const __m512i (&r)[kGemmMR], int valid, uint32_t* out) {
     u[4 * g + 2] = _mm512_unpacklo_epi64(t1, t3);
     u[4 * g + 3] = _mm512_unpackhi_epi64(t1, t3);
   }
-  store_lane<0>(u, valid, out);
-  store_lane<1>(u, valid, out);
-  store_lane<2>(u, valid, out);
-  store_lane<3>(u, valid, out);
+  store_lane<R, 0>(u, valid, out, stride);
+  store_lane<R, 1>(u, valid, out, stride);
+  store_lane<R, 2>(u, valid, out, stride);
+  store_lane<R, 3>(u, valid, out, stride);
+}
+
+// R rows (the first `rows` real, the rest zero) of `steps` 32-bit steps into out[s * stride + i].
+template <int R>
+void pack_rows(const void* const* row, int rows, int64_t steps, uint32_t flip, bool e4m3, uint32_t* out,
+               int64_t stride) {
+  const __m512i flip16 = _mm512_set1_epi32(int(flip));
+  const int64_t chunks = (steps + 15) / 16, line = chunk_bytes(e4m3);
+  for (int64_t c = 0; c < chunks; ++c) {
+    if (c + kAheadChunks < chunks)
+      for (int i = 0; i < rows; ++i)
+        _mm_prefetch(static_cast<const char*>(row[i]) + (c + kAheadChunks) * line, _MM_HINT_T0);
+    const int valid = int(steps - 16 * c < 16 ? steps - 16 * c : 16);
+    __m512i r[R];
+    for (int i = 0; i < R; ++i) r[i] = i < rows ? load_steps(row[i], c, valid, e4m3, flip16) : _mm512_setzero_si512();
+    transpose_store<R>(r, valid, out + 16 * c * stride, stride);
+  }
 }
 
 }  // namespace
 
-void pack_a_panel_avx512(const void* const (&rows)[kGemmMR], const void* const* next_rows, int64_t steps,
-                         uint32_t flip, bool e4m3, uint32_t* panel) {
-  const __m512i flip16 = _mm512_set1_epi32(int(flip));
-  const int64_t chunks = (steps + 15) / 16, line = chunk_bytes(e4m3);
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t ahead = c + kAheadChunks;
-    for (int i = 0; i < kGemmMR; ++i) {
-      const void* row = ahead < chunks ? rows[i] : next_rows ? next_rows[i] : nullptr;
-      const int64_t at = ahead < chunks ? ahead : ahead - chunks;
-      if (row) _mm_prefetch(static_cast<const char*>(row) + at * line, _MM_HINT_T0);
+void pack_a_panel_avx512(const void* const (&rows)[kGemmMR], int64_t steps, uint32_t flip, bool e4m3,
+                         uint32_t* panel) {
+  pack_rows<kGemmMR>(rows, kGemmMR, steps, flip, e4m3, panel, kGemmMR);
+}
+
+void pack_b_panel_nt_avx512(const void* const (&cols)[kGemmNR], int valid_cols, int64_t steps, bool e4m3,
+                            uint32_t* panel) {
+  static_assert(kGemmNR == 32);
+  for (int half = 0; half < 2; ++half) {
+    const int rows = valid_cols - 16 * half < 0 ? 0 : valid_cols - 16 * half > 16 ? 16 : valid_cols - 16 * half;
+    pack_rows<16>(cols + 16 * half, rows, steps, 0, e4m3, panel + 16 * half, kGemmNR);
+  }
+}
+
+void pack_b_panel_nn_bf16_avx512(const uint16_t* b, int64_t ld, int valid_cols, int64_t kc, uint16_t* panel) {
+  // Output step p: columns c = 0..31 as (row 2p, row 2p + 1) pairs; vpermt2w picks them from
+  // the two rows' 32-column vectors.
+  alignas(64) static const uint16_t kLo[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+                                               8,  40, 9,  41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  alignas(64) static const uint16_t kHi[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
+                                               24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+  const __m512i lo = _mm512_load_si512(kLo), hi = _mm512_load_si512(kHi);
+  const __mmask32 mask = valid_cols >= 32 ? __mmask32(0xFFFFFFFF) : __mmask32((1u << valid_cols) - 1);
+  for (int64_t k = 0; k < kc; k += 2) {
+    if (k + 8 < kc) {
+      _mm_prefetch(reinterpret_cast<const char*>(b + (k + 8) * ld), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(b + (k + 9) * ld), _MM_HINT_T0);
     }
-    const int valid = int(steps - 16 * c < 16 ? steps - 16 * c : 16);
-    __m512i r[kGemmMR];
-    for (int i = 0; i < kGemmMR; ++i) r[i] = load_steps(rows[i], c, valid, e4m3, flip16);
-    transpose_store(r, valid, panel + 16 * c * kGemmMR);
+    const __m512i r0 = _mm512_maskz_loadu_epi16(mask, b + k * ld);
+    const __m512i r1 = k + 1 < kc ? _mm512_maskz_loadu_epi16(mask, b + (k + 1) * ld) : _mm512_setzero_si512();
+    _mm512_storeu_si512(panel + k * kGemmNR, _mm512_permutex2var_epi16(r0, lo, r1));
+    _mm512_storeu_si512(panel + k * kGemmNR + 32, _mm512_permutex2var_epi16(r0, hi, r1));
   }
 }
 
