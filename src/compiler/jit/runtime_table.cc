@@ -29,9 +29,11 @@ SOL_SAME_FIELD(start);
 SOL_SAME_FIELD(prefetch_b);
 SOL_SAME_FIELD(b_fp8);
 SOL_SAME_FIELD(side);
+SOL_SAME_FIELD(side_rows);
 SOL_SAME_FIELD(side_row_stride);
 SOL_SAME_FIELD(side_line_stride);
 SOL_SAME_FIELD(side_lines);
+SOL_SAME_FIELD(side_l2);
 #undef SOL_SAME_FIELD
 static_assert(sizeof(K) == sizeof(R));
 static_assert(sol_rt::kPanelRows == kernels::kGemmMR && sol_rt::kPanelCols == kernels::kGemmNR);

@@ -15,6 +15,23 @@ namespace sol::gemm_detail {
 
 namespace {
 
+// The source bytes of a plain B block, as rows of contiguous lines: columns [n0, n0 + nc) x K
+// [k0, k0 + kc) is nc rows of kc values (nt) or kc rows of nc values (nn).
+struct SourceRows {
+  const char* base = nullptr;
+  int64_t rows = 0, row_stride = 0, lines = 0;
+};
+SourceRows plain_b_rows(const GemmProblem& p, int64_t k0, int64_t kc, int64_t n0, int64_t nc) {
+  const int64_t es = int64_t(dtype_size(p.b_type));
+  const bool nt = p.b.layout == Layout::nt;
+  SourceRows s;
+  s.base = static_cast<const char*>(p.b.data) + p.b.offset(k0, n0) * es;
+  s.rows = nt ? nc : kc;
+  s.row_stride = p.b.ld * es;
+  s.lines = ((nt ? kc : nc) * es + 63) / 64 + 1;  // +1: a row need not start on a line
+  return s;
+}
+
 // Panels (of a_panel_rows) in a block of mc rows.
 int64_t a_panel_count(int64_t mc) {
   int64_t n = 0;
@@ -63,6 +80,7 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
                        : nullptr;
   float* partial = partial_workspace(ws, p, blk, partial_in_d, m1 - m0);
 
+  const bool skinny_plain = p.m <= 16 && !p.packed;
   int64_t packed_ic = -1, packed_pc = -1;  // which A block a_pack holds
   for (int64_t jc = n0; jc < n1; jc += blk.nc) {
     const int64_t nc = std::min(blk.nc, n1 - jc);
@@ -84,6 +102,12 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
         const int64_t a_es = int64_t(dtype_size(p.a_type));
         const int64_t panels = a_panel_count(mc);
         const int64_t b_panel_bytes = steps * kGemmNR * (fp8_in_kernel ? 2 : 4);  // a K step: 32 x 32 bits
+        // Decode with a plain B: the next column block's source, shared out among this block's
+        // tiles, so that packing it reads L2 instead of waiting on DRAM after the arithmetic.
+        const SourceRows next_src = skinny_plain && jc + nc < n1
+                                        ? plain_b_rows(p, pc, kc, jc + nc, std::min(blk.nc, n1 - jc - nc))
+                                        : SourceRows{};
+        const int64_t tiles = (nc + kGemmNR - 1) / kGemmNR * panels;
 
         for (int64_t jr = 0; jr < nc; jr += kGemmNR) {
           const int64_t col = jc + jr;
@@ -116,18 +140,30 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
               if (ir == 0) pack_a_panel(p.a, p.lda, p.a_type, row, t.m, pc, kc, const_cast<char*>(a_panel));
               const bool more = ir + t.m < mc;
               t.side = more ? static_cast<const char*>(p.a) + ((row + t.m) * p.lda + pc) * a_es : nullptr;
+              t.side_rows = kGemmMR;
+              t.side_l2 = false;
               t.side_row_stride = p.lda * a_es;
               t.side_line_stride = 64;
               t.side_lines = (kc * a_es + 63) / 64 + 1;
+            } else if (next_src.base) {
+              const int64_t ti = jr / kGemmNR * panels + panel;
+              const int64_t r0 = next_src.rows * ti / tiles, r1 = next_src.rows * (ti + 1) / tiles;
+              t.side = next_src.base + r0 * next_src.row_stride;
+              t.side_rows = r1 - r0;
+              t.side_row_stride = next_src.row_stride;
+              t.side_line_stride = 64;
+              t.side_lines = next_src.lines;
+              t.side_l2 = true;
             } else if (next_b && panel > 0) {
               // The next B panel, a slice per tile after the first: its first read from memory
               // is spread over the column's tiles instead of the first tile's 16 KiB prefetch.
               const int64_t lines = (b_panel_bytes + 63) / 64;
               const int64_t begin = lines * (panel - 1) / (panels - 1), end = lines * panel / (panels - 1);
               t.side = next_b + begin * 64;
-              t.side_row_stride = 64;
-              t.side_line_stride = 64 * kGemmMR;
-              t.side_lines = (end - begin + kGemmMR - 1) / kGemmMR;
+              t.side_rows = 1;
+              t.side_line_stride = 64;
+              t.side_lines = end - begin;
+              t.side_l2 = false;
             } else {
               t.side = nullptr;
             }

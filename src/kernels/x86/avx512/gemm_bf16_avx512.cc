@@ -15,9 +15,10 @@ struct TileBf16 {
     start_tile<MR>(acc, t);
     const int32_t* a = static_cast<const int32_t*>(t.a);    // one (k, k+1) pair per int32
     const uint16_t* b = static_cast<const uint16_t*>(t.b);  // 32 columns x 2 per pair
+    SideWalk side(t);
     for (int64_t p = 0; p < t.k_steps; ++p) {
       prefetch_b_step(b, t.prefetch_b);
-      prefetch_side_step(t, p);
+      side.step();
       const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b);
       const __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + 32);
 #pragma GCC unroll 12

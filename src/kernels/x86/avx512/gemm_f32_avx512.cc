@@ -14,9 +14,10 @@ struct TileF32 {
     start_tile<MR>(acc, t);
     const float* a = static_cast<const float*>(t.a);
     const float* b = static_cast<const float*>(t.b);
+    SideWalk side(t);
     for (int64_t p = 0; p < t.k_steps; ++p) {
       prefetch_b_step(b, t.prefetch_b);
-      prefetch_side_step(t, p);
+      side.step();
       const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
 #pragma GCC unroll 12
       for (int i = 0; i < MR; ++i) {

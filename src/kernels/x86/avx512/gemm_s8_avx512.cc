@@ -38,9 +38,10 @@ struct TileS8 {
     }
     const int32_t* a = static_cast<const int32_t*>(t.a);  // one u8 quad per int32
     const int8_t* b = static_cast<const int8_t*>(t.b);     // 32 columns x 4 per quad
+    SideWalk side(t);
     for (int64_t p = 0; p < t.k_steps; ++p) {
       prefetch_b_step(b, t.prefetch_b);
-      prefetch_side_step(t, p);
+      side.step();
       const __m512i b0 = _mm512_loadu_si512(b);
       const __m512i b1 = _mm512_loadu_si512(b + 64);
 #pragma GCC unroll 12

@@ -135,12 +135,32 @@ __attribute__((always_inline)) inline void finish_tile(__m512 (&acc)[MR][2], con
     for (int h = 0; h < 2; ++h) finish_vector(acc[i][h], i, h, t, mask);
 }
 
-// Step p of the side stream: line p / kGemmMR of row p % kGemmMR (rows interleaved, so every
-// row's first lines come early).
-__attribute__((always_inline)) inline void prefetch_side_step(const GemmTile& t, int64_t p) {
-  if (t.side && p < kGemmMR * t.side_lines)
-    _mm_prefetch(t.side + (p % kGemmMR) * t.side_row_stride + (p / kGemmMR) * t.side_line_stride, _MM_HINT_T0);
-}
+// The side stream (GemmTile::side), one line per K step, rows interleaved.
+class SideWalk {
+ public:
+  explicit SideWalk(const GemmTile& t)
+      : line_(t.side), first_(t.side), rows_(t.side_rows), row_stride_(t.side_row_stride),
+        line_stride_(t.side_line_stride), left_(t.side ? t.side_rows * t.side_lines : 0), l2_(t.side_l2) {}
+  __attribute__((always_inline)) void step() {
+    if (left_ <= 0) return;
+    if (l2_) _mm_prefetch(line_, _MM_HINT_T1);
+    else _mm_prefetch(line_, _MM_HINT_T0);
+    --left_;
+    if (++row_ == rows_) {
+      row_ = 0;
+      first_ += line_stride_;
+      line_ = first_;
+    } else {
+      line_ += row_stride_;
+    }
+  }
+
+ private:
+  const char* line_;
+  const char* first_;
+  int64_t row_ = 0, rows_, row_stride_, line_stride_, left_;
+  bool l2_;
+};
 
 // Every K step of a B panel is 128 bytes (32 columns x 4 bytes: f32, a bf16 pair, an int8
 // quad): two cache lines, requested `ahead` bytes before the kernel reads them.
