@@ -219,6 +219,17 @@ void rmsnorm_quant_fp8(const Tensor& x, const Tensor& weight, const Tensor& q, c
   validate(op, x, weight, opt);
   const int64_t h = x.shape(1);
   validate_fused_quant(op, "x.shape[1]", x.shape(0), h, q, scales, qopt);
+  if (active_isa() >= Isa::avx512 && qopt.group % 64 == 0) {
+    // The output pass also takes each group's abs-max, so the quantizer reads its row once.
+    const std::vector<float> wcopy = f32_copy(weight);
+    const float* w = f32_data(weight, wcopy);
+    quantize_rows_fp8_given_amax(x.shape(0), h, q, scales, qopt, [&](int64_t r, uint16_t* out, uint16_t* amax32) {
+      float inv = inverse_rms(kernels::sum_squares_avx512(row(x, r), x.dtype(), h), h, opt.eps);
+      kernels::rms_apply_bf16_amax_avx512(row(x, r), x.dtype(), inv, w, out, h, qopt.group, amax32,
+                                          next_rows(r + 1 < x.shape(0), x, r + 1));
+    });
+    return;
+  }
   if (active_isa() >= Isa::avx512) {
     const std::vector<float> wcopy = f32_copy(weight);
     const float* w = f32_data(weight, wcopy);

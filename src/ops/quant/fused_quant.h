@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/quant.h"
 #include "ops/common/parallel.h"
 #include "ops/common/streaming.h"
 #include "ops/common/validate.h"
@@ -52,6 +53,25 @@ void quantize_rows_fp8(int64_t rows, int64_t h, const Tensor& q, const Tensor& s
       produce(r, row.data());
       quant_fp8_bf16_row(row.data(), h, q.data_as<uint8_t>() + r * q.stride(0),
                          scales.data_as<float>() + r * scales.stride(0), scales.stride(1), qopt, stream, avx512);
+    }
+  });
+}
+
+// quantize_rows_fp8 for a producer that also gives each group's partial maxima of |out|:
+// produce(r, out, amax32) as kernels::rms_apply_bf16_amax_avx512 fills them. AVX-512 only, group
+// a multiple of 64; the same bits as quantize_rows_fp8 with the same row.
+template <class ProduceRow>
+void quantize_rows_fp8_given_amax(int64_t rows, int64_t h, const Tensor& q, const Tensor& scales,
+                                  const QuantOptions& qopt, ProduceRow&& produce) {
+  const bool stream = should_stream(q.nbytes());
+  const bool ue8m0 = qopt.scale == ScaleFormat::ue8m0;
+  parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+    std::vector<uint16_t> row(static_cast<size_t>(h)), amax(static_cast<size_t>(h / qopt.group * 32));  // once per thread
+    for (int64_t r = r0; r < r1; ++r) {
+      produce(r, row.data(), amax.data());
+      kernels::quant_row_bf16_amax_avx512(row.data(), h, qopt.group, amax.data(), ue8m0,
+                                          q.data_as<uint8_t>() + r * q.stride(0),
+                                          scales.data_as<float>() + r * scales.stride(0), scales.stride(1), stream);
     }
   });
 }

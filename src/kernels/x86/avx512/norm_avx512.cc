@@ -285,6 +285,27 @@ void rms_apply_t(const void* x, float inv, const float* w, void* y, int64_t n, b
   write_row<YT>(y, n, stream, f, next);
 }
 
+template <DType XT>
+void rms_apply_amax_t(const void* x, float inv, const float* w, uint16_t* y, int64_t n, int64_t group,
+                      uint16_t* amax32, const NextRows& next_rows) {
+  const NextRowPrefetch prefetch_next(next_rows);
+  const __m512 iv = _mm512_set1_ps(inv);
+  const __m512i magnitude = _mm512_set1_epi16(0x7FFF);
+  auto f = [&](int64_t j) __attribute__((always_inline)) {
+    return _mm512_mul_ps(_mm512_mul_ps(load16(x, XT, j, 0xFFFF), iv), _mm512_loadu_ps(w + j));
+  };
+  for (int64_t g0 = 0; g0 < n; g0 += group) {
+    __m512i m = _mm512_setzero_si512();
+    for (int64_t i = g0; i < g0 + group; i += 32) {
+      prefetch_next(i);
+      const __m512i v = to_bf16x32(f(i), f(i + 16));  // as store32 rounds
+      _mm512_storeu_si512(y + i, v);
+      m = _mm512_max_epu16(m, _mm512_and_si512(v, magnitude));
+    }
+    _mm512_storeu_si512(amax32 + g0 / group * 32, m);
+  }
+}
+
 template <DType XT, DType YT>
 void layernorm_apply_t(const void* x, float shift, float dm, float inv, const float* w, const float* b, void* y,
                        int64_t n, bool stream, const NextRows& next) {
@@ -371,6 +392,12 @@ void rms_apply_avx512(const void* x, DType xt, float inv, const float* w, void* 
   }
   if (yt == DType::bf16) return rms_apply_t<DType::f32, DType::bf16>(x, inv, w, y, n, stream, next);
   return rms_apply_t<DType::f32, DType::f32>(x, inv, w, y, n, stream, next);
+}
+
+void rms_apply_bf16_amax_avx512(const void* x, DType xt, float inv, const float* w, uint16_t* y, int64_t n,
+                                int64_t group, uint16_t* amax32, const NextRows& next) {
+  if (xt == DType::bf16) return rms_apply_amax_t<DType::bf16>(x, inv, w, y, n, group, amax32, next);
+  rms_apply_amax_t<DType::f32>(x, inv, w, y, n, group, amax32, next);
 }
 
 float sum_avx512(const void* x, DType t, int64_t n) {

@@ -159,6 +159,14 @@ template <bool kStream, bool kPowerOfTwo>
   else _mm512_storeu_si512(q, line);
 }
 
+// The largest of 32 unsigned words.
+[[gnu::always_inline]] inline uint32_t max_of_words(__m512i m) {
+  __m256i h = _mm256_max_epu16(_mm512_castsi512_si256(m), _mm512_extracti64x4_epi64(m, 1));
+  __m128i q = _mm_max_epu16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  // phminposuw finds the minimum of 8 words: the maximum is the minimum of the complements.
+  return 0xFFFFu & ~uint32_t(_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(q, _mm_set1_epi16(-1)))));
+}
+
 // The largest |x| of one group as bf16 magnitude bits (> 0x7F80: a NaN is present).
 [[gnu::always_inline]] inline uint32_t group_amax_bits(const uint16_t* x, int64_t group) {
   const __m512i mask = _mm512_set1_epi16(0x7FFF);
@@ -169,11 +177,7 @@ template <bool kStream, bool kPowerOfTwo>
     m0 = _mm512_max_epu16(m0, _mm512_and_si512(_mm512_loadu_si512(x + i), mask));
     m1 = _mm512_max_epu16(m1, _mm512_and_si512(_mm512_loadu_si512(x + i + 32), mask));
   }
-  m0 = _mm512_max_epu16(m0, m1);
-  __m256i h = _mm256_max_epu16(_mm512_castsi512_si256(m0), _mm512_extracti64x4_epi64(m0, 1));
-  __m128i q = _mm_max_epu16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-  // phminposuw finds the minimum of 8 words: the maximum is the minimum of the complements.
-  return 0xFFFFu & ~uint32_t(_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(q, _mm_set1_epi16(-1)))));
+  return max_of_words(_mm512_max_epu16(m0, m1));
 }
 
 // One group of bf16 (a multiple of 64 elements) scaled by m and encoded. special: the group
@@ -192,9 +196,10 @@ template <bool kStream, bool kUe8m0>
   for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream, kUe8m0>(x + i, gc, q + i);
 }
 
+// amax32: the groups' partial maxima when the caller has them (else null: read from x).
 template <bool kStream, bool kUe8m0>
 void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q, float* scales,
-                      int64_t scale_stride) {
+                      int64_t scale_stride, const uint16_t* amax32) {
   constexpr bool ue8m0 = kUe8m0;
   constexpr int kLanes = 16;
   alignas(64) uint32_t amax_bits[kLanes];
@@ -202,7 +207,10 @@ void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q
   const int64_t groups = cols / group;
   for (int64_t g0 = 0; g0 < groups; g0 += kLanes) {
     const int64_t ng = groups - g0 < kLanes ? groups - g0 : kLanes;
-    for (int64_t g = 0; g < ng; ++g) amax_bits[g] = group_amax_bits(x + (g0 + g) * group, group) << 16;
+    for (int64_t g = 0; g < ng; ++g)
+      amax_bits[g] = (amax32 ? max_of_words(_mm512_loadu_si512(amax32 + (g0 + g) * 32))
+                             : group_amax_bits(x + (g0 + g) * group, group))
+                     << 16;
     const __m512i ab = _mm512_maskz_load_epi32(tail_mask(ng), amax_bits);
     const __mmask16 nan = _mm512_cmpgt_epu32_mask(ab, _mm512_set1_epi32(0x7F800000));
     const __mmask16 special = _mm512_cmpge_epu32_mask(ab, _mm512_set1_epi32(0x7F800000));
@@ -383,10 +391,10 @@ void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, 
   if (t == DType::bf16 && group % 64 == 0) {
     const auto* xb = static_cast<const uint16_t*>(x);
     const bool s = stream && reinterpret_cast<uintptr_t>(q) % 64 == 0;
-    if (ue8m0) return s ? quant_row_bf16_t<true, true>(xb, cols, group, q, scales, scale_stride)
-                        : quant_row_bf16_t<false, true>(xb, cols, group, q, scales, scale_stride);
-    return s ? quant_row_bf16_t<true, false>(xb, cols, group, q, scales, scale_stride)
-             : quant_row_bf16_t<false, false>(xb, cols, group, q, scales, scale_stride);
+    if (ue8m0) return s ? quant_row_bf16_t<true, true>(xb, cols, group, q, scales, scale_stride, nullptr)
+                        : quant_row_bf16_t<false, true>(xb, cols, group, q, scales, scale_stride, nullptr);
+    return s ? quant_row_bf16_t<true, false>(xb, cols, group, q, scales, scale_stride, nullptr)
+             : quant_row_bf16_t<false, false>(xb, cols, group, q, scales, scale_stride, nullptr);
   }
   // Groups are handled 16 at a time so their scales are computed in one vector.
   constexpr int kLanes = 16;
@@ -420,6 +428,15 @@ void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, 
                          encode16_e4m3_in_range(_mm512_mul_ps(load16(x, t, base + i, 0xFFFF), mv)));
     }
   }
+}
+
+void quant_row_bf16_amax_avx512(const uint16_t* x, int64_t cols, int64_t group, const uint16_t* amax32, bool ue8m0,
+                                uint8_t* q, float* scales, int64_t scale_stride, bool stream) {
+  const bool s = stream && reinterpret_cast<uintptr_t>(q) % 64 == 0;
+  if (ue8m0) return s ? quant_row_bf16_t<true, true>(x, cols, group, q, scales, scale_stride, amax32)
+                      : quant_row_bf16_t<false, true>(x, cols, group, q, scales, scale_stride, amax32);
+  s ? quant_row_bf16_t<true, false>(x, cols, group, q, scales, scale_stride, amax32)
+    : quant_row_bf16_t<false, false>(x, cols, group, q, scales, scale_stride, amax32);
 }
 
 float abs_max_avx512(const void* x, DType t, int64_t n) {
