@@ -226,26 +226,31 @@ float add_sum_squares_t(const void* x, const void* r, void* s, int64_t n) {
   return combine(a0, a1, a2, a3);
 }
 
-// The lines of the next rows (kernels/norm.h) that hold the elements [i, i + 32) of this row,
-// prefetched. The fields live in registers for the loop: read through the reference, the
-// compiler reloads them after every store to y (they might alias) and the checks around them
-// took a third of the output pass's samples.
+// The lines of the next rows (kernels/norm.h) that hold the next 32 elements, prefetched once
+// per 32 elements of this row, without a branch: each row is a running pointer (two lines per
+// step, the second already the next step's line for bf16 rows), and an absent row points at a
+// line of its own that stays in L1, stepping by 0. The first version read the NextRows fields
+// through the reference and tested them every step: the compiler reloaded them after every
+// store to y (they might alias), and those scalar checks drew a third of the pass's samples.
+alignas(64) const char kIdleLines[128] = {};  // what an absent next row prefetches (read only)
+
 struct NextRowPrefetch {
-  const char* row0;
-  const char* row1;
-  int64_t bytes0, bytes1;
-  explicit NextRowPrefetch(const NextRows& n)
-      : row0(static_cast<const char*>(n.row[0])), row1(static_cast<const char*>(n.row[1])),
-        bytes0(n.element_bytes[0]), bytes1(n.element_bytes[1]) {}
-  [[gnu::always_inline]] void operator()(int64_t i) const {
-    if (row0) {
-      _mm_prefetch(row0 + i * bytes0, _MM_HINT_T0);
-      if (bytes0 > 2) _mm_prefetch(row0 + i * bytes0 + 64, _MM_HINT_T0);
-    }
-    if (row1) {
-      _mm_prefetch(row1 + i * bytes1, _MM_HINT_T0);
-      if (bytes1 > 2) _mm_prefetch(row1 + i * bytes1 + 64, _MM_HINT_T0);
-    }
+  const char* p0;
+  const char* p1;
+  int64_t step0, step1;
+  explicit NextRowPrefetch(const NextRows& n) {
+    p0 = n.row[0] ? static_cast<const char*>(n.row[0]) : kIdleLines;
+    p1 = n.row[1] ? static_cast<const char*>(n.row[1]) : kIdleLines;
+    step0 = n.row[0] ? 32 * n.element_bytes[0] : 0;
+    step1 = n.row[1] ? 32 * n.element_bytes[1] : 0;
+  }
+  [[gnu::always_inline]] void operator()() {
+    _mm_prefetch(p0, _MM_HINT_T0);
+    _mm_prefetch(p0 + 64, _MM_HINT_T0);
+    _mm_prefetch(p1, _MM_HINT_T0);
+    _mm_prefetch(p1 + 64, _MM_HINT_T0);
+    p0 += step0;
+    p1 += step1;
   }
 };
 
@@ -254,7 +259,7 @@ struct NextRowPrefetch {
 // rows as it goes.
 template <DType YT, class Value>
 [[gnu::always_inline]] inline void write_row(void* y, int64_t n, bool stream, Value&& f, const NextRows& next_rows) {
-  const NextRowPrefetch prefetch_next(next_rows);
+  NextRowPrefetch prefetch_next(next_rows);
   int64_t head = stream ? elements_to_line(y, YT) : 0;
   if (head < 0) head = 0, stream = false;
   if (head > n) head = n;
@@ -263,12 +268,12 @@ template <DType YT, class Value>
   i = head;
   if (stream) {
     for (; i + 32 <= n; i += 32) {
-      prefetch_next(i);
+      prefetch_next();
       store32(y, YT, i, f(i, 0xFFFF), f(i + 16, 0xFFFF), true);
     }
   } else {
     for (; i + 32 <= n; i += 32) {
-      prefetch_next(i);
+      prefetch_next();
       store32(y, YT, i, f(i, 0xFFFF), f(i + 16, 0xFFFF), false);
     }
   }
@@ -288,7 +293,7 @@ void rms_apply_t(const void* x, float inv, const float* w, void* y, int64_t n, b
 template <DType XT>
 void rms_apply_amax_t(const void* x, float inv, const float* w, uint16_t* y, int64_t n, int64_t group,
                       uint16_t* amax32, const NextRows& next_rows) {
-  const NextRowPrefetch prefetch_next(next_rows);
+  NextRowPrefetch prefetch_next(next_rows);
   const __m512 iv = _mm512_set1_ps(inv);
   const __m512i magnitude = _mm512_set1_epi16(0x7FFF);
   auto f = [&](int64_t j) __attribute__((always_inline)) {
@@ -297,7 +302,7 @@ void rms_apply_amax_t(const void* x, float inv, const float* w, uint16_t* y, int
   for (int64_t g0 = 0; g0 < n; g0 += group) {
     __m512i m = _mm512_setzero_si512();
     for (int64_t i = g0; i < g0 + group; i += 32) {
-      prefetch_next(i);
+      prefetch_next();
       const __m512i v = to_bf16x32(f(i), f(i + 16));  // as store32 rounds
       _mm512_storeu_si512(y + i, v);
       m = _mm512_max_epu16(m, _mm512_and_si512(v, magnitude));
