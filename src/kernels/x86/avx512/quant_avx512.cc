@@ -196,10 +196,14 @@ template <bool kStream, bool kUe8m0>
   for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream, kUe8m0>(x + i, gc, q + i);
 }
 
-// amax32: the groups' partial maxima when the caller has them (else null: read from x).
-template <bool kStream, bool kUe8m0>
+// kGivenAmax: amax32 holds the groups' partial maxima (else the abs-max is read from x). A
+// template parameter, so that the plain path's abs-max loop (which issues the row's
+// prefetches) compiles as it did before the fused path existed; with a runtime test in the
+// group loop it ran ~620 ns/row from DRAM in 8 of 8 runs, against ~530 in about half of them
+// without (docs/perf/layer-ops.md, session 4).
+template <bool kStream, bool kUe8m0, bool kGivenAmax = false>
 void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q, float* scales,
-                      int64_t scale_stride, const uint16_t* amax32) {
+                      int64_t scale_stride, const uint16_t* amax32 = nullptr) {
   constexpr bool ue8m0 = kUe8m0;
   constexpr int kLanes = 16;
   alignas(64) uint32_t amax_bits[kLanes];
@@ -208,9 +212,8 @@ void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q
   for (int64_t g0 = 0; g0 < groups; g0 += kLanes) {
     const int64_t ng = groups - g0 < kLanes ? groups - g0 : kLanes;
     for (int64_t g = 0; g < ng; ++g)
-      amax_bits[g] = (amax32 ? max_of_words(_mm512_loadu_si512(amax32 + (g0 + g) * 32))
-                             : group_amax_bits(x + (g0 + g) * group, group))
-                     << 16;
+      if constexpr (kGivenAmax) amax_bits[g] = max_of_words(_mm512_loadu_si512(amax32 + (g0 + g) * 32)) << 16;
+      else amax_bits[g] = group_amax_bits(x + (g0 + g) * group, group) << 16;
     const __m512i ab = _mm512_maskz_load_epi32(tail_mask(ng), amax_bits);
     const __mmask16 nan = _mm512_cmpgt_epu32_mask(ab, _mm512_set1_epi32(0x7F800000));
     const __mmask16 special = _mm512_cmpge_epu32_mask(ab, _mm512_set1_epi32(0x7F800000));
@@ -391,10 +394,10 @@ void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, 
   if (t == DType::bf16 && group % 64 == 0) {
     const auto* xb = static_cast<const uint16_t*>(x);
     const bool s = stream && reinterpret_cast<uintptr_t>(q) % 64 == 0;
-    if (ue8m0) return s ? quant_row_bf16_t<true, true>(xb, cols, group, q, scales, scale_stride, nullptr)
-                        : quant_row_bf16_t<false, true>(xb, cols, group, q, scales, scale_stride, nullptr);
-    return s ? quant_row_bf16_t<true, false>(xb, cols, group, q, scales, scale_stride, nullptr)
-             : quant_row_bf16_t<false, false>(xb, cols, group, q, scales, scale_stride, nullptr);
+    if (ue8m0) return s ? quant_row_bf16_t<true, true>(xb, cols, group, q, scales, scale_stride)
+                        : quant_row_bf16_t<false, true>(xb, cols, group, q, scales, scale_stride);
+    return s ? quant_row_bf16_t<true, false>(xb, cols, group, q, scales, scale_stride)
+             : quant_row_bf16_t<false, false>(xb, cols, group, q, scales, scale_stride);
   }
   // Groups are handled 16 at a time so their scales are computed in one vector.
   constexpr int kLanes = 16;
@@ -433,10 +436,10 @@ void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, 
 void quant_row_bf16_amax_avx512(const uint16_t* x, int64_t cols, int64_t group, const uint16_t* amax32, bool ue8m0,
                                 uint8_t* q, float* scales, int64_t scale_stride, bool stream) {
   const bool s = stream && reinterpret_cast<uintptr_t>(q) % 64 == 0;
-  if (ue8m0) return s ? quant_row_bf16_t<true, true>(x, cols, group, q, scales, scale_stride, amax32)
-                      : quant_row_bf16_t<false, true>(x, cols, group, q, scales, scale_stride, amax32);
-  s ? quant_row_bf16_t<true, false>(x, cols, group, q, scales, scale_stride, amax32)
-    : quant_row_bf16_t<false, false>(x, cols, group, q, scales, scale_stride, amax32);
+  if (ue8m0) return s ? quant_row_bf16_t<true, true, true>(x, cols, group, q, scales, scale_stride, amax32)
+                      : quant_row_bf16_t<false, true, true>(x, cols, group, q, scales, scale_stride, amax32);
+  s ? quant_row_bf16_t<true, false, true>(x, cols, group, q, scales, scale_stride, amax32)
+    : quant_row_bf16_t<false, false, true>(x, cols, group, q, scales, scale_stride, amax32);
 }
 
 float abs_max_avx512(const void* x, DType t, int64_t n) {
