@@ -31,6 +31,13 @@ struct NextRows {
 void rms_apply_avx512(const void* x, DType xt, float inv, const float* w, void* y, DType yt, int64_t n,
                       bool stream, const NextRows& next = {});
 
+// rms_apply to a bf16 row (no streaming: the row is for the fused quantization, in L1), also
+// giving the largest |y| of each group of `group` elements (n and group multiples of 32) as 32
+// partial maxima of bf16 magnitude bits, amax32[32 g ... 32 g + 31] for group g; the abs-max
+// then costs the output pass two integer ops per 32 instead of a pass of its own.
+void rms_apply_bf16_amax_avx512(const void* x, DType xt, float inv, const float* w, uint16_t* y, int64_t n,
+                                int64_t group, uint16_t* amax32, const NextRows& next = {});
+
 // y[i] = round_y((x[i] * inv) * w[i]).
 void scale_by_weight_scalar(const void* x, DType xt, float inv, const void* w, DType wt, void* y,
                             DType yt, int64_t n);

@@ -29,6 +29,11 @@ void dequant_scale_avx512(const uint8_t* q, float s, float* out, int64_t n);
 void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, bool ue8m0,
                            uint8_t* q, float* scales, int64_t scale_stride, bool stream);
 
+// quant_row_e4m3_avx512 of a bf16 row whose groups' partial maxima of |x| are given (32 bf16
+// magnitude words per group, as rms_apply_bf16_amax_avx512 makes them); group a multiple of 64.
+void quant_row_bf16_amax_avx512(const uint16_t* x, int64_t cols, int64_t group, const uint16_t* amax32, bool ue8m0,
+                                uint8_t* q, float* scales, int64_t scale_stride, bool stream);
+
 // Per-block (128 x 128) quantization of bf16 rows, cols a multiple of 128. acc holds 32 words
 // per 128-wide group: the running maximum of |x| as bf16 magnitude bits, updated by each row of
 // a block (start from zeros); finish gives the block's amax (NaN when a NaN was seen).

@@ -96,6 +96,41 @@ TEST(RmsNorm, QuantFusionEqualsComposition) {
   });
 }
 
+TEST(RmsNorm, QuantFusionEqualsCompositionEveryGroupAndScale) {
+  // The AVX-512 fusion takes each group's abs-max in the norm's output pass (groups a multiple
+  // of 64; others go through the row quantizer): every path must give the bits of rmsnorm to
+  // bf16 followed by quant_fp8_per_token. Rows: random, a NaN (its group's scale and codes NaN),
+  // values whose outputs are bf16 subnormals, all zeros, and negatives only.
+  for_each_isa([] {
+    for (DType xt : {DType::bf16, DType::f32})
+      for (int64_t group : {64, 128, 192, 80})
+        for (ScaleFormat sf : {ScaleFormat::f32, ScaleFormat::ue8m0}) {
+          const int64_t rows = 6, h = 1920;
+          const QuantOptions qopt{group, sf};
+          Buffer x(xt, {rows, h}), w(DType::bf16, {h}), normed(DType::bf16, {rows, h});
+          Buffer q(DType::f8e4m3, {rows, h}), s(DType::f32, {rows, h / group});
+          Buffer q2(DType::f8e4m3, {rows, h}), s2(DType::f32, {rows, h / group});
+          fill_random(x, uint64_t(group), 3.0);
+          fill_random(w, 8, 2.0);
+          store_from_double(x.data(), xt, size_t(h + 700), NAN);
+          for (int64_t c = 0; c < h; ++c) {
+            store_from_double(w.data(), DType::bf16, size_t(c), c % 5 == 0 ? 1e-38 : load_as_double(w.data(), DType::bf16, size_t(c)));
+            store_from_double(x.data(), xt, size_t(3 * h + c), 0.0);
+            store_from_double(x.data(), xt, size_t(4 * h + c), -std::fabs(load_as_double(x.data(), xt, size_t(4 * h + c))) - 0.25);
+          }
+          rmsnorm(x, w, normed);
+          quant_fp8_per_token(normed, q, s, qopt);
+          poison(q2);
+          poison(s2);
+          rmsnorm_quant_fp8(x, w, q2, s2, {}, qopt);
+          EXPECT_EQ(std::memcmp(q.data(), q2.data(), size_t(rows * h)), 0)
+              << dtype_name(xt) << " group " << group << (sf == ScaleFormat::ue8m0 ? " ue8m0" : " f32 scales");
+          EXPECT_EQ(std::memcmp(s.data(), s2.data(), size_t(rows * (h / group) * 4)), 0)
+              << dtype_name(xt) << " group " << group << (sf == ScaleFormat::ue8m0 ? " ue8m0" : " f32 scales");
+        }
+  });
+}
+
 TEST(RmsNorm, NaNRowStaysInItsRow) {
   const int64_t h = 64;
   Buffer x(DType::f32, {2, h}), w(DType::f32, {h}), y(DType::f32, {2, h});

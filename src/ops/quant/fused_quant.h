@@ -5,8 +5,9 @@
 // bit-identical to quant_fp8_per_token of the op's bf16 output.
 #include <algorithm>
 #include <cstdint>
-#include <vector>
+#include <memory>
 
+#include "kernels/quant.h"
 #include "ops/common/parallel.h"
 #include "ops/common/streaming.h"
 #include "ops/common/validate.h"
@@ -47,11 +48,31 @@ void quantize_rows_fp8(int64_t rows, int64_t h, const Tensor& q, const Tensor& s
   const bool stream = should_stream(q.nbytes());
   const bool avx512 = active_isa() >= Isa::avx512;
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
-    std::vector<uint16_t> row(static_cast<size_t>(h));  // once per thread
+    const std::unique_ptr<uint16_t[]> row(new uint16_t[size_t(h)]);  // once per thread, not zeroed
     for (int64_t r = r0; r < r1; ++r) {
-      produce(r, row.data());
-      quant_fp8_bf16_row(row.data(), h, q.data_as<uint8_t>() + r * q.stride(0),
+      produce(r, row.get());
+      quant_fp8_bf16_row(row.get(), h, q.data_as<uint8_t>() + r * q.stride(0),
                          scales.data_as<float>() + r * scales.stride(0), scales.stride(1), qopt, stream, avx512);
+    }
+  });
+}
+
+// quantize_rows_fp8 for a producer that also gives each group's partial maxima of |out|:
+// produce(r, out, amax32) as kernels::rms_apply_bf16_amax_avx512 fills them. AVX-512 only, group
+// a multiple of 64; the same bits as quantize_rows_fp8 with the same row.
+template <class ProduceRow>
+void quantize_rows_fp8_given_amax(int64_t rows, int64_t h, const Tensor& q, const Tensor& scales,
+                                  const QuantOptions& qopt, ProduceRow&& produce) {
+  const bool stream = should_stream(q.nbytes());
+  const bool ue8m0 = qopt.scale == ScaleFormat::ue8m0;
+  parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+    // once per thread, not zeroed
+    const std::unique_ptr<uint16_t[]> row(new uint16_t[size_t(h)]), amax(new uint16_t[size_t(h / qopt.group * 32)]);
+    for (int64_t r = r0; r < r1; ++r) {
+      produce(r, row.get(), amax.get());
+      kernels::quant_row_bf16_amax_avx512(row.get(), h, qopt.group, amax.get(), ue8m0,
+                                          q.data_as<uint8_t>() + r * q.stride(0),
+                                          scales.data_as<float>() + r * scales.stride(0), scales.stride(1), stream);
     }
   });
 }

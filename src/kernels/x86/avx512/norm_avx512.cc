@@ -226,20 +226,40 @@ float add_sum_squares_t(const void* x, const void* r, void* s, int64_t n) {
   return combine(a0, a1, a2, a3);
 }
 
-// Writes f(j, m) for every 16 elements of y: 32 at a time with whole-line (optionally streamed)
-// stores, after a head that brings y to a line boundary when streaming.
-// Prefetches the lines of the next rows that hold elements [i, i + 32).
-[[gnu::always_inline]] inline void prefetch_next(const NextRows& next, int64_t i) {
-  for (int k = 0; k < 2; ++k) {
-    if (!next.row[k]) continue;
-    const char* p = static_cast<const char*>(next.row[k]) + i * next.element_bytes[k];
-    _mm_prefetch(p, _MM_HINT_T0);
-    if (next.element_bytes[k] > 2) _mm_prefetch(p + 64, _MM_HINT_T0);
-  }
-}
+// The lines of the next rows (kernels/norm.h) that hold the next 32 elements, prefetched once
+// per 32 elements of this row, without a branch: each row is a running pointer (two lines per
+// step, the second already the next step's line for bf16 rows), and an absent row points at a
+// line of its own that stays in L1, stepping by 0. The first version read the NextRows fields
+// through the reference and tested them every step: the compiler reloaded them after every
+// store to y (they might alias), and those scalar checks drew a third of the pass's samples.
+alignas(64) const char kIdleLines[128] = {};  // what an absent next row prefetches (read only)
 
+struct NextRowPrefetch {
+  const char* p0;
+  const char* p1;
+  int64_t step0, step1;
+  explicit NextRowPrefetch(const NextRows& n) {
+    p0 = n.row[0] ? static_cast<const char*>(n.row[0]) : kIdleLines;
+    p1 = n.row[1] ? static_cast<const char*>(n.row[1]) : kIdleLines;
+    step0 = n.row[0] ? 32 * n.element_bytes[0] : 0;
+    step1 = n.row[1] ? 32 * n.element_bytes[1] : 0;
+  }
+  [[gnu::always_inline]] void operator()() {
+    _mm_prefetch(p0, _MM_HINT_T0);
+    _mm_prefetch(p0 + 64, _MM_HINT_T0);
+    _mm_prefetch(p1, _MM_HINT_T0);
+    _mm_prefetch(p1 + 64, _MM_HINT_T0);
+    p0 += step0;
+    p1 += step1;
+  }
+};
+
+// Writes f(j, m) for every 16 elements of y: 32 at a time with whole-line (optionally streamed)
+// stores, after a head that brings y to a line boundary when streaming; prefetches the next
+// rows as it goes.
 template <DType YT, class Value>
-[[gnu::always_inline]] inline void write_row(void* y, int64_t n, bool stream, Value&& f, const NextRows& next) {
+[[gnu::always_inline]] inline void write_row(void* y, int64_t n, bool stream, Value&& f, const NextRows& next_rows) {
+  NextRowPrefetch prefetch_next(next_rows);
   int64_t head = stream ? elements_to_line(y, YT) : 0;
   if (head < 0) head = 0, stream = false;
   if (head > n) head = n;
@@ -248,12 +268,12 @@ template <DType YT, class Value>
   i = head;
   if (stream) {
     for (; i + 32 <= n; i += 32) {
-      prefetch_next(next, i);
+      prefetch_next();
       store32(y, YT, i, f(i, 0xFFFF), f(i + 16, 0xFFFF), true);
     }
   } else {
     for (; i + 32 <= n; i += 32) {
-      prefetch_next(next, i);
+      prefetch_next();
       store32(y, YT, i, f(i, 0xFFFF), f(i + 16, 0xFFFF), false);
     }
   }
@@ -268,6 +288,27 @@ void rms_apply_t(const void* x, float inv, const float* w, void* y, int64_t n, b
     return _mm512_mul_ps(_mm512_mul_ps(load16(x, XT, j, m), iv), _mm512_maskz_loadu_ps(m, w + j));
   };
   write_row<YT>(y, n, stream, f, next);
+}
+
+template <DType XT>
+void rms_apply_amax_t(const void* x, float inv, const float* w, uint16_t* y, int64_t n, int64_t group,
+                      uint16_t* amax32, const NextRows& next_rows) {
+  NextRowPrefetch prefetch_next(next_rows);
+  const __m512 iv = _mm512_set1_ps(inv);
+  const __m512i magnitude = _mm512_set1_epi16(0x7FFF);
+  auto f = [&](int64_t j) __attribute__((always_inline)) {
+    return _mm512_mul_ps(_mm512_mul_ps(load16(x, XT, j, 0xFFFF), iv), _mm512_loadu_ps(w + j));
+  };
+  for (int64_t g0 = 0; g0 < n; g0 += group) {
+    __m512i m = _mm512_setzero_si512();
+    for (int64_t i = g0; i < g0 + group; i += 32) {
+      prefetch_next();
+      const __m512i v = to_bf16x32(f(i), f(i + 16));  // as store32 rounds
+      _mm512_storeu_si512(y + i, v);
+      m = _mm512_max_epu16(m, _mm512_and_si512(v, magnitude));
+    }
+    _mm512_storeu_si512(amax32 + g0 / group * 32, m);
+  }
 }
 
 template <DType XT, DType YT>
@@ -356,6 +397,12 @@ void rms_apply_avx512(const void* x, DType xt, float inv, const float* w, void* 
   }
   if (yt == DType::bf16) return rms_apply_t<DType::f32, DType::bf16>(x, inv, w, y, n, stream, next);
   return rms_apply_t<DType::f32, DType::f32>(x, inv, w, y, n, stream, next);
+}
+
+void rms_apply_bf16_amax_avx512(const void* x, DType xt, float inv, const float* w, uint16_t* y, int64_t n,
+                                int64_t group, uint16_t* amax32, const NextRows& next) {
+  if (xt == DType::bf16) return rms_apply_amax_t<DType::bf16>(x, inv, w, y, n, group, amax32, next);
+  rms_apply_amax_t<DType::f32>(x, inv, w, y, n, group, amax32, next);
 }
 
 float sum_avx512(const void* x, DType t, int64_t n) {

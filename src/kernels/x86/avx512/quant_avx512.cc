@@ -159,6 +159,14 @@ template <bool kStream, bool kPowerOfTwo>
   else _mm512_storeu_si512(q, line);
 }
 
+// The largest of 32 unsigned words.
+[[gnu::always_inline]] inline uint32_t max_of_words(__m512i m) {
+  __m256i h = _mm256_max_epu16(_mm512_castsi512_si256(m), _mm512_extracti64x4_epi64(m, 1));
+  __m128i q = _mm_max_epu16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  // phminposuw finds the minimum of 8 words: the maximum is the minimum of the complements.
+  return 0xFFFFu & ~uint32_t(_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(q, _mm_set1_epi16(-1)))));
+}
+
 // The largest |x| of one group as bf16 magnitude bits (> 0x7F80: a NaN is present).
 [[gnu::always_inline]] inline uint32_t group_amax_bits(const uint16_t* x, int64_t group) {
   const __m512i mask = _mm512_set1_epi16(0x7FFF);
@@ -169,11 +177,7 @@ template <bool kStream, bool kPowerOfTwo>
     m0 = _mm512_max_epu16(m0, _mm512_and_si512(_mm512_loadu_si512(x + i), mask));
     m1 = _mm512_max_epu16(m1, _mm512_and_si512(_mm512_loadu_si512(x + i + 32), mask));
   }
-  m0 = _mm512_max_epu16(m0, m1);
-  __m256i h = _mm256_max_epu16(_mm512_castsi512_si256(m0), _mm512_extracti64x4_epi64(m0, 1));
-  __m128i q = _mm_max_epu16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-  // phminposuw finds the minimum of 8 words: the maximum is the minimum of the complements.
-  return 0xFFFFu & ~uint32_t(_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(q, _mm_set1_epi16(-1)))));
+  return max_of_words(_mm512_max_epu16(m0, m1));
 }
 
 // One group of bf16 (a multiple of 64 elements) scaled by m and encoded. special: the group
@@ -192,9 +196,14 @@ template <bool kStream, bool kUe8m0>
   for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream, kUe8m0>(x + i, gc, q + i);
 }
 
-template <bool kStream, bool kUe8m0>
+// kGivenAmax: amax32 holds the groups' partial maxima (else the abs-max is read from x). A
+// template parameter, so that the plain path's abs-max loop (which issues the row's
+// prefetches) compiles as it did before the fused path existed; with a runtime test in the
+// group loop it ran ~620 ns/row from DRAM in 8 of 8 runs, against ~530 in about half of them
+// without (docs/perf/layer-ops.md, session 4).
+template <bool kStream, bool kUe8m0, bool kGivenAmax = false>
 void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q, float* scales,
-                      int64_t scale_stride) {
+                      int64_t scale_stride, const uint16_t* amax32 = nullptr) {
   constexpr bool ue8m0 = kUe8m0;
   constexpr int kLanes = 16;
   alignas(64) uint32_t amax_bits[kLanes];
@@ -202,7 +211,9 @@ void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q
   const int64_t groups = cols / group;
   for (int64_t g0 = 0; g0 < groups; g0 += kLanes) {
     const int64_t ng = groups - g0 < kLanes ? groups - g0 : kLanes;
-    for (int64_t g = 0; g < ng; ++g) amax_bits[g] = group_amax_bits(x + (g0 + g) * group, group) << 16;
+    for (int64_t g = 0; g < ng; ++g)
+      if constexpr (kGivenAmax) amax_bits[g] = max_of_words(_mm512_loadu_si512(amax32 + (g0 + g) * 32)) << 16;
+      else amax_bits[g] = group_amax_bits(x + (g0 + g) * group, group) << 16;
     const __m512i ab = _mm512_maskz_load_epi32(tail_mask(ng), amax_bits);
     const __mmask16 nan = _mm512_cmpgt_epu32_mask(ab, _mm512_set1_epi32(0x7F800000));
     const __mmask16 special = _mm512_cmpge_epu32_mask(ab, _mm512_set1_epi32(0x7F800000));
@@ -420,6 +431,15 @@ void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, 
                          encode16_e4m3_in_range(_mm512_mul_ps(load16(x, t, base + i, 0xFFFF), mv)));
     }
   }
+}
+
+void quant_row_bf16_amax_avx512(const uint16_t* x, int64_t cols, int64_t group, const uint16_t* amax32, bool ue8m0,
+                                uint8_t* q, float* scales, int64_t scale_stride, bool stream) {
+  const bool s = stream && reinterpret_cast<uintptr_t>(q) % 64 == 0;
+  if (ue8m0) return s ? quant_row_bf16_t<true, true, true>(x, cols, group, q, scales, scale_stride, amax32)
+                      : quant_row_bf16_t<false, true, true>(x, cols, group, q, scales, scale_stride, amax32);
+  s ? quant_row_bf16_t<true, false, true>(x, cols, group, q, scales, scale_stride, amax32)
+    : quant_row_bf16_t<false, false, true>(x, cols, group, q, scales, scale_stride, amax32);
 }
 
 float abs_max_avx512(const void* x, DType t, int64_t n) {
