@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -39,6 +40,48 @@ TEST(Softmax, MasksNaNAndInfinityRows) {
     sum = 0;
     for (int64_t i = 0; i < n; ++i) sum += q[3 * n + i];
     EXPECT_NEAR(sum, 1.0, 1e-6);
+  });
+}
+
+// The AVX-512 row runs 32 elements per step (bf16: even / odd halves of a line) with masked
+// 16-lane tails: every input dtype, lengths around the step, outputs off a 64-byte line and
+// outputs large enough to stream must give the fp64 softmax to f32 accuracy, and a bf16 output
+// the rounding of the f32 output bit for bit.
+TEST(Softmax, EveryDtypeLengthAndAlignmentMatchesFp64) {
+  for_each_isa([] {
+    for (DType in : {DType::f32, DType::bf16})
+      for (int64_t n : {1, 15, 31, 32, 33, 64, 100, 1031, 999}) {
+        const int64_t llc = cpu_features().l3_bytes > 0 ? cpu_features().l3_bytes : (16L << 20);
+        const int64_t rows = n == 999 && active_isa() >= Isa::avx512 ? llc / 2 / (2 * n) + 3 : 3;
+        Buffer x(in, {rows, n}), y32(DType::f32, {rows, n}), y16(DType::bf16, {rows * n + 1});
+        fill_random(x, uint64_t(n), 12.0);
+        poison(y32);
+        poison(y16);
+        softmax(x, y32);
+        for (int64_t offset : {0, 1}) {
+          Tensor view(y16.tensor().data_as<uint16_t>() + offset, DType::bf16, {rows, n});
+          softmax(x, view);
+          int64_t unrounded = 0;
+          for (int64_t i = 0; i < rows * n; ++i)
+            unrounded += view.data_as<uint16_t>()[i] != f32_to_bf16(y32.tensor().data_as<float>()[i]);
+          EXPECT_EQ(unrounded, 0) << dtype_name(in) << " n " << n << " offset " << offset;
+        }
+        int64_t far = 0;
+        for (int64_t r = 0; r < std::min<int64_t>(rows, 5); ++r) {
+          auto xv = [&](int64_t c) -> double {
+            const int64_t i = r * n + c;
+            return in == DType::bf16 ? bf16_to_f32(x.tensor().data_as<uint16_t>()[i]) : x.tensor().data_as<float>()[i];
+          };
+          double mx = -INFINITY, sum = 0;
+          for (int64_t c = 0; c < n; ++c) mx = std::max(mx, xv(c));
+          for (int64_t c = 0; c < n; ++c) sum += std::exp(xv(c) - mx);
+          for (int64_t c = 0; c < n; ++c) {
+            const double want = std::exp(xv(c) - mx) / sum, got = y32.tensor().data_as<float>()[r * n + c];
+            far += !(std::fabs(got - want) <= 2e-6 * want + 1e-30);
+          }
+        }
+        EXPECT_EQ(far, 0) << dtype_name(in) << " n " << n;
+      }
   });
 }
 

@@ -97,6 +97,9 @@ void register_rope_ops() {
                     {{"tokens", "5"}, {"layout", "half"}, {"dtype", "f32"}},
                     {{"tokens", "7"}, {"heads", "3"}, {"head_dim", "10"}, {"offset", "0"}, {"rope_dim", "10"}, {"yarn", "0"}, {"dtype", "f32"}},
                     {{"tokens", "7"}, {"heads", "2"}, {"head_dim", "38"}, {"offset", "2"}, {"rope_dim", "36"}, {"layout", "half"}},
+                    // bf16 interleaved: whole lines (96 = 3 x 32) and a width that is not (40)
+                    {{"tokens", "9"}, {"heads", "3"}, {"head_dim", "101"}, {"offset", "5"}, {"rope_dim", "96"}},
+                    {{"tokens", "9"}, {"heads", "3"}, {"head_dim", "40"}, {"offset", "0"}, {"rope_dim", "40"}},
                     {{"tokens", "0"}}};
   op.make = [](const OpParams& p, int64_t cold_bytes) -> std::unique_ptr<OpCase> {
     RopeConfig c = p.integer("yarn") ? deepseek_v3_rope() : RopeConfig{};

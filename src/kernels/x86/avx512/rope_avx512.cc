@@ -2,7 +2,7 @@
 #include <cstring>
 
 #include "kernels/rope.h"
-#include "kernels/x86/avx512/fast16_avx512.h"
+#include "kernels/x86/avx512/pair_avx512.h"
 
 namespace sol::kernels {
 
@@ -17,6 +17,31 @@ namespace {
     const __m512 r = _mm512_fmadd_ps(_mm512_permute_ps(xv, 0xB1), _mm512_maskz_loadu_ps(m, s + i),
                                      _mm512_mul_ps(xv, _mm512_maskz_loadu_ps(m, c + i)));
     store16_fast(x, t, i, m, r);
+  }
+}
+
+// The tables of one position split into even and odd elements, 32 per line of bf16: a rotated
+// pair (x[2j], x[2j+1]) is then lane j of the two halves of a line (pair_avx512.h), so no
+// permute is needed, and x[i] c[i] + x[i ^ 1] s[i] is computed with the same two operations in
+// the same order, bit for bit.
+struct SplitTables {
+  alignas(64) float c_even[256], c_odd[256], s_even[256], s_odd[256];
+  SplitTables(const float* c, const float* s, int64_t d) {
+    for (int64_t j = 0; j < d / 2; ++j) {
+      c_even[j] = c[2 * j], c_odd[j] = c[2 * j + 1];
+      s_even[j] = s[2 * j], s_odd[j] = s[2 * j + 1];
+    }
+  }
+};
+
+// bf16 slices with d a multiple of 32, one line (16 pairs) per step.
+[[gnu::always_inline]] inline void rotate_interleaved_bf16_lines(void* x, const SplitTables& tb, int64_t d) {
+  for (int64_t i = 0; i < d; i += 32) {
+    const Pair v = load_pair<DType::bf16>(x, i);
+    const int64_t j = i / 2;
+    const Pair r{_mm512_fmadd_ps(v.b, _mm512_load_ps(tb.s_even + j), _mm512_mul_ps(v.a, _mm512_load_ps(tb.c_even + j))),
+                 _mm512_fmadd_ps(v.a, _mm512_load_ps(tb.s_odd + j), _mm512_mul_ps(v.b, _mm512_load_ps(tb.c_odd + j)))};
+    store_pair<DType::bf16, DType::bf16>(x, i, r, false);
   }
 }
 
@@ -40,6 +65,8 @@ void rotate_half(void* x, DType t, const float* c, const float* s, int64_t d) {
 void rope_rotate_heads_avx512(void* x, DType t, int64_t head_stride, int64_t heads, const float* c, const float* s,
                               int64_t d, bool interleaved, const void* next) {
   const int64_t bytes = d * int64_t(dtype_size(t));
+  const bool by_lines = interleaved && t == DType::bf16 && d % 32 == 0;
+  alignas(64) SplitTables tables(c, s, by_lines ? d : 0);
   for (int64_t h = 0; h < heads; ++h) {
     char* head = static_cast<char*>(x) + h * head_stride;
     const int64_t ahead = h + kRopePrefetchHeads;
@@ -48,7 +75,8 @@ void rope_rotate_heads_avx512(void* x, DType t, int64_t head_stride, int64_t hea
                                       : nullptr;
     if (fetch && (ahead < heads || ahead - heads < heads))
       for (int64_t b = 0; b < bytes; b += 64) _mm_prefetch(fetch + b, _MM_HINT_T0);
-    if (interleaved) rotate_interleaved(head, t, c, s, d);
+    if (by_lines) rotate_interleaved_bf16_lines(head, tables, d);
+    else if (interleaved) rotate_interleaved(head, t, c, s, d);
     else rotate_half(head, t, c, s, d);
   }
 }
