@@ -48,6 +48,10 @@ Variant parse_variant(const std::string& name);  // throws sol::Error
 struct RingAttentionStats {
   double compute_s = 0;  // single-rank attention kernels, LSE merges, gradient sums
   double comm_s = 0;     // posting, polling and waiting for transfers, collectives, packing
+  // Ring: K/V shards received (steps with a shard in flight), and how many of them had wholly
+  // arrived when this rank finished the step's compute, i.e. were hidden behind it entirely.
+  // Unlike times, the count does not move with time slices lost to other processes.
+  int shards = 0, shards_arrived = 0;
 };
 
 struct RingAttentionOptions {

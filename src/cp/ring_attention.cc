@@ -98,7 +98,11 @@ void ring_forward(const Forward& t, const ShardDims& d, const comm::Group& group
               lse_rows.data_as<float>(), d, blk.q0);
       });
     }
-    if (passing) timed(opt.stats, kComm, [&] { work.wait(); });
+    if (passing)
+      timed(opt.stats, kComm, [&] {
+        note_shard(opt.stats, work.completed());
+        work.wait();
+      });
   }
   timed(opt.stats, kCompute, [&] {
     store_f32(o_acc.tensor().data_as<float>(), t.o);

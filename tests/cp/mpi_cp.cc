@@ -203,9 +203,19 @@ int bench(const sol::comm::Group& g, int64_t S, int64_t D, int64_t H, int reps) 
     ro.stats = &stats;
     const Times f = time_it(g, reps, [&] { sol::cp::ring_attention(qs, ks, vs, os, lse_s, g, ro); });
     const double f_comm = stats.comm_s / reps;
+    const sol::cp::RingAttentionStats f_stats = stats;
     stats = {};
     const Times b = time_it(g, reps, [&] { sol::cp::ring_attention_backward(qs, ks, vs, os, lse_s, dos, dqs, dks, dvs, g, ro); });
     const double b_comm = stats.comm_s / reps;
+    if (variant == sol::cp::Variant::ring)
+      for (int r = 0; r < n; ++r) {
+        g.barrier();
+        if (r == me)
+          std::printf("  ring rank %d: K/V shards wholly arrived by the end of their step's compute: fwd %d of %d, "
+                      "bwd %d of %d\n",
+                      me, f_stats.shards_arrived, f_stats.shards, stats.shards_arrived, stats.shards);
+        std::fflush(stdout);
+      }
     if (me == 0)
       std::printf("  %-13s fwd: wall %.1f ms cpu %.1f ms (min %.1f), comm calls %.1f ms; per-rank throughput vs 1 rank: "
                   "wall %.0f%%, cpu %.0f%%, cpu min %.0f%%\n"
