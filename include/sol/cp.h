@@ -50,7 +50,7 @@ struct RingAttentionStats {
   double comm_s = 0;     // posting, polling and waiting for transfers, collectives, packing
   // Ring: K/V shards received (steps with a shard in flight), and how many of them had wholly
   // arrived when this rank finished the step's compute, i.e. were hidden behind it entirely.
-  // Unlike times, the count does not move with time slices lost to other processes.
+  // Time slices lost to other processes move it far less than they move times.
   int shards = 0, shards_arrived = 0;
 };
 
