@@ -36,6 +36,7 @@
 #include <string>
 
 #include "sol/comm.h"
+#include "sol/comm_window.h"
 #include "sol/tensor.h"
 
 namespace sol::cp {
@@ -59,6 +60,12 @@ struct RingAttentionOptions {
   std::optional<float> softmax_scale;  // default 1/sqrt(D)
   Variant variant = Variant::ring;
   RingAttentionStats* stats = nullptr;  // when set, this call's time split is added to it
+  // Variant::ring within one node: a comm::Window over the same group whose every region holds
+  // at least this rank's packed K/V shard (k's bytes then v's). The ring then reads each rank's
+  // shard in place instead of passing it around (nothing is transferred: a window fence after
+  // publishing the shards, one at the end), and the backward returns dk/dv with one f32
+  // reduce_scatter instead of passing accumulators. Build it once, reuse it for every call.
+  const comm::Window* kv_window = nullptr;
 };
 
 // q [B, 2C, Hq, D], k [B, 2C, Hkv, D], v [B, 2C, Hkv, Dv] (this rank's zig-zag shard, f32 or

@@ -14,6 +14,7 @@
 
 #include "../comm/mpi_check.h"
 #include "sol/attention.h"
+#include "sol/comm_window.h"
 #include "sol/copy.h"
 #include "sol/cp.h"
 #include "sol/timing.h"
@@ -85,9 +86,11 @@ Reference make_reference(const sol::comm::Group& g, const Case& cs) {
 }
 
 // Forward and backward of one variant against the single-rank reference.
-void check_variant(const sol::comm::Group& g, Checker& c, const Case& cs, const Reference& r, sol::cp::Variant variant) {
+void check_variant(const sol::comm::Group& g, Checker& c, const Case& cs, const Reference& r, sol::cp::Variant variant,
+                   const sol::comm::Window* kv_window = nullptr) {
   const DType dt = cs.dt;
-  const std::string name = std::string(sol::cp::variant_name(variant)) + " " + std::string(sol::dtype_name(dt)) +
+  const std::string name = std::string(sol::cp::variant_name(variant)) + (kv_window ? " in place" : "") + " " +
+                           std::string(sol::dtype_name(dt)) +
                            (cs.causal ? " causal" : " full") + " S=" + std::to_string(2 * g.size() * cs.chunk) +
                            " H=" + std::to_string(cs.H) + "/" + std::to_string(cs.Hkv) + " D=" + std::to_string(cs.D);
   const sol::Tensor& qs = r.qs;
@@ -97,6 +100,7 @@ void check_variant(const sol::comm::Group& g, Checker& c, const Case& cs, const 
   sol::cp::RingAttentionOptions ro;
   ro.causal = cs.causal;
   ro.variant = variant;
+  ro.kv_window = kv_window;
   const double tol = dt == DType::f32 ? 2e-5 : 2e-2;
   if (cs.want_lse) {
     sol::cp::ring_attention(r.qs, r.ks, r.vs, os, lse_s, g, ro);
@@ -122,6 +126,12 @@ void run_case(const sol::comm::Group& g, Checker& c, const Case& cs) {
     if (variant != sol::cp::Variant::ulysses ||
         (cs.H % g.size() == 0 && (cs.Hkv % g.size() == 0 || g.size() % cs.Hkv == 0)))
       check_variant(g, c, cs, r, variant);
+  // The ring reading every K/V shard in place, through a window (one node). Twice: the window
+  // is reused, and a call must not repack its region while a peer still reads the last one.
+  if (g.num_nodes() == 1) {
+    const sol::comm::Window w(g, r.ks.bytes() + r.vs.bytes() + 64 * size_t(g.rank()));  // regions of unequal size
+    for (int rep = 0; rep < 2; ++rep) check_variant(g, c, cs, r, sol::cp::Variant::ring, &w);
+  }
 }
 
 // Every rank must throw sol::Error (before any rank communicates).
@@ -265,6 +275,16 @@ int main(int argc, char** argv) {
       expect_error(c, "ulysses with 1 head on several ranks", [&] { sol::cp::ring_attention(q, q, q, o, lse, g, ro); });
     }
     expect_error(c, "unknown variant name", [&] { sol::cp::parse_variant("tree"); });
+    if (g.num_nodes() == 1) {
+      sol::cp::RingAttentionOptions ro;
+      const sol::comm::Window small(g, size_t(q.bytes()) * 2 - 1);  // one byte short of k|v
+      ro.kv_window = &small;
+      expect_error(c, "kv_window too small", [&] { sol::cp::ring_attention(q, q, q, o, lse, g, ro); });
+      const sol::comm::Group other = g.split(0, g.rank());
+      const sol::comm::Window elsewhere(other, size_t(q.bytes()) * 2);
+      ro.kv_window = &elsewhere;
+      expect_error(c, "kv_window of another group", [&] { sol::cp::ring_attention(q, q, q, o, lse, g, ro); });
+    }
     expect_error(c, "H not a multiple of Hkv", [&] {
       Buffer q3(DType::f32, {1, 6, 3, 8}), k2(DType::f32, {1, 6, 2, 8}), o3(DType::f32, {1, 6, 3, 8});
       sol::cp::ring_attention(q3, k2, k2, o3, sol::Tensor(), g);
