@@ -176,7 +176,8 @@ Times time_it(const sol::comm::Group& g, int reps, const std::function<void()>& 
 
 // `mpi_cp bench S D H [reps]`: every variant, forward and backward, per rank against
 // single-rank flash attention (forward and backward) on the whole sequence (causal, bf16,
-// B = 1), all ranks timing at once; wall and thread-CPU medians. Not run by ctest.
+// B = 1), all ranks timing at once; wall and thread-CPU medians; the ring twice: passing K/V
+// around, and reading it in place through a comm::Window (one node only). Not run by ctest.
 int bench(const sol::comm::Group& g, int64_t S, int64_t D, int64_t H, int reps) {
   const int n = g.size(), me = g.rank();
   const DType dt = DType::bf16;
@@ -205,10 +206,15 @@ int bench(const sol::comm::Group& g, int64_t S, int64_t D, int64_t H, int reps) 
                 "(min %.1f)\n",
                 (long long)S, (long long)D, (long long)H, n, reps, fwd1.wall * 1e3, fwd1.cpu * 1e3, fwd1.cpu_min * 1e3,
                 flops / fwd1.cpu_min / 1e9, bwd1.wall * 1e3, bwd1.cpu * 1e3, bwd1.cpu_min * 1e3);
-  for (sol::cp::Variant variant : {sol::cp::Variant::ring, sol::cp::Variant::all_gather_kv, sol::cp::Variant::ulysses}) {
+  const sol::comm::Window kv_window(g, size_t(ks.bytes() + vs.bytes()));
+  for (int run = 0; run < 4; ++run) {
+    const sol::cp::Variant variant = run == 2 ? sol::cp::Variant::all_gather_kv
+                                     : run == 3 ? sol::cp::Variant::ulysses
+                                                : sol::cp::Variant::ring;
     if (variant == sol::cp::Variant::ulysses && H % n != 0) continue;
     sol::cp::RingAttentionOptions ro;
     ro.variant = variant;
+    if (run == 1) ro.kv_window = &kv_window;  // the ring reading K/V in place
     sol::cp::RingAttentionStats stats;
     ro.stats = &stats;
     const Times f = time_it(g, reps, [&] { sol::cp::ring_attention(qs, ks, vs, os, lse_s, g, ro); });
@@ -217,7 +223,7 @@ int bench(const sol::comm::Group& g, int64_t S, int64_t D, int64_t H, int reps) 
     stats = {};
     const Times b = time_it(g, reps, [&] { sol::cp::ring_attention_backward(qs, ks, vs, os, lse_s, dos, dqs, dks, dvs, g, ro); });
     const double b_comm = stats.comm_s / reps;
-    if (variant == sol::cp::Variant::ring)
+    if (run == 0)
       for (int r = 0; r < n; ++r) {
         g.barrier();
         if (r == me)
@@ -231,7 +237,7 @@ int bench(const sol::comm::Group& g, int64_t S, int64_t D, int64_t H, int reps) 
                   "wall %.0f%%, cpu %.0f%%, cpu min %.0f%%\n"
                   "  %-13s bwd: wall %.1f ms cpu %.1f ms (min %.1f), comm calls %.1f ms; per-rank throughput vs 1 rank: "
                   "wall %.0f%%, cpu %.0f%%, cpu min %.0f%%\n",
-                  sol::cp::variant_name(variant), f.wall * 1e3, f.cpu * 1e3, f.cpu_min * 1e3, f_comm * 1e3,
+                  run == 1 ? "ring in place" : sol::cp::variant_name(variant), f.wall * 1e3, f.cpu * 1e3, f.cpu_min * 1e3, f_comm * 1e3,
                   100 * fwd1.wall / n / f.wall, 100 * fwd1.cpu / n / f.cpu, 100 * fwd1.cpu_min / n / f.cpu_min, "",
                   b.wall * 1e3, b.cpu * 1e3, b.cpu_min * 1e3, b_comm * 1e3, 100 * bwd1.wall / n / b.wall,
                   100 * bwd1.cpu / n / b.cpu, 100 * bwd1.cpu_min / n / b.cpu_min);

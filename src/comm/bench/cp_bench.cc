@@ -9,11 +9,13 @@
 #include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "comm/group_state.h"
 #include "sol/attention.h"
+#include "sol/comm_window.h"
 #include "sol/cp.h"
 #include "sol/error.h"
 #include "sol/hw.h"
@@ -138,12 +140,22 @@ std::vector<Row> run_point(const Group& g, const CommBenchOptions& o, size_t byt
   cp::zigzag_shard(o_full, os_ref, me, n);
 
   std::vector<Row> rows;
-  for (cp::Variant variant : {cp::Variant::ring, cp::Variant::all_gather_kv, cp::Variant::ulysses}) {
+  // The ring reading K/V in place needs a window over one node's ranks.
+  std::optional<Window> kv_window;
+  if (g.num_nodes() == 1) kv_window.emplace(g, kv_bytes);
+  struct Run {
+    cp::Variant variant;
+    bool in_place;
+  };
+  std::vector<Run> runs = {{cp::Variant::ring, false}, {cp::Variant::all_gather_kv, false}, {cp::Variant::ulysses, false}};
+  if (kv_window) runs.insert(runs.begin() + 1, {cp::Variant::ring, true});
+  for (const auto [variant, in_place] : runs) {
     cp::RingAttentionOptions ro;
     ro.variant = variant;
+    if (in_place) ro.kv_window = &*kv_window;
     Row r;
     r.S = S;
-    r.variant = cp::variant_name(variant);
+    r.variant = std::string(cp::variant_name(variant)) + (in_place ? "_in_place" : "");
     r.bytes = kv_bytes;
     r.flops = flops;
     r.ceiling = peak;
@@ -174,8 +186,16 @@ std::vector<Row> run_point(const Group& g, const CommBenchOptions& o, size_t byt
     MPI_Allreduce(mine, all, 2, MPI_INT, MPI_SUM, g.state().comm);
     r.shards = all[0], r.arrived = all[1];
     std::vector<Buffer> keep;
+    // In place, the only "transfers" are packing this rank's shard into its region and the
+    // two fences.
     const std::function<void()> alone =
-        transfers_of(g, variant, kv_bytes, size_t(qs.bytes()), size_t(os.bytes()), size_t(lse.bytes()), keep);
+        in_place ? std::function<void()>([&] {
+          std::memcpy(kv_window->local(), ks.data(), ks.bytes());
+          std::memcpy(kv_window->local() + ks.bytes(), vs.data(), vs.bytes());
+          kv_window->fence();
+          kv_window->fence();
+        })
+                 : transfers_of(g, variant, kv_bytes, size_t(qs.bytes()), size_t(os.bytes()), size_t(lse.bytes()), keep);
     r.comm_alone_s = median_time(g, iters, o.batches, alone);
     rows.push_back(r);
   }
