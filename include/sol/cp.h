@@ -16,7 +16,9 @@
 // log-sum-exp:  lse = log(exp(lse_a) + exp(lse_b)),  o = o_a exp(lse_a - lse) + o_b exp(lse_b - lse).
 // Backward: the same ring; dq stays home, an f32 dk/dv accumulator travels with each K/V shard
 // and comes back to its owner after n steps. Each rank sends n-1 K/V shards (forward and
-// backward) and, backward, n f32 dk/dv accumulators; only neighbours talk.
+// backward) and, backward, n f32 dk/dv accumulators; only neighbours talk. Within one node,
+// with RingAttentionOptions::kv_window, the same steps read every rank's shard in place from a
+// shared window instead (nothing travels; the backward returns dk/dv by one reduce_scatter).
 //
 // Variant::all_gather_kv: one all_gather of every rank's K/V, then each query chunk attends to
 // the keys before it (causal) or all keys in one call; no merge. Backward: dk/dv of the whole
