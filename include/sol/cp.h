@@ -16,7 +16,9 @@
 // log-sum-exp:  lse = log(exp(lse_a) + exp(lse_b)),  o = o_a exp(lse_a - lse) + o_b exp(lse_b - lse).
 // Backward: the same ring; dq stays home, an f32 dk/dv accumulator travels with each K/V shard
 // and comes back to its owner after n steps. Each rank sends n-1 K/V shards (forward and
-// backward) and, backward, n f32 dk/dv accumulators; only neighbours talk.
+// backward) and, backward, n f32 dk/dv accumulators; only neighbours talk. Within one node,
+// with RingAttentionOptions::kv_window, the same steps read every rank's shard in place from a
+// shared window instead (nothing travels; the backward returns dk/dv by one reduce_scatter).
 //
 // Variant::all_gather_kv: one all_gather of every rank's K/V, then each query chunk attends to
 // the keys before it (causal) or all keys in one call; no merge. Backward: dk/dv of the whole
@@ -36,6 +38,7 @@
 #include <string>
 
 #include "sol/comm.h"
+#include "sol/comm_window.h"
 #include "sol/tensor.h"
 
 namespace sol::cp {
@@ -48,6 +51,10 @@ Variant parse_variant(const std::string& name);  // throws sol::Error
 struct RingAttentionStats {
   double compute_s = 0;  // single-rank attention kernels, LSE merges, gradient sums
   double comm_s = 0;     // posting, polling and waiting for transfers, collectives, packing
+  // Ring: K/V shards received (steps with a shard in flight), and how many of them had wholly
+  // arrived when this rank finished the step's compute, i.e. were hidden behind it entirely.
+  // Time slices lost to other processes move it far less than they move times.
+  int shards = 0, shards_arrived = 0;
 };
 
 struct RingAttentionOptions {
@@ -55,6 +62,12 @@ struct RingAttentionOptions {
   std::optional<float> softmax_scale;  // default 1/sqrt(D)
   Variant variant = Variant::ring;
   RingAttentionStats* stats = nullptr;  // when set, this call's time split is added to it
+  // Variant::ring within one node: a comm::Window over the same group whose every region holds
+  // at least this rank's packed K/V shard (k's bytes then v's). The ring then reads each rank's
+  // shard in place instead of passing it around (nothing is transferred: a window fence after
+  // publishing the shards, one at the end), and the backward returns dk/dv with one f32
+  // reduce_scatter instead of passing accumulators. Build it once, reuse it for every call.
+  const comm::Window* kv_window = nullptr;
 };
 
 // q [B, 2C, Hq, D], k [B, 2C, Hkv, D], v [B, 2C, Hkv, Dv] (this rank's zig-zag shard, f32 or

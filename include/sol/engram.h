@@ -75,7 +75,7 @@ class ShardedTable;
 class LookupHandle {
  public:
   LookupHandle();
-  ~LookupHandle();  // waits for a lookup still in flight
+  ~LookupHandle();  // completes a lookup still in flight (so does assigning over it)
   LookupHandle(LookupHandle&&) noexcept;
   LookupHandle& operator=(LookupHandle&&) noexcept;
   void wait();

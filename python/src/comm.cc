@@ -6,6 +6,7 @@
 #include "arrays.h"
 #include "bindings.h"
 #include "sol/comm.h"
+#include "sol/comm_window.h"
 
 namespace solpy {
 
@@ -155,6 +156,16 @@ void bind_comm(nb::module_& m) {
       .def("wait", &PyWork::wait)
       .def("completed", &PyWork::completed);
   bind_group(c);
+  nb::class_<sol::comm::Window>(c, "Window",
+                                "Regions of a node-local group's ranks that every rank maps (sol::comm::Window); "
+                                "used by sol.cp.ring_attention(kv_window=...).")
+      .def("__init__", [](sol::comm::Window* self, const Group& group, size_t bytes) {
+        nb::gil_scoped_release unlocked;
+        new (self) sol::comm::Window(group, bytes);
+      }, "group"_a, "bytes"_a, "Collective: this rank's region holds `bytes` (sizes may differ by rank).")
+      .def("bytes", &sol::comm::Window::bytes, "rank"_a, "The size rank asked for.")
+      .def("fence", [](const sol::comm::Window& w) { released([&] { w.fence(); }); },
+           "Collective barrier ordering every rank's earlier accesses of any region.");
   c.def("world", [] {
     nb::gil_scoped_release unlocked;
     return &Group::world();

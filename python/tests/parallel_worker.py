@@ -58,6 +58,16 @@ def cp_variants_and_backward(g, dtype, causal, chunk=6, D=16):
         for name, got, ref in zip(("dq", "dk", "dv"), (dq, dk, dv), grads_full):
             err = rel_err(got.astype(np.float32), sol.cp.zigzag_shard(ref, rank, n).astype(np.float32))
             assert err <= bwd_tol, f"{variant} backward {name} {dtype} causal={causal}: {err}"
+    # The ring reading K/V in place through a window (one node), reused for both directions.
+    window = sol.comm.Window(g, ks.nbytes + vs.nbytes)
+    assert window.bytes(rank) == ks.nbytes + vs.nbytes
+    o, lse = sol.cp.ring_attention(qs, ks, vs, g, causal=causal, kv_window=window)
+    err = rel_err(o.astype(np.float32), sol.cp.zigzag_shard(o_full, rank, n).astype(np.float32))
+    assert err <= fwd_tol, f"ring in place forward {dtype} causal={causal}: {err}"
+    grads = sol.cp.ring_attention_backward(qs, ks, vs, o, lse, dos, g, causal=causal, kv_window=window)
+    for name, got, ref in zip(("dq", "dk", "dv"), grads, grads_full):
+        err = rel_err(got.astype(np.float32), sol.cp.zigzag_shard(ref, rank, n).astype(np.float32))
+        assert err <= bwd_tol, f"ring in place backward {name} {dtype} causal={causal}: {err}"
     try:
         sol.cp.ring_attention(qs, ks, vs, g, variant="star")
         raise AssertionError("an unknown variant should be refused")

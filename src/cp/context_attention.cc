@@ -26,7 +26,9 @@ void ring_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Ten
   const detail::ShardDims dims = detail::check_shards("ring_attention", q, k, v, o, lse, false);
   const detail::Forward t{q, k, v, o, lse};
   switch (opt.variant) {
-    case Variant::ring: return detail::ring_forward(t, dims, group, opt);
+    case Variant::ring:
+      if (opt.kv_window) return detail::ring_forward_in_place(t, dims, group, opt);
+      return detail::ring_forward(t, dims, group, opt);
     case Variant::all_gather_kv: return detail::all_gather_forward(t, dims, group, opt);
     case Variant::ulysses: return detail::ulysses_forward(t, dims, group, opt);
   }
@@ -41,7 +43,9 @@ void ring_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, 
   detail::check_grads(op, q, k, v, o, d_o, dq, dk, dv);
   const detail::Backward t{q, k, v, o, lse, d_o, dq, dk, dv};
   switch (opt.variant) {
-    case Variant::ring: return detail::ring_backward(t, dims, group, opt);
+    case Variant::ring:
+      if (opt.kv_window) return detail::ring_backward_in_place(t, dims, group, opt);
+      return detail::ring_backward(t, dims, group, opt);
     case Variant::all_gather_kv: return detail::all_gather_backward(t, dims, group, opt);
     case Variant::ulysses: return detail::ulysses_backward(t, dims, group, opt);
   }

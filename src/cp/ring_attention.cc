@@ -18,11 +18,13 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+}  // namespace
+
 // o_acc [B, S2, H, Dv], lse_acc [B, H, S2] (f32) merged with one partial result for query
 // rows [row0, row0 + rows): o_part [B, rows, H, Dv], lse_part [B, H, rows].
 //   lse = log(exp(lse_a) + exp(lse_b)),  o = o_a exp(lse_a - lse) + o_b exp(lse_b - lse)
-void merge(float* o_acc, float* lse_acc, const Tensor& o_part, const float* lse_part, const ShardDims& d,
-           int64_t row0) {
+void merge_partial(float* o_acc, float* lse_acc, const Tensor& o_part, const float* lse_part, const ShardDims& d,
+                   int64_t row0) {
   const int64_t rows = o_part.shape(1), H = d.H, Dv = d.Dv;
   const bool bf16 = o_part.dtype() == DType::bf16;
   for (int64_t b = 0; b < d.B; ++b)
@@ -48,8 +50,6 @@ void merge(float* o_acc, float* lse_acc, const Tensor& o_part, const float* lse_
         la = m + std::log(sum);
       }
 }
-
-}  // namespace
 
 void ring_forward(const Forward& t, const ShardDims& d, const comm::Group& group, const RingAttentionOptions& opt) {
   const int n = group.size(), me = group.rank();
@@ -94,11 +94,15 @@ void ring_forward(const Forward& t, const ShardDims& d, const comm::Group& group
       });
       if (passing) timed(opt.stats, kComm, [&] { work.completed(); });  // keep the next shard moving
       timed(opt.stats, kCompute, [&] {
-        merge(o_acc.tensor().data_as<float>(), lse_acc.tensor().data_as<float>(), o_rows,
+        merge_partial(o_acc.tensor().data_as<float>(), lse_acc.tensor().data_as<float>(), o_rows,
               lse_rows.data_as<float>(), d, blk.q0);
       });
     }
-    if (passing) timed(opt.stats, kComm, [&] { work.wait(); });
+    if (passing)
+      timed(opt.stats, kComm, [&] {
+        note_shard(opt.stats, work.completed());
+        work.wait();
+      });
   }
   timed(opt.stats, kCompute, [&] {
     store_f32(o_acc.tensor().data_as<float>(), t.o);

@@ -91,7 +91,11 @@ void ring_backward(const Backward& t, const ShardDims& d, const comm::Group& gro
         dkv_work.completed();
         dkv_pending = true;
       });
-    if (passing) timed(opt.stats, kComm, [&] { kv_work.wait(); });
+    if (passing)
+      timed(opt.stats, kComm, [&] {
+        note_shard(opt.stats, kv_work.completed());
+        kv_work.wait();
+      });
   }
   if (dkv_pending) timed(opt.stats, kComm, [&] { dkv_work.wait(); });
   const float* mine = dkv[n > 1 ? n % 2 : 0].tensor().data_as<float>();

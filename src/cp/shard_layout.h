@@ -54,4 +54,11 @@ void timed(RingAttentionStats* stats, double RingAttentionStats::*field, F&& fn)
 inline constexpr double RingAttentionStats::*kCompute = &RingAttentionStats::compute_s;
 inline constexpr double RingAttentionStats::*kComm = &RingAttentionStats::comm_s;
 
+// A ring step's K/V shard, and whether it had arrived by the end of the step's compute.
+inline void note_shard(RingAttentionStats* stats, bool arrived) {
+  if (!stats) return;
+  ++stats->shards;
+  stats->shards_arrived += arrived;
+}
+
 }  // namespace sol::cp::detail

@@ -13,8 +13,18 @@ struct Backward {
   const Tensor &q, &k, &v, &o, &lse, &d_o, &dq, &dk, &dv;
 };
 
+// o_acc [B, S2, H, Dv], lse_acc [B, H, S2] (f32) merged by log-sum-exp with one partial result
+// for query rows [row0, row0 + rows): o_part [B, rows, H, Dv], lse_part [B, H, rows].
+void merge_partial(float* o_acc, float* lse_acc, const Tensor& o_part, const float* lse_part, const ShardDims& d,
+                   int64_t row0);
+
 void ring_forward(const Forward& t, const ShardDims& dims, const comm::Group& group, const RingAttentionOptions& opt);
 void ring_backward(const Backward& t, const ShardDims& dims, const comm::Group& group, const RingAttentionOptions& opt);
+// Variant::ring with opt.kv_window: every rank's K/V shard read in place (ring_in_place.cc).
+void ring_forward_in_place(const Forward& t, const ShardDims& dims, const comm::Group& group,
+                           const RingAttentionOptions& opt);
+void ring_backward_in_place(const Backward& t, const ShardDims& dims, const comm::Group& group,
+                            const RingAttentionOptions& opt);
 void all_gather_forward(const Forward& t, const ShardDims& dims, const comm::Group& group,
                         const RingAttentionOptions& opt);
 void all_gather_backward(const Backward& t, const ShardDims& dims, const comm::Group& group,

@@ -57,17 +57,30 @@ void ShardedTable::Impl::fail_bad_index(const Tensor& indices, int64_t at) const
        "] = ", indices.data_as<int32_t>()[at], " is outside the table's rows 0..", rows - 1);
 }
 
-LookupHandle::LookupHandle() = default;
-LookupHandle::~LookupHandle() {
-  if (state_ && !state_->done) {
-    try {
-      state_->wait();
-    } catch (const std::exception&) {
-    }
+namespace {
+
+// A handle dropped (destroyed or overwritten) with its lookup in flight still completes it:
+// peers wait for this rank at the lookup's end, and the table stays usable.
+void finish_dropped(std::unique_ptr<LookupHandle::State>& state) {
+  if (!state || state->done) return;
+  try {
+    state->wait();
+  } catch (const std::exception&) {
   }
 }
+
+}  // namespace
+
+LookupHandle::LookupHandle() = default;
+LookupHandle::~LookupHandle() { finish_dropped(state_); }
 LookupHandle::LookupHandle(LookupHandle&&) noexcept = default;
-LookupHandle& LookupHandle::operator=(LookupHandle&&) noexcept = default;
+LookupHandle& LookupHandle::operator=(LookupHandle&& other) noexcept {
+  if (this != &other) {
+    finish_dropped(state_);
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
 
 void LookupHandle::wait() {
   check(state_ != nullptr, "engram lookup", "wait() on an empty handle");

@@ -14,6 +14,7 @@
 
 #include "../comm/mpi_check.h"
 #include "sol/attention.h"
+#include "sol/comm_window.h"
 #include "sol/copy.h"
 #include "sol/cp.h"
 #include "sol/timing.h"
@@ -85,9 +86,11 @@ Reference make_reference(const sol::comm::Group& g, const Case& cs) {
 }
 
 // Forward and backward of one variant against the single-rank reference.
-void check_variant(const sol::comm::Group& g, Checker& c, const Case& cs, const Reference& r, sol::cp::Variant variant) {
+void check_variant(const sol::comm::Group& g, Checker& c, const Case& cs, const Reference& r, sol::cp::Variant variant,
+                   const sol::comm::Window* kv_window = nullptr) {
   const DType dt = cs.dt;
-  const std::string name = std::string(sol::cp::variant_name(variant)) + " " + std::string(sol::dtype_name(dt)) +
+  const std::string name = std::string(sol::cp::variant_name(variant)) + (kv_window ? " in place" : "") + " " +
+                           std::string(sol::dtype_name(dt)) +
                            (cs.causal ? " causal" : " full") + " S=" + std::to_string(2 * g.size() * cs.chunk) +
                            " H=" + std::to_string(cs.H) + "/" + std::to_string(cs.Hkv) + " D=" + std::to_string(cs.D);
   const sol::Tensor& qs = r.qs;
@@ -97,6 +100,7 @@ void check_variant(const sol::comm::Group& g, Checker& c, const Case& cs, const 
   sol::cp::RingAttentionOptions ro;
   ro.causal = cs.causal;
   ro.variant = variant;
+  ro.kv_window = kv_window;
   const double tol = dt == DType::f32 ? 2e-5 : 2e-2;
   if (cs.want_lse) {
     sol::cp::ring_attention(r.qs, r.ks, r.vs, os, lse_s, g, ro);
@@ -122,6 +126,12 @@ void run_case(const sol::comm::Group& g, Checker& c, const Case& cs) {
     if (variant != sol::cp::Variant::ulysses ||
         (cs.H % g.size() == 0 && (cs.Hkv % g.size() == 0 || g.size() % cs.Hkv == 0)))
       check_variant(g, c, cs, r, variant);
+  // The ring reading every K/V shard in place, through a window (one node). Twice: the window
+  // is reused, and a call must not repack its region while a peer still reads the last one.
+  if (g.num_nodes() == 1) {
+    const sol::comm::Window w(g, r.ks.bytes() + r.vs.bytes() + 64 * size_t(g.rank()));  // regions of unequal size
+    for (int rep = 0; rep < 2; ++rep) check_variant(g, c, cs, r, sol::cp::Variant::ring, &w);
+  }
 }
 
 // Every rank must throw sol::Error (before any rank communicates).
@@ -166,7 +176,8 @@ Times time_it(const sol::comm::Group& g, int reps, const std::function<void()>& 
 
 // `mpi_cp bench S D H [reps]`: every variant, forward and backward, per rank against
 // single-rank flash attention (forward and backward) on the whole sequence (causal, bf16,
-// B = 1), all ranks timing at once; wall and thread-CPU medians. Not run by ctest.
+// B = 1), all ranks timing at once; wall and thread-CPU medians; the ring twice: passing K/V
+// around, and reading it in place through a comm::Window (one node only). Not run by ctest.
 int bench(const sol::comm::Group& g, int64_t S, int64_t D, int64_t H, int reps) {
   const int n = g.size(), me = g.rank();
   const DType dt = DType::bf16;
@@ -195,23 +206,38 @@ int bench(const sol::comm::Group& g, int64_t S, int64_t D, int64_t H, int reps) 
                 "(min %.1f)\n",
                 (long long)S, (long long)D, (long long)H, n, reps, fwd1.wall * 1e3, fwd1.cpu * 1e3, fwd1.cpu_min * 1e3,
                 flops / fwd1.cpu_min / 1e9, bwd1.wall * 1e3, bwd1.cpu * 1e3, bwd1.cpu_min * 1e3);
-  for (sol::cp::Variant variant : {sol::cp::Variant::ring, sol::cp::Variant::all_gather_kv, sol::cp::Variant::ulysses}) {
+  const sol::comm::Window kv_window(g, size_t(ks.bytes() + vs.bytes()));
+  for (int run = 0; run < 4; ++run) {
+    const sol::cp::Variant variant = run == 2 ? sol::cp::Variant::all_gather_kv
+                                     : run == 3 ? sol::cp::Variant::ulysses
+                                                : sol::cp::Variant::ring;
     if (variant == sol::cp::Variant::ulysses && H % n != 0) continue;
     sol::cp::RingAttentionOptions ro;
     ro.variant = variant;
+    if (run == 1) ro.kv_window = &kv_window;  // the ring reading K/V in place
     sol::cp::RingAttentionStats stats;
     ro.stats = &stats;
     const Times f = time_it(g, reps, [&] { sol::cp::ring_attention(qs, ks, vs, os, lse_s, g, ro); });
     const double f_comm = stats.comm_s / reps;
+    const sol::cp::RingAttentionStats f_stats = stats;
     stats = {};
     const Times b = time_it(g, reps, [&] { sol::cp::ring_attention_backward(qs, ks, vs, os, lse_s, dos, dqs, dks, dvs, g, ro); });
     const double b_comm = stats.comm_s / reps;
+    if (run == 0)
+      for (int r = 0; r < n; ++r) {
+        g.barrier();
+        if (r == me)
+          std::printf("  ring rank %d: K/V shards wholly arrived by the end of their step's compute: fwd %d of %d, "
+                      "bwd %d of %d\n",
+                      me, f_stats.shards_arrived, f_stats.shards, stats.shards_arrived, stats.shards);
+        std::fflush(stdout);
+      }
     if (me == 0)
       std::printf("  %-13s fwd: wall %.1f ms cpu %.1f ms (min %.1f), comm calls %.1f ms; per-rank throughput vs 1 rank: "
                   "wall %.0f%%, cpu %.0f%%, cpu min %.0f%%\n"
                   "  %-13s bwd: wall %.1f ms cpu %.1f ms (min %.1f), comm calls %.1f ms; per-rank throughput vs 1 rank: "
                   "wall %.0f%%, cpu %.0f%%, cpu min %.0f%%\n",
-                  sol::cp::variant_name(variant), f.wall * 1e3, f.cpu * 1e3, f.cpu_min * 1e3, f_comm * 1e3,
+                  run == 1 ? "ring in place" : sol::cp::variant_name(variant), f.wall * 1e3, f.cpu * 1e3, f.cpu_min * 1e3, f_comm * 1e3,
                   100 * fwd1.wall / n / f.wall, 100 * fwd1.cpu / n / f.cpu, 100 * fwd1.cpu_min / n / f.cpu_min, "",
                   b.wall * 1e3, b.cpu * 1e3, b.cpu_min * 1e3, b_comm * 1e3, 100 * bwd1.wall / n / b.wall,
                   100 * bwd1.cpu / n / b.cpu, 100 * bwd1.cpu_min / n / b.cpu_min);
@@ -255,6 +281,16 @@ int main(int argc, char** argv) {
       expect_error(c, "ulysses with 1 head on several ranks", [&] { sol::cp::ring_attention(q, q, q, o, lse, g, ro); });
     }
     expect_error(c, "unknown variant name", [&] { sol::cp::parse_variant("tree"); });
+    if (g.num_nodes() == 1) {
+      sol::cp::RingAttentionOptions ro;
+      const sol::comm::Window small(g, size_t(q.bytes()) * 2 - 1);  // one byte short of k|v
+      ro.kv_window = &small;
+      expect_error(c, "kv_window too small", [&] { sol::cp::ring_attention(q, q, q, o, lse, g, ro); });
+      const sol::comm::Group other = g.split(0, g.rank());
+      const sol::comm::Window elsewhere(other, size_t(q.bytes()) * 2);
+      ro.kv_window = &elsewhere;
+      expect_error(c, "kv_window of another group", [&] { sol::cp::ring_attention(q, q, q, o, lse, g, ro); });
+    }
     expect_error(c, "H not a multiple of Hkv", [&] {
       Buffer q3(DType::f32, {1, 6, 3, 8}), k2(DType::f32, {1, 6, 2, 8}), o3(DType::f32, {1, 6, 3, 8});
       sol::cp::ring_attention(q3, k2, k2, o3, sol::Tensor(), g);

@@ -118,6 +118,17 @@ void out_of_range(const sol::comm::Group& g, Checker& c) {
   idx.tensor().data_as<int32_t>()[3] = 9;
   table.lookup(idx, out);
   c.expect(wrong_rows(idx, out, 4) == 0, "lookup after an out-of-range error");
+  // A handle assigned over one still in flight completes the first lookup, then runs its own.
+  {
+    sol::Buffer out2(sol::DType::f32, {2, 2, 4});
+    std::memset(out.data(), 0xFF, out.bytes());
+    sol::engram::LookupHandle h = table.lookup_async(idx, out);
+    h = sol::engram::LookupHandle();
+    c.expect(wrong_rows(idx, out, 4) == 0, "lookup completed by assigning over its handle");
+    h = table.lookup_async(idx, out2);
+    h.wait();
+    c.expect(wrong_rows(idx, out2, 4) == 0, "lookup after a handle was assigned over");
+  }
   bool shape_threw = false;
   try {
     sol::Buffer bad(sol::DType::f32, {2, 2, 5});

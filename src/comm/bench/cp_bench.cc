@@ -9,11 +9,13 @@
 #include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "comm/group_state.h"
 #include "sol/attention.h"
+#include "sol/comm_window.h"
 #include "sol/cp.h"
 #include "sol/error.h"
 #include "sol/hw.h"
@@ -70,6 +72,8 @@ struct Row {
   double time_s = 0, flops = 0, floor_s = 0, ceiling = 0, single_s = 0, comm_alone_s = 0, exposed_s = 0, error = 0;
   bool wrong = false;
   size_t bytes = 0;
+  int shards = 0, arrived = 0;  // ring: K/V shards received over all ranks and timed calls, and
+                                // how many had wholly arrived when their step's compute ended
 };
 
 // The transfers of one variant alone, on buffers of the sizes it moves.
@@ -136,12 +140,22 @@ std::vector<Row> run_point(const Group& g, const CommBenchOptions& o, size_t byt
   cp::zigzag_shard(o_full, os_ref, me, n);
 
   std::vector<Row> rows;
-  for (cp::Variant variant : {cp::Variant::ring, cp::Variant::all_gather_kv, cp::Variant::ulysses}) {
+  // The ring reading K/V in place needs a window over one node's ranks.
+  std::optional<Window> kv_window;
+  if (g.num_nodes() == 1) kv_window.emplace(g, kv_bytes);
+  struct Run {
+    cp::Variant variant;
+    bool in_place;
+  };
+  std::vector<Run> runs = {{cp::Variant::ring, false}, {cp::Variant::all_gather_kv, false}, {cp::Variant::ulysses, false}};
+  if (kv_window) runs.insert(runs.begin() + 1, {cp::Variant::ring, true});
+  for (const auto [variant, in_place] : runs) {
     cp::RingAttentionOptions ro;
     ro.variant = variant;
+    if (in_place) ro.kv_window = &*kv_window;
     Row r;
     r.S = S;
-    r.variant = cp::variant_name(variant);
+    r.variant = std::string(cp::variant_name(variant)) + (in_place ? "_in_place" : "");
     r.bytes = kv_bytes;
     r.flops = flops;
     r.ceiling = peak;
@@ -167,9 +181,21 @@ std::vector<Row> run_point(const Group& g, const CommBenchOptions& o, size_t byt
     for (size_t i = 0; i < wall.size(); ++i) exposed.push_back(std::max(0.0, all_max(g, wall[i]) - all_max(g, compute[i])));
     std::sort(exposed.begin(), exposed.end());
     r.exposed_s = exposed[exposed.size() / 2];
+    const int mine[2] = {stats.shards, stats.shards_arrived};
+    int all[2] = {0, 0};
+    MPI_Allreduce(mine, all, 2, MPI_INT, MPI_SUM, g.state().comm);
+    r.shards = all[0], r.arrived = all[1];
     std::vector<Buffer> keep;
+    // In place, the only "transfers" are packing this rank's shard into its region and the
+    // two fences.
     const std::function<void()> alone =
-        transfers_of(g, variant, kv_bytes, size_t(qs.bytes()), size_t(os.bytes()), size_t(lse.bytes()), keep);
+        in_place ? std::function<void()>([&] {
+          std::memcpy(kv_window->local(), ks.data(), ks.bytes());
+          std::memcpy(kv_window->local() + ks.bytes(), vs.data(), vs.bytes());
+          kv_window->fence();
+          kv_window->fence();
+        })
+                 : transfers_of(g, variant, kv_bytes, size_t(qs.bytes()), size_t(os.bytes()), size_t(lse.bytes()), keep);
     r.comm_alone_s = median_time(g, iters, o.batches, alone);
     rows.push_back(r);
   }
@@ -224,6 +250,8 @@ int64_t cp_bench(const Group& g, const CommBenchOptions& o, bool json) {
                      {"comm_alone_s", r.comm_alone_s},
                      {"comm_exposed_s", r.exposed_s},
                      {"hidden_pct", hidden_pct(r)},
+                     {"shards", r.shards},
+                     {"shards_arrived", r.arrived},
                      {"rel_error", r.error},
                      {"wrong", int(r.wrong)}});
     std::printf("%s\n", arr.dump(2).c_str());
@@ -231,16 +259,19 @@ int64_t cp_bench(const Group& g, const CommBenchOptions& o, bool json) {
   }
   std::printf("# sol comm bench ring-attention: %d ranks on %d node(s), %d thread(s) per rank, B=1 H=%d D=128 causal %s\n",
               g.size(), g.num_nodes(), num_threads(), g.size(), dtype.c_str());
-  std::printf("# %6s %-14s %9s %9s %8s %9s %6s %9s %7s %9s %9s %7s %9s\n", "S", "variant", "kv/rank", "time(ms)",
-              "GFLOP/s", "floor(ms)", "SOL%", "1rankFA", "vs-FA", "comm(ms)", "exposed", "hidden", "rel.err");
+  std::printf("# %6s %-14s %9s %9s %8s %9s %6s %9s %7s %9s %9s %7s %9s %9s\n", "S", "variant", "kv/rank", "time(ms)",
+              "GFLOP/s", "floor(ms)", "SOL%", "1rankFA", "vs-FA", "comm(ms)", "exposed", "hidden", "arrived", "rel.err");
   for (const Row& r : rows)
-    std::printf("  %6lld %-14s %8zuK %9.2f %8.1f %9.2f %5.1f%% %9.2f %6.1f%% %9.3f %9.3f %6.1f%% %9.1e%s\n",
+    std::printf("  %6lld %-14s %8zuK %9.2f %8.1f %9.2f %5.1f%% %9.2f %6.1f%% %9.3f %9.3f %6.1f%% %9s %9.1e%s\n",
                 (long long)r.S, r.variant.c_str(), r.bytes >> 10, r.time_s * 1e3, r.flops / r.time_s / 1e9,
                 r.floor_s * 1e3, 100 * r.floor_s / r.time_s, r.single_s * 1e3, 100 * r.single_s / g.size() / r.time_s,
-                r.comm_alone_s * 1e3, r.exposed_s * 1e3, hidden_pct(r), r.error, r.wrong ? "  WRONG" : "");
+                r.comm_alone_s * 1e3, r.exposed_s * 1e3, hidden_pct(r),
+                r.shards > 0 ? (std::to_string(r.arrived) + "/" + std::to_string(r.shards)).c_str() : "-", r.error,
+                r.wrong ? "  WRONG" : "");
   std::printf("# floor: FLOPs per rank / paired %s ceiling (best rank, %.1f GFLOP/s at the last size); vs-FA: per-rank\n"
               "# throughput against 1-rank flash attention on the whole sequence; comm: the transfers alone; exposed:\n"
-              "# slowest rank's time minus the most compute of any rank, per call; hidden = 1 - exposed / comm\n",
+              "# slowest rank's time minus the most compute of any rank, per call; hidden = 1 - exposed / comm;\n"
+              "# arrived: ring K/V shards (all ranks, all timed calls) wholly received by the end of their step's compute\n",
               o.dtype == DType::bf16 ? "dot_bf16" : "fma_f32", rows.empty() ? 0.0 : rows.back().ceiling / 1e9);
   return wrong;
 }

@@ -19,7 +19,10 @@
 //                (RingAttentionStats.compute_s) any rank spent in that call, median over calls:
 //                the communication no rank hid (time in communication calls alone would count
 //                waiting for a neighbour that computes longer, i.e. imbalance, as communication);
-//   hidden     = 1 - exposed / comm alone (0 when nothing overlaps).
+//   hidden     = 1 - exposed / comm alone (0 when nothing overlaps);
+//   arrived    = ring: K/V shards (all ranks, all timed calls) wholly received by the time their
+//                step's compute ended (RingAttentionStats.shards_arrived): hidden entirely, and
+//                a count that time slices lost to other processes move far less than times.
 // Times are medians over batches of the slowest rank; the first call of each variant is
 // checked against the sharded 1-rank result (rel. error; counted wrong above bf16/f32
 // tolerance).
