@@ -34,6 +34,41 @@ struct TileKernels {
   void (*store)(const kernels::AttnStoreRows&);
 };
 
+// One register-tile product, C[m x n] = A * panel, or C = row_scale (.) C + A * panel when
+// accumulate (see kernels::AttnGemmTile).
+inline kernels::AttnGemmTile gemm_tile(int m, int n, int64_t k_steps, const void* a, int64_t lda, const void* b,
+                                       float* c, int64_t ldc, bool accumulate, const float* row_scale = nullptr) {
+  kernels::AttnGemmTile g;
+  g.m = m;
+  g.n = n;
+  g.k_steps = k_steps;
+  g.a = a;
+  g.lda = lda;
+  g.b = b;
+  g.c = c;
+  g.ldc = ldc;
+  g.accumulate = accumulate;
+  g.row_scale = row_scale;
+  return g;
+}
+
+// Writes m rows of n accumulated floats (lda apart) to out (ldo elements apart, f32 or bf16),
+// each times row_scale[i] (null: 1) times scale.
+inline void store_rows(const TileKernels& kern, bool bf16, const float* acc, int64_t lda, int64_t m, int64_t n,
+                       const float* row_scale, float scale, void* out, int64_t ldo) {
+  kernels::AttnStoreRows st;
+  st.m = m;
+  st.n = n;
+  st.acc = acc;
+  st.lda = lda;
+  st.row_scale = row_scale;
+  st.scale = scale;
+  st.out = out;
+  st.ldo = ldo;
+  st.bf16 = bf16;
+  kern.store(st);
+}
+
 inline TileKernels tile_kernels(bool bf16) {
   if (active_isa() >= Isa::avx512)
     return {bf16 ? kernels::attn_gemm_tile_bf16_avx512 : kernels::attn_gemm_tile_f32_avx512,

@@ -75,17 +75,9 @@ struct Forward {
         if (a >= b) continue;
         // Only the 32-key panels of this block that some row of the tile sees.
         const int64_t col0 = kb + (a - kb) / 32 * 32, col1 = kb + round_up(b - kb, 32), ncols = col1 - col0;
-        for (int64_t c = col0; c < col1; c += 32) {
-          kernels::AttnGemmTile g;
-          g.m = mt;
-          g.k_steps = qk_steps;
-          g.a = q_rows + t0 * p.dqk * es;
-          g.lda = p.dqk;
-          g.b = panel_at(kp, p.dtype, k_panel, c, 0);
-          g.c = w.s.data() + (c - col0);
-          g.ldc = kKeyBlock;
-          kern.gemm(g);
-        }
+        for (int64_t c = col0; c < col1; c += 32)
+          kern.gemm(gemm_tile(mt, kernels::kAttnPanel, qk_steps, q_rows + t0 * p.dqk * es, p.dqk,
+                              panel_at(kp, p.dtype, k_panel, c, 0), w.s.data() + (c - col0), kKeyBlock, false));
         for (int i = 0; i < mt; ++i) {
           w.rel_lo[i] = int(std::clamp<int64_t>(w.lo[size_t(t0 + i)] - col0, 0, ncols));
           w.rel_hi[i] = int(std::clamp<int64_t>(w.hi[size_t(t0 + i)] - col0, 0, ncols));
@@ -105,20 +97,11 @@ struct Forward {
         sm.ldp = kKeyBlock;
         sm.p_bf16 = p.bf16;
         kern.softmax(sm);
-        for (int64_t c = 0; c < p.dv; c += 32) {
-          kernels::AttnGemmTile g;
-          g.m = mt;
-          g.n = int(std::min<int64_t>(32, p.dv - c));
-          g.k_steps = p.bf16 ? ncols / 2 : ncols;
-          g.a = w.p.data();
-          g.lda = kKeyBlock;
-          g.b = panel_at(vp, p.dtype, v_panel, c, col0);
-          g.c = w.o.data() + t0 * dv_pad + c;
-          g.ldc = dv_pad;
-          g.accumulate = true;
-          g.row_scale = w.alpha.data();
-          kern.gemm(g);
-        }
+        const int64_t pv_steps = p.bf16 ? ncols / 2 : ncols;
+        for (int64_t c = 0; c < p.dv; c += 32)
+          kern.gemm(gemm_tile(mt, int(std::min<int64_t>(32, p.dv - c)), pv_steps, w.p.data(), kKeyBlock,
+                              panel_at(vp, p.dtype, v_panel, c, col0), w.o.data() + t0 * dv_pad + c, dv_pad, true,
+                              w.alpha.data()));
       }
     }
     for (int64_t i = 0; i < m; ++i) {
@@ -129,16 +112,8 @@ struct Forward {
         *reinterpret_cast<float*>(rows.lse.row(seq, r0 + i, h)) =
             empty ? -std::numeric_limits<float>::infinity() : w.row_max[size_t(i)] + std::log(sum);
     }
-    kernels::AttnStoreRows st;
-    st.m = m;
-    st.n = p.dv;
-    st.acc = w.o.data();
-    st.lda = dv_pad;
-    st.row_scale = w.alpha.data();
-    st.out = rows.o.row(seq, r0, h);
-    st.ldo = rows.o.token_stride;
-    st.bf16 = p.bf16;
-    kern.store(st);
+    store_rows(kern, p.bf16, w.o.data(), dv_pad, m, p.dv, w.alpha.data(), 1.0f, rows.o.row(seq, r0, h),
+               rows.o.token_stride);
   }
 };
 

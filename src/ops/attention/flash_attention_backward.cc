@@ -100,16 +100,7 @@ struct Backward {
     return x;
   }
   void store(const float* acc, int64_t lda, int64_t m, int64_t n, float scale, char* out, int64_t ldo) const {
-    kernels::AttnStoreRows st;
-    st.m = m;
-    st.n = n;
-    st.acc = acc;
-    st.lda = lda;
-    st.scale = scale;
-    st.out = out;
-    st.ldo = ldo;
-    st.bf16 = p.bf16;
-    kern.store(st);
+    store_rows(kern, p.bf16, acc, lda, m, n, nullptr, scale, out, ldo);
   }
 
   struct Scratch {
@@ -132,21 +123,6 @@ struct Backward {
     }
   };
 
-  kernels::AttnGemmTile tile(int m, int n, int64_t k_steps, const void* a, int64_t lda, const void* b, float* c,
-                             int64_t ldc, bool accumulate) const {
-    kernels::AttnGemmTile g;
-    g.m = m;
-    g.n = n;
-    g.k_steps = k_steps;
-    g.a = a;
-    g.lda = lda;
-    g.b = b;
-    g.c = c;
-    g.ldc = ldc;
-    g.accumulate = accumulate;
-    return g;
-  }
-
   // Both passes recompute, for one tile of mt rows (t0 rows into the block) against columns
   // [col0, col1): S from the rows `s_rows` and the transposed panels `s_panels`, dP from `dp_rows`
   // and `dp_panels` (32-column panels), the rows' visible ranges made relative to col0, then the
@@ -157,10 +133,10 @@ struct Backward {
                       const float* delta, bool per_column, void* p_out) {
     const int64_t ncols = col1 - col0;
     for (int64_t c = col0; c < col1; c += 32) {
-      kern.gemm(tile(mt, 32, qk_steps, s_rows, p.dqk, panel_at(s_panels, p.dtype, p.dqk * 32, c, 0),
-                     w.s.data() + (c - col0), ld, false));
-      kern.gemm(tile(mt, 32, v_steps, dp_rows, p.dv, panel_at(dp_panels, p.dtype, p.dv * 32, c, 0),
-                     w.dp.data() + (c - col0), ld, false));
+      kern.gemm(gemm_tile(mt, 32, qk_steps, s_rows, p.dqk, panel_at(s_panels, p.dtype, p.dqk * 32, c, 0),
+                          w.s.data() + (c - col0), ld, false));
+      kern.gemm(gemm_tile(mt, 32, v_steps, dp_rows, p.dv, panel_at(dp_panels, p.dtype, p.dv * 32, c, 0),
+                          w.dp.data() + (c - col0), ld, false));
     }
     for (int i = 0; i < mt; ++i) {
       w.rel_lo[i] = int(std::clamp<int64_t>(w.lo[size_t(t0 + i)] - col0, 0, ncols));
@@ -223,11 +199,11 @@ struct Backward {
                          kQueryChunk, lse + col0, delta + col0, true, w.p.data());
           const int64_t steps = p.bf16 ? ncols / 2 : ncols;
           for (int64_t c = 0; c < p.dv; c += 32)
-            kern.gemm(tile(mt, int(std::min<int64_t>(32, p.dv - c)), steps, w.p.data(), kQueryChunk,
-                           panel_at(ido, p.dtype, q_panels, c, col0), dv_acc + t0 * dv_pad + c, dv_pad, true));
+            kern.gemm(gemm_tile(mt, int(std::min<int64_t>(32, p.dv - c)), steps, w.p.data(), kQueryChunk,
+                                panel_at(ido, p.dtype, q_panels, c, col0), dv_acc + t0 * dv_pad + c, dv_pad, true));
           for (int64_t c = 0; c < p.dqk; c += 32)
-            kern.gemm(tile(mt, int(std::min<int64_t>(32, p.dqk - c)), steps, w.ds.data(), kQueryChunk,
-                           panel_at(iq, p.dtype, q_panels, c, col0), dk_acc + t0 * dqk_pad + c, dqk_pad, true));
+            kern.gemm(gemm_tile(mt, int(std::min<int64_t>(32, p.dqk - c)), steps, w.ds.data(), kQueryChunk,
+                                panel_at(iq, p.dtype, q_panels, c, col0), dk_acc + t0 * dqk_pad + c, dqk_pad, true));
         }
       }
     }
@@ -267,8 +243,8 @@ struct Backward {
                        lse + t0, delta + t0, false, nullptr);
         const int64_t steps = p.bf16 ? ncols / 2 : ncols;
         for (int64_t c = 0; c < p.dqk; c += 32)
-          kern.gemm(tile(mt, int(std::min<int64_t>(32, p.dqk - c)), steps, w.ds.data(), kKeyBlock,
-                         panel_at(ik, p.dtype, k_panels, c, col0), dq_acc + t0 * dqk_pad + c, dqk_pad, true));
+          kern.gemm(gemm_tile(mt, int(std::min<int64_t>(32, p.dqk - c)), steps, w.ds.data(), kKeyBlock,
+                              panel_at(ik, p.dtype, k_panels, c, col0), dq_acc + t0 * dqk_pad + c, dqk_pad, true));
       }
     }
     store(dq_acc, dqk_pad, m, p.dqk, p.scale, dq.row(seq, r0, h), dq.token_stride);
