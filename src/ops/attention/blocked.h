@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/attention.h"
+#include "ops/attention/problem.h"
 #include "sol/hw.h"
 #include "sol/tensor.h"
 #include "sol/threads.h"
@@ -76,6 +77,39 @@ inline TileKernels tile_kernels(bool bf16) {
   return {bf16 ? kernels::attn_gemm_tile_bf16_scalar : kernels::attn_gemm_tile_f32_scalar,
           kernels::attn_softmax_rows_scalar, kernels::attn_grad_rows_scalar, kernels::attn_store_rows_scalar};
 }
+
+// The rows of one block (queries; keys in the dk/dv pass), the columns [lo, hi) each sees, and
+// for one register tile of them the 32-column panels it needs from one block of columns.
+struct BlockRows {
+  std::vector<int64_t> lo, hi;  // per row of the block, absolute columns
+  int rel_lo[kernels::kAttnTileRows], rel_hi[kernels::kAttnTileRows];  // the tile's, from col0
+
+  explicit BlockRows(int64_t capacity) : lo(size_t(capacity)), hi(size_t(capacity)) {}
+
+  // Rows [r0, r0 + m) of sequence s: queries (query_rows) or keys.
+  void see(const Problem& p, const Sequence& s, bool query_rows, int64_t r0, int64_t m) {
+    for (int64_t i = 0; i < m; ++i) {
+      const Range r = p.visible(s, query_rows, r0 + i);
+      lo[size_t(i)] = r.lo;
+      hi[size_t(i)] = r.hi;
+    }
+  }
+
+  // The columns [col0, col1) that tile rows [t0, t0 + mt) need from the column block
+  // [block, block + width): whole panels from the one holding the first column some row sees;
+  // empty (col0 == col1) when none does. Sets rel_lo / rel_hi: the rows' ranges from col0,
+  // clamped to the span.
+  Range tile_columns(int64_t t0, int mt, int64_t block, int64_t width) {
+    const int64_t a = std::max(lo[size_t(t0)], block), b = std::min(hi[size_t(t0 + mt - 1)], block + width);
+    if (a >= b) return {};
+    const int64_t col0 = block + (a - block) / 32 * 32, col1 = block + round_up(b - block, 32), ncols = col1 - col0;
+    for (int i = 0; i < mt; ++i) {
+      rel_lo[i] = int(std::clamp<int64_t>(lo[size_t(t0 + i)] - col0, 0, ncols));
+      rel_hi[i] = int(std::clamp<int64_t>(hi[size_t(t0 + i)] - col0, 0, ncols));
+    }
+    return {col0, col1};
+  }
+};
 
 // Rows of a block gathered densely (row stride = width): in the inputs, rows of one head are
 // H * D elements apart (4 KiB for 16 heads of 128 bf16), and 12 rows at such a stride share one
