@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/attention.h"
+#include "ops/attention/packing.h"
 #include "ops/attention/problem.h"
 #include "sol/hw.h"
 #include "sol/tensor.h"
@@ -51,6 +52,18 @@ inline kernels::AttnGemmTile gemm_tile(int m, int n, int64_t k_steps, const void
   g.accumulate = accumulate;
   g.row_scale = row_scale;
   return g;
+}
+
+// acc[mt x n] = row_scale (.) acc + A * B, 32 columns at a time: A is mt rows (lda apart) of
+// the ncols columns [col0, col0 + ncols) (P or dS), B those rows of an interleaved packing whose
+// panels are panel_elems apart (V, Q, dO or K).
+inline void accumulate_panels(const TileKernels& kern, DType dtype, int mt, int64_t n, const void* a, int64_t lda,
+                              const char* packed, int64_t panel_elems, int64_t col0, int64_t ncols, float* acc,
+                              int64_t ldacc, const float* row_scale = nullptr) {
+  const int64_t steps = dtype == DType::bf16 ? ncols / 2 : ncols;
+  for (int64_t c = 0; c < n; c += 32)
+    kern.gemm(gemm_tile(mt, int(std::min<int64_t>(32, n - c)), steps, a, lda,
+                        panel_at(packed, dtype, panel_elems, c, col0), acc + c, ldacc, true, row_scale));
 }
 
 // Writes m rows of n accumulated floats (lda apart) to out (ldo elements apart, f32 or bf16),
@@ -108,6 +121,21 @@ struct BlockRows {
       rel_hi[i] = int(std::clamp<int64_t>(hi[size_t(t0 + i)] - col0, 0, ncols));
     }
     return {col0, col1};
+  }
+
+  // Walks rows [0, m) of the block over the columns they see, in blocks of `width` columns from
+  // the first seen column rounded down to `align`, and in each block over the register tiles:
+  // body(t0, mt, col0, col1) for each tile that sees some of the block (tile_columns' span,
+  // rel_lo / rel_hi set).
+  template <class Body>
+  void for_each_tile(int64_t m, int64_t align, int64_t width, Body&& body) {
+    const int64_t first = lo[0] / align * align, end = hi[size_t(m - 1)];
+    for (int64_t block = first; block < end; block += width)
+      for (int64_t t0 = 0; t0 < m; t0 += kernels::kAttnTileRows) {
+        const int mt = int(std::min<int64_t>(kernels::kAttnTileRows, m - t0));
+        const Range cols = tile_columns(t0, mt, block, width);
+        if (!cols.empty()) body(t0, mt, cols.lo, cols.hi);
+      }
   }
 };
 

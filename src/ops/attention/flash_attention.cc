@@ -63,39 +63,30 @@ struct Forward {
     const char* vp = kp + k_elems(s) * es;
     const int64_t k_panel = p.dqk * 32, v_panel = round_up(s.skv, 32) * 32;
     const int64_t qk_steps = p.bf16 ? p.dqk / 2 : p.dqk;
-    const int64_t first = br.lo[0] / kKeyBlock * kKeyBlock, end = br.hi[size_t(m - 1)];
-    for (int64_t kb = first; kb < end; kb += kKeyBlock) {
-      for (int64_t t0 = 0; t0 < m; t0 += kernels::kAttnTileRows) {
-        const int mt = int(std::min<int64_t>(kernels::kAttnTileRows, m - t0));
-        // Only the 32-key panels of this block that some row of the tile sees.
-        const Range cols = br.tile_columns(t0, mt, kb, kKeyBlock);
-        if (cols.empty()) continue;
-        const int64_t col0 = cols.lo, col1 = cols.hi, ncols = col1 - col0;
-        for (int64_t c = col0; c < col1; c += 32)
-          kern.gemm(gemm_tile(mt, kernels::kAttnPanel, qk_steps, q_rows + t0 * p.dqk * es, p.dqk,
-                              panel_at(kp, p.dtype, k_panel, c, 0), w.s.data() + (c - col0), kKeyBlock, false));
-        kernels::AttnSoftmaxRows sm;
-        sm.m = mt;
-        sm.n = int(ncols);
-        sm.s = w.s.data();
-        sm.lds = kKeyBlock;
-        sm.lo = br.rel_lo;
-        sm.hi = br.rel_hi;
-        sm.scale = p.scale;
-        sm.row_max = w.row_max.data() + t0;
-        sm.row_sum = w.row_sum.data() + t0;
-        sm.alpha = w.alpha.data();
-        sm.p = w.p.data();
-        sm.ldp = kKeyBlock;
-        sm.p_bf16 = p.bf16;
-        kern.softmax(sm);
-        const int64_t pv_steps = p.bf16 ? ncols / 2 : ncols;
-        for (int64_t c = 0; c < p.dv; c += 32)
-          kern.gemm(gemm_tile(mt, int(std::min<int64_t>(32, p.dv - c)), pv_steps, w.p.data(), kKeyBlock,
-                              panel_at(vp, p.dtype, v_panel, c, col0), w.o.data() + t0 * dv_pad + c, dv_pad, true,
-                              w.alpha.data()));
-      }
-    }
+    // Per tile, only the 32-key panels of each key block that some row of the tile sees.
+    br.for_each_tile(m, kKeyBlock, kKeyBlock, [&](int64_t t0, int mt, int64_t col0, int64_t col1) {
+      const int64_t ncols = col1 - col0;
+      for (int64_t c = col0; c < col1; c += 32)
+        kern.gemm(gemm_tile(mt, kernels::kAttnPanel, qk_steps, q_rows + t0 * p.dqk * es, p.dqk,
+                            panel_at(kp, p.dtype, k_panel, c, 0), w.s.data() + (c - col0), kKeyBlock, false));
+      kernels::AttnSoftmaxRows sm;
+      sm.m = mt;
+      sm.n = int(ncols);
+      sm.s = w.s.data();
+      sm.lds = kKeyBlock;
+      sm.lo = br.rel_lo;
+      sm.hi = br.rel_hi;
+      sm.scale = p.scale;
+      sm.row_max = w.row_max.data() + t0;
+      sm.row_sum = w.row_sum.data() + t0;
+      sm.alpha = w.alpha.data();
+      sm.p = w.p.data();
+      sm.ldp = kKeyBlock;
+      sm.p_bf16 = p.bf16;
+      kern.softmax(sm);
+      accumulate_panels(kern, p.dtype, mt, p.dv, w.p.data(), kKeyBlock, vp, v_panel, col0, ncols,
+                        w.o.data() + t0 * dv_pad, dv_pad, w.alpha.data());
+    });
     for (int64_t i = 0; i < m; ++i) {
       const bool empty = br.lo[size_t(i)] >= br.hi[size_t(i)];
       const float sum = w.row_sum[size_t(i)];

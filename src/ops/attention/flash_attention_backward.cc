@@ -177,25 +177,16 @@ struct Backward {
       const char* ido = tdo + tdo_elems(s) * es;
       const float* lse = lse_of(seq, h);
       const float* delta = delta_of(seq, h);
-      const int64_t first = br.lo[0] / 32 * 32, end = br.hi[size_t(mk - 1)];
-      for (int64_t qc = first; qc < end; qc += kQueryChunk) {
-        for (int64_t t0 = 0; t0 < mk; t0 += kernels::kAttnTileRows) {
-          const int mt = int(std::min<int64_t>(kernels::kAttnTileRows, mk - t0));
-          const Range cols = br.tile_columns(t0, mt, qc, kQueryChunk);
-          if (cols.empty()) continue;
-          const int64_t col0 = cols.lo, col1 = cols.hi, ncols = col1 - col0;
-          // Keys are the rows here, queries the columns: lse and delta run along the columns.
-          recompute_tile(w, mt, k_rows + t0 * p.dqk * es, tq, v_rows + t0 * p.dv * es, tdo, col0, col1,
-                         kQueryChunk, lse + col0, delta + col0, true, w.p.data());
-          const int64_t steps = p.bf16 ? ncols / 2 : ncols;
-          for (int64_t c = 0; c < p.dv; c += 32)
-            kern.gemm(gemm_tile(mt, int(std::min<int64_t>(32, p.dv - c)), steps, w.p.data(), kQueryChunk,
-                                panel_at(ido, p.dtype, q_panels, c, col0), dv_acc + t0 * dv_pad + c, dv_pad, true));
-          for (int64_t c = 0; c < p.dqk; c += 32)
-            kern.gemm(gemm_tile(mt, int(std::min<int64_t>(32, p.dqk - c)), steps, w.ds.data(), kQueryChunk,
-                                panel_at(iq, p.dtype, q_panels, c, col0), dk_acc + t0 * dqk_pad + c, dqk_pad, true));
-        }
-      }
+      // Query chunks start at the first query panel the block's keys see.
+      br.for_each_tile(mk, 32, kQueryChunk, [&](int64_t t0, int mt, int64_t col0, int64_t col1) {
+        // Keys are the rows here, queries the columns: lse and delta run along the columns.
+        recompute_tile(w, mt, k_rows + t0 * p.dqk * es, tq, v_rows + t0 * p.dv * es, tdo, col0, col1, kQueryChunk,
+                       lse + col0, delta + col0, true, w.p.data());
+        accumulate_panels(kern, p.dtype, mt, p.dv, w.p.data(), kQueryChunk, ido, q_panels, col0, col1 - col0,
+                          dv_acc + t0 * dv_pad, dv_pad);
+        accumulate_panels(kern, p.dtype, mt, p.dqk, w.ds.data(), kQueryChunk, iq, q_panels, col0, col1 - col0,
+                          dk_acc + t0 * dqk_pad, dqk_pad);
+      });
     }
     store(dk_acc, dqk_pad, mk, p.dqk, p.scale, dk.row(seq, k0, kvh), dk.token_stride);
     store(dv_acc, dv_pad, mk, p.dv, 1.0f, dv.row(seq, k0, kvh), dv.token_stride);
@@ -219,21 +210,12 @@ struct Backward {
     const int64_t k_panels = round_up(s.skv, 32) * 32;
     const float* lse = lse_of(seq, h) + r0;
     const float* delta = delta_of(seq, h) + r0;
-    const int64_t first = br.lo[0] / kKeyBlock * kKeyBlock, end = br.hi[size_t(m - 1)];
-    for (int64_t kb = first; kb < end; kb += kKeyBlock) {
-      for (int64_t t0 = 0; t0 < m; t0 += kernels::kAttnTileRows) {
-        const int mt = int(std::min<int64_t>(kernels::kAttnTileRows, m - t0));
-        const Range cols = br.tile_columns(t0, mt, kb, kKeyBlock);
-        if (cols.empty()) continue;
-        const int64_t col0 = cols.lo, col1 = cols.hi, ncols = col1 - col0;
-        recompute_tile(w, mt, q_rows + t0 * p.dqk * es, tk, do_rows + t0 * p.dv * es, tv, col0, col1, kKeyBlock,
-                       lse + t0, delta + t0, false, nullptr);
-        const int64_t steps = p.bf16 ? ncols / 2 : ncols;
-        for (int64_t c = 0; c < p.dqk; c += 32)
-          kern.gemm(gemm_tile(mt, int(std::min<int64_t>(32, p.dqk - c)), steps, w.ds.data(), kKeyBlock,
-                              panel_at(ik, p.dtype, k_panels, c, col0), dq_acc + t0 * dqk_pad + c, dqk_pad, true));
-      }
-    }
+    br.for_each_tile(m, kKeyBlock, kKeyBlock, [&](int64_t t0, int mt, int64_t col0, int64_t col1) {
+      recompute_tile(w, mt, q_rows + t0 * p.dqk * es, tk, do_rows + t0 * p.dv * es, tv, col0, col1, kKeyBlock,
+                     lse + t0, delta + t0, false, nullptr);
+      accumulate_panels(kern, p.dtype, mt, p.dqk, w.ds.data(), kKeyBlock, ik, k_panels, col0, col1 - col0,
+                        dq_acc + t0 * dqk_pad, dqk_pad);
+    });
     store(dq_acc, dqk_pad, m, p.dqk, p.scale, dq.row(seq, r0, h), dq.token_stride);
   }
 };
