@@ -60,6 +60,25 @@ int64_t grouped_n(nb::handle b, const std::optional<Array>& plain) {
   return plain ? plain->dim(1) : 0;
 }
 
+// The body both grouped GEMMs share: a, an int32 index tensor (grouped_layout or masked_m),
+// optional scales, b as an array or PackedExperts, and out given or allocated as zeros in the
+// shape out_shape(A, N) (bf16 unless out_dtype). run(a, experts, index, out, options) calls the op.
+template <class OutShape, class Run>
+nb::object grouped_gemm(const char* op, nb::handle a, nb::handle b, nb::handle index, const char* index_name,
+                        nb::handle a_scales, nb::handle b_scales, nb::handle out, nb::handle out_dtype,
+                        OutShape&& out_shape, Run&& run) {
+  Array A = input(a, op, "a"), I = input(index, op, index_name);
+  std::optional<Array> As = optional_input(a_scales, op, "a_scales"), Bs = optional_input(b_scales, op, "b_scales");
+  const sol::DType dt = out_dtype.is_none() ? sol::DType::bf16 : dtype_arg(out_dtype, op, "out_dtype");
+  std::optional<Array> B;
+  if (!nb::isinstance<PackedExperts>(b)) B = input(b, op, "b");
+  Array D = output_or_new(out, op, "out", out_shape(A, grouped_n(b, B)), dt, Fill::zeros);
+  with_grouped_b(b, B, [&](const auto& experts) {
+    run(*A, experts, *I, *D, sol::GroupedGemmOptions{ptr(As), ptr(Bs)});
+  });
+  return D.object;
+}
+
 sol::Layout layout_arg(const std::string& s, const char* op) {
   return choice<sol::Layout>(s, op, "layout", {{"nn", sol::Layout::nn}, {"nt", sol::Layout::nt}});
 }
@@ -146,17 +165,10 @@ void bind_gemm(nb::module_& m) {
 
   m.def("grouped_gemm_contiguous", [](nb::handle a, nb::handle b, nb::handle grouped_layout, nb::handle a_scales,
                                       nb::handle b_scales, nb::handle out, nb::handle out_dtype) {
-    const char* op = "grouped_gemm_contiguous";
-    Array A = input(a, op, "a"), L = input(grouped_layout, op, "grouped_layout");
-    std::optional<Array> As = optional_input(a_scales, op, "a_scales"), Bs = optional_input(b_scales, op, "b_scales");
-    const sol::DType dt = out_dtype.is_none() ? sol::DType::bf16 : dtype_arg(out_dtype, op, "out_dtype");
-    std::optional<Array> B;
-    if (!nb::isinstance<PackedExperts>(b)) B = input(b, op, "b");
-    Array D = output_or_new(out, op, "out", {A.dim(0), grouped_n(b, B)}, dt, Fill::zeros);
-    with_grouped_b(b, B, [&](const auto& experts) {
-      sol::grouped_gemm_contiguous(*A, experts, *L, *D, {ptr(As), ptr(Bs)});
-    });
-    return D.object;
+    return grouped_gemm(
+        "grouped_gemm_contiguous", a, b, grouped_layout, "grouped_layout", a_scales, b_scales, out, out_dtype,
+        [](const Array& A, int64_t n) { return std::vector<int64_t>{A.dim(0), n}; },
+        [](const auto&... args) { sol::grouped_gemm_contiguous(args...); });
   }, "a"_a, "b"_a, "grouped_layout"_a, nb::kw_only(), "a_scales"_a = nb::none(), "b_scales"_a = nb::none(),
   "out"_a = nb::none(), "out_dtype"_a = nb::none(),
   "DeepGEMM's contiguous grouped GEMM: a [M, K], b [G, N, K] or PackedExperts, grouped_layout int32 [M] "
@@ -165,17 +177,10 @@ void bind_gemm(nb::module_& m) {
 
   m.def("grouped_gemm_masked", [](nb::handle a, nb::handle b, nb::handle masked_m, nb::handle a_scales,
                                   nb::handle b_scales, nb::handle out, nb::handle out_dtype) {
-    const char* op = "grouped_gemm_masked";
-    Array A = input(a, op, "a"), Mm = input(masked_m, op, "masked_m");
-    std::optional<Array> As = optional_input(a_scales, op, "a_scales"), Bs = optional_input(b_scales, op, "b_scales");
-    const sol::DType dt = out_dtype.is_none() ? sol::DType::bf16 : dtype_arg(out_dtype, op, "out_dtype");
-    std::optional<Array> B;
-    if (!nb::isinstance<PackedExperts>(b)) B = input(b, op, "b");
-    Array D = output_or_new(out, op, "out", {A.dim(0), A.dim(1), grouped_n(b, B)}, dt, Fill::zeros);
-    with_grouped_b(b, B, [&](const auto& experts) {
-      sol::grouped_gemm_masked(*A, experts, *Mm, *D, {ptr(As), ptr(Bs)});
-    });
-    return D.object;
+    return grouped_gemm(
+        "grouped_gemm_masked", a, b, masked_m, "masked_m", a_scales, b_scales, out, out_dtype,
+        [](const Array& A, int64_t n) { return std::vector<int64_t>{A.dim(0), A.dim(1), n}; },
+        [](const auto&... args) { sol::grouped_gemm_masked(args...); });
   }, "a"_a, "b"_a, "masked_m"_a, nb::kw_only(), "a_scales"_a = nb::none(), "b_scales"_a = nb::none(),
   "out"_a = nb::none(), "out_dtype"_a = nb::none(),
   "DeepGEMM's masked grouped GEMM (decode): a [G, max_m, K], b [G, N, K] or PackedExperts, masked_m "

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "kernels/attention.h"
+#include "ops/attention/packing.h"
+#include "ops/attention/problem.h"
 #include "sol/hw.h"
 #include "sol/tensor.h"
 #include "sol/threads.h"
@@ -34,6 +36,53 @@ struct TileKernels {
   void (*store)(const kernels::AttnStoreRows&);
 };
 
+// One register-tile product, C[m x n] = A * panel, or C = row_scale (.) C + A * panel when
+// accumulate (see kernels::AttnGemmTile).
+inline kernels::AttnGemmTile gemm_tile(int m, int n, int64_t k_steps, const void* a, int64_t lda, const void* b,
+                                       float* c, int64_t ldc, bool accumulate, const float* row_scale = nullptr) {
+  kernels::AttnGemmTile g;
+  g.m = m;
+  g.n = n;
+  g.k_steps = k_steps;
+  g.a = a;
+  g.lda = lda;
+  g.b = b;
+  g.c = c;
+  g.ldc = ldc;
+  g.accumulate = accumulate;
+  g.row_scale = row_scale;
+  return g;
+}
+
+// acc[mt x n] = row_scale (.) acc + A * B, 32 columns at a time: A is mt rows (lda apart) of
+// the ncols columns [col0, col0 + ncols) (P or dS), B those rows of an interleaved packing whose
+// panels are panel_elems apart (V, Q, dO or K).
+inline void accumulate_panels(const TileKernels& kern, DType dtype, int mt, int64_t n, const void* a, int64_t lda,
+                              const char* packed, int64_t panel_elems, int64_t col0, int64_t ncols, float* acc,
+                              int64_t ldacc, const float* row_scale = nullptr) {
+  const int64_t steps = dtype == DType::bf16 ? ncols / 2 : ncols;
+  for (int64_t c = 0; c < n; c += 32)
+    kern.gemm(gemm_tile(mt, int(std::min<int64_t>(32, n - c)), steps, a, lda,
+                        panel_at(packed, dtype, panel_elems, c, col0), acc + c, ldacc, true, row_scale));
+}
+
+// Writes m rows of n accumulated floats (lda apart) to out (ldo elements apart, f32 or bf16),
+// each times row_scale[i] (null: 1) times scale.
+inline void store_rows(const TileKernels& kern, bool bf16, const float* acc, int64_t lda, int64_t m, int64_t n,
+                       const float* row_scale, float scale, void* out, int64_t ldo) {
+  kernels::AttnStoreRows st;
+  st.m = m;
+  st.n = n;
+  st.acc = acc;
+  st.lda = lda;
+  st.row_scale = row_scale;
+  st.scale = scale;
+  st.out = out;
+  st.ldo = ldo;
+  st.bf16 = bf16;
+  kern.store(st);
+}
+
 inline TileKernels tile_kernels(bool bf16) {
   if (active_isa() >= Isa::avx512)
     return {bf16 ? kernels::attn_gemm_tile_bf16_avx512 : kernels::attn_gemm_tile_f32_avx512,
@@ -41,6 +90,54 @@ inline TileKernels tile_kernels(bool bf16) {
   return {bf16 ? kernels::attn_gemm_tile_bf16_scalar : kernels::attn_gemm_tile_f32_scalar,
           kernels::attn_softmax_rows_scalar, kernels::attn_grad_rows_scalar, kernels::attn_store_rows_scalar};
 }
+
+// The rows of one block (queries; keys in the dk/dv pass), the columns [lo, hi) each sees, and
+// for one register tile of them the 32-column panels it needs from one block of columns.
+struct BlockRows {
+  std::vector<int64_t> lo, hi;  // per row of the block, absolute columns
+  int rel_lo[kernels::kAttnTileRows], rel_hi[kernels::kAttnTileRows];  // the tile's, from col0
+
+  explicit BlockRows(int64_t capacity) : lo(size_t(capacity)), hi(size_t(capacity)) {}
+
+  // Rows [r0, r0 + m) of sequence s: queries (query_rows) or keys.
+  void see(const Problem& p, const Sequence& s, bool query_rows, int64_t r0, int64_t m) {
+    for (int64_t i = 0; i < m; ++i) {
+      const Range r = p.visible(s, query_rows, r0 + i);
+      lo[size_t(i)] = r.lo;
+      hi[size_t(i)] = r.hi;
+    }
+  }
+
+  // The columns [col0, col1) that tile rows [t0, t0 + mt) need from the column block
+  // [block, block + width): whole panels from the one holding the first column some row sees;
+  // empty (col0 == col1) when none does. Sets rel_lo / rel_hi: the rows' ranges from col0,
+  // clamped to the span.
+  Range tile_columns(int64_t t0, int mt, int64_t block, int64_t width) {
+    const int64_t a = std::max(lo[size_t(t0)], block), b = std::min(hi[size_t(t0 + mt - 1)], block + width);
+    if (a >= b) return {};
+    const int64_t col0 = block + (a - block) / 32 * 32, col1 = block + round_up(b - block, 32), ncols = col1 - col0;
+    for (int i = 0; i < mt; ++i) {
+      rel_lo[i] = int(std::clamp<int64_t>(lo[size_t(t0 + i)] - col0, 0, ncols));
+      rel_hi[i] = int(std::clamp<int64_t>(hi[size_t(t0 + i)] - col0, 0, ncols));
+    }
+    return {col0, col1};
+  }
+
+  // Walks rows [0, m) of the block over the columns they see, in blocks of `width` columns from
+  // the first seen column rounded down to `align`, and in each block over the register tiles:
+  // body(t0, mt, col0, col1) for each tile that sees some of the block (tile_columns' span,
+  // rel_lo / rel_hi set).
+  template <class Body>
+  void for_each_tile(int64_t m, int64_t align, int64_t width, Body&& body) {
+    const int64_t first = lo[0] / align * align, end = hi[size_t(m - 1)];
+    for (int64_t block = first; block < end; block += width)
+      for (int64_t t0 = 0; t0 < m; t0 += kernels::kAttnTileRows) {
+        const int mt = int(std::min<int64_t>(kernels::kAttnTileRows, m - t0));
+        const Range cols = tile_columns(t0, mt, block, width);
+        if (!cols.empty()) body(t0, mt, cols.lo, cols.hi);
+      }
+  }
+};
 
 // Rows of a block gathered densely (row stride = width): in the inputs, rows of one head are
 // H * D elements apart (4 KiB for 16 heads of 128 bf16), and 12 rows at such a stride share one

@@ -42,22 +42,18 @@ struct Forward {
 
   struct Scratch {
     std::vector<float> q, s, p, o, row_max, row_sum, alpha;
-    std::vector<int64_t> lo, hi;
-    int rel_lo[kernels::kAttnTileRows], rel_hi[kernels::kAttnTileRows];
+    BlockRows ranges;
     Scratch(int64_t dqk, int64_t dv_pad)
         : q(size_t(kQueryBlock * dqk)), s(size_t(kernels::kAttnTileRows * kKeyBlock)),
           p(size_t(kernels::kAttnTileRows * kKeyBlock)), o(size_t(kQueryBlock * dv_pad)), row_max(kQueryBlock),
-          row_sum(kQueryBlock), alpha(kQueryBlock), lo(kQueryBlock), hi(kQueryBlock) {}
+          row_sum(kQueryBlock), alpha(kQueryBlock), ranges(kQueryBlock) {}
   };
 
   void block(int64_t seq, int64_t h, int64_t r0, Scratch& w) const {
     const Sequence& s = p.seqs[size_t(seq)];
     const int64_t m = std::min(kQueryBlock, s.sq - r0), kvh = h / p.group;
-    for (int64_t i = 0; i < m; ++i) {
-      const Range r = p.keys_of_query(s, r0 + i);
-      w.lo[size_t(i)] = r.lo;
-      w.hi[size_t(i)] = r.hi;
-    }
+    BlockRows& br = w.ranges;
+    br.see(p, s, true, r0, m);
     char* q_rows = reinterpret_cast<char*>(w.q.data());
     gather_rows(rows.q.row(seq, r0, h), rows.q.token_stride * es, m, p.dqk * es, q_rows);
     std::fill(w.o.begin(), w.o.begin() + m * dv_pad, 0.0f);
@@ -67,78 +63,40 @@ struct Forward {
     const char* vp = kp + k_elems(s) * es;
     const int64_t k_panel = p.dqk * 32, v_panel = round_up(s.skv, 32) * 32;
     const int64_t qk_steps = p.bf16 ? p.dqk / 2 : p.dqk;
-    const int64_t first = w.lo[0] / kKeyBlock * kKeyBlock, end = w.hi[size_t(m - 1)];
-    for (int64_t kb = first; kb < end; kb += kKeyBlock) {
-      for (int64_t t0 = 0; t0 < m; t0 += kernels::kAttnTileRows) {
-        const int mt = int(std::min<int64_t>(kernels::kAttnTileRows, m - t0));
-        const int64_t a = std::max(w.lo[size_t(t0)], kb), b = std::min(w.hi[size_t(t0 + mt - 1)], kb + kKeyBlock);
-        if (a >= b) continue;
-        // Only the 32-key panels of this block that some row of the tile sees.
-        const int64_t col0 = kb + (a - kb) / 32 * 32, col1 = kb + round_up(b - kb, 32), ncols = col1 - col0;
-        for (int64_t c = col0; c < col1; c += 32) {
-          kernels::AttnGemmTile g;
-          g.m = mt;
-          g.k_steps = qk_steps;
-          g.a = q_rows + t0 * p.dqk * es;
-          g.lda = p.dqk;
-          g.b = panel_at(kp, p.dtype, k_panel, c, 0);
-          g.c = w.s.data() + (c - col0);
-          g.ldc = kKeyBlock;
-          kern.gemm(g);
-        }
-        for (int i = 0; i < mt; ++i) {
-          w.rel_lo[i] = int(std::clamp<int64_t>(w.lo[size_t(t0 + i)] - col0, 0, ncols));
-          w.rel_hi[i] = int(std::clamp<int64_t>(w.hi[size_t(t0 + i)] - col0, 0, ncols));
-        }
-        kernels::AttnSoftmaxRows sm;
-        sm.m = mt;
-        sm.n = int(ncols);
-        sm.s = w.s.data();
-        sm.lds = kKeyBlock;
-        sm.lo = w.rel_lo;
-        sm.hi = w.rel_hi;
-        sm.scale = p.scale;
-        sm.row_max = w.row_max.data() + t0;
-        sm.row_sum = w.row_sum.data() + t0;
-        sm.alpha = w.alpha.data();
-        sm.p = w.p.data();
-        sm.ldp = kKeyBlock;
-        sm.p_bf16 = p.bf16;
-        kern.softmax(sm);
-        for (int64_t c = 0; c < p.dv; c += 32) {
-          kernels::AttnGemmTile g;
-          g.m = mt;
-          g.n = int(std::min<int64_t>(32, p.dv - c));
-          g.k_steps = p.bf16 ? ncols / 2 : ncols;
-          g.a = w.p.data();
-          g.lda = kKeyBlock;
-          g.b = panel_at(vp, p.dtype, v_panel, c, col0);
-          g.c = w.o.data() + t0 * dv_pad + c;
-          g.ldc = dv_pad;
-          g.accumulate = true;
-          g.row_scale = w.alpha.data();
-          kern.gemm(g);
-        }
-      }
-    }
+    // Per tile, only the 32-key panels of each key block that some row of the tile sees.
+    br.for_each_tile(m, kKeyBlock, kKeyBlock, [&](int64_t t0, int mt, int64_t col0, int64_t col1) {
+      const int64_t ncols = col1 - col0;
+      for (int64_t c = col0; c < col1; c += 32)
+        kern.gemm(gemm_tile(mt, kernels::kAttnPanel, qk_steps, q_rows + t0 * p.dqk * es, p.dqk,
+                            panel_at(kp, p.dtype, k_panel, c, 0), w.s.data() + (c - col0), kKeyBlock, false));
+      kernels::AttnSoftmaxRows sm;
+      sm.m = mt;
+      sm.n = int(ncols);
+      sm.s = w.s.data();
+      sm.lds = kKeyBlock;
+      sm.lo = br.rel_lo;
+      sm.hi = br.rel_hi;
+      sm.scale = p.scale;
+      sm.row_max = w.row_max.data() + t0;
+      sm.row_sum = w.row_sum.data() + t0;
+      sm.alpha = w.alpha.data();
+      sm.p = w.p.data();
+      sm.ldp = kKeyBlock;
+      sm.p_bf16 = p.bf16;
+      kern.softmax(sm);
+      accumulate_panels(kern, p.dtype, mt, p.dv, w.p.data(), kKeyBlock, vp, v_panel, col0, ncols,
+                        w.o.data() + t0 * dv_pad, dv_pad, w.alpha.data());
+    });
     for (int64_t i = 0; i < m; ++i) {
-      const bool empty = w.lo[size_t(i)] >= w.hi[size_t(i)];
+      const bool empty = br.lo[size_t(i)] >= br.hi[size_t(i)];
       const float sum = w.row_sum[size_t(i)];
       w.alpha[size_t(i)] = empty ? 0.0f : 1.0f / sum;  // rows that see nothing are all zeros
       if (rows.has_lse)
         *reinterpret_cast<float*>(rows.lse.row(seq, r0 + i, h)) =
             empty ? -std::numeric_limits<float>::infinity() : w.row_max[size_t(i)] + std::log(sum);
     }
-    kernels::AttnStoreRows st;
-    st.m = m;
-    st.n = p.dv;
-    st.acc = w.o.data();
-    st.lda = dv_pad;
-    st.row_scale = w.alpha.data();
-    st.out = rows.o.row(seq, r0, h);
-    st.ldo = rows.o.token_stride;
-    st.bf16 = p.bf16;
-    kern.store(st);
+    store_rows(kern, p.bf16, w.o.data(), dv_pad, m, p.dv, w.alpha.data(), 1.0f, rows.o.row(seq, r0, h),
+               rows.o.token_stride);
   }
 };
 
@@ -175,11 +133,7 @@ void flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Te
   for (int64_t s = 0; s < nseq; ++s) {
     const Sequence& sq = p.seqs[size_t(s)];
     for (int64_t r0 = 0; r0 < sq.sq; r0 += kQueryBlock) {
-      double pairs = 0;
-      for (int64_t i = r0; i < std::min(sq.sq, r0 + kQueryBlock); ++i) {
-        const Range r = p.keys_of_query(sq, i);
-        pairs += double(r.hi - r.lo);
-      }
+      const double pairs = p.pairs_of_rows(sq, true, r0, std::min(sq.sq, r0 + kQueryBlock));
       for (int64_t h = 0; h < p.hq; ++h) {
         tasks.push_back({s, h, r0});
         cost.push_back(pairs * double(p.dqk + p.dv) + double(kQueryBlock * p.dv));

@@ -100,22 +100,12 @@ struct Backward {
     return x;
   }
   void store(const float* acc, int64_t lda, int64_t m, int64_t n, float scale, char* out, int64_t ldo) const {
-    kernels::AttnStoreRows st;
-    st.m = m;
-    st.n = n;
-    st.acc = acc;
-    st.lda = lda;
-    st.scale = scale;
-    st.out = out;
-    st.ldo = ldo;
-    st.bf16 = p.bf16;
-    kern.store(st);
+    store_rows(kern, p.bf16, acc, lda, m, n, nullptr, scale, out, ldo);
   }
 
   struct Scratch {
     std::vector<float> s, dp, p, ds, acc_a, acc_b, rows_a, rows_b;
-    std::vector<int64_t> lo, hi;
-    int rel_lo[kernels::kAttnTileRows], rel_hi[kernels::kAttnTileRows];
+    BlockRows ranges{std::max(kKeyBlock, kQueryBlock)};
     Scratch(int64_t dqk_pad, int64_t dv_pad) {
       const size_t tile = size_t(kernels::kAttnTileRows * std::max(kKeyBlock, kQueryChunk));
       s.resize(tile);
@@ -127,44 +117,23 @@ struct Backward {
       acc_b.resize(size_t(rows * dv_pad));
       rows_a.resize(size_t(rows * dqk_pad));
       rows_b.resize(size_t(rows * dv_pad));
-      lo.resize(size_t(rows));
-      hi.resize(size_t(rows));
     }
   };
 
-  kernels::AttnGemmTile tile(int m, int n, int64_t k_steps, const void* a, int64_t lda, const void* b, float* c,
-                             int64_t ldc, bool accumulate) const {
-    kernels::AttnGemmTile g;
-    g.m = m;
-    g.n = n;
-    g.k_steps = k_steps;
-    g.a = a;
-    g.lda = lda;
-    g.b = b;
-    g.c = c;
-    g.ldc = ldc;
-    g.accumulate = accumulate;
-    return g;
-  }
-
-  // Both passes recompute, for one tile of mt rows (t0 rows into the block) against columns
-  // [col0, col1): S from the rows `s_rows` and the transposed panels `s_panels`, dP from `dp_rows`
-  // and `dp_panels` (32-column panels), the rows' visible ranges made relative to col0, then the
-  // row kernel turns them into dS (and P when `p_out` is given). ld is the scratch row stride;
+  // Both passes recompute, for one tile of mt rows against columns [col0, col1) (the span
+  // w.ranges.tile_columns gave, which set the rows' relative ranges): S from the rows `s_rows` and
+  // the transposed panels `s_panels`, dP from `dp_rows` and `dp_panels` (32-column panels), then
+  // the row kernel turns them into dS (and P when `p_out` is given). ld is the scratch row stride;
   // lse / delta run along the columns when per_column, else along the rows.
-  void recompute_tile(Scratch& w, int mt, int64_t t0, const char* s_rows, const char* s_panels, const char* dp_rows,
+  void recompute_tile(Scratch& w, int mt, const char* s_rows, const char* s_panels, const char* dp_rows,
                       const char* dp_panels, int64_t col0, int64_t col1, int64_t ld, const float* lse,
                       const float* delta, bool per_column, void* p_out) {
     const int64_t ncols = col1 - col0;
     for (int64_t c = col0; c < col1; c += 32) {
-      kern.gemm(tile(mt, 32, qk_steps, s_rows, p.dqk, panel_at(s_panels, p.dtype, p.dqk * 32, c, 0),
-                     w.s.data() + (c - col0), ld, false));
-      kern.gemm(tile(mt, 32, v_steps, dp_rows, p.dv, panel_at(dp_panels, p.dtype, p.dv * 32, c, 0),
-                     w.dp.data() + (c - col0), ld, false));
-    }
-    for (int i = 0; i < mt; ++i) {
-      w.rel_lo[i] = int(std::clamp<int64_t>(w.lo[size_t(t0 + i)] - col0, 0, ncols));
-      w.rel_hi[i] = int(std::clamp<int64_t>(w.hi[size_t(t0 + i)] - col0, 0, ncols));
+      kern.gemm(gemm_tile(mt, 32, qk_steps, s_rows, p.dqk, panel_at(s_panels, p.dtype, p.dqk * 32, c, 0),
+                          w.s.data() + (c - col0), ld, false));
+      kern.gemm(gemm_tile(mt, 32, v_steps, dp_rows, p.dv, panel_at(dp_panels, p.dtype, p.dv * 32, c, 0),
+                          w.dp.data() + (c - col0), ld, false));
     }
     kernels::AttnGradRows gr;
     gr.m = mt;
@@ -172,8 +141,8 @@ struct Backward {
     gr.s = w.s.data();
     gr.dp = w.dp.data();
     gr.ld = ld;
-    gr.lo = w.rel_lo;
-    gr.hi = w.rel_hi;
+    gr.lo = w.ranges.rel_lo;
+    gr.hi = w.ranges.rel_hi;
     gr.scale = p.scale;
     gr.lse = lse;
     gr.delta = delta;
@@ -193,11 +162,8 @@ struct Backward {
     float* dv_acc = w.acc_b.data();
     std::fill(dk_acc, dk_acc + mk * dqk_pad, 0.0f);
     std::fill(dv_acc, dv_acc + mk * dv_pad, 0.0f);
-    for (int64_t j = 0; j < mk; ++j) {
-      const Range r = p.queries_of_key(s, k0 + j);
-      w.lo[size_t(j)] = r.lo;
-      w.hi[size_t(j)] = r.hi;
-    }
+    BlockRows& br = w.ranges;
+    br.see(p, s, false, k0, mk);
     const int64_t q_panels = round_up(s.sq, 32) * 32;
     char* k_rows = reinterpret_cast<char*>(w.rows_a.data());
     char* v_rows = reinterpret_cast<char*>(w.rows_b.data());
@@ -211,25 +177,16 @@ struct Backward {
       const char* ido = tdo + tdo_elems(s) * es;
       const float* lse = lse_of(seq, h);
       const float* delta = delta_of(seq, h);
-      const int64_t first = w.lo[0] / 32 * 32, end = w.hi[size_t(mk - 1)];
-      for (int64_t qc = first; qc < end; qc += kQueryChunk) {
-        for (int64_t t0 = 0; t0 < mk; t0 += kernels::kAttnTileRows) {
-          const int mt = int(std::min<int64_t>(kernels::kAttnTileRows, mk - t0));
-          const int64_t a = std::max(w.lo[size_t(t0)], qc), b = std::min(w.hi[size_t(t0 + mt - 1)], qc + kQueryChunk);
-          if (a >= b) continue;
-          const int64_t col0 = qc + (a - qc) / 32 * 32, col1 = qc + round_up(b - qc, 32), ncols = col1 - col0;
-          // Keys are the rows here, queries the columns: lse and delta run along the columns.
-          recompute_tile(w, mt, t0, k_rows + t0 * p.dqk * es, tq, v_rows + t0 * p.dv * es, tdo, col0, col1,
-                         kQueryChunk, lse + col0, delta + col0, true, w.p.data());
-          const int64_t steps = p.bf16 ? ncols / 2 : ncols;
-          for (int64_t c = 0; c < p.dv; c += 32)
-            kern.gemm(tile(mt, int(std::min<int64_t>(32, p.dv - c)), steps, w.p.data(), kQueryChunk,
-                           panel_at(ido, p.dtype, q_panels, c, col0), dv_acc + t0 * dv_pad + c, dv_pad, true));
-          for (int64_t c = 0; c < p.dqk; c += 32)
-            kern.gemm(tile(mt, int(std::min<int64_t>(32, p.dqk - c)), steps, w.ds.data(), kQueryChunk,
-                           panel_at(iq, p.dtype, q_panels, c, col0), dk_acc + t0 * dqk_pad + c, dqk_pad, true));
-        }
-      }
+      // Query chunks start at the first query panel the block's keys see.
+      br.for_each_tile(mk, 32, kQueryChunk, [&](int64_t t0, int mt, int64_t col0, int64_t col1) {
+        // Keys are the rows here, queries the columns: lse and delta run along the columns.
+        recompute_tile(w, mt, k_rows + t0 * p.dqk * es, tq, v_rows + t0 * p.dv * es, tdo, col0, col1, kQueryChunk,
+                       lse + col0, delta + col0, true, w.p.data());
+        accumulate_panels(kern, p.dtype, mt, p.dv, w.p.data(), kQueryChunk, ido, q_panels, col0, col1 - col0,
+                          dv_acc + t0 * dv_pad, dv_pad);
+        accumulate_panels(kern, p.dtype, mt, p.dqk, w.ds.data(), kQueryChunk, iq, q_panels, col0, col1 - col0,
+                          dk_acc + t0 * dqk_pad, dqk_pad);
+      });
     }
     store(dk_acc, dqk_pad, mk, p.dqk, p.scale, dk.row(seq, k0, kvh), dk.token_stride);
     store(dv_acc, dv_pad, mk, p.dv, 1.0f, dv.row(seq, k0, kvh), dv.token_stride);
@@ -241,11 +198,8 @@ struct Backward {
     const int64_t m = std::min(kQueryBlock, s.sq - r0), kvh = h / p.group;
     float* dq_acc = w.acc_a.data();
     std::fill(dq_acc, dq_acc + m * dqk_pad, 0.0f);
-    for (int64_t i = 0; i < m; ++i) {
-      const Range r = p.keys_of_query(s, r0 + i);
-      w.lo[size_t(i)] = r.lo;
-      w.hi[size_t(i)] = r.hi;
-    }
+    BlockRows& br = w.ranges;
+    br.see(p, s, true, r0, m);
     char* q_rows = reinterpret_cast<char*>(w.rows_a.data());
     char* do_rows = reinterpret_cast<char*>(w.rows_b.data());
     gather_rows(rows.q.row(seq, r0, h), rows.q.token_stride * es, m, p.dqk * es, q_rows);
@@ -256,21 +210,12 @@ struct Backward {
     const int64_t k_panels = round_up(s.skv, 32) * 32;
     const float* lse = lse_of(seq, h) + r0;
     const float* delta = delta_of(seq, h) + r0;
-    const int64_t first = w.lo[0] / kKeyBlock * kKeyBlock, end = w.hi[size_t(m - 1)];
-    for (int64_t kb = first; kb < end; kb += kKeyBlock) {
-      for (int64_t t0 = 0; t0 < m; t0 += kernels::kAttnTileRows) {
-        const int mt = int(std::min<int64_t>(kernels::kAttnTileRows, m - t0));
-        const int64_t a = std::max(w.lo[size_t(t0)], kb), b = std::min(w.hi[size_t(t0 + mt - 1)], kb + kKeyBlock);
-        if (a >= b) continue;
-        const int64_t col0 = kb + (a - kb) / 32 * 32, col1 = kb + round_up(b - kb, 32), ncols = col1 - col0;
-        recompute_tile(w, mt, t0, q_rows + t0 * p.dqk * es, tk, do_rows + t0 * p.dv * es, tv, col0, col1, kKeyBlock,
-                       lse + t0, delta + t0, false, nullptr);
-        const int64_t steps = p.bf16 ? ncols / 2 : ncols;
-        for (int64_t c = 0; c < p.dqk; c += 32)
-          kern.gemm(tile(mt, int(std::min<int64_t>(32, p.dqk - c)), steps, w.ds.data(), kKeyBlock,
-                         panel_at(ik, p.dtype, k_panels, c, col0), dq_acc + t0 * dqk_pad + c, dqk_pad, true));
-      }
-    }
+    br.for_each_tile(m, kKeyBlock, kKeyBlock, [&](int64_t t0, int mt, int64_t col0, int64_t col1) {
+      recompute_tile(w, mt, q_rows + t0 * p.dqk * es, tk, do_rows + t0 * p.dv * es, tv, col0, col1, kKeyBlock,
+                     lse + t0, delta + t0, false, nullptr);
+      accumulate_panels(kern, p.dtype, mt, p.dqk, w.ds.data(), kKeyBlock, ik, k_panels, col0, col1 - col0,
+                        dq_acc + t0 * dqk_pad, dqk_pad);
+    });
     store(dq_acc, dqk_pad, m, p.dqk, p.scale, dq.row(seq, r0, h), dq.token_stride);
   }
 };
@@ -348,22 +293,14 @@ void flash_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
   for (int64_t s = 0; s < nseq; ++s) {
     const Sequence& sq = p.seqs[size_t(s)];
     for (int64_t k0 = 0; k0 < sq.skv; k0 += kKeyBlock) {
-      double pairs = 0;
-      for (int64_t j = k0; j < std::min(sq.skv, k0 + kKeyBlock); ++j) {
-        const Range r = p.queries_of_key(sq, j);
-        pairs += double(r.hi - r.lo);
-      }
+      const double pairs = p.pairs_of_rows(sq, false, k0, std::min(sq.skv, k0 + kKeyBlock));
       for (int64_t h = 0; h < p.hkv; ++h) {
         tasks.push_back({true, s, h, k0});
         cost.push_back(2.0 * pairs * per_pair * double(p.group) + double(kKeyBlock * (p.dqk + p.dv)));
       }
     }
     for (int64_t r0 = 0; r0 < sq.sq; r0 += kQueryBlock) {
-      double pairs = 0;
-      for (int64_t i = r0; i < std::min(sq.sq, r0 + kQueryBlock); ++i) {
-        const Range r = p.keys_of_query(sq, i);
-        pairs += double(r.hi - r.lo);
-      }
+      const double pairs = p.pairs_of_rows(sq, true, r0, std::min(sq.sq, r0 + kQueryBlock));
       for (int64_t h = 0; h < p.hq; ++h) {
         tasks.push_back({false, s, h, r0});
         cost.push_back(1.5 * pairs * per_pair + double(kQueryBlock * p.dqk));

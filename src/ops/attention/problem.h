@@ -57,6 +57,12 @@ struct Problem {
     if (window_left >= 0) r.hi = std::clamp<int64_t>(j - off + window_left + 1, 0, s.sq);
     return r;
   }
+  // The columns row i sees: the keys of query i (query_rows), else the queries that see key i.
+  Range visible(const Sequence& s, bool query_rows, int64_t i) const {
+    return query_rows ? keys_of_query(s, i) : queries_of_key(s, i);
+  }
+  // (query, key) pairs of rows [r0, r1) (queries or keys, as in visible()): one head.
+  double pairs_of_rows(const Sequence& s, bool query_rows, int64_t r0, int64_t r1) const;
   // (query, key) pairs the mask lets through, summed over sequences (one head).
   double visible_pairs() const;
 };

@@ -39,6 +39,19 @@ double softmax(std::vector<double>& s) {
   for (double& x : s) x /= sum;
   return mx + std::log(sum);
 }
+
+// dP = dO V^T of query row i (go: dO of the head, v: V of its kv head) into dp; returns
+// delta = sum_j P dP (= dO . O).
+double score_grads(const std::vector<double>& go, const std::vector<double>& v, int64_t i, int64_t skv, int64_t dv,
+                   const std::vector<double>& p, std::vector<double>& dp) {
+  double delta = 0;
+  for (int64_t j = 0; j < skv; ++j) {
+    dp[size_t(j)] = 0;
+    for (int64_t x = 0; x < dv; ++x) dp[size_t(j)] += go[size_t(i * dv + x)] * v[size_t(j * dv + x)];
+    delta += p[size_t(j)] * dp[size_t(j)];
+  }
+  return delta;
+}
 }  // namespace
 
 int64_t AttentionInputs::batch() const { return is_varlen(opt) ? opt.cu_seqlens_q->shape(0) - 1 : q->shape(0); }
@@ -124,13 +137,8 @@ void attention_backward(const AttentionInputs& in, const Tensor& d_o, const Tens
       for (int64_t i = 0; i < in.sq(b); ++i) {
         if (!scores(in, b, i, q, k, p)) continue;  // the row sees nothing: no gradient
         softmax(p);
-        // dP = dO V^T, delta = sum_j P dP (= dO . O), dS = P (dP - delta).
-        double delta = 0;
-        for (int64_t j = 0; j < skv; ++j) {
-          dp[size_t(j)] = 0;
-          for (int64_t x = 0; x < dvv; ++x) dp[size_t(j)] += go[size_t(i * dvv + x)] * v[size_t(j * dvv + x)];
-          delta += p[size_t(j)] * dp[size_t(j)];
-        }
+        // dS = P (dP - delta).
+        const double delta = score_grads(go, v, i, skv, dvv, p, dp);
         const size_t qrow = size_t((in.token_row(false, b, i) * in.hq() + h) * dqk);
         for (int64_t j = 0; j < skv; ++j) {
           if (!in.sees(b, i, j)) continue;
@@ -160,12 +168,7 @@ void attention_dq_rows(const AttentionInputs& in, const Tensor& d_o, int64_t b, 
     const int64_t i = rows[r];
     if (!scores(in, b, i, q, k, p)) continue;
     softmax(p);
-    double delta = 0;
-    for (int64_t j = 0; j < skv; ++j) {
-      dp[size_t(j)] = 0;
-      for (int64_t x = 0; x < dvv; ++x) dp[size_t(j)] += go[size_t(i * dvv + x)] * v[size_t(j * dvv + x)];
-      delta += p[size_t(j)] * dp[size_t(j)];
-    }
+    const double delta = score_grads(go, v, i, skv, dvv, p, dp);
     for (int64_t j = 0; j < skv; ++j) {
       if (!in.sees(b, i, j)) continue;
       const double ds = p[size_t(j)] * (dp[size_t(j)] - delta) * in.scale();
