@@ -18,9 +18,10 @@ float sum_squares_avx512(const void* x, DType t, int64_t n);
 // stored, in sum_squares order.
 float add_sum_squares_avx512(const void* x, DType xt, const void* r, DType rt, void* s, int64_t n);
 
-// Rows the caller reads next (up to two, any may be null), prefetched by the output passes a
-// line per 32 elements: a row's first pass then finds it in cache instead of waiting on DRAM
-// while the arithmetic of the previous row leaves the memory idle.
+// Rows the caller reads next (up to two, any may be null), prefetched by the output passes as
+// they go (the lines of the next row's same 32 elements, per 32 elements of this row): a row's
+// first pass then finds it in cache instead of waiting on DRAM while the arithmetic of the
+// previous row leaves the memory idle.
 struct NextRows {
   const void* row[2] = {nullptr, nullptr};
   int64_t element_bytes[2] = {0, 0};

@@ -2,7 +2,6 @@
 #include <cmath>
 #include <memory>
 #include <optional>
-#include <vector>
 
 #include "kernels/convert.h"
 #include "kernels/norm.h"
