@@ -72,6 +72,12 @@ struct ShapeText {
 };
 inline ShapeText shape_text(const Tensor& t) { return {t}; }
 std::ostream& operator<<(std::ostream& os, ShapeText s);
+// The same for t.describe() ("[4096, 7168] bf16").
+struct DescribeText {
+  const Tensor& t;
+};
+inline DescribeText describe_text(const Tensor& t) { return {t}; }
+std::ostream& operator<<(std::ostream& os, DescribeText d);
 
 // Owning allocation, 64-byte aligned; allocations of 2 MiB and more are 4 KiB aligned and
 // advised for transparent huge pages (fewer TLB misses on streaming kernels).

@@ -15,7 +15,7 @@ namespace {
 
 // Branches first: the messages are built only on failure (an 8-byte allreduce takes ~1 us).
 void require_buffer(std::string_view op, std::string_view arg, const Tensor& t) {
-  if (!t.is_contiguous()) fail(op, arg, " must be contiguous, got ", t.describe());
+  if (!t.is_contiguous()) fail(op, arg, " must be contiguous, got ", describe_text(t));
   if (!t.empty() && t.data() == nullptr) fail(op, arg, " has ", t.numel(), " elements but no data");
 }
 

@@ -99,7 +99,7 @@ Work Group::batch_isend_irecv(std::span<const P2POp> ops) const {
     check(op.peer >= 0 && op.peer < size() && op.peer != rank(), name, "peer = ", op.peer,
           " but must be another rank of the group (size ", size(), ", this rank ", rank(), ")");
     check(op.tag >= 0 && op.tag <= kMaxTag, name, "tag = ", op.tag, " but must be in 0..", kMaxTag);
-    check(op.buffer.is_contiguous(), name, "buffer must be contiguous, got ", op.buffer.describe());
+    check(op.buffer.is_contiguous(), name, "buffer must be contiguous, got ", describe_text(op.buffer));
     check(op.buffer.empty() || op.buffer.data() != nullptr, name, "buffer has ", op.buffer.numel(),
           " elements but no data");
   }

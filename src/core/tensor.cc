@@ -107,6 +107,10 @@ std::string Tensor::shape_string() const {
   return os.str();
 }
 
+std::ostream& operator<<(std::ostream& os, DescribeText d) {
+  return os << shape_text(d.t) << ' ' << dtype_name(d.t.dtype());
+}
+
 std::string Tensor::describe() const { return shape_string() + " " + std::string(dtype_name(dtype_)); }
 
 }  // namespace sol

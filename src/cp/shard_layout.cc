@@ -14,7 +14,7 @@ void detail::copy_rows(const Tensor& src, const Tensor& dst) {
   const int nd = src.ndim();
   bool same = nd == dst.ndim() && src.dtype() == dst.dtype();
   for (int d = 0; same && d < nd; ++d) same = src.shape(d) == dst.shape(d);
-  check(same, "cp copy_rows", "src ", src.describe(), " and dst ", dst.describe(), " must have one shape and dtype");
+  check(same, "cp copy_rows", "src ", describe_text(src), " and dst ", describe_text(dst), " must have one shape and dtype");
   if (src.empty()) return;
   // Dims [inner, nd) are contiguous in both views: copied as one run of `run` elements.
   int inner = nd;
@@ -38,7 +38,7 @@ namespace {
 void check_zigzag(const Tensor& full, const Tensor& shard, int rank, int ranks) {
   check(ranks >= 1 && rank >= 0 && rank < ranks, "cp zigzag", "rank ", rank, " outside 0..", ranks - 1);
   check(full.ndim() >= 2 && full.ndim() == shard.ndim() && full.dtype() == shard.dtype(), "cp zigzag",
-        "full ", full.describe(), " and shard ", shard.describe(), " must have the same rank and dtype");
+        "full ", describe_text(full), " and shard ", describe_text(shard), " must have the same rank and dtype");
   check(full.shape(1) % (2 * ranks) == 0 && shard.shape(1) * ranks == full.shape(1), "cp zigzag", "full has ",
         full.shape(1), " tokens and the shard ", shard.shape(1), "; need S divisible by 2 x ", ranks,
         " and shard = S / ", ranks);
@@ -71,7 +71,7 @@ ShardDims check_shards(const char* op, const Tensor& q, const Tensor& k, const T
                        const Tensor& lse, bool lse_required) {
   for (auto [name, t] : {std::pair<const char*, const Tensor*>{"q", &q}, {"k", &k}, {"v", &v}, {"o", &o}})
     check(t->ndim() == 4 && t->is_contiguous() && t->dtype() == q.dtype(), op, name,
-          " must be a contiguous [B, S, H, D] tensor of q's dtype, got ", t->describe());
+          " must be a contiguous [B, S, H, D] tensor of q's dtype, got ", describe_text(*t));
   check(q.dtype() == DType::f32 || q.dtype() == DType::bf16, op, "dtype must be f32 or bf16, got ",
         dtype_name(q.dtype()));
   ShardDims d;
@@ -86,17 +86,17 @@ ShardDims check_shards(const char* op, const Tensor& q, const Tensor& k, const T
   check(d.S2 % 2 == 0, op, "the local shard holds ", d.S2, " tokens; zig-zag needs an even count (two chunks)");
   check(k.shape(0) == d.B && k.shape(1) == d.S2 && k.shape(3) == d.D && v.shape(0) == d.B && v.shape(1) == d.S2 &&
             v.shape(2) == d.Hkv,
-        op, "k ", k.shape_string(), " and v ", v.shape_string(), " do not match q ", q.shape_string());
+        op, "k ", shape_text(k), " and v ", shape_text(v), " do not match q ", shape_text(q));
   check(d.Hkv >= 1 && d.H % d.Hkv == 0, op, "q has ", d.H, " heads but k has ", d.Hkv,
         ": H must be a positive multiple of Hkv (GQA / MQA)");
   check(o.shape(0) == d.B && o.shape(1) == d.S2 && o.shape(2) == d.H && o.shape(3) == d.Dv, op, "o is ",
-        o.shape_string(), " but must be [", d.B, ", ", d.S2, ", ", d.H, ", ", d.Dv, "]");
+        shape_text(o), " but must be [", d.B, ", ", d.S2, ", ", d.H, ", ", d.Dv, "]");
   d.has_lse = lse.data() != nullptr && !lse.empty();
   check(d.has_lse || !lse_required, op, "lse (the forward's log-sum-exp) is required");
   if (d.has_lse)
     check(lse.dtype() == DType::f32 && lse.is_contiguous() && lse.ndim() == 3 && lse.shape(0) == d.B &&
               lse.shape(1) == d.H && lse.shape(2) == d.S2,
-          op, "lse must be f32 [", d.B, ", ", d.H, ", ", d.S2, "], got ", lse.describe());
+          op, "lse must be f32 [", d.B, ", ", d.H, ", ", d.S2, "], got ", describe_text(lse));
   return d;
 }
 
@@ -109,8 +109,8 @@ void check_grads(const char* op, const Tensor& q, const Tensor& k, const Tensor&
     const Tensor& like = *p[1].second;
     bool same = t.ndim() == like.ndim() && t.dtype() == like.dtype() && t.is_contiguous();
     for (int i = 0; same && i < t.ndim(); ++i) same = t.shape(i) == like.shape(i);
-    check(same, op, p[0].first, " must be contiguous and shaped like ", p[1].first, " (", like.describe(),
-          "), got ", t.describe());
+    check(same, op, p[0].first, " must be contiguous and shaped like ", p[1].first, " (", describe_text(like),
+          "), got ", describe_text(t));
   }
 }
 

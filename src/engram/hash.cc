@@ -73,11 +73,11 @@ detail::HashParams params_of(const HashConfig& c, bool with_offsets) {
 
 void check_tensors(const Tensor& ids, const Tensor& out, const HashConfig& c) {
   check(ids.dtype() == DType::i32 && ids.ndim() == 2 && ids.is_contiguous(), "engram hash",
-        "ids must be a contiguous [B, T] i32 tensor, got ", ids.describe());
+        "ids must be a contiguous [B, T] i32 tensor, got ", describe_text(ids));
   check(out.dtype() == DType::i32 && out.ndim() == 3 && out.is_contiguous(), "engram hash",
-        "out must be a contiguous [B, T, heads] i32 tensor, got ", out.describe());
+        "out must be a contiguous [B, T, heads] i32 tensor, got ", describe_text(out));
   check(out.shape(0) == ids.shape(0) && out.shape(1) == ids.shape(1) && out.shape(2) == c.heads(), "engram hash",
-        "out is ", out.shape_string(), " but ids ", ids.shape_string(), " with ", c.heads(), " heads need [",
+        "out is ", shape_text(out), " but ids ", shape_text(ids), " with ", c.heads(), " heads need [",
         ids.shape(0), ", ", ids.shape(1), ", ", c.heads(), "]");
   const int32_t* x = ids.data_as<int32_t>();
   for (int64_t i = 0; i < ids.numel(); ++i)

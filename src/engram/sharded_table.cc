@@ -36,11 +36,11 @@ ShardedTable::Impl::Impl(const comm::Group& g, int64_t rows_, int64_t dim_, DTyp
 void ShardedTable::Impl::check_args(const Tensor& indices, const Tensor& out) const {
   // `if` rather than check(): the messages format the tensors, which costs a microsecond per call.
   if (indices.dtype() != DType::i32 || indices.ndim() != 2 || !indices.is_contiguous())
-    fail("engram lookup", "indices must be a contiguous [T, H] i32 tensor, got ", indices.describe());
+    fail("engram lookup", "indices must be a contiguous [T, H] i32 tensor, got ", describe_text(indices));
   if (out.dtype() != dtype || out.ndim() != 3 || !out.is_contiguous() || out.shape(0) != indices.shape(0) ||
       out.shape(1) != indices.shape(1) || out.shape(2) != dim)
     fail("engram lookup", "out must be a contiguous [", indices.shape(0), ", ", indices.shape(1), ", ", dim, "] ",
-         dtype_name(dtype), " tensor, got ", out.describe());
+         dtype_name(dtype), " tensor, got ", describe_text(out));
   check(!in_flight, "engram lookup", "a lookup_async of this table is still in flight: wait() on it first");
 }
 

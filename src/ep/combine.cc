@@ -45,10 +45,10 @@ void Buffer::combine(const Tensor& y, const DispatchHandle& handle, const Tensor
   check(s.max_tokens > 0, op, "the buffer was built without normal mode (max_tokens_per_rank = 0)");
   if (y.ndim() != 2 || y.dtype() != DType::bf16 || !y.is_contiguous() || y.shape(0) != handle.recv_tokens_ ||
       y.shape(1) != s.H)
-    fail(op, "y must be a contiguous bf16 [", handle.recv_tokens_, ", ", s.H, "] tensor, got ", y.describe());
+    fail(op, "y must be a contiguous bf16 [", handle.recv_tokens_, ", ", s.H, "] tensor, got ", describe_text(y));
   if (out.ndim() != 2 || out.dtype() != DType::bf16 || !out.is_contiguous() || out.shape(0) != handle.tokens_ ||
       out.shape(1) != s.H)
-    fail(op, "out must be a contiguous bf16 [", handle.tokens_, ", ", s.H, "] tensor, got ", out.describe());
+    fail(op, "out must be a contiguous bf16 [", handle.tokens_, ", ", s.H, "] tensor, got ", describe_text(out));
   const int64_t H = s.H, T = handle.tokens_, row = H * 2;
   // y inside this rank's combine region: only combine_buffer() itself is allowed (peers write
   // into that region in copy mode).

@@ -37,7 +37,7 @@ void require_2d(const char* op, const char* arg, const Tensor& t, DType dtype, i
   if (t.ndim() != 2 || t.dtype() != dtype || !t.is_contiguous() || (rows >= 0 && t.shape(0) != rows) ||
       t.shape(1) != cols)
     fail(op, arg, " must be a contiguous ", dtype_name(dtype), " [", rows >= 0 ? std::to_string(rows) : "T",
-         ", ", cols, "] tensor, got ", t.describe());
+         ", ", cols, "] tensor, got ", describe_text(t));
 }
 
 }  // namespace
@@ -164,7 +164,7 @@ void Buffer::low_latency_combine(const Tensor& y, const Tensor& topk_idx, const 
   const int64_t K = s.K, L = s.L, H = s.H, slots = s.ll_slots, T = handle.tokens_;
   if (y.ndim() != 3 || y.dtype() != DType::bf16 || !y.is_contiguous() || y.shape(0) != L || y.shape(1) != slots ||
       y.shape(2) != H)
-    fail(op, "y must be a contiguous bf16 [", L, ", ", slots, ", ", H, "] tensor, got ", y.describe());
+    fail(op, "y must be a contiguous bf16 [", L, ", ", slots, ", ", H, "] tensor, got ", describe_text(y));
   require_2d(op, "topk_idx", topk_idx, DType::i32, T, K);
   require_2d(op, "topk_weights", topk_weights, DType::f32, T, K);
   require_2d(op, "out", out, DType::bf16, T, H);

@@ -38,12 +38,12 @@ void require_matrix(const char* op, const char* arg, const Tensor& t, DType dtyp
   if (t.ndim() != 2 || t.dtype() != dtype || !t.is_contiguous() || (rows >= 0 && t.shape(0) != rows) ||
       t.shape(1) != cols)
     fail(op, arg, " must be a contiguous ", dtype_name(dtype), " [", rows >= 0 ? std::to_string(rows) : "T",
-         ", ", cols, "] tensor, got ", t.describe());
+         ", ", cols, "] tensor, got ", describe_text(t));
 }
 
 void require_vector(const char* op, const char* arg, const Tensor& t, DType dtype, int64_t n) {
   if (t.ndim() != 1 || t.dtype() != dtype || !t.is_contiguous() || t.shape(0) != n)
-    fail(op, arg, " must be a contiguous ", dtype_name(dtype), " [", n, "] tensor, got ", t.describe());
+    fail(op, arg, " must be a contiguous ", dtype_name(dtype), " [", n, "] tensor, got ", describe_text(t));
 }
 
 }  // namespace

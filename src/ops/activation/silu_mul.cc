@@ -22,7 +22,7 @@ SiluMulKernel silu_mul_kernel() {
 }
 
 void validate_input(const char* op, const Tensor& gu) {
-  check(gu.ndim() == 2, op, "gate_up must be 2-d [tokens, 2 * inter] but is ", gu.describe());
+  check(gu.ndim() == 2, op, "gate_up must be 2-d [tokens, 2 * inter] but is ", describe_text(gu));
   check(gu.dtype() == DType::f32 || gu.dtype() == DType::bf16, op, "gate_up.dtype = ",
         dtype_name(gu.dtype()), " but must be f32 or bf16");
   check(gu.shape(1) % 2 == 0, op, "gate_up.shape[1] = ", gu.shape(1), " but must be even (gate | up)");
@@ -42,7 +42,7 @@ void silu_mul(const Tensor& gu, const Tensor& y) {
   const char* op = "silu_mul";
   validate_input(op, gu);
   const int64_t rows = gu.shape(0), inter = gu.shape(1) / 2;
-  check(y.ndim() == 2 && y.shape(0) == rows && y.shape(1) == inter, op, "y.shape = ", y.shape_string(),
+  check(y.ndim() == 2 && y.shape(0) == rows && y.shape(1) == inter, op, "y.shape = ", shape_text(y),
         " but expected [", rows, ", ", inter, "]");
   check(y.dtype() == DType::f32 || y.dtype() == DType::bf16, op, "y.dtype = ", dtype_name(y.dtype()),
         " but must be f32 or bf16");
@@ -76,7 +76,7 @@ using GeluKernel = void (*)(const void*, DType, void*, DType, int64_t, bool, boo
 GeluKernel gelu_kernel() { return active_isa() >= Isa::avx512 ? kernels::gelu_avx512 : kernels::gelu_scalar; }
 
 void validate_rows(const char* op, const char* name, const Tensor& t) {
-  check(t.ndim() == 2 && (t.dtype() == DType::f32 || t.dtype() == DType::bf16), op, name, " = ", t.describe(),
+  check(t.ndim() == 2 && (t.dtype() == DType::f32 || t.dtype() == DType::bf16), op, name, " = ", describe_text(t),
         " but expected [tokens, hidden] f32 or bf16");
   check(t.numel() == 0 || t.stride(1) == 1, op, name, " rows must be dense (stride(1) = 1)");
 }

@@ -36,7 +36,7 @@ int64_t chunk_cost(int64_t seqlen, int64_t k) {
 
 std::vector<int32_t> read_seqlens(const char* op, const Tensor& cache_seqlens) {
   check(cache_seqlens.ndim() == 1 && cache_seqlens.dtype() == DType::i32, op,
-        "cache_seqlens must be a 1-d i32 tensor [B] but is ", cache_seqlens.describe());
+        "cache_seqlens must be a 1-d i32 tensor [B] but is ", describe_text(cache_seqlens));
   require_data(op, "cache_seqlens", cache_seqlens);
   std::vector<int32_t> s(size_t(cache_seqlens.shape(0)));
   for (int64_t b = 0; b < cache_seqlens.shape(0); ++b) {
@@ -60,7 +60,7 @@ Problem validate(const Tensor& q, const Tensor& kv, const Tensor& block_table, c
                  const Tensor& lse) {
   const char* op = kOp;
   Problem p;
-  check(q.ndim() == 4, op, "q must be 4-d [B, s_q, h_q, 576] but is ", q.describe());
+  check(q.ndim() == 4, op, "q must be 4-d [B, s_q, h_q, 576] but is ", describe_text(q));
   check(q.dtype() == DType::bf16, op, "q.dtype = ", dtype_name(q.dtype()), " but must be bf16");
   check(q.shape(3) == kMlaHeadDimQk, op, "q.shape[3] = ", q.shape(3), " but must be ", kMlaHeadDimQk,
         " (512 latent + 64 rope)");
@@ -73,7 +73,7 @@ Problem validate(const Tensor& q, const Tensor& kv, const Tensor& block_table, c
   require_data(op, "q", q);
   p.rows = p.s_q * p.heads;
 
-  check(kv.ndim() == 4, op, "kv_cache must be 4-d [num_blocks, 64, 1, 576 or 656] but is ", kv.describe());
+  check(kv.ndim() == 4, op, "kv_cache must be 4-d [num_blocks, 64, 1, 576 or 656] but is ", describe_text(kv));
   check(kv.shape(1) == kMlaPageSize, op, "kv_cache page size (shape[1]) = ", kv.shape(1), " but must be ",
         kMlaPageSize);
   check(kv.shape(2) == 1, op, "kv_cache.shape[2] (latent heads) = ", kv.shape(2), " but must be 1");
@@ -93,7 +93,7 @@ Problem validate(const Tensor& q, const Tensor& kv, const Tensor& block_table, c
                    op, "an FP8 kv_cache must be 4-byte aligned (its f32 scales are read in place)");
 
   check(block_table.ndim() == 2 && block_table.dtype() == DType::i32, op,
-        "block_table must be a 2-d i32 tensor [B, max_blocks] but is ", block_table.describe());
+        "block_table must be a 2-d i32 tensor [B, max_blocks] but is ", describe_text(block_table));
   check(block_table.shape(0) == p.batch, op, "block_table.shape[0] = ", block_table.shape(0), " but q has B = ",
         p.batch);
   require_data(op, "block_table", block_table);
@@ -365,10 +365,10 @@ void mla_quantize_kv_cache_fp8(const Tensor& src, const Tensor& dst) {
   const char* op = "mla_quantize_kv_cache_fp8";
   check(src.ndim() == 4 && src.dtype() == DType::bf16 && src.shape(1) == kMlaPageSize && src.shape(2) == 1 &&
             src.shape(3) == kMlaHeadDimQk,
-        op, "kv_bf16 must be [num_blocks, 64, 1, 576] bf16 but is ", src.describe());
+        op, "kv_bf16 must be [num_blocks, 64, 1, 576] bf16 but is ", describe_text(src));
   check(dst.ndim() == 4 && is_fp8_cache(dst.dtype()) && dst.shape(0) == src.shape(0) &&
             dst.shape(1) == kMlaPageSize && dst.shape(2) == 1 && dst.shape(3) == kMlaFp8TokenBytes,
-        op, "kv_fp8 must be [", src.shape(0), ", 64, 1, 656] f8e4m3 or u8 but is ", dst.describe());
+        op, "kv_fp8 must be [", src.shape(0), ", 64, 1, 656] f8e4m3 or u8 but is ", describe_text(dst));
   check(src.is_contiguous() && dst.is_contiguous(), op, "both caches must be contiguous");
   check(reinterpret_cast<uintptr_t>(dst.data()) % 4 == 0, op, "kv_fp8 must be 4-byte aligned");
   require_no_overlap(op, "kv_bf16", src, "kv_fp8", dst);

@@ -35,7 +35,7 @@ std::vector<int64_t> read_cu(const char* op, const char* name, const Tensor& cu,
 
 void require_dense_last(const char* op, const char* name, const Tensor& t) {
   check(t.ndim() == 0 || t.shape(-1) <= 1 || t.stride(-1) == 1, op, name,
-        " must be dense in its last dimension, got strides of ", t.describe());
+        " must be dense in its last dimension, got strides of ", describe_text(t));
   require_data(op, name, t);
 }
 

@@ -14,8 +14,8 @@ void cast(const Tensor& src, const Tensor& dst) {
   check(kernels::convert_supported(src.dtype(), dst.dtype()), "cast", "cannot convert ",
         dtype_name(src.dtype()), " to ", dtype_name(dst.dtype()),
         " (supported: any pair of f32, bf16, f16, f8e4m3, f8e5m2)");
-  check(src.is_contiguous(), "cast", "src ", src.describe(), " must be contiguous");
-  check(dst.is_contiguous(), "cast", "dst ", dst.describe(), " must be contiguous");
+  check(src.is_contiguous(), "cast", "src ", describe_text(src), " must be contiguous");
+  check(dst.is_contiguous(), "cast", "dst ", describe_text(dst), " must be contiguous");
   require_data("cast", "src", src);
   require_data("cast", "dst", dst);
   if (src.empty()) return;

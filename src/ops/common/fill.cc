@@ -28,7 +28,7 @@ double special_value(DType t, uint64_t r) {
 }
 
 void require_contiguous(const Tensor& t, const char* who) {
-  check(t.is_contiguous(), who, "tensor ", t.describe(), " must be contiguous");
+  check(t.is_contiguous(), who, "tensor ", describe_text(t), " must be contiguous");
 }
 }  // namespace
 

@@ -15,12 +15,12 @@ namespace sol {
 void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) {
   const char* op = "embedding";
   check(table.ndim() == 2 && (table.numel() == 0 || table.stride(1) == 1), op,
-        "table must be [vocab, hidden] with dense rows, got ", table.describe());
-  check(ids.ndim() == 1 && ids.dtype() == DType::i32 && ids.is_contiguous(), op, "ids = ", ids.describe(),
+        "table must be [vocab, hidden] with dense rows, got ", describe_text(table));
+  check(ids.ndim() == 1 && ids.dtype() == DType::i32 && ids.is_contiguous(), op, "ids = ", describe_text(ids),
         " but expected contiguous [tokens] i32");
   check(out.ndim() == 2 && out.shape(0) == ids.shape(0) && out.shape(1) == table.shape(1) &&
             out.dtype() == table.dtype() && (out.numel() == 0 || out.stride(1) == 1),
-        op, "out = ", out.describe(), " but expected [", ids.shape(0), ", ", table.shape(1), "] ",
+        op, "out = ", describe_text(out), " but expected [", ids.shape(0), ", ", table.shape(1), "] ",
         dtype_name(table.dtype()), " with dense rows");
   require_no_overlap(op, "table", table, "out", out);
   const int64_t tokens = ids.shape(0), vocab = table.shape(0);

@@ -18,7 +18,7 @@ namespace sol {
 namespace {
 
 void validate_routing(const char* op, const Tensor& idx, int64_t experts, int64_t alignment) {
-  check(idx.ndim() == 2 && idx.dtype() == DType::i32 && idx.is_contiguous(), op, "topk_idx = ", idx.describe(),
+  check(idx.ndim() == 2 && idx.dtype() == DType::i32 && idx.is_contiguous(), op, "topk_idx = ", describe_text(idx),
         " but expected contiguous [tokens, k] i32");
   check(experts >= 1, op, "experts = ", experts, " but must be >= 1");
   check(alignment >= 1, op, "alignment = ", alignment, " but must be >= 1");
@@ -51,20 +51,20 @@ void moe_permute(const Tensor& x, const Tensor& idx, int64_t experts, int64_t al
   const char* op = "moe_permute";
   validate_routing(op, idx, experts, alignment);
   const int64_t tokens = idx.shape(0), k = idx.shape(1);
-  check(x.ndim() == 2 && x.shape(0) == tokens && x.is_contiguous(), op, "x = ", x.describe(),
+  check(x.ndim() == 2 && x.shape(0) == tokens && x.is_contiguous(), op, "x = ", describe_text(x),
         " but expected contiguous [", tokens, ", hidden]");
   const std::vector<int64_t> start = block_starts(idx, experts, alignment);
   const int64_t rows = start.back(), h = x.shape(1);
   check(x_perm.ndim() == 2 && x_perm.shape(0) == rows && x_perm.shape(1) == h && x_perm.dtype() == x.dtype() &&
             x_perm.is_contiguous(),
-        op, "x_perm = ", x_perm.describe(), " but expected contiguous [", rows, ", ", h, "] ", dtype_name(x.dtype()),
+        op, "x_perm = ", describe_text(x_perm), " but expected contiguous [", rows, ", ", h, "] ", dtype_name(x.dtype()),
         " (moe_permuted_rows gives the row count)");
   check(grouped_layout.ndim() == 1 && grouped_layout.shape(0) == rows && grouped_layout.dtype() == DType::i32 &&
             grouped_layout.is_contiguous(),
-        op, "grouped_layout = ", grouped_layout.describe(), " but expected contiguous [", rows, "] i32");
+        op, "grouped_layout = ", describe_text(grouped_layout), " but expected contiguous [", rows, "] i32");
   check(row_of.ndim() == 2 && row_of.shape(0) == tokens && row_of.shape(1) == k && row_of.dtype() == DType::i32 &&
             row_of.is_contiguous(),
-        op, "row_of = ", row_of.describe(), " but expected contiguous [", tokens, ", ", k, "] i32");
+        op, "row_of = ", describe_text(row_of), " but expected contiguous [", tokens, ", ", k, "] i32");
   require_no_overlap(op, "x", x, "x_perm", x_perm);
 
   // The plan: a serial pass over T * k entries (tiny next to the rows it moves).
@@ -110,16 +110,16 @@ void moe_permute(const Tensor& x, const Tensor& idx, int64_t experts, int64_t al
 void moe_unpermute(const Tensor& y_perm, const Tensor& row_of, const Tensor& w, const Tensor& out) {
   const char* op = "moe_unpermute";
   check(row_of.ndim() == 2 && row_of.dtype() == DType::i32 && row_of.is_contiguous(), op, "row_of = ",
-        row_of.describe(), " but expected contiguous [tokens, k] i32");
+        describe_text(row_of), " but expected contiguous [tokens, k] i32");
   const int64_t tokens = row_of.shape(0), k = row_of.shape(1);
   check(y_perm.ndim() == 2 && y_perm.is_contiguous() && (y_perm.dtype() == DType::f32 || y_perm.dtype() == DType::bf16),
-        op, "y_perm = ", y_perm.describe(), " but expected contiguous [rows, hidden] f32 or bf16");
+        op, "y_perm = ", describe_text(y_perm), " but expected contiguous [rows, hidden] f32 or bf16");
   const int64_t rows = y_perm.shape(0), h = y_perm.shape(1);
   check(w.ndim() == 2 && w.shape(0) == tokens && w.shape(1) == k && w.dtype() == DType::f32 && w.is_contiguous(), op,
-        "topk_weights = ", w.describe(), " but expected contiguous [", tokens, ", ", k, "] f32");
+        "topk_weights = ", describe_text(w), " but expected contiguous [", tokens, ", ", k, "] f32");
   check(out.ndim() == 2 && out.shape(0) == tokens && out.shape(1) == h && out.is_contiguous() &&
             (out.dtype() == DType::f32 || out.dtype() == DType::bf16),
-        op, "out = ", out.describe(), " but expected contiguous [", tokens, ", ", h, "] f32 or bf16");
+        op, "out = ", describe_text(out), " but expected contiguous [", tokens, ", ", h, "] f32 or bf16");
   require_no_overlap(op, "y_perm", y_perm, "out", out);
   const int32_t* ro = row_of.data_as<const int32_t>();
   for (int64_t i = 0; i < tokens * k; ++i)

@@ -32,7 +32,7 @@ NormKernels norm_kernels() {
 bool float_io(DType t) { return t == DType::f32 || t == DType::bf16; }
 
 void require_rows(const char* op, const char* name, const Tensor& t) {
-  if (t.ndim() != 2) fail(op, name, " must be 2-d [tokens, hidden] but is ", t.describe());
+  if (t.ndim() != 2) fail(op, name, " must be 2-d [tokens, hidden] but is ", describe_text(t));
   check(float_io(t.dtype()), op, name, ".dtype = ", dtype_name(t.dtype()), " but must be f32 or bf16");
   check(t.numel() == 0 || t.stride(1) == 1, op, name, " rows must be dense (stride(1) = 1)");
 }
@@ -43,7 +43,7 @@ void validate(const char* op, const Tensor& x, const Tensor& weight, const NormO
   if (weight.ndim() != 1 || weight.shape(0) != x.shape(1))
     fail(op, "weight.shape = ", weight.shape_string(), " but expected [", x.shape(1), "]");
   if (!float_io(weight.dtype()) || !weight.is_contiguous())
-    fail(op, "weight must be a contiguous f32 or bf16 vector, got ", weight.describe());
+    fail(op, "weight must be a contiguous f32 or bf16 vector, got ", describe_text(weight));
   check(opt.eps >= 0 && std::isfinite(opt.eps), op, "eps = ", opt.eps, " but must be finite and >= 0");
   check(x.shape(1) > 0 || x.shape(0) == 0, op, "hidden size is 0");
 }
@@ -193,7 +193,7 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
   require_same_shape(op, "x", x, "y", y);
   if (bias && !(bias->ndim() == 1 && bias->shape(0) == x.shape(1) && bias->dtype() == weight.dtype() &&
                 bias->is_contiguous()))
-    fail(op, "bias = ", bias->describe(), " but expected contiguous [", x.shape(1), "] ", dtype_name(weight.dtype()));
+    fail(op, "bias = ", describe_text(*bias), " but expected contiguous [", x.shape(1), "] ", dtype_name(weight.dtype()));
   require_no_overlap(op, "weight", weight, "y", y);
   const int64_t rows = x.shape(0), h = x.shape(1);
   if (active_isa() >= Isa::avx512) {

@@ -23,13 +23,13 @@ inline void validate_fused_quant(const char* op, const char* h_name, int64_t row
                                  const Tensor& scales, const QuantOptions& qopt) {
   // (`if ... fail` where a message part is a built string: check() would build it every call.)
   if (!(q.ndim() == 2 && q.shape(0) == rows && q.shape(1) == h && q.dtype() == DType::f8e4m3))
-    fail(op, "q = ", q.describe(), " but expected [", rows, ", ", h, "] f8e4m3");
+    fail(op, "q = ", describe_text(q), " but expected [", rows, ", ", h, "] f8e4m3");
   check(qopt.group > 0 && qopt.group % 16 == 0, op, "group = ", qopt.group, " but must be a positive multiple of 16");
   check(h % qopt.group == 0, op, h_name, " = ", h, " but must be a multiple of the group (", qopt.group, ")");
   check(q.numel() == 0 || q.stride(1) == 1, op, "q rows must be dense (stride(1) = 1)");
   if (!(scales.ndim() == 2 && scales.shape(0) == rows && scales.shape(1) == h / qopt.group &&
         scales.dtype() == DType::f32))
-    fail(op, "scales = ", scales.describe(), " but expected [", rows, ", ", h / qopt.group, "] f32");
+    fail(op, "scales = ", describe_text(scales), " but expected [", rows, ", ", h / qopt.group, "] f32");
   check(scales.numel() == 0 || scales.stride(1) == 1, op, "scales rows must be dense (stride(1) = 1)");
   require_no_overlap(op, "q", q, "scales", scales);
 }

@@ -52,7 +52,7 @@ RowKernels row_kernels() {
 
 void require_matrix(const char* op, const char* name, const Tensor& t) {
   // (`if ... fail` where a message part is a built string: check() would build it every call.)
-  if (t.ndim() != 2) fail(op, name, " must be 2-d but is ", t.describe());
+  if (t.ndim() != 2) fail(op, name, " must be 2-d but is ", describe_text(t));
   check(t.numel() == 0 || t.stride(1) == 1, op, name, " rows must be dense (stride(1) = 1) but ",
         name, ".strides = [", t.stride(0), ", ", t.stride(1), "]");
 }

@@ -10,7 +10,7 @@ namespace sol {
 void rope(const Tensor& x, const Tensor& positions, const RopeTable& table, int64_t rope_offset) {
   const char* op = "rope";
   const RopeConfig& c = table.config();
-  check(x.ndim() == 3, op, "x must be [tokens, heads, head_dim] but is ", x.describe());
+  check(x.ndim() == 3, op, "x must be [tokens, heads, head_dim] but is ", describe_text(x));
   check(x.dtype() == DType::f32 || x.dtype() == DType::bf16, op, "x.dtype = ", dtype_name(x.dtype()),
         " but must be f32 or bf16");
   check(x.numel() == 0 || x.stride(2) == 1, op, "x's head_dim must be dense (stride(2) = 1)");
@@ -18,7 +18,7 @@ void rope(const Tensor& x, const Tensor& positions, const RopeTable& table, int6
         rope_offset + c.rope_dim, ") does not fit head_dim = ", x.shape(2));
   check(positions.ndim() == 1 && positions.shape(0) == x.shape(0) && positions.dtype() == DType::i32 &&
             positions.is_contiguous(),
-        op, "positions = ", positions.describe(), " but expected contiguous [", x.shape(0), "] i32");
+        op, "positions = ", describe_text(positions), " but expected contiguous [", x.shape(0), "] i32");
   const int64_t tokens = x.shape(0), heads = x.shape(1), d = c.rope_dim;
   const int32_t* pos = positions.data_as<const int32_t>();
   for (int64_t t = 0; t < tokens; ++t)

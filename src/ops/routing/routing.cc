@@ -66,7 +66,7 @@ struct TopK {
 void validate(const Tensor& logits, const Tensor& idx, const Tensor& w, const RoutingOptions& o) {
   const char* op = "moe_routing";
   check(logits.ndim() == 2 && (logits.dtype() == DType::f32 || logits.dtype() == DType::bf16), op,
-        "logits must be [tokens, experts] f32 or bf16, got ", logits.describe());
+        "logits must be [tokens, experts] f32 or bf16, got ", describe_text(logits));
   check(logits.is_contiguous(), op, "logits must be contiguous");
   const int64_t t = logits.shape(0), e = logits.shape(1);
   check(e >= 1, op, "logits.shape[1] = 0: no experts");
@@ -82,12 +82,12 @@ void validate(const Tensor& logits, const Tensor& idx, const Tensor& w, const Ro
   check(std::isfinite(o.scaling), op, "scaling = ", o.scaling, " but must be finite");
   check(idx.ndim() == 2 && idx.shape(0) == t && idx.shape(1) == o.top_k && idx.dtype() == DType::i32 &&
             idx.is_contiguous(),
-        op, "topk_idx = ", idx.describe(), " but expected contiguous [", t, ", ", o.top_k, "] i32");
+        op, "topk_idx = ", describe_text(idx), " but expected contiguous [", t, ", ", o.top_k, "] i32");
   check(w.ndim() == 2 && w.shape(0) == t && w.shape(1) == o.top_k && w.dtype() == DType::f32 && w.is_contiguous(),
-        op, "topk_weights = ", w.describe(), " but expected contiguous [", t, ", ", o.top_k, "] f32");
+        op, "topk_weights = ", describe_text(w), " but expected contiguous [", t, ", ", o.top_k, "] f32");
   if (const Tensor* b = o.correction_bias)
     check(b->ndim() == 1 && b->shape(0) == e && b->dtype() == DType::f32 && b->is_contiguous(), op,
-          "correction_bias = ", b->describe(), " but expected [", e, "] f32");
+          "correction_bias = ", describe_text(*b), " but expected [", e, "] f32");
   require_no_overlap(op, "topk_idx", idx, "topk_weights", w);
 }
 

@@ -157,9 +157,9 @@ double sampling_uniform(uint64_t seed, int64_t row) {
 void sample(const Tensor& logits, const Tensor& ids, const SamplingOptions& o) {
   const char* op = "sample";
   check(logits.ndim() == 2 && logits.is_contiguous() && (logits.dtype() == DType::f32 || logits.dtype() == DType::bf16),
-        op, "logits = ", logits.describe(), " but expected contiguous [batch, vocab] f32 or bf16");
+        op, "logits = ", describe_text(logits), " but expected contiguous [batch, vocab] f32 or bf16");
   check(ids.ndim() == 1 && ids.shape(0) == logits.shape(0) && ids.dtype() == DType::i32 && ids.is_contiguous(), op,
-        "ids = ", ids.describe(), " but expected contiguous [", logits.shape(0), "] i32");
+        "ids = ", describe_text(ids), " but expected contiguous [", logits.shape(0), "] i32");
   check(o.temperature >= 0.0f && std::isfinite(o.temperature), op, "temperature = ", o.temperature, " but must be >= 0");
   check(o.top_p > 0.0f && o.top_p <= 1.0f, op, "top_p = ", o.top_p, " but must be in (0, 1]");
   check(o.top_k >= 0, op, "top_k = ", o.top_k, " but must be >= 0 (0 keeps every id)");
