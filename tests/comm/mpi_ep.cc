@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ep_mix.h"
 #include "ep_reference.h"
 #include "mpi_check.h"
 #include "sol/comm.h"
@@ -20,6 +21,7 @@ using sol::comm::Group;
 using sol::comm::testing::Checker;
 using sol::ep::testing::Expected;
 using sol::ep::testing::Inputs;
+using sol::ep::testing::mix;
 using sol::ep::testing::same;
 
 namespace {
@@ -36,14 +38,6 @@ const char* routing_name(Routing r) {
     case Routing::all_dropped: return "all-dropped";
   }
   return "?";
-}
-
-uint64_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xFF51AFD7ED558CCDull;
-  x ^= x >> 33;
-  x *= 0xC4CEB9FE1A85EC53ull;
-  return x ^ (x >> 33);
 }
 
 struct Problem {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ep_mix.h"
 #include "ep_reference.h"
 #include "mpi_check.h"
 #include "sol/comm.h"
@@ -26,14 +27,6 @@ inline const char* routing_name(Routing r) {
     case Routing::all_dropped: return "all-dropped";
   }
   return "?";
-}
-
-inline uint64_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xFF51AFD7ED558CCDull;
-  x ^= x >> 33;
-  x *= 0xC4CEB9FE1A85EC53ull;
-  return x ^ (x >> 33);
 }
 
 struct Case {

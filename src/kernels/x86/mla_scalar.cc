@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "kernels/x86/avx512/mla_chunk_avx512.h"
+#include "kernels/x86/mla_rows.h"
 #include "sol/dtype.h"
 
 namespace sol::kernels {
@@ -76,32 +77,15 @@ void mla_chunk_scalar(const MlaChunk& c) {
 
 void mla_merge_scalar(int64_t rows, float* o, float* row_max, float* row_sum, const float* o2,
                       const float* row_max2, const float* row_sum2) {
-  for (int64_t m = 0; m < rows; ++m) {
-    const float mx = nan_max(row_max[m], row_max2[m]);
-    if (mx == kNegInf) continue;  // both empty: o stays 0, the sum 0
-    // exp(-inf) = 0 exactly: an empty side contributes nothing.
-    const float a = std::exp(row_max[m] - mx), b = std::exp(row_max2[m] - mx);
-    for (int d = 0; d < kMlaDv; ++d) o[m * kMlaDv + d] = o[m * kMlaDv + d] * a + o2[m * kMlaDv + d] * b;
-    row_sum[m] = row_sum[m] * a + row_sum2[m] * b;
-    row_max[m] = mx;
-  }
+  merge_rows(rows, o, row_max, row_sum, o2, row_max2, row_sum2, [](float* x, const float* y, float a, float b) {
+    for (int d = 0; d < kMlaDv; ++d) x[d] = x[d] * a + y[d] * b;
+  });
 }
 
 void mla_finish_scalar(const MlaFinish& f) {
-  for (int64_t m = f.row_begin; m < f.row_end; ++m) {
-    const int64_t i = m / f.heads, h = m % f.heads;
-    uint16_t* out = f.out + i * f.out_stride_s + h * f.out_stride_h;
-    float* lse = f.lse + h * f.lse_stride_h + i * f.lse_stride_s;
-    const float sum = f.row_sum[m];
-    if (sum == 0.0f) {
-      std::fill(out, out + kMlaDv, uint16_t(0));
-      *lse = kNegInf;
-      continue;
-    }
-    const float inv = 1.0f / sum;
-    for (int d = 0; d < kMlaDv; ++d) out[d] = f32_to_bf16(f.o[m * kMlaDv + d] * inv);
-    *lse = f.row_max[m] + std::log(sum);
-  }
+  finish_rows(f, [](uint16_t* out, const float* o, float inv_sum) {
+    for (int d = 0; d < kMlaDv; ++d) out[d] = f32_to_bf16(o[d] * inv_sum);
+  });
 }
 
 }  // namespace sol::kernels

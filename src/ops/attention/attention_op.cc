@@ -147,6 +147,17 @@ class AttentionCase : public OpCase {
   double tolerance() const { return s_.dtype == DType::bf16 ? 1e-2 : 2e-5; }
   reference::AttentionInputs inputs() const { return {&sets_[0].q.tensor(), &sets_[0].k.tensor(), &sets_[0].v.tensor(), opt_}; }
 
+  // Row `at` of a sampled comparison (f32, `width` columns): the reference's values `want` into
+  // ref, the op's output row (b, token, h) of t into got.
+  void put_row(Buffer& got, Buffer& ref, int64_t at, int64_t width, const double* want, const Buffer& t, int64_t b,
+               int64_t token, int64_t h) const {
+    for (int64_t d = 0; d < width; ++d) {
+      store_from_double(ref.data(), DType::f32, size_t(at * width + d), want[d]);
+      store_from_double(got.data(), DType::f32, size_t(at * width + d),
+                        load_as_double(t.tensor().ptr({b, token, h, d}), s_.dtype, 0));
+    }
+  }
+
   // Large shapes compare a sample of rows (first, last and 6 between, of 3 heads of the first
   // and last sequence): an fp64 reference of all of S = 4096, 32 heads would take minutes.
   CheckResult check_forward() {
@@ -173,11 +184,7 @@ class AttentionCase : public OpCase {
     for (auto [b, h] : heads) {
       reference::attention_rows(in, b, h, rows, o, l);
       for (size_t r = 0; r < rows.size(); ++r, ++at) {
-        for (int64_t d = 0; d < s_.dv; ++d) {
-          store_from_double(ref_o.data(), DType::f32, size_t(at * s_.dv + d), o[r * size_t(s_.dv) + size_t(d)]);
-          store_from_double(got_o.data(), DType::f32, size_t(at * s_.dv + d),
-                            load_as_double(s.o.tensor().ptr({b, rows[r], h, d}), s_.dtype, 0));
-        }
+        put_row(got_o, ref_o, at, s_.dv, o.data() + r * size_t(s_.dv), s.o, b, rows[r], h);
         store_from_double(ref_l.data(), DType::f32, size_t(at), l[r]);
         store_from_double(got_l.data(), DType::f32, size_t(at), load_as_double(s.lse.tensor().ptr({b, h, rows[r]}), DType::f32, 0));
       }
@@ -230,11 +237,7 @@ class AttentionCase : public OpCase {
     for (int64_t h : heads) {
       reference::attention_dq_rows(inputs(), s.d_o, 0, h, rows, dq);
       for (size_t r = 0; r < rows.size(); ++r, ++at)
-        for (int64_t d = 0; d < s_.dqk; ++d) {
-          store_from_double(ref.data(), DType::f32, size_t(at * s_.dqk + d), dq[r * size_t(s_.dqk) + size_t(d)]);
-          store_from_double(got.data(), DType::f32, size_t(at * s_.dqk + d),
-                            load_as_double(s.dq.tensor().ptr({0, rows[r], h, d}), s_.dtype, 0));
-        }
+        put_row(got, ref, at, s_.dqk, dq.data() + r * size_t(s_.dqk), s.dq, 0, rows[r], h);
     }
     CheckResult r = compare_relative(got, ref, tolerance());
     r.detail = std::to_string(n) + " sampled rows of dq (dk, dv not checked at this size): error " +

@@ -40,18 +40,8 @@ struct TileKernels {
 // accumulate (see kernels::AttnGemmTile).
 inline kernels::AttnGemmTile gemm_tile(int m, int n, int64_t k_steps, const void* a, int64_t lda, const void* b,
                                        float* c, int64_t ldc, bool accumulate, const float* row_scale = nullptr) {
-  kernels::AttnGemmTile g;
-  g.m = m;
-  g.n = n;
-  g.k_steps = k_steps;
-  g.a = a;
-  g.lda = lda;
-  g.b = b;
-  g.c = c;
-  g.ldc = ldc;
-  g.accumulate = accumulate;
-  g.row_scale = row_scale;
-  return g;
+  return {.m = m, .n = n, .k_steps = k_steps, .a = a, .lda = lda, .b = b, .c = c, .ldc = ldc,
+          .accumulate = accumulate, .row_scale = row_scale};
 }
 
 // acc[mt x n] = row_scale (.) acc + A * B, 32 columns at a time: A is mt rows (lda apart) of
@@ -70,17 +60,8 @@ inline void accumulate_panels(const TileKernels& kern, DType dtype, int mt, int6
 // each times row_scale[i] (null: 1) times scale.
 inline void store_rows(const TileKernels& kern, bool bf16, const float* acc, int64_t lda, int64_t m, int64_t n,
                        const float* row_scale, float scale, void* out, int64_t ldo) {
-  kernels::AttnStoreRows st;
-  st.m = m;
-  st.n = n;
-  st.acc = acc;
-  st.lda = lda;
-  st.row_scale = row_scale;
-  st.scale = scale;
-  st.out = out;
-  st.ldo = ldo;
-  st.bf16 = bf16;
-  kern.store(st);
+  kern.store({.m = m, .n = n, .acc = acc, .lda = lda, .row_scale = row_scale, .scale = scale, .out = out, .ldo = ldo,
+              .bf16 = bf16});
 }
 
 inline TileKernels tile_kernels(bool bf16) {

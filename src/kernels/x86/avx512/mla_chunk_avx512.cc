@@ -20,6 +20,7 @@
 
 #include "kernels/convert.h"
 #include "kernels/x86/avx512/vec16_avx512.h"
+#include "kernels/x86/mla_rows.h"
 
 namespace sol::kernels {
 namespace {
@@ -387,37 +388,19 @@ void mla_chunk_avx512(const MlaChunk& c) {
 
 void mla_merge_avx512(int64_t rows, float* o, float* row_max, float* row_sum, const float* o2,
                       const float* row_max2, const float* row_sum2) {
-  for (int64_t m = 0; m < rows; ++m) {
-    const float m1 = row_max[m], m2 = row_max2[m];
-    const float mx = std::isnan(m1) || m1 > m2 ? m1 : m2;
-    if (mx == kNegInf) continue;
-    const float a = std::exp(m1 - mx), b = std::exp(m2 - mx);
+  merge_rows(rows, o, row_max, row_sum, o2, row_max2, row_sum2, [](float* x, const float* y, float a, float b) {
     const __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
-    float* x = o + m * kMlaDv;
-    const float* y = o2 + m * kMlaDv;
     for (int d = 0; d < kMlaDv; d += 16)
       _mm512_storeu_ps(x + d, _mm512_fmadd_ps(_mm512_loadu_ps(x + d), va, _mm512_mul_ps(_mm512_loadu_ps(y + d), vb)));
-    row_sum[m] = row_sum[m] * a + row_sum2[m] * b;
-    row_max[m] = mx;
-  }
+  });
 }
 
 void mla_finish_avx512(const MlaFinish& f) {
-  for (int64_t m = f.row_begin; m < f.row_end; ++m) {
-    const int64_t i = m / f.heads, h = m % f.heads;
-    uint16_t* out = f.out + i * f.out_stride_s + h * f.out_stride_h;
-    float* lse = f.lse + h * f.lse_stride_h + i * f.lse_stride_s;
-    const float sum = f.row_sum[m];
-    if (sum == 0.0f) {
-      std::memset(out, 0, 2 * kMlaDv);
-      *lse = kNegInf;
-      continue;
-    }
-    const __m512 inv = _mm512_set1_ps(1.0f / sum);
+  finish_rows(f, [](uint16_t* out, const float* o, float inv_sum) {
+    const __m512 inv = _mm512_set1_ps(inv_sum);
     for (int d = 0; d < kMlaDv; d += 16)
-      store16(out, DType::bf16, d, 0xFFFF, _mm512_mul_ps(_mm512_loadu_ps(f.o + m * kMlaDv + d), inv));
-    *lse = f.row_max[m] + std::log(sum);
-  }
+      store16(out, DType::bf16, d, 0xFFFF, _mm512_mul_ps(_mm512_loadu_ps(o + d), inv));
+  });
 }
 
 }  // namespace sol::kernels
