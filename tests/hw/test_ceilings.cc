@@ -23,8 +23,13 @@ TEST(CeilingUnits, NamesRoundTrip) {
   EXPECT_DOUBLE_EQ(unit_display_scale(Unit::mem_read), 1e9);
 }
 
+// Load on a shared machine (other processes on the core, a descheduled timer) can only make a
+// rate look lower, never higher: a figure below `low` is measured again, up to three times,
+// before it counts as a broken loop (QuickClockIsPlausible read < 0.5 GHz once at load 13).
 void expect_plausible(Unit u, double low, double high) {
   Ceiling c = measure_ceiling(u, 1, kQuickSeconds);
+  for (int retry = 0; retry < 3 && c.available && c.one_thread <= low; ++retry)
+    c = measure_ceiling(u, 1, kQuickSeconds);
   ASSERT_TRUE(c.available) << unit_name(u) << ": " << c.note;
   EXPECT_EQ(c.unit, u);
   EXPECT_EQ(c.threads, 1);
