@@ -187,6 +187,7 @@ struct Case {
   Layout layout;
   int64_t pad_a = 0, pad_b = 0, off_b = 0, pad_d = 0;  // pad: extra elements per row
   bool with_c = false;                                 // beta != 0, C strided like D
+  bool bias_silu = false;                              // float outputs: + bias, then SiLU
 };
 
 std::string describe(const Case& c) {
@@ -194,7 +195,7 @@ std::string describe(const Case& c) {
          std::string(dtype_name(c.types.d)) + (c.layout == Layout::nn ? " nn" : " nt") + " m=" + std::to_string(c.m) +
          " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " pad_a=" + std::to_string(c.pad_a) +
          " pad_b=" + std::to_string(c.pad_b) + " off_b=" + std::to_string(c.off_b) +
-         " pad_d=" + std::to_string(c.pad_d) + (c.with_c ? " +C" : "");
+         " pad_d=" + std::to_string(c.pad_d) + (c.with_c ? " +C" : "") + (c.bias_silu ? " bias silu" : "");
 }
 
 // Runs the case (plain B, then B packed by pack_b) on NaN-filled D; checks D against the fp64
@@ -206,9 +207,14 @@ Buffer run_case(const Case& c, uint64_t seed, bool check = true) {
   Operand a(t.a, c.m, c.k, c.pad_a, 0, seed);
   Operand b(t.b, nn ? c.k : c.n, nn ? c.n : c.k, c.pad_b, c.off_b, seed + 1);
   Operand cm(t.d, c.m, c.n, c.pad_d, 1, seed + 2);
-  Buffer a_scales, b_scales;
+  Buffer a_scales, b_scales, bias(DType::f32, {c.n});
+  fill_random(bias, seed + 5, 1.0);
   GemmOptions opt;
   opt.layout = c.layout;
+  if (c.bias_silu && !is_int(t.a)) {
+    opt.bias = &bias.tensor();
+    opt.activation = Activation::silu;
+  }
   if (c.with_c) {
     opt.beta = is_int(t.a) ? 1.0f : 0.5f;
     opt.c = &cm.view;
@@ -256,7 +262,7 @@ Buffer run_case(const Case& c, uint64_t seed, bool check = true) {
   if (!check) return plain;
 
   Buffer ref(is_int(t.a) ? DType::i32 : DType::f32, {c.m, c.n});
-  reference_gemm(a.view, b.view, c.layout, c.with_c ? &cm.view : nullptr, 1.0f, opt.beta, nullptr, Activation::none,
+  reference_gemm(a.view, b.view, c.layout, c.with_c ? &cm.view : nullptr, 1.0f, opt.beta, opt.bias, opt.activation,
                  ref, opt.a_scales, fp8 ? &b_scales.tensor() : nullptr);
   if (is_int(t.a)) {
     CheckResult r = compare_bitwise(plain, ref);
@@ -277,13 +283,13 @@ Buffer run_case(const Case& c, uint64_t seed, bool check = true) {
 bool is_fp8(const Types& t) { return t.a == DType::f8e4m3 || t.b == DType::f8e4m3; }
 
 // Strides rotate over the shapes: contiguous; lda > K, ldb > N or K, ldd > N; B at an odd
-// element offset; both, with C.
+// element offset, with C; both, with C, bias and SiLU (float outputs).
 void apply_variant(Case& c, int v) {
   switch (v % 4) {
     case 0: break;
     case 1: c.pad_a = 5, c.pad_b = 3, c.pad_d = 2; break;
     case 2: c.off_b = 1, c.with_c = true; break;
-    default: c.pad_a = 1, c.pad_b = 7, c.off_b = 1, c.pad_d = 3, c.with_c = true; break;
+    default: c.pad_a = 1, c.pad_b = 7, c.off_b = 1, c.pad_d = 3, c.with_c = true, c.bias_silu = true; break;
   }
 }
 
@@ -291,7 +297,7 @@ TEST(GemmPacking, PlainBTailsAndPartialPanelsEveryPath) {
   OneThread one_thread;
   const int64_t ms[] = {1, 8, 12, 13, 16, 17, 25};
   const int64_t ns[] = {1, 31, 33, 63, 65};
-  const int64_t ks[] = {1, 2, 3, 5, 7, 15, 17, 31, 33, 47, 49, 66, 130};
+  const int64_t ks[] = {1, 2, 3, 5, 7, 15, 17, 31, 33, 47, 49, 63, 65, 129};
   const int64_t fp8_ks[] = {128, 256};
   for_each_gemm_path([&] {
     for (const Types& t : kTypes)
@@ -311,14 +317,14 @@ TEST(GemmPacking, PlainBTailsAndPartialPanelsEveryPath) {
 }
 
 // M <= 16 with a plain B: each tile of a 64-column block requests a share of the next
-// block's source; N crosses several blocks and ends in a partial one.
+// block's source; N crosses several blocks and ends in a partial one; K up to a few KC blocks.
 TEST(GemmPacking, DecodeAcrossColumnBlocksEveryPath) {
   OneThread one_thread;
   struct Shape {
     int64_t m, n, k;
   };
-  const Shape shapes[] = {{1, 200, 33}, {7, 321, 130}, {16, 129, 257}, {13, 450, 65}, {16, 97, 1031}};
-  const Shape fp8_shapes[] = {{1, 321, 256}, {16, 200, 384}, {9, 129, 128}};
+  const Shape shapes[] = {{1, 200, 33}, {7, 321, 130}, {16, 129, 257}, {13, 450, 65}, {16, 97, 1031}, {3, 100, 4133}};  // the last: K blocks
+  const Shape fp8_shapes[] = {{1, 321, 256}, {16, 200, 384}, {9, 129, 128}, {2, 130, 4352}};
   for_each_gemm_path([&] {
     for (const Types& t : kTypes)
       for (Layout layout : {Layout::nn, Layout::nt}) {
@@ -353,6 +359,22 @@ TEST(GemmPacking, BitwiseIdenticalForOneAndTwoThreads) {
         EXPECT_TRUE(r.pass) << describe(c) << ": 2 threads vs 1: " << r.detail;
       }
     }
+}
+
+// K = 0: no K step to pack (the packers see kc = 0, the s8 sums are 0); D = beta * C.
+TEST(GemmPacking, EmptyKEveryPath) {
+  OneThread one_thread;
+  for_each_gemm_path([] {
+    for (const Types& t : kTypes)
+      for (Layout layout : {Layout::nn, Layout::nt}) {
+        if (is_fp8(t) && layout == Layout::nn) continue;
+        for (int64_t m : {1, 13, 25}) {
+          Case c{t, m, 65, 0, layout};
+          apply_variant(c, 3);
+          run_case(c, uint64_t(m));
+        }
+      }
+  });
 }
 
 }  // namespace
