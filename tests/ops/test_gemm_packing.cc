@@ -5,11 +5,14 @@
 // 32-column panels, strided and oddly offset operands, decode shapes that cross several
 // column blocks, packed-vs-plain and one-vs-two-thread bitwise identity.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -49,21 +52,62 @@ void fill_bytes(const Tensor& t, uint64_t seed, bool e4m3) {
   }
 }
 
-// A [rows, cols] view at column `offset` of a buffer with rows of offset + cols + pad
-// elements. Everything outside the view is loud (NaN bits for floats, 0x7F for integers), so
-// a packer that reads past a row or a column shows in the result.
-struct Operand {
-  Buffer buf;
-  Tensor view;
-  Operand(DType t, int64_t rows, int64_t cols, int64_t pad, int64_t offset, uint64_t seed)
-      : buf(t, {rows, offset + cols + pad}) {
-    std::memset(buf.data(), is_int(t) ? 0x7F : 0xFF, buf.tensor().numel() * dtype_size(t));
-    view = buf.tensor().slice(1, offset, offset + cols);
+// A [rows, cols] view at column `offset` of rows of offset + cols + pad elements. Everything
+// outside the view is loud (NaN bits for floats, 0x7F for int8), so a packer that reads past
+// a row or a column shows in the result. `guarded`: the view's last element ends a page and
+// the next page is unmapped, so a read (or write) one byte past the last row faults.
+class Operand {
+ public:
+  Operand(DType t, int64_t rows, int64_t cols, int64_t pad, int64_t offset, uint64_t seed, bool guarded = false)
+      : type_(t), ld_(offset + cols + pad) {
+    const int64_t es = int64_t(dtype_size(t));
+    bytes_ = size_t(rows * ld_ * es);
+    if (guarded && rows > 0 && cols > 0) {
+      const size_t page = size_t(sysconf(_SC_PAGESIZE));
+      const size_t used = size_t(((rows - 1) * ld_ + offset + cols) * es);  // up to the view's end
+      const size_t body = (used + page - 1) / page * page;
+      map_bytes_ = body + page;
+      map_ = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (map_ == MAP_FAILED) throw std::runtime_error("mmap failed");
+      mprotect(static_cast<char*>(map_) + body, page, PROT_NONE);
+      base_ = static_cast<char*>(map_) + body - used;
+      bytes_ = used;
+    } else {
+      buf_ = Buffer(t, {rows, ld_});
+      base_ = buf_.data();
+    }
+    const int64_t shape[] = {rows, cols}, strides[] = {ld_, 1};
+    view = Tensor(static_cast<char*>(base_) + offset * es, t, shape, strides);
+    fill_all(is_int(t) ? 0x7F : 0xFF);
     Buffer values(t, {rows, cols});
     if (is_int(t) || t == DType::f8e4m3) fill_bytes(values, seed, t == DType::f8e4m3);
     else fill_random(values, seed, t == DType::i32 ? 1e6 : 1.0);
     copy(values, view);
   }
+  ~Operand() {
+    if (map_) munmap(map_, map_bytes_);
+  }
+  Operand(const Operand&) = delete;
+  Operand& operator=(const Operand&) = delete;
+
+  // Every byte of the rows (views and pads) set to `byte`.
+  void fill_all(uint8_t byte) const { std::memset(base_, byte, bytes_); }
+  // Byte 0 of element (row, col) of the underlying rows (col may be outside the view).
+  uint8_t byte_at(int64_t row, int64_t col) const {
+    return static_cast<const uint8_t*>(base_)[(row * ld_ + col) * int64_t(dtype_size(type_))];
+  }
+  int64_t ld() const { return ld_; }
+
+  Tensor view;
+
+ private:
+  DType type_;
+  int64_t ld_;
+  Buffer buf_;
+  void* map_ = nullptr;
+  size_t map_bytes_ = 0;
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
 };
 
 // ---- the panels, bit for bit --------------------------------------------------------------
@@ -188,6 +232,7 @@ struct Case {
   int64_t pad_a = 0, pad_b = 0, off_b = 0, pad_d = 0;  // pad: extra elements per row
   bool with_c = false;                                 // beta != 0, C strided like D
   bool bias_silu = false;                              // float outputs: + bias, then SiLU
+  bool guarded = false;                                // every operand ends at an unmapped page
 };
 
 std::string describe(const Case& c) {
@@ -195,7 +240,8 @@ std::string describe(const Case& c) {
          std::string(dtype_name(c.types.d)) + (c.layout == Layout::nn ? " nn" : " nt") + " m=" + std::to_string(c.m) +
          " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " pad_a=" + std::to_string(c.pad_a) +
          " pad_b=" + std::to_string(c.pad_b) + " off_b=" + std::to_string(c.off_b) +
-         " pad_d=" + std::to_string(c.pad_d) + (c.with_c ? " +C" : "") + (c.bias_silu ? " bias silu" : "");
+         " pad_d=" + std::to_string(c.pad_d) + (c.with_c ? " +C" : "") + (c.bias_silu ? " bias silu" : "") +
+         (c.guarded ? " guarded" : "");
 }
 
 // Runs the case (plain B, then B packed by pack_b) on NaN-filled D; checks D against the fp64
@@ -204,9 +250,11 @@ std::string describe(const Case& c) {
 Buffer run_case(const Case& c, uint64_t seed, bool check = true) {
   const Types& t = c.types;
   const bool nn = c.layout == Layout::nn, fp8 = t.b == DType::f8e4m3;
-  Operand a(t.a, c.m, c.k, c.pad_a, 0, seed);
-  Operand b(t.b, nn ? c.k : c.n, nn ? c.n : c.k, c.pad_b, c.off_b, seed + 1);
-  Operand cm(t.d, c.m, c.n, c.pad_d, 1, seed + 2);
+  Operand a(t.a, c.m, c.k, c.pad_a, 0, seed, c.guarded);
+  Operand b(t.b, nn ? c.k : c.n, nn ? c.n : c.k, c.pad_b, c.off_b, seed + 1, c.guarded);
+  Operand cm(t.d, c.m, c.n, c.pad_d, 1, seed + 2, c.guarded);
+  Operand d_rows(t.d, c.m, c.n, c.pad_d, 1, seed + 3, c.guarded);  // D at an odd offset, ldd > N
+  const Tensor& d = d_rows.view;
   Buffer a_scales, b_scales, bias(DType::f32, {c.n});
   fill_random(bias, seed + 5, 1.0);
   GemmOptions opt;
@@ -233,10 +281,8 @@ Buffer run_case(const Case& c, uint64_t seed, bool check = true) {
       b_scales.tensor().data_as<float>()[i] = std::fabs(b_scales.tensor().data_as<float>()[i]) * 0.01f + 0.001f;
   }
 
-  Buffer d_buf(t.d, {c.m, c.n + c.pad_d + 1});
-  const Tensor d = d_buf.tensor().slice(1, 1, 1 + c.n);  // D at an odd offset, ldd > N
   auto run = [&](bool packed) {
-    poison(d_buf);
+    d_rows.fill_all(0xFF);  // NaN (or -1): beta = 0 must not read it
     GemmOptions o = opt;
     if (packed) {
       gemm(a.view, pack_b(b.view, c.layout, fp8 ? &b_scales.tensor() : nullptr), d, o);
@@ -244,13 +290,10 @@ Buffer run_case(const Case& c, uint64_t seed, bool check = true) {
       if (fp8) o.b_scales = &b_scales.tensor();
       gemm(a.view, b.view, d, o);
     }
-    const size_t es = dtype_size(t.d);
-    const auto* bytes = static_cast<const uint8_t*>(d_buf.data());
-    const int64_t ld = c.n + c.pad_d + 1;
     for (int64_t i = 0; i < c.m; ++i)
       for (int64_t j : {int64_t(0), c.n + 1})
-        if (j < ld) {
-          EXPECT_EQ(bytes[(i * ld + j) * int64_t(es)], 0xFF) << describe(c) << ": wrote outside D";
+        if (j < d_rows.ld()) {
+          EXPECT_EQ(d_rows.byte_at(i, j), 0xFF) << describe(c) << ": wrote outside D";
         }
     Buffer out(t.d, {c.m, c.n});
     copy(d, out);
@@ -373,6 +416,30 @@ TEST(GemmPacking, EmptyKEveryPath) {
           apply_variant(c, 3);
           run_case(c, uint64_t(m));
         }
+      }
+  });
+}
+
+// Every operand's last element ends a page before an unmapped one: a packer, tile or
+// epilogue that touches a byte past the last row (a mask one too wide, a tail loaded whole)
+// faults here instead of reading whatever happens to follow.
+TEST(GemmPacking, NothingReadOrWrittenPastTheLastRowEveryPath) {
+  OneThread one_thread;
+  for_each_gemm_path([] {
+    for (const Types& t : kTypes)
+      for (Layout layout : {Layout::nn, Layout::nt}) {
+        if (is_fp8(t) && layout == Layout::nn) continue;
+        int v = 0;
+        for (int64_t m : {1, 13, 25})
+          for (int64_t n : {1, 33, 65})
+            for (int64_t k : is_fp8(t) ? std::vector<int64_t>{128} : std::vector<int64_t>{1, 17, 33, 129}) {
+              Case c{t, m, n, k, layout};
+              c.off_b = v % 2;
+              c.with_c = v % 3 == 0;
+              c.guarded = true;
+              ++v;
+              run_case(c, uint64_t(m + n + k));
+            }
       }
   });
 }
