@@ -38,7 +38,7 @@ PackedMatrix pack_b(const Tensor& b, Layout layout, const Tensor* b_scales) {
     gemm_detail::require_b_scales("pack_b", *b_scales, n, k);
     const int64_t rows = (n + kFp8ScaleBlock - 1) / kFp8ScaleBlock, cols = k / kFp8ScaleBlock;
     impl->scales = Buffer(DType::f32, {rows, cols});
-    for (int64_t r = 0; r < rows; ++r)
+    for (int64_t r = 0; r < rows && cols > 0; ++r)  // K = 0: no scale columns to index
       std::memcpy(impl->scales.tensor().ptr({r, 0}), b_scales->ptr({r, 0}), size_t(cols) * 4);
   } else {
     check(b_scales == nullptr, "pack_b", "b_scales given but b.dtype = ", dtype_name(t),
