@@ -153,15 +153,6 @@ void pack_a_panel(const void* a, int64_t lda, DType a_type, int64_t first_row, i
   if (steps > full) pack_partial_step(row, a_type, full, kc - full * group, panel + full * kGemmMR);
 }
 
-void pack_a_block(const void* a, int64_t lda, DType a_type, int64_t m0, int64_t mc, int64_t k0,
-                  int64_t kc, void* dst) {
-  char* panel = static_cast<char*>(dst);
-  for (int64_t r0 = 0, h; r0 < mc; r0 += h, panel += a_panel_bytes(a_type, kc)) {
-    h = a_panel_rows(mc, r0);
-    pack_a_panel(a, lda, a_type, m0 + r0, h, k0, kc, panel);
-  }
-}
-
 // Rows stay rows for the AMX tiles: each row's kc values (bf16, fp8 widened to bf16, or
 // int8 bytes as they are) then zeros to row_bytes; rows past mc up to a multiple of 16 are
 // zero, so a 16-row tile load never reads past the block.

@@ -49,13 +49,10 @@ inline int64_t a_panel_rows(int64_t mc, int64_t done) {
                                                                : std::min<int64_t>(left, kernels::kGemmMR);
 }
 
-// Rows [m0, m0 + mc) x K [k0, k0 + kc) of A (stored as a_type) into panels of a_panel_rows
-// rows, panel after panel; each panel takes k_steps(kc) * kGemmMR 32-bit slots (f32, bf16
-// pairs, u8 quads). fp8 is widened to bf16 exactly; s8 becomes u8 (+128).
-void pack_a_block(const void* a, int64_t lda, DType a_type, int64_t m0, int64_t mc, int64_t k0,
-                  int64_t kc, void* dst);
-
-// One panel of pack_a_block: `rows` (<= kGemmMR) rows from first_row into a_panel_bytes.
+// One A panel: `rows` (<= kGemmMR) rows of A (stored as a_type) from first_row, K [k0, k0 + kc),
+// into a_panel_bytes: k_steps(kc) * kGemmMR 32-bit slots (f32, bf16 pairs, u8 quads). fp8 is
+// widened to bf16 exactly; s8 becomes u8 (+128). The blocked driver packs each panel of a block
+// just before its first tile.
 void pack_a_panel(const void* a, int64_t lda, DType a_type, int64_t first_row, int64_t rows, int64_t k0,
                   int64_t kc, void* dst);
 // Bytes of one packed A panel of kc values: k_steps * kGemmMR 32-bit slots.
