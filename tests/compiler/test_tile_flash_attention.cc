@@ -27,6 +27,22 @@ Tensor heads_major(const Buffer& b) {
   return Tensor(t.data(), t.dtype(), shape, stride);
 }
 
+// The compiled kernel's o and lse against its own program (the same arithmetic up to summation
+// order and exp2 rounding) and against the hand-written operator (bf16 outputs, P rounded to
+// bf16 in both; its exp2 is a polynomial and its sums run in another order, hence the looser
+// lse bound).
+void expect_matches(const Buffer& o, const Buffer& lse, const Buffer& o_int, const Buffer& lse_int,
+                    const Buffer& o_ref, const Buffer& lse_ref) {
+  CheckResult r = compare_relative(o, o_int, 1e-2);
+  EXPECT_TRUE(r.pass) << "o vs interpreter: " << r.error << " " << r.detail;
+  r = compare_relative(lse, lse_int, 1e-5);
+  EXPECT_TRUE(r.pass) << "lse vs interpreter: " << r.error << " " << r.detail;
+  r = compare_relative(o, o_ref, 1e-2);
+  EXPECT_TRUE(r.pass) << "o vs sol::flash_attention: " << r.error << " " << r.detail;
+  r = compare_relative(lse, lse_ref, 2e-4);
+  EXPECT_TRUE(r.pass) << "lse vs sol::flash_attention: " << r.error << " " << r.detail;
+}
+
 struct Case {
   int64_t b, h, sq, skv;
 };
@@ -58,17 +74,7 @@ TEST_P(TileFlashAttention, MatchesInterpreterAndSolFlashAttention) {
   interpret(prog, args_int);
   flash_attention(q, k, v, o_ref, lse_ref);
 
-  // Against its own program: the same arithmetic up to summation order and exp2 rounding.
-  CheckResult r = compare_relative(o, o_int, 1e-2);
-  EXPECT_TRUE(r.pass) << "o vs interpreter: " << r.error << " " << r.detail;
-  r = compare_relative(lse, lse_int, 1e-5);
-  EXPECT_TRUE(r.pass) << "lse vs interpreter: " << r.error << " " << r.detail;
-  // Against the hand-written operator: bf16 outputs, P rounded to bf16 in both; its exp2 is a
-  // polynomial and its sums run in another order, hence the looser lse bound.
-  r = compare_relative(o, o_ref, 1e-2);
-  EXPECT_TRUE(r.pass) << "o vs sol::flash_attention: " << r.error << " " << r.detail;
-  r = compare_relative(lse, lse_ref, 2e-4);
-  EXPECT_TRUE(r.pass) << "lse vs sol::flash_attention: " << r.error << " " << r.detail;
+  expect_matches(o, lse, o_int, lse_int, o_ref, lse_ref);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, TileFlashAttention,
@@ -136,14 +142,7 @@ TEST_P(TileCausalGqa, MatchesInterpreterAndSolFlashAttention) {
   opt.causal = true;
   flash_attention(q, k, v, o_ref, lse_ref, opt);
 
-  CheckResult r = compare_relative(o, o_int, 1e-2);
-  EXPECT_TRUE(r.pass) << "o vs interpreter: " << r.error << " " << r.detail;
-  r = compare_relative(lse, lse_int, 1e-5);
-  EXPECT_TRUE(r.pass) << "lse vs interpreter: " << r.error << " " << r.detail;
-  r = compare_relative(o, o_ref, 1e-2);
-  EXPECT_TRUE(r.pass) << "o vs sol::flash_attention: " << r.error << " " << r.detail;
-  r = compare_relative(lse, lse_ref, 2e-4);
-  EXPECT_TRUE(r.pass) << "lse vs sol::flash_attention: " << r.error << " " << r.detail;
+  expect_matches(o, lse, o_int, lse_int, o_ref, lse_ref);
   if (c.sq > c.skv) {  // the first sq - skv rows see no key: o = 0, lse = -inf, as sol's
     const float* l = static_cast<const float*>(lse.data());
     EXPECT_TRUE(std::isinf(l[0]) && l[0] < 0) << l[0];
