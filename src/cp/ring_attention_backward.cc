@@ -62,25 +62,17 @@ void ring_backward(const Backward& t, const ShardDims& d, const comm::Group& gro
     const Tensor v_cur(static_cast<std::byte*>(cur.data()) + k_bytes, d.dtype, t.v.shape());
     float* dkv_acc = dkv[step % 2].tensor().data_as<float>();
     for (const RingBlock& blk : ring_pieces(me, src, d.C, opt.causal)) {
-      const int64_t rows = blk.q1 - blk.q0, keys = blk.k1 - blk.k0;
-      const Tensor dq_rows(dq_part.data(), d.dtype, {d.B, rows, d.H, d.D});
-      const Tensor dk_rows(dk_part.data(), d.dtype, {d.B, keys, d.Hkv, d.D});
-      const Tensor dv_rows(dv_part.data(), d.dtype, {d.B, keys, d.Hkv, d.Dv});
-      timed(opt.stats, kCompute, [&] {
-        flash_attention_backward(t.q.slice(1, blk.q0, blk.q1), k_cur.slice(1, blk.k0, blk.k1),
-                                 v_cur.slice(1, blk.k0, blk.k1), t.o.slice(1, blk.q0, blk.q1),
-                                 t.lse.slice(2, blk.q0, blk.q1), t.d_o.slice(1, blk.q0, blk.q1), dq_rows, dk_rows,
-                                 dv_rows, block_options(opt, blk.causal));
-      });
+      BlockGrads g;
+      timed(opt.stats, kCompute, [&] { g = block_backward(t, d, k_cur, v_cur, blk, opt, dq_part, dk_part, dv_part); });
       if (passing) timed(opt.stats, kComm, [&] { kv_work.completed(); });
-      timed(opt.stats, kCompute, [&] { accumulate_rows(dq_acc.tensor().data_as<float>(), d.S2, blk.q0, dq_rows); });
+      timed(opt.stats, kCompute, [&] { accumulate_rows(dq_acc.tensor().data_as<float>(), d.S2, blk.q0, g.dq); });
       if (dkv_pending) {  // this shard's accumulator, from the previous rank
         timed(opt.stats, kComm, [&] { dkv_work.wait(); });
         dkv_pending = false;
       }
       timed(opt.stats, kCompute, [&] {
-        accumulate_rows(dkv_acc, d.S2, blk.k0, dk_rows);
-        accumulate_rows(dkv_acc + k_numel, d.S2, blk.k0, dv_rows);
+        accumulate_rows(dkv_acc, d.S2, blk.k0, g.dk);
+        accumulate_rows(dkv_acc + k_numel, d.S2, blk.k0, g.dv);
       });
     }
     if (n > 1)  // pass the accumulator on; after the last step it goes home
@@ -104,6 +96,19 @@ void ring_backward(const Backward& t, const ShardDims& d, const comm::Group& gro
     store_f32(mine, t.dk);
     store_f32(mine + k_numel, t.dv);
   });
+}
+
+BlockGrads block_backward(const Backward& t, const ShardDims& d, const Tensor& k, const Tensor& v,
+                          const RingBlock& blk, const RingAttentionOptions& opt, const Buffer& dq_part,
+                          const Buffer& dk_part, const Buffer& dv_part) {
+  const int64_t rows = blk.q1 - blk.q0, keys = blk.k1 - blk.k0;
+  BlockGrads g{Tensor(dq_part.data(), d.dtype, {d.B, rows, d.H, d.D}),
+               Tensor(dk_part.data(), d.dtype, {d.B, keys, d.Hkv, d.D}),
+               Tensor(dv_part.data(), d.dtype, {d.B, keys, d.Hkv, d.Dv})};
+  flash_attention_backward(t.q.slice(1, blk.q0, blk.q1), k.slice(1, blk.k0, blk.k1), v.slice(1, blk.k0, blk.k1),
+                           t.o.slice(1, blk.q0, blk.q1), t.lse.slice(2, blk.q0, blk.q1),
+                           t.d_o.slice(1, blk.q0, blk.q1), g.dq, g.dk, g.dv, block_options(opt, blk.causal));
+  return g;
 }
 
 }  // namespace sol::cp::detail

@@ -89,18 +89,11 @@ void ring_backward_in_place(const Backward& t, const ShardDims& d, const comm::G
     const Tensor k_src(w.peer(src), d.dtype, t.k.shape()), v_src(w.peer(src) + k_bytes, d.dtype, t.v.shape());
     float* acc = dkv.tensor().data_as<float>() + kv_numel * src;
     for (const RingBlock& blk : ring_blocks(me, src, d.C, opt.causal)) {
-      const int64_t rows = blk.q1 - blk.q0, keys = blk.k1 - blk.k0;
-      const Tensor dq_rows(dq_part.data(), d.dtype, {d.B, rows, d.H, d.D});
-      const Tensor dk_rows(dk_part.data(), d.dtype, {d.B, keys, d.Hkv, d.D});
-      const Tensor dv_rows(dv_part.data(), d.dtype, {d.B, keys, d.Hkv, d.Dv});
       timed(opt.stats, kCompute, [&] {
-        flash_attention_backward(t.q.slice(1, blk.q0, blk.q1), k_src.slice(1, blk.k0, blk.k1),
-                                 v_src.slice(1, blk.k0, blk.k1), t.o.slice(1, blk.q0, blk.q1),
-                                 t.lse.slice(2, blk.q0, blk.q1), t.d_o.slice(1, blk.q0, blk.q1), dq_rows, dk_rows,
-                                 dv_rows, block_options(opt, blk.causal));
-        accumulate_rows(dq_acc.tensor().data_as<float>(), d.S2, blk.q0, dq_rows);
-        accumulate_rows(acc, d.S2, blk.k0, dk_rows);
-        accumulate_rows(acc + k_numel, d.S2, blk.k0, dv_rows);
+        const BlockGrads g = block_backward(t, d, k_src, v_src, blk, opt, dq_part, dk_part, dv_part);
+        accumulate_rows(dq_acc.tensor().data_as<float>(), d.S2, blk.q0, g.dq);
+        accumulate_rows(acc, d.S2, blk.k0, g.dk);
+        accumulate_rows(acc + k_numel, d.S2, blk.k0, g.dv);
       });
     }
   }

@@ -1,6 +1,7 @@
 #pragma once
 // The context-parallel attention algorithms behind cp::ring_attention and its backward (the
 // public functions validate and dispatch on RingAttentionOptions::variant).
+#include "cp/ring_plan.h"
 #include "cp/shard_layout.h"
 #include "sol/comm.h"
 
@@ -17,6 +18,16 @@ struct Backward {
 // for query rows [row0, row0 + rows): o_part [B, rows, H, Dv], lse_part [B, H, rows].
 void merge_partial(float* o_acc, float* lse_acc, const Tensor& o_part, const float* lse_part, const ShardDims& d,
                    int64_t row0);
+
+// The gradient parts of one ring block: flash_attention_backward of the block's query rows
+// [q0, q1) against its keys [k0, k1) of k and v (this rank's shard, or a peer's), written to the
+// first rows of dq_part, dk_part and dv_part, whose row views it returns.
+struct BlockGrads {
+  Tensor dq, dk, dv;
+};
+BlockGrads block_backward(const Backward& t, const ShardDims& d, const Tensor& k, const Tensor& v,
+                          const RingBlock& blk, const RingAttentionOptions& opt, const Buffer& dq_part,
+                          const Buffer& dk_part, const Buffer& dv_part);
 
 void ring_forward(const Forward& t, const ShardDims& dims, const comm::Group& group, const RingAttentionOptions& opt);
 void ring_backward(const Backward& t, const ShardDims& dims, const comm::Group& group, const RingAttentionOptions& opt);
