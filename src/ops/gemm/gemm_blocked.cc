@@ -9,7 +9,9 @@
 #include "ops/gemm/block_parts.h"
 #include "ops/gemm/blocking.h"
 #include "ops/gemm/packing.h"
+#include "sol/hw.h"
 #include "sol/tensor.h"
+#include "sol/threads.h"
 
 namespace sol::gemm_detail {
 
@@ -186,8 +188,12 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
 
 void gemm_blocked_avx512(const GemmProblem& p) {
   // Skinny or wide problems split N, so each thread streams its own share of B exactly once;
-  // tall ones split M, so each thread packs all of B but only its own rows of A.
-  if (p.m <= 16 || p.n >= p.m) {
+  // tall ones split M, so each thread packs all of B but only its own rows of A. A pre-packed B
+  // that the threads can share from the L3 splits M too: nothing of B is packed, and each
+  // thread packs only its own rows of A instead of all of them.
+  const bool shared_packed_b = p.packed && p.packed->data.bytes() * 2 <= size_t(cpu_features().l3_bytes) &&
+                               p.m >= 2 * kGemmMR * num_threads();
+  if (p.m <= 16 || (p.n >= p.m && !shared_packed_b)) {
     parallel_ranges(p.n, kGemmNR, [&](int64_t n0, int64_t n1) { run_block(p, 0, p.m, n0, n1); });
   } else {
     parallel_ranges(p.m, kGemmMR, [&](int64_t m0, int64_t m1) { run_block(p, m0, m1, 0, p.n); });
