@@ -31,7 +31,6 @@ SOL_SAME_FIELD(b_fp8);
 SOL_SAME_FIELD(side);
 SOL_SAME_FIELD(side_rows);
 SOL_SAME_FIELD(side_row_stride);
-SOL_SAME_FIELD(side_line_stride);
 SOL_SAME_FIELD(side_lines);
 SOL_SAME_FIELD(side_l2);
 #undef SOL_SAME_FIELD

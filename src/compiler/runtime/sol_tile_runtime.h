@@ -43,7 +43,6 @@ struct GemmTile {  // mirror of sol::kernels::GemmTile
   const char* side = nullptr;  // read next, prefetched (kernels/gemm.h)
   int64_t side_rows = 0;
   int64_t side_row_stride = 0;
-  int64_t side_line_stride = 64;
   int64_t side_lines = 0;
   bool side_l2 = false;
 };

@@ -34,6 +34,16 @@ SourceRows plain_b_rows(const GemmProblem& p, int64_t k0, int64_t kc, int64_t n0
   return s;
 }
 
+// The tile's side stream (kernels/gemm.h): `rows` rows row_stride bytes apart, `lines`
+// consecutive lines of each; null for none.
+void set_side(kernels::GemmTile& t, const char* base, int64_t rows, int64_t row_stride, int64_t lines, bool l2) {
+  t.side = base;
+  t.side_rows = rows;
+  t.side_row_stride = row_stride;
+  t.side_lines = lines;
+  t.side_l2 = l2;
+}
+
 // Panels (of a_panel_rows) in a block of mc rows.
 int64_t a_panel_count(int64_t mc) {
   int64_t n = 0;
@@ -110,16 +120,18 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
                                         ? plain_b_rows(p, pc, kc, jc + nc, std::min(blk.nc, n1 - jc - nc))
                                         : SourceRows{};
         const int64_t tiles = (nc + kGemmNR - 1) / kGemmNR * panels;
+        // The next B panel is requested in slices when a column has a few tiles to spread over
+        // (a widened fp8 B was just written into the workspace, in cache).
+        const bool slice_b = panels >= 4 && !widen_packed;
 
         for (int64_t jr = 0; jr < nc; jr += kGemmNR) {
           const int64_t col = jc + jr;
-          // Spread prefetching of the next panel needs a few tiles per column to spread over.
-          const char* next_b = panels >= 4 && jr + kGemmNR < nc && !widen_packed
+          const char* next_b = slice_b && jr + kGemmNR < nc
                                    ? static_cast<const char*>(b_base) + (jr / kGemmNR + 1) * panel_elems * b_elem_bytes
                                    : nullptr;
           // Whether the previous column's tiles already requested this panel, slice by slice
           // (not while they were requesting A's rows); else its first tile prefetches ahead.
-          const bool sliced_here = jr > 0 && panels >= 4 && !widen_packed && !(pack_a && jr == kGemmNR);
+          const bool sliced_here = jr > 0 && slice_b && !(pack_a && jr == kGemmNR);
           GemmTile t;
           t.n = int(std::min<int64_t>(kGemmNR, nc - jr));
           t.k_steps = steps;
@@ -141,33 +153,20 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
             if (pack_a && jr == 0) {
               if (ir == 0) pack_a_panel(p.a, p.lda, p.a_type, row, t.m, pc, kc, const_cast<char*>(a_panel));
               const bool more = ir + t.m < mc;
-              t.side = more ? static_cast<const char*>(p.a) + ((row + t.m) * p.lda + pc) * a_es : nullptr;
-              t.side_rows = kGemmMR;
-              t.side_l2 = false;
-              t.side_row_stride = p.lda * a_es;
-              t.side_line_stride = 64;
-              t.side_lines = (kc * a_es + 63) / 64 + 1;
+              set_side(t, more ? static_cast<const char*>(p.a) + ((row + t.m) * p.lda + pc) * a_es : nullptr, kGemmMR,
+                       p.lda * a_es, (kc * a_es + 63) / 64 + 1, false);
             } else if (next_src.base) {
               const int64_t ti = jr / kGemmNR * panels + panel;
               const int64_t r0 = next_src.rows * ti / tiles, r1 = next_src.rows * (ti + 1) / tiles;
-              t.side = next_src.base + r0 * next_src.row_stride;
-              t.side_rows = r1 - r0;
-              t.side_row_stride = next_src.row_stride;
-              t.side_line_stride = 64;
-              t.side_lines = next_src.lines;
-              t.side_l2 = true;
+              set_side(t, next_src.base + r0 * next_src.row_stride, r1 - r0, next_src.row_stride, next_src.lines, true);
             } else if (next_b && panel > 0) {
               // The next B panel, a slice per tile after the first: its first read from memory
               // is spread over the column's tiles instead of the first tile's 16 KiB prefetch.
               const int64_t lines = (b_panel_bytes + 63) / 64;
               const int64_t begin = lines * (panel - 1) / (panels - 1), end = lines * panel / (panels - 1);
-              t.side = next_b + begin * 64;
-              t.side_rows = 1;
-              t.side_line_stride = 64;
-              t.side_lines = end - begin;
-              t.side_l2 = false;
+              set_side(t, next_b + begin * 64, 1, 0, end - begin, false);
             } else {
-              t.side = nullptr;
+              set_side(t, nullptr, 0, 0, 0, false);
             }
             t.a = a_panel;
             t.prefetch_b = ir == 0 && !sliced_here ? b_prefetch : 0;

@@ -50,15 +50,11 @@ inline int64_t a_panel_rows(int64_t mc, int64_t done) {
 }
 
 // One A panel: `rows` (<= kGemmMR) rows of A (stored as a_type) from first_row, K [k0, k0 + kc),
-// into a_panel_bytes: k_steps(kc) * kGemmMR 32-bit slots (f32, bf16 pairs, u8 quads). fp8 is
+// into k_steps(kc) * kGemmMR 32-bit slots (f32, bf16 pairs, u8 quads). fp8 is
 // widened to bf16 exactly; s8 becomes u8 (+128). The blocked driver packs each panel of a block
 // just before its first tile.
 void pack_a_panel(const void* a, int64_t lda, DType a_type, int64_t first_row, int64_t rows, int64_t k0,
                   int64_t kc, void* dst);
-// Bytes of one packed A panel of kc values: k_steps * kGemmMR 32-bit slots.
-inline int64_t a_panel_bytes(DType a_type, int64_t kc) {
-  return k_steps(compute_type(a_type), kc) * kernels::kGemmMR * 4;
-}
 
 // Rows [m0, m0 + mc) x K [k0, k0 + kc) of A as rows for the AMX kernels, row_bytes apart
 // (>= the kc values in the compute type, a multiple of 64): bf16, fp8 widened to bf16, or

@@ -140,7 +140,7 @@ class SideWalk {
  public:
   explicit SideWalk(const GemmTile& t)
       : line_(t.side), first_(t.side), rows_(t.side_rows), row_stride_(t.side_row_stride),
-        line_stride_(t.side_line_stride), left_(t.side ? t.side_rows * t.side_lines : 0), l2_(t.side_l2) {}
+        left_(t.side ? t.side_rows * t.side_lines : 0), l2_(t.side_l2) {}
   __attribute__((always_inline)) void step() {
     if (left_ <= 0) return;
     if (l2_) _mm_prefetch(line_, _MM_HINT_T1);
@@ -148,7 +148,7 @@ class SideWalk {
     --left_;
     if (++row_ == rows_) {
       row_ = 0;
-      first_ += line_stride_;
+      first_ += 64;  // the rows' next line
       line_ = first_;
     } else {
       line_ += row_stride_;
@@ -158,7 +158,7 @@ class SideWalk {
  private:
   const char* line_;
   const char* first_;
-  int64_t row_ = 0, rows_, row_stride_, line_stride_, left_;
+  int64_t row_ = 0, rows_, row_stride_, left_;
   bool l2_;
 };
 

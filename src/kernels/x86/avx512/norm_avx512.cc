@@ -112,27 +112,29 @@ template <class F>
   return _mm512_permutexvar_epi16(order, eo);
 }
 
-float sum_squares_bf16(const void* x, int64_t n) {
+// Per-vector accumulations of the row reductions: acc + v, and acc + v * v.
+struct AddValue {
+  [[gnu::always_inline]] __m512 operator()(__m512 acc, __m512 v) const { return _mm512_add_ps(acc, v); }
+};
+struct AddSquare {
+  [[gnu::always_inline]] __m512 operator()(__m512 acc, __m512 v) const { return _mm512_fmadd_ps(v, v, acc); }
+};
+
+// A bf16 row reduced into four accumulators (the even and odd halves of each 64), combined.
+template <class Add>
+float reduce_bf16(const void* x, int64_t n, Add add) {
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   bf16_blocks64(x, n, [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4) __attribute__((always_inline)) {
-    a0 = _mm512_fmadd_ps(e0, e0, a0);
-    a1 = _mm512_fmadd_ps(o0, o0, a1);
-    a2 = _mm512_fmadd_ps(e1, e1, a2);
-    a3 = _mm512_fmadd_ps(o1, o1, a3);
+    a0 = add(a0, e0);
+    a1 = add(a1, o0);
+    a2 = add(a2, e1);
+    a3 = add(a3, o1);
   });
   return combine(a0, a1, a2, a3);
 }
 
-float sum_bf16(const void* x, int64_t n) {
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  bf16_blocks64(x, n, [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4) __attribute__((always_inline)) {
-    a0 = _mm512_add_ps(a0, e0);
-    a1 = _mm512_add_ps(a1, o0);
-    a2 = _mm512_add_ps(a2, e1);
-    a3 = _mm512_add_ps(a3, o1);
-  });
-  return combine(a0, a1, a2, a3);
-}
+float sum_squares_bf16(const void* x, int64_t n) { return reduce_bf16(x, n, AddSquare{}); }
+float sum_bf16(const void* x, int64_t n) { return reduce_bf16(x, n, AddValue{}); }
 
 void shifted_sums_bf16(const void* x, float shift, int64_t n, float* sum_d, float* sum_d2) {
   const __m512 sv = _mm512_set1_ps(shift);
@@ -179,12 +181,12 @@ float add_sum_squares_bf16(const uint16_t* x, const uint16_t* r, uint16_t* s, in
   return combine(a0, a1, a2, a3);
 }
 
-template <DType T>
-float sum_squares_t(const void* x, int64_t n) {
+// A row of T reduced into four accumulators (16-lane steps, 64 per iteration), combined.
+template <DType T, class Add>
+float reduce_t(const void* x, int64_t n, Add add) {
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   auto step = [&](int64_t j, __mmask16 m, __m512& acc) __attribute__((always_inline)) {
-    __m512 v = load16(x, T, j, m);
-    acc = _mm512_fmadd_ps(v, v, acc);
+    acc = add(acc, load16(x, T, j, m));
   };
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
@@ -324,24 +326,6 @@ void layernorm_apply_t(const void* x, float shift, float dm, float inv, const fl
 }
 
 template <DType T>
-float sum_t(const void* x, int64_t n) {
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  auto step = [&](int64_t j, __mmask16 m, __m512& acc) __attribute__((always_inline)) {
-    acc = _mm512_add_ps(acc, load16(x, T, j, m));
-  };
-  int64_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    prefetch64<T>(x, i);
-    step(i, 0xFFFF, a0);
-    step(i + 16, 0xFFFF, a1);
-    step(i + 32, 0xFFFF, a2);
-    step(i + 48, 0xFFFF, a3);
-  }
-  tail_steps(i, n, a0, a1, a2, a3, step);
-  return combine(a0, a1, a2, a3);
-}
-
-template <DType T>
 void shifted_sums_t(const void* x, float shift, int64_t n, float* sum_d, float* sum_d2) {
   const __m512 sv = _mm512_set1_ps(shift);
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
@@ -369,7 +353,7 @@ void shifted_sums_t(const void* x, float shift, int64_t n, float* sum_d, float* 
 }  // namespace
 
 float sum_squares_avx512(const void* x, DType t, int64_t n) {
-  return t == DType::bf16 ? sum_squares_bf16(x, n) : sum_squares_t<DType::f32>(x, n);
+  return t == DType::bf16 ? sum_squares_bf16(x, n) : reduce_t<DType::f32>(x, n, AddSquare{});
 }
 
 float add_sum_squares_avx512(const void* x, DType xt, const void* r, DType rt, void* s, int64_t n) {
@@ -406,7 +390,7 @@ void rms_apply_bf16_amax_avx512(const void* x, DType xt, float inv, const float*
 }
 
 float sum_avx512(const void* x, DType t, int64_t n) {
-  return t == DType::bf16 ? sum_bf16(x, n) : sum_t<DType::f32>(x, n);
+  return t == DType::bf16 ? sum_bf16(x, n) : reduce_t<DType::f32>(x, n, AddValue{});
 }
 
 void shifted_sums_avx512(const void* x, DType t, float shift, int64_t n, float* sum_d, float* sum_d2) {
