@@ -19,11 +19,20 @@ inline constexpr int kAccumulatorChoices[] = {8, 12, 16, 24};
 double fma_f32(int accumulators, long iterations);
 double dot_bf16(int accumulators, long iterations);
 double dot_s8(int accumulators, long iterations);  // vpdpbusd; returns OPs (multiply + add)
-// `floats` must be a multiple of kStreamBlockFloats and the pointers 64-byte aligned.
+// The streaming loops read (and write) their arrays as `streams` interleaved streams: each
+// array cut into that many equal parts, a few lines from each part in turn. One sequential
+// stream under-states what a core can read from DRAM: on the Zen 5 guests here (quiet, 256 MiB)
+// one thread read 28-29 GB/s as 1 stream, 34-39 as 2-8; two threads 45-59 and 70-74. Copy with
+// non-temporal stores gained less (52-57 -> 57-59 GB/s). The fastest count is picked at run
+// time (ceilings.cc); a loop returns the bytes it moved, the parts rounded down to whole blocks.
+// Pointers must be 64-byte aligned.
 inline constexpr size_t kStreamBlockFloats = 128;
-double read(const float* data, size_t floats, long passes);
-double copy(float* dst, const float* src, size_t floats, long passes, bool non_temporal);
-double triad(float* a, const float* b, const float* c, size_t floats, long passes);
+inline constexpr int kStreamChoices[] = {1, 2, 4, 8};
+double read(const float* data, size_t floats, long passes, int streams = 1);
+double copy(float* dst, const float* src, size_t floats, long passes, bool non_temporal,
+            int streams = 1);
+double triad(float* a, const float* b, const float* c, size_t floats, long passes,
+             int streams = 1);
 
 // ceiling_loops_amx.cc — tile data permission must have been granted (enable_amx()).
 double amx_bf16(long iterations);

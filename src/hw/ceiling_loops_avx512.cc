@@ -110,64 +110,111 @@ double dot_bf16(int accumulators, long iterations) {
   fail("dot_bf16 loop", "no loop built for ", accumulators, " accumulators");
 }
 
-// Eight accumulators: eight cache lines per trip keep enough loads in flight for the
-// prefetchers, and 8 chains cover vaddps latency (3-4) x 2 ports, so the adds never limit an
-// L2-resident read.
-FULL_SPEED double read(const float* data, size_t floats, long passes) {
-  constexpr int kLines = 8;
-  static_assert(kLines * 16 == kStreamBlockFloats);
-  __m512 acc[kLines];
-  for (int j = 0; j < kLines; ++j) acc[j] = _mm512_setzero_ps();
+namespace {
+
+// Eight loads per trip into eight accumulators: enough lines in flight for the prefetchers,
+// and 8 chains cover vaddps latency (3-4) x 2 ports, so the adds never limit an L2-resident
+// read. With S streams the array is cut into S equal parts and each trip takes 8/S lines from
+// every part in turn: one core's DRAM read is bound by the misses it keeps in flight, and the
+// hardware prefetchers keep more of them in flight for several streams than for one.
+template <int S>
+FULL_SPEED double read_streams(const float* data, size_t floats, long passes) {
+  constexpr int kLines = 8 / S;
+  const size_t per = floats / S / kStreamBlockFloats * kStreamBlockFloats;
+  __m512 acc[8];
+  for (int j = 0; j < 8; ++j) acc[j] = _mm512_setzero_ps();
   for (long p = 0; p < passes; ++p) {
-    for (size_t i = 0; i < floats; i += kStreamBlockFloats) {
+    for (size_t i = 0; i < per; i += 16 * kLines) {
 #pragma GCC unroll 8
-      for (int j = 0; j < kLines; ++j)
-        acc[j] = _mm512_add_ps(acc[j], _mm512_load_ps(data + i + 16 * j));
+      for (int s = 0; s < S; ++s)
+#pragma GCC unroll 8
+        for (int j = 0; j < kLines; ++j)
+          acc[s * kLines + j] =
+              _mm512_add_ps(acc[s * kLines + j], _mm512_load_ps(data + s * per + i + 16 * j));
     }
   }
-  for (int j = 1; j < kLines; ++j) acc[0] = _mm512_add_ps(acc[0], acc[j]);
+  for (int j = 1; j < 8; ++j) acc[0] = _mm512_add_ps(acc[0], acc[j]);
   keep(acc[0]);
-  return double(passes) * double(floats) * sizeof(float);
+  return double(passes) * double(per * S) * sizeof(float);
 }
 
-FULL_SPEED double copy(float* dst, const float* src, size_t floats, long passes,
-                       bool non_temporal) {
+template <int S, bool kNonTemporal>
+FULL_SPEED double copy_streams(float* dst, const float* src, size_t floats, long passes) {
+  constexpr int kLines = 8 / S;
+  const size_t per = floats / S / kStreamBlockFloats * kStreamBlockFloats;
   for (long p = 0; p < passes; ++p) {
-    if (non_temporal) {
-      for (size_t i = 0; i < floats; i += kStreamBlockFloats) {
+    for (size_t i = 0; i < per; i += 16 * kLines) {
 #pragma GCC unroll 8
-        for (int j = 0; j < 8; ++j)
-          _mm512_stream_ps(dst + i + 16 * j, _mm512_load_ps(src + i + 16 * j));
-      }
-      _mm_sfence();  // streaming stores are weakly ordered; finish them inside the timing
-    } else {
-      for (size_t i = 0; i < floats; i += kStreamBlockFloats) {
+      for (int s = 0; s < S; ++s)
 #pragma GCC unroll 8
-        for (int j = 0; j < 8; ++j)
-          _mm512_store_ps(dst + i + 16 * j, _mm512_load_ps(src + i + 16 * j));
-      }
+        for (int j = 0; j < kLines; ++j) {
+          const size_t k = s * per + i + 16 * j;
+          if constexpr (kNonTemporal) _mm512_stream_ps(dst + k, _mm512_load_ps(src + k));
+          else _mm512_store_ps(dst + k, _mm512_load_ps(src + k));
+        }
     }
+    // Streaming stores are weakly ordered; finish them inside the timing.
+    if constexpr (kNonTemporal) _mm_sfence();
     compiler_barrier();
   }
-  return double(passes) * double(floats) * sizeof(float) * 2;
+  return double(passes) * double(per * S) * sizeof(float) * 2;
 }
 
 // Non-temporal stores for `a`: a write-allocate read of `a` would be traffic the op never
 // asked for, and the ceiling is meant to be the best the memory system can do.
-FULL_SPEED double triad(float* a, const float* b, const float* c, size_t floats, long passes) {
-  const __m512 s = _mm512_set1_ps(0.5f);
+template <int S>
+FULL_SPEED double triad_streams(float* a, const float* b, const float* c, size_t floats,
+                                long passes) {
+  constexpr int kLines = 8 / S;
+  const size_t per = floats / S / kStreamBlockFloats * kStreamBlockFloats;
+  const __m512 scale = _mm512_set1_ps(0.5f);
   for (long p = 0; p < passes; ++p) {
-    for (size_t i = 0; i < floats; i += kStreamBlockFloats) {
+    for (size_t i = 0; i < per; i += 16 * kLines) {
 #pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j) {
-        size_t k = i + 16 * j;
-        _mm512_stream_ps(a + k, _mm512_fmadd_ps(s, _mm512_load_ps(c + k), _mm512_load_ps(b + k)));
-      }
+      for (int s = 0; s < S; ++s)
+#pragma GCC unroll 8
+        for (int j = 0; j < kLines; ++j) {
+          const size_t k = s * per + i + 16 * j;
+          _mm512_stream_ps(a + k, _mm512_fmadd_ps(scale, _mm512_load_ps(c + k), _mm512_load_ps(b + k)));
+        }
     }
     _mm_sfence();
     compiler_barrier();
   }
-  return double(passes) * double(floats) * sizeof(float) * 3;
+  return double(passes) * double(per * S) * sizeof(float) * 3;
 }
+
+}  // namespace
+
+#define SOL_STREAM_SWITCH(streams, CALL)                          \
+  switch (streams) {                                              \
+    case 1: return CALL(1);                                       \
+    case 2: return CALL(2);                                       \
+    case 4: return CALL(4);                                       \
+    case 8: return CALL(8);                                       \
+  }                                                               \
+  fail("stream loop", "no loop built for ", streams, " streams")
+
+double read(const float* data, size_t floats, long passes, int streams) {
+#define SOL_READ(S) read_streams<S>(data, floats, passes)
+  SOL_STREAM_SWITCH(streams, SOL_READ);
+#undef SOL_READ
+}
+
+double copy(float* dst, const float* src, size_t floats, long passes, bool non_temporal,
+            int streams) {
+#define SOL_COPY(S) \
+  (non_temporal ? copy_streams<S, true>(dst, src, floats, passes) \
+                : copy_streams<S, false>(dst, src, floats, passes))
+  SOL_STREAM_SWITCH(streams, SOL_COPY);
+#undef SOL_COPY
+}
+
+double triad(float* a, const float* b, const float* c, size_t floats, long passes, int streams) {
+#define SOL_TRIAD(S) triad_streams<S>(a, b, c, floats, passes)
+  SOL_STREAM_SWITCH(streams, SOL_TRIAD);
+#undef SOL_TRIAD
+}
+#undef SOL_STREAM_SWITCH
 
 }  // namespace sol::ceiling_loops

@@ -1,6 +1,7 @@
 // Ceilings: which loop measures each unit, on how many threads, and with what data.
 // SOL_ISA plays no part here: ceilings describe the hardware, not the path Sol runs.
 #include <algorithm>
+#include <iterator>
 #include <cstdio>
 #include <mutex>
 #include <optional>
@@ -103,51 +104,96 @@ Rate dot_s8_rate(const RateOptions& o) {
   return arithmetic_rate(ceiling_loops::dot_s8, accumulators, "vpdpbusd zmm", o);
 }
 
-// One pass over a DRAM share takes tens of milliseconds, so a repetition is a single pass.
+// The DRAM loops are timed once for each stream count (ceiling_loops.h), each with an equal
+// share of the time, and the fastest is the ceiling: a ceiling is the most this memory level
+// delivers to a core, however the core issues the same bytes. One pass over a DRAM share takes
+// tens of milliseconds, so a repetition is a single pass.
+struct StreamRate {
+  double rate = 0;
+  int streams = 1;
+};
+
+template <class MakeLoop>
+StreamRate fastest_streams(const MakeLoop& make_loop, const RateOptions& o) {
+  RateOptions each = o;
+  each.seconds = o.seconds / double(std::size(ceiling_loops::kStreamChoices));
+  StreamRate best;
+  for (int streams : ceiling_loops::kStreamChoices) {
+    double rate = best_parallel_rate(make_loop(streams), each);
+    if (rate > best.rate) best = {rate, streams};
+  }
+  return best;
+}
+
+std::string streams_text(int streams) {
+  return streams == 1 ? std::string("1 sequential stream")
+                      : std::to_string(streams) + " interleaved streams";
+}
+
+std::string stream_choices_text() {
+  std::string choices;
+  for (int count : ceiling_loops::kStreamChoices)
+    choices += (choices.empty() ? "" : ", ") + std::to_string(count);
+  return " (the fastest of " + choices + " here)";
+}
+
 Rate mem_read_rate(const RateOptions& o) {
   const StreamArena& arena = StreamArena::get();
-  auto loop = [&](int t, long passes) {
-    std::span<float> s = split(arena.slice(t, o.threads), 0, 1);
-    return ceiling_loops::read(s.data(), s.size(), passes);
-  };
-  return {best_parallel_rate(loop, o),
-          "AVX-512 loads, 8 streams of cache lines, " + mebibytes(arena.bytes()) + " in all"};
+  StreamRate best = fastest_streams(
+      [&](int streams) -> ThreadLoop {
+        return [&, streams](int t, long passes) {
+          std::span<float> s = split(arena.slice(t, o.threads), 0, 1);
+          return ceiling_loops::read(s.data(), s.size(), passes, streams);
+        };
+      },
+      o);
+  return {best.rate, "AVX-512 loads, " + streams_text(best.streams) + stream_choices_text() +
+                         ", " + mebibytes(arena.bytes()) + " in all"};
 }
 
 // Regular stores make the core read each destination line before writing it (write-allocate),
 // traffic that copy's read + write bytes do not count; non-temporal stores skip it but are not
-// faster everywhere. Both are timed and the better one is the ceiling.
+// faster everywhere. Both are timed, with each stream count, and the best is the ceiling.
 Rate mem_copy_rate(const RateOptions& o) {
   const StreamArena& arena = StreamArena::get();
   auto rate_with = [&](bool non_temporal) {
     RateOptions half = o;
     half.seconds = o.seconds / 2;
-    auto loop = [&](int t, long passes) {
-      std::span<float> share = arena.slice(t, o.threads);
-      std::span<float> src = split(share, 0, 2), dst = split(share, 1, 2);
-      return ceiling_loops::copy(dst.data(), src.data(), src.size(), passes, non_temporal);
-    };
-    return best_parallel_rate(loop, half);
+    return fastest_streams(
+        [&, non_temporal](int streams) -> ThreadLoop {
+          return [&, non_temporal, streams](int t, long passes) {
+            std::span<float> share = arena.slice(t, o.threads);
+            std::span<float> src = split(share, 0, 2), dst = split(share, 1, 2);
+            return ceiling_loops::copy(dst.data(), src.data(), src.size(), passes, non_temporal,
+                                       streams);
+          };
+        },
+        half);
   };
-  double streaming = rate_with(true);
-  double regular = rate_with(false);
-  std::string in_all = ", " + mebibytes(arena.bytes()) + " in all";
-  if (streaming >= regular)
-    return {streaming, "non-temporal stores (regular stores: " +
-                           format("%.1f GB/s)", regular / 1e9) + in_all};
-  return {regular,
-          "regular stores (non-temporal: " + format("%.1f GB/s)", streaming / 1e9) + in_all};
+  StreamRate streaming = rate_with(true);
+  StreamRate regular = rate_with(false);
+  std::string in_all = stream_choices_text() + ", " + mebibytes(arena.bytes()) + " in all";
+  if (streaming.rate >= regular.rate)
+    return {streaming.rate, "non-temporal stores, " + streams_text(streaming.streams) +
+                                " (regular stores: " + format("%.1f GB/s)", regular.rate / 1e9) +
+                                in_all};
+  return {regular.rate, "regular stores, " + streams_text(regular.streams) + " (non-temporal: " +
+                            format("%.1f GB/s)", streaming.rate / 1e9) + in_all};
 }
 
 Rate mem_triad_rate(const RateOptions& o) {
   const StreamArena& arena = StreamArena::get();
-  auto loop = [&](int t, long passes) {
-    std::span<float> share = arena.slice(t, o.threads);
-    std::span<float> a = split(share, 0, 3), b = split(share, 1, 3), c = split(share, 2, 3);
-    return ceiling_loops::triad(a.data(), b.data(), c.data(), a.size(), passes);
-  };
-  return {best_parallel_rate(loop, o), "a = b + s*c, non-temporal stores to a, " +
-                                           mebibytes(arena.bytes()) + " in all"};
+  StreamRate best = fastest_streams(
+      [&](int streams) -> ThreadLoop {
+        return [&, streams](int t, long passes) {
+          std::span<float> share = arena.slice(t, o.threads);
+          std::span<float> a = split(share, 0, 3), b = split(share, 1, 3), c = split(share, 2, 3);
+          return ceiling_loops::triad(a.data(), b.data(), c.data(), a.size(), passes, streams);
+        };
+      },
+      o);
+  return {best.rate, "a = b + s*c, non-temporal stores to a, " + streams_text(best.streams) +
+                         stream_choices_text() + ", " + mebibytes(arena.bytes()) + " in all"};
 }
 
 // Half of L2 per thread: large enough that L1 (48 KiB here) serves almost none of it, small
