@@ -123,6 +123,7 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
         // The next B panel is requested in slices when a column has a few tiles to spread over
         // (a widened fp8 B was just written into the workspace, in cache).
         const bool slice_b = panels >= 4 && !widen_packed;
+        const bool split_decode = p.m <= 16 && panels == 2 && p.packed && !widen_packed;
 
         for (int64_t jr = 0; jr < nc; jr += kGemmNR) {
           const int64_t col = jc + jr;
@@ -132,6 +133,18 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
           // Whether the previous column's tiles already requested this panel, slice by slice
           // (not while they were requesting A's rows); else its first tile prefetches ahead.
           const bool sliced_here = jr > 0 && slice_b && !(pack_a && jr == kGemmNR);
+          // Decode with a pre-packed B and two A panels (13-16 rows): the first panel's tile
+          // read this B panel from DRAM and the second read it again from L2, with no DRAM
+          // traffic of its own. Instead both tiles request the next panel into L2, half each
+          // (one line a step), so the next column's tiles compute from L2 and the DRAM stream
+          // runs through both at an even rate.
+          const char* next_panel_l2 = nullptr;
+          if (split_decode) {
+            if (jr + kGemmNR < nc)
+              next_panel_l2 = static_cast<const char*>(b_base) + (jr / kGemmNR + 1) * panel_elems * b_elem_bytes;
+            else if (col + kGemmNR < n1)
+              next_panel_l2 = static_cast<const char*>(p.packed->at(pc, col + kGemmNR));
+          }
           GemmTile t;
           t.n = int(std::min<int64_t>(kGemmNR, nc - jr));
           t.k_steps = steps;
@@ -159,6 +172,9 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
               const int64_t ti = jr / kGemmNR * panels + panel;
               const int64_t r0 = next_src.rows * ti / tiles, r1 = next_src.rows * (ti + 1) / tiles;
               set_side(t, next_src.base + r0 * next_src.row_stride, r1 - r0, next_src.row_stride, next_src.lines, true);
+            } else if (next_panel_l2) {
+              const int64_t lines = (b_panel_bytes + 63) / 64, half = lines / 2;
+              set_side(t, next_panel_l2 + panel * half * 64, 1, 0, panel == 0 ? half : lines - half, true);
             } else if (next_b && panel > 0) {
               // The next B panel, a slice per tile after the first: its first read from memory
               // is spread over the column's tiles instead of the first tile's 16 KiB prefetch.

@@ -48,10 +48,12 @@ struct TileBf16ScaledOf {
     const int32_t* a = static_cast<const int32_t*>(t.a);
     const char* b = static_cast<const char*>(t.b);
     const int64_t groups = t.k_steps / kScaleGroupSteps;
+    SideWalk side(t);
     for (int64_t g = 0; g < groups; ++g) {
       for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
       for (int64_t p = 0; p < kScaleGroupSteps; ++p) {
         __m512bh b0, b1;
+        side.step();
         if constexpr (kFp8B) {
           if (t.prefetch_b) _mm_prefetch(b + t.prefetch_b, _MM_HINT_T0);  // one line per step
           const __m512i bytes = _mm512_loadu_si512(b);
