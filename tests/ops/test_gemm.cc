@@ -112,6 +112,8 @@ TEST(Gemm, EpilogueAndLeadingDimensionsEveryPath) {
           const DType in = out == DType::bf16 ? DType::bf16 : DType::f32;
           run_case({29, 70, k, in, out, Layout::nt, false, 0.75f, -1.25f, true, true, in_place, 5});
           run_case({14, 33, k, in, out, Layout::nn, true, 2.0f, 1.0f, false, false, in_place, 3});
+          // alpha alone: the tiles' short end (one K block, nothing but alpha * sums into D).
+          run_case({25, 47, k, in, out, Layout::nt, true, -0.375f, 0.0f, false, false, false, 1});
         }
     run_case({20, 40, 300, DType::bf16, DType::f32, Layout::nn, false, 1.0f, 0.0f, true, true, false, 0});
   });

@@ -53,6 +53,17 @@ struct TileS8 {
       a += kGemmMR;
       b += 4 * kGemmNR;
     }
+    // One K block and no C: D = acc with the epilogue's fields read once (store_scaled in
+    // gemm_tile_avx512.h says why that matters).
+    if (t.first && t.last && t.last->beta == 0.0f) {
+      int32_t* d = static_cast<int32_t*>(t.last->d);
+      const int64_t ldd = t.last->ldd;
+#pragma GCC unroll 12
+      for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) _mm512_mask_storeu_epi32(d + i * ldd + 16 * h, mask[h], __m512i(acc[i][h]));
+      return;
+    }
 #pragma GCC unroll 12
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 2
