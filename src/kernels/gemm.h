@@ -72,6 +72,10 @@ struct GemmTile {
   int64_t side_row_stride = 0;
   int64_t side_lines = 0;
   bool side_l2 = false;  // into L2 only (a share larger than L1), else into L1 as well
+  // fp8 B kernel (b_fp8) only: where it also writes the panel it widened, as a bf16 panel
+  // (k_steps x 128 bytes), so that a second tile over the same columns reads that instead of
+  // widening again (decode with 13-16 rows); null for none.
+  void* b_widened = nullptr;
 };
 
 inline constexpr int64_t kScaleGroupSteps = 64;  // 128 K values as bf16 pairs

@@ -28,6 +28,7 @@ SOL_SAME_FIELD(sb);
 SOL_SAME_FIELD(start);
 SOL_SAME_FIELD(prefetch_b);
 SOL_SAME_FIELD(b_fp8);
+SOL_SAME_FIELD(b_widened);
 SOL_SAME_FIELD(side);
 SOL_SAME_FIELD(side_rows);
 SOL_SAME_FIELD(side_row_stride);

@@ -22,7 +22,8 @@
 
 namespace sol_rt {
 
-inline constexpr int kAbiVersion = 3;  // 3: GemmTile gained the side stream (session 4)
+// 3: GemmTile gained the side stream (session 4); 4: and b_widened (session 5)
+inline constexpr int kAbiVersion = 4;
 inline constexpr int64_t kPanelRows = 12, kPanelCols = 32;  // kernels::kGemmMR, kGemmNR
 
 struct GemmTile {  // mirror of sol::kernels::GemmTile
@@ -45,6 +46,7 @@ struct GemmTile {  // mirror of sol::kernels::GemmTile
   int64_t side_row_stride = 0;
   int64_t side_lines = 0;
   bool side_l2 = false;
+  void* b_widened = nullptr;
 };
 
 struct Runtime {

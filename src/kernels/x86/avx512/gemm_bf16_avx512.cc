@@ -38,7 +38,10 @@ struct TileBf16 {
 // scaled per row and added into running totals. The totals live in an L1-resident array: 24
 // loads, FMAs and stores per group against 64 x 24 vdpbf16ps (~3%), where keeping them in
 // registers would halve the tile and expose the instruction's latency.
-template <int MR, bool kFp8B>
+// kFp8B: B is a packed fp8 panel widened here; kKeep: and the widened panel is written to
+// t.b_widened as a bf16 panel (two stores a step), which the second 8-row tile of a 16-row
+// decode reads instead of widening the same panel again.
+template <int MR, bool kFp8B, bool kKeep = false>
 struct TileBf16ScaledOf {
   static void run(const GemmTile& t) {
     const ColumnMasks mask(t.n);
@@ -47,6 +50,7 @@ struct TileBf16ScaledOf {
     alignas(64) __m512 total[MR][2];
     const int32_t* a = static_cast<const int32_t*>(t.a);
     const char* b = static_cast<const char*>(t.b);
+    char* keep = static_cast<char*>(t.b_widened);
     const int64_t groups = t.k_steps / kScaleGroupSteps;
     SideWalk side(t);
     for (int64_t g = 0; g < groups; ++g) {
@@ -60,6 +64,11 @@ struct TileBf16ScaledOf {
           b0 = (__m512bh)e4m3x32_to_bf16(_mm512_castsi512_si256(bytes));
           b1 = (__m512bh)e4m3x32_to_bf16(_mm512_extracti64x4_epi64(bytes, 1));
           b += 2 * kGemmNR;
+          if constexpr (kKeep) {
+            _mm512_storeu_si512(keep, (__m512i)b0);
+            _mm512_storeu_si512(keep + 64, (__m512i)b1);
+            keep += 4 * kGemmNR;
+          }
         } else {
           b0 = (__m512bh)_mm512_loadu_si512(b);
           b1 = (__m512bh)_mm512_loadu_si512(b + 64);
@@ -90,11 +99,15 @@ template <int MR>
 using TileBf16Scaled = TileBf16ScaledOf<MR, false>;
 template <int MR>
 using TileBf16ScaledFp8B = TileBf16ScaledOf<MR, true>;
+template <int MR>
+using TileBf16ScaledFp8BKeep = TileBf16ScaledOf<MR, true, true>;
 
 }  // namespace
 
 void gemm_tile_bf16_avx512(const GemmTile& t) {
-  if (t.sb && t.b_fp8) dispatch_rows<TileBf16ScaledFp8B>(t, std::make_integer_sequence<int, kGemmMR>{});
+  if (t.sb && t.b_fp8 && t.b_widened)
+    dispatch_rows<TileBf16ScaledFp8BKeep>(t, std::make_integer_sequence<int, kGemmMR>{});
+  else if (t.sb && t.b_fp8) dispatch_rows<TileBf16ScaledFp8B>(t, std::make_integer_sequence<int, kGemmMR>{});
   else if (t.sb) dispatch_rows<TileBf16Scaled>(t, std::make_integer_sequence<int, kGemmMR>{});
   else dispatch_rows<TileBf16>(t, std::make_integer_sequence<int, kGemmMR>{});
 }
