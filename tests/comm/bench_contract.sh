@@ -28,6 +28,7 @@ for r in records:
     for k in ("op", "bytes", "count", "dtype", "ranks", "time_s", "algbw", "busbw", "ceiling_gbps", "sol_pct", "wrong"):
         assert k in r, k
     assert r["op"] == "allreduce" and r["ranks"] == 3 and r["wrong"] == 0 and r["anchor_mpi"]["wrong"] == 0
+    assert r["time_s"] > 0 and r["busbw"] > 0, r  # the batch timer (batch_timing.h) timed something
     assert abs(r["busbw"] - r["algbw"] * 4 / 3) <= 1e-9 * max(1, r["busbw"]), r
     assert r["ceiling_gbps"] > 0 and abs(r["sol_pct"] - 100 * r["busbw"] / r["ceiling_gbps"]) < 1e-6 * max(1, r["sol_pct"])
 PY
