@@ -346,8 +346,7 @@ void check_bad_input(const Group& g, Checker& c) {
 
 int main() {
   const Group& world = Group::world();
-  Checker c;
-  c.rank = world.rank();
+  Checker c(world.rank());
   const int R = world.size();
   for (Routing routing : kRoutings) {
     Problem pb{R, 256, int64_t(8) * R, 4, 37, routing};

@@ -79,8 +79,7 @@ void check_combine(const Group& g, Checker& chk, const Case& c) {
 
 int main() {
   const Group& world = Group::world();
-  Checker chk;
-  chk.rank = world.rank();
+  Checker chk(world.rank());
   const int R = world.size();
   if (world.num_nodes() == 1) {
     for (Routing routing : {Routing::random, Routing::every_rank, Routing::empty_rank, Routing::all_dropped}) {

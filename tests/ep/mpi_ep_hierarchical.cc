@@ -126,8 +126,7 @@ void check_case(const Group& g, const Topology& topo, Checker& chk, const Case& 
 
 int main() {
   const Group& world = Group::world();
-  Checker chk;
-  chk.rank = world.rank();
+  Checker chk(world.rank());
   const int R = world.size();
   const Topology topo = topology(world);
   int node1 = R;
