@@ -1,12 +1,11 @@
 """Run under mpirun (test_comm.py starts it): every rank calls sol.comm on numpy arrays and
 checks what it got. Exits 0 when every check passed on this rank."""
-import sys
-
 import numpy as np
 
 import sol
 import sol.comm
 from helpers import BF16
+from mpi_workers import worker_main
 
 
 def main():
@@ -105,10 +104,4 @@ def expert_parallel(g):
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception:
-        import traceback
-        traceback.print_exc()
-        sys.stdout.flush()
-        sys.exit(1)
+    worker_main(main)

@@ -1,10 +1,11 @@
 """Runs a worker script of this folder under `mpirun -np 2` (the comm and parallel tests) and
-checks that it exits 0 with both ranks reporting ": ok"."""
+checks that it exits 0 with both ranks reporting ": ok"; worker_main is the workers' own entry."""
 import os
 import pathlib
 import shutil
 import subprocess
 import sys
+import traceback
 
 import pytest
 
@@ -27,3 +28,14 @@ def run_under_mpirun(worker):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
     assert p.returncode == 0, f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}"
     assert p.stdout.count(": ok") == 2, p.stdout
+
+
+def worker_main(main):
+    """A worker's `if __name__ == "__main__"`: a failed check prints its traceback and exits 1
+    with stdout flushed, so run_under_mpirun shows the rank's output beside the failure."""
+    try:
+        main()
+    except Exception:
+        traceback.print_exc()
+        sys.stdout.flush()
+        sys.exit(1)

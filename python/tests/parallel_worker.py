@@ -2,8 +2,6 @@
 on the full sequence, zig-zag shard / unshard, sol.engram.ShardedTable lookups and a
 sol.pp.Pipeline step (1F1B and DualPipe) over Python stage callables. Exits 0
 when every check passed on this rank."""
-import sys
-
 import numpy as np
 
 import sol
@@ -12,6 +10,7 @@ import sol.cp
 import sol.engram
 import sol.pp
 from helpers import BF16, rel_err
+from mpi_workers import worker_main
 
 
 def ring_attention(g, dtype, causal, chunk=8, H=4, Hkv=2, D=32):
@@ -172,10 +171,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception:
-        import traceback
-        traceback.print_exc()
-        sys.stdout.flush()
-        sys.exit(1)
+    worker_main(main)

@@ -6,14 +6,7 @@ sol=${SOL_CLI:?SOL_CLI must name the sol binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export XDG_CACHE_HOME=$tmp/cache
-failures=0
-pass() { echo "ok   $1"; }
-fail() { echo "FAIL $1"; failures=$((failures + 1)); }
-expect_rc() {  # expect_rc WANT NAME CMD...
-  local want=$1 name=$2; shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
-  if [ "$rc" = "$want" ]; then pass "$name (rc $rc)"; else fail "$name: rc $rc, want $want"; cat "$tmp/err"; fi
-}
+source "$(dirname "$0")/../contract_checks.sh"
 
 expect_rc 0 "sol --help" "$sol" --help
 expect_rc 2 "no subcommand" "$sol"

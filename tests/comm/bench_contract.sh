@@ -9,14 +9,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export XDG_CACHE_HOME=$tmp/cache SOL_COMM_TIMEOUT_S=30
 mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
-failures=0
-pass() { echo "ok   $1"; }
-fail() { echo "FAIL $1"; failures=$((failures + 1)); }
-expect_rc() {  # expect_rc WANT NAME CMD...
-  local want=$1 name=$2; shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
-  if [ "$rc" = "$want" ]; then pass "$name (rc $rc)"; else fail "$name: rc $rc, want $want"; tail -5 "$tmp/err"; fi
-}
+source "$(dirname "$0")/../contract_checks.sh"
+err_lines=5
 quick=(--min-bytes 8 --max-bytes 64K --factor 32 --iters 3 --batches 1)
 
 expect_rc 2 "unknown op" "$sol" comm bench nosuchop
@@ -34,6 +28,7 @@ for r in records:
     for k in ("op", "bytes", "count", "dtype", "ranks", "time_s", "algbw", "busbw", "ceiling_gbps", "sol_pct", "wrong"):
         assert k in r, k
     assert r["op"] == "allreduce" and r["ranks"] == 3 and r["wrong"] == 0 and r["anchor_mpi"]["wrong"] == 0
+    assert r["time_s"] > 0 and r["busbw"] > 0, r  # the batch timer (batch_timing.h) timed something
     assert abs(r["busbw"] - r["algbw"] * 4 / 3) <= 1e-9 * max(1, r["busbw"]), r
     assert r["ceiling_gbps"] > 0 and abs(r["sol_pct"] - 100 * r["busbw"] / r["ceiling_gbps"]) < 1e-6 * max(1, r["sol_pct"])
 PY

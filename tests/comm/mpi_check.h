@@ -37,6 +37,8 @@ inline void fill(void* p, DType t, int64_t n, uint64_t seed, int rank, bool frac
 inline void poison(void* p, size_t bytes) { std::memset(p, 0xFF, bytes); }
 
 struct Checker {
+  explicit Checker(int rank_) : rank(rank_) {}  // the rank that failure lines name
+
   int failures = 0;
   int checks = 0;
   int rank = 0;

@@ -262,8 +262,7 @@ void run_all(const Group& g, Checker& c) {
 
 int main() {
   const Group& world = Group::world();
-  Checker c;
-  c.rank = world.rank();
+  Checker c(world.rank());
   c.expect(world.local().size() * world.num_nodes() == world.size() || world.num_nodes() > 1,
            "local group sizes add up");
   // Every node has a local rank 0; nodes of unequal size may lack higher local indices.

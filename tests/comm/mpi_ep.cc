@@ -170,20 +170,22 @@ void check_normal(const Group& g, Checker& c, const Problem& pb, bool fp8) {
     counts_ok = r.num_recv_tokens_per_expert.data_as<int32_t>()[e] == (per_local[size_t(e)] + align - 1) / align * align;
   c.expect(counts_ok, what + ": num_recv_tokens_per_expert (padded to " + std::to_string(align) + ")");
 
-  if (!fp8) {
-    // combine(dispatch(x)) = x times the number of distinct destination ranks, exactly.
+  // combine(dispatch(x)) = x times the number of distinct destination ranks, exactly; x made with
+  // make_inputs(pb, me, shift).
+  auto expect_combine_of = [&](const ep::DispatchResult& dispatched, int64_t shift, const std::string& label) {
     std::vector<uint16_t> out(size_t(std::max<int64_t>(T * H, 1)), 0xFFFF);
-    buf.combine(r.recv_x, handle, Tensor(out.data(), DType::bf16, {T, H}));
+    buf.combine(dispatched.recv_x, handle, Tensor(out.data(), DType::bf16, {T, H}));
     bool ok = true;
     for (int64_t t = 0; t < T && ok; ++t) {
       int dests = 0;
       for (int d = 0; d < R; ++d) dests += layout.is_token_in_rank.data_as<uint8_t>()[t * R + d];
       for (int64_t h = 0; h < H && ok; ++h)
-        ok = bf16_to_f32(out[size_t(t * H + h)]) == float(dests) * tag(me, t, h);
-      if (!ok) c.expect(false, what + ": combine(dispatch(x)) token " + std::to_string(t));
+        ok = bf16_to_f32(out[size_t(t * H + h)]) == float(dests) * tag(me, t + shift, h);
+      if (!ok) c.expect(false, what + ": " + label + " token " + std::to_string(t));
     }
-    c.expect(ok, what + ": combine(dispatch(x)) = x * destinations");
-  }
+    c.expect(ok, what + ": " + label + " = x * destinations");
+  };
+  if (!fp8) expect_combine_of(r, 0, "combine(dispatch(x))");
 
   // Cached dispatch: the same routing, a new payload (tokens shifted by 1000).
   Inputs in2 = make_inputs(pb, me, 1000);
@@ -194,18 +196,8 @@ void check_normal(const Group& g, Checker& c, const Problem& pb, bool fp8) {
   c.expect(r2.recv_x.shape(0) == ex2.rows && same(r2.recv_x.data(), ex2.x.data(), size_t(ex2.rows * row_bytes)),
            what + ": cached dispatch recv_x");
   if (fp8) c.expect(same(r2.recv_x_scales.data(), ex2.scales.data(), ex2.scales.size()), what + ": cached recv_x_scales");
-  if (!fp8) {
-    // A second combine on the same handle (the region is reused safely).
-    std::vector<uint16_t> out(size_t(std::max<int64_t>(T * H, 1)), 0xFFFF);
-    buf.combine(r2.recv_x, handle, Tensor(out.data(), DType::bf16, {T, H}));
-    bool ok = true;
-    for (int64_t t = 0; t < T && ok; ++t) {
-      int dests = 0;
-      for (int d = 0; d < R; ++d) dests += layout.is_token_in_rank.data_as<uint8_t>()[t * R + d];
-      for (int64_t h = 0; h < H && ok; ++h) ok = bf16_to_f32(out[size_t(t * H + h)]) == float(dests) * tag(me, t + 1000, h);
-    }
-    c.expect(ok, what + ": combine after cached dispatch");
-  }
+  // A second combine on the same handle (the region is reused safely).
+  if (!fp8) expect_combine_of(r2, 1000, "combine after cached dispatch");
 }
 
 // Low-latency mode: packed per-expert rows in (source rank, token) order, recv_count, and the
@@ -354,8 +346,7 @@ void check_bad_input(const Group& g, Checker& c) {
 
 int main() {
   const Group& world = Group::world();
-  Checker c;
-  c.rank = world.rank();
+  Checker c(world.rank());
   const int R = world.size();
   for (Routing routing : kRoutings) {
     Problem pb{R, 256, int64_t(8) * R, 4, 37, routing};

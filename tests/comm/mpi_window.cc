@@ -133,8 +133,7 @@ void bad_ranges(const Group& g, Checker& c) {
 
 int main() {
   const Group& world = Group::world();
-  Checker c;
-  c.rank = world.rank();
+  Checker c(world.rank());
   try {
     if (world.num_nodes() == 1) {
       regions_and_get(world, c);

@@ -109,6 +109,27 @@ TEST(TileJit, ElementwiseAndReductionsMatchInterpreter) {
   check_against_interpreter(example("softmax_rows.tile"), buffers({&x2, &y2}), {1}, 1e-2);
 }
 
+// fill and tile-to-tile copy, the statements both emitters share (TileEmitter): a fill value
+// other than the 0 and -inf the example programs use, so a fill that writes the wrong value, or
+// only part of the tile, shows in Y. R = 13 leaves a ragged last row block.
+TEST(TileJit, FillAndTileCopyMatchInterpreter) {
+  const Program p = parse(R"(kernel fill_copy(X: f32[R, 16], Y: f32[R, 16]) grid(br = ceildiv(R, 4)) {
+  alloc x: fragment f32[4, 16]
+  alloc t: fragment f32[4, 16]
+  fill t, 2.5
+  copy X[br * 4, 0] -> x
+  parallel i, j in x {
+    x[i, j] = x[i, j] + t[i, j]
+  }
+  copy x -> t
+  copy t -> Y[br * 4, 0]
+}
+)",
+                          "fill_copy");
+  Buffer x = random(DType::f32, {13, 16}, 40), y = random(DType::f32, {13, 16}, 41);
+  check_against_interpreter(p, buffers({&x, &y}), {1}, 1e-6);
+}
+
 TEST(TileJit, TiledLoopsMatchInterpreter) {
   // R = 37: 10 row blocks = 3 whole tiles of 3 (unrolled) + a remainder of 1; R = 8: remainder only.
   for (int64_t r : {37, 8, 0}) {

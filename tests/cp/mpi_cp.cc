@@ -252,8 +252,7 @@ int main(int argc, char** argv) {
     return bench(sol::comm::Group::world(), std::atoll(argv[2]), std::atoll(argv[3]), std::atoll(argv[4]),
                  argc == 6 ? std::atoi(argv[5]) : 5);
   const sol::comm::Group& g = sol::comm::Group::world();
-  Checker c;
-  c.rank = g.rank();
+  Checker c(g.rank());
   try {
     const int n = g.size();
     for (bool causal : {true, false}) {

@@ -197,8 +197,7 @@ int bench(const sol::comm::Group& g, int64_t bytes, int iters) {
 int main(int argc, char** argv) {
   const sol::comm::Group& g = sol::comm::Group::world();
   if (argc >= 3 && std::string(argv[1]) == "bench") return bench(g, std::atoll(argv[2]), argc > 3 ? std::atoi(argv[3]) : 50);
-  Checker c;
-  c.rank = g.rank();
+  Checker c(g.rank());
   try {
     for (bool async : {false, true}) {
       run_case(g, c, 1, 8, sol::DType::f32, async, false);          // fewer rows than ranks

@@ -97,6 +97,33 @@ inline std::vector<bool> destinations(const Case& c, const Inputs& in, int64_t t
   return to;
 }
 
+// The y an expert rank hands to combine in these tests: its received rows plus (rank + 1), so a
+// row combined from the wrong rank shows in the sum.
+inline std::vector<uint16_t> rank_tagged_y(const Tensor& recv_x, int rank) {
+  const int64_t n = recv_x.numel();
+  std::vector<uint16_t> y(size_t(std::max<int64_t>(n, 1)));
+  for (int64_t i = 0; i < n; ++i) y[size_t(i)] = f32_to_bf16(bf16_to_f32(recv_x.data_as<uint16_t>()[i]) + float(rank + 1));
+  return y;
+}
+
+// Checks combine's output (T x H bf16) on rank `me`, whose tokens were made with
+// make_inputs(c, me, shift): row t must be the sum over t's destination ranks d of x's row t,
+// plus d + 1 when each d combined its rank_tagged_y. All values are small integers, so exact.
+inline void expect_combined(comm::testing::Checker& chk, const Case& c, const Inputs& in, int me, int64_t shift,
+                            bool rank_tagged, const std::vector<uint16_t>& out, const std::string& label) {
+  const int64_t T = c.tokens(me), H = c.hidden;
+  bool ok = true;
+  for (int64_t t = 0; t < T && ok; ++t) {
+    const std::vector<bool> to = destinations(c, in, t);
+    float dests = 0, offsets = 0;
+    for (int d = 0; d < c.ranks; ++d)
+      if (to[size_t(d)]) dests += 1, offsets += rank_tagged ? float(d + 1) : 0.0f;
+    for (int64_t h = 0; h < H && ok; ++h) ok = bf16_to_f32(out[size_t(t * H + h)]) == dests * tag(me, t + shift, h) + offsets;
+    if (!ok) chk.expect(false, label + ": token " + std::to_string(t));
+  }
+  chk.expect(ok, label + ": out = sum over destination ranks of their y rows");
+}
+
 
 inline Expected reference_dispatch(const Group& g, const Case& c, const Inputs& in) {
   return reference_dispatch(g, in, c.tokens(g.rank()), c.hidden, c.top_k, c.local(), c.fp8);

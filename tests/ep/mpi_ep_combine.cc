@@ -43,21 +43,11 @@ void check_combine(const Group& g, Checker& chk, const Case& c) {
       own_y.resize(size_t(std::max<int64_t>(N * H, 1)));
       y = Tensor(own_y.data(), DType::bf16, {N, H});
     }
-    uint16_t* yv = y.data_as<uint16_t>();
-    for (int64_t i = 0; i < N * H; ++i) yv[i] = f32_to_bf16(bf16_to_f32(r.recv_x.data_as<uint16_t>()[i]) + float(me + 1));
+    const std::vector<uint16_t> tagged = rank_tagged_y(r.recv_x, me);
+    std::copy_n(tagged.data(), N * H, y.data_as<uint16_t>());
     std::vector<uint16_t> out(size_t(std::max<int64_t>(T * H, 1)), 0xFFFF);
     buf.combine(y, handle, Tensor(out.data(), DType::bf16, {T, H}));
-    bool ok = true;
-    for (int64_t t = 0; t < T && ok; ++t) {
-      const std::vector<bool> to = destinations(c, in, t);
-      float dests = 0, offsets = 0;
-      for (int d = 0; d < R; ++d)
-        if (to[size_t(d)]) dests += 1, offsets += float(d + 1);
-      for (int64_t h = 0; h < H && ok; ++h)
-        ok = bf16_to_f32(out[size_t(t * H + h)]) == dests * tag(me, t + round * 100, h) + offsets;
-      if (!ok) chk.expect(false, label + ": token " + std::to_string(t));
-    }
-    chk.expect(ok, label + ": out = sum over destination ranks of their y rows");
+    expect_combined(chk, c, in, me, round * 100, true, out, label);
   }
 
   // A y that overlaps the combine region without being its view is refused.
@@ -81,13 +71,7 @@ void check_combine(const Group& g, Checker& chk, const Case& c) {
     }
     // The buffer still works after the refused call (it threw before any flag moved).
     buf.combine(r.recv_x, handle, Tensor(out.data(), DType::bf16, {T, H}));
-    bool ok = true;
-    for (int64_t t = 0; t < T && ok; ++t) {
-      const std::vector<bool> to = destinations(c, in, t);
-      const float dests = float(std::count(to.begin(), to.end(), true));
-      for (int64_t h = 0; h < H && ok; ++h) ok = bf16_to_f32(out[size_t(t * H + h)]) == dests * tag(me, t, h);
-    }
-    chk.expect(ok, what + ": combine after a refused call");
+    expect_combined(chk, c, in, me, 0, false, out, what + ": combine after a refused call");
   }
 }
 
@@ -95,8 +79,7 @@ void check_combine(const Group& g, Checker& chk, const Case& c) {
 
 int main() {
   const Group& world = Group::world();
-  Checker chk;
-  chk.rank = world.rank();
+  Checker chk(world.rank());
   const int R = world.size();
   if (world.num_nodes() == 1) {
     for (Routing routing : {Routing::random, Routing::every_rank, Routing::empty_rank, Routing::all_dropped}) {

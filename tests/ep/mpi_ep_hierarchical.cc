@@ -95,24 +95,10 @@ void check_case(const Group& g, const Topology& topo, Checker& chk, const Case& 
     check_traffic(chk, dt, no_cross ? 0 : cross.sent, no_cross ? 0 : cross.received, rb + sb + 8 * K, label + " dispatch");
 
     if (!c.fp8) {
-      // y differs per expert rank (recv_x + rank + 1), so a row combined from the wrong rank shows.
-      std::vector<uint16_t> y(size_t(ex.rows * H));
-      for (size_t i = 0; i < y.size(); ++i) y[i] = f32_to_bf16(bf16_to_f32(r.recv_x.data_as<uint16_t>()[i]) + float(me + 1));
-      std::vector<float> ranks_plus_one(static_cast<size_t>(R));
-      for (int d = 0; d < R; ++d) ranks_plus_one[size_t(d)] = float(d + 1);
+      std::vector<uint16_t> y = rank_tagged_y(r.recv_x, me);
       std::vector<uint16_t> out(size_t(std::max<int64_t>(T * H, 1)), 0xFFFF);
-      buf.combine(Tensor(y.data(), DType::bf16, {ex.rows, H}), handle, Tensor(out.data(), DType::bf16, {T, H}));
-      bool ok = true;
-      for (int64_t t = 0; t < T && ok; ++t) {
-        const std::vector<bool> to = destinations(c, in, t);
-        int dests = 0;
-        float offsets = 0;
-        for (int d = 0; d < R; ++d)
-          if (to[size_t(d)]) ++dests, offsets += ranks_plus_one[size_t(d)];
-        for (int64_t h = 0; h < H && ok; ++h) ok = bf16_to_f32(out[size_t(t * H + h)]) == float(dests) * tag(me, t, h) + offsets;
-        if (!ok) chk.expect(false, label + ": combine token " + std::to_string(t));
-      }
-      chk.expect(ok, label + ": combine = sum over destination ranks of their y rows");
+      buf.combine(Tensor(y.data(), DType::bf16, {r.recv_x.shape(0), H}), handle, Tensor(out.data(), DType::bf16, {T, H}));
+      expect_combined(chk, c, in, me, 0, true, out, label + " combine");
       check_traffic(chk, buf.last_combine_traffic(), no_cross ? 0 : cross.received, no_cross ? 0 : cross.sent, 2 * H,
                     label + " combine");
     }
@@ -131,13 +117,7 @@ void check_case(const Group& g, const Topology& topo, Checker& chk, const Case& 
     if (!c.fp8) {
       std::vector<uint16_t> out(size_t(std::max<int64_t>(T * H, 1)), 0xFFFF);
       buf.combine(r2.recv_x, handle, Tensor(out.data(), DType::bf16, {T, H}));
-      bool ok = true;
-      for (int64_t t = 0; t < T && ok; ++t) {
-        const std::vector<bool> to = destinations(c, in, t);
-        const float dests = float(std::count(to.begin(), to.end(), true));
-        for (int64_t h = 0; h < H && ok; ++h) ok = bf16_to_f32(out[size_t(t * H + h)]) == dests * tag(me, t + 1000 + round, h);
-      }
-      chk.expect(ok, label + ": combine after the cached dispatch");
+      expect_combined(chk, c, in2, me, 1000 + round, false, out, label + " combine after the cached dispatch");
     }
   }
 }
@@ -146,8 +126,7 @@ void check_case(const Group& g, const Topology& topo, Checker& chk, const Case& 
 
 int main() {
   const Group& world = Group::world();
-  Checker chk;
-  chk.rank = world.rank();
+  Checker chk(world.rank());
   const int R = world.size();
   const Topology topo = topology(world);
   int node1 = R;

@@ -263,8 +263,7 @@ int main(int argc, char** argv) {
     return bubble_report(sol::comm::Group::world(), std::atof(argv[2]) / 1e3, std::atof(argv[3]) / 1e3,
                          std::atof(argv[4]) / 1e3);
   const sol::comm::Group& g = sol::comm::Group::world();
-  Checker c;
-  c.rank = g.rank();
+  Checker c(g.rank());
   try {
     for (int m : {1, 3, 8}) run_case(g, c, sol::pp::Schedule::one_f_one_b, m);
     if (g.size() % 2 == 0)

@@ -1,11 +1,11 @@
 // The sweep: per size, the paired copy ceiling, then Sol's op (and Open MPI's), each checked
-// and timed in batches; a batch's time is the slowest rank's mean iteration, the median batch
-// is reported (nccl-tests reports one mean; on shared VMs a median resists neighbours' bursts).
+// and timed in batches (batch_timing.h).
 #include <mpi.h>
 
 #include <algorithm>
 #include <vector>
 
+#include "comm/bench/batch_timing.h"
 #include "comm/bench/bench_case.h"
 #include "sol/comm_bench.h"
 #include "sol/timing.h"
@@ -19,25 +19,6 @@ int iterations_for(size_t bytes, int requested) {
   if (requested > 0) return requested;
   const size_t budget = size_t(256) << 20;
   return int(std::clamp<size_t>(budget / std::max<size_t>(bytes, 1), 5, 2000));
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Median over batches of the slowest rank's mean time per call.
-double time_batches(const Group& g, const std::function<void()>& run, int iters, int batches) {
-  std::vector<double> per_batch;
-  for (int b = 0; b < batches; ++b) {
-    g.barrier();
-    const double start = now_seconds();
-    for (int i = 0; i < iters; ++i) run();
-    double mine = (now_seconds() - start) / iters, slowest = 0;
-    MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, g.state().comm);
-    per_batch.push_back(slowest);
-  }
-  return median(per_batch);
 }
 
 // Checked once before the timed batches (on poisoned outputs) and once on the output of the

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/bench/batch_timing.h"
 #include "comm/group_state.h"
 #include "sol/attention.h"
 #include "sol/comm_window.h"
@@ -33,19 +34,6 @@ double all_max(const Group& g, double mine) {
   double r = 0;
   MPI_Allreduce(&mine, &r, 1, MPI_DOUBLE, MPI_MAX, g.state().comm);
   return r;
-}
-
-// Median over batches of the slowest rank's mean time of `iters` calls.
-double median_time(const Group& g, int iters, int batches, const std::function<void()>& run) {
-  std::vector<double> t;
-  for (int b = 0; b < batches; ++b) {
-    g.barrier();
-    const double start = now_seconds();
-    for (int i = 0; i < iters; ++i) run();
-    t.push_back(all_max(g, (now_seconds() - start) / iters));
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
 }
 
 double rel_error(const Tensor& a, const Tensor& b) {
@@ -136,7 +124,7 @@ std::vector<Row> run_point(const Group& g, const CommBenchOptions& o, size_t byt
   AttentionOptions fa;
   fa.causal = true;
   flash_attention(q, k, v, o_full, Tensor(), fa);
-  const double single = median_time(g, iters, o.batches, [&] { flash_attention(q, k, v, o_full, Tensor(), fa); });
+  const double single = detail::time_batches(g, [&] { flash_attention(q, k, v, o_full, Tensor(), fa); }, iters, o.batches);
   cp::zigzag_shard(o_full, os_ref, me, n);
 
   std::vector<Row> rows;
@@ -168,12 +156,15 @@ std::vector<Row> run_point(const Group& g, const CommBenchOptions& o, size_t byt
     cp::RingAttentionStats stats;
     ro.stats = &stats;
     std::vector<double> wall, compute;  // per call, this rank
-    r.time_s = median_time(g, iters, o.batches, [&] {
-      const double start = now_seconds(), computed = stats.compute_s;
-      cp::ring_attention(qs, ks, vs, os, lse, g, ro);
-      wall.push_back(now_seconds() - start);
-      compute.push_back(stats.compute_s - computed);
-    });
+    r.time_s = detail::time_batches(
+        g,
+        [&] {
+          const double start = now_seconds(), computed = stats.compute_s;
+          cp::ring_attention(qs, ks, vs, os, lse, g, ro);
+          wall.push_back(now_seconds() - start);
+          compute.push_back(stats.compute_s - computed);
+        },
+        iters, o.batches);
     // Exposed communication of a call: the slowest rank's wall time minus the most compute any
     // rank did. Time a rank spends waiting for a neighbour that computes longer is imbalance,
     // not communication; so is the rest of a call whose slowest rank was descheduled.
@@ -196,7 +187,7 @@ std::vector<Row> run_point(const Group& g, const CommBenchOptions& o, size_t byt
           kv_window->fence();
         })
                  : transfers_of(g, variant, kv_bytes, size_t(qs.bytes()), size_t(os.bytes()), size_t(lse.bytes()), keep);
-    r.comm_alone_s = median_time(g, iters, o.batches, alone);
+    r.comm_alone_s = detail::time_batches(g, alone, iters, o.batches);
     rows.push_back(r);
   }
   return rows;

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "comm/bench/batch_timing.h"
 #include "comm/bench/ep_ceiling.h"
 #include "comm/group_state.h"
 #include "sol/dtype.h"
@@ -73,12 +74,6 @@ float tag(int rank, int64_t t, int64_t h) {
   return float(int64_t((t + h) % 16) - 8);
 }
 
-double slowest(const Group& g, double mine) {
-  double worst = 0;
-  MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, g.state().comm);
-  return worst;
-}
-
 int64_t sum_over_ranks(const Group& g, int64_t mine) {
   int64_t total = 0;
   MPI_Allreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, g.state().comm);
@@ -89,17 +84,9 @@ CommTiming measure(const Group& g, const std::function<void()>& run, const std::
                    double bytes, int iters, int batches) {
   run();
   int64_t bad = wrong();
-  std::vector<double> per_batch;
-  for (int b = 0; b < batches; ++b) {
-    g.barrier();
-    const double start = now_seconds();
-    for (int i = 0; i < iters; ++i) run();
-    per_batch.push_back(slowest(g, (now_seconds() - start) / iters));
-  }
-  bad += wrong();
-  std::sort(per_batch.begin(), per_batch.end());
   CommTiming r;
-  r.time_s = per_batch[per_batch.size() / 2];
+  r.time_s = detail::time_batches(g, run, iters, batches);
+  bad += wrong();
   r.wrong = sum_over_ranks(g, bad);
   r.algbw = r.time_s > 0 ? bytes / r.time_s / 1e9 : 0;
   r.busbw = r.algbw;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 
+#include "comm/bench/batch_timing.h"
 #include "comm/group_state.h"
 #include "sol/engram.h"
 #include "sol/error.h"
@@ -27,29 +28,15 @@ struct Timed {
   std::function<int64_t()> wrong;  // this rank's wrong elements since the last poison
 };
 
-double slowest(const Group& g, double mine) {
-  double worst = 0;
-  MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, g.state().comm);
-  return worst;
-}
-
 // Median over batches of the slowest rank's mean call; wrong counted before and after.
 CommTiming measure(const Group& g, Timed& t, size_t bytes, double factor, int iters, int batches) {
   t.poison();
   t.run();
   int64_t wrong = t.wrong();
   t.run();
-  std::vector<double> per_batch;
-  for (int b = 0; b < batches; ++b) {
-    g.barrier();
-    const double start = now_seconds();
-    for (int i = 0; i < iters; ++i) t.run();
-    per_batch.push_back(slowest(g, (now_seconds() - start) / iters));
-  }
-  wrong += t.wrong();
-  std::sort(per_batch.begin(), per_batch.end());
   CommTiming r;
-  r.time_s = per_batch[per_batch.size() / 2];
+  r.time_s = detail::time_batches(g, t.run, iters, batches);
+  wrong += t.wrong();
   MPI_Allreduce(&wrong, &r.wrong, 1, MPI_INT64_T, MPI_SUM, g.state().comm);
   r.algbw = r.time_s > 0 ? double(bytes) / r.time_s / 1e9 : 0;
   r.busbw = r.algbw * factor;

@@ -106,4 +106,19 @@ void TileEmitter::assign(const Stmt& s) {
        ");");
 }
 
+void TileEmitter::fill(const Stmt& s) {
+  const Stmt& t = tile(s.refs[0].name);
+  line("{");
+  ++depth_;
+  line("const float v = " + value(s.exprs[0]) + ";");
+  line(element_loop(numel(t)) + " " + rt_ + "::st(" + t.name + ", " + element_index() + ", v);");
+  --depth_;
+  line("}");
+}
+
+void TileEmitter::copy_tile_to_tile(const std::string& src, const std::string& dst, int64_t n) {
+  const std::string i = element_index();
+  line(element_loop(n) + " " + rt_ + "::st(" + dst + ", " + i + ", " + rt_ + "::ld(" + src + ", " + i + "));");
+}
+
 }  // namespace sol::tile

@@ -1,9 +1,10 @@
 #pragma once
 // What the C++ (CPU) and CUDA code generators share: the output text and its indentation, the
 // tiles allocated so far, how index and value expressions, element offsets in a row-major tile,
-// grid coordinates, serial loops and assignments are written. Each target supplies only its own
-// spellings (runtime namespace, integer literals, min/max of indices, float math functions) and
-// the statements whose code differs (copies, gemm, reductions, ...).
+// grid coordinates, serial loops, assignments, fills and tile-to-tile copies are written. Each
+// target supplies only its own spellings (runtime namespace, integer literals, min/max of
+// indices, float math functions, the loop that shares a tile's elements among its threads) and
+// the statements whose code differs (copies from tensors, gemm, reductions, ...).
 #include <cstdint>
 #include <map>
 #include <sstream>
@@ -29,6 +30,11 @@ class TileEmitter {
   virtual std::string math(const std::string& f, const std::string& args) const = 0;
   // One statement; body() has already set cur_line_ and written its "// line N" comment.
   virtual void stmt(const Stmt& s) = 0;
+  // The `for (...)` header of a loop over the n elements of a tile as this target shares them
+  // among its threads (the CPU's one thread walks them all; each GPU thread takes every
+  // nthreads-th), and the name of the flat element offset inside it.
+  virtual std::string element_loop(int64_t n) const = 0;
+  virtual std::string element_index() const = 0;
 
   // --- shared pieces ---
   void line(const std::string& s) { os_ << std::string(size_t(2 * depth_), ' ') << s << '\n'; }
@@ -49,6 +55,9 @@ class TileEmitter {
   void body(const std::vector<Stmt>& stmts);
   void serial_loop(const Stmt& s);  // Stmt::loop
   void assign(const Stmt& s);       // Stmt::assign
+  void fill(const Stmt& s);         // Stmt::fill: every element of a tile set to one value
+  // Tile src copied (converted by st) element by element into tile dst of the same numel n.
+  void copy_tile_to_tile(const std::string& src, const std::string& dst, int64_t n);
 
   const Program& p_;
   const std::string what_, rt_;

@@ -83,6 +83,10 @@ class CppEmitter : public TileEmitter {
     if (f == "exp2") return "sol_rt::exp2_fast(" + args + ")";
     return "std::" + f + "(" + args + ")";
   }
+  std::string element_loop(int64_t n) const override {
+    return "for (int64_t i = 0; i < " + std::to_string(n) + "; ++i)";
+  }
+  std::string element_index() const override { return "i"; }
 
   // Loops over every element of a tile's shape: returns the flat offset expression.
   void nest(const std::vector<int64_t>& shape, const std::vector<std::string>& vars, bool simd,
@@ -315,16 +319,9 @@ class CppEmitter : public TileEmitter {
           line("int64_t " + s.name + "_v0 = " + std::to_string(s.shape[0]) + ", " + s.name + "_v1 = " +
                std::to_string(s.shape[1]) + ";");
         return;
-      case Stmt::fill: {
-        const Stmt& t = tile(s.refs[0].name);
-        line("{");
-        ++depth_;
-        line("const float v = " + value(s.exprs[0]) + ";");
-        line("for (int64_t i = 0; i < " + std::to_string(numel(t)) + "; ++i) sol_rt::st(" + t.name + ", i, v);");
-        --depth_;
-        line("}");
+      case Stmt::fill:
+        fill(s);
         return;
-      }
       case Stmt::cast:
       case Stmt::copy:
       case Stmt::prefetch: {
@@ -335,9 +332,7 @@ class CppEmitter : public TileEmitter {
           if (t.shape.size() == 2)
             line(t.name + "_v0 = " + std::to_string(t.shape[0]) + ", " + t.name + "_v1 = " + std::to_string(t.shape[1]) + ";");
         } else if (src_tile && dst_tile) {
-          const Stmt& t = tile(s.refs[0].name);
-          line("for (int64_t i = 0; i < " + std::to_string(numel(t)) + "; ++i) sol_rt::st(" + s.refs[1].name +
-               ", i, sol_rt::ld(" + s.refs[0].name + ", i));");
+          copy_tile_to_tile(s.refs[0].name, s.refs[1].name, numel(tile(s.refs[0].name)));
         } else if (dst_tile) {
           copy_in(s, s.refs[0], tile(s.refs[1].name));
         } else {

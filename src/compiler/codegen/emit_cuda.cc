@@ -103,6 +103,10 @@ class CudaEmitter : public TileEmitter {
   }
   // CUDA's float functions: fmodf ceilf fabsf exp2f expf logf rsqrtf sqrtf.
   std::string math(const std::string& f, const std::string& args) const override { return f + "f(" + args + ")"; }
+  std::string element_loop(int64_t n) const override {
+    return "for (int64_t e = tid; e < " + std::to_string(n) + "; e += nthreads)";
+  }
+  std::string element_index() const override { return "e"; }
 
   // Dims, strides and data pointers of the parameters, then the grid extents; on the device
   // (pointers included) or on the host (dims and extents only).
@@ -132,9 +136,9 @@ class CudaEmitter : public TileEmitter {
                 const std::function<void()>& inner) {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
-    line("for (int64_t e = tid; e < " + std::to_string(n) + "; e += nthreads) {");
+    line(element_loop(n) + " {");
     ++depth_;
-    std::string rest = "e";
+    std::string rest = element_index();
     for (size_t d = shape.size(); d-- > 0;) {
       line("const int64_t " + vars[d] + " = " + (d == 0 ? rest : rest + " % " + std::to_string(shape[d])) + ";");
       rest = "(" + rest + " / " + std::to_string(shape[d]) + ")";
@@ -269,18 +273,10 @@ class CudaEmitter : public TileEmitter {
         line(ct + "* const " + s.name + " = reinterpret_cast<" + ct + "*>(smem + " + s.attrs.at("offset") + ");");
         return;
       }
-      case Stmt::fill: {
-        const Stmt& t = tile(s.refs[0].name);
-        line("{");
-        ++depth_;
-        line("const float v = " + value(s.exprs[0]) + ";");
-        line("for (int64_t e = tid; e < " + std::to_string(numel(t)) + "; e += nthreads) sol_cuda::st(" + t.name +
-             ", e, v);");
-        --depth_;
-        line("}");
+      case Stmt::fill:
+        fill(s);
         sync();
         return;
-      }
       case Stmt::prefetch:
         line("// prefetch: nothing to do on this target (loads are not multi-buffered yet)");
         return;
@@ -288,9 +284,7 @@ class CudaEmitter : public TileEmitter {
       case Stmt::copy: {
         const bool src_tile = tiles_.count(s.refs[0].name), dst_tile = tiles_.count(s.refs[1].name);
         if (src_tile && dst_tile) {
-          const Stmt& t = tile(s.refs[0].name);
-          line("for (int64_t e = tid; e < " + std::to_string(numel(t)) + "; e += nthreads) sol_cuda::st(" +
-               s.refs[1].name + ", e, sol_cuda::ld(" + s.refs[0].name + ", e));");
+          copy_tile_to_tile(s.refs[0].name, s.refs[1].name, numel(tile(s.refs[0].name)));
           sync();
         } else if (dst_tile) {
           copy_tensor(s.refs[0], tile(s.refs[1].name), true);

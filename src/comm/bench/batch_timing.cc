@@ -1,0 +1,28 @@
+// The comm bench's batch timing (batch_timing.h).
+#include "comm/bench/batch_timing.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "comm/group_state.h"
+#include "sol/timing.h"
+
+namespace sol::comm::detail {
+
+double time_batches(const Group& g, const std::function<void()>& run, int iters, int batches) {
+  std::vector<double> per_batch;
+  for (int b = 0; b < batches; ++b) {
+    g.barrier();
+    const double start = now_seconds();
+    for (int i = 0; i < iters; ++i) run();
+    double mine = (now_seconds() - start) / iters, slowest = 0;
+    MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, g.state().comm);
+    per_batch.push_back(slowest);
+  }
+  std::sort(per_batch.begin(), per_batch.end());
+  return per_batch[per_batch.size() / 2];
+}
+
+}  // namespace sol::comm::detail
