@@ -201,5 +201,38 @@ TEST(NormPaths, OnePassRmsNormQuantRoundsTiesToEven) {
   }
 }
 
+// rmsnorm against the scalar path bit for bit with outputs large enough to be streamed (>= half
+// the LLC) and starting off a line (the output loop then has a head before its whole lines),
+// row lengths with partial blocks, odd row counts over one and two threads, and in place.
+TEST(NormPaths, RmsNormStreamedOffLineAndInPlace) {
+  if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path on this CPU";
+  const long llc = cpu_features().l3_bytes > 0 ? cpu_features().l3_bytes : (16L << 20);
+  for (int64_t h : {int64_t(7168), int64_t(7003), int64_t(1), int64_t(95)})
+    for (DType yt : {DType::bf16, DType::f32})
+      for (int64_t offset : {0, 1})
+        for (int threads : {1, 2}) {
+          const int64_t rows = h >= 1000 ? (llc / 2 / (h * int64_t(dtype_size(yt))) + 3) | 1 : 7;
+          Buffer x = input(DType::bf16, rows, h, uint64_t(h + offset));
+          Buffer w(DType::bf16, {h}), a(yt, {rows, h});
+          Buffer yb(yt, {rows * h + 1});
+          fill_random(w, 4, 2.0);
+          const int64_t shape[2] = {rows, h}, strides[2] = {h, 1};
+          Tensor b(static_cast<char*>(yb.data()) + offset * int64_t(dtype_size(yt)), yt, shape, strides);
+          setenv("SOL_ISA", "scalar", 1);
+          rmsnorm(x, w, a);
+          setenv("SOL_ISA", "avx512", 1);
+          set_num_threads(threads);
+          rmsnorm(x, w, b);
+          if (yt == DType::bf16) rmsnorm(x, w, x);  // in place
+          set_num_threads(0);
+          unsetenv("SOL_ISA");
+          const std::string what = "h " + std::to_string(h) + " rows " + std::to_string(rows) + " " +
+                                   std::string(dtype_name(yt)) + " offset " + std::to_string(offset) + " threads " +
+                                   std::to_string(threads);
+          EXPECT_EQ(std::memcmp(a.data(), b.data(), size_t(a.tensor().nbytes())), 0) << what;
+          if (yt == DType::bf16) EXPECT_TRUE(same_bytes(a, x)) << what << " in place";
+        }
+}
+
 }  // namespace
 }  // namespace sol
