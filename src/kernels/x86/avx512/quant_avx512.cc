@@ -244,24 +244,59 @@ struct EvenOdd {
                                    _mm512_srli_epi32(_mm512_castps_si512(v.e), 16), 0xEA);
 }
 
-// One group's y = bf16((x * inv) * w) written as bf16 to out; returns the group's abs-max as
-// bf16 magnitude bits << 16 (above 0x7F800000: a NaN; 0x7F800000: an inf). Garbage in out for
-// a group with NaN, which rms_quant_group_special recomputes.
-template <int kBlocks64>
-[[gnu::always_inline]] inline uint32_t rms_group_bf16(const uint16_t* x, const float* w_eo, __m512 iv, uint16_t* out) {
+// One group's y = bf16((x * inv) * w) written to out: for f32 scales (kF32) as the rounded f32
+// values of each block of 32, its 16 even elements then its 16 odd ones (the encoder multiplies
+// them as they are), for UE8M0 as bf16 (the encoder works on the bits). Returns the group's
+// abs-max as bf16 magnitude bits << 16 (above 0x7F800000: a NaN; 0x7F800000: an inf). Garbage
+// in out for a group with NaN, which rms_quant_group_special recomputes.
+template <int kBlocks64, bool kF32>
+[[gnu::always_inline]] inline uint32_t rms_group(const uint16_t* x, const float* w_eo, __m512 iv, float* out) {
+  auto put = [&](int k, EvenOdd p) __attribute__((always_inline)) {
+    const EvenOdd r = rounded(p);
+    if constexpr (kF32) {
+      _mm512_store_ps(out + 32 * k, r.e);
+      _mm512_store_ps(out + 32 * k + 16, r.o);
+    } else {
+      _mm512_store_si512(reinterpret_cast<uint16_t*>(out) + 32 * k, bf16_bits(r));
+    }
+  };
   // Named blocks, not an array: GCC 12 keeps arrays of vectors in memory.
   const EvenOdd p0 = rms_products32(x, w_eo, iv), p1 = rms_products32(x + 32, w_eo + 32, iv);
   __m512i m = max_magnitude(max_magnitude(_mm512_setzero_si512(), p0), p1);
-  _mm512_store_si512(out, bf16_bits(rounded(p0)));
-  _mm512_store_si512(out + 32, bf16_bits(rounded(p1)));
+  put(0, p0);
+  put(1, p1);
   if constexpr (kBlocks64 == 2) {
     const EvenOdd p2 = rms_products32(x + 64, w_eo + 64, iv), p3 = rms_products32(x + 96, w_eo + 96, iv);
     m = max_magnitude(max_magnitude(m, p2), p3);
-    _mm512_store_si512(out + 64, bf16_bits(rounded(p2)));
-    _mm512_store_si512(out + 96, bf16_bits(rounded(p3)));
+    put(2, p2);
+    put(3, p3);
   }
   const uint32_t raw = _mm512_reduce_max_epu32(m);
   return raw > 0x7F800000u ? raw : round_bf16_bits(raw);
+}
+
+// 64 rounded values as rms_group<.., true> stores them (two blocks of 32, even then odd
+// elements, in f32) -> 64 e4m3 bytes, exactly as quant64_bf16 encodes the same values from
+// their bf16 bits with a multiplier that is not a power of two (the widening is skipped).
+template <bool kStream>
+[[gnu::always_inline]] inline void quant64_f32_even_odd(const float* v, __m512 mv, uint8_t* q) {
+  const __m512 e0 = _mm512_load_ps(v), o0 = _mm512_load_ps(v + 16);
+  const __m512 e1 = _mm512_load_ps(v + 32), o1 = _mm512_load_ps(v + 48);
+  const GroupCode gc = group_code<false>(1.0f);  // c16 and low_bits do not depend on m here
+  __mmask32 low = 0;
+  const __m512i c0 = encode32_e4m3_normal(round_to_odd16(_mm512_mul_ps(e0, mv), _mm512_mul_ps(o0, mv)), gc.c16,
+                                          gc.low_bits, low);
+  const __m512i c1 = encode32_e4m3_normal(round_to_odd16(_mm512_mul_ps(e1, mv), _mm512_mul_ps(o1, mv)), gc.c16,
+                                          gc.low_bits, low);
+  __m512i line;
+  if (__builtin_expect(low != 0, 0)) {
+    const auto code = [&](__m512 x) { return _mm512_cvtepu8_epi32(encode16_e4m3_in_range(_mm512_mul_ps(x, mv))); };
+    line = pack_even_odd(code(e0), code(o0), code(e1), code(o1));
+  } else {
+    line = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), _mm512_packus_epi16(c0, c1));
+  }
+  if constexpr (kStream) _mm512_stream_si512(reinterpret_cast<__m512i*>(q), line);
+  else _mm512_storeu_si512(q, line);
 }
 
 // Scale and multiplier of a group whose rounded abs-max is finite, by the rule of scales16.
@@ -316,7 +351,7 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
   // multiplier already known. Encoding each group right after its own reduction and division
   // (a ~60-cycle chain) left the vector scheduler full of waiting encode work: 1.35 us per
   // 7168-wide row against 0.97 for the two-pass code (docs/perf/layer-ops.md, session 5).
-  alignas(64) uint16_t buf[2][group];
+  alignas(64) float buf[2][group];  // f32 scales: f32 values; UE8M0: bf16 in the first half
   const int64_t groups = cols / group;
   // Groups holding NaN or inf are encoded after each run of 64 groups: a call inside the loop
   // would clobber every vector register there (all are caller-saved), and GCC then rebuilt the
@@ -324,7 +359,7 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
   auto produce = [&](int64_t g, float& mult) __attribute__((always_inline)) {
     for (int64_t l = 0; l < group * 2; l += 64) _mm_prefetch(next + l, _MM_HINT_T0);
     next += next_step;
-    const uint32_t amax_bits = rms_group_bf16<kBlocks64>(x + g * group, w_eo + g * group, iv, buf[g & 1]);
+    const uint32_t amax_bits = rms_group<kBlocks64, !kUe8m0>(x + g * group, w_eo + g * group, iv, buf[g & 1]);
     // inf groups too (they would come out the same through the main path: scale inf,
     // multiplier 0, every product 0 or NaN, encoded by the exact fallback), so one rule holds.
     if (__builtin_expect(amax_bits >= 0x7F800000u, 0)) return false;
@@ -343,7 +378,12 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
       const bool ok_next = g + 1 < g1 && produce(g + 1, mult_next);
       if (__builtin_expect(ok, 1)) {
         const GroupCode gc = group_code<kUe8m0>(mult);
-        for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream, kUe8m0>(buf[g & 1] + i, gc, q + g * group + i);
+        if constexpr (kUe8m0) {
+          const auto* b = reinterpret_cast<const uint16_t*>(buf[g & 1]);
+          for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream, true>(b + i, gc, q + g * group + i);
+        } else {
+          for (int64_t i = 0; i < group; i += 64) quant64_f32_even_odd<kStream>(buf[g & 1] + i, gc.mv, q + g * group + i);
+        }
       } else {
         special |= uint64_t(1) << (g - g0);
       }
