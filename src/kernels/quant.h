@@ -47,6 +47,17 @@ float block_amax_finish_avx512(const uint16_t* acc32);
 void quant_row_mults_bf16_avx512(const uint16_t* x, int64_t cols, const float* mult, const uint8_t* special,
                                  bool ue8m0, uint8_t* q, bool stream, const uint16_t* prefetch = nullptr);
 
+// w's elements reordered for rms_quant_row_bf16_avx512: in each block of 32, the 16 even
+// elements, then the 16 odd ones (n a multiple of 32).
+void even_odd_order_avx512(const float* w, float* w_eo, int64_t n);
+// RMSNorm fused with per-token quantization, one bf16 row: codes and scales of the bf16 values
+// bf16((x[i] * inv) * w[i]), which are never stored; w_eo is w in even_odd_order_avx512's
+// order. Bit-identical to rms_apply_avx512 into a bf16 row then quant_row_e4m3_avx512. Groups
+// of 64 or 128 only (returns false, touching nothing, otherwise). stream as
+// quant_row_e4m3_avx512; next_row (may be null): a bf16 row of cols elements to prefetch.
+bool rms_quant_row_bf16_avx512(const uint16_t* x, float inv, const float* w_eo, int64_t cols, int64_t group,
+                               bool ue8m0, uint8_t* q, float* scales, int64_t scale_stride, bool stream,
+                               const uint16_t* next_row);
 // One row of dequantization: y[i] = round_y(e4m3_to_f32(q[i]) * scales[(i / group) * stride]).
 // Handles groups that are a multiple of 64 (returns false, touching nothing, otherwise);
 // stream as quant_row_e4m3_avx512, for y.

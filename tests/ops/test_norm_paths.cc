@@ -13,6 +13,7 @@
 #include "sol/error.h"
 #include "sol/norm.h"
 #include "sol/quant.h"
+#include "sol/threads.h"
 
 namespace sol {
 namespace {
@@ -110,6 +111,127 @@ TEST(NormPaths, FusedQuantBadInputIsNamedBeforeAnyWork) {
   EXPECT_NE(message(strided, {}).find("scales rows must be dense"), std::string::npos);
   Tensor overlapping(q.data(), DType::f32, {4, 2});
   EXPECT_NE(message(overlapping, {}).find("overlap"), std::string::npos) << message(overlapping, {});
+}
+
+// The one-pass rmsnorm + quant kernel (bf16 x, groups of 64 or 128) against rmsnorm to bf16
+// then quant_fp8_per_token, bit for bit: 1 row, odd row counts split over two threads (ranges
+// that end mid-way), rows with a stride, and groups holding inf (huge weights) or NaN, which are
+// encoded after each run of 64 groups (group 64 at h = 7168: 112 groups, the NaN in the second
+// run; a NaN in the last group of a run; a row of zeros; products that round to subnormal codes).
+TEST(NormPaths, OnePassRmsNormQuantEqualsComposition) {
+  if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path on this CPU";
+  for (int64_t group : {64, 128})
+    for (ScaleFormat sf : {ScaleFormat::f32, ScaleFormat::ue8m0})
+      for (int64_t rows : {1, 7, 33})
+        for (int threads : {1, 2})
+          for (int64_t pad : {0, 64}) {
+            const int64_t h = 7168, groups = h / group, xs = h + pad;
+            const QuantOptions qopt{group, sf};
+            Buffer xb(DType::bf16, {rows, xs}), w(DType::bf16, {h}), normed(DType::bf16, {rows, h});
+            fill_random(xb, uint64_t(rows * 10 + group), 3.0);
+            fill_random(w, 5, 2.0);
+            const int64_t shape[2] = {rows, h}, strides[2] = {xs, 1};
+            Tensor x(xb.data(), DType::bf16, shape, strides);
+            auto put = [&](int64_t r, int64_t c, double v) {
+              if (r < rows) store_from_double(xb.data(), DType::bf16, size_t(r * xs + c), v);
+            };
+            store_from_double(w.data(), DType::bf16, size_t(2 * group + 3), 3.0e38);  // inf in group 2
+            for (int64_t c = 5 * group; c < 6 * group; ++c)                             // tiny in group 5
+              store_from_double(w.data(), DType::bf16, size_t(c), c % 2 ? 1e-3 : 1e-37);
+            for (int64_t r = 0; r < rows; ++r) put(r, 2 * group + 3, 3.0);  // 3 * inv * 3e38: inf
+            put(0, 70 * 64 + 5, NAN);             // second run of 64 groups when group = 64
+            put(rows - 1, (groups < 64 ? groups : 64) * group - 1, NAN);  // last group of the first run
+            for (int64_t c = 0; c < h; ++c)
+              if (c != 2 * group + 3) put(3, c, 0.0);
+            Buffer q(DType::f8e4m3, {rows, h}), s(DType::f32, {rows, groups});
+            Buffer q2b(DType::f8e4m3, {rows, h + pad}), s2(DType::f32, {rows, groups});
+            const int64_t qstrides[2] = {h + pad, 1};
+            Tensor q2(q2b.data(), DType::f8e4m3, shape, qstrides);
+            setenv("SOL_ISA", "avx512", 1);
+            set_num_threads(1);
+            rmsnorm(x, w, normed);
+            quant_fp8_per_token(normed, q, s, qopt);
+            poison(q2b);
+            poison(s2);
+            set_num_threads(threads);
+            rmsnorm_quant_fp8(x, w, q2, s2, {}, qopt);
+            set_num_threads(0);
+            unsetenv("SOL_ISA");
+            bool codes_equal = true;
+            for (int64_t r = 0; r < rows; ++r)
+              codes_equal = codes_equal && std::memcmp(static_cast<const uint8_t*>(q.data()) + r * h,
+                                                       static_cast<const uint8_t*>(q2b.data()) + r * (h + pad), size_t(h)) == 0;
+            const std::string what = "group " + std::to_string(group) + (sf == ScaleFormat::ue8m0 ? " ue8m0" : " f32") +
+                                     " rows " + std::to_string(rows) + " threads " + std::to_string(threads) +
+                                     " pad " + std::to_string(pad);
+            EXPECT_TRUE(codes_equal) << what;
+            EXPECT_TRUE(same_bytes(s, s2)) << what;
+          }
+}
+
+// Products that are exact halfway cases for the bf16 rounding (x = 2 everywhere, eps = 0, so
+// inv = 0.5 and y = w exactly; w in f32 with the low 16 bits 0x8000): the values and each
+// group's abs-max must round to even, as rmsnorm's output does.
+TEST(NormPaths, OnePassRmsNormQuantRoundsTiesToEven) {
+  if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path on this CPU";
+  const int64_t rows = 2, h = 512;
+  Buffer x(DType::bf16, {rows, h}), w(DType::f32, {h}), normed(DType::bf16, {rows, h});
+  for (int64_t i = 0; i < rows * h; ++i) store_from_double(x.data(), DType::bf16, size_t(i), 2.0);
+  for (int64_t c = 0; c < h; ++c) {
+    // groups of 128 alternate: odd upper halves (round up), even ones (round down)
+    const uint32_t upper = (c / 128) % 2 ? 0x3F80u + 2 * uint32_t(c % 7) : 0x3F81u + 2 * uint32_t(c % 7);
+    const uint32_t bits = upper << 16 | 0x8000u;
+    std::memcpy(static_cast<char*>(w.data()) + 4 * c, &bits, 4);
+  }
+  for (ScaleFormat sf : {ScaleFormat::f32, ScaleFormat::ue8m0}) {
+    const QuantOptions qopt{128, sf};
+    Buffer q(DType::f8e4m3, {rows, h}), s(DType::f32, {rows, h / 128});
+    Buffer q2(DType::f8e4m3, {rows, h}), s2(DType::f32, {rows, h / 128});
+    NormOptions no;
+    no.eps = 0;
+    setenv("SOL_ISA", "avx512", 1);
+    rmsnorm(x, w, normed, no);
+    quant_fp8_per_token(normed, q, s, qopt);
+    poison(q2);
+    poison(s2);
+    rmsnorm_quant_fp8(x, w, q2, s2, no, qopt);
+    unsetenv("SOL_ISA");
+    EXPECT_TRUE(same_bytes(q, q2)) << (sf == ScaleFormat::ue8m0 ? "ue8m0" : "f32");
+    EXPECT_TRUE(same_bytes(s, s2)) << (sf == ScaleFormat::ue8m0 ? "ue8m0" : "f32");
+  }
+}
+
+// rmsnorm against the scalar path bit for bit with outputs large enough to be streamed (>= half
+// the LLC) and starting off a line (the output loop then has a head before its whole lines),
+// row lengths with partial blocks, odd row counts over one and two threads, and in place.
+TEST(NormPaths, RmsNormStreamedOffLineAndInPlace) {
+  if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path on this CPU";
+  const long llc = cpu_features().l3_bytes > 0 ? cpu_features().l3_bytes : (16L << 20);
+  for (int64_t h : {int64_t(7168), int64_t(7003), int64_t(1), int64_t(95)})
+    for (DType yt : {DType::bf16, DType::f32})
+      for (int64_t offset : {0, 1})
+        for (int threads : {1, 2}) {
+          const int64_t rows = h >= 1000 ? (llc / 2 / (h * int64_t(dtype_size(yt))) + 3) | 1 : 7;
+          Buffer x = input(DType::bf16, rows, h, uint64_t(h + offset));
+          Buffer w(DType::bf16, {h}), a(yt, {rows, h});
+          Buffer yb(yt, {rows * h + 1});
+          fill_random(w, 4, 2.0);
+          const int64_t shape[2] = {rows, h}, strides[2] = {h, 1};
+          Tensor b(static_cast<char*>(yb.data()) + offset * int64_t(dtype_size(yt)), yt, shape, strides);
+          setenv("SOL_ISA", "scalar", 1);
+          rmsnorm(x, w, a);
+          setenv("SOL_ISA", "avx512", 1);
+          set_num_threads(threads);
+          rmsnorm(x, w, b);
+          if (yt == DType::bf16) rmsnorm(x, w, x);  // in place
+          set_num_threads(0);
+          unsetenv("SOL_ISA");
+          const std::string what = "h " + std::to_string(h) + " rows " + std::to_string(rows) + " " +
+                                   std::string(dtype_name(yt)) + " offset " + std::to_string(offset) + " threads " +
+                                   std::to_string(threads);
+          EXPECT_EQ(std::memcmp(a.data(), b.data(), size_t(a.tensor().nbytes())), 0) << what;
+          if (yt == DType::bf16) EXPECT_TRUE(same_bytes(a, x)) << what << " in place";
+        }
 }
 
 }  // namespace

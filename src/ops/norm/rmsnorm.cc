@@ -229,6 +229,27 @@ void rmsnorm_quant_fp8(const Tensor& x, const Tensor& weight, const Tensor& q, c
   validate(op, x, weight, opt);
   const int64_t h = x.shape(1);
   validate_fused_quant(op, "x.shape[1]", x.shape(0), h, q, scales, qopt);
+  if (active_isa() >= Isa::avx512 && x.dtype() == DType::bf16 && (qopt.group == 64 || qopt.group == 128)) {
+    // Norm and quantization in one output pass per row, each group's bf16 values kept in
+    // registers from the multiply to the codes (never stored): kernels/quant.h.
+    const F32Vector wf(weight);
+    const std::unique_ptr<float[]> w_eo(new float[size_t(h)]);  // not zeroed: fully written
+    kernels::even_odd_order_avx512(wf.data(), w_eo.get(), h);
+    const bool stream = should_stream(q.nbytes());
+    const bool ue8m0 = qopt.scale == ScaleFormat::ue8m0;
+    parallel_ranges(x.shape(0), 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const auto* xr = reinterpret_cast<const uint16_t*>(row(x, r));
+        const float inv = inverse_rms(kernels::sum_squares_avx512(xr, DType::bf16, h), h, opt.eps);
+        const bool done = kernels::rms_quant_row_bf16_avx512(
+            xr, inv, w_eo.get(), h, qopt.group, ue8m0, q.data_as<uint8_t>() + r * q.stride(0),
+            scales.data_as<float>() + r * scales.stride(0), scales.stride(1), stream,
+            r + 1 < r1 ? reinterpret_cast<const uint16_t*>(row(x, r + 1)) : nullptr);
+        if (!done) fail(op, "internal: the fused row kernel refused group ", qopt.group);
+      }
+    });
+    return;
+  }
   if (active_isa() >= Isa::avx512 && qopt.group % 64 == 0) {
     // The output pass also takes each group's abs-max, so the quantizer reads its row once.
     const F32Vector wf(weight);

@@ -196,6 +196,207 @@ template <bool kStream, bool kUe8m0>
   for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream, kUe8m0>(x + i, gc, q + i);
 }
 
+// ---- rmsnorm fused with per-token quantization, bf16 rows, groups of 64 or 128 ----
+//
+// Each group's normalised values y = bf16((x * inv) * w) stay in registers from the multiply to
+// the codes: x split into even and odd elements (a shift and an and, no shuffle), the weight
+// pre-arranged the same way (even_odd_order_avx512), the bf16 rounding done in integer lanes
+// (no vcvtne2ps2bf16, whose shuffle pipe issues one per cycle), the group's abs-max taken on the
+// unrounded magnitudes (round to nearest even is monotonic, so rounding the maximum gives the
+// maximum of the rounded values), then the e4m3 encoding of quant64_bf16 on the same registers.
+// No bf16 row is written and read back, and no per-group partial maxima go through memory.
+
+// f32 -> bf16 (round to nearest even) of a finite or infinite value, kept in f32 form (low 16
+// bits zero); NaN is not handled (a group with a NaN takes rms_quant_group_special).
+[[gnu::always_inline]] inline __m512 round_bf16_no_nan(__m512 v) {
+  const __m512i b = _mm512_castps_si512(v);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+  const __m512i r = _mm512_add_epi32(b, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF)));
+  return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32(int(0xFFFF0000u))));
+}
+
+uint32_t round_bf16_bits(uint32_t b) { return (b + 0x7FFFu + (b >> 16 & 1u)) & 0xFFFF0000u; }
+
+// 32 elements of a row: y's even (e) and odd (o) elements in f32, before the bf16 rounding.
+struct EvenOdd {
+  __m512 e, o;
+};
+
+[[gnu::always_inline]] inline EvenOdd rms_products32(const uint16_t* x, const float* w_eo, __m512 iv) {
+  __m512 e, o;
+  widen_even_odd(_mm512_loadu_si512(x), e, o);
+  return {_mm512_mul_ps(_mm512_mul_ps(e, iv), _mm512_loadu_ps(w_eo)),
+          _mm512_mul_ps(_mm512_mul_ps(o, iv), _mm512_loadu_ps(w_eo + 16))};
+}
+
+// The products' magnitude bits folded into a running unsigned maximum (NaN above 0x7F800000).
+[[gnu::always_inline]] inline __m512i max_magnitude(__m512i m, EvenOdd y) {
+  const __m512i abs = _mm512_set1_epi32(0x7FFFFFFF);
+  return _mm512_max_epu32(m, _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(y.e), abs),
+                                              _mm512_and_si512(_mm512_castps_si512(y.o), abs)));
+}
+
+[[gnu::always_inline]] inline EvenOdd rounded(EvenOdd y) { return {round_bf16_no_nan(y.e), round_bf16_no_nan(y.o)}; }
+
+// The bf16 bits of a rounded block of 32 in element order: (o & 0xFFFF0000) | e >> 16 per lane.
+[[gnu::always_inline]] inline __m512i bf16_bits(EvenOdd v) {
+  return _mm512_ternarylogic_epi32(_mm512_castps_si512(v.o), _mm512_set1_epi32(int(0xFFFF0000u)),
+                                   _mm512_srli_epi32(_mm512_castps_si512(v.e), 16), 0xEA);
+}
+
+// One group's y = bf16((x * inv) * w) written to out: for f32 scales (kF32) as the rounded f32
+// values of each block of 32, its 16 even elements then its 16 odd ones (the encoder multiplies
+// them as they are), for UE8M0 as bf16 (the encoder works on the bits). Returns the group's
+// abs-max as bf16 magnitude bits << 16 (above 0x7F800000: a NaN; 0x7F800000: an inf). Garbage
+// in out for a group with NaN, which rms_quant_group_special recomputes.
+template <int kBlocks64, bool kF32>
+[[gnu::always_inline]] inline uint32_t rms_group(const uint16_t* x, const float* w_eo, __m512 iv, float* out) {
+  auto put = [&](int k, EvenOdd p) __attribute__((always_inline)) {
+    const EvenOdd r = rounded(p);
+    if constexpr (kF32) {
+      _mm512_store_ps(out + 32 * k, r.e);
+      _mm512_store_ps(out + 32 * k + 16, r.o);
+    } else {
+      _mm512_store_si512(reinterpret_cast<uint16_t*>(out) + 32 * k, bf16_bits(r));
+    }
+  };
+  // Named blocks, not an array: GCC 12 keeps arrays of vectors in memory.
+  const EvenOdd p0 = rms_products32(x, w_eo, iv), p1 = rms_products32(x + 32, w_eo + 32, iv);
+  __m512i m = max_magnitude(max_magnitude(_mm512_setzero_si512(), p0), p1);
+  put(0, p0);
+  put(1, p1);
+  if constexpr (kBlocks64 == 2) {
+    const EvenOdd p2 = rms_products32(x + 64, w_eo + 64, iv), p3 = rms_products32(x + 96, w_eo + 96, iv);
+    m = max_magnitude(max_magnitude(m, p2), p3);
+    put(2, p2);
+    put(3, p3);
+  }
+  const uint32_t raw = _mm512_reduce_max_epu32(m);
+  return raw > 0x7F800000u ? raw : round_bf16_bits(raw);
+}
+
+// 64 rounded values as rms_group<.., true> stores them (two blocks of 32, even then odd
+// elements, in f32) -> 64 e4m3 bytes, exactly as quant64_bf16 encodes the same values from
+// their bf16 bits with a multiplier that is not a power of two (the widening is skipped).
+template <bool kStream>
+[[gnu::always_inline]] inline void quant64_f32_even_odd(const float* v, __m512 mv, uint8_t* q) {
+  const __m512 e0 = _mm512_load_ps(v), o0 = _mm512_load_ps(v + 16);
+  const __m512 e1 = _mm512_load_ps(v + 32), o1 = _mm512_load_ps(v + 48);
+  const GroupCode gc = group_code<false>(1.0f);  // c16 and low_bits do not depend on m here
+  __mmask32 low = 0;
+  const __m512i c0 = encode32_e4m3_normal(round_to_odd16(_mm512_mul_ps(e0, mv), _mm512_mul_ps(o0, mv)), gc.c16,
+                                          gc.low_bits, low);
+  const __m512i c1 = encode32_e4m3_normal(round_to_odd16(_mm512_mul_ps(e1, mv), _mm512_mul_ps(o1, mv)), gc.c16,
+                                          gc.low_bits, low);
+  __m512i line;
+  if (__builtin_expect(low != 0, 0)) {
+    const auto code = [&](__m512 x) { return _mm512_cvtepu8_epi32(encode16_e4m3_in_range(_mm512_mul_ps(x, mv))); };
+    line = pack_even_odd(code(e0), code(o0), code(e1), code(o1));
+  } else {
+    line = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), _mm512_packus_epi16(c0, c1));
+  }
+  if constexpr (kStream) _mm512_stream_si512(reinterpret_cast<__m512i*>(q), line);
+  else _mm512_storeu_si512(q, line);
+}
+
+// Scale and multiplier of a group whose rounded abs-max is finite, by the rule of scales16.
+[[gnu::always_inline]] inline void finite_group_scale(float amax, bool ue8m0, float& scale, float& mult) {
+  const float a = amax > 1e-4f ? amax : 1e-4f;
+  scale = a / 448.0f;
+  if (!ue8m0) {
+    mult = 448.0f / a;
+    return;
+  }
+  uint32_t b;
+  __builtin_memcpy(&b, &scale, 4);
+  if (b & 0x7FFFFFu) b = (b & 0xFF800000u) + 0x800000u;
+  __builtin_memcpy(&scale, &b, 4);
+  mult = 1.0f / scale;
+}
+
+// A group holding NaN or inf (rare): its bf16 values rounded as to_bf16 does (NaN quieted),
+// staged in L1, and encoded by encode_group_bf16's general path; scale by scales16.
+template <bool kUe8m0>
+[[gnu::noinline]] void rms_quant_group_special(const uint16_t* x, const float* w_eo, __m512 iv, int64_t group,
+                                               uint8_t* q, float* scale_out) {
+  alignas(64) uint16_t y[128];
+  __m512i m = _mm512_setzero_si512();
+  for (int64_t i = 0; i < group; i += 32) {
+    const EvenOdd v = rms_products32(x + i, w_eo + i, iv);
+    const __m512i e = _mm512_cvtepu16_epi32(to_bf16(v.e)), o = _mm512_cvtepu16_epi32(to_bf16(v.o));
+    const __m512i h = _mm512_or_si512(e, _mm512_slli_epi32(o, 16));
+    _mm512_store_si512(y + i, h);
+    m = _mm512_max_epu16(m, _mm512_and_si512(h, _mm512_set1_epi16(0x7FFF)));
+  }
+  const __m512i ab = _mm512_set1_epi32(int(max_of_words(m) << 16));
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(ab, _mm512_set1_epi32(0x7F800000));
+  __m512 scale, mult;
+  scales16(_mm512_castsi512_ps(ab), nan, kUe8m0, scale, mult);
+  *scale_out = _mm512_cvtss_f32(scale);
+  encode_group_bf16<false, kUe8m0>(y, group, _mm512_cvtss_f32(mult), true, q);
+}
+
+alignas(64) const uint16_t kIdleRow[32] = {};  // what an absent next row prefetches
+
+template <bool kStream, bool kUe8m0, int kBlocks64>
+void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t cols, uint8_t* q, float* scales,
+                     int64_t scale_stride, const uint16_t* next_row) {
+  constexpr int64_t group = 64 * kBlocks64;
+  const __m512 iv = _mm512_set1_ps(inv);
+  // The next row's lines, one per 32 elements of this one, as the norms' output passes do.
+  const char* next = next_row ? reinterpret_cast<const char*>(next_row) : reinterpret_cast<const char*>(kIdleRow);
+  const int64_t next_step = next_row ? group * 2 : 0;
+  // Software-pipelined by one group: group g + 1 is normalised into a two-slot L1 buffer, its
+  // abs-max reduced and its scale divided out, while group g is encoded from the buffer with a
+  // multiplier already known. Encoding each group right after its own reduction and division
+  // (a ~60-cycle chain) left the vector scheduler full of waiting encode work: 1.35 us per
+  // 7168-wide row against 0.97 for the two-pass code (docs/perf/layer-ops.md, session 5).
+  alignas(64) float buf[2][group];  // f32 scales: f32 values; UE8M0: bf16 in the first half
+  const int64_t groups = cols / group;
+  // Groups holding NaN or inf are encoded after each run of 64 groups: a call inside the loop
+  // would clobber every vector register there (all are caller-saved), and GCC then rebuilt the
+  // loop's constants on every group.
+  auto produce = [&](int64_t g, float& mult) __attribute__((always_inline)) {
+    for (int64_t l = 0; l < group * 2; l += 64) _mm_prefetch(next + l, _MM_HINT_T0);
+    next += next_step;
+    const uint32_t amax_bits = rms_group<kBlocks64, !kUe8m0>(x + g * group, w_eo + g * group, iv, buf[g & 1]);
+    // inf groups too (they would come out the same through the main path: scale inf,
+    // multiplier 0, every product 0 or NaN, encoded by the exact fallback), so one rule holds.
+    if (__builtin_expect(amax_bits >= 0x7F800000u, 0)) return false;
+    float amax, scale;
+    __builtin_memcpy(&amax, &amax_bits, 4);
+    finite_group_scale(amax, kUe8m0, scale, mult);
+    scales[g * scale_stride] = scale;
+    return true;
+  };
+  for (int64_t g0 = 0; g0 < groups; g0 += 64) {
+    const int64_t g1 = groups - g0 < 64 ? groups : g0 + 64;
+    uint64_t special = 0;
+    float mult = 0, mult_next = 0;
+    bool ok = produce(g0, mult);
+    for (int64_t g = g0; g < g1; ++g) {
+      const bool ok_next = g + 1 < g1 && produce(g + 1, mult_next);
+      if (__builtin_expect(ok, 1)) {
+        const GroupCode gc = group_code<kUe8m0>(mult);
+        if constexpr (kUe8m0) {
+          const auto* b = reinterpret_cast<const uint16_t*>(buf[g & 1]);
+          for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream, true>(b + i, gc, q + g * group + i);
+        } else {
+          for (int64_t i = 0; i < group; i += 64) quant64_f32_even_odd<kStream>(buf[g & 1] + i, gc.mv, q + g * group + i);
+        }
+      } else {
+        special |= uint64_t(1) << (g - g0);
+      }
+      ok = ok_next, mult = mult_next;
+    }
+    for (; special; special &= special - 1) {
+      const int64_t g = g0 + __builtin_ctzll(special), base = g * group;
+      rms_quant_group_special<kUe8m0>(x + base, w_eo + base, iv, group, q + base, scales + g * scale_stride);
+    }
+  }
+  if constexpr (kStream) _mm_sfence();
+}
+
 // kGivenAmax: amax32 holds the groups' partial maxima (else the abs-max is read from x). A
 // template parameter, so that the plain path's abs-max loop (which issues the row's
 // prefetches) compiles as it did before the fused path existed; with a runtime test in the
@@ -440,6 +641,30 @@ void quant_row_bf16_amax_avx512(const uint16_t* x, int64_t cols, int64_t group, 
                       : quant_row_bf16_t<false, true, true>(x, cols, group, q, scales, scale_stride, amax32);
   s ? quant_row_bf16_t<true, false, true>(x, cols, group, q, scales, scale_stride, amax32)
     : quant_row_bf16_t<false, false, true>(x, cols, group, q, scales, scale_stride, amax32);
+}
+
+void even_odd_order_avx512(const float* w, float* w_eo, int64_t n) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  for (int64_t i = 0; i + 32 <= n; i += 32) {
+    const __m512 a = _mm512_loadu_ps(w + i), b = _mm512_loadu_ps(w + i + 16);
+    _mm512_storeu_ps(w_eo + i, _mm512_permutex2var_ps(a, even, b));
+    _mm512_storeu_ps(w_eo + i + 16, _mm512_permutex2var_ps(a, odd, b));
+  }
+}
+
+bool rms_quant_row_bf16_avx512(const uint16_t* x, float inv, const float* w_eo, int64_t cols, int64_t group,
+                               bool ue8m0, uint8_t* q, float* scales, int64_t scale_stride, bool stream,
+                               const uint16_t* next_row) {
+  if ((group != 64 && group != 128) || cols % group != 0) return false;
+  const bool s = stream && reinterpret_cast<uintptr_t>(q) % 64 == 0;
+  auto run = [&]<bool kS, bool kU>() {
+    if (group == 128) rms_quant_row_t<kS, kU, 2>(x, inv, w_eo, cols, q, scales, scale_stride, next_row);
+    else rms_quant_row_t<kS, kU, 1>(x, inv, w_eo, cols, q, scales, scale_stride, next_row);
+  };
+  if (ue8m0) s ? run.template operator()<true, true>() : run.template operator()<false, true>();
+  else s ? run.template operator()<true, false>() : run.template operator()<false, false>();
+  return true;
 }
 
 float abs_max_avx512(const void* x, DType t, int64_t n) {
