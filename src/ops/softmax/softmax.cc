@@ -28,13 +28,13 @@ void softmax(const Tensor& x, const Tensor& y) {
   const int64_t xs = n * int64_t(dtype_size(x.dtype())), ys = n * int64_t(dtype_size(y.dtype()));
   // In place, y's lines were just read: streaming them out gains nothing.
   const bool stream = x.data() != y.data() && should_stream(y.numel() * int64_t(dtype_size(y.dtype())));
-  // bf16 input, out of place: the AVX-512 kernel pipelines a thread's rows (the read stream,
-  // the exponentials and the write stream of three rows at once), 19% faster at 4096 x 7168.
-  // f32 input measured 8-10% slower that way (docs/perf/layer-ops.md, session 5), so it keeps
-  // the one-row kernel, as in place does (the pipeline writes row r - 1 while reading r + 1).
-  // Decode-sized ranges (16 rows, hot in L2) ran ~5% slower pipelined: from 32 rows a thread on.
+  // Out of place, the AVX-512 kernel pipelines a thread's rows (the read stream, the
+  // exponentials and the write stream of three rows at once): 4096 x 7168 bf16 4.2 -> 3.4 ms,
+  // f32 6.1 -> 5.5 ms at one thread (docs/perf/layer-ops.md, session 5). In place keeps the
+  // one-row kernel (the pipeline writes row r - 1 after reading row r + 1, harmless for
+  // disjoint rows, but one row per call keeps the order obvious).
   constexpr int64_t kMinPipelinedRows = 32;
-  if (active_isa() >= Isa::avx512 && x.data() != y.data() && x.dtype() == DType::bf16) {
+  if (active_isa() >= Isa::avx512 && x.data() != y.data()) {
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       if (r1 - r0 < kMinPipelinedRows) {
         std::vector<float> scratch(static_cast<size_t>(n));
