@@ -17,8 +17,22 @@ void silu_mul_scalar(const void* g, const void* u, DType t, void* y, DType yt, i
 void silu_mul_avx512(const void* g, const void* u, DType t, void* y, DType yt, int64_t n, bool stream,
                      const void* next_u);
 
+// Two rows per call, their lines read in turn: two independent DRAM streams when the rows lie
+// far apart (the ops pair row r with one half a thread's range away). Same results as two
+// calls of the one-row kernel. AVX-512 only; the ops call the one-row kernel otherwise.
+struct SiluMulRow {
+  const void* g;
+  const void* u;
+  void* y;
+  const void* next_u;
+};
+void silu_mul2_avx512(const SiluMulRow& a, const SiluMulRow& b, DType t, DType yt, int64_t n, bool stream);
+
 // y[i] = round_y(gelu(x[i])), tanh form or erf form.
 void gelu_scalar(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_form, bool stream);
 void gelu_avx512(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_form, bool stream);
+// Rows xa -> ya and xb -> yb together (as silu_mul2_avx512).
+void gelu2_avx512(const void* xa, void* ya, const void* xb, void* yb, DType t, DType yt, int64_t n, bool erf_form,
+                  bool stream);
 
 }  // namespace sol::kernels

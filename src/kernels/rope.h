@@ -16,4 +16,15 @@ void rope_rotate_heads_scalar(void* x, DType t, int64_t head_stride, int64_t hea
                               int64_t d, bool interleaved, const void* next);
 void rope_rotate_heads_avx512(void* x, DType t, int64_t head_stride, int64_t heads, const float* c, const float* s,
                               int64_t d, bool interleaved, const void* next);
+// Two tokens' heads in one call, head h of a then head h of b: two independent streams when the
+// tokens lie far apart (the op pairs token t with one half a thread's range away: see
+// docs/perf/layer-ops.md, session 5). Same results as one call per token.
+struct RopeToken {
+  void* x;           // the token's first rope slice
+  const float* c;    // its position's cos row
+  const float* s;    // and sin row
+  const void* next;  // the token this one's prefetches run into (null: none)
+};
+void rope_rotate_two_tokens_avx512(const RopeToken& a, const RopeToken& b, DType t, int64_t head_stride, int64_t heads,
+                                   int64_t d, bool interleaved);
 }  // namespace sol::kernels

@@ -32,17 +32,21 @@ struct Case {
 };
 
 // y f32 [rows, n] against ref element by element; y bf16 [rows, n] (a view `offset` elements
-// into rows of n + 8) against f32_to_bf16 of the f32 output.
-void expect_paths_agree(const Case& k, DType in, int64_t rows, int64_t n, int64_t offset) {
+// into rows of n + y_pad) against f32_to_bf16 of the f32 output. x: rows of in_cols * n + x_pad
+// elements, of which the op sees the first in_cols * n (a row stride larger than the row).
+void expect_paths_agree(const Case& k, DType in, int64_t rows, int64_t n, int64_t offset, int64_t x_pad = 0,
+                        int64_t y_pad = 8) {
   SCOPED_TRACE(std::string(k.name) + " in " + std::string(dtype_name(in)) + " n " + std::to_string(n) +
-               " offset " + std::to_string(offset) + " rows " + std::to_string(rows));
-  Buffer x(in, {rows, k.in_cols * n});
-  fill_random(x, uint64_t(n * 7 + offset), 6.0);
+               " offset " + std::to_string(offset) + " rows " + std::to_string(rows) + " x_pad " +
+               std::to_string(x_pad) + " y_pad " + std::to_string(y_pad));
+  Buffer xb(in, {rows, k.in_cols * n + x_pad});
+  fill_random(xb, uint64_t(n * 7 + offset + rows), 6.0);
   if (in == DType::f32) {  // values bf16 cannot hold: the f32 loads must not truncate
-    float* p = x.tensor().data_as<float>();
-    for (int64_t i = 0; i < x.tensor().numel(); i += 3) p[i] *= 1.0f + 0x1p-20f;
+    float* p = xb.tensor().data_as<float>();
+    for (int64_t i = 0; i < xb.tensor().numel(); i += 3) p[i] *= 1.0f + 0x1p-20f;
   }
-  Buffer y32(DType::f32, {rows, n}), y16(DType::bf16, {rows, n + 8});
+  const Tensor x = xb.tensor().slice(1, 0, k.in_cols * n);
+  Buffer y32(DType::f32, {rows, n}), y16(DType::bf16, {rows, n + y_pad});
   poison(y32);
   poison(y16);
   k.op(x, y32);
@@ -55,7 +59,7 @@ void expect_paths_agree(const Case& k, DType in, int64_t rows, int64_t n, int64_
       const float got = y32.tensor().data_as<float>()[r * n + c];
       if (!(std::fabs(got - want) <= k.tol * std::fabs(want) + 1e-37) && far++ < 5)
         ADD_FAILURE() << "f32 y[" << r << "][" << c << "] = " << got << ", fp64 " << want;
-      const uint16_t bits = y16.tensor().data_as<uint16_t>()[r * (n + 8) + offset + c];
+      const uint16_t bits = y16.tensor().data_as<uint16_t>()[r * (n + y_pad) + offset + c];
       if (bits != f32_to_bf16(got) && unrounded++ < 5)
         ADD_FAILURE() << "bf16 y[" << r << "][" << c << "] = 0x" << std::hex << bits << ", expected 0x"
                       << f32_to_bf16(got);
@@ -101,6 +105,33 @@ TEST(ActivationPaths, StreamedOutputsFromF32Inputs) {
   const int64_t n = 999, rows = llc / 2 / (2 * n) + 3;
   for (const Case& k : cases())
     for (int64_t offset : {0, 1}) expect_paths_agree(k, DType::f32, rows, n, offset);
+}
+
+// The AVX-512 drivers take two rows per call (row r with the row half the thread's range away,
+// pair_avx512.h map_two_rows_pairs) and the odd last row alone: every row count around the
+// pairing, input rows with a stride, for each input dtype.
+TEST(ActivationPaths, TwoRowsPerCallEveryRowCount) {
+  for_each_isa([] {
+    for (const Case& k : cases())
+      for (DType in : {DType::f32, DType::bf16})
+        for (int64_t rows : {1, 2, 3, 4, 7, 16})
+          for (int64_t x_pad : {0, 5}) expect_paths_agree(k, in, rows, 77, 1, x_pad);
+  });
+}
+
+// Streamed outputs whose rows all start at the same offset in a line take the paired loop with
+// non-temporal stores (offset 0: no head; offset 16: a 16-element head in both rows); rows at
+// different offsets (y_pad 8) take two one-row calls.
+TEST(ActivationPaths, TwoRowsPerCallStreamed) {
+  if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path";
+  const long llc = cpu_features().l3_bytes > 0 ? cpu_features().l3_bytes : (16L << 20);
+  const int64_t n = 1024, rows = llc / 2 / (2 * (n - 32)) + 5;  // every bf16 output streams
+  for (const Case& k : cases())
+    for (DType in : {DType::f32, DType::bf16}) {
+      expect_paths_agree(k, in, rows, n, 0, 0, 0);
+      expect_paths_agree(k, in, rows, n - 32, 16, 0, 32);
+      expect_paths_agree(k, in, rows, n, 3, 0, 8);
+    }
 }
 
 TEST(ActivationPaths, NaNAndInfinitiesStayWhereTheyBelong) {

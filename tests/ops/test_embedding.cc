@@ -1,10 +1,13 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <vector>
 
 #include "ops/common/fill.h"
 #include "sol/embedding.h"
 #include "sol/error.h"
+#include "sol/hw.h"
+#include "sol/moe_permute.h"
 
 namespace sol {
 namespace {
@@ -18,6 +21,52 @@ TEST(Embedding, GathersRowsIncludingRepeats) {
   embedding(table, ids, out);
   for (int t = 0; t < 5; ++t)
     EXPECT_EQ(std::memcmp(static_cast<char*>(out.data()) + t * 66, static_cast<char*>(table.data()) + want[t] * 66, 66), 0);
+}
+
+// Rows longer than 2 KiB are copied two at a time (row t with row t + half of a thread's range,
+// kernels/x86/avx512/gather_avx512.cc) and the odd last row alone; rows whose destinations start
+// at different offsets in a line go one at a time. Every token count around the pairing, aligned
+// (2048 bf16) and unaligned (1031 bf16, 2062-byte rows) rows, and a streamed output.
+TEST(Embedding, LongRowsTwoAtATime) {
+  const int64_t llc = cpu_features().l3_bytes > 0 ? cpu_features().l3_bytes : (16L << 20);
+  for (int64_t hidden : {2048, 1031})
+    for (int64_t tokens : {int64_t(1), int64_t(2), int64_t(3), int64_t(8), int64_t(13), llc / 2 / (2 * hidden) + 3}) {
+      const int64_t vocab = 97, rb = hidden * 2;
+      Buffer table(DType::bf16, {vocab, hidden}), ids(DType::i32, {tokens}), out(DType::bf16, {tokens, hidden});
+      fill_random(table, uint64_t(hidden));
+      for (int64_t t = 0; t < tokens; ++t) ids.tensor().data_as<int32_t>()[t] = int32_t((t * 37 + 5) % vocab);
+      poison(out);
+      embedding(table, ids, out);
+      int64_t wrong = 0;
+      for (int64_t t = 0; t < tokens; ++t)
+        wrong += std::memcmp(static_cast<char*>(out.data()) + t * rb,
+                             static_cast<char*>(table.data()) + ids.tensor().data_as<int32_t>()[t] * rb, size_t(rb)) != 0;
+      EXPECT_EQ(wrong, 0) << "hidden " << hidden << " tokens " << tokens;
+    }
+}
+
+// The MoE permutation gathers through the same kernel, with padding rows (zeros) between the
+// experts' rows: pairs holding a padding row go one row at a time.
+TEST(Embedding, PermutedLongRowsWithPaddingTwoAtATime) {
+  const int64_t tokens = 37, k = 2, experts = 5, alignment = 4, hidden = 1536;  // 3 KiB rows
+  Buffer ids(DType::i32, {tokens, k}), x(DType::bf16, {tokens, hidden});
+  for (int64_t i = 0; i < tokens * k; ++i) ids.tensor().data_as<int32_t>()[i] = int32_t((i * 7 + i / 3) % experts);
+  fill_random(x, 3);
+  const int64_t rows = moe_permuted_rows(ids, experts, alignment);
+  Buffer perm(DType::bf16, {rows, hidden}), layout(DType::i32, {rows}), row_of(DType::i32, {tokens, k});
+  poison(perm);
+  moe_permute(x, ids, experts, alignment, perm, layout, row_of);
+  const int64_t rb = hidden * 2;
+  std::vector<char> want(size_t(rows * rb), 0);
+  for (int64_t i = 0; i < tokens * k; ++i) {
+    const int32_t r = row_of.tensor().data_as<int32_t>()[i];
+    ASSERT_GE(r, 0);
+    std::memcpy(want.data() + r * rb, static_cast<char*>(x.data()) + (i / k) * rb, size_t(rb));
+  }
+  int64_t wrong = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    wrong += std::memcmp(static_cast<char*>(perm.data()) + r * rb, want.data() + r * rb, size_t(rb)) != 0;
+  EXPECT_EQ(wrong, 0);
 }
 
 TEST(Embedding, BadIdsAreNamedAndNothingIsWritten) {

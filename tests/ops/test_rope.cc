@@ -55,6 +55,36 @@ TEST(Rope, PositionZeroIsIdentityAndPathsAgreeBitForBit) {
   }
 }
 
+// The AVX-512 path rotates two tokens per call (token t with the token half a thread's range
+// away, head h of each in turn) and the odd last token alone: every token count around the
+// pairing, both layouts and dtypes, a 64-wide slice (whole lines) and a 40-wide one (16-lane
+// steps), bit for bit against the scalar path.
+TEST(Rope, TwoTokensPerCallMatchScalarBitForBit) {
+  if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path";
+  for (RopeLayout layout : {RopeLayout::interleaved, RopeLayout::half})
+    for (DType dt : {DType::bf16, DType::f32})
+      for (int64_t d : {64, 40})
+        for (int64_t tokens : {1, 2, 3, 5, 8, 67}) {
+          RopeConfig c = deepseek_v3_rope();
+          c.layout = layout;
+          c.rope_dim = int(d);
+          RopeTable table(c, 5000);
+          const int64_t heads = 3, head_dim = 128 + d;
+          Buffer x(dt, {tokens, heads, head_dim}), a(dt, {tokens, heads, head_dim}), b(dt, {tokens, heads, head_dim});
+          Buffer pos(DType::i32, {tokens});
+          fill_random(x, uint64_t(tokens + d));
+          for (int64_t t = 0; t < tokens; ++t) pos.tensor().data_as<int32_t>()[t] = int32_t((t * 997 + 13) % 5000);
+          std::memcpy(a.data(), x.data(), x.bytes());
+          std::memcpy(b.data(), x.data(), x.bytes());
+          setenv("SOL_ISA", "scalar", 1);
+          rope(a, pos, table, 128);
+          unsetenv("SOL_ISA");
+          rope(b, pos, table, 128);
+          EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0)
+              << "layout " << int(layout) << " " << dtype_name(dt) << " d " << d << " tokens " << tokens;
+        }
+}
+
 TEST(Rope, BadInputIsNamed) {
   RopeTable table(deepseek_v3_rope(), 100);
   Buffer x(DType::bf16, {2, 4, 192}), pos(DType::i32, {2});

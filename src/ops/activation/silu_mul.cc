@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "kernels/activation.h"
+#include "ops/activation/row_pairs.h"
 #include "ops/common/parallel.h"
 #include "ops/common/rows.h"
 #include "ops/common/streaming.h"
@@ -51,9 +52,25 @@ void silu_mul(const Tensor& gu, const Tensor& y) {
   const SiluMulKernel k = silu_mul_kernel();
   const int64_t es = int64_t(dtype_size(gu.dtype()));
   const bool stream = should_stream(y.numel() * int64_t(dtype_size(y.dtype())));
+  const bool two_rows = active_isa() >= Isa::avx512;
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r)
-      k(row(gu, r), row(gu, r) + inter * es, gu.dtype(), row(y, r), y.dtype(), inter, stream, next_up(gu, r, r1, inter));
+    auto one = [&](int64_t r, int64_t end) {
+      k(row(gu, r), row(gu, r) + inter * es, gu.dtype(), row(y, r), y.dtype(), inter, stream, next_up(gu, r, end, inter));
+    };
+    if (!two_rows) {
+      for (int64_t r = r0; r < r1; ++r) one(r, r1);
+      return;
+    }
+    const int64_t half = (r1 - r0) / 2;
+    auto side = [&](int64_t r, int64_t end) {  // end: where this half's rows stop
+      return kernels::SiluMulRow{row(gu, r), row(gu, r) + inter * es, row(y, r), next_up(gu, r, end, inter)};
+    };
+    for_row_pairs(
+        r0, r1,
+        [&](int64_t a, int64_t b) {
+          kernels::silu_mul2_avx512(side(a, r0 + half), side(b, r0 + 2 * half), gu.dtype(), y.dtype(), inter, stream);
+        },
+        [&](int64_t r) { one(r, r1); });
   });
 }
 
@@ -93,9 +110,19 @@ void gelu(const Tensor& x, const Tensor& y, GeluForm form) {
   const int64_t h = x.shape(1);
   // In place, y's lines were just read: streaming them out gains nothing.
   const bool stream = x.data() != y.data() && should_stream(y.numel() * int64_t(dtype_size(y.dtype())));
+  const bool erf_form = form == GeluForm::erf, two_rows = active_isa() >= Isa::avx512;
   parallel_ranges(x.shape(0), 1, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r)
-      k(row(x, r), x.dtype(), row(y, r), y.dtype(), h, form == GeluForm::erf, stream);
+    auto one = [&](int64_t r) { k(row(x, r), x.dtype(), row(y, r), y.dtype(), h, erf_form, stream); };
+    if (!two_rows) {
+      for (int64_t r = r0; r < r1; ++r) one(r);
+      return;
+    }
+    for_row_pairs(
+        r0, r1,
+        [&](int64_t a, int64_t b) {
+          kernels::gelu2_avx512(row(x, a), row(y, a), row(x, b), row(y, b), x.dtype(), y.dtype(), h, erf_form, stream);
+        },
+        one);
   });
 }
 

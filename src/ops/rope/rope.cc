@@ -1,6 +1,7 @@
 #include "sol/rope.h"
 
 #include "kernels/rope.h"
+#include "ops/activation/row_pairs.h"
 #include "ops/common/parallel.h"
 #include "sol/error.h"
 #include "sol/hw.h"
@@ -28,10 +29,30 @@ void rope(const Tensor& x, const Tensor& positions, const RopeTable& table, int6
   auto kernel = active_isa() >= Isa::avx512 ? kernels::rope_rotate_heads_avx512 : kernels::rope_rotate_heads_scalar;
   const int64_t es = int64_t(dtype_size(x.dtype()));
   auto slices = [&](int64_t t) { return x.data_as<char>() + (t * x.stride(0) + rope_offset) * es; };
+  const bool two_tokens = active_isa() >= Isa::avx512;
   parallel_ranges(tokens, 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t)
+    auto one = [&](int64_t t, int64_t end) {
       kernel(slices(t), x.dtype(), x.stride(1) * es, heads, table.cos_row(pos[t]), table.sin_row(pos[t]), d, inter,
-             t + 1 < t1 ? slices(t + 1) : nullptr);
+             t + 1 < end ? slices(t + 1) : nullptr);
+    };
+    if (!two_tokens) {
+      for (int64_t t = t0; t < t1; ++t) one(t, t1);
+      return;
+    }
+    // Token t0 + k with token t0 + half + k (ops/activation/row_pairs.h), each half's prefetches running into
+    // its own next token.
+    const int64_t half = (t1 - t0) / 2;
+    auto token = [&](int64_t t, int64_t end) {
+      return kernels::RopeToken{slices(t), table.cos_row(pos[t]), table.sin_row(pos[t]),
+                                t + 1 < end ? slices(t + 1) : nullptr};
+    };
+    for_row_pairs(
+        t0, t1,
+        [&](int64_t a, int64_t b) {
+          kernels::rope_rotate_two_tokens_avx512(token(a, t0 + half), token(b, t0 + 2 * half), x.dtype(), x.stride(1) * es,
+                                                 heads, d, inter);
+        },
+        [&](int64_t t) { one(t, t1); });
   });
 }
 

@@ -1,5 +1,7 @@
 // AVX-512 activations: the math once over V (a __m512 or a Pair, pair_avx512.h), run 32
 // elements per step by map_row_pairs.
+#include <utility>
+
 #include "kernels/activation.h"
 #include "kernels/x86/avx512/pair_avx512.h"
 
@@ -54,38 +56,78 @@ template <class V> [[gnu::always_inline]] inline V gelu_erf(V v) {
 
 }  // namespace
 
+namespace {
+
+// The step (32 elements at i) and single (16 at i, lanes m) of one silu-mul row, as lambdas.
+template <DType In>
+[[gnu::always_inline]] inline auto silu_mul_row(const void* g, const void* u, int64_t n, const void* next_u) {
+  constexpr int64_t es = In == DType::bf16 ? 2 : 4;
+  auto step = [=](int64_t i) {
+    if (next_u == nullptr || (i + 32) * es + kPrefetchBytes <= n * es) prefetch_ahead(g, i * es);
+    else prefetch_ahead(next_u, (i - n) * es);  // g's prefetch would land in u, fetched already
+    prefetch_ahead(u, i * es);
+    if constexpr (es == 4) prefetch_ahead(g, i * es + 64), prefetch_ahead(u, i * es + 64);
+    return silu_times(load_pair<In>(g, i), load_pair<In>(u, i));
+  };
+  auto single = [=](int64_t i, __mmask16 m) { return silu_times(load16(g, In, i, m), load16(u, In, i, m)); };
+  return std::pair{step, single};
+}
+
+// The same for one gelu row (f: gelu_tanh or gelu_erf over V).
+template <DType In, class F>
+[[gnu::always_inline]] inline auto gelu_row(const void* x, F f) {
+  constexpr int64_t es = In == DType::bf16 ? 2 : 4;
+  auto step = [=](int64_t i) {
+    prefetch_ahead(x, i * es);
+    if constexpr (es == 4) prefetch_ahead(x, i * es + 64);
+    return f(load_pair<In>(x, i));
+  };
+  auto single = [=](int64_t i, __mmask16 m) { return f(load16(x, In, i, m)); };
+  return std::pair{step, single};
+}
+
+// Calls run(f) with f the gelu form as a generic lambda.
+template <class Run>
+[[gnu::always_inline]] inline void with_gelu_form(bool erf_form, Run&& run) {
+  if (erf_form) run([](auto v) { return gelu_erf(v); });
+  else run([](auto v) { return gelu_tanh(v); });
+}
+
+}  // namespace
+
 void silu_mul_avx512(const void* g, const void* u, DType t, void* y, DType yt, int64_t n, bool stream,
                      const void* next_u) {
   with_dtypes(t, yt, [&]<DType In, DType Out>() {
-    constexpr int64_t es = In == DType::bf16 ? 2 : 4;
-    map_row_pairs<In, Out>(
-        y, n, stream,
-        [&](int64_t i) {
-          if (next_u == nullptr || (i + 32) * es + kPrefetchBytes <= n * es) prefetch_ahead(g, i * es);
-          else prefetch_ahead(next_u, (i - n) * es);  // g's prefetch would land in u, fetched already
-          prefetch_ahead(u, i * es);
-          if constexpr (es == 4) prefetch_ahead(g, i * es + 64), prefetch_ahead(u, i * es + 64);
-          return silu_times(load_pair<In>(g, i), load_pair<In>(u, i));
-        },
-        [&](int64_t i, __mmask16 m) { return silu_times(load16(g, In, i, m), load16(u, In, i, m)); });
+    auto [step, single] = silu_mul_row<In>(g, u, n, next_u);
+    map_row_pairs<In, Out>(y, n, stream, step, single);
+  });
+}
+
+void silu_mul2_avx512(const SiluMulRow& a, const SiluMulRow& b, DType t, DType yt, int64_t n, bool stream) {
+  with_dtypes(t, yt, [&]<DType In, DType Out>() {
+    auto [step_a, single_a] = silu_mul_row<In>(a.g, a.u, n, a.next_u);
+    auto [step_b, single_b] = silu_mul_row<In>(b.g, b.u, n, b.next_u);
+    map_two_rows_pairs<In, Out>(a.y, b.y, n, stream, step_a, single_a, step_b, single_b);
   });
 }
 
 void gelu_avx512(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_form, bool stream) {
   with_dtypes(t, yt, [&]<DType In, DType Out>() {
-    constexpr int64_t es = In == DType::bf16 ? 2 : 4;
-    auto run = [&](auto&& f) {
-      map_row_pairs<In, Out>(
-          y, n, stream,
-          [&](int64_t i) {
-            prefetch_ahead(x, i * es);
-            if constexpr (es == 4) prefetch_ahead(x, i * es + 64);
-            return f(load_pair<In>(x, i));
-          },
-          [&](int64_t i, __mmask16 m) { return f(load16(x, In, i, m)); });
-    };
-    if (erf_form) run([](auto v) { return gelu_erf(v); });
-    else run([](auto v) { return gelu_tanh(v); });
+    with_gelu_form(erf_form, [&](auto f) {
+      auto [step, single] = gelu_row<In>(x, f);
+      map_row_pairs<In, Out>(y, n, stream, step, single);
+    });
+  });
+}
+
+void gelu2_avx512(const void* xa, void* ya, const void* xb, void* yb, DType t, DType yt, int64_t n, bool erf_form,
+                  bool stream) {
+  with_dtypes(t, yt, [&]<DType In, DType Out>() {
+    with_gelu_form(erf_form, [&](auto f) {
+      auto [step_a, single_a] = gelu_row<In>(xa, f);
+      auto [step_b, single_b] = gelu_row<In>(xb, f);
+      map_two_rows_pairs<In, Out>(ya, yb, n, stream, step_a, single_a, step_b, single_b);
+    });
   });
 }
 

@@ -60,24 +60,50 @@ void rotate_half(void* x, DType t, const float* c, const float* s, int64_t d) {
   }
 }
 
+// One token's heads: its tables and where its prefetches go.
+struct TokenHeads {
+  char* x;
+  const float* c;
+  const float* s;
+  const char* next;
+  SplitTables tables;
+  TokenHeads(void* x_, const float* c_, const float* s_, const void* next_, int64_t split_d)
+      : x(static_cast<char*>(x_)), c(c_), s(s_), next(static_cast<const char*>(next_)), tables(c_, s_, split_d) {}
+
+  // Head h: prefetch the slice kRopePrefetchHeads ahead (into the next token's heads past the
+  // last), then rotate.
+  [[gnu::always_inline]] void head(int64_t h, DType t, int64_t head_stride, int64_t heads, int64_t d, bool interleaved,
+                                   bool by_lines, int64_t bytes) const {
+    char* slice = x + h * head_stride;
+    const int64_t ahead = h + kRopePrefetchHeads;
+    const char* fetch = ahead < heads ? x + ahead * head_stride : next ? next + (ahead - heads) * head_stride : nullptr;
+    if (fetch && (ahead < heads || ahead - heads < heads))
+      for (int64_t b = 0; b < bytes; b += 64) _mm_prefetch(fetch + b, _MM_HINT_T0);
+    if (by_lines) rotate_interleaved_bf16_lines(slice, tables, d);
+    else if (interleaved) rotate_interleaved(slice, t, c, s, d);
+    else rotate_half(slice, t, c, s, d);
+  }
+};
+
 }  // namespace
 
 void rope_rotate_heads_avx512(void* x, DType t, int64_t head_stride, int64_t heads, const float* c, const float* s,
                               int64_t d, bool interleaved, const void* next) {
   const int64_t bytes = d * int64_t(dtype_size(t));
   const bool by_lines = interleaved && t == DType::bf16 && d % 32 == 0;
-  alignas(64) SplitTables tables(c, s, by_lines ? d : 0);
+  alignas(64) const TokenHeads tok(x, c, s, next, by_lines ? d : 0);
+  for (int64_t h = 0; h < heads; ++h) tok.head(h, t, head_stride, heads, d, interleaved, by_lines, bytes);
+}
+
+void rope_rotate_two_tokens_avx512(const RopeToken& a, const RopeToken& b, DType t, int64_t head_stride, int64_t heads,
+                                   int64_t d, bool interleaved) {
+  const int64_t bytes = d * int64_t(dtype_size(t));
+  const bool by_lines = interleaved && t == DType::bf16 && d % 32 == 0;
+  alignas(64) const TokenHeads ta(a.x, a.c, a.s, a.next, by_lines ? d : 0);
+  alignas(64) const TokenHeads tb(b.x, b.c, b.s, b.next, by_lines ? d : 0);
   for (int64_t h = 0; h < heads; ++h) {
-    char* head = static_cast<char*>(x) + h * head_stride;
-    const int64_t ahead = h + kRopePrefetchHeads;
-    const char* fetch = ahead < heads ? static_cast<const char*>(x) + ahead * head_stride
-                        : next        ? static_cast<const char*>(next) + (ahead - heads) * head_stride
-                                      : nullptr;
-    if (fetch && (ahead < heads || ahead - heads < heads))
-      for (int64_t b = 0; b < bytes; b += 64) _mm_prefetch(fetch + b, _MM_HINT_T0);
-    if (by_lines) rotate_interleaved_bf16_lines(head, tables, d);
-    else if (interleaved) rotate_interleaved(head, t, c, s, d);
-    else rotate_half(head, t, c, s, d);
+    ta.head(h, t, head_stride, heads, d, interleaved, by_lines, bytes);
+    tb.head(h, t, head_stride, heads, d, interleaved, by_lines, bytes);
   }
 }
 
