@@ -22,6 +22,7 @@ namespace {
 struct SourceRows {
   const char* base = nullptr;
   int64_t rows = 0, row_stride = 0, lines = 0;
+  bool contiguous = false;  // the rows follow each other: one run of rows x row_stride bytes
 };
 SourceRows plain_b_rows(const GemmProblem& p, int64_t k0, int64_t kc, int64_t n0, int64_t nc) {
   const int64_t es = int64_t(dtype_size(p.b_type));
@@ -31,6 +32,7 @@ SourceRows plain_b_rows(const GemmProblem& p, int64_t k0, int64_t kc, int64_t n0
   s.rows = nt ? nc : kc;
   s.row_stride = p.b.ld * es;
   s.lines = ((nt ? kc : nc) * es + 63) / 64 + 1;  // +1: a row need not start on a line
+  s.contiguous = s.row_stride == (nt ? kc : nc) * es;
   return s;
 }
 
@@ -178,8 +180,19 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
                        p.lda * a_es, (kc * a_es + 63) / 64 + 1, false);
             } else if (next_src.base) {
               const int64_t ti = jr / kGemmNR * panels + panel;
-              const int64_t r0 = next_src.rows * ti / tiles, r1 = next_src.rows * (ti + 1) / tiles;
-              set_side(t, next_src.base + r0 * next_src.row_stride, r1 - r0, next_src.row_stride, next_src.lines, true);
+              const int64_t run_lines = next_src.rows * next_src.row_stride / 64 + 1;
+              if (next_src.contiguous && run_lines <= tiles * (steps + 1)) {
+                // One run of bytes that the tiles can cover at one line a step: each takes its
+                // share in order (a single stream) instead of a line from every row in turn:
+                // 16 x 7168 x 2048 2.2-2.5 -> 1.6-1.9 ms. Longer runs keep the interleaved
+                // rows, cut at the tile's steps: the run at two lines a step, or cut the same
+                // way, took M = 1 from 1.46-1.52 to 1.61-1.75 ms.
+                const int64_t l0 = run_lines * ti / tiles, l1 = run_lines * (ti + 1) / tiles;
+                set_side(t, next_src.base + l0 * 64, 1, 0, l1 - l0, true);
+              } else {
+                const int64_t r0 = next_src.rows * ti / tiles, r1 = next_src.rows * (ti + 1) / tiles;
+                set_side(t, next_src.base + r0 * next_src.row_stride, r1 - r0, next_src.row_stride, next_src.lines, true);
+              }
             } else if (next_panel_l2) {
               const int64_t lines = (b_panel_bytes + 63) / 64, half = lines / 2;
               set_side(t, next_panel_l2 + panel * half * 64, 1, 0, panel == 0 ? half : lines - half, true);
