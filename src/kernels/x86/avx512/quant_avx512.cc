@@ -198,13 +198,13 @@ template <bool kStream, bool kUe8m0>
 
 // ---- rmsnorm fused with per-token quantization, bf16 rows, groups of 64 or 128 ----
 //
-// Each group's normalised values y = bf16((x * inv) * w) stay in registers from the multiply to
-// the codes: x split into even and odd elements (a shift and an and, no shuffle), the weight
-// pre-arranged the same way (even_odd_order_avx512), the bf16 rounding done in integer lanes
-// (no vcvtne2ps2bf16, whose shuffle pipe issues one per cycle), the group's abs-max taken on the
-// unrounded magnitudes (round to nearest even is monotonic, so rounding the maximum gives the
-// maximum of the rounded values), then the e4m3 encoding of quant64_bf16 on the same registers.
-// No bf16 row is written and read back, and no per-group partial maxima go through memory.
+// One output pass per row: x split into even and odd elements (a shift and an and, no
+// shuffle), the weight pre-arranged the same way (even_odd_order_avx512), the bf16 rounding of
+// y = (x * inv) * w done in integer lanes (no vcvtne2ps2bf16 and its subnormal guard), the
+// group's abs-max taken on the unrounded magnitudes (round to nearest even is monotonic, so
+// rounding the maximum gives the maximum of the rounded values), and the group encoded one
+// group later from a two-slot L1 buffer (rms_quant_row_t says why). No bf16 row is written
+// and read back, and no per-group partial maxima go through memory.
 
 // f32 -> bf16 (round to nearest even) of a finite or infinite value, kept in f32 form (low 16
 // bits zero); NaN is not handled (a group with a NaN takes rms_quant_group_special).
