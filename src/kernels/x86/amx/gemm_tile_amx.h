@@ -141,9 +141,7 @@ void gemm_tile_bf16(const AmxGemmTile& at) {
   alignas(64) float sums[kAmxMR][32];
   if (t.m > 16) bf16_block<U, true>(at, sums);
   else bf16_block<U, false>(at, sums);
-  const ColumnMasks mask(t.n);
-  for (int i = 0; i < t.m; ++i)
-    for (int h = 0; h < 2; ++h) finish_vector(_mm512_load_ps(&sums[i][16 * h]), i, h, t, mask);
+  finish_rows(sums, t.m, t, ColumnMasks(t.n));
 }
 
 template <class U, bool kTwo>
@@ -164,9 +162,7 @@ void gemm_tile_s8(const AmxGemmTile& at) {
   alignas(64) int32_t sums[kAmxMR][32];
   if (t.m > 16) s8_block<U, true>(at, sums);
   else s8_block<U, false>(at, sums);
-  const ColumnMasks mask(t.n);
-  for (int i = 0; i < t.m; ++i)
-    for (int h = 0; h < 2; ++h) finish_vector_s32(_mm512_load_si512(&sums[i][16 * h]), i, h, t, mask);
+  finish_rows_s32(sums, t.m, t, ColumnMasks(t.n));
 }
 
 template <class U>

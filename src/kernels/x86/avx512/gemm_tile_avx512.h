@@ -167,6 +167,39 @@ __attribute__((always_inline)) inline void finish_tile(__m512 (&acc)[MR][2], con
     for (int h = 0; h < 2; ++h) finish_vector(acc[i][h], i, h, t, mask);
 }
 
+// The AMX tiles' end, from the sums their accumulators were stored to (m rows of 32): the same
+// short end as finish_tile when only alpha applies, else finish_vector per vector.
+inline void finish_rows(const float (*sums)[32], int m, const GemmTile& t, const ColumnMasks& mask) {
+  if (t.first && t.last && t.last->beta == 0.0f && !t.last->bias && !t.last->silu) {
+    const GemmEpilogue& e = *t.last;
+    const __m512 alpha = _mm512_set1_ps(e.alpha);
+    const int64_t es = e.d_bf16 ? 2 : 4;
+    char* d = static_cast<char*>(e.d);
+    const int64_t row_bytes = e.ldd * es;
+    for (int i = 0; i < m; ++i, d += row_bytes)
+      for (int h = 0; h < 2; ++h) {
+        const __m512 v = _mm512_mul_ps(_mm512_load_ps(&sums[i][16 * h]), alpha);
+        if (e.d_bf16) _mm256_mask_storeu_epi16(d + 32 * h, mask[h], __m256i(_mm512_cvtneps_pbh(v)));
+        else _mm512_mask_storeu_ps(d + 64 * h, mask[h], v);
+      }
+    return;
+  }
+  for (int i = 0; i < m; ++i)
+    for (int h = 0; h < 2; ++h) finish_vector(_mm512_load_ps(&sums[i][16 * h]), i, h, t, mask);
+}
+
+inline void finish_rows_s32(const int32_t (*sums)[32], int m, const GemmTile& t, const ColumnMasks& mask) {
+  if (t.first && t.last && t.last->beta == 0.0f) {
+    int32_t* d = static_cast<int32_t*>(t.last->d);
+    const int64_t ldd = t.last->ldd;
+    for (int i = 0; i < m; ++i, d += ldd)
+      for (int h = 0; h < 2; ++h) _mm512_mask_storeu_epi32(d + 16 * h, mask[h], _mm512_load_si512(&sums[i][16 * h]));
+    return;
+  }
+  for (int i = 0; i < m; ++i)
+    for (int h = 0; h < 2; ++h) finish_vector_s32(_mm512_load_si512(&sums[i][16 * h]), i, h, t, mask);
+}
+
 // The side stream (GemmTile::side), rows interleaved, one line per K step. One contiguous run
 // longer than the tile's steps (a whole next B panel: two lines a step) takes two lines a
 // step; interleaved rows keep one, even when that leaves some unrequested: rows pages apart
