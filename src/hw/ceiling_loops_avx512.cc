@@ -117,7 +117,9 @@ namespace {
 // read. With S streams the array is cut into S equal parts and each trip takes 8/S lines from
 // every part in turn: one core's DRAM read is bound by the misses it keeps in flight, and the
 // hardware prefetchers keep more of them in flight for several streams than for one.
-template <int S>
+// kPrefetch: every line is also requested kReadPrefetchBytes ahead (software prefetch, as a
+// kernel streaming one row would do; past the end of a part it only touches the next one).
+template <int S, bool kPrefetch>
 FULL_SPEED double read_streams(const float* data, size_t floats, long passes) {
   constexpr int kLines = 8 / S;
   const size_t per = floats / S / kStreamBlockFloats * kStreamBlockFloats;
@@ -128,9 +130,11 @@ FULL_SPEED double read_streams(const float* data, size_t floats, long passes) {
 #pragma GCC unroll 8
       for (int s = 0; s < S; ++s)
 #pragma GCC unroll 8
-        for (int j = 0; j < kLines; ++j)
-          acc[s * kLines + j] =
-              _mm512_add_ps(acc[s * kLines + j], _mm512_load_ps(data + s * per + i + 16 * j));
+        for (int j = 0; j < kLines; ++j) {
+          const float* line = data + s * per + i + 16 * j;
+          if constexpr (kPrefetch) _mm_prefetch(reinterpret_cast<const char*>(line) + kReadPrefetchBytes, _MM_HINT_T0);
+          acc[s * kLines + j] = _mm512_add_ps(acc[s * kLines + j], _mm512_load_ps(line));
+        }
     }
   }
   for (int j = 1; j < 8; ++j) acc[0] = _mm512_add_ps(acc[0], acc[j]);
@@ -195,8 +199,8 @@ FULL_SPEED double triad_streams(float* a, const float* b, const float* c, size_t
   }                                                               \
   fail("stream loop", "no loop built for ", streams, " streams")
 
-double read(const float* data, size_t floats, long passes, int streams) {
-#define SOL_READ(S) read_streams<S>(data, floats, passes)
+double read(const float* data, size_t floats, long passes, int streams, bool prefetch) {
+#define SOL_READ(S) (prefetch ? read_streams<S, true>(data, floats, passes) : read_streams<S, false>(data, floats, passes))
   SOL_STREAM_SWITCH(streams, SOL_READ);
 #undef SOL_READ
 }

@@ -111,23 +111,29 @@ Rate dot_s8_rate(const RateOptions& o) {
 struct StreamRate {
   double rate = 0;
   int streams = 1;
+  bool prefetch = false;
 };
 
+// make_loop(streams, prefetch); prefetch choices {false} or {false, true}.
 template <class MakeLoop>
-StreamRate fastest_streams(const MakeLoop& make_loop, const RateOptions& o) {
+StreamRate fastest_streams(const MakeLoop& make_loop, const RateOptions& o, bool with_prefetch = false) {
+  const int prefetch_choices = with_prefetch ? 2 : 1;
   RateOptions each = o;
-  each.seconds = o.seconds / double(std::size(ceiling_loops::kStreamChoices));
+  each.seconds = o.seconds / double(std::size(ceiling_loops::kStreamChoices) * prefetch_choices);
   StreamRate best;
-  for (int streams : ceiling_loops::kStreamChoices) {
-    double rate = best_parallel_rate(make_loop(streams), each);
-    if (rate > best.rate) best = {rate, streams};
-  }
+  for (int p = 0; p < prefetch_choices; ++p)
+    for (int streams : ceiling_loops::kStreamChoices) {
+      double rate = best_parallel_rate(make_loop(streams, p == 1), each);
+      if (rate > best.rate) best = {rate, streams, p == 1};
+    }
   return best;
 }
 
-std::string streams_text(int streams) {
-  return streams == 1 ? std::string("1 sequential stream")
-                      : std::to_string(streams) + " interleaved streams";
+std::string streams_text(int streams, bool prefetch = false) {
+  return (streams == 1 ? std::string("1 sequential stream") : std::to_string(streams) + " interleaved streams") +
+         (prefetch ? " with each line requested " + std::to_string(ceiling_loops::kReadPrefetchBytes / 1024) +
+                         " KiB ahead"
+                   : "");
 }
 
 std::string stream_choices_text() {
@@ -140,15 +146,15 @@ std::string stream_choices_text() {
 Rate mem_read_rate(const RateOptions& o) {
   const StreamArena& arena = StreamArena::get();
   StreamRate best = fastest_streams(
-      [&](int streams) -> ThreadLoop {
-        return [&, streams](int t, long passes) {
+      [&](int streams, bool prefetch) -> ThreadLoop {
+        return [&, streams, prefetch](int t, long passes) {
           std::span<float> s = split(arena.slice(t, o.threads), 0, 1);
-          return ceiling_loops::read(s.data(), s.size(), passes, streams);
+          return ceiling_loops::read(s.data(), s.size(), passes, streams, prefetch);
         };
       },
-      o);
-  return {best.rate, "AVX-512 loads, " + streams_text(best.streams) + stream_choices_text() +
-                         ", " + mebibytes(arena.bytes()) + " in all"};
+      o, true);
+  return {best.rate, "AVX-512 loads, " + streams_text(best.streams, best.prefetch) + stream_choices_text() +
+                         " with and without software prefetch, " + mebibytes(arena.bytes()) + " in all"};
 }
 
 // Regular stores make the core read each destination line before writing it (write-allocate),
@@ -160,7 +166,7 @@ Rate mem_copy_rate(const RateOptions& o) {
     RateOptions half = o;
     half.seconds = o.seconds / 2;
     return fastest_streams(
-        [&, non_temporal](int streams) -> ThreadLoop {
+        [&, non_temporal](int streams, bool) -> ThreadLoop {
           return [&, non_temporal, streams](int t, long passes) {
             std::span<float> share = arena.slice(t, o.threads);
             std::span<float> src = split(share, 0, 2), dst = split(share, 1, 2);
@@ -184,7 +190,7 @@ Rate mem_copy_rate(const RateOptions& o) {
 Rate mem_triad_rate(const RateOptions& o) {
   const StreamArena& arena = StreamArena::get();
   StreamRate best = fastest_streams(
-      [&](int streams) -> ThreadLoop {
+      [&](int streams, bool) -> ThreadLoop {
         return [&, streams](int t, long passes) {
           std::span<float> share = arena.slice(t, o.threads);
           std::span<float> a = split(share, 0, 3), b = split(share, 1, 3), c = split(share, 2, 3);

@@ -30,10 +30,12 @@ TEST(StreamLoops, ReadCountsOnlyWholeParts) {
   if (!has_loops()) GTEST_SKIP() << "no AVX-512";
   Buffer data(kFloats * sizeof(float));
   std::memset(data.data(), 0, data.bytes());
-  for (int streams : ceiling_loops::kStreamChoices) {
-    double bytes = ceiling_loops::read(static_cast<float*>(data.data()), kFloats, 3, streams);
-    EXPECT_EQ(bytes, 3.0 * double(moved_floats(streams)) * sizeof(float)) << streams << " streams";
-  }
+  for (int streams : ceiling_loops::kStreamChoices)
+    for (bool prefetch : {false, true}) {
+      double bytes = ceiling_loops::read(static_cast<float*>(data.data()), kFloats, 3, streams, prefetch);
+      EXPECT_EQ(bytes, 3.0 * double(moved_floats(streams)) * sizeof(float))
+          << streams << " streams, prefetch " << prefetch;
+    }
 }
 
 // Each stream count copies exactly parts [0, per) of each of its S parts and nothing else.
