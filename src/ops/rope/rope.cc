@@ -39,8 +39,8 @@ void rope(const Tensor& x, const Tensor& positions, const RopeTable& table, int6
       for (int64_t t = t0; t < t1; ++t) one(t, t1);
       return;
     }
-    // Token t0 + k with token t0 + half + k (ops/activation/row_pairs.h), each half's prefetches running into
-    // its own next token.
+    // Token t0 + k with token t0 + half + k (ops/activation/row_pairs.h), each half's
+    // prefetches running into its own next token.
     const int64_t half = (t1 - t0) / 2;
     auto token = [&](int64_t t, int64_t end) {
       return kernels::RopeToken{slices(t), table.cos_row(pos[t]), table.sin_row(pos[t]),

@@ -30,26 +30,17 @@ void softmax(const Tensor& x, const Tensor& y) {
   const bool stream = x.data() != y.data() && should_stream(y.numel() * int64_t(dtype_size(y.dtype())));
   // Out of place, the AVX-512 kernel pipelines a thread's rows (the read stream, the
   // exponentials and the write stream of three rows at once): 4096 x 7168 bf16 4.2 -> 3.4 ms,
-  // f32 6.1 -> 5.5 ms at one thread (docs/perf/layer-ops.md, session 5). In place keeps the
-  // one-row kernel (the pipeline writes row r - 1 after reading row r + 1, harmless for
-  // disjoint rows, but one row per call keeps the order obvious).
+  // f32 6.1 -> 5.5 ms at one thread (docs/perf/layer-ops.md, session 5). Decode-sized ranges
+  // (16 rows, hot in L2) ran ~5% slower that way, and in place keeps one row per call too.
   constexpr int64_t kMinPipelinedRows = 32;
-  if (active_isa() >= Isa::avx512 && x.data() != y.data()) {
-    parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
-      if (r1 - r0 < kMinPipelinedRows) {
-        std::vector<float> scratch(static_cast<size_t>(n));
-        for (int64_t r = r0; r < r1; ++r)
-          kernels::softmax_row_avx512(x.data_as<const char>() + r * xs, x.dtype(), y.data_as<char>() + r * ys, y.dtype(), n,
-                                      scratch.data(), stream);
-        return;
-      }
+  const bool pipelined = active_isa() >= Isa::avx512 && x.data() != y.data();
+  parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+    if (pipelined && r1 - r0 >= kMinPipelinedRows) {
       std::vector<float> scratch(static_cast<size_t>(2 * n));  // once per thread
       kernels::softmax_rows_avx512(x.data_as<const char>() + r0 * xs, xs, x.dtype(), y.data_as<char>() + r0 * ys, ys,
                                    y.dtype(), r1 - r0, n, scratch.data(), stream);
-    });
-    return;
-  }
-  parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+      return;
+    }
     std::vector<float> scratch(static_cast<size_t>(n));  // once per thread
     for (int64_t r = r0; r < r1; ++r)
       kernel(x.data_as<const char>() + r * xs, x.dtype(), y.data_as<char>() + r * ys, y.dtype(), n, scratch.data(),

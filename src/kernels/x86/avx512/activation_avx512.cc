@@ -19,32 +19,35 @@ template <class V> [[gnu::always_inline]] inline V silu_times(V g, V u) {
 // a = 2 sqrt(2/pi), b = 0.044715 a: no cancellation at either end (the form 2 - 2 / (exp(2u) + 1)
 // loses every digit in the negative tail), and four fewer operations than forming u, 1 + tanh
 // and 0.5 v separately. Very negative v: the exponential saturates to inf and v / inf = -0, the
-// limit; a NaN v reaches y through the division.
+// limit; a NaN v reaches y through the division. The degree-4 exp: y's relative error is at most
+// the exponential's (2.7e-6) times exp / (1 + exp) < 1.
 template <class V> [[gnu::always_inline]] inline V gelu_tanh(V v) {
   const V two_u = mul(v, fmadd(splat<V>(0.0713548162726f), mul(v, v), splat<V>(1.5957691216057308f)));
-  return div(v, add(splat<V>(1.0f), exp_neg_clamped89(two_u)));
+  return div(v, add(splat<V>(1.0f), exp_neg_clamped89<V, true>(two_u)));
 }
 
 // GELU's erf form, v Phi(v) with Phi(v) = 0.5 erfc(-v / sqrt 2): h = 0.5 erfc(a), a = |v| / sqrt 2,
-// by the Chebyshev-fitted formula of Numerical Recipes (erfcc: t = 1 / (1 + a/2),
-// erfc = t exp(-a^2 + P(t)), relative error < 1.2e-7 for every a, so GELU's negative tail keeps
-// its relative accuracy); Phi is h for v < 0 and 1 - h otherwise. The 0.5 is folded in exactly:
-// t' = 1 / (2 + a) = t / 2 and P's coefficients scaled by 2^k (P'(t') = P(t), bit for bit).
+// in the form of Numerical Recipes' erfcc (t = 1 / (1 + a/2), erfc = t exp(-a^2 + P(t))), with
+// the 0.5 folded in: t' = 1 / (2 + a) = t / 2 and h = t' exp(-a^2 + P'(t')). P' is this
+// project's own fit (degree 7, Lawson's iteration on a in [0, 14], t' in [1/16, 1/2]): absolute
+// error of P' = relative error of h, 6.9e-7 in the fit, 8.1e-7 with f32 coefficients and f32
+// Estrin evaluation, uniform in a, so GELU's negative tail keeps its relative accuracy (NR's
+// degree 9 gave 1.2e-7 for three operations more; session 5 of docs/perf/layer-ops.md: gelu
+// erf is bound by instruction issue). Phi is h for v < 0 and 1 - h otherwise.
 // a = inf gives t' = 0, a^2 - P = inf, h = 0 and y = v (NaN for v = -inf: -inf * 0, as in the
 // reference); a NaN v reaches y through the final product.
 template <class V> [[gnu::always_inline]] inline V gelu_erf(V v) {
   const V a = each([](__m512 x) { return _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(0.70710678118654752f)); }, v);
   const V t = div(splat<V>(1.0f), add(splat<V>(2.0f), a));
-  // NR erfcc's coefficients c_k times 2^k, highest power first.
-  static constexpr float c[] = {0.17087277f * 512, -0.82215223f * 256, 1.48851587f * 128, -1.13520398f * 64,
-                                0.27886807f * 32,  -0.18628806f * 16,  0.09678418f * 8,   0.37409196f * 4,
-                                1.00002368f * 2,   -1.26551223f};
-  // Estrin's scheme: four levels of products instead of nine dependent steps (three more
-  // operations), since this chain, not the operation count, bounded the loop.
+  // P' coefficients, highest power first.
+  static constexpr float c[] = {-23.982501983642578f, 48.009334564208984f, -31.978147506713867f, 5.585695266723633f,
+                                -0.3184610605239868f, 1.5767784118652344f,  1.9970202445983887f,  -1.2654691934585571f};
+  // Estrin's scheme: three levels of products instead of seven dependent steps, since the
+  // chain as much as the operation count bounds the loop.
   const V t2 = mul(t, t), t4 = mul(t2, t2);
   auto lin = [&](int k) { return fmadd(splat<V>(c[k]), t, splat<V>(c[k + 1])); };  // c_k t + c_k+1
   const V q0 = fmadd(lin(0), t2, lin(2)), q1 = fmadd(lin(4), t2, lin(6));
-  const V p = fmadd(fmadd(q0, t4, q1), t2, lin(8));
+  const V p = fmadd(q0, t4, q1);
   const V g = each([](__m512 x, __m512 q) { return _mm512_fmsub_ps(x, x, q); }, a, p);  // a^2 - P
   const V h = mul(t, exp_neg_of_nonnegative(g));  // g >= 0 up to P's fit error
   const V phi = each([](__m512 x, __m512 hx) {
