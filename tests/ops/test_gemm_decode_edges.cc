@@ -15,9 +15,11 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
+#include "ops/common/rows.h"
 #include "ops/gemm/reference.h"
 #include "ops/gemm_paths.h"
 #include "sol/copy.h"
@@ -105,28 +107,31 @@ std::string describe(const Operands& o, const Spec& s) {
          (s.bias ? " bias" : "") + (s.silu ? " silu" : "") + " pad=" + std::to_string(s.pad);
 }
 
-// Runs rows [r0, r1) of A (all of it by default) into D (poisoned with NaN / 0xFF, pad columns
-// included), checks the pad columns were never written, and returns D's [r1 - r0, n] values.
-// With `check`, compares them with the fp64 reference. C is random; with beta = 0 it is NaN
-// instead (beta = 0 must not read it).
-Buffer run(const Operands& o, const Spec& s, bool check, int64_t r0 = 0, int64_t r1 = -1) {
+// Runs rows [r0, r1) of A (all of it by default) into D, a view of rows 1..m of a buffer with a
+// row above and below and `pad` columns to the right (so D starts unaligned), all of it
+// poisoned (NaN / 0xFF bytes) first; checks nothing outside D was written and returns D's
+// [r1 - r0, n] values. With `check`, compares them with the fp64 reference. C is random; with
+// beta = 0 it is NaN instead (beta = 0 must not read it). in_place: C is D's old contents
+// (GemmOptions::c null), random.
+Buffer run(const Operands& o, const Spec& s, bool check, int64_t r0 = 0, int64_t r1 = -1, bool in_place = false) {
   const int64_t m_all = o.a.tensor().shape(0), n = o.b.tensor().shape(0);
   if (r1 < 0) r1 = m_all;
-  const int64_t m = r1 - r0;
+  const int64_t m = r1 - r0, ld = n + s.pad;
   const Tensor a = o.a.tensor().slice(0, r0, r1);
   const Tensor a_scales = o.kind == "fp8" ? o.a_scales.tensor().slice(0, r0, r1) : Tensor();
-  Buffer d_buf(s.out, {m, n + s.pad}), c_buf(s.out, {m, n + s.pad}), bias(DType::f32, {n});
-  const Tensor d = d_buf.tensor().slice(1, 0, n), c = c_buf.tensor().slice(1, 0, n);
+  Buffer d_buf(s.out, {m + 2, ld}), c_buf(s.out, {m, ld}), bias(DType::f32, {n});
+  const Tensor d = d_buf.tensor().slice(0, 1, m + 1).slice(1, 0, n), c = c_buf.tensor().slice(1, 0, n);
   poison(d_buf);
   if (s.beta == 0.0f && !o.int8()) poison(c_buf);
   else fill_random(c_buf, 77 + uint64_t(m), o.int8() ? 1e6 : 1.0);
+  if (in_place) copy(c, d);
   fill_random(bias, 78, 1.0);
 
   GemmOptions opt;
   opt.layout = Layout::nt;
   opt.alpha = s.alpha;
   opt.beta = s.beta;
-  opt.c = &c;
+  opt.c = in_place ? nullptr : &c;
   opt.bias = s.bias ? &bias.tensor() : nullptr;
   opt.activation = s.silu ? Activation::silu : Activation::none;
   opt.a_scales = o.kind == "fp8" ? &a_scales : nullptr;
@@ -138,12 +143,16 @@ Buffer run(const Operands& o, const Spec& s, bool check, int64_t r0 = 0, int64_t
   }
 
   const size_t es = dtype_size(s.out);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = n; j < n + s.pad; ++j) {
-      const auto* p = static_cast<const unsigned char*>(d_buf.data()) + (i * (n + s.pad) + j) * int64_t(es);
+  const auto* bytes = static_cast<const unsigned char*>(d_buf.data());
+  int64_t outside = 0, first_i = 0, first_j = 0;
+  for (int64_t i = 0; i < m + 2; ++i)
+    for (int64_t j = 0; j < ld; ++j) {
+      if (i >= 1 && i <= m && j < n) continue;
+      const auto* p = bytes + (i * ld + j) * int64_t(es);
       for (size_t byte = 0; byte < es; ++byte)
-        EXPECT_EQ(p[byte], 0xFF) << describe(o, s) << ": wrote outside D at row " << i << " column " << j;
+        if (p[byte] != 0xFF && outside++ == 0) first_i = i - 1, first_j = j;
     }
+  EXPECT_EQ(outside, 0) << describe(o, s) << ": wrote outside D, first at row " << first_i << " column " << first_j;
   Buffer out(s.out, {m, n});
   copy(d, out);
   if (!check) return out;
@@ -154,11 +163,11 @@ Buffer run(const Operands& o, const Spec& s, bool check, int64_t r0 = 0, int64_t
                  o.fp8_b() ? &o.b_scales.tensor() : nullptr);
   if (o.int8()) {
     CheckResult r = compare_bitwise(out, ref);
-    EXPECT_TRUE(r.pass) << describe(o, s) << ": " << r.detail;
+    EXPECT_TRUE(r.pass) << describe(o, s) << (in_place ? " in place" : "") << ": " << r.detail;
   } else {
     const double tol = s.out == DType::bf16 ? 1e-2 : o.kind == "f32" ? 1e-5 : 2e-5;
     CheckResult r = compare_relative(out, ref, tol);
-    EXPECT_TRUE(r.pass) << describe(o, s) << ": " << r.detail;
+    EXPECT_TRUE(r.pass) << describe(o, s) << (in_place ? " in place" : "") << ": " << r.detail;
     EXPECT_LT(gemm_diff_metric(out, ref), 1e-3) << describe(o, s);
   }
   return out;
@@ -360,6 +369,97 @@ TEST(GemmDecodeEdges, Int8DirectStoreExactWithTails) {
               }
           }
   });
+}
+
+// NaN scales through the kept panel: a NaN A scale (row 14, the second panel, second K group)
+// makes that row NaN; a NaN B scale (N block 1, K group 0) makes columns 128.. NaN; nothing else.
+TEST(GemmDecodeEdges, Fp8NanScalesReachOnlyTheirRowsAndColumns) {
+  OneThread one_thread;
+  for_each_gemm_path([] {
+    const int64_t m = 16, n = 161, k = 256;
+    Operands o = make_operands("fp8", m, n, k, 41);
+    o.a_scales.tensor().data_as<float>()[14 * 2 + 1] = std::nanf("");
+    o.b_scales.tensor().data_as<float>()[1 * 2 + 0] = std::nanf("");
+    for (bool packed : {true, false}) {
+      Spec s;
+      s.out = DType::f32;
+      s.packed = packed;
+      s.pad = 1;
+      const Buffer d = run(o, s, false);
+      const float* p = d.tensor().data_as<const float>();
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          EXPECT_EQ(std::isnan(p[i * n + j]), i == 14 || j >= 128)
+              << describe(o, s) << ": row " << i << " column " << j << " = " << p[i * n + j];
+    }
+  });
+}
+
+// C = D in place (GemmOptions::c null) on decode: beta = 0 must not read D's old contents (NaN
+// here) on the short end, beta != 0 reads them on the general end.
+TEST(GemmDecodeEdges, InPlaceDecodeEveryType) {
+  OneThread one_thread;
+  for_each_gemm_path([] {
+    for (const char* kind : {"f32", "bf16", "fp8", "bf16xfp8", "s8", "u8xs8"})
+      for (int64_t m : {13, 16}) {
+        const Operands o = make_operands(kind, m, 33, 256, uint64_t(m + 3));
+        for (float beta : {0.0f, 1.0f}) {
+          Spec s;
+          s.out = std::string(kind) == "f32" ? DType::f32 : o.int8() ? DType::i32 : DType::bf16;
+          s.beta = o.int8() ? beta : beta * 0.5f;
+          s.alpha = o.int8() ? 1.0f : 1.5f;
+          s.pad = 2;
+          run(o, s, true, 0, -1, true);
+        }
+      }
+  });
+}
+
+// MoE decode: each expert's rows are one GEMM (masked layout), so experts with 13-16 valid rows
+// take the two-panel decode with the kept fp8 panel. Packed experts must give the bits of plain
+// ones and of one gemm per expert; rows at or past masked_m stay untouched.
+TEST(GemmDecodeEdges, MaskedGroupedDecodeWithTwoPanels) {
+  OneThread one_thread;
+  const int64_t groups = 4, max_m = 16, n = 97, k = 256;
+  const int32_t valid[groups] = {16, 13, 0, 12};
+  for (const char* kind : {"fp8", "bf16xfp8"}) {
+    const bool fp8_a = std::string(kind) == "fp8";
+    std::vector<Operands> ex;
+    for (int64_t g = 0; g < groups; ++g) ex.push_back(make_operands(kind, max_m, n, k, uint64_t(50 + g)));
+    Buffer a(ex[0].a.tensor().dtype(), {groups, max_m, k}), sa(DType::f32, {groups, max_m, k / 128});
+    Buffer b(DType::f8e4m3, {groups, n, k}), sb(DType::f32, {groups, 1, k / 128});
+    std::vector<PackedMatrix> packed;
+    for (int64_t g = 0; g < groups; ++g) {
+      copy(ex[size_t(g)].a, plane(a, g));
+      if (fp8_a) copy(ex[size_t(g)].a_scales, plane(sa, g));
+      copy(ex[size_t(g)].b, plane(b, g));
+      copy(ex[size_t(g)].b_scales, plane(sb, g));
+      packed.push_back(pack_b(ex[size_t(g)].b, Layout::nt, &ex[size_t(g)].b_scales.tensor()));
+    }
+    Buffer masked(DType::i32, {groups}), d_packed(DType::bf16, {groups, max_m, n}), d_plain(DType::bf16, {groups, max_m, n});
+    std::memcpy(masked.data(), valid, sizeof(valid));
+    poison(d_packed);
+    poison(d_plain);
+    GroupedGemmOptions opt;
+    opt.a_scales = fp8_a ? &sa.tensor() : nullptr;
+    grouped_gemm_masked(a, packed, masked, d_packed, opt);
+    opt.b_scales = &sb.tensor();
+    grouped_gemm_masked(a, b, masked, d_plain, opt);
+    EXPECT_TRUE(same_bits(d_packed, d_plain)) << kind << ": packed vs plain experts";
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t rows = valid[g];
+      const auto* bytes = static_cast<const uint16_t*>(plane(d_packed, g).data());
+      for (int64_t i = rows * n; i < max_m * n; ++i)
+        ASSERT_EQ(bytes[i], 0xFFFF) << kind << ": expert " << g << " wrote masked row " << i / n;
+      if (rows == 0) continue;
+      Spec s;
+      s.out = DType::bf16;
+      const Buffer one = run(ex[size_t(g)], s, true, 0, rows);
+      Buffer mine(DType::bf16, {rows, n});
+      copy(plane(d_packed, g).slice(0, 0, rows), mine);
+      EXPECT_TRUE(same_bits(mine, one)) << kind << ": expert " << g << " (" << rows << " rows) vs one gemm";
+    }
+  }
 }
 
 }  // namespace
