@@ -2,6 +2,9 @@
 // claim (a copy that skipped a part, or counted bytes it never moved, would inflate a ceiling).
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <vector>
 
@@ -78,6 +81,63 @@ TEST(StreamLoops, UnbuiltStreamCountIsAnError) {
   if (!has_loops()) GTEST_SKIP() << "no AVX-512";
   Buffer data(kFloats * sizeof(float));
   EXPECT_THROW(ceiling_loops::read(static_cast<float*>(data.data()), kFloats, 1, 3), Error);
+}
+
+// The floats a loop moves of an array of `floats`: whole blocks in each of the streams' parts.
+size_t moved_floats_of(size_t floats, int streams) {
+  return floats / size_t(streams) / ceiling_loops::kStreamBlockFloats * ceiling_loops::kStreamBlockFloats *
+         size_t(streams);
+}
+
+// Arrays too small for one block per stream: nothing is moved, counted or written (a loop that
+// rounded the parts up would read and write past the arrays), and no passes move nothing.
+TEST(StreamLoops, LessThanOneBlockPerStreamMovesNothing) {
+  if (!has_loops()) GTEST_SKIP() << "no AVX-512";
+  constexpr size_t kMax = ceiling_loops::kStreamBlockFloats * 8;
+  Buffer src(kMax * sizeof(float)), dst(kMax * sizeof(float)), c(kMax * sizeof(float));
+  float* s = static_cast<float*>(src.data());
+  float* d = static_cast<float*>(dst.data());
+  for (size_t i = 0; i < kMax; ++i) s[i] = c.tensor().data_as<float>()[i] = 1.0f;
+  for (int streams : ceiling_loops::kStreamChoices) {
+    const size_t floats = ceiling_loops::kStreamBlockFloats * size_t(streams) - 16;
+    for (size_t i = 0; i < kMax; ++i) d[i] = -7.0f;
+    EXPECT_EQ(ceiling_loops::read(s, floats, 2, streams, true), 0.0) << streams;
+    EXPECT_EQ(ceiling_loops::copy(d, s, floats, 2, true, streams), 0.0) << streams;
+    EXPECT_EQ(ceiling_loops::copy(d, s, floats, 2, false, streams), 0.0) << streams;
+    EXPECT_EQ(ceiling_loops::triad(d, s, c.tensor().data_as<float>(), floats, 2, streams), 0.0) << streams;
+    for (size_t i = 0; i < kMax; ++i) ASSERT_EQ(d[i], -7.0f) << streams << " streams wrote element " << i;
+    EXPECT_EQ(ceiling_loops::read(s, kMax, 0, streams, false), 0.0) << streams << " streams, no passes";
+  }
+}
+
+// Arrays that end exactly at an unmapped page: any load or store past the counted parts faults
+// (software prefetches past the end do not). Sizes that every stream count divides, and one that
+// leaves a remainder of less than a block.
+TEST(StreamLoops, NothingTouchedPastTheArrays) {
+  if (!has_loops()) GTEST_SKIP() << "no AVX-512";
+  const size_t page = size_t(sysconf(_SC_PAGESIZE)), bytes = 16 * page;
+  for (size_t floats : {bytes / sizeof(float), bytes / sizeof(float) - 3 * ceiling_loops::kStreamBlockFloats - 16}) {
+    // Three arrays, each followed by a guard page.
+    char* base[3];
+    float* arr[3];
+    for (int a = 0; a < 3; ++a) {
+      void* m = mmap(nullptr, bytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      ASSERT_NE(m, MAP_FAILED);
+      base[a] = static_cast<char*>(m);
+      ASSERT_EQ(mprotect(base[a] + bytes, page, PROT_NONE), 0);
+      arr[a] = reinterpret_cast<float*>(base[a] + bytes - floats * sizeof(float));
+      for (size_t i = 0; i < floats; ++i) arr[a][i] = float(i % 97);
+    }
+    for (int streams : ceiling_loops::kStreamChoices) {
+      const double moved = double(moved_floats_of(floats, streams)) * sizeof(float);
+      EXPECT_EQ(ceiling_loops::read(arr[0], floats, 1, streams, false), moved) << streams;
+      EXPECT_EQ(ceiling_loops::read(arr[0], floats, 1, streams, true), moved) << streams;
+      EXPECT_EQ(ceiling_loops::copy(arr[1], arr[0], floats, 1, true, streams), 2 * moved) << streams;
+      EXPECT_EQ(ceiling_loops::copy(arr[1], arr[0], floats, 1, false, streams), 2 * moved) << streams;
+      EXPECT_EQ(ceiling_loops::triad(arr[2], arr[0], arr[1], floats, 1, streams), 3 * moved) << streams;
+    }
+    for (int a = 0; a < 3; ++a) munmap(base[a], bytes + page);
+  }
 }
 
 }  // namespace
