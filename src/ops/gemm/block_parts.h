@@ -28,11 +28,12 @@ inline Workspace& thread_workspace() {
   return ws;
 }
 
-// The running sums between K blocks, when they cannot live in D itself (bf16 D, or C = D):
-// rows x NC f32 of the workspace; none when D holds them or K fits one block.
+// The running sums between K blocks (or decode's K chunks), when they cannot live in D itself
+// (bf16 D, or C = D): rows x NC f32 of the workspace; none when D holds them or K fits one
+// block and is not chunked.
 inline float* partial_workspace(Workspace& ws, const GemmProblem& p, const Blocking& blk, bool partial_in_d,
-                                int64_t rows) {
-  if (partial_in_d || p.k <= blk.kc) return nullptr;
+                                int64_t rows, bool chunked = false) {
+  if (partial_in_d || (p.k <= blk.kc && !chunked)) return nullptr;
   return static_cast<float*>(Workspace::reserve(ws.partial, rows * blk.nc * 4));
 }
 

@@ -10,6 +10,11 @@
 
 namespace sol::gemm_detail {
 
+// Decode (M <= 16, KC = all of K) runs each panel's tiles in K chunks of this many steps, so
+// that a panel's chunk (256 KiB at 128 bytes a step) and the next panel's requested chunk both
+// stay in a 1 MiB L2 (gemm_blocked.cc).
+inline constexpr int64_t kDecodeChunkSteps = 2048;
+
 struct Blocking {
   int64_t kc = 0;  // K per block (even for bf16)
   int64_t mc = 0;  // rows of A packed per block (a multiple of kGemmMR)

@@ -92,7 +92,13 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
   int32_t* start = s8_correction && !p.packed
                        ? static_cast<int32_t*>(Workspace::reserve(ws.start, blk.nc * 4))
                        : nullptr;
-  float* partial = partial_workspace(ws, p, blk, partial_in_d, m1 - m0);
+  // Decode runs each 32-column panel in K chunks of kDecodeChunkSteps, both A panels' tiles
+  // chunk by chunk: with K = all of K in one tile, a panel larger than ~256 KiB (K > 4096 in
+  // bf16) was read by the first tile from DRAM and by the second from L3, since it and the
+  // next panel requested into L2 do not both fit there (16 x 7168 x 16384 bf16 at 75% of
+  // dot_bf16). Every skinny call chunks the same way, so M = 1 and M = 16 sum in one order.
+  const bool chunked = p.m <= 16 && steps_max > kDecodeChunkSteps;
+  float* partial = partial_workspace(ws, p, blk, partial_in_d, m1 - m0, chunked);
 
   const bool skinny_plain = p.m <= 16 && !p.packed;
   int64_t packed_ic = -1, packed_pc = -1;  // which A block a_pack holds
@@ -130,7 +136,14 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
         // bf16 panel, which the second reads instead of widening it again (the widening, not
         // DRAM, bounds fp8 decode). Up to the L2's size: at K = 16384 (1 MiB kept) it still
         // gained 3%; 16 x 7168 x 2048 1.27-1.30 -> 1.14-1.17 ms.
-        const int64_t kept_bytes = steps * 4 * kGemmNR;
+        // Equal chunks of at most kDecodeChunkSteps, whole 64-step scale groups.
+        const int64_t chunk =
+            chunked && steps > kDecodeChunkSteps
+                ? (steps / ((steps + kDecodeChunkSteps - 1) / kDecodeChunkSteps) + 63) / 64 * 64
+                : std::max<int64_t>(steps, 1);
+        const int64_t chunks = (std::max<int64_t>(steps, 1) + chunk - 1) / chunk;
+        const int64_t step_bytes = kGemmNR * (fp8_in_kernel ? 2 : 4);
+        const int64_t kept_bytes = std::min(steps, chunk) * 4 * kGemmNR;
         char* kept = fp8_in_kernel && panels == 2 && kept_bytes <= std::max<int64_t>(cpu_features().l2_bytes, 256 << 10)
                          ? static_cast<char*>(Workspace::reserve(ws.b, kept_bytes))
                          : nullptr;
@@ -155,69 +168,87 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
             else if (col + kGemmNR < n1)
               next_panel_l2 = static_cast<const char*>(p.packed->at(pc, col + kGemmNR));
           }
-          GemmTile t;
-          t.n = int(std::min<int64_t>(kGemmNR, nc - jr));
-          t.k_steps = steps;
-          t.b = static_cast<const char*>(b_base) + (jr / kGemmNR) * panel_elems * b_elem_bytes;
-          t.b_fp8 = fp8_in_kernel;
-          t.first = first;
-          if (p.b_scales) t.sb = p.b_scales + (col / kFp8ScaleBlock) * p.lds_b + pc / kFp8ScaleBlock;
-          if (s8_correction) {
-            if (!p.packed) t.start = start + jr;
-            else if (first) t.start = static_cast<const int32_t*>(p.packed->start.data()) + col;
-          }
-          const char* a_panel = static_cast<const char*>(a_pack);
-          int64_t panel = 0;
-          for (int64_t ir = 0; ir < mc; ir += t.m, a_panel += steps * kGemmMR * 4, ++panel) {
-            const int64_t row = ic + ir;
-            t.m = int(a_panel_rows(mc, ir));
-            // Each A panel is packed just before its first tile, and that tile requests the
-            // next panel's rows as it runs: A's first read from memory overlaps arithmetic.
-            if (pack_a && jr == 0) {
-              if (ir == 0) pack_a_panel(p.a, p.lda, p.a_type, row, t.m, pc, kc, const_cast<char*>(a_panel));
-              const bool more = ir + t.m < mc;
-              set_side(t, more ? static_cast<const char*>(p.a) + ((row + t.m) * p.lda + pc) * a_es : nullptr, kGemmMR,
-                       p.lda * a_es, (kc * a_es + 63) / 64 + 1, false);
-            } else if (next_src.base) {
-              const int64_t ti = jr / kGemmNR * panels + panel;
-              const int64_t run_lines = next_src.rows * next_src.row_stride / 64 + 1;
-              if (next_src.contiguous && run_lines <= tiles * (steps + 1)) {
-                // One run of bytes that the tiles can cover at one line a step: each takes its
-                // share in order (a single stream) instead of a line from every row in turn:
-                // 16 x 7168 x 2048 2.2-2.5 -> 1.6-1.9 ms. Longer runs keep the interleaved
-                // rows, cut at the tile's steps: the run at two lines a step, or cut the same
-                // way, took M = 1 from 1.46-1.52 to 1.61-1.75 ms.
-                const int64_t l0 = run_lines * ti / tiles, l1 = run_lines * (ti + 1) / tiles;
-                set_side(t, next_src.base + l0 * 64, 1, 0, l1 - l0, true);
-              } else {
-                const int64_t r0 = next_src.rows * ti / tiles, r1 = next_src.rows * (ti + 1) / tiles;
-                set_side(t, next_src.base + r0 * next_src.row_stride, r1 - r0, next_src.row_stride, next_src.lines, true);
-              }
-            } else if (next_panel_l2) {
-              const int64_t lines = (b_panel_bytes + 63) / 64, half = lines / 2;
-              set_side(t, next_panel_l2 + panel * half * 64, 1, 0, panel == 0 ? half : lines - half, true);
-            } else if (next_b && panel > 0) {
-              // The next B panel, a slice per tile after the first: its first read from memory
-              // is spread over the column's tiles instead of the first tile's 16 KiB prefetch.
-              const int64_t lines = (b_panel_bytes + 63) / 64;
-              const int64_t begin = lines * (panel - 1) / (panels - 1), end = lines * panel / (panels - 1);
-              set_side(t, next_b + begin * 64, 1, 0, end - begin, false);
+          const char* panel_b = static_cast<const char*>(b_base) + (jr / kGemmNR) * panel_elems * b_elem_bytes;
+          for (int64_t ci = 0; ci < chunks; ++ci) {
+            const int64_t c0 = ci * chunk, csteps = std::min(chunk, steps - c0);
+            const char* next_chunk = nullptr;
+            int64_t next_chunk_bytes = 0;
+            if (ci + 1 < chunks) {
+              next_chunk = split_decode ? panel_b + (c0 + chunk) * step_bytes : nullptr;
+              next_chunk_bytes = std::min(chunk, steps - c0 - chunk) * step_bytes;
             } else {
-              set_side(t, nullptr, 0, 0, 0, false);
+              next_chunk = next_panel_l2;
+              next_chunk_bytes = std::min(chunk, steps) * step_bytes;
             }
-            if (kept) {
-              t.b_fp8 = panel == 0;
-              t.b_widened = panel == 0 ? kept : nullptr;
-              if (panel == 1) t.b = kept;
+            GemmTile t;
+            t.n = int(std::min<int64_t>(kGemmNR, nc - jr));
+            t.k_steps = csteps;
+            t.b = panel_b + c0 * step_bytes;
+            t.b_fp8 = fp8_in_kernel;
+            t.first = first && ci == 0;
+            // 128-wide scale groups: c0 steps are c0 * k_group K values.
+            const int64_t c0_groups = c0 * k_group(p.in) / kFp8ScaleBlock;
+            if (p.b_scales) t.sb = p.b_scales + (col / kFp8ScaleBlock) * p.lds_b + pc / kFp8ScaleBlock + c0_groups;
+            if (s8_correction && ci == 0) {
+              if (!p.packed) t.start = start + jr;
+              else if (first) t.start = static_cast<const int32_t*>(p.packed->start.data()) + col;
             }
-            t.a = a_panel;
-            t.prefetch_b = ir == 0 && !sliced_here ? b_prefetch : 0;
-            GemmEpilogue e;
-            place_tile(p, row, col, pc, last, partial_in_d, partial, m0, jc, blk.nc, t, e);
-            tile_kernel(t);
-            if (pack_a && jr == 0 && t.side)
-              pack_a_panel(p.a, p.lda, p.a_type, row + t.m, a_panel_rows(mc, ir + t.m), pc, kc,
-                           const_cast<char*>(a_panel) + steps * kGemmMR * 4);
+            const char* a_panel = static_cast<const char*>(a_pack);
+            int64_t panel = 0;
+            for (int64_t ir = 0; ir < mc; ir += t.m, a_panel += steps * kGemmMR * 4, ++panel) {
+              const int64_t row = ic + ir;
+              t.m = int(a_panel_rows(mc, ir));
+              // Each A panel is packed just before its first tile, and that tile requests the
+              // next panel's rows as it runs: A's first read from memory overlaps arithmetic.
+              if (pack_a && jr == 0 && ci == 0) {
+                if (ir == 0) pack_a_panel(p.a, p.lda, p.a_type, row, t.m, pc, kc, const_cast<char*>(a_panel));
+                const bool more = ir + t.m < mc;
+                set_side(t, more ? static_cast<const char*>(p.a) + ((row + t.m) * p.lda + pc) * a_es : nullptr, kGemmMR,
+                         p.lda * a_es, (kc * a_es + 63) / 64 + 1, false);
+              } else if (next_src.base) {
+                const int64_t all = tiles * chunks, ti = ((jr / kGemmNR) * chunks + ci) * panels + panel;
+                const int64_t run_lines = next_src.rows * next_src.row_stride / 64 + 1;
+                if (next_src.contiguous && run_lines <= all * (chunk + 1)) {
+                  // One run of bytes that the tiles can cover at one line a step: each takes its
+                  // share in order (a single stream) instead of a line from every row in turn:
+                  // 16 x 7168 x 2048 2.2-2.5 -> 1.6-1.9 ms. Longer runs keep the interleaved
+                  // rows, cut at the tile's steps: the run at two lines a step, or cut the same
+                  // way, took M = 1 from 1.46-1.52 to 1.61-1.75 ms.
+                  const int64_t l0 = run_lines * ti / all, l1 = run_lines * (ti + 1) / all;
+                  set_side(t, next_src.base + l0 * 64, 1, 0, l1 - l0, true);
+                } else {
+                  const int64_t r0 = next_src.rows * ti / all, r1 = next_src.rows * (ti + 1) / all;
+                  set_side(t, next_src.base + r0 * next_src.row_stride, r1 - r0, next_src.row_stride, next_src.lines, true);
+                }
+              } else if (next_chunk) {
+                // Half of what the stream reads next (this panel's next chunk, or the next
+                // panel's first) per tile: the L2 then holds only this chunk and the next.
+                const int64_t lines = (next_chunk_bytes + 63) / 64, half = lines / 2;
+                set_side(t, next_chunk + panel * half * 64, 1, 0, panel == 0 ? half : lines - half, true);
+              } else if (next_b && panel > 0) {
+                // The next B panel, a slice per tile after the first: its first read from memory
+                // is spread over the column's tiles instead of the first tile's 16 KiB prefetch.
+                const int64_t lines = (b_panel_bytes + 63) / 64;
+                const int64_t begin = lines * (panel - 1) / (panels - 1), end = lines * panel / (panels - 1);
+                set_side(t, next_b + begin * 64, 1, 0, end - begin, false);
+              } else {
+                set_side(t, nullptr, 0, 0, 0, false);
+              }
+              if (kept) {
+                t.b_fp8 = panel == 0;
+                t.b_widened = panel == 0 ? kept : nullptr;
+                t.b = panel == 1 ? kept : panel_b + c0 * step_bytes;
+              }
+              t.a = a_panel + c0 * kGemmMR * 4;
+              t.prefetch_b = ir == 0 && !sliced_here ? b_prefetch : 0;
+              GemmEpilogue e;
+              place_tile(p, row, col, pc, last && ci + 1 == chunks, partial_in_d, partial, m0, jc, blk.nc, t, e);
+              if (t.sa) t.sa += c0_groups;
+              tile_kernel(t);
+              if (pack_a && jr == 0 && ci == 0 && t.side)
+                pack_a_panel(p.a, p.lda, p.a_type, row + t.m, a_panel_rows(mc, ir + t.m), pc, kc,
+                             const_cast<char*>(a_panel) + steps * kGemmMR * 4);
+            }
           }
         }
       }
