@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/random_bytes.h"
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
 #include "ops/common/rows.h"
@@ -42,14 +43,6 @@ struct Operands {
   bool int8() const { return kind == "s8" || kind == "u8xs8"; }
 };
 
-void fill_bytes(const Tensor& t, uint64_t seed) {
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 7;
-  auto* p = static_cast<uint8_t*>(t.data());
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    x = x * 6364136223846793005ull + 1442695040888963407ull;
-    p[i] = uint8_t(x >> 56);
-  }
-}
 
 Operands make_operands(const std::string& kind, int64_t m, int64_t n, int64_t k, uint64_t seed,
                        ScaleFormat format = ScaleFormat::f32) {

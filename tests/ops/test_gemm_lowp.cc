@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 
+#include "ops/random_bytes.h"
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
 #include "ops/gemm/reference.h"
@@ -24,20 +25,6 @@ namespace {
 
 using testing_paths::for_each_gemm_path;
 
-// Every byte from a 64-bit LCG: the whole range of i8 / u8, extremes included.
-void fill_bytes(const Tensor& t, uint64_t seed) {
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  auto* p = static_cast<uint8_t*>(t.data());
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    x = x * 6364136223846793005ull + 1442695040888963407ull;
-    p[i] = uint8_t(x >> 56);
-  }
-  if (t.numel() > 2) {  // make sure -128, 127 and 255 occur
-    p[0] = 0x80;
-    p[1] = 0x7F;
-    p[2] = 0xFF;
-  }
-}
 
 std::string shape_of(int64_t m, int64_t n, int64_t k) {
   return "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k);

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/random_bytes.h"
 #include "kernels/e4m3_bf16_table.h"
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
@@ -35,22 +36,6 @@ using testing_paths::for_each_gemm_path;
 
 bool is_int(DType t) { return t == DType::i8 || t == DType::u8; }
 
-// Every byte from a 64-bit LCG; e4m3 NaN codes (0x7F, 0xFF) moved to the largest finite ones.
-void fill_bytes(const Tensor& t, uint64_t seed, bool e4m3) {
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  auto* p = static_cast<uint8_t*>(t.data());
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    x = x * 6364136223846793005ull + 1442695040888963407ull;
-    uint8_t v = uint8_t(x >> 56);
-    if (e4m3 && (v & 0x7F) == 0x7F) v = uint8_t(v - 1);
-    p[i] = v;
-  }
-  if (!e4m3 && t.numel() > 2) {  // the extremes of i8 / u8
-    p[0] = 0x80;
-    p[1] = 0x7F;
-    p[2] = 0xFF;
-  }
-}
 
 // A [rows, cols] view at column `offset` of rows of offset + cols + pad elements. Everything
 // outside the view is loud (NaN bits for floats, 0x7F for int8), so a packer that reads past

@@ -36,6 +36,15 @@ TEST(Rope, DeepSeekV3YarnRamp) {
   EXPECT_NEAR(rope_attention_factor(c), 0.1 * std::log(40.0) + 1.0, 1e-12);
 }
 
+// x copied into a and b, a rotated on the scalar path and b on the default one (128 nope dims).
+void rope_on_both_paths(const Buffer& x, const Buffer& a, const Buffer& b, const Buffer& pos, const RopeTable& table) {
+  std::memcpy(a.data(), x.data(), x.bytes());
+  std::memcpy(b.data(), x.data(), x.bytes());
+  setenv("SOL_ISA", "scalar", 1);
+  rope(a, pos, table, 128);
+  unsetenv("SOL_ISA");
+  rope(b, pos, table, 128);
+}
 TEST(Rope, PositionZeroIsIdentityAndPathsAgreeBitForBit) {
   for (RopeLayout layout : {RopeLayout::interleaved, RopeLayout::half}) {
     RopeConfig c = deepseek_v3_rope();
@@ -44,12 +53,7 @@ TEST(Rope, PositionZeroIsIdentityAndPathsAgreeBitForBit) {
     Buffer x(DType::bf16, {6, 4, 192}), a(DType::bf16, {6, 4, 192}), b(DType::bf16, {6, 4, 192}), pos(DType::i32, {6});
     fill_random(x, 1);
     for (int t = 0; t < 6; ++t) pos.tensor().data_as<int32_t>()[t] = t * 997;
-    std::memcpy(a.data(), x.data(), x.bytes());
-    std::memcpy(b.data(), x.data(), x.bytes());
-    setenv("SOL_ISA", "scalar", 1);
-    rope(a, pos, table, 128);
-    unsetenv("SOL_ISA");
-    rope(b, pos, table, 128);
+    rope_on_both_paths(x, a, b, pos, table);
     EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0);
     EXPECT_EQ(std::memcmp(a.data(), x.data(), 192 * 4 * 2), 0);  // token 0 at position 0
   }
@@ -74,12 +78,7 @@ TEST(Rope, TwoTokensPerCallMatchScalarBitForBit) {
           Buffer pos(DType::i32, {tokens});
           fill_random(x, uint64_t(tokens + d));
           for (int64_t t = 0; t < tokens; ++t) pos.tensor().data_as<int32_t>()[t] = int32_t((t * 997 + 13) % 5000);
-          std::memcpy(a.data(), x.data(), x.bytes());
-          std::memcpy(b.data(), x.data(), x.bytes());
-          setenv("SOL_ISA", "scalar", 1);
-          rope(a, pos, table, 128);
-          unsetenv("SOL_ISA");
-          rope(b, pos, table, 128);
+          rope_on_both_paths(x, a, b, pos, table);
           EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0)
               << "layout " << int(layout) << " " << dtype_name(dt) << " d " << d << " tokens " << tokens;
         }
