@@ -1,6 +1,8 @@
 // AVX-512 ceiling loops: fp32 FMA, BF16 dot products, and the streaming memory kernels.
 #include <immintrin.h>
 
+#include <type_traits>
+
 #include "hw/ceiling_loops.h"
 #include "sol/error.h"
 
@@ -188,37 +190,36 @@ FULL_SPEED double triad_streams(float* a, const float* b, const float* c, size_t
   return double(passes) * double(per * S) * sizeof(float) * 3;
 }
 
-}  // namespace
-
-#define SOL_STREAM_SWITCH(streams, CALL)                          \
-  switch (streams) {                                              \
-    case 1: return CALL(1);                                       \
-    case 2: return CALL(2);                                       \
-    case 4: return CALL(4);                                       \
-    case 8: return CALL(8);                                       \
-  }                                                               \
-  fail("stream loop", "no loop built for ", streams, " streams")
-
-double read(const float* data, size_t floats, long passes, int streams, bool prefetch) {
-#define SOL_READ(S) (prefetch ? read_streams<S, true>(data, floats, passes) : read_streams<S, false>(data, floats, passes))
-  SOL_STREAM_SWITCH(streams, SOL_READ);
-#undef SOL_READ
+// f(std::integral_constant<int, S>) for the built stream counts S (kStreamChoices).
+template <class F>
+double with_streams(int streams, const F& f) {
+  switch (streams) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 8: return f(std::integral_constant<int, 8>{});
+  }
+  fail("stream loop", "no loop built for ", streams, " streams");
 }
 
-double copy(float* dst, const float* src, size_t floats, long passes, bool non_temporal,
-            int streams) {
-#define SOL_COPY(S) \
-  (non_temporal ? copy_streams<S, true>(dst, src, floats, passes) \
-                : copy_streams<S, false>(dst, src, floats, passes))
-  SOL_STREAM_SWITCH(streams, SOL_COPY);
-#undef SOL_COPY
+}  // namespace
+
+double read(const float* data, size_t floats, long passes, int streams, bool prefetch) {
+  return with_streams(streams, [&](auto s) {
+    constexpr int S = decltype(s)::value;
+    return prefetch ? read_streams<S, true>(data, floats, passes) : read_streams<S, false>(data, floats, passes);
+  });
+}
+
+double copy(float* dst, const float* src, size_t floats, long passes, bool non_temporal, int streams) {
+  return with_streams(streams, [&](auto s) {
+    constexpr int S = decltype(s)::value;
+    return non_temporal ? copy_streams<S, true>(dst, src, floats, passes) : copy_streams<S, false>(dst, src, floats, passes);
+  });
 }
 
 double triad(float* a, const float* b, const float* c, size_t floats, long passes, int streams) {
-#define SOL_TRIAD(S) triad_streams<S>(a, b, c, floats, passes)
-  SOL_STREAM_SWITCH(streams, SOL_TRIAD);
-#undef SOL_TRIAD
+  return with_streams(streams, [&](auto s) { return triad_streams<decltype(s)::value>(a, b, c, floats, passes); });
 }
-#undef SOL_STREAM_SWITCH
 
 }  // namespace sol::ceiling_loops

@@ -1,8 +1,8 @@
 // Ceilings: which loop measures each unit, on how many threads, and with what data.
 // SOL_ISA plays no part here: ceilings describe the hardware, not the path Sol runs.
 #include <algorithm>
-#include <iterator>
 #include <cstdio>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -79,14 +79,19 @@ int fastest_accumulator_count(double (*loop)(int, long)) {
   return best_count;
 }
 
+// " (the fastest of 8, 12, 16, 24 here)" for the choices a loop was timed with.
+template <size_t N>
+std::string fastest_of_text(const int (&choices)[N]) {
+  std::string list;
+  for (int count : choices) list += (list.empty() ? "" : ", ") + std::to_string(count);
+  return " (the fastest of " + list + " here)";
+}
+
 Rate arithmetic_rate(double (*loop)(int, long), int accumulators, const char* instruction,
                      const RateOptions& o) {
   double value = best_parallel_rate([&](int, long it) { return loop(accumulators, it); }, o);
-  std::string choices;
-  for (int count : ceiling_loops::kAccumulatorChoices)
-    choices += (choices.empty() ? "" : ", ") + std::to_string(count);
-  return {value, std::string(instruction) + ", " + std::to_string(accumulators) +
-                     " independent accumulators (the fastest of " + choices + " here)"};
+  return {value, std::string(instruction) + ", " + std::to_string(accumulators) + " independent accumulators" +
+                     fastest_of_text(ceiling_loops::kAccumulatorChoices)};
 }
 
 Rate fma_f32_rate(const RateOptions& o) {
@@ -114,17 +119,18 @@ struct StreamRate {
   bool prefetch = false;
 };
 
-// make_loop(streams, prefetch); prefetch choices {false} or {false, true}.
-template <class MakeLoop>
-StreamRate fastest_streams(const MakeLoop& make_loop, const RateOptions& o, bool with_prefetch = false) {
+// loop(thread, passes, streams, prefetch); prefetch is tried only with_prefetch.
+template <class Loop>
+StreamRate fastest_streams(const Loop& loop, const RateOptions& o, bool with_prefetch = false) {
   const int prefetch_choices = with_prefetch ? 2 : 1;
   RateOptions each = o;
   each.seconds = o.seconds / double(std::size(ceiling_loops::kStreamChoices) * prefetch_choices);
   StreamRate best;
   for (int p = 0; p < prefetch_choices; ++p)
     for (int streams : ceiling_loops::kStreamChoices) {
-      double rate = best_parallel_rate(make_loop(streams, p == 1), each);
-      if (rate > best.rate) best = {rate, streams, p == 1};
+      const bool prefetch = p == 1;
+      double rate = best_parallel_rate([&](int t, long passes) { return loop(t, passes, streams, prefetch); }, each);
+      if (rate > best.rate) best = {rate, streams, prefetch};
     }
   return best;
 }
@@ -136,24 +142,15 @@ std::string streams_text(int streams, bool prefetch = false) {
                    : "");
 }
 
-std::string stream_choices_text() {
-  std::string choices;
-  for (int count : ceiling_loops::kStreamChoices)
-    choices += (choices.empty() ? "" : ", ") + std::to_string(count);
-  return " (the fastest of " + choices + " here)";
-}
-
 Rate mem_read_rate(const RateOptions& o) {
   const StreamArena& arena = StreamArena::get();
   StreamRate best = fastest_streams(
-      [&](int streams, bool prefetch) -> ThreadLoop {
-        return [&, streams, prefetch](int t, long passes) {
-          std::span<float> s = split(arena.slice(t, o.threads), 0, 1);
-          return ceiling_loops::read(s.data(), s.size(), passes, streams, prefetch);
-        };
+      [&](int t, long passes, int streams, bool prefetch) {
+        std::span<float> s = split(arena.slice(t, o.threads), 0, 1);
+        return ceiling_loops::read(s.data(), s.size(), passes, streams, prefetch);
       },
       o, true);
-  return {best.rate, "AVX-512 loads, " + streams_text(best.streams, best.prefetch) + stream_choices_text() +
+  return {best.rate, "AVX-512 loads, " + streams_text(best.streams, best.prefetch) + fastest_of_text(ceiling_loops::kStreamChoices) +
                          " with and without software prefetch, " + mebibytes(arena.bytes()) + " in all"};
 }
 
@@ -166,19 +163,16 @@ Rate mem_copy_rate(const RateOptions& o) {
     RateOptions half = o;
     half.seconds = o.seconds / 2;
     return fastest_streams(
-        [&, non_temporal](int streams, bool) -> ThreadLoop {
-          return [&, non_temporal, streams](int t, long passes) {
-            std::span<float> share = arena.slice(t, o.threads);
-            std::span<float> src = split(share, 0, 2), dst = split(share, 1, 2);
-            return ceiling_loops::copy(dst.data(), src.data(), src.size(), passes, non_temporal,
-                                       streams);
-          };
+        [&](int t, long passes, int streams, bool) {
+          std::span<float> share = arena.slice(t, o.threads);
+          std::span<float> src = split(share, 0, 2), dst = split(share, 1, 2);
+          return ceiling_loops::copy(dst.data(), src.data(), src.size(), passes, non_temporal, streams);
         },
         half);
   };
   StreamRate streaming = rate_with(true);
   StreamRate regular = rate_with(false);
-  std::string in_all = stream_choices_text() + ", " + mebibytes(arena.bytes()) + " in all";
+  std::string in_all = fastest_of_text(ceiling_loops::kStreamChoices) + ", " + mebibytes(arena.bytes()) + " in all";
   if (streaming.rate >= regular.rate)
     return {streaming.rate, "non-temporal stores, " + streams_text(streaming.streams) +
                                 " (regular stores: " + format("%.1f GB/s)", regular.rate / 1e9) +
@@ -190,16 +184,14 @@ Rate mem_copy_rate(const RateOptions& o) {
 Rate mem_triad_rate(const RateOptions& o) {
   const StreamArena& arena = StreamArena::get();
   StreamRate best = fastest_streams(
-      [&](int streams, bool) -> ThreadLoop {
-        return [&, streams](int t, long passes) {
-          std::span<float> share = arena.slice(t, o.threads);
-          std::span<float> a = split(share, 0, 3), b = split(share, 1, 3), c = split(share, 2, 3);
-          return ceiling_loops::triad(a.data(), b.data(), c.data(), a.size(), passes, streams);
-        };
+      [&](int t, long passes, int streams, bool) {
+        std::span<float> share = arena.slice(t, o.threads);
+        std::span<float> a = split(share, 0, 3), b = split(share, 1, 3), c = split(share, 2, 3);
+        return ceiling_loops::triad(a.data(), b.data(), c.data(), a.size(), passes, streams);
       },
       o);
   return {best.rate, "a = b + s*c, non-temporal stores to a, " + streams_text(best.streams) +
-                         stream_choices_text() + ", " + mebibytes(arena.bytes()) + " in all"};
+                         fastest_of_text(ceiling_loops::kStreamChoices) + ", " + mebibytes(arena.bytes()) + " in all"};
 }
 
 // Half of L2 per thread: large enough that L1 (48 KiB here) serves almost none of it, small

@@ -62,11 +62,12 @@ struct GemmTile {
   // 64 bytes per K step), widened to bf16 in registers. Used for skinny M, where each panel is
   // read once and widening it into a workspace first was a separate, unoverlapped pass.
   bool b_fp8 = false;
-  // Memory the driver reads after this tile (or null), requested one line per K step so that
-  // its first read from DRAM overlaps this tile's arithmetic: side_rows rows side_row_stride
-  // bytes apart, side_lines consecutive lines of each, rows interleaved (every row's first
-  // lines come early). The rows of A packed next, a slice of
-  // the next B panel (one row), or a share of the plain B block packed next (decode).
+  // Memory the driver reads after this tile (or null), requested one line per K step (two for
+  // a single run longer than the tile's steps) so that its first read from DRAM overlaps this
+  // tile's arithmetic: side_rows rows side_row_stride bytes apart, side_lines consecutive lines
+  // of each, rows interleaved (every row's first lines come early). The rows of A packed next,
+  // a slice of the next B panel, a share of decode's next chunk of B, or a share of the plain B
+  // block packed next (decode).
   const char* side = nullptr;
   int64_t side_rows = 0;
   int64_t side_row_stride = 0;

@@ -3,7 +3,7 @@
 // widens each B panel once and hands the bf16 panel to the second tile (GemmTile::b_widened,
 // only while the kept panel fits the L2), and the tiles' short end (one K block, alpha only;
 // the int8 direct store). Around each: the M boundaries 12/13 and 16/17, N tails (1, 31, 33),
-// several column blocks and two threads, K at and past the kept panel's limit, fp8 special codes,
+// several column blocks and two threads, K at and past the kept panel's former limit, fp8 special codes,
 // epilogue combinations, D with a leading dimension and NaN poison.
 //
 // Where the design promises identical bits they are compared bit for bit: 1 vs 2 threads, packed
@@ -218,9 +218,11 @@ TEST(GemmDecodeEdges, Fp8DecodeEveryMAroundTwoPanels) {
   });
 }
 
-// The kept panel is k_steps x 128 bytes = 64 K bytes; it is used up to the L2's size (at least
-// 256 KiB). At the largest K that keeps and the smallest that does not, the results must be the
-// same bits as the plain B and the rows one at a time, and match the reference.
+// The kept panel was k_steps x 128 bytes = 64 K bytes, used up to the L2's size (at least
+// 256 KiB). Since decode runs in K chunks of at most 2048 steps, a kept chunk is at most 256 KiB
+// and both K here keep, in different chunk counts. At the largest K that once kept and the
+// smallest that did not, the results must be the same bits as the plain B and the rows one at
+// a time, and match the reference.
 TEST(GemmDecodeEdges, Fp8DecodeAtAndPastTheKeptPanelLimit) {
   const int64_t limit = std::max<int64_t>(cpu_features().l2_bytes, 256 << 10);
   const int64_t k_keep = limit / 64 / 128 * 128, k_off = k_keep + 128;
@@ -491,8 +493,9 @@ TEST(GemmDecodeEdges, ChunkedDecodeLongKEveryType) {
         set_num_threads(1);
         const Buffer one = run(o, s, true);
         // (run's C depends on the row count, so rows one at a time compare only without C)
-        if (s.beta == 0.0f)
+        if (s.beta == 0.0f) {
           EXPECT_TRUE(same_bits(one, run_row_by_row(o, s))) << describe(o, s) << ": M = 16 vs its rows one at a time";
+        }
         set_num_threads(2);
         const Buffer two = run(o, s, false);
         set_num_threads(0);

@@ -121,38 +121,38 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
         packed_pc = pc;
         const int64_t a_es = int64_t(dtype_size(p.a_type));
         const int64_t panels = a_panel_count(mc);
-        const int64_t b_panel_bytes = steps * kGemmNR * (fp8_in_kernel ? 2 : 4);  // a K step: 32 x 32 bits
+        const int64_t step_bytes = kGemmNR * (fp8_in_kernel ? 2 : 4);  // a K step of a B panel
+        const int64_t b_panel_bytes = steps * step_bytes;
         // Decode with a plain B: the next column block's source, shared out among this block's
         // tiles, so that packing it reads L2 instead of waiting on DRAM after the arithmetic.
         const SourceRows next_src = skinny_plain && jc + nc < n1
                                         ? plain_b_rows(p, pc, kc, jc + nc, std::min(blk.nc, n1 - jc - nc))
                                         : SourceRows{};
+        const int64_t next_src_lines = next_src.rows * next_src.row_stride / 64 + 1;  // as one run
         const int64_t tiles = (nc + kGemmNR - 1) / kGemmNR * panels;
         // The next B panel is requested in slices when a column has a few tiles to spread over
         // (a widened fp8 B was just written into the workspace, in cache).
         const bool slice_b = panels >= 4 && !widen_packed;
         const bool split_decode = p.m <= 16 && panels == 2 && p.packed && !widen_packed;
-        // fp8 decode with two A panels: the first tile widens each B panel and keeps it as a
-        // bf16 panel, which the second reads instead of widening it again (the widening, not
-        // DRAM, bounds fp8 decode). Up to the L2's size: at K = 16384 (1 MiB kept) it still
-        // gained 3%; 16 x 7168 x 2048 1.27-1.30 -> 1.14-1.17 ms.
         // Equal chunks of at most kDecodeChunkSteps, whole 64-step scale groups.
         const int64_t chunk =
             chunked && steps > kDecodeChunkSteps
                 ? (steps / ((steps + kDecodeChunkSteps - 1) / kDecodeChunkSteps) + 63) / 64 * 64
                 : std::max<int64_t>(steps, 1);
         const int64_t chunks = (std::max<int64_t>(steps, 1) + chunk - 1) / chunk;
-        const int64_t step_bytes = kGemmNR * (fp8_in_kernel ? 2 : 4);
-        const int64_t kept_bytes = std::min(steps, chunk) * 4 * kGemmNR;
-        char* kept = fp8_in_kernel && panels == 2 && kept_bytes <= std::max<int64_t>(cpu_features().l2_bytes, 256 << 10)
-                         ? static_cast<char*>(Workspace::reserve(ws.b, kept_bytes))
+        // fp8 decode with two A panels: the first tile widens each chunk of a B panel and keeps
+        // it as a bf16 panel chunk (at most 256 KiB, so it stays in L2), which the second reads
+        // instead of widening it again (the widening, not DRAM, bounds fp8 decode):
+        // 16 x 7168 x 2048 1.27-1.30 -> 1.14-1.17 ms.
+        char* kept = fp8_in_kernel && panels == 2
+                         ? static_cast<char*>(Workspace::reserve(ws.b, std::min(steps, chunk) * 4 * kGemmNR))
                          : nullptr;
 
         for (int64_t jr = 0; jr < nc; jr += kGemmNR) {
           const int64_t col = jc + jr;
-          const char* next_b = slice_b && jr + kGemmNR < nc
-                                   ? static_cast<const char*>(b_base) + (jr / kGemmNR + 1) * panel_elems * b_elem_bytes
-                                   : nullptr;
+          const char* panel_b = static_cast<const char*>(b_base) + (jr / kGemmNR) * panel_elems * b_elem_bytes;
+          const char* next_in_block = jr + kGemmNR < nc ? panel_b + panel_elems * b_elem_bytes : nullptr;
+          const char* next_b = slice_b ? next_in_block : nullptr;
           // Whether the previous column's tiles already requested this panel, slice by slice
           // (not while they were requesting A's rows); else its first tile prefetches ahead.
           const bool sliced_here = jr > 0 && slice_b && !(pack_a && jr == kGemmNR);
@@ -162,13 +162,8 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
           // (one line a step), so the next column's tiles compute from L2 and the DRAM stream
           // runs through both at an even rate.
           const char* next_panel_l2 = nullptr;
-          if (split_decode) {
-            if (jr + kGemmNR < nc)
-              next_panel_l2 = static_cast<const char*>(b_base) + (jr / kGemmNR + 1) * panel_elems * b_elem_bytes;
-            else if (col + kGemmNR < n1)
-              next_panel_l2 = static_cast<const char*>(p.packed->at(pc, col + kGemmNR));
-          }
-          const char* panel_b = static_cast<const char*>(b_base) + (jr / kGemmNR) * panel_elems * b_elem_bytes;
+          if (split_decode && next_in_block) next_panel_l2 = next_in_block;
+          else if (split_decode && col + kGemmNR < n1) next_panel_l2 = static_cast<const char*>(p.packed->at(pc, col + kGemmNR));
           for (int64_t ci = 0; ci < chunks; ++ci) {
             const int64_t c0 = ci * chunk, csteps = std::min(chunk, steps - c0);
             const char* next_chunk = nullptr;
@@ -185,6 +180,7 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
             t.k_steps = csteps;
             t.b = panel_b + c0 * step_bytes;
             t.b_fp8 = fp8_in_kernel;
+            t.b_widened = kept;
             t.first = first && ci == 0;
             // 128-wide scale groups: c0 steps are c0 * k_group K values.
             const int64_t c0_groups = c0 * k_group(p.in) / kFp8ScaleBlock;
@@ -207,14 +203,13 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
                          p.lda * a_es, (kc * a_es + 63) / 64 + 1, false);
               } else if (next_src.base) {
                 const int64_t all = tiles * chunks, ti = ((jr / kGemmNR) * chunks + ci) * panels + panel;
-                const int64_t run_lines = next_src.rows * next_src.row_stride / 64 + 1;
-                if (next_src.contiguous && run_lines <= all * (chunk + 1)) {
+                if (next_src.contiguous && next_src_lines <= all * (chunk + 1)) {
                   // One run of bytes that the tiles can cover at one line a step: each takes its
                   // share in order (a single stream) instead of a line from every row in turn:
                   // 16 x 7168 x 2048 2.2-2.5 -> 1.6-1.9 ms. Longer runs keep the interleaved
                   // rows, cut at the tile's steps: the run at two lines a step, or cut the same
                   // way, took M = 1 from 1.46-1.52 to 1.61-1.75 ms.
-                  const int64_t l0 = run_lines * ti / all, l1 = run_lines * (ti + 1) / all;
+                  const int64_t l0 = next_src_lines * ti / all, l1 = next_src_lines * (ti + 1) / all;
                   set_side(t, next_src.base + l0 * 64, 1, 0, l1 - l0, true);
                 } else {
                   const int64_t r0 = next_src.rows * ti / all, r1 = next_src.rows * (ti + 1) / all;
@@ -234,10 +229,10 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
               } else {
                 set_side(t, nullptr, 0, 0, 0, false);
               }
-              if (kept) {
-                t.b_fp8 = panel == 0;
-                t.b_widened = panel == 0 ? kept : nullptr;
-                t.b = panel == 1 ? kept : panel_b + c0 * step_bytes;
+              if (kept && panel == 1) {  // the chunk the first tile kept, already bf16
+                t.b = kept;
+                t.b_fp8 = false;
+                t.b_widened = nullptr;
               }
               t.a = a_panel + c0 * kGemmMR * 4;
               t.prefetch_b = ir == 0 && !sliced_here ? b_prefetch : 0;

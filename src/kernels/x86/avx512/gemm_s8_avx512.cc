@@ -53,9 +53,8 @@ struct TileS8 {
       a += kGemmMR;
       b += 4 * kGemmNR;
     }
-    // One K block and no C: D = acc with the epilogue's fields read once (store_scaled in
-    // gemm_tile_avx512.h says why that matters).
-    if (t.first && t.last && t.last->beta == 0.0f) {
+    // The short end (gemm_tile_avx512.h, ends_with_alpha_only): D = acc, fields read once.
+    if (ends_with_sums_only(t)) {
       int32_t* d = static_cast<int32_t*>(t.last->d);
       const int64_t ldd = t.last->ldd;
 #pragma GCC unroll 12

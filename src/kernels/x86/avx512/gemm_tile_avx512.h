@@ -126,38 +126,44 @@ __attribute__((always_inline)) inline void finish_vector_s32(__m512i v, int i, i
   _mm512_mask_storeu_epi32(static_cast<int32_t*>(e.d) + i * e.ldd + 16 * h, mask[h], v);
 }
 
-// D = alpha * acc, every field read once: the end of most tiles (one K block, no C, bias or
-// SiLU). The general path below tests the epilogue's fields once per vector, and reloads them
-// after every store (stores through char* may alias them): a 12 x 32 tile's fixed cost was
-// ~25 ns, ~10 ns this way (8-128 K steps, operands in L1).
-template <int MR, bool kBf16>
-__attribute__((always_inline)) inline void store_scaled(__m512 (&acc)[MR][2], char* d, int64_t ldd, float alpha,
-                                                        const ColumnMasks& mask) {
-  const __m512 a = _mm512_set1_ps(alpha);
+// The short end of most tiles: one K block, and alpha is all the epilogue does (no C, bias or
+// SiLU); for int32 sums, no C. There D = alpha * sums is stored with the epilogue's fields read
+// once. The general path tests them once per vector and reloads them after every store
+// (stores through char* may alias them): a 12 x 32 tile's fixed cost was ~25 ns, ~10 ns this
+// way (8-128 K steps, operands in L1).
+inline bool ends_with_alpha_only(const GemmTile& t) {
+  return t.first && t.last && t.last->beta == 0.0f && !t.last->bias && !t.last->silu;
+}
+inline bool ends_with_sums_only(const GemmTile& t) { return t.first && t.last && t.last->beta == 0.0f; }
+
+// One row of D (32 columns from `row`) = alpha * (v0, v1).
+template <bool kBf16>
+__attribute__((always_inline)) inline void store_row_scaled(char* row, __m512 v0, __m512 v1, __m512 alpha,
+                                                            const ColumnMasks& mask) {
   constexpr int64_t es = kBf16 ? 2 : 4;
-#pragma GCC unroll 12
-  for (int i = 0; i < MR; ++i) {
-    char* row = d + i * ldd * es;
+  const __m512 v[2] = {_mm512_mul_ps(v0, alpha), _mm512_mul_ps(v1, alpha)};
 #pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      const __m512 v = _mm512_mul_ps(acc[i][h], a);
-      if constexpr (kBf16) _mm256_mask_storeu_epi16(row + 16 * h * es, mask[h], __m256i(_mm512_cvtneps_pbh(v)));
-      else _mm512_mask_storeu_ps(row + 16 * h * es, mask[h], v);
-    }
+  for (int h = 0; h < 2; ++h) {
+    if constexpr (kBf16) _mm256_mask_storeu_epi16(row + 16 * h * es, mask[h], __m256i(_mm512_cvtneps_pbh(v[h])));
+    else _mm512_mask_storeu_ps(row + 16 * h * es, mask[h], v[h]);
   }
 }
 
 // acc + partial, then either back into the partial sums or through the epilogue into D.
 template <int MR>
 __attribute__((always_inline)) inline void finish_tile(__m512 (&acc)[MR][2], const GemmTile& t, const ColumnMasks& mask) {
-  if (t.first && t.last) {
+  if (ends_with_alpha_only(t)) {
     const GemmEpilogue& e = *t.last;
-    if (e.beta == 0.0f && !e.bias && !e.silu) {
-      char* d = static_cast<char*>(e.d);
-      if (e.d_bf16) store_scaled<MR, true>(acc, d, e.ldd, e.alpha, mask);
-      else store_scaled<MR, false>(acc, d, e.ldd, e.alpha, mask);
-      return;
+    const __m512 alpha = _mm512_set1_ps(e.alpha);
+    char* d = static_cast<char*>(e.d);
+    if (e.d_bf16) {
+#pragma GCC unroll 12
+      for (int i = 0; i < MR; ++i) store_row_scaled<true>(d + i * e.ldd * 2, acc[i][0], acc[i][1], alpha, mask);
+    } else {
+#pragma GCC unroll 12
+      for (int i = 0; i < MR; ++i) store_row_scaled<false>(d + i * e.ldd * 4, acc[i][0], acc[i][1], alpha, mask);
     }
+    return;
   }
   // Unrolled and inlined, so the 24 accumulators stay in registers: as a call with a loop
   // they went through the stack, 48 extra moves and ~15 ns of a tile's fixed cost.
@@ -167,21 +173,17 @@ __attribute__((always_inline)) inline void finish_tile(__m512 (&acc)[MR][2], con
     for (int h = 0; h < 2; ++h) finish_vector(acc[i][h], i, h, t, mask);
 }
 
-// The AMX tiles' end, from the sums their accumulators were stored to (m rows of 32): the same
-// short end as finish_tile when only alpha applies, else finish_vector per vector.
+// The AMX tiles' end, from the sums their accumulators were stored to (m rows of 32).
 inline void finish_rows(const float (*sums)[32], int m, const GemmTile& t, const ColumnMasks& mask) {
-  if (t.first && t.last && t.last->beta == 0.0f && !t.last->bias && !t.last->silu) {
+  if (ends_with_alpha_only(t)) {
     const GemmEpilogue& e = *t.last;
     const __m512 alpha = _mm512_set1_ps(e.alpha);
-    const int64_t es = e.d_bf16 ? 2 : 4;
     char* d = static_cast<char*>(e.d);
-    const int64_t row_bytes = e.ldd * es;
-    for (int i = 0; i < m; ++i, d += row_bytes)
-      for (int h = 0; h < 2; ++h) {
-        const __m512 v = _mm512_mul_ps(_mm512_load_ps(&sums[i][16 * h]), alpha);
-        if (e.d_bf16) _mm256_mask_storeu_epi16(d + 32 * h, mask[h], __m256i(_mm512_cvtneps_pbh(v)));
-        else _mm512_mask_storeu_ps(d + 64 * h, mask[h], v);
-      }
+    for (int i = 0; i < m; ++i) {
+      const __m512 v0 = _mm512_load_ps(&sums[i][0]), v1 = _mm512_load_ps(&sums[i][16]);
+      if (e.d_bf16) store_row_scaled<true>(d + i * e.ldd * 2, v0, v1, alpha, mask);
+      else store_row_scaled<false>(d + i * e.ldd * 4, v0, v1, alpha, mask);
+    }
     return;
   }
   for (int i = 0; i < m; ++i)
@@ -189,7 +191,7 @@ inline void finish_rows(const float (*sums)[32], int m, const GemmTile& t, const
 }
 
 inline void finish_rows_s32(const int32_t (*sums)[32], int m, const GemmTile& t, const ColumnMasks& mask) {
-  if (t.first && t.last && t.last->beta == 0.0f) {
+  if (ends_with_sums_only(t)) {
     int32_t* d = static_cast<int32_t*>(t.last->d);
     const int64_t ldd = t.last->ldd;
     for (int i = 0; i < m; ++i, d += ldd)
