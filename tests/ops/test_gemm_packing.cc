@@ -321,6 +321,15 @@ void apply_variant(Case& c, int v) {
   }
 }
 
+// f(types, layout) for every type pair and layout a GEMM takes (fp8 B is [N, K] only: its
+// 128 x 128 scales are laid out that way).
+template <class F>
+void for_each_type_and_layout(const F& f) {
+  for (const Types& t : kTypes)
+    for (Layout layout : {Layout::nn, Layout::nt})
+      if (!(is_fp8(t) && layout == Layout::nn)) f(t, layout);
+}
+
 TEST(GemmPacking, PlainBTailsAndPartialPanelsEveryPath) {
   OneThread one_thread;
   const int64_t ms[] = {1, 8, 12, 13, 16, 17, 25};
@@ -328,19 +337,17 @@ TEST(GemmPacking, PlainBTailsAndPartialPanelsEveryPath) {
   const int64_t ks[] = {1, 2, 3, 5, 7, 15, 17, 31, 33, 47, 49, 63, 65, 129};
   const int64_t fp8_ks[] = {128, 256};
   for_each_gemm_path([&] {
-    for (const Types& t : kTypes)
-      for (Layout layout : {Layout::nn, Layout::nt}) {
-        if (is_fp8(t) && layout == Layout::nn) continue;  // fp8 B is [N, K] (its 128 x 128 scales)
-        int v = 0;
-        for (int64_t m : ms)
-          for (int64_t n : ns)
-            for (int64_t k : is_fp8(t) ? std::vector<int64_t>(std::begin(fp8_ks), std::end(fp8_ks))
-                                       : std::vector<int64_t>(std::begin(ks), std::end(ks))) {
-              Case c{t, m, n, k, layout};
-              apply_variant(c, v++);
-              run_case(c, uint64_t(m * 1000 + n * 10 + k));
-            }
-      }
+    for_each_type_and_layout([&](const Types& t, Layout layout) {
+      int v = 0;
+      for (int64_t m : ms)
+        for (int64_t n : ns)
+          for (int64_t k : is_fp8(t) ? std::vector<int64_t>(std::begin(fp8_ks), std::end(fp8_ks))
+                                     : std::vector<int64_t>(std::begin(ks), std::end(ks))) {
+            Case c{t, m, n, k, layout};
+            apply_variant(c, v++);
+            run_case(c, uint64_t(m * 1000 + n * 10 + k));
+          }
+    });
   });
 }
 
@@ -354,17 +361,15 @@ TEST(GemmPacking, DecodeAcrossColumnBlocksEveryPath) {
   const Shape shapes[] = {{1, 200, 33}, {7, 321, 130}, {16, 129, 257}, {13, 450, 65}, {16, 97, 1031}, {3, 100, 4133}};  // the last: K blocks
   const Shape fp8_shapes[] = {{1, 321, 256}, {16, 200, 384}, {9, 129, 128}, {2, 130, 4352}};
   for_each_gemm_path([&] {
-    for (const Types& t : kTypes)
-      for (Layout layout : {Layout::nn, Layout::nt}) {
-        if (is_fp8(t) && layout == Layout::nn) continue;
-        int v = 0;
-        for (const Shape& s : is_fp8(t) ? std::vector<Shape>(std::begin(fp8_shapes), std::end(fp8_shapes))
-                                        : std::vector<Shape>(std::begin(shapes), std::end(shapes))) {
-          Case c{t, s.m, s.n, s.k, layout};
-          apply_variant(c, v++);
-          run_case(c, uint64_t(s.m + s.n + s.k));
-        }
+    for_each_type_and_layout([&](const Types& t, Layout layout) {
+      int v = 0;
+      for (const Shape& s : is_fp8(t) ? std::vector<Shape>(std::begin(fp8_shapes), std::end(fp8_shapes))
+                                      : std::vector<Shape>(std::begin(shapes), std::end(shapes))) {
+        Case c{t, s.m, s.n, s.k, layout};
+        apply_variant(c, v++);
+        run_case(c, uint64_t(s.m + s.n + s.k));
       }
+    });
   });
 }
 
@@ -372,36 +377,32 @@ TEST(GemmPacking, BitwiseIdenticalForOneAndTwoThreads) {
   struct Shape {
     int64_t m, n, k;
   };
-  for (const Types& t : kTypes)
-    for (Layout layout : {Layout::nn, Layout::nt}) {
-      if (is_fp8(t) && layout == Layout::nn) continue;
-      for (Shape s : {Shape{16, 321, 257}, Shape{25, 200, 130}, Shape{70, 33, 513}}) {
-        if (is_fp8(t)) s.k = (s.k / 128 + 1) * 128;
-        Case c{t, s.m, s.n, s.k, layout, 3, 5, 1, 2, true};
-        set_num_threads(1);
-        Buffer one = run_case(c, 17, false);
-        set_num_threads(2);
-        Buffer two = run_case(c, 17);
-        set_num_threads(0);
-        CheckResult r = compare_bitwise(two, one);
-        EXPECT_TRUE(r.pass) << describe(c) << ": 2 threads vs 1: " << r.detail;
-      }
+  for_each_type_and_layout([&](const Types& t, Layout layout) {
+    for (Shape s : {Shape{16, 321, 257}, Shape{25, 200, 130}, Shape{70, 33, 513}}) {
+      if (is_fp8(t)) s.k = (s.k / 128 + 1) * 128;
+      Case c{t, s.m, s.n, s.k, layout, 3, 5, 1, 2, true};
+      set_num_threads(1);
+      Buffer one = run_case(c, 17, false);
+      set_num_threads(2);
+      Buffer two = run_case(c, 17);
+      set_num_threads(0);
+      CheckResult r = compare_bitwise(two, one);
+      EXPECT_TRUE(r.pass) << describe(c) << ": 2 threads vs 1: " << r.detail;
     }
+  });
 }
 
 // K = 0: no K step to pack (the packers see kc = 0, the s8 sums are 0); D = beta * C.
 TEST(GemmPacking, EmptyKEveryPath) {
   OneThread one_thread;
   for_each_gemm_path([] {
-    for (const Types& t : kTypes)
-      for (Layout layout : {Layout::nn, Layout::nt}) {
-        if (is_fp8(t) && layout == Layout::nn) continue;
-        for (int64_t m : {1, 13, 25}) {
-          Case c{t, m, 65, 0, layout};
-          apply_variant(c, 3);
-          run_case(c, uint64_t(m));
-        }
+    for_each_type_and_layout([&](const Types& t, Layout layout) {
+      for (int64_t m : {1, 13, 25}) {
+        Case c{t, m, 65, 0, layout};
+        apply_variant(c, 3);
+        run_case(c, uint64_t(m));
       }
+    });
   });
 }
 
@@ -411,21 +412,19 @@ TEST(GemmPacking, EmptyKEveryPath) {
 TEST(GemmPacking, NothingReadOrWrittenPastTheLastRowEveryPath) {
   OneThread one_thread;
   for_each_gemm_path([] {
-    for (const Types& t : kTypes)
-      for (Layout layout : {Layout::nn, Layout::nt}) {
-        if (is_fp8(t) && layout == Layout::nn) continue;
-        int v = 0;
-        for (int64_t m : {1, 13, 25})
-          for (int64_t n : {1, 33, 65})
-            for (int64_t k : is_fp8(t) ? std::vector<int64_t>{128} : std::vector<int64_t>{1, 17, 33, 129}) {
-              Case c{t, m, n, k, layout};
-              c.off_b = v % 2;
-              c.with_c = v % 3 == 0;
-              c.guarded = true;
-              ++v;
-              run_case(c, uint64_t(m + n + k));
-            }
-      }
+    for_each_type_and_layout([&](const Types& t, Layout layout) {
+      int v = 0;
+      for (int64_t m : {1, 13, 25})
+        for (int64_t n : {1, 33, 65})
+          for (int64_t k : is_fp8(t) ? std::vector<int64_t>{128} : std::vector<int64_t>{1, 17, 33, 129}) {
+            Case c{t, m, n, k, layout};
+            c.off_b = v % 2;
+            c.with_c = v % 3 == 0;
+            c.guarded = true;
+            ++v;
+            run_case(c, uint64_t(m + n + k));
+          }
+    });
   });
 }
 
