@@ -124,6 +124,26 @@ template <bool kPowerOfTwo>
   return {_mm512_set1_ps(m), _mm512_set1_epi16(short(7 - (rebias << 7))), _mm512_set1_epi16(short((rebias + 1) << 7))};
 }
 
+// The 64 codes of one block (c0, c1: the normal-range encoder's words) as one line at q. When
+// some result fell below 2^-6 (low), the whole block takes the exact encoder instead, on the
+// unscaled values widened(e0, o0, e1, o1) (even and odd elements of each half) times mv.
+template <bool kStream, class Widened>
+[[gnu::always_inline]] inline void store_codes64(uint8_t* q, __m512i c0, __m512i c1, __mmask32 low, __m512 mv,
+                                                 const Widened& widened) {
+  __m512i line;
+  if (__builtin_expect(low != 0, 0)) {
+    __m512 e0, o0, e1, o1;
+    widened(e0, o0, e1, o1);
+    const auto code = [&](__m512 v) { return _mm512_cvtepu8_epi32(encode16_e4m3_in_range(_mm512_mul_ps(v, mv))); };
+    line = pack_even_odd(code(e0), code(o0), code(e1), code(o1));
+  } else {
+    // packus works per 128-bit lane: qword 2k holds c0's words 8k.., qword 2k+1 c1's.
+    line = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), _mm512_packus_epi16(c0, c1));
+  }
+  if constexpr (kStream) _mm512_stream_si512(reinterpret_cast<__m512i*>(q), line);
+  else _mm512_storeu_si512(q, line);
+}
+
 // 64 bf16 -> 64 e4m3 bytes at q, scaled by the group's multiplier; exact for every finite one.
 template <bool kStream, bool kPowerOfTwo>
 [[gnu::always_inline]] inline void quant64_bf16(const uint16_t* x, const GroupCode& gc, uint8_t* q) {
@@ -142,21 +162,10 @@ template <bool kStream, bool kPowerOfTwo>
     c0 = encode32_e4m3_normal(round_to_odd16(e0, o0), gc.c16, gc.low_bits, low);
     c1 = encode32_e4m3_normal(round_to_odd16(e1, o1), gc.c16, gc.low_bits, low);
   }
-  __m512i line;
-  if (__builtin_expect(low != 0, 0)) {
-    // Results below 2^-6 somewhere in the block: the exact encoder on the f32 products.
-    __m512 e0, o0, e1, o1;
+  store_codes64<kStream>(q, c0, c1, low, gc.mv, [&](__m512& e0, __m512& o0, __m512& e1, __m512& o1) {
     widen_even_odd(z0, e0, o0);
     widen_even_odd(z1, e1, o1);
-    const __m512 mv = gc.mv;
-    const auto code = [&](__m512 v) { return _mm512_cvtepu8_epi32(encode16_e4m3_in_range(_mm512_mul_ps(v, mv))); };
-    line = pack_even_odd(code(e0), code(o0), code(e1), code(o1));
-  } else {
-    // packus works per 128-bit lane: qword 2k holds c0's words 8k.., qword 2k+1 c1's.
-    line = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), _mm512_packus_epi16(c0, c1));
-  }
-  if constexpr (kStream) _mm512_stream_si512(reinterpret_cast<__m512i*>(q), line);
-  else _mm512_storeu_si512(q, line);
+  });
 }
 
 // The largest of 32 unsigned words.
@@ -288,15 +297,9 @@ template <bool kStream>
                                           gc.low_bits, low);
   const __m512i c1 = encode32_e4m3_normal(round_to_odd16(_mm512_mul_ps(e1, mv), _mm512_mul_ps(o1, mv)), gc.c16,
                                           gc.low_bits, low);
-  __m512i line;
-  if (__builtin_expect(low != 0, 0)) {
-    const auto code = [&](__m512 x) { return _mm512_cvtepu8_epi32(encode16_e4m3_in_range(_mm512_mul_ps(x, mv))); };
-    line = pack_even_odd(code(e0), code(o0), code(e1), code(o1));
-  } else {
-    line = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), _mm512_packus_epi16(c0, c1));
-  }
-  if constexpr (kStream) _mm512_stream_si512(reinterpret_cast<__m512i*>(q), line);
-  else _mm512_storeu_si512(q, line);
+  store_codes64<kStream>(q, c0, c1, low, mv, [&](__m512& e0w, __m512& o0w, __m512& e1w, __m512& o1w) {
+    e0w = e0, o0w = o0, e1w = e1, o1w = o1;
+  });
 }
 
 // Scale and multiplier of a group whose rounded abs-max is finite, by the rule of scales16.
