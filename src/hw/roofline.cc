@@ -13,9 +13,14 @@ std::string_view bound_name(Bound b) {
   return "?";
 }
 
-Floor roofline_floor(const Cost& cost, double peak, double bandwidth) {
+Floor roofline_floor(const Cost& cost, double peak, double bandwidth, double read_bandwidth) {
   check(cost.flops >= 0 && cost.bytes >= 0, "roofline", "negative cost: flops = ", cost.flops,
         ", bytes = ", cost.bytes);
+  check(cost.read_bytes >= 0 && cost.read_bytes <= cost.bytes, "roofline", "read_bytes = ", cost.read_bytes,
+        " is not a part of bytes = ", cost.bytes);
+  const bool split = cost.read_bytes > 0 && cost.memory != Unit::mem_read;
+  check(!split || read_bandwidth > 0, "roofline", "op reads from ", unit_name(Unit::mem_read),
+        " but its ceiling is ", read_bandwidth);
   check(cost.flops == 0 || peak > 0, "roofline", "op needs unit ", unit_name(cost.compute),
         " but its ceiling is ", peak, " (unavailable on this machine?)");
   check(cost.bytes == 0 || bandwidth > 0, "roofline", "op needs level ", unit_name(cost.memory),
@@ -23,6 +28,11 @@ Floor roofline_floor(const Cost& cost, double peak, double bandwidth) {
   Floor f;
   f.compute_s = cost.flops > 0 ? cost.flops / peak : 0;
   f.memory_s = cost.bytes > 0 ? cost.bytes / bandwidth : 0;
+  f.memory_unit = cost.memory;
+  if (split && cost.read_bytes / read_bandwidth > f.memory_s) {
+    f.memory_s = cost.read_bytes / read_bandwidth;
+    f.memory_unit = Unit::mem_read;
+  }
   f.floor_s = f.compute_s > f.memory_s ? f.compute_s : f.memory_s;
   f.bound = f.compute_s > f.memory_s ? Bound::compute : Bound::memory;
   return f;
@@ -31,7 +41,8 @@ Floor roofline_floor(const Cost& cost, double peak, double bandwidth) {
 Floor roofline_floor(const Cost& cost, const MachineProfile& machine, int threads) {
   double peak = cost.flops > 0 ? machine.value(cost.compute, threads) : 0;
   double bw = cost.bytes > 0 ? machine.value(cost.memory, threads) : 0;
-  return roofline_floor(cost, peak, bw);
+  double read_bw = cost.read_bytes > 0 ? machine.value(Unit::mem_read, threads) : 0;
+  return roofline_floor(cost, peak, bw, read_bw);
 }
 
 }  // namespace sol

@@ -17,11 +17,13 @@ Floor floor_with(const Cost& c, const MachineProfile& m, int threads, Unit paire
                  double paired_value) {
   double peak = c.flops > 0 ? m.value(c.compute, threads) : 0;
   double bw = c.bytes > 0 ? m.value(c.memory, threads) : 0;
+  double read_bw = c.read_bytes > 0 ? m.value(Unit::mem_read, threads) : 0;
   if (paired_value > 0) {
     if (paired_unit == c.compute) peak = paired_value;
     if (paired_unit == c.memory) bw = paired_value;
+    if (paired_unit == Unit::mem_read && c.read_bytes > 0) read_bw = paired_value;
   }
-  return roofline_floor(c, peak, bw);
+  return roofline_floor(c, peak, bw, read_bw);
 }
 
 double measure_now(Unit u, int threads) {
@@ -65,7 +67,7 @@ BenchRecord bench_prepared(const OpInfo& op, PreparedCase& p, const MachineProfi
 
   // Which ceiling bounds this op is decided with the cached profile, then re-measured.
   Floor cached = roofline_floor(r.cost, machine, threads);
-  r.ceiling_unit = cached.bound == Bound::compute ? r.cost.compute : r.cost.memory;
+  r.ceiling_unit = cached.bound == Bound::compute ? r.cost.compute : cached.memory_unit;
   r.ceiling_cached = machine.value(r.ceiling_unit, threads);
 
   TimingOptions topt = opt.timing;

@@ -21,6 +21,7 @@ std::string bench_record_json(const BenchRecord& r) {
       {"runs", r.timing.runs},
       {"flops", r.cost.flops},
       {"bytes", r.cost.bytes},
+      {"read_bytes", r.cost.read_bytes},
       {"tflops", r.tflops},
       {"gbps", r.gbps},
       {"bound", std::string(bound_name(r.floor.bound))},

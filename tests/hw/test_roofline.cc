@@ -21,6 +21,39 @@ TEST(Roofline, FloorIsTheLargerSide) {
   EXPECT_DOUBLE_EQ(sol_percent(f, 0.4), 50.0);
 }
 
+// An op that reads 8 GB and writes 1 GB: 9 GB over a 60 GB/s copy ceiling is 0.15 s, but one
+// core reads at 40 GB/s, so its reads alone need 0.2 s, and that is the floor.
+TEST(Roofline, ReadTermBindsWhenReadsDominate) {
+  Cost unpermute{0, 9e9, Unit::fma_f32, Unit::mem_copy, 8e9};
+  Floor f = roofline_floor(unpermute, 0, 6e10, 4e10);
+  EXPECT_DOUBLE_EQ(f.floor_s, 0.2);
+  EXPECT_EQ(f.bound, Bound::memory);
+  EXPECT_EQ(f.memory_unit, Unit::mem_read);
+  // Equal reads and writes (a norm): the copy term binds, the read term is smaller.
+  Cost norm{0, 8e9, Unit::fma_f32, Unit::mem_copy, 4e9};
+  f = roofline_floor(norm, 0, 6e10, 4e10);
+  EXPECT_DOUBLE_EQ(f.memory_s, 8e9 / 6e10);
+  EXPECT_EQ(f.memory_unit, Unit::mem_copy);
+  // No split given: no read term, whatever the read bandwidth.
+  Cost plain{0, 9e9, Unit::fma_f32, Unit::mem_copy};
+  EXPECT_DOUBLE_EQ(roofline_floor(plain, 0, 6e10, 1e9).floor_s, 0.15);
+  // A read-only op already counted at the read ceiling: the term is the same level, not added twice.
+  Cost read{0, 4e9, Unit::fma_f32, Unit::mem_read, 4e9};
+  f = roofline_floor(read, 0, 2e10);
+  EXPECT_DOUBLE_EQ(f.floor_s, 0.2);
+  EXPECT_EQ(f.memory_unit, Unit::mem_read);
+  // A compute-bound op keeps its compute bound.
+  Cost gemm{1e12, 9e9, Unit::fma_f32, Unit::mem_copy, 8e9};
+  EXPECT_EQ(roofline_floor(gemm, 1e12, 6e10, 4e10).bound, Bound::compute);
+}
+
+TEST(Roofline, ReadBytesMustBeAPartOfBytes) {
+  EXPECT_THROW(roofline_floor(Cost{0, 1e9, Unit::fma_f32, Unit::mem_copy, 2e9}, 0, 6e10, 4e10), Error);
+  EXPECT_THROW(roofline_floor(Cost{0, 1e9, Unit::fma_f32, Unit::mem_copy, -1}, 0, 6e10, 4e10), Error);
+  // The read ceiling is needed once read_bytes are given (unmeasured: an error, not a zero floor).
+  EXPECT_THROW(roofline_floor(Cost{0, 1e9, Unit::fma_f32, Unit::mem_copy, 5e8}, 0, 6e10, 0), Error);
+}
+
 TEST(Roofline, MissingCeilingIsAnError) {
   Cost amx{1e12, 1e6, Unit::amx_bf16, Unit::mem_read};
   EXPECT_THROW(roofline_floor(amx, 0, 1e10), Error);

@@ -45,7 +45,7 @@ class GeluCase : public OpCase {
   }
   Cost cost() const override {
     double n = double(rows_) * double(h_), es = double(dtype_size(dt_));
-    return {0, n * es + (quant_ ? n + n / 32 : n * es), Unit::fma_f32, Unit::mem_copy};
+    return {0, n * es + (quant_ ? n + n / 32 : n * es), Unit::fma_f32, Unit::mem_copy, n * es};
   }
   int input_sets() const override { return int(x_.size()); }
   void run(int set) override {

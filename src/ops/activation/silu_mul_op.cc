@@ -44,7 +44,7 @@ class SiluMulCase : public OpCase {
   std::string dtype() const override { return std::string(dtype_name(dt_)) + (quant_ ? "->f8e4m3" : ""); }
   Cost cost() const override {
     double n = double(rows_) * double(inter_), es = double(dtype_size(dt_));
-    return {0, n * 2 * es + (quant_ ? n + n / 32 : n * es), Unit::fma_f32, Unit::mem_copy};
+    return {0, n * 2 * es + (quant_ ? n + n / 32 : n * es), Unit::fma_f32, Unit::mem_copy, n * 2 * es};
   }
   int input_sets() const override { return int(gu_.size()); }
   void run(int set) override {

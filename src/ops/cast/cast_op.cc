@@ -34,7 +34,7 @@ class CastCase : public OpCase {
   }
   Cost cost() const override {
     double bytes = double(n_) * double(dtype_size(from_) + dtype_size(to_));
-    return {0, bytes, Unit::fma_f32, Unit::mem_copy};
+    return {0, bytes, Unit::fma_f32, Unit::mem_copy, double(n_) * double(dtype_size(from_))};
   }
   int input_sets() const override { return int(src_.size()); }
   void run(int set) override { cast(src_[size_t(set)], dst_[size_t(set)]); }

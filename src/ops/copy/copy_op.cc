@@ -30,7 +30,7 @@ class CopyCase : public OpCase {
   std::string dtype() const override { return std::string(dtype_name(dtype_)); }
   Cost cost() const override {
     double bytes = 2.0 * double(n_) * double(dtype_size(dtype_));
-    return {0, bytes, Unit::fma_f32, Unit::mem_copy};
+    return {0, bytes, Unit::fma_f32, Unit::mem_copy, bytes / 2};
   }
   int input_sets() const override { return int(src_.size()); }
   void run(int set) override { copy(view(src_[size_t(set)]), view(dst_[size_t(set)])); }

@@ -37,7 +37,8 @@ class EmbeddingCase : public OpCase {
   }
   std::string dtype() const override { return std::string(dtype_name(dt_)); }
   Cost cost() const override {
-    return {0, 2.0 * double(tokens_) * double(hidden_) * double(dtype_size(dt_)), Unit::fma_f32, Unit::mem_copy};
+    const double rows = double(tokens_) * double(hidden_) * double(dtype_size(dt_));
+    return {0, 2 * rows, Unit::fma_f32, Unit::mem_copy, rows};
   }
   int input_sets() const override { return int(out_.size()); }
   void run(int set) override { embedding(table_, ids_[size_t(set)], out_[size_t(set)]); }

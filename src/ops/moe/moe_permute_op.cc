@@ -45,7 +45,7 @@ class MoePermuteCase : public OpCase {
     // permute: each routed row read once and written once, padding rows written; unpermute:
     // each routed row read once, each token's output written once.
     double bytes = inverse_ ? routed * row + double(tokens_) * row : routed * row + double(rows_) * row;
-    return {0, bytes, Unit::fma_f32, Unit::mem_copy};
+    return {0, bytes, Unit::fma_f32, Unit::mem_copy, routed * row};
   }
   void run(int) override {
     if (inverse_) moe_unpermute(perm_, row_of_, w_, out_);

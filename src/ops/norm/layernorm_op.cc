@@ -32,7 +32,8 @@ class LayerNormCase : public OpCase {
   std::string dtype() const override { return std::string(dtype_name(dt_)) + (has_bias_ ? " +bias" : ""); }
   Cost cost() const override {
     double n = double(rows_) * double(h_), es = double(dtype_size(dt_));
-    return {0, 2 * n * es + double(h_) * es * (has_bias_ ? 2 : 1), Unit::fma_f32, Unit::mem_copy};
+    const double params = double(h_) * es * (has_bias_ ? 2 : 1);
+    return {0, 2 * n * es + params, Unit::fma_f32, Unit::mem_copy, n * es + params};
   }
   int input_sets() const override { return int(x_.size()); }
   void run(int set) override { layernorm(x_[size_t(set)], w_, has_bias_ ? &b_.tensor() : nullptr, y_[size_t(set)]); }

@@ -58,7 +58,8 @@ class RmsNormCase : public OpCase {
   Cost cost() const override {
     double n = double(rows_) * double(h_), es = double(dtype_size(dt_));
     double bytes = fuse_ == Fuse::none ? 2 * n * es : fuse_ == Fuse::residual ? 4 * n * es : n * (es + 1) + n / 32;
-    return {0, bytes + double(h_) * es, Unit::fma_f32, Unit::mem_copy};
+    double read = (fuse_ == Fuse::residual ? 2 : 1) * n * es;  // x (and the residual)
+    return {0, bytes + double(h_) * es, Unit::fma_f32, Unit::mem_copy, read + double(h_) * es};
   }
   int input_sets() const override { return int(x_.size()); }
   void run(int set) override {

@@ -61,7 +61,9 @@ class QuantCase : public OpCase {
   Cost cost() const override {
     double n = double(rows_) * double(cols_);
     double scales = double(s_[0].tensor().numel()) * 4;
-    return {0, n * double(dtype_size(dtype_) + 1) + scales, Unit::fma_f32, Unit::mem_copy};
+    // quant reads the wide values; dequant reads the codes and their scales.
+    double read = mode_ == Mode::dequant ? n + scales : n * double(dtype_size(dtype_));
+    return {0, n * double(dtype_size(dtype_) + 1) + scales, Unit::fma_f32, Unit::mem_copy, read};
   }
   int input_sets() const override { return int(x_.size()); }
   void run(int set) override {

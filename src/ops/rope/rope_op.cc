@@ -56,7 +56,7 @@ class RopeCase : public OpCase {
   Cost cost() const override {
     // In place: only the rope slice of each head is read and written.
     double n = double(tokens_) * double(heads_) * double(config_.rope_dim);
-    return {0, 2 * n * double(dtype_size(dt_)), Unit::fma_f32, Unit::mem_copy};
+    return {0, 2 * n * double(dtype_size(dt_)), Unit::fma_f32, Unit::mem_copy, n * double(dtype_size(dt_))};
   }
   int input_sets() const override { return int(x_.size()); }
   void run(int set) override { rope(x_[size_t(set)], pos_, table_, offset_); }

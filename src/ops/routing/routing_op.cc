@@ -98,7 +98,8 @@ class RoutingCase : public OpCase {
   std::string dtype() const override { return opt_.scoring == Scoring::sigmoid ? "f32 sigmoid" : "f32 softmax"; }
   Cost cost() const override {
     double t = double(tokens_);
-    return {0, t * double(experts_) * 4 + t * double(opt_.top_k) * 8, Unit::fma_f32, Unit::mem_copy};
+    return {0, t * double(experts_) * 4 + t * double(opt_.top_k) * 8, Unit::fma_f32, Unit::mem_copy,
+            t * double(experts_) * 4};
   }
   int input_sets() const override { return int(logits_.size()); }
   void run(int set) override { moe_routing(logits_[size_t(set)], idx_[size_t(set)], w_[size_t(set)], opt_); }
