@@ -22,70 +22,62 @@ struct Candidate {
   bool operator<(const Candidate& o) const { return p != o.p ? p > o.p : id < o.id; }
 };
 
-using CollectFn = int64_t (*)(const void*, DType, int64_t, float, int32_t, float*, int32_t*);
-using KthFn = float (*)(const float*, int64_t, int64_t);
+using CollectFn = int64_t (*)(const void*, DType, int64_t, float, int32_t, uint32_t*, int32_t*);
+using KeepBestFn = uint32_t (*)(uint32_t*, int32_t*, int64_t, int64_t, uint32_t*);
 
 // Per-thread buffers of the filtered pass.
 struct Workspace {
-  // Elements filtered between two looks at the buffer: small, so the first chunk (which passes
-  // whole, the threshold still -inf) costs little to cut down to k.
-  static constexpr int64_t kChunk = 1024;
+  // Elements filtered between two looks at the buffer: small, so that the first chunk (which
+  // passes whole, the threshold still -inf) is cheap to cut and the threshold rises early.
+  static constexpr int64_t kChunk = 256;
   std::vector<Candidate> c;
-  std::vector<float> val;
+  std::vector<uint32_t> key, scratch;  // candidates as order keys (kernels/select.h)
   std::vector<int32_t> idx;
-  KthFn kth_largest;
+  CollectFn collect;
+  KeepBestFn keep_best;
 };
-
-// Keeps the best k of the n buffered (val, idx) pairs, which are in increasing idx, by (val
-// larger, idx lower), still in increasing idx; returns the k-th best value.
-float keep_best(Workspace& w, int64_t n, int64_t k) {
-  const float kth = w.kth_largest(w.val.data(), n, k);
-  int64_t ties = k - std::count_if(w.val.begin(), w.val.begin() + n, [&](float v) { return v > kth; }), out = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = w.val[size_t(i)];
-    if (v > kth || (v == kth && ties-- > 0)) {
-      w.val[size_t(out)] = v;
-      w.idx[size_t(out++)] = w.idx[size_t(i)];
-    }
-  }
-  return kth;
-}
 
 // The top_k path: one filtered pass collects the best k finite logits by (logit larger, id
 // lower). Elements past a full buffer need logit > the k-th best to enter, since an equal one
 // has a higher id. exp is monotonic, so these are the best k by (probability, id) unless a
 // logit below the k-th maps to the same probability (exp underflow, or logits closer than
-// exp's resolution): then false is returned and the caller takes the full path, which orders
-// by probability itself. Leaves the candidates in w.c and the row's max logit in *mx.
-bool top_candidates(const void* row, DType t, int64_t v, int64_t k, double temperature, CollectFn collect,
-                    Workspace& w, double* mx) {
-  // The buffer is cut to the best k once it holds more than 2k + 256: a cut costs O(buffer),
-  // so each cut is paid for by k + 256 filtered matches.
-  const int64_t cut_above = 2 * k + 256;
-  w.val.resize(size_t(cut_above + Workspace::kChunk + 16));
-  w.idx.resize(w.val.size());
+// exp's resolution, or -0 against +0, which the keys order): then false is returned and the
+// caller takes the full path, which orders by probability itself. Leaves the candidates in w.c
+// and the row's max logit in *mx. Nothing after the pass reads the row again.
+bool top_candidates(const void* row, DType t, int64_t v, int64_t k, double temperature, Workspace& w, double* mx) {
+  // The buffer is cut to the best k once it holds more than 2k + 64: a cut costs a few passes
+  // over the buffer, so cutting early keeps the threshold close to the running k-th best and
+  // few elements pass it (fewer hit steps, each a mispredicted branch in the filter).
+  const int64_t cut_above = 2 * k + 64;
+  const size_t room = size_t(cut_above + Workspace::kChunk + kernels::kSelectSlack);
+  w.key.resize(room);
+  w.idx.resize(room);
+  w.scratch.resize(4 * room);
   float thr = -INFINITY;
+  bool cut = false;
   int64_t n = 0;
   const size_t es = dtype_size(t);
   for (int64_t i0 = 0; i0 < v; i0 += Workspace::kChunk) {
     const int64_t len = std::min(Workspace::kChunk, v - i0);
-    n += collect(static_cast<const char*>(row) + size_t(i0) * es, t, len, thr, int32_t(i0), w.val.data() + n,
-                 w.idx.data() + n);
-    if (n > cut_above || (n > k && i0 + len == v)) {
-      thr = keep_best(w, n, k);
+    n += w.collect(static_cast<const char*>(row) + size_t(i0) * es, t, len, thr, int32_t(i0), w.key.data() + n,
+                   w.idx.data() + n);
+    if (n > cut_above || (n > k && (!cut || i0 + len == v))) {
+      thr = kernels::key_value(w.keep_best(w.key.data(), w.idx.data(), n, k, w.scratch.data()));
       n = k;
+      cut = true;
     }
   }
   w.c.clear();
   if (n == 0) return true;
-  *mx = *std::max_element(w.val.begin(), w.val.begin() + n);
+  const uint32_t best = *std::max_element(w.key.begin(), w.key.begin() + n);
+  *mx = kernels::key_value(best);
   if (!std::isfinite(*mx)) return true;  // a +inf logit: an error, as on the full path
-  if (temperature == 0) {  // greedy: only the best is needed
-    w.c.push_back({1.0, w.idx[size_t(std::find(w.val.begin(), w.val.begin() + n, float(*mx)) - w.val.begin())]});
+  if (temperature == 0) {  // greedy: the first best (the buffer is in increasing id)
+    w.c.push_back({1.0, w.idx[size_t(std::find(w.key.begin(), w.key.begin() + n, best) - w.key.begin())]});
     return true;
   }
   auto prob = [&](double x) { return std::exp((x - *mx) / temperature); };
-  for (int64_t i = 0; i < n; ++i) w.c.push_back({prob(w.val[size_t(i)]), w.idx[size_t(i)]});
+  for (int64_t i = 0; i < n; ++i) w.c.push_back({prob(kernels::key_value(w.key[size_t(i)])), w.idx[size_t(i)]});
   // thr > -inf: logits were left out, all <= thr (the k-th best); below thr, p must fall.
   return thr == -INFINITY || prob(std::nextafter(thr, -INFINITY)) < prob(thr);
 }
@@ -112,13 +104,12 @@ void all_candidates(const void* row, DType t, int64_t v, double temperature, Wor
   }
 }
 
-int32_t sample_row(const void* row, DType t, int64_t v, const SamplingOptions& o, int64_t r, CollectFn collect,
-                   Workspace& w) {
+int32_t sample_row(const void* row, DType t, int64_t v, const SamplingOptions& o, int64_t r, Workspace& w) {
   const double temperature = o.temperature;
   // Greedy is top_k = 1; a top_k within reach of the filter (small against the row) takes it.
   const int64_t k = temperature == 0 ? 1 : o.top_k;
   double mx = -INFINITY;
-  if (k <= 0 || k > 4096 || k >= v || !top_candidates(row, t, v, k, temperature, collect, w, &mx))
+  if (k <= 0 || k > 4096 || k >= v || !top_candidates(row, t, v, k, temperature, w, &mx))
     all_candidates(row, t, v, temperature, w, &mx);
   auto& c = w.c;
   if (c.empty()) return -1;  // reported by the caller, outside the parallel region
@@ -167,14 +158,13 @@ void sample(const Tensor& logits, const Tensor& ids, const SamplingOptions& o) {
   check(v >= 1 || b == 0, op, "vocab is empty");
   check(v <= INT32_MAX, op, "vocab = ", v, " but ids are i32");
   const int64_t row_bytes = v * int64_t(dtype_size(logits.dtype()));
-  const CollectFn collect = active_isa() >= Isa::avx512 ? kernels::collect_above_avx512 : kernels::collect_above_scalar;
-  const KthFn kth = active_isa() >= Isa::avx512 ? kernels::kth_largest_avx512 : kernels::kth_largest_scalar;
+  const bool avx512 = active_isa() >= Isa::avx512;
   parallel_ranges(b, 1, [&](int64_t r0, int64_t r1) {
     Workspace w;
-    w.kth_largest = kth;
+    w.collect = avx512 ? kernels::collect_above_avx512 : kernels::collect_above_scalar;
+    w.keep_best = avx512 ? kernels::keep_best_avx512 : kernels::keep_best_scalar;
     for (int64_t r = r0; r < r1; ++r)
-      ids.data_as<int32_t>()[r] = sample_row(logits.data_as<const char>() + r * row_bytes, logits.dtype(), v, o, r,
-                                             collect, w);
+      ids.data_as<int32_t>()[r] = sample_row(logits.data_as<const char>() + r * row_bytes, logits.dtype(), v, o, r, w);
   });
   // An exception must not cross an OpenMP region, so bad rows are marked -1 and reported here.
   for (int64_t r = 0; r < b; ++r)
