@@ -33,17 +33,23 @@ uint32_t median_of_three(uint32_t a, uint32_t b, uint32_t c) { return std::max(s
 
 }  // namespace
 
-int64_t collect_above_avx512(const void* x, DType t, int64_t n, float thr, int32_t base, uint32_t* key, int32_t* idx) {
+namespace {
+
+// One branch per 64 elements skips them when none passes. Always compressing instead (no
+// branch, the count advancing by the hits only) was tried: the op got slower (0.297 -> 0.324 ms
+// for 16 x 129280, alternating runs), though a bare probe loop had read faster so.
+template <DType T>
+int64_t collect_above(const void* x, int64_t n, float thr, int32_t base, uint32_t* key, int32_t* idx) {
+  constexpr int64_t es = T == DType::bf16 ? 2 : 4;
   const __m512 tv = _mm512_set1_ps(thr);
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  const int64_t es = int64_t(dtype_size(t));
   const char* ahead = static_cast<const char*>(x) + kPrefetchAhead;
   int64_t count = 0, i = 0;
   for (; i + 64 <= n; i += 64) {
     // One request per line of this step (4 for f32, 2 for bf16), kPrefetchAhead further on.
     for (int64_t b = 0; b < 64 * es; b += 64) _mm_prefetch(ahead + i * es + b, _MM_HINT_T0);
-    const __m512 v0 = load16(x, t, i, 0xFFFF), v1 = load16(x, t, i + 16, 0xFFFF);
-    const __m512 v2 = load16(x, t, i + 32, 0xFFFF), v3 = load16(x, t, i + 48, 0xFFFF);
+    const __m512 v0 = load16(x, T, i, 0xFFFF), v1 = load16(x, T, i + 16, 0xFFFF);
+    const __m512 v2 = load16(x, T, i + 32, 0xFFFF), v3 = load16(x, T, i + 48, 0xFFFF);
     // Ordered greater-than: false for NaN, so NaN logits never become candidates.
     const __mmask16 h0 = _mm512_cmp_ps_mask(v0, tv, _CMP_GT_OQ), h1 = _mm512_cmp_ps_mask(v1, tv, _CMP_GT_OQ);
     const __mmask16 h2 = _mm512_cmp_ps_mask(v2, tv, _CMP_GT_OQ), h3 = _mm512_cmp_ps_mask(v3, tv, _CMP_GT_OQ);
@@ -56,11 +62,18 @@ int64_t collect_above_avx512(const void* x, DType t, int64_t n, float thr, int32
   }
   for (; i < n; i += 16) {
     const __mmask16 m = tail_mask(n - i);
-    const __m512 v = load16(x, t, i, m);
+    const __m512 v = load16(x, T, i, m);
     const __mmask16 h = _mm512_mask_cmp_ps_mask(m, v, tv, _CMP_GT_OQ);
     if (h) count += append(v, h, _mm512_add_epi32(lane, _mm512_set1_epi32(base + int32_t(i))), key + count, idx + count);
   }
   return count;
+}
+
+}  // namespace
+
+int64_t collect_above_avx512(const void* x, DType t, int64_t n, float thr, int32_t base, uint32_t* key, int32_t* idx) {
+  return t == DType::bf16 ? collect_above<DType::bf16>(x, n, thr, base, key, idx)
+                          : collect_above<DType::f32>(x, n, thr, base, key, idx);
 }
 
 // The k-th largest key is the largest U with at least k keys >= U; built from the top bit
