@@ -55,4 +55,11 @@ KthKey kth_largest_bitwise_avx512(const uint32_t* key, int64_t n, int64_t k);
 uint32_t keep_best_scalar(uint32_t* key, int32_t* idx, int64_t n, int64_t k, uint32_t* scratch);
 uint32_t keep_best_avx512(uint32_t* key, int32_t* idx, int64_t n, int64_t k, uint32_t* scratch);
 
+// Orders the n (key, idx) pairs best first: key larger, then idx lower (ids distinct), in place.
+// scratch: n + kSelectSlack entries. The AVX-512 version ranks every pair against every other
+// (n^2 / 8 compares, no data-dependent branch) up to kRankSortMax pairs, and sorts beyond.
+inline constexpr int64_t kRankSortMax = 128;
+void order_best_first_scalar(uint32_t* key, int32_t* idx, int64_t n, uint64_t* scratch);
+void order_best_first_avx512(uint32_t* key, int32_t* idx, int64_t n, uint64_t* scratch);
+
 }  // namespace sol::kernels

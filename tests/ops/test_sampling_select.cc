@@ -146,5 +146,35 @@ TEST(SamplingSelect, CollectAboveStoresExactlyTheElementsAbove) {
       }
 }
 
+// Best first: key larger, then id lower; sizes around the 8-lane blocks and past the rank
+// sort's limit (kRankSortMax), with many equal keys (grid, all-equal, two-value rows), ids in
+// no particular order.
+TEST(SamplingSelect, OrderBestFirstMatchesAStableSort) {
+  std::mt19937 rng(5);
+  for (int64_t n : {1, 2, 7, 8, 9, 50, 127, 128, 129, 300}) {
+    for (int variant = 0; variant < 8; ++variant) {
+      const std::vector<float> v = row_of(variant, n, rng);
+      std::vector<int32_t> ids(static_cast<size_t>(n));
+      std::iota(ids.begin(), ids.end(), 0);
+      std::shuffle(ids.begin(), ids.end(), rng);
+      std::vector<std::pair<uint32_t, int32_t>> want;
+      for (int64_t i = 0; i < n; ++i) want.push_back({kernels::order_key(v[size_t(i)]), ids[size_t(i)] * 2 + 1});
+      std::sort(want.begin(), want.end(), [](auto& a, auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+      for (bool avx512 : {false, true}) {
+        if (avx512 && cpu_features().best_isa < Isa::avx512) continue;
+        std::vector<uint32_t> key = keys_of(v);
+        std::vector<int32_t> idx(key.size());
+        for (int64_t i = 0; i < n; ++i) idx[size_t(i)] = ids[size_t(i)] * 2 + 1;
+        std::vector<uint64_t> scratch(size_t(n + kernels::kSelectSlack));
+        (avx512 ? kernels::order_best_first_avx512 : kernels::order_best_first_scalar)(key.data(), idx.data(), n, scratch.data());
+        for (int64_t i = 0; i < n; ++i) {
+          ASSERT_EQ(key[size_t(i)], want[size_t(i)].first) << "n " << n << " variant " << variant << " at " << i;
+          ASSERT_EQ(idx[size_t(i)], want[size_t(i)].second) << "n " << n << " variant " << variant << " at " << i;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sol

@@ -37,4 +37,11 @@ uint32_t keep_best_scalar(uint32_t* key, int32_t* idx, int64_t n, int64_t k, uin
   return kth.key;
 }
 
+void order_best_first_scalar(uint32_t* key, int32_t* idx, int64_t n, uint64_t* scratch) {
+  // One 64-bit word per pair, larger = better: the key above, the complement of the id below.
+  for (int64_t i = 0; i < n; ++i) scratch[i] = uint64_t(key[i]) << 32 | ~uint32_t(idx[i]);
+  std::sort(scratch, scratch + n, [](uint64_t a, uint64_t b) { return a > b; });
+  for (int64_t i = 0; i < n; ++i) key[i] = uint32_t(scratch[i] >> 32), idx[i] = int32_t(~uint32_t(scratch[i]));
+}
+
 }  // namespace sol::kernels

@@ -24,17 +24,21 @@ struct Candidate {
 
 using CollectFn = int64_t (*)(const void*, DType, int64_t, float, int32_t, uint32_t*, int32_t*);
 using KeepBestFn = uint32_t (*)(uint32_t*, int32_t*, int64_t, int64_t, uint32_t*);
+using OrderFn = void (*)(uint32_t*, int32_t*, int64_t, uint64_t*);
 
 // Per-thread buffers of the filtered pass.
 struct Workspace {
-  // Elements filtered between two looks at the buffer: small, so that the first chunk (which
-  // passes whole, the threshold still -inf) is cheap to cut and the threshold rises early.
-  static constexpr int64_t kChunk = 256;
+  // Elements filtered between two looks at the buffer. The first chunk is small: without a
+  // hint it passes whole (the threshold still -inf), and its cut raises the threshold early.
+  // Later ones are longer, as each look costs a call (~500 calls a row at 256).
+  static constexpr int64_t kFirstChunk = 256, kChunk = 1024;
   std::vector<Candidate> c;
   std::vector<uint32_t> key, scratch;  // candidates as order keys (kernels/select.h)
   std::vector<int32_t> idx;
+  std::vector<uint64_t> words;  // order_best_first's scratch
   CollectFn collect;
   KeepBestFn keep_best;
+  OrderFn order_best_first;
   float hint = -INFINITY;  // for the next row's filter (top_candidates)
   int64_t retries = 0;     // rows whose hint was too high (passes run twice)
 };
@@ -76,8 +80,8 @@ Pass top_candidates(const void* row, DType t, int64_t v, int64_t k, double tempe
   bool cut = false;
   int64_t n = 0;
   const size_t es = dtype_size(t);
-  for (int64_t i0 = 0; i0 < v; i0 += Workspace::kChunk) {
-    const int64_t len = std::min(Workspace::kChunk, v - i0);
+  for (int64_t i0 = 0, len; i0 < v; i0 += len) {
+    len = std::min(i0 == 0 ? Workspace::kFirstChunk : Workspace::kChunk, v - i0);
     n += w.collect(static_cast<const char*>(row) + size_t(i0) * es, t, len, std::max(*kth, at_least), int32_t(i0),
                    w.key.data() + n, w.idx.data() + n);
     // The first cut comes as soon as k have passed (the threshold rises early); a hinted pass
@@ -100,6 +104,10 @@ Pass top_candidates(const void* row, DType t, int64_t v, int64_t k, double tempe
     w.c.push_back({1.0, w.idx[size_t(std::find(w.key.begin(), w.key.begin() + n, best) - w.key.begin())]});
     return Pass::done;
   }
+  // Best first by (logit, id): by probability, then id, too, unless two logits share a
+  // probability (the caller checks the order and sorts only then).
+  w.words.resize(size_t(n + kernels::kSelectSlack));
+  w.order_best_first(w.key.data(), w.idx.data(), n, w.words.data());
   auto prob = [&](double x) { return std::exp((x - *mx) / temperature); };
   for (int64_t i = 0; i < n; ++i) w.c.push_back({prob(kernels::key_value(w.key[size_t(i)])), w.idx[size_t(i)]});
   // After a cut, logits were left out, all <= the k-th best; below it, p must fall.
@@ -165,7 +173,7 @@ int32_t sample_row(const void* row, DType t, int64_t v, const SamplingOptions& o
     std::nth_element(c.begin(), c.begin() + o.top_k, c.end());
     keep = o.top_k;
   }
-  std::sort(c.begin(), c.begin() + keep);
+  if (!std::is_sorted(c.begin(), c.begin() + keep)) std::sort(c.begin(), c.begin() + keep);
   double total = 0;
   for (int64_t i = 0; i < keep; ++i) total += c[size_t(i)].p;
   if (o.top_p < 1.0f) {
@@ -209,6 +217,7 @@ void sample(const Tensor& logits, const Tensor& ids, const SamplingOptions& o) {
     Workspace w;
     w.collect = avx512 ? kernels::collect_above_avx512 : kernels::collect_above_scalar;
     w.keep_best = avx512 ? kernels::keep_best_avx512 : kernels::keep_best_scalar;
+    w.order_best_first = avx512 ? kernels::order_best_first_avx512 : kernels::order_best_first_scalar;
     for (int64_t r = r0; r < r1; ++r)
       ids.data_as<int32_t>()[r] = sample_row(logits.data_as<const char>() + r * row_bytes, logits.dtype(), v, o, r, w);
   });
