@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <random>
 #include <vector>
 
 #include "ops/common/fill.h"
 #include "ops/isa_paths.h"
 #include "sol/error.h"
 #include "sol/sampling.h"
+#include "sol/threads.h"
 
 namespace sol {
 namespace {
@@ -151,6 +153,59 @@ TEST(Sampling, GreedyTopOneTinyTopPAndSeeds) {
     sample(lt, it, s);
     EXPECT_NE(id, 3);
   }
+}
+
+// A row's filter starts from a hint taken from the previous row of its thread (when the
+// previous row's k-th best equals its max, the hint is exactly that value). The rows below
+// chain hints that fail (fewer than k logits reach them: the pass must run again), that are
+// reached by exactly k logits, that sit on many ties at the k-th, and that meet NaN and -inf;
+// vocab is not a multiple of 16. One thread, so every row gets its predecessor's hint; then two.
+TEST(Sampling, HintFromThePreviousRowNeverChangesTheAnswer) {
+  const int64_t k = 50, v = 3001;
+  std::vector<std::vector<float>> rows;
+  std::mt19937 rng(9);
+  auto random_row = [&](float lo, float hi) {
+    std::vector<float> r(static_cast<size_t>(v));
+    for (auto& x : r) x = std::uniform_real_distribution<float>(lo, hi)(rng);
+    return r;
+  };
+  auto put = [&](std::vector<float> r, float value, int64_t count, int64_t stride, int64_t first) {
+    for (int64_t j = 0; j < count; ++j) r[size_t((first + j * stride) % v)] = value;
+    return r;
+  };
+  rows.push_back(random_row(-8, 8));                                 // no hint (first row)
+  rows.push_back(put(random_row(-8, 0.5f), 1.0f, 2 * k, 29, 3));     // flat top: hint 1.0 next
+  rows.push_back(put(random_row(-8, 0.9f), 1.0f, k - 1, 31, 7));     // k - 1 reach it: retry
+  rows.push_back(put(random_row(-8, 0.5f), 1.0f, 3 * k, 13, 11));    // flat top again
+  rows.push_back(put(random_row(-8, 0.9f), 1.0f, k, 37, 5));         // exactly k reach it
+  rows.push_back(put(random_row(-8, 0.5f), 1.0f, 2 * k, 17, 1));     // flat top again
+  rows.push_back(put(put(random_row(-8, 0.9f), 1.0f, 3 * k, 19, 2), 2.0f, k / 2, 41, 0));  // ties at the k-th
+  std::vector<float> sparse(static_cast<size_t>(v), -INFINITY);      // k - 3 finite, NaN: retry, then < k
+  for (int64_t j = 0; j < k - 3; ++j) sparse[size_t(j * 53 + 4)] = float(j % 7);
+  sparse[10] = NAN;
+  rows.push_back(sparse);
+  rows.push_back(put(random_row(-8, 0.5f), 1.0f, 2 * k, 23, 9));     // flat top after a retry
+  rows.push_back(random_row(-1000, -990));                           // far below the hint
+  const int64_t b = int64_t(rows.size());
+  std::vector<float> flat;
+  for (auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (float temp : {0.0f, 0.7f})
+      for (float top_p : {0.5f, 1.0f}) {
+        SamplingOptions o;
+        o.top_k = k, o.temperature = temp, o.top_p = top_p, o.seed = 1234;
+        std::vector<int32_t> ids(static_cast<size_t>(b), -5);
+        sample(Tensor(flat.data(), DType::f32, {b, v}), Tensor(ids.data(), DType::i32, {b}), o);
+        for (int64_t r = 0; r < b; ++r) {
+          SamplingOptions ref = o;
+          if (temp == 0) ref.temperature = 1e-30f, ref.top_k = 1;  // greedy: the first best logit
+          EXPECT_EQ(ids[size_t(r)], sample_by_sorting_everything(rows[size_t(r)], ref, r))
+              << "row " << r << " threads " << threads << " T " << temp << " p " << top_p;
+        }
+      }
+  }
+  set_num_threads(0);
 }
 
 TEST(Sampling, BadInputIsNamed) {
