@@ -1,5 +1,6 @@
 // AVX-512 row primitives for FP8 quantization. Everything but the entry points stays in the
 // anonymous namespace so no AVX-512 code can be merged into baseline callers by the linker.
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/quant.h"
@@ -529,54 +530,89 @@ void dequant_row_t(const uint8_t* q, const float* scales, int64_t scale_stride, 
   if constexpr (kStream) _mm_sfence();
 }
 
+// The running maximum of |x| (as 16-bit magnitude words, 32 per 128-wide group) of one group
+// of a row, folded into acc.
+[[gnu::always_inline]] inline void amax_group_update(const uint16_t* xg, uint16_t* acc) {
+  const __m512i mask = _mm512_set1_epi16(0x7FFF);
+  const __m512i a = _mm512_max_epu16(_mm512_and_si512(_mm512_loadu_si512(xg), mask),
+                                     _mm512_and_si512(_mm512_loadu_si512(xg + 32), mask));
+  const __m512i b = _mm512_max_epu16(_mm512_and_si512(_mm512_loadu_si512(xg + 64), mask),
+                                     _mm512_and_si512(_mm512_loadu_si512(xg + 96), mask));
+  __m512i* ag = reinterpret_cast<__m512i*>(acc);
+  _mm512_storeu_si512(ag, _mm512_max_epu16(_mm512_loadu_si512(ag), _mm512_max_epu16(a, b)));
+}
+
+[[gnu::always_inline]] inline void amax_row_update(const uint16_t* x, int64_t groups, uint16_t* acc) {
+  for (int64_t g = 0; g < groups; ++g) amax_group_update(x + g * 128, acc + g * 32);
+}
+
+[[gnu::always_inline]] inline void prefetch_row_t1(const PanelPrefetch& p, int64_t r) {
+  const char* line = p.base + r * p.stride;
+  for (int64_t l = 0; l < p.lines; ++l) _mm_prefetch(line + 64 * l, _MM_HINT_T1);
+}
+
+// One panel of a block row, three panels in flight: row r of this panel is encoded with its
+// block's multiplier, row r of the next panel (in L2 by now) goes through the abs-max, and row
+// r of the panel after that is requested into L2 (T1). The abs-max loads overlap the encoder's
+// shifts instead of running as a pass of their own, and the DRAM reads, strided across rows
+// where the hardware prefetcher does not follow, are all issued one panel ahead of their use.
+// One fence per panel, not per row.
 template <bool kStream, bool kUe8m0>
-void quant_row_mults_t(const uint16_t* x, int64_t cols, const float* mult, const uint8_t* special, uint8_t* q,
-                       const uint16_t* prefetch) {
-  for (int64_t g = 0; g * 128 < cols; ++g) {
-    if (prefetch)
-      for (int l = 0; l < 4; ++l) _mm_prefetch(reinterpret_cast<const char*>(prefetch + g * 128) + 64 * l, _MM_HINT_T0);
-    encode_group_bf16<kStream, kUe8m0>(x + g * 128, 128, mult[g], special[g], q + g * 128);
+void quant_panel_t(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t cols, const float* mult,
+                   const uint8_t* special, uint8_t* q, int64_t q_stride, const PanelAmax& next,
+                   const PanelPrefetch& far) {
+  const int64_t groups = cols / 128, next_groups = next.cols / 128;
+  const int64_t lines_per_group = (far.lines + groups - 1) / groups;
+  for (int64_t r = 0; r < rows; ++r) {
+    // The next panel's abs-max and the far panel's requests spread over this row's groups, so
+    // that their loads meet the encoder's arithmetic a group at a time.
+    const bool amax = r < next.rows, ahead = r < far.rows;
+    const uint16_t* xn = next.x + r * next.stride;
+    const char* xf = far.base + r * far.stride;
+    const uint16_t* xr = x + r * x_stride;
+    uint8_t* qr = q + r * q_stride;
+    for (int64_t g = 0; g < groups; ++g) {
+      if (ahead)
+        for (int64_t l = g * lines_per_group; l < std::min(far.lines, (g + 1) * lines_per_group); ++l)
+          _mm_prefetch(xf + 64 * l, _MM_HINT_T1);
+      if (amax && g < next_groups) amax_group_update(xn + g * 128, next.acc + g * 32);
+      encode_group_bf16<kStream, kUe8m0>(xr + g * 128, 128, mult[g], special[g], qr + g * 128);
+    }
+    if (amax)
+      for (int64_t g = groups; g < next_groups; ++g) amax_group_update(xn + g * 128, next.acc + g * 32);
   }
+  // A following panel taller than this one (the band after a partial one: not made today).
+  for (int64_t r = rows; r < far.rows; ++r) prefetch_row_t1(far, r);
+  for (int64_t r = rows; r < next.rows; ++r) amax_row_update(next.x + r * next.stride, next_groups, next.acc);
   if constexpr (kStream) _mm_sfence();
 }
 
 }  // namespace
 
-void block_amax_update_bf16_avx512(const uint16_t* x, int64_t cols, uint16_t* acc) {
-  const __m512i mask = _mm512_set1_epi16(0x7FFF);
-  for (int64_t g = 0; g * 128 < cols; ++g) {
-    const uint16_t* xg = x + g * 128;
-    for (int k = 0; k < 2; ++k)
-      _mm_prefetch(reinterpret_cast<const char*>(xg) + 8192 + 64 * (2 * k), _MM_HINT_T0),
-      _mm_prefetch(reinterpret_cast<const char*>(xg) + 8192 + 64 * (2 * k + 1), _MM_HINT_T0);
-    const __m512i a = _mm512_max_epu16(_mm512_and_si512(_mm512_loadu_si512(xg), mask),
-                                       _mm512_and_si512(_mm512_loadu_si512(xg + 32), mask));
-    const __m512i b = _mm512_max_epu16(_mm512_and_si512(_mm512_loadu_si512(xg + 64), mask),
-                                       _mm512_and_si512(_mm512_loadu_si512(xg + 96), mask));
-    __m512i* ag = reinterpret_cast<__m512i*>(acc + g * 32);
-    _mm512_storeu_si512(ag, _mm512_max_epu16(_mm512_loadu_si512(ag), _mm512_max_epu16(a, b)));
+void block_amax_rows_bf16_avx512(const PanelAmax& panel, const PanelPrefetch& next) {
+  for (int64_t r = 0; r < std::max(panel.rows, next.rows); ++r) {
+    if (r < next.rows) prefetch_row_t1(next, r);
+    if (r < panel.rows) amax_row_update(panel.x + r * panel.stride, panel.cols / 128, panel.acc);
   }
 }
 
 float block_amax_finish_avx512(const uint16_t* acc32) {
-  const __m512i m = _mm512_loadu_si512(acc32);
-  __m256i h = _mm256_max_epu16(_mm512_castsi512_si256(m), _mm512_extracti64x4_epi64(m, 1));
-  __m128i q = _mm_max_epu16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-  const uint32_t bits = (0xFFFFu & ~uint32_t(_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(q, _mm_set1_epi16(-1))))))
-                        << 16;
+  const uint32_t bits = max_of_words(_mm512_loadu_si512(acc32)) << 16;
   if (bits > 0x7F800000u) return __builtin_nanf("");
   float f;
   __builtin_memcpy(&f, &bits, 4);
   return f;
 }
 
-void quant_row_mults_bf16_avx512(const uint16_t* x, int64_t cols, const float* mult, const uint8_t* special,
-                                 bool ue8m0, uint8_t* q, bool stream, const uint16_t* prefetch) {
-  const bool s = stream && reinterpret_cast<uintptr_t>(q) % 64 == 0;
-  if (ue8m0) return s ? quant_row_mults_t<true, true>(x, cols, mult, special, q, prefetch)
-                      : quant_row_mults_t<false, true>(x, cols, mult, special, q, prefetch);
-  s ? quant_row_mults_t<true, false>(x, cols, mult, special, q, prefetch)
-    : quant_row_mults_t<false, false>(x, cols, mult, special, q, prefetch);
+void quant_panel_mults_bf16_avx512(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t cols, const float* mult,
+                                   const uint8_t* special, bool ue8m0, uint8_t* q, int64_t q_stride, bool stream,
+                                   const PanelAmax& next, const PanelPrefetch& far) {
+  const bool s = stream && reinterpret_cast<uintptr_t>(q) % 64 == 0 && q_stride % 64 == 0;
+  auto run = [&]<bool kS, bool kU>() {
+    quant_panel_t<kS, kU>(x, x_stride, rows, cols, mult, special, q, q_stride, next, far);
+  };
+  if (ue8m0) s ? run.template operator()<true, true>() : run.template operator()<false, true>();
+  else s ? run.template operator()<true, false>() : run.template operator()<false, false>();
 }
 
 bool dequant_row_avx512(const uint8_t* q, const float* scales, int64_t scale_stride, int64_t cols, int64_t group,
