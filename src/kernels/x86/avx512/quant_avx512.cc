@@ -466,44 +466,58 @@ template <DType YT, bool kStream>
 // conversions and two vpermt2w that put the results back in element order. Subnormal and NaN
 // codes (rare) take dequant64 for their 64-code block.
 
+// The constants of the fast dequantization loop, made once per row and hidden from the
+// compiler's constant folding (asm barrier): otherwise GCC rebuilds each from a general register
+// inside the loop (seven broadcasts per 64 codes) to make room for the table path's registers.
+struct DequantConstants {
+  __m512i w7f, w_bias, w_sign, w_ff, hi, b7f, b01, b07, first, second;
+  DequantConstants() {
+    w7f = _mm512_set1_epi16(0x7F), w_bias = _mm512_set1_epi16(120 << 7), w_sign = _mm512_set1_epi16(short(0x8000));
+    w_ff = _mm512_set1_epi16(0xFF), hi = _mm512_set1_epi32(int(0xFFFF0000u));
+    b7f = _mm512_set1_epi8(0x7F), b01 = _mm512_set1_epi8(1), b07 = _mm512_set1_epi8(7);
+    // Element n of a block of 32 is word n / 4 (+ 16 for n % 4 == 1 or 3) of a (n % 4 < 2) or b.
+    first = _mm512_setr_epi32(0x00100000, 0x00300020, 0x00110001, 0x00310021, 0x00120002, 0x00320022, 0x00130003,
+                              0x00330023, 0x00140004, 0x00340024, 0x00150005, 0x00350025, 0x00160006, 0x00360026,
+                              0x00170007, 0x00370027);
+    second = _mm512_add_epi16(first, _mm512_set1_epi16(8));
+    asm("" : "+v"(w7f), "+v"(w_bias), "+v"(w_sign), "+v"(w_ff), "+v"(hi));
+    asm("" : "+v"(b7f), "+v"(b01), "+v"(b07), "+v"(first), "+v"(second));
+  }
+};
+
 // e4m3 codes that are normal or zero (low byte of each 16-bit lane, high byte 0) -> bf16 bits:
 // exponent and mantissa move under bf16's fields, plus the bias difference (127 - 7) << 7; a
 // zero code keeps only its sign.
-[[gnu::always_inline]] inline __m512i e4m3_normal_to_bf16(__m512i c) {
-  const __m512i t = _mm512_and_si512(c, _mm512_set1_epi16(0x7F));
-  const __mmask32 nonzero = _mm512_test_epi16_mask(c, _mm512_set1_epi16(0x7F));
-  const __m512i mag = _mm512_maskz_add_epi16(nonzero, _mm512_slli_epi16(t, 4), _mm512_set1_epi16(120 << 7));
+[[gnu::always_inline]] inline __m512i e4m3_normal_to_bf16(__m512i c, const DequantConstants& k) {
+  const __m512i t = _mm512_and_si512(c, k.w7f);
+  const __mmask32 nonzero = _mm512_test_epi16_mask(c, k.w7f);
+  const __m512i mag = _mm512_maskz_add_epi16(nonzero, _mm512_slli_epi16(t, 4), k.w_bias);
   // sign from c << 8 (bit 15), the rest from mag
-  return _mm512_ternarylogic_epi32(mag, _mm512_slli_epi16(c, 8), _mm512_set1_epi16(short(0x8000)), 0xD8);
+  return _mm512_ternarylogic_epi32(mag, _mm512_slli_epi16(c, 8), k.w_sign, 0xD8);
 }
 
 // True when some of the 64 codes are subnormal (magnitude 1..7) or NaN (0x7F).
-[[gnu::always_inline]] inline bool has_special_codes(__m512i z) {
-  const __m512i t = _mm512_and_si512(z, _mm512_set1_epi8(0x7F));
-  const __mmask64 sub = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(t, _mm512_set1_epi8(1)), _mm512_set1_epi8(7));
-  return (sub | _mm512_cmpeq_epi8_mask(t, _mm512_set1_epi8(0x7F))) != 0;
+[[gnu::always_inline]] inline bool has_special_codes(__m512i z, const DequantConstants& k) {
+  const __m512i t = _mm512_and_si512(z, k.b7f);
+  const __mmask64 sub = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(t, k.b01), k.b07);
+  return (sub | _mm512_cmpeq_epi8_mask(t, k.b7f)) != 0;
 }
 
 // 64 codes without special ones -> 64 bf16 of code * s, rounded once (s: |s| >= 2^-119 or not
 // finite, so that no product of a nonzero code is an f32 subnormal, which the hardware bf16
 // conversion would read as zero).
 template <bool kStream>
-[[gnu::always_inline]] inline void dequant64_bf16_normal(__m512i z, __m512 sv, uint16_t* y) {
-  const __m512i even = e4m3_normal_to_bf16(_mm512_and_si512(z, _mm512_set1_epi16(0xFF)));  // elements 2j
-  const __m512i odd = e4m3_normal_to_bf16(_mm512_srli_epi16(z, 8));                        // elements 2j + 1
-  const __m512i high = _mm512_set1_epi32(int(0xFFFF0000u));
+[[gnu::always_inline]] inline void dequant64_bf16_normal(__m512i z, __m512 sv, uint16_t* y,
+                                                         const DequantConstants& k) {
+  const __m512i even = e4m3_normal_to_bf16(_mm512_and_si512(z, k.w_ff), k);  // elements 2j
+  const __m512i odd = e4m3_normal_to_bf16(_mm512_srli_epi16(z, 8), k);       // elements 2j + 1
   const __m512 e0 = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(even, 16)), sv);  // elements 4k
-  const __m512 e2 = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(even, high)), sv);  // 4k + 2
+  const __m512 e2 = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(even, k.hi)), sv);  // 4k + 2
   const __m512 e1 = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(odd, 16)), sv);   // 4k + 1
-  const __m512 e3 = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(odd, high)), sv);   // 4k + 3
+  const __m512 e3 = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(odd, k.hi)), sv);   // 4k + 3
   const __m512i a = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(e1, e0));  // words: 4k, then 4k + 1
   const __m512i b = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(e3, e2));  // words: 4k + 2, then 4k + 3
-  // Element n of a block of 32 is word n / 4 (+ 16 for n % 4 == 1 or 3) of a (n % 4 < 2) or b.
-  const __m512i first = _mm512_setr_epi32(0x00100000, 0x00300020, 0x00110001, 0x00310021, 0x00120002, 0x00320022,
-                                          0x00130003, 0x00330023, 0x00140004, 0x00340024, 0x00150005, 0x00350025,
-                                          0x00160006, 0x00360026, 0x00170007, 0x00370027);
-  const __m512i second = _mm512_add_epi16(first, _mm512_set1_epi16(8));
-  const __m512i lo = _mm512_permutex2var_epi16(a, first, b), hi = _mm512_permutex2var_epi16(a, second, b);
+  const __m512i lo = _mm512_permutex2var_epi16(a, k.first, b), hi = _mm512_permutex2var_epi16(a, k.second, b);
   auto* d = reinterpret_cast<__m512i*>(y);
   if constexpr (kStream) _mm512_stream_si512(d, lo), _mm512_stream_si512(d + 1, hi);
   else _mm512_storeu_si512(d, lo), _mm512_storeu_si512(d + 1, hi);
@@ -512,6 +526,7 @@ template <bool kStream>
 template <DType YT, bool kStream>
 void dequant_row_t(const uint8_t* q, const float* scales, int64_t scale_stride, int64_t cols, int64_t group,
                    void* y) {
+  const DequantConstants k;
   for (int64_t g = 0; g * group < cols; ++g) {
     const float s = scales[g * scale_stride];
     const __m512 sv = _mm512_set1_ps(s);
@@ -519,8 +534,8 @@ void dequant_row_t(const uint8_t* q, const float* scales, int64_t scale_stride, 
     for (int64_t i = g * group; i < (g + 1) * group; i += 64) {
       if constexpr (YT == DType::bf16) {
         const __m512i z = _mm512_loadu_si512(q + i);
-        if (__builtin_expect(normal_products && !has_special_codes(z), 1)) {
-          dequant64_bf16_normal<kStream>(z, sv, static_cast<uint16_t*>(y) + i);
+        if (__builtin_expect(normal_products && !has_special_codes(z, k), 1)) {
+          dequant64_bf16_normal<kStream>(z, sv, static_cast<uint16_t*>(y) + i, k);
           continue;
         }
       }
