@@ -575,6 +575,10 @@ void dequant_row_t(const uint8_t* q, const float* scales, int64_t scale_stride, 
   for (int64_t g = 0; g < groups; ++g) amax_group_update(x + g * 128, acc + g * 32);
 }
 
+[[gnu::always_inline]] inline void prefetch_group_t0(const uint16_t* xg) {
+  for (int l = 0; l < 4; ++l) _mm_prefetch(reinterpret_cast<const char*>(xg) + 64 * l, _MM_HINT_T0);
+}
+
 [[gnu::always_inline]] inline void prefetch_row_t1(const PanelPrefetch& p, int64_t r) {
   const char* line = p.base + r * p.stride;
   for (int64_t l = 0; l < p.lines; ++l) _mm_prefetch(line + 64 * l, _MM_HINT_T1);
@@ -605,6 +609,10 @@ void quant_panel_t(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t co
       if (ahead)
         for (int64_t l = g * lines_per_group; l < std::min(far.lines, (g + 1) * lines_per_group); ++l)
           _mm_prefetch(xf + 64 * l, _MM_HINT_T1);
+      // The same group of the next row, of this panel and of the next, from L2 into L1: rows
+      // 14 KiB apart are a stride the L1 prefetcher does not follow (-3 to -6% per row).
+      if (r + 1 < rows) prefetch_group_t0(xr + x_stride + g * 128);
+      if (r + 1 < next.rows && g < next_groups) prefetch_group_t0(xn + next.stride + g * 128);
       if (amax && g < next_groups) amax_group_update(xn + g * 128, next.acc + g * 32);
       encode_group_bf16<kStream, kUe8m0>(xr + g * 128, 128, mult[g], special[g], qr + g * 128, &fixed);
     }
