@@ -34,18 +34,33 @@ void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, 
 void quant_row_bf16_amax_avx512(const uint16_t* x, int64_t cols, int64_t group, const uint16_t* amax32, bool ue8m0,
                                 uint8_t* q, float* scales, int64_t scale_stride, bool stream);
 
-// Per-block (128 x 128) quantization of bf16 rows, cols a multiple of 128. acc holds 32 words
-// per 128-wide group: the running maximum of |x| as bf16 magnitude bits, updated by each row of
-// a block (start from zeros); finish gives the block's amax (NaN when a NaN was seen).
-void block_amax_update_bf16_avx512(const uint16_t* x, int64_t cols, uint16_t* acc);
+// Per-block (128 x 128) quantization of bf16 rows by column panels (cols a multiple of 128).
+// A panel: `rows` rows of `cols` bf16 (a multiple of 128) at x, `stride` elements apart, and
+// acc, 32 words per 128-wide group that hold the running maximum of |x| as bf16 magnitude
+// bits (the caller zeroes them; rows = 0: no panel).
+struct PanelAmax {
+  const uint16_t* x = nullptr;
+  int64_t stride = 0, rows = 0, cols = 0;
+  uint16_t* acc = nullptr;
+};
+// Lines to request into L2: `lines` 64-byte lines from each of `rows` rows, `stride` bytes
+// apart, from base (rows = 0: none).
+struct PanelPrefetch {
+  const char* base = nullptr;
+  int64_t stride = 0, rows = 0, lines = 0;
+};
+// Every row of a panel folded into its acc, row r of `next` requested into L2 beside row r.
+void block_amax_rows_bf16_avx512(const PanelAmax& panel, const PanelPrefetch& next);
+// One group's amax from its 32 words of acc: the largest |x| (a bf16 value), NaN when a NaN
+// was seen.
 float block_amax_finish_avx512(const uint16_t* acc32);
-// e4m3 codes of one row, group g (128 wide) multiplied by mult[g]; special[g] != 0 when that
+// e4m3 codes of a panel, group g (128 wide) multiplied by mult[g]; special[g] != 0 when that
 // group's block holds NaN or inf; ue8m0: the multipliers are powers of two. Bit-identical to
-// the scalar composition; stream as above. prefetch (may be null): a row of `cols` bf16 that the
-// caller reads next from memory, brought into cache while this row is encoded (its abs-max pass
-// alone would leave the memory idle during the encoding and wait on it afterwards).
-void quant_row_mults_bf16_avx512(const uint16_t* x, int64_t cols, const float* mult, const uint8_t* special,
-                                 bool ue8m0, uint8_t* q, bool stream, const uint16_t* prefetch = nullptr);
+// the scalar composition; stream as above (one fence per panel). While row r is encoded, row r
+// of `next` is folded into next.acc and row r of `far` requested into L2.
+void quant_panel_mults_bf16_avx512(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t cols, const float* mult,
+                                   const uint8_t* special, bool ue8m0, uint8_t* q, int64_t q_stride, bool stream,
+                                   const PanelAmax& next, const PanelPrefetch& far);
 
 // w's elements reordered for rms_quant_row_bf16_avx512: in each block of 32, the 16 even
 // elements, then the 16 odd ones (n a multiple of 32).

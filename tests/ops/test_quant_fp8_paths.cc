@@ -107,6 +107,78 @@ TEST(QuantFp8Paths, PerBlockPipelineOverThreadRangesMatchesReference) {
   });
 }
 
+// The AVX-512 per-block path works by column panels of 4 blocks, three in flight (one encoded,
+// the next through the abs-max, the one after requested): widths whose last panel is narrower
+// than 4 blocks (so the next band's first panel is wider than the panel before it), bands of
+// 1 to 129 rows, ranges of one and two threads, and blocks that are all zero, hold one huge
+// value among tiny ones, or hold NaN, inf or -inf in the last (narrow) panel of a band.
+TEST(QuantFp8Paths, PerBlockPanelsMatchReference) {
+  for_each_isa([] {
+    for (ScaleFormat sf : {ScaleFormat::f32, ScaleFormat::ue8m0})
+      for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 128}, {127, 640}, {128, 896}, {129, 1664},
+                                {3 * 128 + 1, 640}, {2 * 128 + 77, 1152}, {5 * 128, 512}}) {
+        const int64_t br = (rows + 127) / 128, bc = cols / 128;
+        Buffer w(DType::bf16, {rows, cols}), q(DType::f8e4m3, {rows, cols}), s(DType::f32, {br, bc});
+        Buffer qr(DType::f8e4m3, {rows, cols}), sr(DType::f32, {br, bc});
+        fill_wide_range(w, uint64_t(rows * 31 + cols));
+        auto put = [&](int64_t r, int64_t c, double v) {
+          if (r >= 0 && r < rows && c >= 0 && c < cols) store_from_double(w.data(), DType::bf16, size_t(r * cols + c), v);
+        };
+        for (int64_t r = 0; r < std::min<int64_t>(rows, 128); ++r)  // block (0, 1) all zero, +-0
+          for (int64_t c = 128; c < std::min<int64_t>(cols, 256); ++c) put(r, c, (r + c) % 3 ? 0.0 : -0.0);
+        for (int64_t r = 0; r < std::min<int64_t>(rows, 128); ++r)  // block (0, last): one huge value
+          for (int64_t c = (bc - 1) * 128; c < cols; ++c) put(r, c, std::ldexp(double((r * 7 + c) % 13) - 6, -20));
+        put(std::min<int64_t>(rows, 128) - 1, cols - 1, 3.0e38);
+        put(130, cols - 5, NAN);          // band 1, last panel
+        put(rows - 1, 200, INFINITY);     // last band (partial or whole)
+        put(260, cols - 130, -INFINITY);  // band 2
+        for (int threads : {1, 2}) {
+          poison(q);
+          poison(s);
+          set_num_threads(threads);
+          quant_fp8_per_block(w, q, s, {128, sf});
+          set_num_threads(0);
+          reference::quant_fp8_per_block(w, qr, sr, {128, sf});
+          EXPECT_TRUE(same_bytes(q, qr)) << rows << "x" << cols << ", " << threads << " threads";
+          EXPECT_TRUE(same_bytes(s, sr)) << rows << "x" << cols << ", " << threads << " threads";
+        }
+      }
+  });
+}
+
+TEST(QuantFp8Paths, PerBlockStridedAndStreamedMatchReference) {
+  for_each_isa([] {
+    // Rows of w and q inside wider buffers (q's rows then start off a 64-byte line: plain stores).
+    const int64_t rows = 200, cols = 640, pitch = 704;
+    Buffer wb(DType::bf16, {rows, pitch}), qb(DType::f8e4m3, {rows, pitch + 8});
+    fill_wide_range(wb, 3);
+    const int64_t ws[2] = {rows, cols}, wst[2] = {pitch, 1}, qst[2] = {pitch + 8, 1};
+    Tensor w(wb.data(), DType::bf16, ws, wst), q(qb.data(), DType::f8e4m3, ws, qst);
+    Buffer wd(DType::bf16, {rows, cols}), qr(DType::f8e4m3, {rows, cols}), s(DType::f32, {2, 5}), sr(DType::f32, {2, 5});
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(wd.tensor().data_as<uint16_t>() + r * cols, w.data_as<uint16_t>() + r * pitch, size_t(cols) * 2);
+    poison(qb);
+    quant_fp8_per_block(w, q, s, {128, ScaleFormat::f32});
+    reference::quant_fp8_per_block(wd, qr, sr, {128, ScaleFormat::f32});
+    bool same = true;
+    for (int64_t r = 0; r < rows; ++r)
+      same &= std::memcmp(q.data_as<uint8_t>() + r * (pitch + 8), qr.tensor().data_as<uint8_t>() + r * cols,
+                          size_t(cols)) == 0;
+    EXPECT_TRUE(same);
+    EXPECT_TRUE(same_bytes(s, sr));
+  });
+  // q of 2304 x 7168 bytes is over half a 32 MiB LLC: streamed stores, one fence per panel.
+  const int64_t rows = 2304, cols = 7168;
+  Buffer w(DType::bf16, {rows, cols}), q(DType::f8e4m3, {rows, cols}), s(DType::f32, {18, 56});
+  Buffer qr(DType::f8e4m3, {rows, cols}), sr(DType::f32, {18, 56});
+  fill_wide_range(w, 78);
+  poison(q);
+  quant_fp8_per_block(w, q, s);
+  reference::quant_fp8_per_block(w, qr, sr, {128, ScaleFormat::f32});
+  EXPECT_TRUE(same_bytes(q, qr));
+  EXPECT_TRUE(same_bytes(s, sr));
+}
+
 TEST(QuantFp8Paths, StreamedPerTokenAndDequantMatchReference) {
   // q of 2304 x 7168 bytes is over half a 32 MiB LLC: the kernels stream their stores.
   const int64_t rows = 2304, cols = 7168;
