@@ -107,7 +107,8 @@ void fill_routes(const Tensor& row_of, int64_t rows, uint64_t seed) {
 // On the AVX-512 path the combine keeps the reference's order and fused multiply-adds, so the
 // result is bit-identical; the other paths widen and sum in plain f32 (the compiler may not
 // fuse), so they are held to a rounding tolerance. Shapes: k = 1 and odd k, hidden sizes that
-// are not multiples of 16 or 32 (masked ends), f32 and bf16 on both sides, and a case large
+// are not multiples of 16 or 32 (masked ends), f32 and bf16 on both sides (f32 outputs show a
+// change of summation order, which a bf16 rounding mostly hides), and a case large
 // enough for streaming stores with output rows off 64-byte lines (hidden 7001 bf16).
 TEST(MoePermute, UnpermuteEqualsInOrderFmaSumOnEveryPath) {
   const std::vector<UnpermuteShape> shapes = {
@@ -115,6 +116,7 @@ TEST(MoePermute, UnpermuteEqualsInOrderFmaSumOnEveryPath) {
       {4, 5, 1, DType::f32, DType::bf16},      {9, 8, 129, DType::bf16, DType::bf16},
       {3, 8, 300, DType::f32, DType::f32},     {6, 2, 16, DType::bf16, DType::bf16},
       {6, 7, 95, DType::f32, DType::bf16},     {2, 9, 64, DType::bf16, DType::f32},
+      {16, 8, 100, DType::bf16, DType::f32},   {12, 8, 48, DType::f32, DType::f32},
       {1300, 2, 7001, DType::bf16, DType::bf16},
   };
   for (const auto& s : shapes) {
