@@ -1,7 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <string>
+#include <vector>
 
+#include "isa_paths.h"
+#include "ops/common/compare.h"
 #include "ops/common/fill.h"
 #include "sol/error.h"
 #include "sol/moe_permute.h"
@@ -54,6 +59,111 @@ TEST(MoePermute, BadInputIsNamed) {
   std::memcpy(ids.data(), ok, sizeof(ok));
   Buffer x(DType::f32, {2, 4}), perm(DType::f32, {3, 4}), layout(DType::i32, {3}), row_of(DType::i32, {2, 2});
   EXPECT_THROW(moe_permute(x, ids, 4, 128, perm, layout, row_of), Error);  // needs 512 rows
+}
+
+// The combine's definition, written plainly: per output element, the routed rows in order
+// j = 0..k-1, one f32 fused multiply-add per term starting from +0, absent rows (-1) skipped,
+// then one rounding to the output type.
+Buffer unpermute_reference(const Tensor& y, const Tensor& row_of, const Tensor& w, DType out_type) {
+  const int64_t tokens = row_of.shape(0), k = row_of.shape(1), h = y.shape(1);
+  Buffer ref(out_type, {tokens, h});
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t c = 0; c < h; ++c) {
+      float acc = 0.0f;
+      for (int64_t j = 0; j < k; ++j) {
+        const int32_t r = row_of.data_as<const int32_t>()[t * k + j];
+        if (r < 0) continue;
+        const int64_t e = int64_t(r) * h + c;
+        const float v = y.dtype() == DType::bf16 ? bf16_to_f32(y.data_as<const uint16_t>()[e]) : y.data_as<const float>()[e];
+        acc = std::fma(w.data_as<const float>()[t * k + j], v, acc);
+      }
+      if (out_type == DType::bf16) ref.tensor().data_as<uint16_t>()[t * h + c] = f32_to_bf16(acc);
+      else ref.tensor().data_as<float>()[t * h + c] = acc;
+    }
+  return ref;
+}
+
+struct UnpermuteShape {
+  int64_t tokens, k, hidden;
+  DType in, out;
+};
+
+// Routed rows drawn at random over the permuted tensor, with what real routing produces and
+// the kernel must survive: the same row twice in one token, masked entries (-1), and one token
+// (the second) with no row at all, whose output must be exactly zero.
+void fill_routes(const Tensor& row_of, int64_t rows, uint64_t seed) {
+  const int64_t tokens = row_of.shape(0), k = row_of.shape(1);
+  int32_t* ro = row_of.data_as<int32_t>();
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (int64_t i = 0; i < tokens * k; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    ro[i] = x % 7 == 0 ? -1 : int32_t(x % uint64_t(rows));
+  }
+  if (k >= 2) ro[k - 1] = ro[0] >= 0 ? ro[0] : 0;  // token 0: its first row again
+  if (tokens >= 2)
+    for (int64_t j = 0; j < k; ++j) ro[k + j] = -1;
+}
+
+// On the AVX-512 path the combine keeps the reference's order and fused multiply-adds, so the
+// result is bit-identical; the other paths widen and sum in plain f32 (the compiler may not
+// fuse), so they are held to a rounding tolerance. Shapes: k = 1 and odd k, hidden sizes that
+// are not multiples of 16 or 32 (masked ends), f32 and bf16 on both sides (f32 outputs show a
+// change of summation order, which a bf16 rounding mostly hides), and a case large
+// enough for streaming stores with output rows off 64-byte lines (hidden 7001 bf16).
+TEST(MoePermute, UnpermuteEqualsInOrderFmaSumOnEveryPath) {
+  const std::vector<UnpermuteShape> shapes = {
+      {5, 1, 7, DType::bf16, DType::bf16},     {7, 3, 33, DType::bf16, DType::f32},
+      {4, 5, 1, DType::f32, DType::bf16},      {9, 8, 129, DType::bf16, DType::bf16},
+      {3, 8, 300, DType::f32, DType::f32},     {6, 2, 16, DType::bf16, DType::bf16},
+      {6, 7, 95, DType::f32, DType::bf16},     {2, 9, 64, DType::bf16, DType::f32},
+      {16, 8, 100, DType::bf16, DType::f32},   {12, 8, 48, DType::f32, DType::f32},
+      {1300, 2, 7001, DType::bf16, DType::bf16},
+  };
+  for (const auto& s : shapes) {
+    SCOPED_TRACE("tokens " + std::to_string(s.tokens) + " k " + std::to_string(s.k) + " hidden " +
+                 std::to_string(s.hidden) + " " + std::string(dtype_name(s.in)) + " -> " +
+                 std::string(dtype_name(s.out)));
+    const int64_t rows = s.tokens * s.k + 3;
+    Buffer y(s.in, {rows, s.hidden}), row_of(DType::i32, {s.tokens, s.k}), w(DType::f32, {s.tokens, s.k});
+    Buffer out(s.out, {s.tokens, s.hidden});
+    fill_random(y, 11);
+    fill_random(w, 12, 1.0);
+    fill_routes(row_of, rows, 13);
+    const Buffer ref = unpermute_reference(y, row_of, w, s.out);
+    const size_t row_bytes = size_t(s.hidden) * dtype_size(s.out);
+    testing_paths::for_each_isa([&] {
+      poison(out);
+      moe_unpermute(y, row_of, w, out);
+      if (s.tokens >= 2) {  // the token with no routed row
+        const std::vector<char> zeros(row_bytes, 0);
+        EXPECT_EQ(std::memcmp(static_cast<char*>(out.data()) + row_bytes, zeros.data(), row_bytes), 0);
+      }
+      if (active_isa() >= Isa::avx512) {
+        EXPECT_EQ(std::memcmp(out.data(), ref.data(), row_bytes * size_t(s.tokens)), 0);
+      } else {
+        const CheckResult r = compare_relative(out, ref, s.out == DType::bf16 ? 8e-3 : 1e-5);
+        EXPECT_TRUE(r.pass) << r.detail;
+      }
+    });
+  }
+}
+
+// A NaN in a routed row reaches that column of the output and no other.
+TEST(MoePermute, UnpermutePropagatesNaNToItsColumnOnly) {
+  Buffer y(DType::bf16, {6, 40}), row_of(DType::i32, {2, 3}), w(DType::f32, {2, 3}), out(DType::bf16, {2, 40});
+  fill_random(y, 21);
+  fill_random(w, 22, 1.0);
+  const int32_t ro[] = {4, 1, 2, 5, 0, 3};
+  std::memcpy(row_of.data(), ro, sizeof(ro));
+  y.tensor().data_as<uint16_t>()[1 * 40 + 37] = 0x7FC0;  // row 1, column 37 (in the masked end)
+  testing_paths::for_each_isa([&] {
+    poison(out);
+    moe_unpermute(y, row_of, w, out);
+    for (int64_t c = 0; c < 40; ++c) {
+      EXPECT_EQ(std::isnan(bf16_to_f32(out.tensor().data_as<uint16_t>()[c])), c == 37) << "token 0 column " << c;
+      EXPECT_FALSE(std::isnan(bf16_to_f32(out.tensor().data_as<uint16_t>()[40 + c]))) << "token 1 column " << c;
+    }
+  });
 }
 
 }  // namespace
