@@ -1,0 +1,224 @@
+// Fused AVX-512 sigmoid routing (kernels/route.h route_sigmoid_rows_avx512): one token from
+// its logits to its outputs in one function, so nothing of it crosses a call or a scratch row.
+#include <algorithm>
+#include <array>
+#include <climits>
+
+#include "kernels/x86/avx512/route16_avx512.h"
+#include "kernels/x86/avx512/sigmoid16_avx512.h"
+
+namespace sol::kernels {
+
+namespace {
+
+// Per lane the two largest keys seen (h >= l).
+struct Top2 {
+  __m512i h, l;
+};
+
+[[gnu::always_inline]] inline Top2 merge(Top2 a, Top2 b) {
+  return {_mm512_max_epi32(a.h, b.h), _mm512_max_epi32(_mm512_min_epi32(a.h, b.h), _mm512_max_epi32(a.l, b.l))};
+}
+
+struct Lanes {
+  alignas(64) int32_t v[16];
+};
+
+// Index tables of the transposed fold. Two vectors x, y hold S segments each (one group per
+// segment, 16 / S lanes); the result holds 2S segments of half the width, x's groups first:
+// `low` picks the lower half of each segment, `high` the upper half (y's lanes are 16..31).
+constexpr Lanes halves(int s, bool high) {
+  Lanes t{};
+  const int w = 16 / s, h = w / 2;
+  for (int l = 0; l < 16; ++l) {
+    const int j = l / h, o = l % h;
+    t.v[l] = (j < s ? j * w + o : 16 + (j - s) * w + o) + (high ? h : 0);
+  }
+  return t;
+}
+// Within one vector of segments of width 2h: lane l takes lane l + h (the upper half of its
+// segment) for the lower half; the other lanes are not used afterwards.
+constexpr Lanes shift_down(int h) {
+  Lanes t{};
+  for (int l = 0; l < 16; ++l) t.v[l] = (l % (2 * h)) < h ? l + h : l;
+  return t;
+}
+// Lanes 0 .. g-1 take the first lane of segment g (segments of width w).
+constexpr Lanes firsts(int w) {
+  Lanes t{};
+  for (int l = 0; l < 16; ++l) t.v[l] = l * w < 16 ? l * w : 0;
+  return t;
+}
+
+template <int S>
+[[gnu::always_inline]] inline Top2 combine(Top2 x, Top2 y) {
+  static constexpr Lanes lo = halves(S, false), hi = halves(S, true);
+  const __m512i il = _mm512_load_si512(lo.v), ih = _mm512_load_si512(hi.v);
+  return merge({_mm512_permutex2var_epi32(x.h, il, y.h), _mm512_permutex2var_epi32(x.l, il, y.l)},
+               {_mm512_permutex2var_epi32(x.h, ih, y.h), _mm512_permutex2var_epi32(x.l, ih, y.l)});
+}
+
+// N vectors of S segments each -> one vector of N * S segments.
+template <int N, int S>
+[[gnu::always_inline]] inline Top2 fold_vectors(const std::array<Top2, N>& v) {
+  if constexpr (N == 1) {
+    return v[0];
+  } else {
+    std::array<Top2, N / 2> w;
+    for (int i = 0; i < N / 2; ++i) w[size_t(i)] = combine<S>(v[size_t(2 * i)], v[size_t(2 * i + 1)]);
+    return fold_vectors<N / 2, 2 * S>(w);
+  }
+}
+
+// Segments of width W folded to their first lane.
+template <int W>
+[[gnu::always_inline]] inline Top2 fold_segments(Top2 a) {
+  if constexpr (W == 1) {
+    return a;
+  } else {
+    static constexpr Lanes sh = shift_down(W / 2);
+    const __m512i i = _mm512_load_si512(sh.v);
+    return fold_segments<W / 2>(merge(a, {_mm512_permutexvar_epi32(i, a.h), _mm512_permutexvar_epi32(i, a.l)}));
+  }
+}
+
+// The topk_group best of G groups (G <= 8) by their scores' keys, lanes 0 .. G-1; ties to the
+// lower group. Each key is widened to a 64-bit (key, 7 - group) pair, all different, so a
+// group's rank is just the number of larger pairs, counted over the 7 rotations of 8 lanes.
+template <int G>
+[[gnu::always_inline]] inline uint32_t best_groups(__m512i group_key, int64_t topk_group) {
+  const __m512i pair = _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(group_key)), 32),
+                                       _mm512_setr_epi64(7, 6, 5, 4, 3, 2, 1, 0));
+  const __m512i c = _mm512_mask_mov_epi64(_mm512_set1_epi64(INT64_MIN), __mmask8((1u << G) - 1), pair);
+  const __m512i one = _mm512_set1_epi64(1);
+  __m512i rank = _mm512_setzero_si512();
+  for (int r = 1; r < 8; ++r) {
+    const __m512i rot = _mm512_permutexvar_epi64(
+        _mm512_setr_epi64(r % 8, (r + 1) % 8, (r + 2) % 8, (r + 3) % 8, (r + 4) % 8, (r + 5) % 8, (r + 6) % 8, (r + 7) % 8), c);
+    rank = _mm512_mask_add_epi64(rank, _mm512_cmpgt_epi64_mask(rot, c), rank, one);
+  }
+  return uint32_t(_mm512_cmplt_epi64_mask(rank, _mm512_set1_epi64(topk_group))) & ((1u << G) - 1);
+}
+
+// One token. key and score: the token's rows (e entries each); cand_*: e + 16 entries.
+template <int G>
+void route_token(const RouteSigmoidRows& r, const char* row, int32_t* key, float* score, int32_t* cand_key,
+                 int32_t* cand_idx, int32_t* best, float* out_w) {
+  const int64_t e = r.e, nv = e / 16, per_v = nv / G, k = r.k;
+  // Scores and keys, group by group, folding each group's per-lane top two on the way.
+  std::array<Top2, G> group;
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g) {
+    Top2 t{_mm512_set1_epi32(INT_MIN), _mm512_set1_epi32(INT_MIN)};
+    for (int64_t j = 0; j < per_v; ++j) {
+      const int64_t i = (g * per_v + j) * 16;
+      const __m512 s = sigmoid16(load16(row, r.dtype, i, __mmask16(0xFFFF)));
+      _mm512_store_ps(score + i, s);
+      const __m512i kv = key16(r.bias ? _mm512_add_ps(s, _mm512_loadu_ps(r.bias + i)) : s);
+      _mm512_store_si512(key + i, kv);
+      if constexpr (G > 1) t = {_mm512_max_epi32(t.h, kv), _mm512_max_epi32(t.l, _mm512_min_epi32(t.h, kv))};
+    }
+    group[size_t(g)] = t;
+  }
+  // The eligible vectors, in increasing index.
+  int32_t vec[16];
+  int64_t nl = 0;
+  if constexpr (G > 1) {
+    // Each group's best two over its lanes, all groups at once: G vectors folded into one of G
+    // segments, the segments folded to one lane each; its score is the sum of the two.
+    const Top2 f = fold_segments<16 / G>(fold_vectors<G, 1>(group));
+    static constexpr Lanes first = firsts(16 / G);
+    const __m512i pick = _mm512_load_si512(first.v);
+    const __m512 gs = _mm512_add_ps(score16(_mm512_permutexvar_epi32(pick, f.h)), score16(_mm512_permutexvar_epi32(pick, f.l)));
+    uint32_t chosen = best_groups<G>(key16(gs), r.topk_group);
+    while (chosen) {
+      const int64_t g = __builtin_ctz(chosen);
+      chosen &= chosen - 1;
+      for (int64_t j = 0; j < per_v; ++j) vec[nl++] = int32_t(g * per_v + j);
+    }
+  } else {
+    for (int64_t v = 0; v < nv; ++v) vec[nl++] = int32_t(v);
+  }
+  // The top k, as route_topk_avx512: a bound from the k-th largest column maximum (16
+  // distinct experts, so every expert of the top k has a key >= it), the experts at or above
+  // it collected in index order, ranked in registers when at most 16.
+  int32_t bound = INT_MIN;
+  if (k <= 16 && nl > 1) {
+    __m512i col = _mm512_load_si512(key + 16 * vec[0]);
+    for (int64_t l = 1; l < nl; ++l) col = _mm512_max_epi32(col, _mm512_load_si512(key + 16 * vec[l]));
+    bound = kth_largest(col, k);
+  }
+  const __m512i bv = _mm512_set1_epi32(bound);
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  int64_t count = 0;
+  __m512i ck = _mm512_set1_epi32(INT_MIN), ci = _mm512_setzero_si512();
+  for (int64_t l = 0; l < nl; ++l) {
+    const __m512i kv = _mm512_load_si512(key + 16 * vec[l]);
+    const __mmask16 hit = _mm512_cmpge_epi32_mask(kv, bv);
+    const __m512i hit_key = _mm512_maskz_compress_epi32(hit, kv);
+    const __m512i hit_idx = _mm512_maskz_compress_epi32(hit, _mm512_add_epi32(lane, _mm512_set1_epi32(16 * vec[l])));
+    _mm512_storeu_si512(cand_key + count, hit_key);
+    _mm512_storeu_si512(cand_idx + count, hit_idx);
+    if (count < 16) {
+      const __mmask16 from = __mmask16(0xFFFFu << count);
+      const __m512i shift = _mm512_sub_epi32(lane, _mm512_set1_epi32(int32_t(count)));
+      ck = _mm512_mask_permutexvar_epi32(ck, from, shift, hit_key);
+      ci = _mm512_mask_permutexvar_epi32(ci, from, shift, hit_idx);
+    }
+    count += __builtin_popcount(hit);
+  }
+  if (count <= 16) {
+    const __mmask16 present = tail_mask(count);
+    const __m512i rank = ranks16(_mm512_mask_mov_epi32(_mm512_set1_epi32(INT_MIN), present, ck), present);
+    alignas(64) int32_t rank_of[16], idx_of[16], by_rank[16];
+    _mm512_store_si512(rank_of, rank);
+    _mm512_store_si512(idx_of, ci);
+    for (int64_t j = 0; j < count; ++j) by_rank[rank_of[j]] = idx_of[j];
+    for (int64_t j = 0; j < k; ++j) best[j] = by_rank[j];
+  } else {
+    // Ties, NaN or k > 16: rank the candidates by (key, lower index) in scalar code.
+    int32_t order[256 + 16];
+    for (int64_t j = 0; j < count; ++j) order[j] = int32_t(j);
+    std::partial_sort(order, order + k, order + count, [&](int32_t a, int32_t b) {
+      return cand_key[a] != cand_key[b] ? cand_key[a] > cand_key[b] : cand_idx[a] < cand_idx[b];
+    });
+    for (int64_t j = 0; j < k; ++j) best[j] = cand_idx[order[j]];
+  }
+  // The weights, as the op's scalar loop (same order, same bits).
+  float sum = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    out_w[j] = score[best[j]];
+    sum += out_w[j];
+  }
+  const float factor = r.renormalize ? r.scaling / sum : r.scaling;
+  for (int64_t j = 0; j < k; ++j) out_w[j] *= factor;
+}
+
+template <int G>
+void route_rows(const RouteSigmoidRows& r, int64_t t0, int64_t t1) {
+  alignas(64) float score[256];
+  alignas(64) int32_t key[256];
+  int32_t cand_key[256 + 16], cand_idx[256 + 16];
+  const int64_t row_bytes = r.e * int64_t(dtype_size(r.dtype));
+  const char* logits = static_cast<const char*>(r.logits);
+  for (int64_t t = t0; t < t1; ++t) {
+    // The rows are small (1 KiB for V3) and the work per row large: the lines of the row four
+    // tokens ahead are requested here, as the hardware prefetcher does not keep up.
+    if (t + 4 < t1)
+      for (int64_t b = 0; b < row_bytes; b += 64) asm volatile("prefetcht0 %0" : : "m"(logits[(t + 4) * row_bytes + b]));
+    route_token<G>(r, logits + t * row_bytes, key, score, cand_key, cand_idx, r.idx + t * r.k, r.weights + t * r.k);
+  }
+}
+
+}  // namespace
+
+void route_sigmoid_rows_avx512(const RouteSigmoidRows& r, int64_t t0, int64_t t1) {
+  switch (r.n_group) {
+    case 1: return route_rows<1>(r, t0, t1);
+    case 2: return route_rows<2>(r, t0, t1);
+    case 4: return route_rows<4>(r, t0, t1);
+    default: return route_rows<8>(r, t0, t1);
+  }
+}
+
+}  // namespace sol::kernels
