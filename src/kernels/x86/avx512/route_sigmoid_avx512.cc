@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <utility>
 
 #include "kernels/x86/avx512/route16_avx512.h"
 #include "kernels/x86/avx512/sigmoid16_avx512.h"
@@ -100,19 +101,23 @@ template <int G>
   return uint32_t(_mm512_cmplt_epi64_mask(rank, _mm512_set1_epi64(topk_group))) & ((1u << G) - 1);
 }
 
-// One token. key and score: the token's rows (e entries each); cand_*: e + 16 entries.
-template <int G>
-void route_token(const RouteSigmoidRows& r, const char* row, int32_t* key, float* score, int32_t* cand_key,
-                 int32_t* cand_idx, int32_t* best, float* out_w) {
-  const int64_t e = r.e, nv = e / 16, per_v = nv / G, k = r.k;
+// One token of NV vectors of experts in G groups. key and score: the token's rows (e entries
+// each); cand_*: e + 16 entries. Everything sized by the shape is a compile-time constant, so
+// the loops unroll and no branch depends on it.
+template <int G, int NV, bool kBf16>
+[[gnu::always_inline]] inline void route_token(const RouteSigmoidRows& r, const char* row, int32_t* key, float* score,
+                                               int32_t* cand_key, int32_t* cand_idx, int32_t* best, float* out_w) {
+  constexpr int per_v = NV / G;
+  const int64_t k = r.k;
   // Scores and keys, group by group, folding each group's per-lane top two on the way.
   std::array<Top2, G> group;
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int g = 0; g < G; ++g) {
     Top2 t{_mm512_set1_epi32(INT_MIN), _mm512_set1_epi32(INT_MIN)};
-    for (int64_t j = 0; j < per_v; ++j) {
-      const int64_t i = (g * per_v + j) * 16;
-      const __m512 s = sigmoid16(load16(row, r.dtype, i, __mmask16(0xFFFF)));
+#pragma GCC unroll 16
+    for (int j = 0; j < per_v; ++j) {
+      const int i = (g * per_v + j) * 16;
+      const __m512 s = sigmoid16(load16(row, kBf16 ? DType::bf16 : DType::f32, i, __mmask16(0xFFFF)));
       _mm512_store_ps(score + i, s);
       const __m512i kv = key16(r.bias ? _mm512_add_ps(s, _mm512_loadu_ps(r.bias + i)) : s);
       _mm512_store_si512(key + i, kv);
@@ -137,7 +142,7 @@ void route_token(const RouteSigmoidRows& r, const char* row, int32_t* key, float
       for (int64_t j = 0; j < per_v; ++j) vec[nl++] = int32_t(g * per_v + j);
     }
   } else {
-    for (int64_t v = 0; v < nv; ++v) vec[nl++] = int32_t(v);
+    for (int v = 0; v < NV; ++v) vec[nl++] = v;
   }
   // The top k, as route_topk_avx512: a bound from the k-th largest column maximum (16
   // distinct experts, so every expert of the top k has a key >= it), the experts at or above
@@ -170,10 +175,14 @@ void route_token(const RouteSigmoidRows& r, const char* row, int32_t* key, float
   if (count <= 16) {
     const __mmask16 present = tail_mask(count);
     const __m512i rank = ranks16(_mm512_mask_mov_epi32(_mm512_set1_epi32(INT_MIN), present, ck), present);
-    alignas(64) int32_t rank_of[16], idx_of[16], by_rank[16];
+    // Every lane is placed, a fixed 16 stores (a loop to `count` mispredicted its exit on most
+    // tokens): the empty lanes rank at count or later, after every candidate, into the spare
+    // slots (<= 16: count larger keys, or fewer than 16 lanes beating them with the index rule).
+    alignas(64) int32_t rank_of[16], idx_of[16], by_rank[17];
     _mm512_store_si512(rank_of, rank);
     _mm512_store_si512(idx_of, ci);
-    for (int64_t j = 0; j < count; ++j) by_rank[rank_of[j]] = idx_of[j];
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) by_rank[rank_of[j]] = idx_of[j];
     for (int64_t j = 0; j < k; ++j) best[j] = by_rank[j];
   } else {
     // Ties, NaN or k > 16: rank the candidates by (key, lower index) in scalar code.
@@ -194,7 +203,7 @@ void route_token(const RouteSigmoidRows& r, const char* row, int32_t* key, float
   for (int64_t j = 0; j < k; ++j) out_w[j] *= factor;
 }
 
-template <int G>
+template <int G, int NV, bool kBf16>
 void route_rows(const RouteSigmoidRows& r, int64_t t0, int64_t t1) {
   alignas(64) float score[256];
   alignas(64) int32_t key[256];
@@ -206,19 +215,42 @@ void route_rows(const RouteSigmoidRows& r, int64_t t0, int64_t t1) {
     // tokens ahead are requested here, as the hardware prefetcher does not keep up.
     if (t + 4 < t1)
       for (int64_t b = 0; b < row_bytes; b += 64) asm volatile("prefetcht0 %0" : : "m"(logits[(t + 4) * row_bytes + b]));
-    route_token<G>(r, logits + t * row_bytes, key, score, cand_key, cand_idx, r.idx + t * r.k, r.weights + t * r.k);
+    route_token<G, NV, kBf16>(r, logits + t * row_bytes, key, score, cand_key, cand_idx, r.idx + t * r.k, r.weights + t * r.k);
   }
 }
 
 }  // namespace
 
+namespace {
+using RowsFn = void (*)(const RouteSigmoidRows&, int64_t, int64_t);
+
+template <int G, bool kBf16, int NV>
+constexpr RowsFn instance() {
+  if constexpr (NV % G == 0) return route_rows<G, NV, kBf16>;
+  else return nullptr;
+}
+
+// The instance for G groups of experts and nv = e / 16 vectors (1 .. 16, a multiple of G).
+template <int G, bool kBf16, int... NV>
+RowsFn pick(int64_t nv, std::integer_sequence<int, NV...>) {
+  RowsFn fn = nullptr;
+  ((fn = NV + 1 == nv ? instance<G, kBf16, NV + 1>() : fn), ...);
+  return fn;
+}
+}  // namespace
+
 void route_sigmoid_rows_avx512(const RouteSigmoidRows& r, int64_t t0, int64_t t1) {
+  const int64_t nv = r.e / 16;
+  const auto seq = std::make_integer_sequence<int, 16>{};
+  const bool bf16 = r.dtype == DType::bf16;
+  RowsFn fn = nullptr;
   switch (r.n_group) {
-    case 1: return route_rows<1>(r, t0, t1);
-    case 2: return route_rows<2>(r, t0, t1);
-    case 4: return route_rows<4>(r, t0, t1);
-    default: return route_rows<8>(r, t0, t1);
+    case 1: fn = bf16 ? pick<1, true>(nv, seq) : pick<1, false>(nv, seq); break;
+    case 2: fn = bf16 ? pick<2, true>(nv, seq) : pick<2, false>(nv, seq); break;
+    case 4: fn = bf16 ? pick<4, true>(nv, seq) : pick<4, false>(nv, seq); break;
+    default: fn = bf16 ? pick<8, true>(nv, seq) : pick<8, false>(nv, seq); break;
   }
+  fn(r, t0, t1);
 }
 
 }  // namespace sol::kernels
