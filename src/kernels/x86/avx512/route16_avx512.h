@@ -31,7 +31,7 @@ namespace {
 // gives each present lane a different count, 0 .. present - 1, and that is checked with one
 // reduction; absent lanes hold INT_MIN, below every present key, and never count. With a tie
 // among the present lanes, the full count with the index rule runs instead.
-__m512i ranks16(__m512i v, __mmask16 present) {
+[[gnu::always_inline]] inline __m512i ranks16(__m512i v, __mmask16 present) {
   alignas(64) int32_t key[16];
   _mm512_store_si512(key, v);
   const __m512i one = _mm512_set1_epi32(1);
@@ -50,7 +50,7 @@ __m512i ranks16(__m512i v, __mmask16 present) {
 }
 
 // The k-th largest of 16 lanes (1 <= k <= 16): the minimum over the lanes ranked below k.
-[[maybe_unused]] int32_t kth_largest(__m512i v, int64_t k) {
+[[maybe_unused, gnu::always_inline]] inline int32_t kth_largest(__m512i v, int64_t k) {
   const __mmask16 top = _mm512_cmplt_epi32_mask(ranks16(v, __mmask16(0xFFFF)), _mm512_set1_epi32(int32_t(k)));
   return _mm512_mask_reduce_min_epi32(top, v);
 }

@@ -121,7 +121,11 @@ template <int G, int NV, bool kBf16>
       _mm512_store_ps(score + i, s);
       const __m512i kv = key16(r.bias ? _mm512_add_ps(s, _mm512_loadu_ps(r.bias + i)) : s);
       _mm512_store_si512(key + i, kv);
-      if constexpr (G > 1) t = {_mm512_max_epi32(t.h, kv), _mm512_max_epi32(t.l, _mm512_min_epi32(t.h, kv))};
+      if constexpr (G > 1) {
+        if (j == 0) t.h = kv;
+        else if (j == 1) t = {_mm512_max_epi32(t.h, kv), _mm512_min_epi32(t.h, kv)};
+        else t = {_mm512_max_epi32(t.h, kv), _mm512_max_epi32(t.l, _mm512_min_epi32(t.h, kv))};
+      }
     }
     group[size_t(g)] = t;
   }
