@@ -63,4 +63,25 @@ inline bool route_sigmoid_rows_fits(int64_t e, int64_t n_group) {
 }
 void route_sigmoid_rows_avx512(const RouteSigmoidRows& r, int64_t t0, int64_t t1);
 
+// Softmax routing with few experts (f32 logits, e <= 16, no groups, k <= 8), 16 tokens per
+// step with one token per lane: the row-at-a-time path spends ~250 cycles per token on a few
+// experts (reductions across lanes, calls, a rank of 16 lanes), the lanes ~10. Scores are the
+// same bits as softmax_row_avx512 for the row (the same exponential on max - x, the sum taken
+// in expert order from +0, 1 / sum, each exponential times it); the top k is a per-lane sorted
+// insertion in expert order on the order keys (strictly larger moves up, so ties keep the lower
+// index); weights as route_sigmoid_rows.
+struct RouteSoftmaxLanes {
+  const float* logits;  // [tokens, e], contiguous
+  int64_t e, k;
+  const float* bias;  // [e] or null
+  bool renormalize;
+  float scaling;
+  int32_t* idx;  // [tokens, k]
+  float* weights;  // [tokens, k]
+};
+inline bool route_softmax_lanes_fit(int64_t e, int64_t k, int64_t n_group, DType t) {
+  return t == DType::f32 && e >= 1 && e <= 16 && k >= 1 && k <= 8 && k <= e && n_group == 1;
+}
+void route_softmax_lanes_avx512(const RouteSoftmaxLanes& r, int64_t t0, int64_t t1);
+
 }  // namespace sol::kernels

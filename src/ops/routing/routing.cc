@@ -170,6 +170,13 @@ void moe_routing(const Tensor& logits, const Tensor& topk_idx, const Tensor& top
     parallel_ranges(tokens, 16, [&](int64_t t0, int64_t t1) { kernels::route_sigmoid_rows_avx512(r, t0, t1); });
     return;
   }
+  if (active_isa() >= Isa::avx512 && o.scoring == Scoring::softmax &&
+      kernels::route_softmax_lanes_fit(e, o.top_k, o.n_group, logits.dtype())) {
+    const kernels::RouteSoftmaxLanes r{logits.data_as<const float>(), e, o.top_k, bias, o.renormalize, o.scaling,
+                                       topk_idx.data_as<int32_t>(), topk_weights.data_as<float>()};
+    parallel_ranges(tokens, 16, [&](int64_t t0, int64_t t1) { kernels::route_softmax_lanes_avx512(r, t0, t1); });
+    return;
+  }
   parallel_ranges(tokens, 16, [&](int64_t t0, int64_t t1) {
     TokenScratch s(e, o.n_group);
     for (int64_t t = t0; t < t1; ++t) {
