@@ -101,15 +101,12 @@ template <int G>
   return uint32_t(_mm512_cmplt_epi64_mask(rank, _mm512_set1_epi64(topk_group))) & ((1u << G) - 1);
 }
 
-// One token of NV vectors of experts in G groups. key and score: the token's rows (e entries
-// each); cand_*: e + 16 entries. Everything sized by the shape is a compile-time constant, so
-// the loops unroll and no branch depends on it.
+// Scores and keys of one token (key and score: its rows of e entries), group by group,
+// folding each group's per-lane top two on the way; returns the groups' top two, lane 0 .. G-1.
 template <int G, int NV, bool kBf16>
-[[gnu::always_inline]] inline void route_token(const RouteSigmoidRows& r, const char* row, int32_t* key, float* score,
-                                               int32_t* cand_key, int32_t* cand_idx, int32_t* best, float* out_w) {
+[[gnu::always_inline]] inline Top2 scores_and_groups(const RouteSigmoidRows& r, const char* row, int32_t* key,
+                                                     float* score) {
   constexpr int per_v = NV / G;
-  const int64_t k = r.k;
-  // Scores and keys, group by group, folding each group's per-lane top two on the way.
   std::array<Top2, G> group;
 #pragma GCC unroll 16
   for (int g = 0; g < G; ++g) {
@@ -129,97 +126,157 @@ template <int G, int NV, bool kBf16>
     }
     group[size_t(g)] = t;
   }
-  // The eligible vectors, in increasing index.
-  int32_t vec[16];
-  int64_t nl = 0;
   if constexpr (G > 1) {
     // Each group's best two over its lanes, all groups at once: G vectors folded into one of G
-    // segments, the segments folded to one lane each; its score is the sum of the two.
+    // segments, the segments folded to one lane each.
     const Top2 f = fold_segments<16 / G>(fold_vectors<G, 1>(group));
     static constexpr Lanes first = firsts(16 / G);
     const __m512i pick = _mm512_load_si512(first.v);
-    const __m512 gs = _mm512_add_ps(score16(_mm512_permutexvar_epi32(pick, f.h)), score16(_mm512_permutexvar_epi32(pick, f.l)));
-    uint32_t chosen = best_groups<G>(key16(gs), r.topk_group);
+    return {_mm512_permutexvar_epi32(pick, f.h), _mm512_permutexvar_epi32(pick, f.l)};
+  } else {
+    return group[0];
+  }
+}
+
+// The eligible vectors of one token in increasing index (a group's score: the sum of its best
+// two); returns how many.
+template <int G, int NV>
+[[gnu::always_inline]] inline int64_t eligible_vectors(const RouteSigmoidRows& r, Top2 f, int32_t* vec) {
+  constexpr int per_v = NV / G;
+  int64_t nl = 0;
+  if constexpr (G > 1) {
+    uint32_t chosen = best_groups<G>(key16(_mm512_add_ps(score16(f.h), score16(f.l))), r.topk_group);
     while (chosen) {
-      const int64_t g = __builtin_ctz(chosen);
+      const int g = __builtin_ctz(chosen);
       chosen &= chosen - 1;
-      for (int64_t j = 0; j < per_v; ++j) vec[nl++] = int32_t(g * per_v + j);
+#pragma GCC unroll 16
+      for (int j = 0; j < per_v; ++j) vec[nl++] = g * per_v + j;
     }
   } else {
     for (int v = 0; v < NV; ++v) vec[nl++] = v;
   }
+  return nl;
+}
+
+// Per token of a step: its rows and what the top-k stages hand on.
+struct TokenRows {
+  alignas(64) float score[256];
+  alignas(64) int32_t key[256];
+  int32_t cand_key[256 + 16], cand_idx[256 + 16];
+  int32_t vec[16];
+};
+
+// P tokens (1 or 2) routed together, stage by stage: each stage of the top k is a short chain
+// of dependent steps (column maximum -> rank count -> reduction -> candidate pass -> rank
+// count -> placement -> weights), and two tokens' chains side by side overlap where one
+// token's would leave the core waiting.
+template <int G, int NV, bool kBf16, int P>
+[[gnu::always_inline]] inline void route_tokens(const RouteSigmoidRows& r, const char* const* row, TokenRows* tr,
+                                                int32_t* const* best, float* const* out_w) {
+  const int64_t k = r.k;
+  Top2 f[P];
+  for (int p = 0; p < P; ++p) f[p] = scores_and_groups<G, NV, kBf16>(r, row[p], tr[p].key, tr[p].score);
+  int64_t nl = 0;
+  for (int p = 0; p < P; ++p) nl = eligible_vectors<G, NV>(r, f[p], tr[p].vec);  // the same count for each token
   // The top k, as route_topk_avx512: a bound from the k-th largest column maximum (16
   // distinct experts, so every expert of the top k has a key >= it), the experts at or above
   // it collected in index order, ranked in registers when at most 16.
-  int32_t bound = INT_MIN;
-  if (k <= 16 && nl > 1) {
-    __m512i col = _mm512_load_si512(key + 16 * vec[0]);
-    for (int64_t l = 1; l < nl; ++l) col = _mm512_max_epi32(col, _mm512_load_si512(key + 16 * vec[l]));
-    bound = kth_largest(col, k);
-  }
-  const __m512i bv = _mm512_set1_epi32(bound);
-  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  int64_t count = 0;
-  __m512i ck = _mm512_set1_epi32(INT_MIN), ci = _mm512_setzero_si512();
-  for (int64_t l = 0; l < nl; ++l) {
-    const __m512i kv = _mm512_load_si512(key + 16 * vec[l]);
-    const __mmask16 hit = _mm512_cmpge_epi32_mask(kv, bv);
-    const __m512i hit_key = _mm512_maskz_compress_epi32(hit, kv);
-    const __m512i hit_idx = _mm512_maskz_compress_epi32(hit, _mm512_add_epi32(lane, _mm512_set1_epi32(16 * vec[l])));
-    _mm512_storeu_si512(cand_key + count, hit_key);
-    _mm512_storeu_si512(cand_idx + count, hit_idx);
-    if (count < 16) {
-      const __mmask16 from = __mmask16(0xFFFFu << count);
-      const __m512i shift = _mm512_sub_epi32(lane, _mm512_set1_epi32(int32_t(count)));
-      ck = _mm512_mask_permutexvar_epi32(ck, from, shift, hit_key);
-      ci = _mm512_mask_permutexvar_epi32(ci, from, shift, hit_idx);
+  __m512i bv[P];
+  for (int p = 0; p < P; ++p) {
+    int32_t bound = INT_MIN;
+    if (k <= 16 && nl > 1) {
+      const int32_t* key = tr[p].key;
+      const int32_t* vec = tr[p].vec;
+      __m512i col = _mm512_load_si512(key + 16 * vec[0]);
+      for (int64_t l = 1; l < nl; ++l) col = _mm512_max_epi32(col, _mm512_load_si512(key + 16 * vec[l]));
+      bound = kth_largest(col, k);
     }
-    count += __builtin_popcount(hit);
+    bv[p] = _mm512_set1_epi32(bound);
   }
-  if (count <= 16) {
-    const __mmask16 present = tail_mask(count);
-    const __m512i rank = ranks16(_mm512_mask_mov_epi32(_mm512_set1_epi32(INT_MIN), present, ck), present);
-    // Every lane is placed, a fixed 16 stores (a loop to `count` mispredicted its exit on most
-    // tokens): the empty lanes rank at count or later, after every candidate, into the spare
-    // slots (<= 16: count larger keys, or fewer than 16 lanes beating them with the index rule).
-    alignas(64) int32_t rank_of[16], idx_of[16], by_rank[17];
-    _mm512_store_si512(rank_of, rank);
-    _mm512_store_si512(idx_of, ci);
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  int64_t count[P];
+  __m512i ck[P], ci[P];
+  for (int p = 0; p < P; ++p) count[p] = 0, ck[p] = _mm512_set1_epi32(INT_MIN), ci[p] = _mm512_setzero_si512();
+  for (int64_t l = 0; l < nl; ++l)
+    for (int p = 0; p < P; ++p) {
+      const int32_t v = tr[p].vec[l];
+      const __m512i kv = _mm512_load_si512(tr[p].key + 16 * v);
+      const __mmask16 hit = _mm512_cmpge_epi32_mask(kv, bv[p]);
+      const __m512i hit_key = _mm512_maskz_compress_epi32(hit, kv);
+      const __m512i hit_idx = _mm512_maskz_compress_epi32(hit, _mm512_add_epi32(lane, _mm512_set1_epi32(16 * v)));
+      _mm512_storeu_si512(tr[p].cand_key + count[p], hit_key);
+      _mm512_storeu_si512(tr[p].cand_idx + count[p], hit_idx);
+      if (count[p] < 16) {
+        const __mmask16 from = __mmask16(0xFFFFu << count[p]);
+        const __m512i shift = _mm512_sub_epi32(lane, _mm512_set1_epi32(int32_t(count[p])));
+        ck[p] = _mm512_mask_permutexvar_epi32(ck[p], from, shift, hit_key);
+        ci[p] = _mm512_mask_permutexvar_epi32(ci[p], from, shift, hit_idx);
+      }
+      count[p] += __builtin_popcount(hit);
+    }
+  for (int p = 0; p < P; ++p) {
+    if (count[p] <= 16) {
+      const __mmask16 present = tail_mask(count[p]);
+      const __m512i rank = ranks16(_mm512_mask_mov_epi32(_mm512_set1_epi32(INT_MIN), present, ck[p]), present);
+      // Every lane is placed, a fixed 16 stores (a loop to `count` mispredicted its exit on
+      // most tokens): the empty lanes rank at count or later, after every candidate, into the
+      // spare slots (< 16: count larger keys, or fewer than 16 lanes beating them with the
+      // index rule).
+      alignas(64) int32_t rank_of[16], idx_of[16], by_rank[17];
+      _mm512_store_si512(rank_of, rank);
+      _mm512_store_si512(idx_of, ci[p]);
 #pragma GCC unroll 16
-    for (int j = 0; j < 16; ++j) by_rank[rank_of[j]] = idx_of[j];
-    for (int64_t j = 0; j < k; ++j) best[j] = by_rank[j];
-  } else {
-    // Ties, NaN or k > 16: rank the candidates by (key, lower index) in scalar code.
-    int32_t order[256 + 16];
-    for (int64_t j = 0; j < count; ++j) order[j] = int32_t(j);
-    std::partial_sort(order, order + k, order + count, [&](int32_t a, int32_t b) {
-      return cand_key[a] != cand_key[b] ? cand_key[a] > cand_key[b] : cand_idx[a] < cand_idx[b];
-    });
-    for (int64_t j = 0; j < k; ++j) best[j] = cand_idx[order[j]];
+      for (int j = 0; j < 16; ++j) by_rank[rank_of[j]] = idx_of[j];
+      for (int64_t j = 0; j < k; ++j) best[p][j] = by_rank[j];
+    } else {
+      // Ties, NaN or k > 16: rank the candidates by (key, lower index) in scalar code.
+      const int32_t* ckey = tr[p].cand_key;
+      const int32_t* cidx = tr[p].cand_idx;
+      int32_t order[256 + 16];
+      for (int64_t j = 0; j < count[p]; ++j) order[j] = int32_t(j);
+      std::partial_sort(order, order + k, order + count[p], [&](int32_t a, int32_t b) {
+        return ckey[a] != ckey[b] ? ckey[a] > ckey[b] : cidx[a] < cidx[b];
+      });
+      for (int64_t j = 0; j < k; ++j) best[p][j] = cidx[order[j]];
+    }
   }
   // The weights, as the op's scalar loop (same order, same bits).
-  float sum = 0;
-  for (int64_t j = 0; j < k; ++j) {
-    out_w[j] = score[best[j]];
-    sum += out_w[j];
+  for (int p = 0; p < P; ++p) {
+    float sum = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      out_w[p][j] = tr[p].score[best[p][j]];
+      sum += out_w[p][j];
+    }
+    const float factor = r.renormalize ? r.scaling / sum : r.scaling;
+    for (int64_t j = 0; j < k; ++j) out_w[p][j] *= factor;
   }
-  const float factor = r.renormalize ? r.scaling / sum : r.scaling;
-  for (int64_t j = 0; j < k; ++j) out_w[j] *= factor;
 }
 
 template <int G, int NV, bool kBf16>
 void route_rows(const RouteSigmoidRows& r, int64_t t0, int64_t t1) {
-  alignas(64) float score[256];
-  alignas(64) int32_t key[256];
-  int32_t cand_key[256 + 16], cand_idx[256 + 16];
+  TokenRows tr[2];
   const int64_t row_bytes = r.e * int64_t(dtype_size(r.dtype));
   const char* logits = static_cast<const char*>(r.logits);
-  for (int64_t t = t0; t < t1; ++t) {
-    // The rows are small (1 KiB for V3) and the work per row large: the lines of the row four
-    // tokens ahead are requested here, as the hardware prefetcher does not keep up.
-    if (t + 4 < t1)
-      for (int64_t b = 0; b < row_bytes; b += 64) asm volatile("prefetcht0 %0" : : "m"(logits[(t + 4) * row_bytes + b]));
-    route_token<G, NV, kBf16>(r, logits + t * row_bytes, key, score, cand_key, cand_idx, r.idx + t * r.k, r.weights + t * r.k);
+  // The rows are small (1 KiB for V3) and the work per row large: the lines of the rows four
+  // tokens ahead are requested here, as the hardware prefetcher does not keep up.
+  auto prefetch = [&](int64_t t) {
+    if (t < t1)
+      for (int64_t b = 0; b < row_bytes; b += 64) asm volatile("prefetcht0 %0" : : "m"(logits[t * row_bytes + b]));
+  };
+  int64_t t = t0;
+  for (; t + 2 <= t1; t += 2) {
+    prefetch(t + 4);
+    prefetch(t + 5);
+    const char* row[2] = {logits + t * row_bytes, logits + (t + 1) * row_bytes};
+    int32_t* best[2] = {r.idx + t * r.k, r.idx + (t + 1) * r.k};
+    float* w[2] = {r.weights + t * r.k, r.weights + (t + 1) * r.k};
+    route_tokens<G, NV, kBf16, 2>(r, row, tr, best, w);
+  }
+  if (t < t1) {
+    const char* row[1] = {logits + t * row_bytes};
+    int32_t* best[1] = {r.idx + t * r.k};
+    float* w[1] = {r.weights + t * r.k};
+    route_tokens<G, NV, kBf16, 1>(r, row, tr, best, w);
   }
 }
 
