@@ -252,27 +252,35 @@ template <int G, int NV, bool kBf16, int P>
   }
 }
 
+// Tokens per step of route_tokens (the last step takes what is left, one at a time).
+constexpr int kTokensPerStep = 3;
+
 template <int G, int NV, bool kBf16>
 void route_rows(const RouteSigmoidRows& r, int64_t t0, int64_t t1) {
-  TokenRows tr[2];
+  constexpr int P = kTokensPerStep;
+  TokenRows tr[P];
   const int64_t row_bytes = r.e * int64_t(dtype_size(r.dtype));
   const char* logits = static_cast<const char*>(r.logits);
-  // The rows are small (1 KiB for V3) and the work per row large: the lines of the rows four
+  // The rows are small (1 KiB for V3) and the work per row large: the lines of the rows a few
   // tokens ahead are requested here, as the hardware prefetcher does not keep up.
   auto prefetch = [&](int64_t t) {
     if (t < t1)
       for (int64_t b = 0; b < row_bytes; b += 64) asm volatile("prefetcht0 %0" : : "m"(logits[t * row_bytes + b]));
   };
   int64_t t = t0;
-  for (; t + 2 <= t1; t += 2) {
-    prefetch(t + 4);
-    prefetch(t + 5);
-    const char* row[2] = {logits + t * row_bytes, logits + (t + 1) * row_bytes};
-    int32_t* best[2] = {r.idx + t * r.k, r.idx + (t + 1) * r.k};
-    float* w[2] = {r.weights + t * r.k, r.weights + (t + 1) * r.k};
-    route_tokens<G, NV, kBf16, 2>(r, row, tr, best, w);
+  for (; t + P <= t1; t += P) {
+    const char* row[P];
+    int32_t* best[P];
+    float* w[P];
+    for (int p = 0; p < P; ++p) {
+      prefetch(t + 2 * P + p);
+      row[p] = logits + (t + p) * row_bytes;
+      best[p] = r.idx + (t + p) * r.k;
+      w[p] = r.weights + (t + p) * r.k;
+    }
+    route_tokens<G, NV, kBf16, P>(r, row, tr, best, w);
   }
-  if (t < t1) {
+  for (; t < t1; ++t) {
     const char* row[1] = {logits + t * row_bytes};
     int32_t* best[1] = {r.idx + t * r.k};
     float* w[1] = {r.weights + t * r.k};
