@@ -1,11 +1,14 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <vector>
 
 #include "ops/common/fill.h"
 #include "sol/error.h"
+#include "sol/dtype.h"
 #include "sol/hw.h"
 #include "sol/registry.h"
 #include "sol/routing.h"
@@ -96,6 +99,83 @@ TEST(MoeRouting, SigmoidScoresMatchFp64) {
     EXPECT_NEAR(a[size_t(i)], ref, 2e-7 * ref + 1e-30) << v[i];
     EXPECT_NEAR(b[size_t(i)], ref, 4e-7 * ref + 1e-30) << v[i];
   }
+}
+
+// The fused sigmoid kernel reads bf16 rows itself: a bf16 row must route exactly as its exact
+// f32 widening does (same scores, so the same experts and the same weight bits), with groups
+// (DeepSeek-V3) and without.
+TEST(MoeRouting, Bf16LogitsRouteAsTheirF32Widening) {
+  for (int64_t groups : {8, 1}) {
+    const int64_t t = 37, e = 256;
+    Buffer l16(DType::bf16, {t, e}), l32(DType::f32, {t, e}), bias(DType::f32, {e});
+    fill_random(l16, 5, 3.0);
+    fill_random(bias, 6, 0.1);
+    for (int64_t i = 0; i < t * e; ++i)
+      l32.tensor().data_as<float>()[i] = bf16_to_f32(l16.tensor().data_as<uint16_t>()[i]);
+    RoutingOptions o = deepseek_v3_routing(&bias.tensor());
+    o.n_group = groups;
+    o.topk_group = groups == 1 ? 1 : 4;
+    Routed a(t, 8), b(t, 8);
+    moe_routing(l16, a.idx, a.w, o);
+    moe_routing(l32, b.idx, b.w, o);
+    for (int64_t k = 0; k < t; ++k)
+      for (int j = 0; j < 8; ++j) {
+        EXPECT_EQ(a.i(k, j), b.i(k, j)) << groups << " " << k << " " << j;
+        const float wa = a.wt(k, j), wb = b.wt(k, j);
+        EXPECT_EQ(std::memcmp(&wa, &wb, 4), 0) << groups << " " << k << " " << j;
+      }
+  }
+}
+
+// Softmax over a few experts runs one token per lane on AVX-512: ties, NaN and k = experts
+// on both paths, for 1 token and for a count that leaves a partial step of 16.
+TEST(MoeRouting, FewExpertSoftmaxTiesNaNAndAllExperts) {
+  for (Isa isa : {Isa::scalar, Isa::avx512}) {
+    if (isa > cpu_features().best_isa) continue;
+    setenv("SOL_ISA", std::string(isa_name(isa)).c_str(), 1);
+    for (int64_t t : {1, 19}) {
+      const int64_t e = 8;
+      Buffer logits(DType::f32, {t, e});
+      fill_random(logits, 9, 2.0);
+      float* l = logits.tensor().data_as<float>();
+      const int64_t tie = t - 1;  // the last token: every expert equal but expert 6, larger
+      for (int64_t i = 0; i < e; ++i) l[tie * e + i] = i == 6 ? 1.0f : 0.25f;
+      RoutingOptions o;
+      o.scoring = Scoring::softmax;
+      o.top_k = 3;
+      Routed r(t, 3);
+      moe_routing(logits, r.idx, r.w, o);
+      EXPECT_EQ(r.i(tie, 0), 6) << isa_name(isa);
+      EXPECT_EQ(r.i(tie, 1), 0) << isa_name(isa);
+      EXPECT_EQ(r.i(tie, 2), 1) << isa_name(isa);
+      EXPECT_NEAR(r.wt(tie, 1), r.wt(tie, 2), 0.0f);
+      if (t > 1) {
+        l[2 * e + 5] = NAN;  // token 2: a NaN logit makes its scores NaN: experts by index, NaN weights
+        o.top_k = e;         // and k = every expert
+        Routed all(t, e);
+        moe_routing(logits, all.idx, all.w, o);
+        for (int j = 0; j < e; ++j) {
+          EXPECT_EQ(all.i(2, j), j) << isa_name(isa);
+          EXPECT_TRUE(std::isnan(all.wt(2, j))) << isa_name(isa);
+        }
+        for (int64_t k = 0; k < t; ++k) {
+          if (k == 2) continue;
+          std::vector<bool> seen(size_t(e), false);
+          float sum = 0;
+          for (int j = 0; j < e; ++j) {
+            seen[size_t(all.i(k, j))] = true;
+            sum += all.wt(k, j);
+            if (j > 0) {
+              EXPECT_GE(l[k * e + all.i(k, j - 1)], l[k * e + all.i(k, j)]);
+            }
+          }
+          EXPECT_EQ(std::count(seen.begin(), seen.end(), true), e);
+          EXPECT_NEAR(sum, 1.0f, 1e-5f);
+        }
+      }
+    }
+  }
+  unsetenv("SOL_ISA");
 }
 
 TEST(MoeRouting, BadConfigurationsAreNamed) {

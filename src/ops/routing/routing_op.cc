@@ -105,12 +105,12 @@ class RoutingCase : public OpCase {
   void run(int set) override { moe_routing(logits_[size_t(set)], idx_[size_t(set)], w_[size_t(set)], opt_); }
   CheckResult check() override {
     float* l = logits_[0].tensor().data_as<float>();
-    if (tokens_ > 2 && experts_ > 8) {
+    if (tokens_ > 2 && experts_ >= 4) {
       l[3] = NAN;                              // token 0: a NaN logit must not be chosen
       for (int64_t i = 0; i < experts_; ++i)   // token 1: all equal: ties go to lower indices
         l[experts_ + i] = 0.5f;
     }
-    if (tokens_ > 4 && experts_ > 8) {
+    if (tokens_ > 4 && experts_ >= 4) {
       for (int64_t i = 0; i < experts_ / 2 + 1; ++i)  // token 2: the first half (and one) NaN
         l[2 * experts_ + i] = NAN;
       for (int64_t i = 0; i < experts_; ++i)  // token 3: five distinct values: ties across groups
@@ -171,7 +171,21 @@ void register_routing_ops() {
                     {{"tokens", "9"}, {"experts", "37"}, {"k", "5"}, {"n_group", "1"}, {"topk_group", "1"}},
                     {{"tokens", "9"}, {"experts", "8"}, {"k", "2"}, {"n_group", "1"}, {"topk_group", "1"}, {"scoring", "softmax"}},
                     {{"tokens", "9"}, {"experts", "512"}, {"k", "8"}, {"n_group", "32"}, {"topk_group", "4"}},
-                    {{"tokens", "9"}, {"experts", "256"}, {"k", "8"}, {"n_group", "8"}, {"topk_group", "4"}, {"scoring", "softmax"}}};
+                    {{"tokens", "9"}, {"experts", "256"}, {"k", "8"}, {"n_group", "8"}, {"topk_group", "4"}, {"scoring", "softmax"}},
+                    // The fused sigmoid kernel's other instances: no groups, 2 and 4 groups, k = all
+                    // eligible (16, ranked in registers), k > 16 (ranked in scalar code).
+                    {{"tokens", "7"}, {"experts", "256"}, {"k", "8"}, {"n_group", "1"}, {"topk_group", "1"}},
+                    {{"tokens", "11"}, {"experts", "64"}, {"k", "6"}, {"n_group", "4"}, {"topk_group", "2"}},
+                    {{"tokens", "6"}, {"experts", "32"}, {"k", "16"}, {"n_group", "2"}, {"topk_group", "1"}},
+                    {{"tokens", "6"}, {"experts", "48"}, {"k", "20"}, {"n_group", "1"}, {"topk_group", "1"}},
+                    {{"tokens", "5"}, {"experts", "16"}, {"k", "16"}, {"n_group", "1"}, {"topk_group", "1"}},
+                    // One token per lane (softmax, <= 16 experts): 1 token, a partial last step of
+                    // 16 (33 = 2 x 16 + 1), k = experts, 16 experts with k 8, experts not a power of two.
+                    {{"tokens", "1"}, {"experts", "8"}, {"k", "2"}, {"n_group", "1"}, {"topk_group", "1"}, {"scoring", "softmax"}},
+                    {{"tokens", "33"}, {"experts", "8"}, {"k", "2"}, {"n_group", "1"}, {"topk_group", "1"}, {"scoring", "softmax"}},
+                    {{"tokens", "21"}, {"experts", "5"}, {"k", "5"}, {"n_group", "1"}, {"topk_group", "1"}, {"scoring", "softmax"}},
+                    {{"tokens", "40"}, {"experts", "16"}, {"k", "8"}, {"n_group", "1"}, {"topk_group", "1"}, {"scoring", "softmax"}},
+                    {{"tokens", "17"}, {"experts", "13"}, {"k", "3"}, {"n_group", "1"}, {"topk_group", "1"}, {"scoring", "softmax"}}};
   op.make = [](const OpParams& p, int64_t cold_bytes) -> std::unique_ptr<OpCase> {
     return std::make_unique<RoutingCase>(p.integer("tokens"), p.integer("experts"), p.integer("k"), p.integer("n_group"),
                                          p.integer("topk_group"), parse_scoring(p.text("scoring")), cold_bytes);
