@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "ops/common/fill.h"
+#include "ops/isa_paths.h"
 #include "sol/activation.h"
 #include "sol/error.h"
 #include "sol/hw.h"
@@ -57,6 +58,8 @@ TEST(SiluMul, BadInputIsNamed) {
 namespace sol {
 namespace {
 
+using testing_paths::for_each_isa;
+
 TEST(Gelu, BothFormsTrackFp64AcrossTheRange) {
   const int64_t n = 2001;
   Buffer x(DType::f32, {1, n}), y(DType::f32, {1, n});
@@ -78,6 +81,71 @@ TEST(Gelu, BothFormsTrackFp64AcrossTheRange) {
     }
   }
   unsetenv("SOL_ISA");
+}
+
+// GELU of a bf16 input, correctly rounded from fp64 to bf16 (the neighbours of the double
+// rounding through f32 are compared with the fp64 value).
+uint16_t gelu_bf16_rounded(double v, GeluForm form) {
+  const double r = form == GeluForm::erf ? 0.5 * v * std::erfc(-v / std::sqrt(2.0))
+                                         : v / (1 + std::exp(-2 * std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+  const uint16_t b = f32_to_bf16(float(r));
+  uint16_t best = b;
+  for (int d : {-1, 1}) {
+    const uint16_t c = uint16_t(b + d);
+    const double x = bf16_to_f32(c);
+    if (std::isfinite(x) && std::fabs(x - r) < std::fabs(double(bf16_to_f32(best)) - r)) best = c;
+  }
+  return best;
+}
+
+// bf16 bits on a line that counts ulps across zero (+0 and -0 both at 0).
+int32_t bf16_ulp_index(uint16_t b) { return (b & 0x8000) ? -int32_t(b & 0x7FFF) : int32_t(b); }
+
+// Every one of the 65536 bf16 inputs, as [256, 256] rows (so the two-row kernels run too):
+// - bf16 output: the correctly rounded fp64 GELU or one of its neighbours (1 ulp), across the
+//   whole range, the negative tail down to bf16's subnormals included;
+// - f32 output: relative error against fp64 below tol (erf 2e-6: its kernel is at 7.2e-7;
+//   tanh 1e-5), with the f32 tests' 1e-37 absolute floor;
+// - NaN stays NaN, gelu(+inf) = +inf, gelu(-inf) = NaN (as the fp64 reference: -inf * 0).
+// The scalar path's tanh form overflows f32 exp for 2u < -88.7 (v < -10.05) and flushes outputs
+// below ~3.4e-38 to -0: there the 1-ulp rule applies to outputs of at least 1e-37.
+TEST(Gelu, EveryBf16InputAgainstFp64) {
+  Buffer x(DType::bf16, {256, 256}), y16(DType::bf16, {256, 256}), y32(DType::f32, {256, 256});
+  for (int i = 0; i < 65536; ++i) x.tensor().data_as<uint16_t>()[i] = uint16_t(i);
+  for_each_isa([&] {
+    const bool vector_path = active_isa() >= Isa::avx512;
+    for (GeluForm form : {GeluForm::tanh, GeluForm::erf}) {
+      SCOPED_TRACE(form == GeluForm::erf ? "erf" : "tanh");
+      poison(y16);
+      poison(y32);
+      gelu(x, y16, form);
+      gelu(x, y32, form);
+      const double tol = form == GeluForm::erf && vector_path ? 2e-6 : 1e-5;
+      int64_t wrong = 0;
+      for (int i = 0; i < 65536; ++i) {
+        const double v = bf16_to_f32(uint16_t(i));
+        const uint16_t got = y16.tensor().data_as<uint16_t>()[i];
+        const float got32 = y32.tensor().data_as<float>()[i];
+        bool ok;
+        if (std::isnan(v) || v == -INFINITY) {
+          ok = std::isnan(bf16_to_f32(got)) && std::isnan(got32);
+        } else if (v == INFINITY) {
+          ok = bf16_to_f32(got) == INFINITY && got32 == INFINITY;
+        } else {
+          const double ref = form == GeluForm::erf
+                                 ? 0.5 * v * std::erfc(-v / std::sqrt(2.0))
+                                 : v / (1 + std::exp(-2 * std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+          const bool strict = vector_path || std::fabs(ref) >= 1e-37;
+          ok = std::abs(bf16_ulp_index(got) - bf16_ulp_index(gelu_bf16_rounded(v, form))) <= 1 || !strict;
+          ok = ok && std::fabs(got32 - ref) <= tol * std::fabs(ref) + 1e-37;
+        }
+        if (!ok && wrong++ < 5)
+          ADD_FAILURE() << "x = " << v << " (0x" << std::hex << i << std::dec << "): bf16 0x" << std::hex << got
+                        << ", correctly rounded 0x" << gelu_bf16_rounded(v, form) << std::dec << "; f32 " << got32;
+      }
+      EXPECT_EQ(wrong, 0);
+    }
+  });
 }
 
 TEST(Gelu, NaNPropagatesAndBadInputIsNamed) {
