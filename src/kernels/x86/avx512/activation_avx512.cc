@@ -23,14 +23,26 @@ template <class V, size_t N> [[gnu::always_inline]] inline V horner(V x, const f
   return p;
 }
 
+// 1 / x to 2^-14 relative (vrcp14ps): enough for the bf16-output kernels, and a third of a
+// division's cost in the FMA pipes.
+template <class V> [[gnu::always_inline]] inline V rcp(V x) {
+  return each([](__m512 d) { return _mm512_rcp14_ps(d); }, x);
+}
+
 // Both GELU forms as y = v Phi(v) = relu(v) - |v| h(|v|), with h = Phi(-|v|) the share of the
 // normal (or logistic) tail beyond |v|: for v < 0, y = v h; for v >= 0, y = v - v h. h carries
 // all the dynamic range (down to 1e-45 in the negative tail) and is computed as a product of
 // positive factors, so y keeps its relative accuracy wherever it is a normal f32, and no branch
-// or blend separates the two signs. relu here is one vfixupimmps on v's class (no FMA-pipe
-// slot): v for v >= 0, +-0, +inf and NaN (quietened); -0 for finite v < 0; NaN for -inf, as the
+// or blend separates the two signs. relu here is one vfixupimmps on v's class: v for v >= 0, +-0, +inf and NaN (quietened); -0 for finite v < 0; NaN for -inf, as the
 // references give (-inf * 0 there; the limit would be -0). a is |v| clamped to a bound beyond
 // which h(a) a is 0 in f32, so +inf gives relu(inf) - a * 0 = inf and v <= -bound gives -0.
+//
+// Precision: f32 outputs hold the fp64 GELU to ~1e-5 relative (tanh 8.7e-6, erf 7.2e-7 over
+// all bf16 inputs). bf16 outputs (kBf16Out, also what the fused FP8 path quantizes) take lower
+// degrees and vrcp14ps instead of the division: at most ~1.7e-4 relative before the rounding
+// (the sum of the fits' bounds), against a bf16 half ulp of >= 2^-9, so every bf16 output is
+// the correctly rounded GELU or its neighbour; tests/ops/test_silu_mul.cc checks that over all
+// 65536 bf16 inputs. They are not the rounding of the f32 outputs.
 [[gnu::always_inline]] inline __m512 relu_with_specials(__m512 v) {
   // Token per class (4 bits each, class 0 lowest): QNaN: v; SNaN: quiet v; +-0: v; +1: v;
   // -inf: NaN; +inf: v; negative: -0; positive: v.
@@ -50,16 +62,18 @@ template <class V> [[gnu::always_inline]] inline V relu_minus(V v, V a, V h) {
 // (log2 e folded into the constants: the reduction needs no multiply). -z = n + t with n an
 // integer and |t| <= 1/2; 2^t from a degree-4 fit (relative error 2.7e-6; the tests ask 1e-5
 // in f32) and vscalefps for 2^n, which underflows to 0 instead of wrapping. a <= 12: z >= 205,
-// e = 0. The old form v / (1 + exp(-2u)) overflowed exp for v < -10 and lost the tail.
-template <class V> [[gnu::always_inline]] inline V gelu_tanh(V v) {
+// e = 0. (v / (1 + exp(-2u)) would overflow exp for v < -10.05 and flush the tail to -0.)
+template <bool kBf16Out, class V> [[gnu::always_inline]] inline V gelu_tanh(V v) {
   const V a = abs_clamped(v, 12.0f);
   const V minus_z = mul(a, fmadd(splat<V>(-0.10294324159622192f), mul(a, a), splat<V>(-2.302208185195923f)));
   const V n = each([](__m512 x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }, minus_z);
   const V t = sub(minus_z, n);  // exact
   // 2^t on [-1/2, 1/2]: session 5's degree-4 exp(-x) fit with x = -t ln2 (coefficients times (-ln2)^k).
   static constexpr float c[] = {0.00957009941f, 0.0559178591f, 0.240247443f, 0.693121791f, 0.999999285f};
-  const V e = each([](__m512 q, __m512 k) { return _mm512_scalef_ps(q, k); }, horner(t, c), n);
-  return relu_minus(v, a, div(e, add(splat<V>(1.0f), e)));
+  static constexpr float c3[] = {0.0551716685f, 0.24261114f, 0.693260968f, 0.999928057f};  // 7.5e-5
+  const V e = each([](__m512 q, __m512 k) { return _mm512_scalef_ps(q, k); }, kBf16Out ? horner(t, c3) : horner(t, c), n);
+  if constexpr (kBf16Out) return relu_minus(v, a, mul(e, rcp(add(splat<V>(1.0f), e))));
+  else return relu_minus(v, a, div(e, add(splat<V>(1.0f), e)));
 }
 
 // GELU's erf form: h(a) = Phi(-a) = 0.5 erfc(a / sqrt 2) = T(a) exp(-a^2 / 2), where T(a) =
@@ -70,7 +84,8 @@ template <class V> [[gnu::always_inline]] inline V gelu_tanh(V v) {
 // for bf16 inputs: n = round(-p log2(e) / 2), s = p + 2 n ln2 in one FMA (the product exact, so
 // the reduction adds no error beyond s's own rounding), exp(-s / 2) by session 5's degree-5
 // exp(-x) fit with coefficients times 2^-k (exact), and vscalefps for 2^n. a <= 14.9: h a = 0.
-template <class V> [[gnu::always_inline]] inline V gelu_erf(V v) {
+// bf16 outputs: P2 / Q3 (2.4e-5) and a degree-3 exponential (7.5e-5), both fitted here.
+template <bool kBf16Out, class V> [[gnu::always_inline]] inline V gelu_erf(V v) {
   const V a = abs_clamped(v, 14.9f);
   const V p = mul(a, a);
   const V n = each([](__m512 x) {
@@ -80,7 +95,12 @@ template <class V> [[gnu::always_inline]] inline V gelu_erf(V v) {
   static constexpr float e[] = {-0.000259072374f, 0.00261862064f, -0.0208345447f, 0.124997877f, -0.499999851f, 1.0f};
   static constexpr float pc[] = {0.0169177111f, 0.118982695f, 0.361014426f, 0.499999821f};
   static constexpr float qc[] = {0.0424117222f, 0.298034161f, 0.95080936f, 1.51989543f, 1.0f};
-  const V q = div(mul(horner(a, pc), horner(s, e)), horner(a, qc));
+  static constexpr float e3[] = {-0.0207085535f, 0.12624082f, -0.500082076f, 0.999928057f};  // 7.5e-5
+  static constexpr float pc2[] = {0.0621781722f, 0.277449101f, 0.500011623f};  // P2 / Q3: 2.4e-5
+  static constexpr float qc3[] = {0.155673027f, 0.700679421f, 1.35350883f, 1.0f};
+  V q;
+  if constexpr (kBf16Out) q = mul(mul(horner(a, pc2), horner(s, e3)), rcp(horner(a, qc3)));
+  else q = div(mul(horner(a, pc), horner(s, e)), horner(a, qc));
   const V h = each([](__m512 x, __m512 k) { return _mm512_scalef_ps(x, k); }, q, n);
   return relu_minus(v, a, h);
 }
@@ -117,11 +137,12 @@ template <DType In, class F>
   return std::pair{step, single};
 }
 
-// Calls run(f) with f the gelu form as a generic lambda.
-template <class Run>
+// Calls run(f) with f the gelu form for output dtype Out as a generic lambda.
+template <DType Out, class Run>
 [[gnu::always_inline]] inline void with_gelu_form(bool erf_form, Run&& run) {
-  if (erf_form) run([](auto v) { return gelu_erf(v); });
-  else run([](auto v) { return gelu_tanh(v); });
+  constexpr bool bf16_out = Out == DType::bf16;
+  if (erf_form) run([](auto v) { return gelu_erf<bf16_out>(v); });
+  else run([](auto v) { return gelu_tanh<bf16_out>(v); });
 }
 
 }  // namespace
@@ -144,7 +165,7 @@ void silu_mul2_avx512(const SiluMulRow& a, const SiluMulRow& b, DType t, DType y
 
 void gelu_avx512(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_form, bool stream) {
   with_dtypes(t, yt, [&]<DType In, DType Out>() {
-    with_gelu_form(erf_form, [&](auto f) {
+    with_gelu_form<Out>(erf_form, [&](auto f) {
       auto [step, single] = gelu_row<In>(x, f);
       map_row_pairs<In, Out>(y, n, stream, step, single);
     });
@@ -154,7 +175,7 @@ void gelu_avx512(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_
 void gelu2_avx512(const void* xa, void* ya, const void* xb, void* yb, DType t, DType yt, int64_t n, bool erf_form,
                   bool stream) {
   with_dtypes(t, yt, [&]<DType In, DType Out>() {
-    with_gelu_form(erf_form, [&](auto f) {
+    with_gelu_form<Out>(erf_form, [&](auto f) {
       auto [step_a, single_a] = gelu_row<In>(xa, f);
       auto [step_b, single_b] = gelu_row<In>(xb, f);
       map_two_rows_pairs<In, Out>(ya, yb, n, stream, step_a, single_a, step_b, single_b);
