@@ -29,20 +29,21 @@ template <class V> [[gnu::always_inline]] inline V rcp(V x) {
   return each([](__m512 d) { return _mm512_rcp14_ps(d); }, x);
 }
 
-// Both GELU forms as y = v Phi(v) = relu(v) - |v| h(|v|), with h = Phi(-|v|) the share of the
-// normal (or logistic) tail beyond |v|: for v < 0, y = v h; for v >= 0, y = v - v h. h carries
-// all the dynamic range (down to 1e-45 in the negative tail) and is computed as a product of
-// positive factors, so y keeps its relative accuracy wherever it is a normal f32, and no branch
-// or blend separates the two signs. relu here is one vfixupimmps on v's class: v for v >= 0, +-0, +inf and NaN (quietened); -0 for finite v < 0; NaN for -inf, as the
-// references give (-inf * 0 there; the limit would be -0). a is |v| clamped to a bound beyond
-// which h(a) a is 0 in f32, so +inf gives relu(inf) - a * 0 = inf and v <= -bound gives -0.
-//
-// Precision: f32 outputs hold the fp64 GELU to ~1e-5 relative (tanh 8.7e-6, erf 7.2e-7 over
-// all bf16 inputs). bf16 outputs (kBf16Out, also what the fused FP8 path quantizes) take lower
-// degrees and vrcp14ps instead of the division: at most ~1.7e-4 relative before the rounding
-// (the sum of the fits' bounds), against a bf16 half ulp of >= 2^-9, so every bf16 output is
-// the correctly rounded GELU or its neighbour; tests/ops/test_silu_mul.cc checks that over all
+// GELU, y = v Phi(v), both forms. Precision: f32 outputs hold the fp64 GELU to ~1e-5 relative
+// (over all bf16 inputs: tanh 6.9e-6, erf 7.2e-7) wherever y is a normal f32, the negative tail
+// included. bf16 outputs (kBf16Out, also what the fused FP8 path quantizes) take lower degrees
+// and vrcp14ps instead of the division: at most ~1.7e-4 relative before the rounding (the sum
+// of the fits' bounds), against a bf16 half ulp of >= 2^-9, so every bf16 output is the
+// correctly rounded GELU or its neighbour; tests/ops/test_silu_mul.cc checks that over all
 // 65536 bf16 inputs. They are not the rounding of the f32 outputs.
+
+// The erf form as y = relu(v) - |v| h(|v|), with h = Phi(-|v|) the share of the normal tail
+// beyond |v|: for v < 0, y = v h; for v >= 0, y = v - v h. h carries all the dynamic range
+// (down to 1e-45) as a product of positive factors, so y keeps its relative accuracy, and no
+// branch or blend separates the two signs. relu here is one vfixupimmps on v's class: v for
+// v >= 0, +-0, +inf and NaN (quietened); -0 for finite v < 0; NaN for -inf, as the reference
+// gives (-inf * 0 there; the limit would be -0). a is |v| clamped to a bound beyond which
+// h(a) a is 0 in f32, so +inf gives relu(inf) - a * 0 = inf and v <= -bound gives -0.
 [[gnu::always_inline]] inline __m512 relu_with_specials(__m512 v) {
   // Token per class (4 bits each, class 0 lowest): QNaN: v; SNaN: quiet v; +-0: v; +1: v;
   // -inf: NaN; +inf: v; negative: -0; positive: v.
@@ -57,23 +58,35 @@ template <class V> [[gnu::always_inline]] inline V relu_minus(V v, V a, V h) {
   return each([](__m512 x, __m512 ax, __m512 hx) { return _mm512_fnmadd_ps(ax, hx, relu_with_specials(x)); }, v, a, h);
 }
 
-// GELU's tanh form: Phi(v) = 1 / (1 + exp(-2u)), 2u = v (c1 + c2 v^2), c1 = 2 sqrt(2/pi),
-// c2 = 0.044715 c1, so h = e / (1 + e) with e = exp(-2u(a)) = 2^-z, z = a (c1 + c2 a^2) log2 e
-// (log2 e folded into the constants: the reduction needs no multiply). -z = n + t with n an
-// integer and |t| <= 1/2; 2^t from a degree-4 fit (relative error 2.7e-6; the tests ask 1e-5
-// in f32) and vscalefps for 2^n, which underflows to 0 instead of wrapping. a <= 12: z >= 205,
-// e = 0. (v / (1 + exp(-2u)) would overflow exp for v < -10.05 and flush the tail to -0.)
+// GELU's tanh form: y = v Phi(v), Phi = 1 / (1 + e), e = exp(-2u) = 2^m, 2u = v (c1 + c2 v^2),
+// c1 = 2 sqrt(2/pi), c2 = 0.044715 c1, m = -2u log2 e (log2 e folded into the constants: the
+// reduction needs no multiply). e overflows f32 for v < -10.05, where y is still a normal f32
+// and bf16 (down to ~1e-38), so the reciprocal is taken 2^-64 lower: Phi = 2^-64 / (2^-64 +
+// e 2^-64), with e 2^-64 = 2^(m - 64) from the same reduction (the -64 folded into the FMA that
+// forms m) and vscalefps for the 2^-64 (exact down to Phi's subnormals, which keep 20 bits
+// wherever y is a normal f32). No sign split: no cancellation at either end. m - 64 =
+// n + t, n an integer, |t| <= 1/2; 2^t from a degree-4 fit (2.7e-6; degree 3, 7.5e-5, for
+// bf16 outputs) and vscalefps for 2^n, which saturates instead of wrapping. The 2u takes v
+// clamped to +-12 (one vrangeps), so +-inf give no inf - inf; the final product takes v itself:
+// +inf gives inf * 1 = inf; v <= -12 gives 2^(m - 64) = inf, Phi = 0 and v * 0 = -0, the limit;
+// -inf gives -inf * 0 = NaN, as the fp64 reference (-inf / inf); a NaN v stays NaN.
 template <bool kBf16Out, class V> [[gnu::always_inline]] inline V gelu_tanh(V v) {
-  const V a = abs_clamped(v, 12.0f);
-  const V minus_z = mul(a, fmadd(splat<V>(-0.10294324159622192f), mul(a, a), splat<V>(-2.302208185195923f)));
-  const V n = each([](__m512 x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }, minus_z);
-  const V t = sub(minus_z, n);  // exact
+  const V vc = each([](__m512 x) { return _mm512_range_ps(x, _mm512_set1_ps(12.0f), 0x02); }, v);  // sign kept
+  const V m = each([](__m512 x) {  // -2u log2 e - 64
+    const __m512 inner = _mm512_fmadd_ps(_mm512_set1_ps(-0.10294324159622192f), _mm512_mul_ps(x, x),
+                                         _mm512_set1_ps(-2.302208185195923f));
+    return _mm512_fmadd_ps(x, inner, _mm512_set1_ps(-64.0f));
+  }, vc);
+  const V n = each([](__m512 x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }, m);
+  const V t = sub(m, n);  // exact
   // 2^t on [-1/2, 1/2]: session 5's degree-4 exp(-x) fit with x = -t ln2 (coefficients times (-ln2)^k).
   static constexpr float c[] = {0.00957009941f, 0.0559178591f, 0.240247443f, 0.693121791f, 0.999999285f};
-  static constexpr float c3[] = {0.0551716685f, 0.24261114f, 0.693260968f, 0.999928057f};  // 7.5e-5
-  const V e = each([](__m512 q, __m512 k) { return _mm512_scalef_ps(q, k); }, kBf16Out ? horner(t, c3) : horner(t, c), n);
-  if constexpr (kBf16Out) return relu_minus(v, a, mul(e, rcp(add(splat<V>(1.0f), e))));
-  else return relu_minus(v, a, div(e, add(splat<V>(1.0f), e)));
+  static constexpr float c3[] = {0.0551716685f, 0.24261114f, 0.693260968f, 0.999928057f};  // 7.5e-5, fitted here
+  const V e_low = each([](__m512 q, __m512 k) { return _mm512_scalef_ps(q, k); }, kBf16Out ? horner(t, c3) : horner(t, c), n);
+  const V den = add(splat<V>(0x1p-64f), e_low);
+  const V phi = each([](__m512 r) { return _mm512_scalef_ps(r, _mm512_set1_ps(-64.0f)); },
+                     kBf16Out ? rcp(den) : div(splat<V>(1.0f), den));
+  return mul(v, phi);
 }
 
 // GELU's erf form: h(a) = Phi(-a) = 0.5 erfc(a / sqrt 2) = T(a) exp(-a^2 / 2), where T(a) =
