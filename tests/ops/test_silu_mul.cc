@@ -4,6 +4,8 @@
 #include <cstdlib>
 
 #include "ops/common/fill.h"
+#include "ops/bf16_ulps.h"
+#include "ops/isa_paths.h"
 #include "sol/activation.h"
 #include "sol/error.h"
 #include "sol/hw.h"
@@ -57,6 +59,10 @@ TEST(SiluMul, BadInputIsNamed) {
 namespace sol {
 namespace {
 
+using testing_bf16::bf16_rounded;
+using testing_bf16::bf16_ulps_apart;
+using testing_paths::for_each_isa;
+
 TEST(Gelu, BothFormsTrackFp64AcrossTheRange) {
   const int64_t n = 2001;
   Buffer x(DType::f32, {1, n}), y(DType::f32, {1, n});
@@ -78,6 +84,55 @@ TEST(Gelu, BothFormsTrackFp64AcrossTheRange) {
     }
   }
   unsetenv("SOL_ISA");
+}
+
+// Every one of the 65536 bf16 inputs, as [256, 256] rows (so the two-row kernels run too):
+// - bf16 output: the correctly rounded fp64 GELU or one of its neighbours (1 ulp), across the
+//   whole range, the negative tail down to bf16's subnormals included. This is the rule for
+//   bf16 outputs: the AVX-512 kernel computes them with a cheaper kernel of their own (relative
+//   error ~2e-4, activation_avx512.cc), so they need not be the rounding of the f32 output;
+// - f32 output: relative error against fp64 below tol (erf 2e-6: its kernel is at 7.2e-7;
+//   tanh 1e-5), with the f32 tests' 1e-37 absolute floor;
+// - NaN stays NaN, gelu(+inf) = +inf, gelu(-inf) = NaN (as the fp64 reference: -inf * 0).
+// The scalar path's tanh form overflows f32 exp for 2u < -88.7 (v < -10.05) and flushes outputs
+// below ~3.4e-38 to -0: there the 1-ulp rule applies to outputs of at least 1e-37.
+TEST(Gelu, EveryBf16InputAgainstFp64) {
+  Buffer x(DType::bf16, {256, 256}), y16(DType::bf16, {256, 256}), y32(DType::f32, {256, 256});
+  for (int i = 0; i < 65536; ++i) x.tensor().data_as<uint16_t>()[i] = uint16_t(i);
+  for_each_isa([&] {
+    const bool vector_path = active_isa() >= Isa::avx512;
+    for (GeluForm form : {GeluForm::tanh, GeluForm::erf}) {
+      SCOPED_TRACE(form == GeluForm::erf ? "erf" : "tanh");
+      poison(y16);
+      poison(y32);
+      gelu(x, y16, form);
+      gelu(x, y32, form);
+      const double tol = form == GeluForm::erf && vector_path ? 2e-6 : 1e-5;
+      int64_t wrong = 0;
+      for (int i = 0; i < 65536; ++i) {
+        const double v = bf16_to_f32(uint16_t(i));
+        const uint16_t got = y16.tensor().data_as<uint16_t>()[i];
+        const float got32 = y32.tensor().data_as<float>()[i];
+        bool ok;
+        double ref = NAN;
+        if (std::isnan(v) || v == -INFINITY) {
+          ok = std::isnan(bf16_to_f32(got)) && std::isnan(got32);
+        } else if (v == INFINITY) {
+          ok = bf16_to_f32(got) == INFINITY && got32 == INFINITY;
+        } else {
+          ref = form == GeluForm::erf ? 0.5 * v * std::erfc(-v / std::sqrt(2.0))
+                                      : v / (1 + std::exp(-2 * std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+          const bool strict = vector_path || std::fabs(ref) >= 1e-37;
+          ok = bf16_ulps_apart(got, bf16_rounded(ref)) <= 1 || !strict;
+          ok = ok && std::fabs(got32 - ref) <= tol * std::fabs(ref) + 1e-37;
+        }
+        if (!ok && wrong++ < 5)
+          ADD_FAILURE() << "x = " << v << " (0x" << std::hex << i << std::dec << "): bf16 0x" << std::hex << got
+                        << std::dec << "; f32 " << got32 << "; fp64 " << ref;
+      }
+      EXPECT_EQ(wrong, 0);
+    }
+  });
 }
 
 TEST(Gelu, NaNPropagatesAndBadInputIsNamed) {

@@ -1,5 +1,6 @@
 // AVX-512 activations: the math once over V (a __m512 or a Pair, pair_avx512.h), run 32
 // elements per step by map_row_pairs.
+#include <cstddef>
 #include <utility>
 
 #include "kernels/activation.h"
@@ -15,46 +16,106 @@ template <class V> [[gnu::always_inline]] inline V silu_times(V g, V u) {
   return mul(div(g, add(splat<V>(1.0f), exp_neg_clamped89(g))), u);
 }
 
-// GELU's tanh form as 0.5 v (1 + tanh(u)) = v / (1 + exp(-2u)), with 2u = v (a + b v^2) and
-// a = 2 sqrt(2/pi), b = 0.044715 a: no cancellation at either end (the form 2 - 2 / (exp(2u) + 1)
-// loses every digit in the negative tail), and four fewer operations than forming u, 1 + tanh
-// and 0.5 v separately. Very negative v: the exponential saturates to inf and v / inf = -0, the
-// limit; a NaN v reaches y through the division. The degree-4 exp: y's relative error is at most
-// the exponential's (2.7e-6) times exp / (1 + exp) < 1.
-template <class V> [[gnu::always_inline]] inline V gelu_tanh(V v) {
-  const V two_u = mul(v, fmadd(splat<V>(0.0713548162726f), mul(v, v), splat<V>(1.5957691216057308f)));
-  return div(v, add(splat<V>(1.0f), exp_neg_clamped89<V, true>(two_u)));
+// Horner's scheme for c[0] x^(N-1) + ... + c[N-1] (highest power first).
+template <class V, size_t N> [[gnu::always_inline]] inline V horner(V x, const float (&c)[N]) {
+  V p = splat<V>(c[0]);
+  for (size_t k = 1; k < N; ++k) p = fmadd(p, x, splat<V>(c[k]));
+  return p;
 }
 
-// GELU's erf form, v Phi(v) with Phi(v) = 0.5 erfc(-v / sqrt 2): h = 0.5 erfc(a), a = |v| / sqrt 2,
-// in the form of Numerical Recipes' erfcc (t = 1 / (1 + a/2), erfc = t exp(-a^2 + P(t))), with
-// the 0.5 folded in: t' = 1 / (2 + a) = t / 2 and h = t' exp(-a^2 + P'(t')). P' is this
-// project's own fit (degree 7, Lawson's iteration on a in [0, 14], t' in [1/16, 1/2]): absolute
-// error of P' = relative error of h, 6.9e-7 in the fit, 8.1e-7 with f32 coefficients and f32
-// Estrin evaluation, uniform in a, so GELU's negative tail keeps its relative accuracy (NR's
-// degree 9 gave 1.2e-7 for three operations more; session 5 of docs/perf/layer-ops.md: gelu
-// erf is bound by instruction issue). Phi is h for v < 0 and 1 - h otherwise.
-// a = inf gives t' = 0, a^2 - P = inf, h = 0 and y = v (NaN for v = -inf: -inf * 0, as in the
-// reference); a NaN v reaches y through the final product.
-template <class V> [[gnu::always_inline]] inline V gelu_erf(V v) {
-  const V a = each([](__m512 x) { return _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(0.70710678118654752f)); }, v);
-  const V t = div(splat<V>(1.0f), add(splat<V>(2.0f), a));
-  // P' coefficients, highest power first.
-  static constexpr float c[] = {-23.982501983642578f, 48.009334564208984f, -31.978147506713867f, 5.585695266723633f,
-                                -0.3184610605239868f, 1.5767784118652344f,  1.9970202445983887f,  -1.2654691934585571f};
-  // Estrin's scheme: three levels of products instead of seven dependent steps, since the
-  // chain as much as the operation count bounds the loop.
-  const V t2 = mul(t, t), t4 = mul(t2, t2);
-  auto lin = [&](int k) { return fmadd(splat<V>(c[k]), t, splat<V>(c[k + 1])); };  // c_k t + c_k+1
-  const V q0 = fmadd(lin(0), t2, lin(2)), q1 = fmadd(lin(4), t2, lin(6));
-  const V p = fmadd(q0, t4, q1);
-  const V g = each([](__m512 x, __m512 q) { return _mm512_fmsub_ps(x, x, q); }, a, p);  // a^2 - P
-  const V h = mul(t, exp_neg_of_nonnegative(g));  // g >= 0 up to P's fit error
-  const V phi = each([](__m512 x, __m512 hx) {
-    const __mmask16 nonneg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NLT_UQ);  // and NaN
-    return _mm512_mask_sub_ps(hx, nonneg, _mm512_set1_ps(1.0f), hx);
-  }, v, h);
+// 1 / x to 2^-14 relative (vrcp14ps): enough for the bf16-output kernels, and a third of a
+// division's cost in the FMA pipes.
+template <class V> [[gnu::always_inline]] inline V rcp(V x) {
+  return each([](__m512 d) { return _mm512_rcp14_ps(d); }, x);
+}
+
+// GELU, y = v Phi(v), both forms. Precision: f32 outputs hold the fp64 GELU to ~1e-5 relative
+// (over all bf16 inputs: tanh 6.9e-6, erf 7.2e-7) wherever y is a normal f32, the negative tail
+// included. bf16 outputs (kBf16Out, also what the fused FP8 path quantizes) take lower degrees
+// and vrcp14ps instead of the division: at most ~1.7e-4 relative before the rounding (the sum
+// of the fits' bounds), against a bf16 half ulp of >= 2^-9, so every bf16 output is the
+// correctly rounded GELU or its neighbour; tests/ops/test_silu_mul.cc checks that over all
+// 65536 bf16 inputs. They are not the rounding of the f32 outputs.
+
+// The erf form as y = relu(v) - |v| h(|v|), with h = Phi(-|v|) the share of the normal tail
+// beyond |v|: for v < 0, y = v h; for v >= 0, y = v - v h. h carries all the dynamic range
+// (down to 1e-45) as a product of positive factors, so y keeps its relative accuracy, and no
+// branch or blend separates the two signs. relu here is one vfixupimmps on v's class: v for
+// v >= 0, +-0, +inf and NaN (quietened); -0 for finite v < 0; NaN for -inf, as the reference
+// gives (-inf * 0 there; the limit would be -0). a is |v| clamped to a bound beyond which
+// h(a) a is 0 in f32, so +inf gives relu(inf) - a * 0 = inf and v <= -bound gives -0.
+[[gnu::always_inline]] inline __m512 relu_with_specials(__m512 v) {
+  // Token per class (4 bits each, class 0 lowest): QNaN: v; SNaN: quiet v; +-0: v; +1: v;
+  // -inf: NaN; +inf: v; negative: -0; positive: v.
+  return _mm512_fixupimm_ps(v, v, _mm512_set1_epi32(0x17131121), 0);
+}
+template <class V> [[gnu::always_inline]] inline V abs_clamped(V v, float bound) {
+  // vrangeps: the smaller magnitude of (v, bound), sign cleared. NaN stays NaN or becomes the
+  // bound; either way relu(v) carries it to y.
+  return each([bound](__m512 x) { return _mm512_range_ps(x, _mm512_set1_ps(bound), 0x0A); }, v);
+}
+template <class V> [[gnu::always_inline]] inline V relu_minus(V v, V a, V h) {
+  return each([](__m512 x, __m512 ax, __m512 hx) { return _mm512_fnmadd_ps(ax, hx, relu_with_specials(x)); }, v, a, h);
+}
+
+// GELU's tanh form: y = v Phi(v), Phi = 1 / (1 + e), e = exp(-2u) = 2^m, 2u = v (c1 + c2 v^2),
+// c1 = 2 sqrt(2/pi), c2 = 0.044715 c1, m = -2u log2 e (log2 e folded into the constants: the
+// reduction needs no multiply). e overflows f32 for v < -10.05, where y is still a normal f32
+// and bf16 (down to ~1e-38), so the reciprocal is taken 2^-64 lower: Phi = 2^-64 / (2^-64 +
+// e 2^-64), with e 2^-64 = 2^(m - 64) from the same reduction (the -64 folded into the FMA that
+// forms m) and vscalefps for the 2^-64 (exact down to Phi's subnormals, which keep 20 bits
+// wherever y is a normal f32). No sign split: no cancellation at either end. m - 64 =
+// n + t, n an integer, |t| <= 1/2; 2^t from a degree-4 fit (2.7e-6; degree 3, 7.5e-5, for
+// bf16 outputs) and vscalefps for 2^n, which saturates instead of wrapping. The 2u takes v
+// clamped to +-12 (one vrangeps), so +-inf give no inf - inf; the final product takes v itself:
+// +inf gives inf * 1 = inf; v <= -12 gives 2^(m - 64) = inf, Phi = 0 and v * 0 = -0, the limit;
+// -inf gives -inf * 0 = NaN, as the fp64 reference (-inf / inf); a NaN v stays NaN.
+template <bool kBf16Out, class V> [[gnu::always_inline]] inline V gelu_tanh(V v) {
+  const V vc = each([](__m512 x) { return _mm512_range_ps(x, _mm512_set1_ps(12.0f), 0x02); }, v);  // sign kept
+  const V m = each([](__m512 x) {  // -2u log2 e - 64
+    const __m512 inner = _mm512_fmadd_ps(_mm512_set1_ps(-0.10294324159622192f), _mm512_mul_ps(x, x),
+                                         _mm512_set1_ps(-2.302208185195923f));
+    return _mm512_fmadd_ps(x, inner, _mm512_set1_ps(-64.0f));
+  }, vc);
+  const V n = each([](__m512 x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }, m);
+  const V t = sub(m, n);  // exact
+  // 2^t on [-1/2, 1/2]: session 5's degree-4 exp(-x) fit with x = -t ln2 (coefficients times (-ln2)^k).
+  static constexpr float c[] = {0.00957009941f, 0.0559178591f, 0.240247443f, 0.693121791f, 0.999999285f};
+  static constexpr float c3[] = {0.0551716685f, 0.24261114f, 0.693260968f, 0.999928057f};  // 7.5e-5, fitted here
+  const V e_low = each([](__m512 q, __m512 k) { return _mm512_scalef_ps(q, k); }, kBf16Out ? horner(t, c3) : horner(t, c), n);
+  const V den = add(splat<V>(0x1p-64f), e_low);
+  const V phi = each([](__m512 r) { return _mm512_scalef_ps(r, _mm512_set1_ps(-64.0f)); },
+                     kBf16Out ? rcp(den) : div(splat<V>(1.0f), den));
   return mul(v, phi);
+}
+
+// GELU's erf form: h(a) = Phi(-a) = 0.5 erfc(a / sqrt 2) = T(a) exp(-a^2 / 2), where T(a) =
+// Phi(-a) exp(a^2 / 2) is smooth and slowly varying (0.5 at 0, ~ 0.4 / a for large a): a
+// rational P3(a) / Q4(a) fits it to 3.6e-7 relative on [0, 13.5] (this project's fit: iterated
+// weighted least squares on the relative error; 6.6e-7 with f32 coefficients and f32 Horner;
+// beyond 13.5, where y is below 1e-39, it stays within 2e-6). exp(-a^2 / 2) with p = a^2 exact
+// for bf16 inputs: n = round(-p log2(e) / 2), s = p + 2 n ln2 in one FMA (the product exact, so
+// the reduction adds no error beyond s's own rounding), exp(-s / 2) by session 5's degree-5
+// exp(-x) fit with coefficients times 2^-k (exact), and vscalefps for 2^n. a <= 14.9: h a = 0.
+// bf16 outputs: P2 / Q3 (2.4e-5) and a degree-3 exponential (7.5e-5), both fitted here.
+template <bool kBf16Out, class V> [[gnu::always_inline]] inline V gelu_erf(V v) {
+  const V a = abs_clamped(v, 14.9f);
+  const V p = mul(a, a);
+  const V n = each([](__m512 x) {
+    return _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(-0.721347511f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }, p);
+  const V s = fmadd(n, splat<V>(1.38629436f), p);  // p - 2 |n| ln2, |s| <= ln2
+  static constexpr float e[] = {-0.000259072374f, 0.00261862064f, -0.0208345447f, 0.124997877f, -0.499999851f, 1.0f};
+  static constexpr float pc[] = {0.0169177111f, 0.118982695f, 0.361014426f, 0.499999821f};
+  static constexpr float qc[] = {0.0424117222f, 0.298034161f, 0.95080936f, 1.51989543f, 1.0f};
+  static constexpr float e3[] = {-0.0207085535f, 0.12624082f, -0.500082076f, 0.999928057f};  // 7.5e-5
+  static constexpr float pc2[] = {0.0621781722f, 0.277449101f, 0.500011623f};  // P2 / Q3: 2.4e-5
+  static constexpr float qc3[] = {0.155673027f, 0.700679421f, 1.35350883f, 1.0f};
+  V q;
+  if constexpr (kBf16Out) q = mul(mul(horner(a, pc2), horner(s, e3)), rcp(horner(a, qc3)));
+  else q = div(mul(horner(a, pc), horner(s, e)), horner(a, qc));
+  const V h = each([](__m512 x, __m512 k) { return _mm512_scalef_ps(x, k); }, q, n);
+  return relu_minus(v, a, h);
 }
 
 }  // namespace
@@ -89,11 +150,12 @@ template <DType In, class F>
   return std::pair{step, single};
 }
 
-// Calls run(f) with f the gelu form as a generic lambda.
-template <class Run>
+// Calls run(f) with f the gelu form for output dtype Out as a generic lambda.
+template <DType Out, class Run>
 [[gnu::always_inline]] inline void with_gelu_form(bool erf_form, Run&& run) {
-  if (erf_form) run([](auto v) { return gelu_erf(v); });
-  else run([](auto v) { return gelu_tanh(v); });
+  constexpr bool bf16_out = Out == DType::bf16;
+  if (erf_form) run([](auto v) { return gelu_erf<bf16_out>(v); });
+  else run([](auto v) { return gelu_tanh<bf16_out>(v); });
 }
 
 }  // namespace
@@ -116,7 +178,7 @@ void silu_mul2_avx512(const SiluMulRow& a, const SiluMulRow& b, DType t, DType y
 
 void gelu_avx512(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_form, bool stream) {
   with_dtypes(t, yt, [&]<DType In, DType Out>() {
-    with_gelu_form(erf_form, [&](auto f) {
+    with_gelu_form<Out>(erf_form, [&](auto f) {
       auto [step, single] = gelu_row<In>(x, f);
       map_row_pairs<In, Out>(y, n, stream, step, single);
     });
@@ -126,7 +188,7 @@ void gelu_avx512(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_
 void gelu2_avx512(const void* xa, void* ya, const void* xb, void* yb, DType t, DType yt, int64_t n, bool erf_form,
                   bool stream) {
   with_dtypes(t, yt, [&]<DType In, DType Out>() {
-    with_gelu_form(erf_form, [&](auto f) {
+    with_gelu_form<Out>(erf_form, [&](auto f) {
       auto [step_a, single_a] = gelu_row<In>(xa, f);
       auto [step_b, single_b] = gelu_row<In>(xb, f);
       map_two_rows_pairs<In, Out>(ya, yb, n, stream, step_a, single_a, step_b, single_b);
