@@ -40,7 +40,6 @@ struct Workspace {
   KeepBestFn keep_best;
   OrderFn order_best_first;
   float hint = -INFINITY;  // for the next row's filter (top_candidates)
-  int64_t retries = 0;     // rows whose hint was too high (passes run twice)
 };
 
 // How a row's filtered pass ended.
@@ -161,7 +160,6 @@ int32_t sample_row(const void* row, DType t, int64_t v, const SamplingOptions& o
     float kth;
     pass = top_candidates(row, t, v, k, temperature, w.hint, w, &mx, &kth);
     if (pass == Pass::retry) {
-      ++w.retries;
       pass = top_candidates(row, t, v, k, temperature, -INFINITY, w, &mx, &kth);
       w.hint = -INFINITY;
     } else {

@@ -14,7 +14,7 @@ namespace {
 
 // How far ahead the filter requests its row. One core's DRAM stream measured (probe beside this
 // kernel's loop, 16 rows x 129280 f32 cold): no prefetch 37 GB/s, 8 KiB ahead 38, 16 KiB 41-43
-// (T0; T1 a little slower), 32 KiB no better.
+// (T0; T1 no different in the op), 32 or 64 KiB no better.
 constexpr int64_t kPrefetchAhead = 16384;
 
 [[gnu::always_inline]] inline __m512i order_keys(__m512 x) {
@@ -30,10 +30,6 @@ constexpr int64_t kPrefetchAhead = 16384;
 }
 
 uint32_t median_of_three(uint32_t a, uint32_t b, uint32_t c) { return std::max(std::min(a, b), std::min(std::max(a, b), c)); }
-
-}  // namespace
-
-namespace {
 
 // One branch per 64 elements skips them when none passes. Always compressing instead (no
 // branch, the count advancing by the hits only) was tried: the op got slower (0.297 -> 0.324 ms
