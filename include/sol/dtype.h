@@ -13,23 +13,26 @@
 
 namespace sol {
 
-enum class DType : uint8_t { f32, bf16, f16, f8e4m3, f8e5m2, i8, i32, u8 };
+// i64 last: the values of the others stay as they were.
+enum class DType : uint8_t { f32, bf16, f16, f8e4m3, f8e5m2, i8, i32, u8, i64 };
 
 inline constexpr DType kAllDTypes[] = {DType::f32,    DType::bf16, DType::f16, DType::f8e4m3,
-                                       DType::f8e5m2, DType::i8,   DType::i32, DType::u8};
+                                       DType::f8e5m2, DType::i8,   DType::i32, DType::u8,
+                                       DType::i64};
 
 constexpr size_t dtype_size(DType t) {
   switch (t) {
+    case DType::i64: return 8;
     case DType::f32: case DType::i32: return 4;
     case DType::bf16: case DType::f16: return 2;
     default: return 1;
   }
 }
-constexpr bool is_float(DType t) { return t != DType::i8 && t != DType::i32 && t != DType::u8; }
+constexpr bool is_float(DType t) { return t != DType::i8 && t != DType::i32 && t != DType::u8 && t != DType::i64; }
 
 std::string_view dtype_name(DType t);
 // Parses "f32", "bf16", "f16", "f8e4m3" (alias "e4m3", "fp8"), "f8e5m2" ("e5m2"), "i8" ("s8"),
-// "i32" ("s32"), "u8"; throws sol::Error naming `what` on anything else.
+// "i32" ("s32"), "u8", "i64" ("s64"); throws sol::Error naming `what` on anything else.
 DType parse_dtype(std::string_view name, std::string_view what = "dtype");
 
 // Scalar conversions (src/core/convert.cc). The f32 -> narrow direction rounds to nearest even.

@@ -18,7 +18,8 @@
 // expert whose score is NaN makes every weight of its token NaN after renormalisation — a
 // wrong router output is loud, never silently renormalised away.
 //
-// logits [T, E] f32 or bf16; correction_bias [E] f32; topk_idx [T, top_k] i32;
+// logits [T, E] f32 or bf16; correction_bias [E] f32; topk_idx [T, top_k] i32 or i64 (the
+// kernels write i32; i64 is widened from it);
 // topk_weights [T, top_k] f32.
 #include <cstdint>
 

@@ -25,6 +25,7 @@ constexpr DTypeName kNames[] = {
     {"bf16", "bfloat16", "ml_dtypes"},    {"f8e4m3", "float8_e4m3fn", "ml_dtypes"},
     {"f8e5m2", "float8_e5m2", "ml_dtypes"}, {"i8", "int8", "numpy"},
     {"i32", "int32", "numpy"},            {"u8", "uint8", "numpy"},
+    {"i64", "int64", "numpy"},
 };
 
 std::optional<sol::DType> sol_dtype(std::string_view sol_name) {
@@ -48,7 +49,7 @@ const char* dlpack_sol_name(dl::dtype t) {
   switch (dl::dtype_code(t.code)) {
     case dl::dtype_code::Float: return t.bits == 32 ? "f32" : t.bits == 16 ? "f16" : nullptr;
     case dl::dtype_code::Bfloat: return t.bits == 16 ? "bf16" : nullptr;
-    case dl::dtype_code::Int: return t.bits == 8 ? "i8" : t.bits == 32 ? "i32" : nullptr;
+    case dl::dtype_code::Int: return t.bits == 8 ? "i8" : t.bits == 32 ? "i32" : t.bits == 64 ? "i64" : nullptr;
     case dl::dtype_code::UInt: return t.bits == 8 ? "u8" : nullptr;
     case dl::dtype_code::Float8_E4M3FN: return t.bits == 8 ? "f8e4m3" : nullptr;
     case dl::dtype_code::Float8_E5M2: return t.bits == 8 ? "f8e5m2" : nullptr;

@@ -54,8 +54,8 @@ void bind_moe(nb::module_& m) {
   m.def("moe_routing", &moe_routing, "logits"_a, nb::kw_only(), "top_k"_a = 8, "n_group"_a = 1,
         "topk_group"_a = 1, "scoring"_a = "sigmoid", "renormalize"_a = true, "scaling"_a = 1.0f,
         "correction_bias"_a = nb::none(), "topk_idx"_a = nb::none(), "topk_weights"_a = nb::none(),
-        "Top-k experts per token from logits [T, E] (f32/bf16): (topk_idx [T, k] int32, topk_weights "
-        "[T, k] f32). DeepSeek-V3: scoring='sigmoid', n_group=8, topk_group=4, top_k=8, scaling=2.5, "
+        "Top-k experts per token from logits [T, E] (f32/bf16): (topk_idx [T, k] int32 — or int64 when "
+        "an int64 topk_idx is given — and topk_weights [T, k] f32). DeepSeek-V3: scoring='sigmoid', n_group=8, topk_group=4, top_k=8, scaling=2.5, "
         "correction_bias [E] f32.");
 
   m.def("moe_permuted_rows", [](nb::handle topk_idx, int64_t experts, int64_t alignment) {

@@ -356,6 +356,16 @@ def test_moe_routing_deepseek_v3(rng):
     assert rel_err(w, w_ref) < TOL["f32"]
 
 
+def test_moe_routing_int64_indices(rng):
+    logits = rng.standard_normal((11, 64)).astype(np.float32)
+    out = np.full((11, 8), -7, np.int64)
+    idx, w = sol.moe_routing(logits, top_k=8, n_group=8, topk_group=4, scaling=2.5, topk_idx=out)
+    assert idx is out and idx.dtype == np.int64
+    idx32, w32 = sol.moe_routing(logits, top_k=8, n_group=8, topk_group=4, scaling=2.5)
+    np.testing.assert_array_equal(idx, idx32)
+    np.testing.assert_array_equal(w, w32)
+
+
 def test_moe_routing_softmax_bf16(rng):
     logits = np.stack([rng.permutation(16) * 0.25 for _ in range(5)]).astype(BF16)
     idx, w = sol.moe_routing(logits, top_k=2, scoring="softmax", renormalize=False)

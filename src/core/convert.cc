@@ -178,7 +178,7 @@ int64_t round_saturate(double v, int64_t lo, int64_t hi) {
   if (v <= double(lo)) return lo;
   if (v >= double(hi)) return hi;
   const double whole = std::floor(v);
-  const double fraction = v - whole;  // exact: |v| < 2^31
+  const double fraction = v - whole;  // exact for every double
   int64_t r = int64_t(whole);
   if (fraction > 0.5 || (fraction == 0.5 && (r & 1))) ++r;
   return std::min(r, hi);
@@ -205,6 +205,7 @@ double load_as_double(const void* base, DType t, size_t i) {
     case DType::i8: return load_element<int8_t>(base, i);
     case DType::i32: return load_element<int32_t>(base, i);
     case DType::u8: return load_element<uint8_t>(base, i);
+    case DType::i64: return double(load_element<int64_t>(base, i));
   }
   fail("load_as_double", "invalid DType value ", int(t));
 }
@@ -220,6 +221,7 @@ void store_from_double(void* base, DType t, size_t i, double v) {
     case DType::i32:
       return store_element(base, i, int32_t(round_saturate(v, INT32_MIN, INT32_MAX)));
     case DType::u8: return store_element(base, i, uint8_t(round_saturate(v, 0, UINT8_MAX)));
+    case DType::i64: return store_element(base, i, round_saturate(v, INT64_MIN, INT64_MAX));
   }
   fail("store_from_double", "invalid DType value ", int(t));
 }

@@ -14,12 +14,13 @@ struct DTypeSpelling {
 constexpr DTypeSpelling kSpellings[] = {
     {"f32", DType::f32},       {"bf16", DType::bf16},     {"f16", DType::f16},
     {"f8e4m3", DType::f8e4m3}, {"f8e5m2", DType::f8e5m2}, {"i8", DType::i8},
-    {"i32", DType::i32},       {"u8", DType::u8},         {"e4m3", DType::f8e4m3},   {"fp8", DType::f8e4m3},
-    {"e5m2", DType::f8e5m2},   {"s8", DType::i8},         {"s32", DType::i32},
+    {"i32", DType::i32},       {"u8", DType::u8},         {"i64", DType::i64},
+    {"e4m3", DType::f8e4m3},   {"fp8", DType::f8e4m3},    {"e5m2", DType::f8e5m2},
+    {"s8", DType::i8},         {"s32", DType::i32},       {"s64", DType::i64},
 };
 
 constexpr std::string_view kAccepted =
-    "f32, bf16, f16, f8e4m3 (e4m3, fp8), f8e5m2 (e5m2), i8 (s8), i32 (s32), u8";
+    "f32, bf16, f16, f8e4m3 (e4m3, fp8), f8e5m2 (e5m2), i8 (s8), i32 (s32), u8, i64 (s64)";
 
 }  // namespace
 

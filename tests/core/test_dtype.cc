@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "sol/dtype.h"
@@ -28,6 +31,26 @@ TEST(DType, ParseAcceptsAliases) {
   EXPECT_EQ(parse_dtype("e5m2"), DType::f8e5m2);
   EXPECT_EQ(parse_dtype("s8"), DType::i8);
   EXPECT_EQ(parse_dtype("s32"), DType::i32);
+  EXPECT_EQ(parse_dtype("s64"), DType::i64);
+}
+
+// i64 through the generic element access: exact integers, ties to even, saturation at both
+// ends (2^63 is the first double past INT64_MAX), NaN to 0.
+TEST(DType, I64ElementsRoundAndSaturate) {
+  EXPECT_EQ(dtype_name(DType::i64), "i64");
+  EXPECT_EQ(dtype_size(DType::i64), 8u);
+  EXPECT_FALSE(is_float(DType::i64));
+  int64_t v[7] = {};
+  const double in[7] = {-3.0, 2.5, 3.5, 9007199254740992.0, 9223372036854775808.0, -1e300, NAN};
+  for (size_t i = 0; i < 7; ++i) store_from_double(v, DType::i64, i, in[i]);
+  EXPECT_EQ(v[0], -3);
+  EXPECT_EQ(v[1], 2);
+  EXPECT_EQ(v[2], 4);
+  EXPECT_EQ(v[3], int64_t(1) << 53);
+  EXPECT_EQ(v[4], INT64_MAX);
+  EXPECT_EQ(v[5], INT64_MIN);
+  EXPECT_EQ(v[6], 0);
+  EXPECT_EQ(load_as_double(v, DType::i64, 3), 9007199254740992.0);
 }
 
 TEST(DType, Sizes) {

@@ -230,7 +230,9 @@ TEST(NormPaths, RmsNormStreamedOffLineAndInPlace) {
                                    std::string(dtype_name(yt)) + " offset " + std::to_string(offset) + " threads " +
                                    std::to_string(threads);
           EXPECT_EQ(std::memcmp(a.data(), b.data(), size_t(a.tensor().nbytes())), 0) << what;
-          if (yt == DType::bf16) EXPECT_TRUE(same_bytes(a, x)) << what << " in place";
+          if (yt == DType::bf16) {
+            EXPECT_TRUE(same_bytes(a, x)) << what << " in place";
+          }
         }
 }
 

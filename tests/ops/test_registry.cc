@@ -35,7 +35,9 @@ TEST(Registry, CostsSplitTheirReads) {
       const Cost c = op.make(resolve_params(op, given), 0)->cost();
       EXPECT_GE(c.read_bytes, 0) << op.name;
       EXPECT_LE(c.read_bytes, c.bytes) << op.name;
-      if (reads_given.count(op.name) && c.bytes > 0) EXPECT_GT(c.read_bytes, 0) << op.name;
+      if (reads_given.count(op.name) && c.bytes > 0) {
+        EXPECT_GT(c.read_bytes, 0) << op.name;
+      }
     }
 }
 

@@ -178,6 +178,43 @@ TEST(MoeRouting, FewExpertSoftmaxTiesNaNAndAllExperts) {
   unsetenv("SOL_ISA");
 }
 
+// i64 indices (DeepEP's and PyTorch's type) are the i32 ones widened, on every path: the fused
+// sigmoid kernel (V3), the per-lane softmax (8 experts), the general one (24 experts, 3 groups);
+// the weights are the same bits. Poisoned i64 outputs: a lane left unwritten shows.
+TEST(MoeRouting, I64IndicesAreTheI32OnesWidened) {
+  struct Case { int64_t t, e, k, groups, keep; Scoring s; };
+  for (const Case c : {Case{37, 256, 8, 8, 4, Scoring::sigmoid}, Case{35, 8, 2, 1, 1, Scoring::softmax},
+                       Case{19, 24, 5, 3, 2, Scoring::sigmoid}, Case{1, 16, 16, 1, 1, Scoring::softmax}}) {
+    Buffer logits(DType::f32, {c.t, c.e});
+    fill_random(logits, uint64_t(c.e), 2.0);
+    RoutingOptions o;
+    o.top_k = c.k;
+    o.n_group = c.groups;
+    o.topk_group = c.keep;
+    o.scoring = c.s;
+    o.scaling = 2.5f;
+    Routed narrow(c.t, c.k);
+    moe_routing(logits, narrow.idx, narrow.w, o);
+    Buffer wide(DType::i64, {c.t, c.k}), w(DType::f32, {c.t, c.k});
+    std::memset(wide.data(), 0xA5, wide.bytes());
+    moe_routing(logits, wide, w, o);
+    for (int64_t i = 0; i < c.t * c.k; ++i) {
+      ASSERT_EQ(wide.tensor().data_as<int64_t>()[i], int64_t(narrow.i(i / c.k, i % c.k))) << "e " << c.e << " at " << i;
+      ASSERT_EQ(w.tensor().data_as<float>()[i], narrow.wt(i / c.k, i % c.k)) << "e " << c.e << " at " << i;
+    }
+  }
+  // Other index types are named.
+  Buffer logits(DType::f32, {2, 8}), idx(DType::u8, {2, 2}), w(DType::f32, {2, 2});
+  RoutingOptions o;
+  o.top_k = 2;
+  try {
+    moe_routing(logits, idx, w, o);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("i32 or i64"), std::string::npos) << e.what();
+  }
+}
+
 TEST(MoeRouting, BadConfigurationsAreNamed) {
   Buffer logits(DType::f32, {4, 256});
   Routed r(4, 8);

@@ -12,6 +12,7 @@
 #include "sol/error.h"
 #include "sol/hw.h"
 #include "sol/routing.h"
+#include "sol/tensor.h"
 
 namespace sol {
 
@@ -80,9 +81,9 @@ void validate(const Tensor& logits, const Tensor& idx, const Tensor& w, const Ro
   check(o.scoring != Scoring::sigmoid || o.n_group == 1 || e / o.n_group >= 2, op,
         "sigmoid group scores sum each group's best two experts, so groups need >= 2 experts");
   check(std::isfinite(o.scaling), op, "scaling = ", o.scaling, " but must be finite");
-  check(idx.ndim() == 2 && idx.shape(0) == t && idx.shape(1) == o.top_k && idx.dtype() == DType::i32 &&
-            idx.is_contiguous(),
-        op, "topk_idx = ", describe_text(idx), " but expected contiguous [", t, ", ", o.top_k, "] i32");
+  check(idx.ndim() == 2 && idx.shape(0) == t && idx.shape(1) == o.top_k &&
+            (idx.dtype() == DType::i32 || idx.dtype() == DType::i64) && idx.is_contiguous(),
+        op, "topk_idx = ", describe_text(idx), " but expected contiguous [", t, ", ", o.top_k, "] i32 or i64");
   check(w.ndim() == 2 && w.shape(0) == t && w.shape(1) == o.top_k && w.dtype() == DType::f32 && w.is_contiguous(),
         op, "topk_weights = ", describe_text(w), " but expected contiguous [", t, ", ", o.top_k, "] f32");
   if (const Tensor* b = o.correction_bias)
@@ -154,8 +155,10 @@ void choose_avx512(const RoutingOptions& o, int64_t e, const float* bias, TokenS
 
 }  // namespace
 
-void moe_routing(const Tensor& logits, const Tensor& topk_idx, const Tensor& topk_weights, const RoutingOptions& o) {
-  validate(logits, topk_idx, topk_weights, o);
+namespace {
+
+// The routing itself, into i32 indices (validated by the caller).
+void route_i32(const Tensor& logits, const Tensor& topk_idx, const Tensor& topk_weights, const RoutingOptions& o) {
   const int64_t tokens = logits.shape(0), e = logits.shape(1), per_group = e / o.n_group;
   const auto scores_of = routing_detail::score_function();
   const float* bias = o.correction_bias ? o.correction_bias->data_as<const float>() : nullptr;
@@ -203,6 +206,22 @@ void moe_routing(const Tensor& logits, const Tensor& topk_idx, const Tensor& top
       const float factor = o.renormalize ? o.scaling / sum : o.scaling;
       for (int64_t j = 0; j < o.top_k; ++j) out_w[j] *= factor;
     }
+  });
+}
+
+}  // namespace
+
+void moe_routing(const Tensor& logits, const Tensor& topk_idx, const Tensor& topk_weights, const RoutingOptions& o) {
+  validate(logits, topk_idx, topk_weights, o);
+  if (topk_idx.dtype() == DType::i32) return route_i32(logits, topk_idx, topk_weights, o);
+  // i64 indices (DeepEP's and PyTorch's topk_idx type): the kernels write i32 (half the bytes,
+  // twice the lanes), widened afterwards; 32 KiB per 1,024 tokens of V3, noise beside the logits.
+  Buffer narrow(DType::i32, {topk_idx.shape(0), topk_idx.shape(1)});
+  route_i32(logits, narrow.tensor(), topk_weights, o);
+  const int32_t* from = narrow.tensor().data_as<const int32_t>();
+  int64_t* to = topk_idx.data_as<int64_t>();
+  parallel_ranges(topk_idx.numel(), 1024, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) to[i] = from[i];
   });
 }
 
