@@ -1,4 +1,5 @@
 // Softmax routing with one token per lane (kernels/route.h route_softmax_lanes_avx512).
+#include <algorithm>
 #include <climits>
 #include <cmath>
 
@@ -69,10 +70,24 @@ void route_lanes(const RouteSoftmaxLanes& r, int64_t t0, int64_t t1) {
     const __m512 factor = r.renormalize ? _mm512_div_ps(_mm512_set1_ps(r.scaling), wsum) : _mm512_set1_ps(r.scaling);
     int32_t* idx = r.idx + t * K;
     float* w = r.weights + t * K;
-    for (int q = 0; q < K; ++q) {
-      const __m512i at = _mm512_add_epi32(out_at, _mm512_set1_epi32(q));
-      _mm512_mask_i32scatter_epi32(idx, live, at, si[q], 4);
-      _mm512_mask_i32scatter_ps(w, live, at, _mm512_mul_ps(ss[q], factor), 4);
+    if constexpr (K == 2) {
+      // Two slots: the 32 outputs of 16 tokens are the two slot vectors interleaved, two
+      // permutes and two (masked) stores per output instead of two scatters.
+      const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+      const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(8));
+      const int64_t n = 2 * std::min<int64_t>(16, t1 - t);
+      const __mmask16 m_lo = tail_mask(n), m_hi = n > 16 ? tail_mask(n - 16) : __mmask16(0);
+      const __m512 w0 = _mm512_mul_ps(ss[0], factor), w1 = _mm512_mul_ps(ss[1], factor);
+      _mm512_mask_storeu_epi32(idx, m_lo, _mm512_permutex2var_epi32(si[0], lo, si[1]));
+      _mm512_mask_storeu_epi32(idx + 16, m_hi, _mm512_permutex2var_epi32(si[0], hi, si[1]));
+      _mm512_mask_storeu_ps(w, m_lo, _mm512_permutex2var_ps(w0, lo, w1));
+      _mm512_mask_storeu_ps(w + 16, m_hi, _mm512_permutex2var_ps(w0, hi, w1));
+    } else {
+      for (int q = 0; q < K; ++q) {
+        const __m512i at = _mm512_add_epi32(out_at, _mm512_set1_epi32(q));
+        _mm512_mask_i32scatter_epi32(idx, live, at, si[q], 4);
+        _mm512_mask_i32scatter_ps(w, live, at, _mm512_mul_ps(ss[q], factor), 4);
+      }
     }
   }
 }
