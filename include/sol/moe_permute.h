@@ -8,7 +8,7 @@
 // grouped_layout[r] = the expert of row r, -1 on padding rows (whose x_perm rows are zeroed);
 // row_of[t, j] = the row (t, j) went to. topk_idx = -1 means "not routed here" (expert
 // parallelism masks remote experts so): no row, row_of = -1. Any other id outside [0, experts)
-// is an error.
+// is an error. topk_idx is i32 or i64 (DeepEP's type); row_of and grouped_layout are i32.
 // moe_unpermute: out[t] = sum_j topk_weights[t, j] * y_perm[row_of[t, j]], j in order, in f32
 // (rows with row_of = -1 contribute nothing), rounded once to out's dtype.
 #include <cstdint>

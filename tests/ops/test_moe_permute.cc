@@ -8,6 +8,7 @@
 #include "isa_paths.h"
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
+#include "random_bytes.h"
 #include "sol/error.h"
 #include "sol/moe_permute.h"
 #include "sol/registry.h"
@@ -59,6 +60,39 @@ TEST(MoePermute, BadInputIsNamed) {
   std::memcpy(ids.data(), ok, sizeof(ok));
   Buffer x(DType::f32, {2, 4}), perm(DType::f32, {3, 4}), layout(DType::i32, {3}), row_of(DType::i32, {2, 2});
   EXPECT_THROW(moe_permute(x, ids, 4, 128, perm, layout, row_of), Error);  // needs 512 rows
+}
+
+// i64 expert ids (DeepEP's type) give the same rows, layout and row_of as the same ids in i32;
+// an i64 id past 2^31 is named, not truncated into range.
+TEST(MoePermute, I64IdsPermuteAsTheirI32Values) {
+  const int64_t tokens = 29, k = 6, experts = 9, h = 40;
+  Buffer ids32(DType::i32, {tokens, k}), ids64(DType::i64, {tokens, k});
+  for (int64_t i = 0; i < tokens * k; ++i) {
+    const int32_t e = int32_t((i * 7 + i / 5) % (experts + 1)) - 1;  // -1 .. experts-1
+    ids32.tensor().data_as<int32_t>()[i] = e;
+    ids64.tensor().data_as<int64_t>()[i] = e;
+  }
+  const int64_t rows = moe_permuted_rows(ids32, experts, 8);
+  ASSERT_EQ(moe_permuted_rows(ids64, experts, 8), rows);
+  Buffer x(DType::bf16, {tokens, h});
+  fill_bytes(x, 3);
+  Buffer p32(DType::bf16, {rows, h}), p64(DType::bf16, {rows, h}), l32(DType::i32, {rows}), l64(DType::i32, {rows}),
+      r32(DType::i32, {tokens, k}), r64(DType::i32, {tokens, k});
+  poison(p64);
+  poison(l64);
+  poison(r64);
+  moe_permute(x, ids32, experts, 8, p32, l32, r32);
+  moe_permute(x, ids64, experts, 8, p64, l64, r64);
+  EXPECT_EQ(std::memcmp(p32.data(), p64.data(), p32.bytes()), 0);
+  EXPECT_EQ(std::memcmp(l32.data(), l64.data(), l32.bytes()), 0);
+  EXPECT_EQ(std::memcmp(r32.data(), r64.data(), r32.bytes()), 0);
+  ids64.tensor().data_as<int64_t>()[7] = (int64_t(1) << 32) + 2;  // 2 if truncated to 32 bits
+  try {
+    moe_permuted_rows(ids64, experts, 8);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("topk_idx[1, 1] = 4294967298 outside [0, 9)"), std::string::npos) << e.what();
+  }
 }
 
 // The combine's definition, written plainly: per output element, the routed rows in order

@@ -1,5 +1,6 @@
 #include "sol/moe_permute.h"
 
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -17,21 +18,35 @@ namespace sol {
 
 namespace {
 
-void validate_routing(const char* op, const Tensor& idx, int64_t experts, int64_t alignment) {
-  check(idx.ndim() == 2 && idx.dtype() == DType::i32 && idx.is_contiguous(), op, "topk_idx = ", describe_text(idx),
-        " but expected contiguous [tokens, k] i32");
-  check(experts >= 1, op, "experts = ", experts, " but must be >= 1");
-  check(alignment >= 1, op, "alignment = ", alignment, " but must be >= 1");
-  const int32_t* e = idx.data_as<const int32_t>();
+template <class Id>
+void check_ids(const char* op, const Tensor& idx, int64_t experts) {
+  const Id* e = idx.data_as<const Id>();
   for (int64_t i = 0; i < idx.numel(); ++i)
     check(e[i] >= -1 && e[i] < experts, op, "topk_idx[", i / idx.shape(1), ", ", i % idx.shape(1), "] = ", e[i],
           " outside [0, ", experts, ") (or -1 for not routed here)");
 }
 
+// Checks the routing and gives its expert ids as i32: i64 ids (DeepEP's type), once known to
+// lie in [-1, experts), are narrowed into `narrowed`.
+const int32_t* validate_routing(const char* op, const Tensor& idx, int64_t experts, int64_t alignment,
+                                std::vector<int32_t>& narrowed) {
+  check(idx.ndim() == 2 && (idx.dtype() == DType::i32 || idx.dtype() == DType::i64) && idx.is_contiguous(), op,
+        "topk_idx = ", describe_text(idx), " but expected contiguous [tokens, k] i32 or i64");
+  check(experts >= 1 && experts <= INT32_MAX, op, "experts = ", experts, " but must be in [1, 2^31)");
+  check(alignment >= 1, op, "alignment = ", alignment, " but must be >= 1");
+  if (idx.dtype() == DType::i32) {
+    check_ids<int32_t>(op, idx, experts);
+    return idx.data_as<const int32_t>();
+  }
+  check_ids<int64_t>(op, idx, experts);
+  const int64_t* wide = idx.data_as<const int64_t>();
+  narrowed.assign(wide, wide + idx.numel());
+  return narrowed.data();
+}
+
 // First row of each expert's block, padded; the last entry is the total.
-std::vector<int64_t> block_starts(const Tensor& idx, int64_t experts, int64_t alignment) {
+std::vector<int64_t> block_starts(const int32_t* e, const Tensor& idx, int64_t experts, int64_t alignment) {
   std::vector<int64_t> count(static_cast<size_t>(experts), 0), start(static_cast<size_t>(experts + 1), 0);
-  const int32_t* e = idx.data_as<const int32_t>();
   for (int64_t i = 0; i < idx.numel(); ++i)
     if (e[i] >= 0) ++count[size_t(e[i])];
   for (int64_t x = 0; x < experts; ++x)
@@ -42,18 +57,20 @@ std::vector<int64_t> block_starts(const Tensor& idx, int64_t experts, int64_t al
 }  // namespace
 
 int64_t moe_permuted_rows(const Tensor& idx, int64_t experts, int64_t alignment) {
-  validate_routing("moe_permuted_rows", idx, experts, alignment);
-  return block_starts(idx, experts, alignment).back();
+  std::vector<int32_t> narrowed;
+  const int32_t* e = validate_routing("moe_permuted_rows", idx, experts, alignment, narrowed);
+  return block_starts(e, idx, experts, alignment).back();
 }
 
 void moe_permute(const Tensor& x, const Tensor& idx, int64_t experts, int64_t alignment, const Tensor& x_perm,
                  const Tensor& grouped_layout, const Tensor& row_of) {
   const char* op = "moe_permute";
-  validate_routing(op, idx, experts, alignment);
+  std::vector<int32_t> narrowed;
+  const int32_t* e = validate_routing(op, idx, experts, alignment, narrowed);
   const int64_t tokens = idx.shape(0), k = idx.shape(1);
   check(x.ndim() == 2 && x.shape(0) == tokens && x.is_contiguous(), op, "x = ", describe_text(x),
         " but expected contiguous [", tokens, ", hidden]");
-  const std::vector<int64_t> start = block_starts(idx, experts, alignment);
+  const std::vector<int64_t> start = block_starts(e, idx, experts, alignment);
   const int64_t rows = start.back(), h = x.shape(1);
   check(x_perm.ndim() == 2 && x_perm.shape(0) == rows && x_perm.shape(1) == h && x_perm.dtype() == x.dtype() &&
             x_perm.is_contiguous(),
@@ -70,7 +87,6 @@ void moe_permute(const Tensor& x, const Tensor& idx, int64_t experts, int64_t al
   // The plan: a serial pass over T * k entries (tiny next to the rows it moves).
   std::vector<int64_t> next(start.begin(), start.end() - 1);
   std::vector<int32_t> source(static_cast<size_t>(rows), -1);
-  const int32_t* e = idx.data_as<const int32_t>();
   int32_t* ro = row_of.data_as<int32_t>();
   int32_t* gl = grouped_layout.data_as<int32_t>();
   for (int64_t x_ = 0; x_ < experts; ++x_)
