@@ -303,15 +303,15 @@ template <int kBlocks64, bool kF32>
 // elements, in f32) -> 64 e4m3 bytes, exactly as quant64_bf16 encodes the same values from
 // their bf16 bits with a multiplier that is not a power of two (the widening is skipped).
 template <bool kStream>
-[[gnu::always_inline]] inline void quant64_f32_even_odd(const float* v, __m512 mv, uint8_t* q) {
+// fixed: fixed_group_code() (c16 and low_bits do not depend on m here).
+[[gnu::always_inline]] inline void quant64_f32_even_odd(const float* v, __m512 mv, uint8_t* q, const GroupCode& fixed) {
   const __m512 e0 = _mm512_load_ps(v), o0 = _mm512_load_ps(v + 16);
   const __m512 e1 = _mm512_load_ps(v + 32), o1 = _mm512_load_ps(v + 48);
-  const GroupCode gc = group_code<false>(1.0f);  // c16 and low_bits do not depend on m here
   __mmask32 low = 0;
-  const __m512i c0 = encode32_e4m3_normal(round_to_odd16(_mm512_mul_ps(e0, mv), _mm512_mul_ps(o0, mv)), gc.c16,
-                                          gc.low_bits, low);
-  const __m512i c1 = encode32_e4m3_normal(round_to_odd16(_mm512_mul_ps(e1, mv), _mm512_mul_ps(o1, mv)), gc.c16,
-                                          gc.low_bits, low);
+  const __m512i c0 = encode32_e4m3_normal(round_to_odd16(_mm512_mul_ps(e0, mv), _mm512_mul_ps(o0, mv)), fixed.c16,
+                                          fixed.low_bits, low, fixed.w7f);
+  const __m512i c1 = encode32_e4m3_normal(round_to_odd16(_mm512_mul_ps(e1, mv), _mm512_mul_ps(o1, mv)), fixed.c16,
+                                          fixed.low_bits, low, fixed.w7f);
   store_codes64<kStream>(q, c0, c1, low, mv, [&](__m512& e0w, __m512& o0w, __m512& e1w, __m512& o1w) {
     e0w = e0, o0w = o0, e1w = e1, o1w = o1;
   });
@@ -361,6 +361,7 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
                      int64_t scale_stride, const uint16_t* next_row) {
   constexpr int64_t group = 64 * kBlocks64;
   const __m512 iv = _mm512_set1_ps(inv);
+  const GroupCode fixed = fixed_group_code();
   // The next row's lines, one per 32 elements of this one, as the norms' output passes do.
   const char* next = next_row ? reinterpret_cast<const char*>(next_row) : reinterpret_cast<const char*>(kIdleRow);
   const int64_t next_step = next_row ? group * 2 : 0;
@@ -400,7 +401,8 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
           const auto* b = reinterpret_cast<const uint16_t*>(buf[g & 1]);
           for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream, true>(b + i, gc, q + g * group + i);
         } else {
-          for (int64_t i = 0; i < group; i += 64) quant64_f32_even_odd<kStream>(buf[g & 1] + i, gc.mv, q + g * group + i);
+          for (int64_t i = 0; i < group; i += 64)
+            quant64_f32_even_odd<kStream>(buf[g & 1] + i, gc.mv, q + g * group + i, fixed);
         }
       } else {
         special |= uint64_t(1) << (g - g0);
