@@ -42,10 +42,14 @@ class MoePermuteCase : public OpCase {
   std::string dtype() const override { return inverse_ ? "bf16 unpermute" : "bf16 permute"; }
   Cost cost() const override {
     double row = double(hidden_) * 2, routed = double(tokens_) * double(k_);
-    // permute: each routed row read once and written once, padding rows written; unpermute:
-    // each routed row read once, each token's output written once.
-    double bytes = inverse_ ? routed * row + double(tokens_) * row : routed * row + double(rows_) * row;
-    return {0, bytes, Unit::fma_f32, Unit::mem_copy, routed * row};
+    // Each input read once, each output written once (roofline.h). permute: each token's row
+    // read once (it goes to k rows, but reading it k times is the kernel's choice, and on two
+    // threads a part of those re-reads hits the LLC: counted as k reads, the op printed 115%
+    // SOL), every row of x_perm written; unpermute: each routed row read once, each token's
+    // output written once.
+    double read = inverse_ ? routed * row : double(tokens_) * row;
+    double bytes = read + (inverse_ ? double(tokens_) : double(rows_)) * row;
+    return {0, bytes, Unit::fma_f32, Unit::mem_copy, read};
   }
   void run(int) override {
     if (inverse_) moe_unpermute(perm_, row_of_, w_, out_);
