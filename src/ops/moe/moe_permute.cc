@@ -6,7 +6,6 @@
 
 #include "kernels/combine.h"
 #include "kernels/convert.h"
-#include "kernels/gather.h"
 #include "ops/common/copy_bytes.h"
 #include "ops/common/parallel.h"
 #include "ops/common/streaming.h"
@@ -105,13 +104,19 @@ void moe_permute(const Tensor& x, const Tensor& idx, int64_t experts, int64_t al
   const bool stream = should_stream(rows * row_bytes);
   const Isa isa = active_isa();
   if (isa >= Isa::avx512) {
-    std::vector<const char*> src(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r)
-      src[size_t(r)] = source[size_t(r)] < 0 ? nullptr : x.data_as<const char>() + source[size_t(r)] * row_bytes;
-    parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
-      kernels::gather_rows_avx512(x_perm.data_as<char>() + r0 * row_bytes, row_bytes, src.data() + r0, r1 - r0,
-                                  row_bytes, stream);
+    // Token order: each row of x is read from memory once and copied to its k rows while it sits
+    // in L1 (row order reads it k times: 8 x 14 KiB per token for DeepSeek-V3, measured ~8%
+    // slower on one thread). The writes are the op's traffic either way.
+    char* out = x_perm.data_as<char>();
+    parallel_ranges(tokens, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const char* s = x.data_as<const char>() + t * row_bytes;
+        for (int64_t j = 0; j < k; ++j)
+          if (ro[t * k + j] >= 0) kernels::copy_bytes_avx512(out + ro[t * k + j] * row_bytes, s, row_bytes, stream);
+      }
     });
+    for (int64_t r = 0; r < rows; ++r)
+      if (gl[r] < 0) std::memset(out + r * row_bytes, 0, size_t(row_bytes));
     return;
   }
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
