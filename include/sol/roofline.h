@@ -1,11 +1,13 @@
 #pragma once
 // The floor of an op on this machine:
 //   floor = max(flops / peak(compute unit), bytes / bandwidth(memory level),
-//               read_bytes / bandwidth(mem_read))
+//               read_bytes / bandwidth(mem_read), (bytes - read_bytes) / bandwidth(mem_write))
 //   SOL%  = 100 * floor / measured time
-// The third term matters for ops that read far more than they write (MoE unpermute, routing):
-// one core reads DRAM slower than it copies (a copy's non-temporal writes do not hold read-miss
-// slots), so the copy ceiling alone would set a floor no schedule of their reads can reach.
+// The read and write terms apply when a cost splits its bytes (read_bytes > 0). They matter for
+// ops that read far more than they write (MoE unpermute, routing) or the reverse (MoE permute):
+// a core copies DRAM faster than it reads or writes alone (a copy's non-temporal writes do not
+// hold read-miss slots), so the copy ceiling alone would set a floor no schedule of their
+// reads, or their writes, can reach.
 #include <string_view>
 
 #include "sol/hw.h"
@@ -17,8 +19,8 @@ struct Cost {
   double bytes = 0;               // each input read once, each output written once
   Unit compute = Unit::fma_f32;   // the unit that does the flops
   Unit memory = Unit::mem_copy;   // the level the bytes move through
-  double read_bytes = 0;          // of `bytes`, those read from DRAM; 0: not split (the
-                                  // read term is then left out)
+  double read_bytes = 0;          // of `bytes`, those read from DRAM (the rest are written);
+                                  // 0: not split (the read and write terms are left out)
 };
 
 enum class Bound { compute, memory, link };
@@ -26,16 +28,17 @@ std::string_view bound_name(Bound b);
 
 struct Floor {
   double compute_s = 0;  // flops / peak
-  double memory_s = 0;   // the larger of bytes / bandwidth and read_bytes / read bandwidth
+  double memory_s = 0;   // the largest of the copy, read and write terms
   double floor_s = 0;    // the larger of the two
   Bound bound = Bound::memory;
   Unit memory_unit = Unit::mem_copy;  // the level that set memory_s
 };
 
-// peak in FLOP/s, bandwidths in B/s (read_bandwidth: mem_read, used only when read_bytes > 0);
-// a side with no work costs nothing. Throws sol::Error when the cost needs a ceiling that is
-// zero (unit unavailable) or read_bytes is not a part of bytes.
-Floor roofline_floor(const Cost& cost, double peak, double bandwidth, double read_bandwidth = 0);
+// peak in FLOP/s, bandwidths in B/s (read_bandwidth: mem_read, write_bandwidth: mem_write, used
+// only when read_bytes > 0); a side with no work costs nothing. Throws sol::Error when the cost
+// needs a ceiling that is zero (unit unavailable) or read_bytes is not a part of bytes.
+Floor roofline_floor(const Cost& cost, double peak, double bandwidth, double read_bandwidth = 0,
+                     double write_bandwidth = 0);
 Floor roofline_floor(const Cost& cost, const MachineProfile& machine, int threads);
 
 inline double sol_percent(const Floor& f, double measured_s) {

@@ -166,6 +166,26 @@ FULL_SPEED double copy_streams(float* dst, const float* src, size_t floats, long
   return double(passes) * double(per * S) * sizeof(float) * 2;
 }
 
+// One value, stored non-temporally over the streams' parts (the value changes each pass, so
+// no pass can be skipped as a repeat of the one before).
+template <int S>
+FULL_SPEED double write_streams(float* dst, size_t floats, long passes) {
+  constexpr int kLines = 8 / S;
+  const size_t per = floats / S / kStreamBlockFloats * kStreamBlockFloats;
+  for (long p = 0; p < passes; ++p) {
+    const __m512 v = _mm512_set1_ps(float(p));
+    for (size_t i = 0; i < per; i += 16 * kLines) {
+#pragma GCC unroll 8
+      for (int s = 0; s < S; ++s)
+#pragma GCC unroll 8
+        for (int j = 0; j < kLines; ++j) _mm512_stream_ps(dst + s * per + i + 16 * j, v);
+    }
+    _mm_sfence();
+    compiler_barrier();
+  }
+  return double(passes) * double(per * S) * sizeof(float);
+}
+
 // Non-temporal stores for `a`: a write-allocate read of `a` would be traffic the op never
 // asked for, and the ceiling is meant to be the best the memory system can do.
 template <int S>
@@ -216,6 +236,10 @@ double copy(float* dst, const float* src, size_t floats, long passes, bool non_t
     constexpr int S = decltype(s)::value;
     return non_temporal ? copy_streams<S, true>(dst, src, floats, passes) : copy_streams<S, false>(dst, src, floats, passes);
   });
+}
+
+double write(float* dst, size_t floats, long passes, int streams) {
+  return with_streams(streams, [&](auto s) { return write_streams<decltype(s)::value>(dst, floats, passes); });
 }
 
 double triad(float* a, const float* b, const float* c, size_t floats, long passes, int streams) {

@@ -194,6 +194,20 @@ Rate mem_triad_rate(const RateOptions& o) {
                          fastest_of_text(ceiling_loops::kStreamChoices) + ", " + mebibytes(arena.bytes()) + " in all"};
 }
 
+// The mirror of the read term's ceiling (decision 12 of docs/ARCHITECTURE.md): an op that writes
+// far more than it reads (MoE permute) is held to what a core's stores can stream.
+Rate mem_write_rate(const RateOptions& o) {
+  const StreamArena& arena = StreamArena::get();
+  StreamRate best = fastest_streams(
+      [&](int t, long passes, int streams, bool) {
+        std::span<float> s = split(arena.slice(t, o.threads), 0, 1);
+        return ceiling_loops::write(s.data(), s.size(), passes, streams);
+      },
+      o);
+  return {best.rate, "non-temporal stores, " + streams_text(best.streams) +
+                         fastest_of_text(ceiling_loops::kStreamChoices) + ", " + mebibytes(arena.bytes()) + " in all"};
+}
+
 // Half of L2 per thread: large enough that L1 (48 KiB here) serves almost none of it, small
 // enough that the L2's own conflicts and the page tables never push it out to L3. A sweep on
 // the Zen 5 guests (1 MiB L2), one thread: 64-384 KiB ~200 GB/s, 512-640 KiB ~250, 1 MiB ~155.
@@ -235,6 +249,7 @@ Rate measure_rate(Unit u, int threads, double seconds) {
     case Unit::mem_read: return mem_read_rate(o);
     case Unit::mem_copy: return mem_copy_rate(o);
     case Unit::mem_triad: return mem_triad_rate(o);
+    case Unit::mem_write: return mem_write_rate(o);
     case Unit::l2_read: return l2_read_rate(o);
     case Unit::clock: return clock_rate(o);
   }

@@ -13,7 +13,8 @@ std::string_view bound_name(Bound b) {
   return "?";
 }
 
-Floor roofline_floor(const Cost& cost, double peak, double bandwidth, double read_bandwidth) {
+Floor roofline_floor(const Cost& cost, double peak, double bandwidth, double read_bandwidth,
+                     double write_bandwidth) {
   check(cost.flops >= 0 && cost.bytes >= 0, "roofline", "negative cost: flops = ", cost.flops,
         ", bytes = ", cost.bytes);
   check(cost.read_bytes >= 0 && cost.read_bytes <= cost.bytes, "roofline", "read_bytes = ", cost.read_bytes,
@@ -21,6 +22,9 @@ Floor roofline_floor(const Cost& cost, double peak, double bandwidth, double rea
   const bool split = cost.read_bytes > 0 && cost.memory != Unit::mem_read;
   check(!split || read_bandwidth > 0, "roofline", "op reads from ", unit_name(Unit::mem_read),
         " but its ceiling is ", read_bandwidth);
+  const double written = split ? cost.bytes - cost.read_bytes : 0;
+  check(written == 0 || write_bandwidth > 0, "roofline", "op writes to ", unit_name(Unit::mem_write),
+        " but its ceiling is ", write_bandwidth);
   check(cost.flops == 0 || peak > 0, "roofline", "op needs unit ", unit_name(cost.compute),
         " but its ceiling is ", peak, " (unavailable on this machine?)");
   check(cost.bytes == 0 || bandwidth > 0, "roofline", "op needs level ", unit_name(cost.memory),
@@ -33,6 +37,10 @@ Floor roofline_floor(const Cost& cost, double peak, double bandwidth, double rea
     f.memory_s = cost.read_bytes / read_bandwidth;
     f.memory_unit = Unit::mem_read;
   }
+  if (written > 0 && written / write_bandwidth > f.memory_s) {
+    f.memory_s = written / write_bandwidth;
+    f.memory_unit = Unit::mem_write;
+  }
   f.floor_s = f.compute_s > f.memory_s ? f.compute_s : f.memory_s;
   f.bound = f.compute_s > f.memory_s ? Bound::compute : Bound::memory;
   return f;
@@ -41,8 +49,10 @@ Floor roofline_floor(const Cost& cost, double peak, double bandwidth, double rea
 Floor roofline_floor(const Cost& cost, const MachineProfile& machine, int threads) {
   double peak = cost.flops > 0 ? machine.value(cost.compute, threads) : 0;
   double bw = cost.bytes > 0 ? machine.value(cost.memory, threads) : 0;
-  double read_bw = cost.read_bytes > 0 ? machine.value(Unit::mem_read, threads) : 0;
-  return roofline_floor(cost, peak, bw, read_bw);
+  const bool split = cost.read_bytes > 0 && cost.memory != Unit::mem_read;
+  double read_bw = split ? machine.value(Unit::mem_read, threads) : 0;
+  double write_bw = split && cost.bytes > cost.read_bytes ? machine.value(Unit::mem_write, threads) : 0;
+  return roofline_floor(cost, peak, bw, read_bw, write_bw);
 }
 
 }  // namespace sol

@@ -17,13 +17,16 @@ Floor floor_with(const Cost& c, const MachineProfile& m, int threads, Unit paire
                  double paired_value) {
   double peak = c.flops > 0 ? m.value(c.compute, threads) : 0;
   double bw = c.bytes > 0 ? m.value(c.memory, threads) : 0;
-  double read_bw = c.read_bytes > 0 ? m.value(Unit::mem_read, threads) : 0;
+  const bool split = c.read_bytes > 0 && c.memory != Unit::mem_read;
+  double read_bw = split ? m.value(Unit::mem_read, threads) : 0;
+  double write_bw = split && c.bytes > c.read_bytes ? m.value(Unit::mem_write, threads) : 0;
   if (paired_value > 0) {
     if (paired_unit == c.compute) peak = paired_value;
     if (paired_unit == c.memory) bw = paired_value;
-    if (paired_unit == Unit::mem_read && c.read_bytes > 0) read_bw = paired_value;
+    if (paired_unit == Unit::mem_read && split) read_bw = paired_value;
+    if (paired_unit == Unit::mem_write && write_bw > 0) write_bw = paired_value;
   }
-  return roofline_floor(c, peak, bw, read_bw);
+  return roofline_floor(c, peak, bw, read_bw, write_bw);
 }
 
 double measure_now(Unit u, int threads) {

@@ -46,7 +46,7 @@ python3 - "$tmp/out" <<'PY' && pass "hw json has every unit" || fail "hw json ha
 import json, sys
 p = json.load(open(sys.argv[1]))
 units = {c["unit"] for c in p["ceilings"]}
-need = {"fma_f32", "dot_bf16", "dot_s8", "amx_bf16", "amx_int8", "mem_read", "mem_copy", "mem_triad", "l2_read", "clock"}
+need = {"fma_f32", "dot_bf16", "dot_s8", "amx_bf16", "amx_int8", "mem_read", "mem_copy", "mem_write", "mem_triad", "l2_read", "clock"}
 assert need <= units, need - units
 for c in p["ceilings"]:
     assert (c["one_thread"] > 0) == c["available"], c

@@ -43,8 +43,9 @@ TEST(Ceilings, QuickFmaIsPlausible) { expect_plausible(Unit::fma_f32, 10e9, 1000
 TEST(Ceilings, QuickMemReadIsPlausible) { expect_plausible(Unit::mem_read, 1e9, 500e9); }
 TEST(Ceilings, QuickClockIsPlausible) { expect_plausible(Unit::clock, 0.5e9, 7e9); }
 TEST(Ceilings, QuickL2ReadIsPlausible) { expect_plausible(Unit::l2_read, 10e9, 5000e9); }
-TEST(Ceilings, QuickCopyAndTriadArePlausible) {
+TEST(Ceilings, QuickCopyWriteAndTriadArePlausible) {
   expect_plausible(Unit::mem_copy, 1e9, 1000e9);
+  expect_plausible(Unit::mem_write, 1e9, 1000e9);
   expect_plausible(Unit::mem_triad, 1e9, 1000e9);
 }
 

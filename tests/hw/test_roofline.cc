@@ -25,13 +25,13 @@ TEST(Roofline, FloorIsTheLargerSide) {
 // core reads at 40 GB/s, so its reads alone need 0.2 s, and that is the floor.
 TEST(Roofline, ReadTermBindsWhenReadsDominate) {
   Cost unpermute{0, 9e9, Unit::fma_f32, Unit::mem_copy, 8e9};
-  Floor f = roofline_floor(unpermute, 0, 6e10, 4e10);
+  Floor f = roofline_floor(unpermute, 0, 6e10, 4e10, 4e10);
   EXPECT_DOUBLE_EQ(f.floor_s, 0.2);
   EXPECT_EQ(f.bound, Bound::memory);
   EXPECT_EQ(f.memory_unit, Unit::mem_read);
   // Equal reads and writes (a norm): the copy term binds, the read term is smaller.
   Cost norm{0, 8e9, Unit::fma_f32, Unit::mem_copy, 4e9};
-  f = roofline_floor(norm, 0, 6e10, 4e10);
+  f = roofline_floor(norm, 0, 6e10, 4e10, 4e10);
   EXPECT_DOUBLE_EQ(f.memory_s, 8e9 / 6e10);
   EXPECT_EQ(f.memory_unit, Unit::mem_copy);
   // No split given: no read term, whatever the read bandwidth.
@@ -44,14 +44,28 @@ TEST(Roofline, ReadTermBindsWhenReadsDominate) {
   EXPECT_EQ(f.memory_unit, Unit::mem_read);
   // A compute-bound op keeps its compute bound.
   Cost gemm{1e12, 9e9, Unit::fma_f32, Unit::mem_copy, 8e9};
-  EXPECT_EQ(roofline_floor(gemm, 1e12, 6e10, 4e10).bound, Bound::compute);
+  EXPECT_EQ(roofline_floor(gemm, 1e12, 6e10, 4e10, 4e10).bound, Bound::compute);
+}
+
+// The mirror: an op that reads 1 GB and writes 8 GB (MoE permute) at a 60 GB/s copy, 40 GB/s
+// read and 30 GB/s write ceiling needs 8/30 s for its writes, above the copy term's 0.15 s.
+TEST(Roofline, WriteTermBindsWhenWritesDominate) {
+  Cost permute{0, 9e9, Unit::fma_f32, Unit::mem_copy, 1e9};
+  Floor f = roofline_floor(permute, 0, 6e10, 4e10, 3e10);
+  EXPECT_DOUBLE_EQ(f.floor_s, 8e9 / 3e10);
+  EXPECT_EQ(f.memory_unit, Unit::mem_write);
+  // A read-only op (bytes == read_bytes) writes nothing: no write ceiling is needed.
+  Cost read_only{0, 4e9, Unit::fma_f32, Unit::mem_copy, 4e9};
+  EXPECT_DOUBLE_EQ(roofline_floor(read_only, 0, 6e10, 4e10, 0).floor_s, 0.1);
+  // Writes given but no write ceiling: an error, not a zero term.
+  EXPECT_THROW(roofline_floor(permute, 0, 6e10, 4e10, 0), Error);
 }
 
 TEST(Roofline, ReadBytesMustBeAPartOfBytes) {
-  EXPECT_THROW(roofline_floor(Cost{0, 1e9, Unit::fma_f32, Unit::mem_copy, 2e9}, 0, 6e10, 4e10), Error);
-  EXPECT_THROW(roofline_floor(Cost{0, 1e9, Unit::fma_f32, Unit::mem_copy, -1}, 0, 6e10, 4e10), Error);
+  EXPECT_THROW(roofline_floor(Cost{0, 1e9, Unit::fma_f32, Unit::mem_copy, 2e9}, 0, 6e10, 4e10, 4e10), Error);
+  EXPECT_THROW(roofline_floor(Cost{0, 1e9, Unit::fma_f32, Unit::mem_copy, -1}, 0, 6e10, 4e10, 4e10), Error);
   // The read ceiling is needed once read_bytes are given (unmeasured: an error, not a zero floor).
-  EXPECT_THROW(roofline_floor(Cost{0, 1e9, Unit::fma_f32, Unit::mem_copy, 5e8}, 0, 6e10, 0), Error);
+  EXPECT_THROW(roofline_floor(Cost{0, 1e9, Unit::fma_f32, Unit::mem_copy, 5e8}, 0, 6e10, 0, 4e10), Error);
 }
 
 TEST(Roofline, MissingCeilingIsAnError) {

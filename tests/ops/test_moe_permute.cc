@@ -12,6 +12,7 @@
 #include "sol/error.h"
 #include "sol/moe_permute.h"
 #include "sol/registry.h"
+#include "sol/threads.h"
 
 namespace sol {
 namespace {
@@ -93,6 +94,35 @@ TEST(MoePermute, I64IdsPermuteAsTheirI32Values) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("topk_idx[1, 1] = 4294967298 outside [0, 9)"), std::string::npos) << e.what();
   }
+}
+
+// Large enough that x_perm is streamed (non-temporal rows, one fence per thread), on one and two
+// threads: every routed row equals its token's row, every padding row is zero.
+TEST(MoePermute, StreamedPermuteEveryRowOnOneAndTwoThreads) {
+  const int64_t tokens = 700, k = 7, experts = 13, h = 1200;  // ~28 MB of f32 rows
+  Buffer ids(DType::i32, {tokens, k});
+  for (int64_t i = 0; i < tokens * k; ++i) ids.tensor().data_as<int32_t>()[i] = int32_t((i * 5 + i / 9) % experts);
+  ids.tensor().data_as<int32_t>()[3] = -1;
+  const int64_t rows = moe_permuted_rows(ids, experts, 16);
+  Buffer x(DType::f32, {tokens, h});
+  fill_bytes(x, 9);
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    Buffer perm(DType::f32, {rows, h}), layout(DType::i32, {rows}), row_of(DType::i32, {tokens, k});
+    poison(perm);
+    moe_permute(x, ids, experts, 16, perm, layout, row_of);
+    std::vector<int64_t> token_of(size_t(rows), -1);
+    for (int64_t i = 0; i < tokens * k; ++i)
+      if (row_of.tensor().data_as<int32_t>()[i] >= 0) token_of[size_t(row_of.tensor().data_as<int32_t>()[i])] = i / k;
+    const size_t row_bytes = size_t(h) * sizeof(float);
+    const std::vector<char> zero(row_bytes, 0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const char* got = perm.tensor().data_as<const char>() + r * int64_t(row_bytes);
+      const char* want = token_of[size_t(r)] < 0 ? zero.data() : x.tensor().data_as<const char>() + token_of[size_t(r)] * int64_t(row_bytes);
+      ASSERT_EQ(std::memcmp(got, want, row_bytes), 0) << "row " << r << ", " << threads << " threads";
+    }
+  }
+  set_num_threads(0);
 }
 
 // The combine's definition, written plainly: per output element, the routed rows in order

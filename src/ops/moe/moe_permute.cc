@@ -112,8 +112,10 @@ void moe_permute(const Tensor& x, const Tensor& idx, int64_t experts, int64_t al
       for (int64_t t = t0; t < t1; ++t) {
         const char* s = x.data_as<const char>() + t * row_bytes;
         for (int64_t j = 0; j < k; ++j)
-          if (ro[t * k + j] >= 0) kernels::copy_bytes_avx512(out + ro[t * k + j] * row_bytes, s, row_bytes, stream);
+          if (ro[t * k + j] >= 0)
+            kernels::copy_bytes_avx512(out + ro[t * k + j] * row_bytes, s, row_bytes, stream, /*fence=*/false);
       }
+      if (stream) kernels::stream_fence_avx512();  // once per thread, before the op returns
     });
     for (int64_t r = 0; r < rows; ++r)
       if (gl[r] < 0) std::memset(out + r * row_bytes, 0, size_t(row_bytes));

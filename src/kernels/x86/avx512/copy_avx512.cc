@@ -9,7 +9,9 @@ namespace sol::kernels {
 // 4 zmm per iteration: enough loads in flight to keep the line-fill buffers busy; more did not
 // help on a single stream. The head is peeled so every store is 64-byte aligned (a streaming
 // store must be, and aligned regular stores never split a line).
-void copy_bytes_avx512(void* dst, const void* src, int64_t bytes, bool nontemporal) {
+void stream_fence_avx512() { _mm_sfence(); }
+
+void copy_bytes_avx512(void* dst, const void* src, int64_t bytes, bool nontemporal, bool fence) {
   auto* d = static_cast<char*>(dst);
   auto* s = static_cast<const char*>(src);
   if (bytes < 256) {
@@ -29,7 +31,7 @@ void copy_bytes_avx512(void* dst, const void* src, int64_t bytes, bool nontempor
       _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i + 128), c);
       _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i + 192), e);
     }
-    _mm_sfence();
+    if (fence) _mm_sfence();
   } else {
     for (int64_t i = 0; i < body; i += 256) {
       __m512i a = _mm512_loadu_si512(s + i), b = _mm512_loadu_si512(s + i + 64);
