@@ -114,76 +114,61 @@ double dot_bf16(int accumulators, long iterations) {
 
 namespace {
 
-// Eight loads per trip into eight accumulators: enough lines in flight for the prefetchers,
-// and 8 chains cover vaddps latency (3-4) x 2 ports, so the adds never limit an L2-resident
-// read. With S streams the array is cut into S equal parts and each trip takes 8/S lines from
-// every part in turn: one core's DRAM read is bound by the misses it keeps in flight, and the
-// hardware prefetchers keep more of them in flight for several streams than for one.
-// kPrefetch: every line is also requested kReadPrefetchBytes ahead (software prefetch, as a
-// kernel streaming one row would do; past the end of a part it only touches the next one).
-template <int S, bool kPrefetch>
-FULL_SPEED double read_streams(const float* data, size_t floats, long passes) {
+// The walk every streaming loop shares. With S streams the array is cut into S equal parts of
+// whole blocks, and each trip takes 8/S lines from every part in turn: one core's DRAM read is
+// bound by the misses it keeps in flight, and the hardware prefetchers keep more of them in
+// flight for several streams than for one. line(k, slot, pass) gets the line's first float k
+// and its slot 0..7 in the trip. kFence: an sfence after each pass (streaming stores are weakly
+// ordered; finish them inside the timing). Returns the floats walked.
+template <int S, bool kFence, class Line>
+[[gnu::always_inline]] inline double walk_streams(size_t floats, long passes, const Line& line) {
   constexpr int kLines = 8 / S;
   const size_t per = floats / S / kStreamBlockFloats * kStreamBlockFloats;
-  __m512 acc[8];
-  for (int j = 0; j < 8; ++j) acc[j] = _mm512_setzero_ps();
   for (long p = 0; p < passes; ++p) {
     for (size_t i = 0; i < per; i += 16 * kLines) {
 #pragma GCC unroll 8
       for (int s = 0; s < S; ++s)
 #pragma GCC unroll 8
-        for (int j = 0; j < kLines; ++j) {
-          const float* line = data + s * per + i + 16 * j;
-          if constexpr (kPrefetch) _mm_prefetch(reinterpret_cast<const char*>(line) + kReadPrefetchBytes, _MM_HINT_T0);
-          acc[s * kLines + j] = _mm512_add_ps(acc[s * kLines + j], _mm512_load_ps(line));
-        }
+        for (int j = 0; j < kLines; ++j) line(s * per + i + 16 * j, s * kLines + j, p);
     }
+    if constexpr (kFence) _mm_sfence();
+    compiler_barrier();
   }
+  return double(passes) * double(per * S);
+}
+
+// Eight loads per trip into eight accumulators: enough lines in flight for the prefetchers,
+// and 8 chains cover vaddps latency (3-4) x 2 ports, so the adds never limit an L2-resident
+// read. kPrefetch: every line is also requested kReadPrefetchBytes ahead (software prefetch,
+// as a kernel streaming one row would do; past the end of a part it only touches the next one).
+template <int S, bool kPrefetch>
+FULL_SPEED double read_streams(const float* data, size_t floats, long passes) {
+  __m512 acc[8];
+  for (int j = 0; j < 8; ++j) acc[j] = _mm512_setzero_ps();
+  const double walked = walk_streams<S, false>(floats, passes, [&](size_t k, int slot, long) __attribute__((always_inline)) {
+    if constexpr (kPrefetch) _mm_prefetch(reinterpret_cast<const char*>(data + k) + kReadPrefetchBytes, _MM_HINT_T0);
+    acc[slot] = _mm512_add_ps(acc[slot], _mm512_load_ps(data + k));
+  });
   for (int j = 1; j < 8; ++j) acc[0] = _mm512_add_ps(acc[0], acc[j]);
   keep(acc[0]);
-  return double(passes) * double(per * S) * sizeof(float);
+  return walked * sizeof(float);
 }
 
 template <int S, bool kNonTemporal>
 FULL_SPEED double copy_streams(float* dst, const float* src, size_t floats, long passes) {
-  constexpr int kLines = 8 / S;
-  const size_t per = floats / S / kStreamBlockFloats * kStreamBlockFloats;
-  for (long p = 0; p < passes; ++p) {
-    for (size_t i = 0; i < per; i += 16 * kLines) {
-#pragma GCC unroll 8
-      for (int s = 0; s < S; ++s)
-#pragma GCC unroll 8
-        for (int j = 0; j < kLines; ++j) {
-          const size_t k = s * per + i + 16 * j;
-          if constexpr (kNonTemporal) _mm512_stream_ps(dst + k, _mm512_load_ps(src + k));
-          else _mm512_store_ps(dst + k, _mm512_load_ps(src + k));
-        }
-    }
-    // Streaming stores are weakly ordered; finish them inside the timing.
-    if constexpr (kNonTemporal) _mm_sfence();
-    compiler_barrier();
-  }
-  return double(passes) * double(per * S) * sizeof(float) * 2;
+  return 2 * sizeof(float) * walk_streams<S, kNonTemporal>(floats, passes, [&](size_t k, int, long) __attribute__((always_inline)) {
+    if constexpr (kNonTemporal) _mm512_stream_ps(dst + k, _mm512_load_ps(src + k));
+    else _mm512_store_ps(dst + k, _mm512_load_ps(src + k));
+  });
 }
 
-// One value, stored non-temporally over the streams' parts (the value changes each pass, so
-// no pass can be skipped as a repeat of the one before).
+// One value per pass, stored non-temporally (the value changes each pass, so no pass can be
+// skipped as a repeat of the one before).
 template <int S>
 FULL_SPEED double write_streams(float* dst, size_t floats, long passes) {
-  constexpr int kLines = 8 / S;
-  const size_t per = floats / S / kStreamBlockFloats * kStreamBlockFloats;
-  for (long p = 0; p < passes; ++p) {
-    const __m512 v = _mm512_set1_ps(float(p));
-    for (size_t i = 0; i < per; i += 16 * kLines) {
-#pragma GCC unroll 8
-      for (int s = 0; s < S; ++s)
-#pragma GCC unroll 8
-        for (int j = 0; j < kLines; ++j) _mm512_stream_ps(dst + s * per + i + 16 * j, v);
-    }
-    _mm_sfence();
-    compiler_barrier();
-  }
-  return double(passes) * double(per * S) * sizeof(float);
+  return sizeof(float) * walk_streams<S, true>(floats, passes, [&](size_t k, int, long p) __attribute__((always_inline)) {
+    _mm512_stream_ps(dst + k, _mm512_set1_ps(float(p)));
+  });
 }
 
 // Non-temporal stores for `a`: a write-allocate read of `a` would be traffic the op never
@@ -191,23 +176,10 @@ FULL_SPEED double write_streams(float* dst, size_t floats, long passes) {
 template <int S>
 FULL_SPEED double triad_streams(float* a, const float* b, const float* c, size_t floats,
                                 long passes) {
-  constexpr int kLines = 8 / S;
-  const size_t per = floats / S / kStreamBlockFloats * kStreamBlockFloats;
   const __m512 scale = _mm512_set1_ps(0.5f);
-  for (long p = 0; p < passes; ++p) {
-    for (size_t i = 0; i < per; i += 16 * kLines) {
-#pragma GCC unroll 8
-      for (int s = 0; s < S; ++s)
-#pragma GCC unroll 8
-        for (int j = 0; j < kLines; ++j) {
-          const size_t k = s * per + i + 16 * j;
-          _mm512_stream_ps(a + k, _mm512_fmadd_ps(scale, _mm512_load_ps(c + k), _mm512_load_ps(b + k)));
-        }
-    }
-    _mm_sfence();
-    compiler_barrier();
-  }
-  return double(passes) * double(per * S) * sizeof(float) * 3;
+  return 3 * sizeof(float) * walk_streams<S, true>(floats, passes, [&](size_t k, int, long) __attribute__((always_inline)) {
+    _mm512_stream_ps(a + k, _mm512_fmadd_ps(scale, _mm512_load_ps(c + k), _mm512_load_ps(b + k)));
+  });
 }
 
 // f(std::integral_constant<int, S>) for the built stream counts S (kStreamChoices).
