@@ -21,6 +21,10 @@ struct Cost {
   Unit memory = Unit::mem_copy;   // the level the bytes move through
   double read_bytes = 0;          // of `bytes`, those read from DRAM (the rest are written);
                                   // 0: not split (the read and write terms are left out)
+
+  // Whether the read and write terms apply (a read-level cost has no copy term to split).
+  bool split() const { return read_bytes > 0 && memory != Unit::mem_read; }
+  double written_bytes() const { return split() ? bytes - read_bytes : 0; }
 };
 
 enum class Bound { compute, memory, link };
@@ -40,6 +44,13 @@ struct Floor {
 Floor roofline_floor(const Cost& cost, double peak, double bandwidth, double read_bandwidth = 0,
                      double write_bandwidth = 0);
 Floor roofline_floor(const Cost& cost, const MachineProfile& machine, int threads);
+
+// The ceilings a cost needs, from a profile (zero where it needs none); `sol bench` replaces
+// the one it re-measured beside the op before taking the floor.
+struct FloorCeilings {
+  double peak = 0, bandwidth = 0, read_bandwidth = 0, write_bandwidth = 0;
+};
+FloorCeilings floor_ceilings(const Cost& cost, const MachineProfile& machine, int threads);
 
 inline double sol_percent(const Floor& f, double measured_s) {
   return measured_s > 0 ? 100.0 * f.floor_s / measured_s : 0.0;

@@ -19,10 +19,10 @@ Floor roofline_floor(const Cost& cost, double peak, double bandwidth, double rea
         ", bytes = ", cost.bytes);
   check(cost.read_bytes >= 0 && cost.read_bytes <= cost.bytes, "roofline", "read_bytes = ", cost.read_bytes,
         " is not a part of bytes = ", cost.bytes);
-  const bool split = cost.read_bytes > 0 && cost.memory != Unit::mem_read;
+  const bool split = cost.split();
   check(!split || read_bandwidth > 0, "roofline", "op reads from ", unit_name(Unit::mem_read),
         " but its ceiling is ", read_bandwidth);
-  const double written = split ? cost.bytes - cost.read_bytes : 0;
+  const double written = cost.written_bytes();
   check(written == 0 || write_bandwidth > 0, "roofline", "op writes to ", unit_name(Unit::mem_write),
         " but its ceiling is ", write_bandwidth);
   check(cost.flops == 0 || peak > 0, "roofline", "op needs unit ", unit_name(cost.compute),
@@ -46,13 +46,18 @@ Floor roofline_floor(const Cost& cost, double peak, double bandwidth, double rea
   return f;
 }
 
+FloorCeilings floor_ceilings(const Cost& cost, const MachineProfile& machine, int threads) {
+  FloorCeilings c;
+  if (cost.flops > 0) c.peak = machine.value(cost.compute, threads);
+  if (cost.bytes > 0) c.bandwidth = machine.value(cost.memory, threads);
+  if (cost.split()) c.read_bandwidth = machine.value(Unit::mem_read, threads);
+  if (cost.written_bytes() > 0) c.write_bandwidth = machine.value(Unit::mem_write, threads);
+  return c;
+}
+
 Floor roofline_floor(const Cost& cost, const MachineProfile& machine, int threads) {
-  double peak = cost.flops > 0 ? machine.value(cost.compute, threads) : 0;
-  double bw = cost.bytes > 0 ? machine.value(cost.memory, threads) : 0;
-  const bool split = cost.read_bytes > 0 && cost.memory != Unit::mem_read;
-  double read_bw = split ? machine.value(Unit::mem_read, threads) : 0;
-  double write_bw = split && cost.bytes > cost.read_bytes ? machine.value(Unit::mem_write, threads) : 0;
-  return roofline_floor(cost, peak, bw, read_bw, write_bw);
+  const FloorCeilings c = floor_ceilings(cost, machine, threads);
+  return roofline_floor(cost, c.peak, c.bandwidth, c.read_bandwidth, c.write_bandwidth);
 }
 
 }  // namespace sol

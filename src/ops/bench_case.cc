@@ -15,18 +15,14 @@ struct ThreadScope {
 
 Floor floor_with(const Cost& c, const MachineProfile& m, int threads, Unit paired_unit,
                  double paired_value) {
-  double peak = c.flops > 0 ? m.value(c.compute, threads) : 0;
-  double bw = c.bytes > 0 ? m.value(c.memory, threads) : 0;
-  const bool split = c.read_bytes > 0 && c.memory != Unit::mem_read;
-  double read_bw = split ? m.value(Unit::mem_read, threads) : 0;
-  double write_bw = split && c.bytes > c.read_bytes ? m.value(Unit::mem_write, threads) : 0;
+  FloorCeilings k = floor_ceilings(c, m, threads);
   if (paired_value > 0) {
-    if (paired_unit == c.compute) peak = paired_value;
-    if (paired_unit == c.memory) bw = paired_value;
-    if (paired_unit == Unit::mem_read && split) read_bw = paired_value;
-    if (paired_unit == Unit::mem_write && write_bw > 0) write_bw = paired_value;
+    if (paired_unit == c.compute) k.peak = paired_value;
+    if (paired_unit == c.memory) k.bandwidth = paired_value;
+    if (paired_unit == Unit::mem_read && k.read_bandwidth > 0) k.read_bandwidth = paired_value;
+    if (paired_unit == Unit::mem_write && k.write_bandwidth > 0) k.write_bandwidth = paired_value;
   }
-  return roofline_floor(c, peak, bw, read_bw, write_bw);
+  return roofline_floor(c, k.peak, k.bandwidth, k.read_bandwidth, k.write_bandwidth);
 }
 
 double measure_now(Unit u, int threads) {
