@@ -165,15 +165,15 @@ void route_i32(const Tensor& logits, const Tensor& topk_idx, const Tensor& topk_
   const int64_t row_bytes = e * int64_t(dtype_size(logits.dtype()));
   // The vector choice needs groups of whole 16-lane vectors (DeepSeek-V3: 32 experts), at most
   // 16 of them; other shapes take the scalar choice on every path.
-  const bool vector_choice =
-      active_isa() >= Isa::avx512 && (o.n_group == 1 || (per_group % 16 == 0 && o.n_group <= 16));
-  if (active_isa() >= Isa::avx512 && o.scoring == Scoring::sigmoid && kernels::route_sigmoid_rows_fits(e, o.n_group)) {
+  const bool avx512 = active_isa() >= Isa::avx512;  // read once: it re-reads SOL_ISA
+  const bool vector_choice = avx512 && (o.n_group == 1 || (per_group % 16 == 0 && o.n_group <= 16));
+  if (avx512 && o.scoring == Scoring::sigmoid && kernels::route_sigmoid_rows_fits(e, o.n_group)) {
     const kernels::RouteSigmoidRows r{logits.data(), logits.dtype(), e, o.n_group, o.topk_group, o.top_k, bias,
                                       o.renormalize, o.scaling, topk_idx.data_as<int32_t>(), topk_weights.data_as<float>()};
     parallel_ranges(tokens, 16, [&](int64_t t0, int64_t t1) { kernels::route_sigmoid_rows_avx512(r, t0, t1); });
     return;
   }
-  if (active_isa() >= Isa::avx512 && o.scoring == Scoring::softmax &&
+  if (avx512 && o.scoring == Scoring::softmax &&
       kernels::route_softmax_lanes_fit(e, o.top_k, o.n_group, logits.dtype())) {
     const kernels::RouteSoftmaxLanes r{logits.data_as<const float>(), e, o.top_k, bias, o.renormalize, o.scaling,
                                        topk_idx.data_as<int32_t>(), topk_weights.data_as<float>()};
