@@ -365,49 +365,61 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
   // The next row's lines, one per 32 elements of this one, as the norms' output passes do.
   const char* next = next_row ? reinterpret_cast<const char*>(next_row) : reinterpret_cast<const char*>(kIdleRow);
   const int64_t next_step = next_row ? group * 2 : 0;
-  // Software-pipelined by one group: group g + 1 is normalised into a two-slot L1 buffer, its
-  // abs-max reduced and its scale divided out, while group g is encoded from the buffer with a
-  // multiplier already known. Encoding each group right after its own reduction and division
-  // (a ~60-cycle chain) left the vector scheduler full of waiting encode work: 1.35 us per
-  // 7168-wide row against 0.97 for the two-pass code (docs/perf/layer-ops.md, session 5).
-  alignas(64) float buf[2][group];  // f32 scales: f32 values; UE8M0: bf16 in the first half
+  // Software-pipelined by kAhead groups: group g + kAhead is normalised into an L1 buffer of
+  // kAhead + 1 slots, its abs-max reduced and its scale divided out, while group g is encoded
+  // from the buffer with a multiplier already known. Encoding each group right after its own
+  // reduction and division (a ~60-cycle chain) left the vector scheduler full of waiting
+  // encode work: 1.35 us per 7168-wide row against 0.97 for a two-pass code (session 5); one
+  // group of lead recovered that, three gain another 2-3% (session 7; 1, 3, 5 and 7 measured).
+  constexpr int kAhead = 3, kSlots = kAhead + 1;
+  alignas(64) float buf[kSlots][group];  // f32 scales: f32 values; UE8M0: bf16 in the first half
   const int64_t groups = cols / group;
   // Groups holding NaN or inf are encoded after each run of 64 groups: a call inside the loop
   // would clobber every vector register there (all are caller-saved), and GCC then rebuilt the
   // loop's constants on every group.
-  auto produce = [&](int64_t g, float& mult) __attribute__((always_inline)) {
+  struct Made {
+    bool ok = false;  // false: the group holds NaN or inf
+    float mult = 0;
+  };
+  auto produce = [&](int64_t g) __attribute__((always_inline)) {
     for (int64_t l = 0; l < group * 2; l += 64) _mm_prefetch(next + l, _MM_HINT_T0);
     next += next_step;
-    const uint32_t amax_bits = rms_group<kBlocks64, !kUe8m0>(x + g * group, w_eo + g * group, iv, buf[g & 1]);
+    const uint32_t amax_bits = rms_group<kBlocks64, !kUe8m0>(x + g * group, w_eo + g * group, iv, buf[g % kSlots]);
     // inf groups too (they would come out the same through the main path: scale inf,
     // multiplier 0, every product 0 or NaN, encoded by the exact fallback), so one rule holds.
-    if (__builtin_expect(amax_bits >= 0x7F800000u, 0)) return false;
+    Made made;
+    if (__builtin_expect(amax_bits >= 0x7F800000u, 0)) return made;
     float amax, scale;
     __builtin_memcpy(&amax, &amax_bits, 4);
-    finite_group_scale(amax, kUe8m0, scale, mult);
+    finite_group_scale(amax, kUe8m0, scale, made.mult);
     scales[g * scale_stride] = scale;
-    return true;
+    made.ok = true;
+    return made;
   };
   for (int64_t g0 = 0; g0 < groups; g0 += 64) {
     const int64_t g1 = groups - g0 < 64 ? groups : g0 + 64;
     uint64_t special = 0;
-    float mult = 0, mult_next = 0;
-    bool ok = produce(g0, mult);
+    // made[k]: group g + k's result; a queue shifted by one each group, with constant indices
+    // only, so that it stays in registers.
+    Made made[kAhead];
+    for (int k = 0; k < kAhead; ++k)
+      if (g0 + k < g1) made[k] = produce(g0 + k);
     for (int64_t g = g0; g < g1; ++g) {
-      const bool ok_next = g + 1 < g1 && produce(g + 1, mult_next);
-      if (__builtin_expect(ok, 1)) {
-        const GroupCode gc = group_code<kUe8m0>(mult);
+      const Made cur = made[0];
+      for (int k = 0; k + 1 < kAhead; ++k) made[k] = made[k + 1];
+      if (g + kAhead < g1) made[kAhead - 1] = produce(g + kAhead);
+      if (__builtin_expect(cur.ok, 1)) {
+        const GroupCode gc = group_code<kUe8m0>(cur.mult);
+        const float* b = buf[g % kSlots];
         if constexpr (kUe8m0) {
-          const auto* b = reinterpret_cast<const uint16_t*>(buf[g & 1]);
-          for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream, true>(b + i, gc, q + g * group + i);
+          const auto* h = reinterpret_cast<const uint16_t*>(b);
+          for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream, true>(h + i, gc, q + g * group + i);
         } else {
-          for (int64_t i = 0; i < group; i += 64)
-            quant64_f32_even_odd<kStream>(buf[g & 1] + i, gc.mv, q + g * group + i, fixed);
+          for (int64_t i = 0; i < group; i += 64) quant64_f32_even_odd<kStream>(b + i, gc.mv, q + g * group + i, fixed);
         }
       } else {
         special |= uint64_t(1) << (g - g0);
       }
-      ok = ok_next, mult = mult_next;
     }
     for (; special; special &= special - 1) {
       const int64_t g = g0 + __builtin_ctzll(special), base = g * group;
