@@ -25,9 +25,11 @@ void dequant_scale_avx512(const uint8_t* q, float s, float* out, int64_t n);
 // the row read from L1 a second time rather than staged through memory. Bit-identical to the
 // composition of the primitives above with convert_scalar. stream: q is written with
 // non-temporal stores (when it is 64-byte aligned and the rows are bf16 with groups a multiple
-// of 64), followed by _mm_sfence().
+// of 64), followed by _mm_sfence() unless fence is false: then the caller issues one
+// stream_fence_avx512() (kernels/copy.h) after its batch of rows (a fence per row waits for the
+// row's lines to drain: dequantization -10 to -20% without it, docs/perf/layer-ops.md session 7).
 void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, bool ue8m0,
-                           uint8_t* q, float* scales, int64_t scale_stride, bool stream);
+                           uint8_t* q, float* scales, int64_t scale_stride, bool stream, bool fence = true);
 
 // quant_row_e4m3_avx512 of a bf16 row whose groups' partial maxima of |x| are given (32 bf16
 // magnitude words per group, as rms_apply_bf16_amax_avx512 makes them); group a multiple of 64.
@@ -75,8 +77,8 @@ bool rms_quant_row_bf16_avx512(const uint16_t* x, float inv, const float* w_eo, 
                                const uint16_t* next_row);
 // One row of dequantization: y[i] = round_y(e4m3_to_f32(q[i]) * scales[(i / group) * stride]).
 // Handles groups that are a multiple of 64 (returns false, touching nothing, otherwise);
-// stream as quant_row_e4m3_avx512, for y.
+// stream and fence as quant_row_e4m3_avx512, for y.
 bool dequant_row_avx512(const uint8_t* q, const float* scales, int64_t scale_stride, int64_t cols, int64_t group,
-                        void* y, DType yt, bool stream);
+                        void* y, DType yt, bool stream, bool fence = true);
 
 }  // namespace sol::kernels

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/convert.h"
+#include "kernels/copy.h"
 #include "kernels/quant.h"
 #include "ops/common/parallel.h"
 #include "ops/common/rows.h"
@@ -107,10 +108,13 @@ void quant_fp8_per_token(const Tensor& x, const Tensor& q, const Tensor& scales,
   const bool stream = should_stream(q.nbytes());
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     if (fused) {
+      // Streamed rows are fenced once per thread, not once per row (kernels/quant.h).
       for (int64_t r = r0; r < r1; ++r)
         kernels::quant_row_e4m3_avx512(row_at(x, r), x.dtype(), cols, opt.group, opt.scale == ScaleFormat::ue8m0,
                                        reinterpret_cast<uint8_t*>(row_at(q, r)),
-                                       reinterpret_cast<float*>(row_at(scales, r)), scales.stride(1), stream);
+                                       reinterpret_cast<float*>(row_at(scales, r)), scales.stride(1), stream,
+                                       /*fence=*/false);
+      if (stream) kernels::stream_fence_avx512();
       return;
     }
     std::vector<float> scaled(static_cast<size_t>(cols));  // one row, L1/L2-resident between the passes
@@ -259,10 +263,12 @@ void dequant_fp8_per_token(const Tensor& q, const Tensor& scales, const Tensor& 
   if (k.avx512 && opt.group % 64 == 0) {
     const bool stream = should_stream(y.nbytes());
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+      // Streamed rows are fenced once per thread, not once per row (kernels/quant.h).
       for (int64_t r = r0; r < r1; ++r)
         kernels::dequant_row_avx512(reinterpret_cast<const uint8_t*>(row_at(q, r)),
                                     reinterpret_cast<const float*>(row_at(scales, r)), scales.stride(1), cols,
-                                    opt.group, row_at(y, r), y.dtype(), stream);
+                                    opt.group, row_at(y, r), y.dtype(), stream, /*fence=*/false);
+      if (stream) kernels::stream_fence_avx512();
     });
     return;
   }

@@ -436,7 +436,7 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
 // without (docs/perf/layer-ops.md, session 4).
 template <bool kStream, bool kUe8m0, bool kGivenAmax = false>
 void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q, float* scales,
-                      int64_t scale_stride, const uint16_t* amax32 = nullptr) {
+                      int64_t scale_stride, const uint16_t* amax32 = nullptr, bool fence = true) {
   constexpr bool ue8m0 = kUe8m0;
   constexpr int kLanes = 16;
   alignas(64) uint32_t amax_bits[kLanes];
@@ -460,7 +460,8 @@ void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q
       encode_group_bf16<kStream, kUe8m0>(x + base, group, mult_of[g], (special >> g) & 1, q + base);
     }
   }
-  if constexpr (kStream) _mm_sfence();
+  if constexpr (kStream)
+    if (fence) _mm_sfence();
 }
 
 // ---- dequantization, groups a multiple of 64 ----
@@ -553,7 +554,7 @@ template <bool kStream>
 
 template <DType YT, bool kStream>
 void dequant_row_t(const uint8_t* q, const float* scales, int64_t scale_stride, int64_t cols, int64_t group,
-                   void* y) {
+                   void* y, bool fence) {
   const DequantConstants k;
   for (int64_t g = 0; g * group < cols; ++g) {
     const float s = scales[g * scale_stride];
@@ -570,7 +571,8 @@ void dequant_row_t(const uint8_t* q, const float* scales, int64_t scale_stride, 
       dequant64<YT, kStream>(q, sv, y, i);
     }
   }
-  if constexpr (kStream) _mm_sfence();
+  if constexpr (kStream)
+    if (fence) _mm_sfence();
 }
 
 // The running maximum of |x| (as 16-bit magnitude words, 32 per 128-wide group) of one group
@@ -668,27 +670,27 @@ void quant_panel_mults_bf16_avx512(const uint16_t* x, int64_t x_stride, int64_t 
 }
 
 bool dequant_row_avx512(const uint8_t* q, const float* scales, int64_t scale_stride, int64_t cols, int64_t group,
-                        void* y, DType yt, bool stream) {
+                        void* y, DType yt, bool stream, bool fence) {
   if (group % 64 != 0) return false;
   if (stream && reinterpret_cast<uintptr_t>(y) % 64 != 0) stream = false;
   if (yt == DType::bf16) {
-    if (stream) dequant_row_t<DType::bf16, true>(q, scales, scale_stride, cols, group, y);
-    else dequant_row_t<DType::bf16, false>(q, scales, scale_stride, cols, group, y);
+    if (stream) dequant_row_t<DType::bf16, true>(q, scales, scale_stride, cols, group, y, fence);
+    else dequant_row_t<DType::bf16, false>(q, scales, scale_stride, cols, group, y, fence);
   } else {
-    if (stream) dequant_row_t<DType::f32, true>(q, scales, scale_stride, cols, group, y);
-    else dequant_row_t<DType::f32, false>(q, scales, scale_stride, cols, group, y);
+    if (stream) dequant_row_t<DType::f32, true>(q, scales, scale_stride, cols, group, y, fence);
+    else dequant_row_t<DType::f32, false>(q, scales, scale_stride, cols, group, y, fence);
   }
   return true;
 }
 
 void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, bool ue8m0,
-                           uint8_t* q, float* scales, int64_t scale_stride, bool stream) {
+                           uint8_t* q, float* scales, int64_t scale_stride, bool stream, bool fence) {
   if (t == DType::bf16 && group % 64 == 0) {
     const auto* xb = static_cast<const uint16_t*>(x);
     const bool s = stream && reinterpret_cast<uintptr_t>(q) % 64 == 0;
-    if (ue8m0) return s ? quant_row_bf16_t<true, true>(xb, cols, group, q, scales, scale_stride)
+    if (ue8m0) return s ? quant_row_bf16_t<true, true>(xb, cols, group, q, scales, scale_stride, nullptr, fence)
                         : quant_row_bf16_t<false, true>(xb, cols, group, q, scales, scale_stride);
-    return s ? quant_row_bf16_t<true, false>(xb, cols, group, q, scales, scale_stride)
+    return s ? quant_row_bf16_t<true, false>(xb, cols, group, q, scales, scale_stride, nullptr, fence)
              : quant_row_bf16_t<false, false>(xb, cols, group, q, scales, scale_stride);
   }
   // Groups are handled 16 at a time so their scales are computed in one vector.
