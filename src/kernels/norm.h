@@ -28,7 +28,9 @@ struct NextRows {
 };
 
 // y[i] = round_y((x[i] * inv) * w[i]) as scale_by_weight, with the weight already in f32.
-// stream: non-temporal stores for the lines of y when y is element-aligned, then _mm_sfence().
+// stream: non-temporal stores for the lines of y when y is element-aligned, NOT fenced: the
+// caller issues one stream_fence_avx512() (kernels/copy.h) after its last row, before the
+// output is read (an sfence per row stalls each row until its lines have drained).
 void rms_apply_avx512(const void* x, DType xt, float inv, const float* w, void* y, DType yt, int64_t n,
                       bool stream, const NextRows& next = {});
 
@@ -52,14 +54,25 @@ float sum_avx512(const void* x, DType t, int64_t n);
 void shifted_sums_scalar(const void* x, DType t, float shift, int64_t n, float* sum_d, float* sum_d2);
 void shifted_sums_avx512(const void* x, DType t, float shift, int64_t n, float* sum_d, float* sum_d2);
 
-// y[i] = round_y((((x[i] - shift) - dm) * inv) * w[i] + b[i]), mean = shift + dm kept in two
-// parts (x - shift is exact for x near the mean; a rounded f32 mean would not be); b may be null.
-void layernorm_apply_scalar(const void* x, DType xt, float shift, float dm, float inv, const void* w, const void* b,
-                            DType wt, void* y, DType yt, int64_t n);
+// y[i] = round_y(fma(fma(x[i] - shift, inv, -dm_inv), w[i], b[i])) (without b: a product), where
+// the mean is shift + dm, kept in two parts (x - shift is exact for x near the mean; a rounded
+// f32 mean would not be), and dm_inv = round(dm * inv): ((x - shift) - dm) * inv with one
+// rounding fewer and one op fewer. |dm| is at most a few standard deviations (the shift is a
+// mean of part of the row), so dm_inv's rounding is a few f32 ulps of an O(1) value. b may be null.
+void layernorm_apply_scalar(const void* x, DType xt, float shift, float dm_inv, float inv, const void* w,
+                            const void* b, DType wt, void* y, DType yt, int64_t n);
 
-// layernorm_apply with f32 weight and bias (b may be null), streaming as rms_apply.
-void layernorm_apply_f32w_avx512(const void* x, DType xt, float shift, float dm, float inv, const float* w,
+// layernorm_apply with f32 weight and bias (b may be null), streaming (unfenced) as rms_apply.
+void layernorm_apply_f32w_avx512(const void* x, DType xt, float shift, float dm_inv, float inv, const float* w,
                                  const float* b, void* y, DType yt, int64_t n, bool stream, const NextRows& next = {});
+
+// layernorm_apply for bf16 weight and bias given as wb[i] = w_bits[i] << 16 | b_bits[i] (from
+// pack_bf16_pairs): the same values as the f32 kernel gets (bf16 widens exactly), so the same
+// bits, in half the bytes (the row, its weight and its bias then fit in L1 together).
+void layernorm_apply_packed_avx512(const void* x, DType xt, float shift, float dm_inv, float inv, const uint32_t* wb,
+                                   void* y, DType yt, int64_t n, bool stream, const NextRows& next = {});
+// out[i] = hi[i] << 16 | lo[i].
+void pack_bf16_pairs_avx512(const uint16_t* hi, const uint16_t* lo, uint32_t* out, int64_t n);
 
 // r[i] = round_r(r[i] + x[i]).
 void add_into_scalar(const void* x, DType xt, void* r, DType rt, int64_t n);

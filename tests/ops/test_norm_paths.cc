@@ -236,5 +236,45 @@ TEST(NormPaths, RmsNormStreamedOffLineAndInPlace) {
         }
 }
 
+// layernorm (bf16 weight and bias: the packed kernel; f32 ones; no bias) and add_rmsnorm against
+// the scalar path bit for bit with streamed outputs (>= half the LLC) starting off a line, over
+// one and two threads: the streamed stores are fenced once per thread, after its last row, and
+// every row of the poisoned output must still hold the scalar path's bits.
+TEST(NormPaths, LayerNormAndAddRmsNormStreamed) {
+  if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path on this CPU";
+  const long llc = cpu_features().l3_bytes > 0 ? cpu_features().l3_bytes : (16L << 20);
+  for (int64_t h : {int64_t(7168), int64_t(3001)})
+    for (int threads : {1, 2})
+      for (int variant = 0; variant < 4; ++variant) {  // layernorm bf16 w+b, f32 w+b, no bias; add_rmsnorm
+        const int64_t offset = variant % 2;
+        const int64_t rows = (llc / 2 / (h * 2) + 3) | 1;
+        const DType wt = variant == 1 ? DType::f32 : DType::bf16;
+        Buffer x = input(DType::bf16, rows, h, uint64_t(h + variant)), w(wt, {h}), b(wt, {h}), a(DType::bf16, {rows, h});
+        fill_random(w, 4, 2.0);
+        fill_random(b, 5, 1.0);
+        Buffer yb(DType::bf16, {rows * h + 1});
+        const int64_t shape[2] = {rows, h}, strides[2] = {h, 1};
+        Tensor y(static_cast<char*>(yb.data()) + offset * 2, DType::bf16, shape, strides);
+        Buffer res_a = input(DType::bf16, rows, h, 77), res_b(DType::bf16, {rows, h});
+        std::memcpy(res_b.data(), res_a.data(), size_t(rows * h * 2));
+        auto run = [&](const Tensor& out, const Tensor& res) {
+          if (variant == 3) add_rmsnorm(x, res, w, out);
+          else layernorm(x, w, variant == 2 ? nullptr : &b.tensor(), out);
+        };
+        setenv("SOL_ISA", "scalar", 1);
+        run(a, res_a);
+        setenv("SOL_ISA", "avx512", 1);
+        set_num_threads(threads);
+        poison(yb);
+        run(y, res_b);
+        set_num_threads(0);
+        unsetenv("SOL_ISA");
+        const std::string what =
+            "h " + std::to_string(h) + " threads " + std::to_string(threads) + " variant " + std::to_string(variant);
+        EXPECT_EQ(std::memcmp(a.data(), y.data(), size_t(a.tensor().nbytes())), 0) << what;
+        if (variant == 3) EXPECT_TRUE(same_bytes(res_a, res_b)) << what << " residual";
+      }
+}
+
 }  // namespace
 }  // namespace sol

@@ -184,8 +184,10 @@ TEST(LayerNorm, OutlierInTheShiftSampleStaysAccurate) {
   // The statistics shift by the mean of the first 256 elements: a huge outlier there, on a
   // large mean, is the worst case for the cancellation (bounded by log2(h / 256) bits), and
   // the result must still meet f32 accuracy. Row lengths below, at and above the sample.
+  // bf16 weight and bias take the packed kernel (kernels/norm.h), f32 ones the f32 kernel.
+  for (DType wt : {DType::f32, DType::bf16})
   for (int64_t h : {7, 256, 300, 7168}) {
-    Buffer x(DType::f32, {3, h}), w(DType::f32, {h}), b(DType::f32, {h}), y(DType::f32, {3, h}), ref(DType::f32, {3, h});
+    Buffer x(DType::f32, {3, h}), w(wt, {h}), b(wt, {h}), y(DType::f32, {3, h}), ref(DType::f32, {3, h});
     fill_random(x, uint64_t(h), 1.0);
     fill_random(w, 5, 2.0);
     fill_random(b, 6, 1.0);
@@ -198,7 +200,7 @@ TEST(LayerNorm, OutlierInTheShiftSampleStaysAccurate) {
       layernorm(x, w, &b.tensor(), y);
       reference::layernorm(x, w, &b.tensor(), ref, 1e-6);
       CheckResult r = compare_relative(y, ref, 1e-5);
-      EXPECT_TRUE(r.pass) << "h=" << h << ": " << r.detail;
+      EXPECT_TRUE(r.pass) << dtype_name(wt) << " h=" << h << ": " << r.detail;
     });
   }
 }

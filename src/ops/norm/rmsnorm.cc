@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "kernels/convert.h"
+#include "kernels/copy.h"
 #include "kernels/norm.h"
 #include "ops/common/parallel.h"
 #include "ops/common/rows.h"
@@ -77,7 +78,7 @@ float inverse_rms(float sum_squares, int64_t n, float eps) {
 constexpr int64_t kShiftSample = 256;
 
 struct LayerStats {
-  float shift, dm, inv;
+  float shift, dm_inv, inv;  // the mean is shift + dm; dm_inv = dm * inv (kernels/norm.h)
 };
 
 template <class Sum, class ShiftedSums>
@@ -90,7 +91,8 @@ LayerStats layer_stats(const void* x, DType t, int64_t n, float eps, Sum&& sum, 
   const float v = sd2 / float(n) - dm * dm;
   // NaN (a NaN or inf in the row) stays NaN, so the whole row is NaN; rounding below 0 is 0.
   const float var = std::isnan(v) ? v : std::max(0.0f, v);
-  return {shift, dm, 1.0f / std::sqrt(var + eps)};
+  const float inv = 1.0f / std::sqrt(var + eps);
+  return {shift, dm * inv, inv};
 }
 
 // The weight (or bias) as f32 for the AVX-512 row kernels: one conversion per call instead of a
@@ -135,6 +137,7 @@ void rmsnorm(const Tensor& x, const Tensor& weight, const Tensor& y, const NormO
         kernels::rms_apply_avx512(row(x, r), x.dtype(), inv, w, row(y, r), y.dtype(), h, stream,
                                   next_rows(r + 1 < r1, x, r + 1));
       }
+      if (stream) kernels::stream_fence_avx512();  // the rows' streamed stores, once per thread
     });
     return;
   }
@@ -173,6 +176,7 @@ void add_rmsnorm(const Tensor& x, const Tensor& residual, const Tensor& weight, 
         kernels::rms_apply_avx512(res, rt, inv, w, row(y, r), y.dtype(), h, stream,
                                   next_rows(r + 1 < r1, x, r + 1, &residual));
       }
+      if (stream) kernels::stream_fence_avx512();
     });
     return;
   }
@@ -196,6 +200,22 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
     fail(op, "bias = ", describe_text(*bias), " but expected contiguous [", x.shape(1), "] ", dtype_name(weight.dtype()));
   require_no_overlap(op, "weight", weight, "y", y);
   const int64_t rows = x.shape(0), h = x.shape(1);
+  if (active_isa() >= Isa::avx512 && bias && weight.dtype() == DType::bf16) {
+    // bf16 weight and bias as one packed 32-bit word per element (kernels/norm.h).
+    const std::unique_ptr<uint32_t[]> wb(new uint32_t[size_t(h)]);  // not zeroed: fully written
+    kernels::pack_bf16_pairs_avx512(weight.data_as<const uint16_t>(), bias->data_as<const uint16_t>(), wb.get(), h);
+    const bool stream = should_stream(y.nbytes());
+    parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const LayerStats st =
+            layer_stats(row(x, r), x.dtype(), h, opt.eps, kernels::sum_avx512, kernels::shifted_sums_avx512);
+        kernels::layernorm_apply_packed_avx512(row(x, r), x.dtype(), st.shift, st.dm_inv, st.inv, wb.get(), row(y, r),
+                                               y.dtype(), h, stream, next_rows(r + 1 < r1, x, r + 1));
+      }
+      if (stream) kernels::stream_fence_avx512();
+    });
+    return;
+  }
   if (active_isa() >= Isa::avx512) {
     const F32Vector wf(weight);
     std::optional<F32Vector> bf;
@@ -207,9 +227,10 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
       for (int64_t r = r0; r < r1; ++r) {
         const LayerStats st =
             layer_stats(row(x, r), x.dtype(), h, opt.eps, kernels::sum_avx512, kernels::shifted_sums_avx512);
-        kernels::layernorm_apply_f32w_avx512(row(x, r), x.dtype(), st.shift, st.dm, st.inv, w, b, row(y, r),
+        kernels::layernorm_apply_f32w_avx512(row(x, r), x.dtype(), st.shift, st.dm_inv, st.inv, w, b, row(y, r),
                                              y.dtype(), h, stream, next_rows(r + 1 < r1, x, r + 1));
       }
+      if (stream) kernels::stream_fence_avx512();
     });
     return;
   }
@@ -217,7 +238,7 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
     for (int64_t r = r0; r < r1; ++r) {
       const LayerStats st =
           layer_stats(row(x, r), x.dtype(), h, opt.eps, kernels::sum_scalar, kernels::shifted_sums_scalar);
-      kernels::layernorm_apply_scalar(row(x, r), x.dtype(), st.shift, st.dm, st.inv, weight.data(),
+      kernels::layernorm_apply_scalar(row(x, r), x.dtype(), st.shift, st.dm_inv, st.inv, weight.data(),
                                       bias ? bias->data() : nullptr, weight.dtype(), row(y, r), y.dtype(), h);
     }
   });
