@@ -34,6 +34,11 @@ struct NextRows {
 void rms_apply_avx512(const void* x, DType xt, float inv, const float* w, void* y, DType yt, int64_t n,
                       bool stream, const NextRows& next = {});
 
+// rms_apply with bf16 x, weight and y: the same bits from the bf16 weight itself (it widens
+// exactly), in half the L1 bytes of an f32 copy.
+void rms_apply_bf16w_avx512(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
+                            const NextRows& next = {});
+
 // rms_apply to a bf16 row (no streaming: the row is for the fused quantization, in L1), also
 // giving the largest |y| of each group of `group` elements (n and group multiples of 32) as 32
 // partial maxima of bf16 magnitude bits, amax32[32 g ... 32 g + 31] for group g; the abs-max

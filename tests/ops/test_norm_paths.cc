@@ -68,12 +68,14 @@ TEST(NormPaths, RmsNormScalarAndVectorAgree) {
 TEST(NormPaths, AddRmsNormScalarAndVectorAgree) {
   expect_paths_agree(
       [](DType xt, DType rt, int64_t rows, int64_t h) {
-        Buffer x = input(xt, rows, h, 3), w(DType::f32, {h});
-        fill_random(w, 4, 2.0);
         std::vector<Buffer> out;
-        out.emplace_back(input(rt, rows, h, 5));  // the residual, updated in place
-        out.emplace_back(DType::bf16, std::initializer_list<int64_t>{rows, h});
-        add_rmsnorm(x, out[0], w, out[1]);
+        for (DType wt : {DType::f32, DType::bf16}) {  // bf16 everything: the bf16-weight kernel
+          Buffer x = input(xt, rows, h, 3), w(wt, {h});
+          fill_random(w, 4, 2.0);
+          out.emplace_back(input(rt, rows, h, 5));  // the residual, updated in place
+          out.emplace_back(DType::bf16, std::initializer_list<int64_t>{rows, h});
+          add_rmsnorm(x, out[out.size() - 2], w, out.back());
+        }
         return out;
       },
       "add_rmsnorm");

@@ -51,6 +51,10 @@ void validate(const char* op, const Tensor& x, const Tensor& weight, const NormO
 
 char* row(const Tensor& t, int64_t r) { return row_at(t, r); }
 
+bool all_bf16(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return a.dtype() == DType::bf16 && b.dtype() == DType::bf16 && c.dtype() == DType::bf16;
+}
+
 // Row r of x (and of a second tensor) for the output pass of the row before to prefetch; none
 // when r is not this thread's to read.
 kernels::NextRows next_rows(bool mine, const Tensor& x, int64_t r, const Tensor* second = nullptr) {
@@ -127,6 +131,20 @@ void rmsnorm(const Tensor& x, const Tensor& weight, const Tensor& y, const NormO
   const int64_t rows = x.shape(0), h = x.shape(1);
   const NormKernels k = norm_kernels();
   // In place (y == x) is allowed: each row is read completely before it is written.
+  if (active_isa() >= Isa::avx512 && all_bf16(x, weight, y)) {
+    const auto* w = weight.data_as<const uint16_t>();
+    const bool stream = should_stream(y.nbytes());
+    parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const auto* xr = reinterpret_cast<const uint16_t*>(row(x, r));
+        float inv = inverse_rms(kernels::sum_squares_avx512(xr, DType::bf16, h), h, opt.eps);
+        kernels::rms_apply_bf16w_avx512(xr, inv, w, reinterpret_cast<uint16_t*>(row(y, r)), h, stream,
+                                        next_rows(r + 1 < r1, x, r + 1));
+      }
+      if (stream) kernels::stream_fence_avx512();
+    });
+    return;
+  }
   if (active_isa() >= Isa::avx512) {
     const F32Vector wf(weight);
     const float* w = wf.data();
@@ -162,6 +180,21 @@ void add_rmsnorm(const Tensor& x, const Tensor& residual, const Tensor& weight, 
   require_no_overlap(op, "weight", weight, "y", y);
   const int64_t rows = x.shape(0), h = x.shape(1);
   const NormKernels k = norm_kernels();
+  if (active_isa() >= Isa::avx512 && all_bf16(residual, weight, y) && x.dtype() == DType::bf16) {
+    const auto* w = weight.data_as<const uint16_t>();
+    const bool stream = should_stream(y.nbytes());
+    parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        auto* res = reinterpret_cast<uint16_t*>(row(residual, r));
+        float inv = inverse_rms(kernels::add_sum_squares_avx512(row(x, r), DType::bf16, res, DType::bf16, res, h), h,
+                                opt.eps);
+        kernels::rms_apply_bf16w_avx512(res, inv, w, reinterpret_cast<uint16_t*>(row(y, r)), h, stream,
+                                        next_rows(r + 1 < r1, x, r + 1, &residual));
+      }
+      if (stream) kernels::stream_fence_avx512();
+    });
+    return;
+  }
   if (active_isa() >= Isa::avx512) {
     const DType rt = residual.dtype();
     const F32Vector wf(weight);
