@@ -76,6 +76,9 @@ void layernorm_apply_f32w_avx512(const void* x, DType xt, float shift, float dm_
 // bits, in half the bytes (the row, its weight and its bias then fit in L1 together).
 void layernorm_apply_packed_avx512(const void* x, DType xt, float shift, float dm_inv, float inv, const uint32_t* wb,
                                    void* y, DType yt, int64_t n, bool stream, const NextRows& next = {});
+// layernorm_apply with bf16 x, weight, bias and y (even/odd as rms_apply_bf16w): the same bits.
+void layernorm_apply_bf16w_avx512(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
+                                  const uint16_t* b, uint16_t* y, int64_t n, bool stream, const NextRows& next = {});
 // out[i] = hi[i] << 16 | lo[i].
 void pack_bf16_pairs_avx512(const uint16_t* hi, const uint16_t* lo, uint32_t* out, int64_t n);
 

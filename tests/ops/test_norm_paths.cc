@@ -238,7 +238,7 @@ TEST(NormPaths, RmsNormStreamedOffLineAndInPlace) {
         }
 }
 
-// layernorm (bf16 weight and bias: the packed kernel; f32 ones; no bias) and add_rmsnorm against
+// layernorm (bf16 weight and bias: the even/odd kernel; f32 ones; no bias) and add_rmsnorm against
 // the scalar path bit for bit with streamed outputs (>= half the LLC) starting off a line, over
 // one and two threads: the streamed stores are fenced once per thread, after its last row, and
 // every row of the poisoned output must still hold the scalar path's bits.
@@ -247,7 +247,7 @@ TEST(NormPaths, LayerNormAndAddRmsNormStreamed) {
   const long llc = cpu_features().l3_bytes > 0 ? cpu_features().l3_bytes : (16L << 20);
   for (int64_t h : {int64_t(7168), int64_t(3001)})
     for (int threads : {1, 2})
-      for (int variant = 0; variant < 4; ++variant) {  // layernorm bf16 w+b, f32 w+b, no bias; add_rmsnorm
+      for (int variant = 0; variant < 4; ++variant) {  // layernorm bf16 w+b, f32 w+b, no bias; add_rmsnorm (bf16 w)
         const int64_t offset = variant % 2;
         const int64_t rows = (llc / 2 / (h * 2) + 3) | 1;
         const DType wt = variant == 1 ? DType::f32 : DType::bf16;

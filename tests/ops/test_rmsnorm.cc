@@ -184,7 +184,9 @@ TEST(LayerNorm, OutlierInTheShiftSampleStaysAccurate) {
   // The statistics shift by the mean of the first 256 elements: a huge outlier there, on a
   // large mean, is the worst case for the cancellation (bounded by log2(h / 256) bits), and
   // the result must still meet f32 accuracy. Row lengths below, at and above the sample.
-  // bf16 weight and bias take the packed kernel (kernels/norm.h), f32 ones the f32 kernel.
+  // f32 x with bf16 weight and bias takes the packed kernel (kernels/norm.h), f32 ones the f32
+  // kernel; both share the scalar path's formula, which the bf16 even/odd kernel matches bit for
+  // bit (tests/ops/test_norm_paths.cc).
   for (DType wt : {DType::f32, DType::bf16})
   for (int64_t h : {7, 256, 300, 7168}) {
     Buffer x(DType::f32, {3, h}), w(wt, {h}), b(wt, {h}), y(DType::f32, {3, h}), ref(DType::f32, {3, h});

@@ -233,6 +233,22 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
     fail(op, "bias = ", describe_text(*bias), " but expected contiguous [", x.shape(1), "] ", dtype_name(weight.dtype()));
   require_no_overlap(op, "weight", weight, "y", y);
   const int64_t rows = x.shape(0), h = x.shape(1);
+  if (active_isa() >= Isa::avx512 && bias && all_bf16(x, weight, y)) {
+    const auto* w = weight.data_as<const uint16_t>();
+    const auto* b = bias->data_as<const uint16_t>();
+    const bool stream = should_stream(y.nbytes());
+    parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const LayerStats st =
+            layer_stats(row(x, r), x.dtype(), h, opt.eps, kernels::sum_avx512, kernels::shifted_sums_avx512);
+        kernels::layernorm_apply_bf16w_avx512(reinterpret_cast<const uint16_t*>(row(x, r)), st.shift, st.dm_inv,
+                                              st.inv, w, b, reinterpret_cast<uint16_t*>(row(y, r)), h, stream,
+                                              next_rows(r + 1 < r1, x, r + 1));
+      }
+      if (stream) kernels::stream_fence_avx512();
+    });
+    return;
+  }
   if (active_isa() >= Isa::avx512 && bias && weight.dtype() == DType::bf16) {
     // bf16 weight and bias as one packed 32-bit word per element (kernels/norm.h).
     const std::unique_ptr<uint32_t[]> wb(new uint32_t[size_t(h)]);  // not zeroed: fully written

@@ -293,36 +293,60 @@ void rms_apply_t(const void* x, float inv, const float* w, void* y, int64_t n, b
   write_row<YT>(y, n, stream, f, next);
 }
 
+// Writes g(j, m) (32 bf16 results in element order, m: the valid ones) for every 32 elements of
+// a bf16 y, as write_row does for 16 at a time.
+template <class Value32>
+[[gnu::always_inline]] inline void write_row_bf16x32(uint16_t* y, int64_t n, bool stream, Value32&& g,
+                                                     const NextRows& next_rows) {
+  NextRowPrefetch prefetch_next(next_rows);
+  int64_t head = stream ? elements_to_line(y, DType::bf16) : 0;
+  if (head < 0) head = 0, stream = false;
+  head = std::min(head, n);
+  if (head > 0) _mm512_mask_storeu_epi16(y, mask32(head), g(0, mask32(head)));
+  int64_t i = head;
+  if (stream) {
+    for (; i + 32 <= n; i += 32) {
+      prefetch_next();
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(y + i), g(i, ~__mmask32(0)));
+    }
+  } else {
+    for (; i + 32 <= n; i += 32) {
+      prefetch_next();
+      _mm512_storeu_si512(y + i, g(i, ~__mmask32(0)));
+    }
+  }
+  if (i < n) _mm512_mask_storeu_epi16(y + i, mask32(n - i), g(i, mask32(n - i)));
+}
+
 // rms_apply for bf16 x, weight and y, on even and odd elements: 32 elements of x and of w each
 // widen with one load, one shift and one and (no shuffle, no f32 copy of the weight), and one
 // vpermw puts the 32 results back in order. The weight then takes 14 KiB of L1 instead of 28:
 // with the row (14 KiB) and the next row being prefetched (14 KiB) it fits in L1's 48.
 void rms_apply_bf16w(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
                      const NextRows& next_rows) {
-  NextRowPrefetch prefetch_next(next_rows);
   const __m512 iv = _mm512_set1_ps(inv);
-  auto f = [&](int64_t j, __mmask32 m) __attribute__((always_inline)) {
+  auto g = [&](int64_t j, __mmask32 m) __attribute__((always_inline)) {
     const __m512i zx = _mm512_maskz_loadu_epi16(m, x + j), zw = _mm512_maskz_loadu_epi16(m, w + j);
     return bf16_even_odd_to_order(_mm512_mul_ps(_mm512_mul_ps(even_of(zx), iv), even_of(zw)),
                                   _mm512_mul_ps(_mm512_mul_ps(odd_of(zx), iv), odd_of(zw)));
   };
-  int64_t head = stream ? elements_to_line(y, DType::bf16) : 0;
-  if (head < 0) head = 0, stream = false;
-  head = std::min(head, n);
-  if (head > 0) _mm512_mask_storeu_epi16(y, mask32(head), f(0, mask32(head)));
-  int64_t i = head;
-  if (stream) {
-    for (; i + 32 <= n; i += 32) {
-      prefetch_next();
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(y + i), f(i, ~__mmask32(0)));
-    }
-  } else {
-    for (; i + 32 <= n; i += 32) {
-      prefetch_next();
-      _mm512_storeu_si512(y + i, f(i, ~__mmask32(0)));
-    }
-  }
-  if (i < n) _mm512_mask_storeu_epi16(y + i, mask32(n - i), f(i, mask32(n - i)));
+  write_row_bf16x32(y, n, stream, g, next_rows);
+}
+
+// layernorm_apply for bf16 x, weight, bias and y, the same way (the weight and bias together
+// take 28 KiB of L1, and need neither an f32 copy nor a packed one).
+void layernorm_apply_bf16w(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
+                           const uint16_t* b, uint16_t* y, int64_t n, bool stream, const NextRows& next_rows) {
+  const __m512 sv = _mm512_set1_ps(shift), dv = _mm512_set1_ps(dm_inv), iv = _mm512_set1_ps(inv);
+  auto g = [&](int64_t j, __mmask32 m) __attribute__((always_inline)) {
+    const __m512i zx = _mm512_maskz_loadu_epi16(m, x + j), zw = _mm512_maskz_loadu_epi16(m, w + j);
+    const __m512i zb = _mm512_maskz_loadu_epi16(m, b + j);
+    auto one = [&](__m512 xv, __m512 wv, __m512 bv) __attribute__((always_inline)) {
+      return _mm512_fmadd_ps(_mm512_fmsub_ps(_mm512_sub_ps(xv, sv), iv, dv), wv, bv);
+    };
+    return bf16_even_odd_to_order(one(even_of(zx), even_of(zw), even_of(zb)), one(odd_of(zx), odd_of(zw), odd_of(zb)));
+  };
+  write_row_bf16x32(y, n, stream, g, next_rows);
 }
 
 template <DType XT>
@@ -446,6 +470,11 @@ void rms_apply_avx512(const void* x, DType xt, float inv, const float* w, void* 
 void rms_apply_bf16w_avx512(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
                             const NextRows& next) {
   rms_apply_bf16w(x, inv, w, y, n, stream, next);
+}
+
+void layernorm_apply_bf16w_avx512(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
+                                  const uint16_t* b, uint16_t* y, int64_t n, bool stream, const NextRows& next) {
+  layernorm_apply_bf16w(x, shift, dm_inv, inv, w, b, y, n, stream, next);
 }
 
 void rms_apply_bf16_amax_avx512(const void* x, DType xt, float inv, const float* w, uint16_t* y, int64_t n,
