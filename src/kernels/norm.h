@@ -39,6 +39,11 @@ void rms_apply_avx512(const void* x, DType xt, float inv, const float* w, void* 
 void rms_apply_bf16w_avx512(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
                             const NextRows& next = {});
 
+// rms_apply_bf16w, returning sum_squares of the next row x_next (n elements) taken in the same
+// loop (bit for bit sum_squares_avx512's result).
+float rms_apply_bf16w_next_avx512(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
+                                  const uint16_t* x_next);
+
 // rms_apply to a bf16 row (no streaming: the row is for the fused quantization, in L1), also
 // giving the largest |y| of each group of `group` elements (n and group multiples of 32) as 32
 // partial maxima of bf16 magnitude bits, amax32[32 g ... 32 g + 31] for group g; the abs-max

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/copy.h"
+#include "kernels/norm.h"
 #include "ops/common/fill.h"
 #include "sol/hw.h"
 #include "sol/error.h"
@@ -275,6 +277,41 @@ TEST(NormPaths, LayerNormAndAddRmsNormStreamed) {
             "h " + std::to_string(h) + " threads " + std::to_string(threads) + " variant " + std::to_string(variant);
         EXPECT_EQ(std::memcmp(a.data(), y.data(), size_t(a.tensor().nbytes())), 0) << what;
         if (variant == 3) EXPECT_TRUE(same_bytes(res_a, res_b)) << what << " residual";
+      }
+}
+
+// The fused output-and-next-statistics kernel against its two halves called apart: the next
+// row's sum of squares bit for bit equal to sum_squares (scalar and vector), whatever the
+// output's alignment (the output loop starts after a head; the statistics from element 0), and
+// the output equal to the plain kernel's. Values span 2^-12 .. 2^12, so a partial sum taken in
+// another order changes the bits of the sum.
+TEST(NormPaths, FusedNextRowStatisticsEqualSumSquares) {
+  if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path on this CPU";
+  for (int64_t h : {1, 31, 32, 33, 63, 64, 65, 95, 127, 128, 1531, 7168})
+    for (int64_t offset : {0, 1, 7})
+      for (bool stream : {false, true}) {
+        Buffer x(DType::bf16, {2, h}), w(DType::bf16, {h}), y(DType::bf16, {h + 8}), y2(DType::bf16, {h + 8});
+        fill_random(x, uint64_t(h), 1.0);
+        fill_random(w, 3, 2.0);
+        auto* xs = x.tensor().data_as<uint16_t>();
+        for (int64_t i = 0; i < 2 * h; ++i) {
+          const double v = load_as_double(xs, DType::bf16, size_t(i));
+          store_from_double(xs, DType::bf16, size_t(i), v * std::ldexp(1.0, int((i * 7919) % 25) - 12));
+        }
+        poison(y);
+        poison(y2);
+        const auto* wv = w.tensor().data_as<const uint16_t>();
+        auto* out = y.tensor().data_as<uint16_t>() + offset;
+        auto* out2 = y2.tensor().data_as<uint16_t>() + offset;
+        const float got = kernels::rms_apply_bf16w_next_avx512(xs, 0.37f, wv, out, h, stream, xs + h);
+        kernels::rms_apply_bf16w_avx512(xs, 0.37f, wv, out2, h, stream);
+        kernels::stream_fence_avx512();
+        const float want = kernels::sum_squares_avx512(xs + h, DType::bf16, h);
+        const float want_scalar = kernels::sum_squares_scalar(xs + h, DType::bf16, h);
+        const std::string what = "h " + std::to_string(h) + " offset " + std::to_string(offset) + (stream ? " streamed" : "");
+        EXPECT_EQ(std::memcmp(&got, &want, 4), 0) << what << ": " << got << " vs " << want;
+        EXPECT_EQ(std::memcmp(&want, &want_scalar, 4), 0) << what;
+        EXPECT_TRUE(same_bytes(y, y2)) << what;
       }
 }
 

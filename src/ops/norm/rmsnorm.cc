@@ -135,12 +135,13 @@ void rmsnorm(const Tensor& x, const Tensor& weight, const Tensor& y, const NormO
     const auto* w = weight.data_as<const uint16_t>();
     const bool stream = should_stream(y.nbytes());
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const auto* xr = reinterpret_cast<const uint16_t*>(row(x, r));
-        float inv = inverse_rms(kernels::sum_squares_avx512(xr, DType::bf16, h), h, opt.eps);
-        kernels::rms_apply_bf16w_avx512(xr, inv, w, reinterpret_cast<uint16_t*>(row(y, r)), h, stream,
-                                        next_rows(r + 1 < r1, x, r + 1));
-      }
+      auto xrow = [&](int64_t r) { return reinterpret_cast<const uint16_t*>(row(x, r)); };
+      float ss = kernels::sum_squares_avx512(xrow(r0), DType::bf16, h);
+      for (int64_t r = r0; r + 1 < r1; ++r)  // row r's output and row r + 1's statistics in one loop
+        ss = kernels::rms_apply_bf16w_next_avx512(xrow(r), inverse_rms(ss, h, opt.eps), w,
+                                                  reinterpret_cast<uint16_t*>(row(y, r)), h, stream, xrow(r + 1));
+      kernels::rms_apply_bf16w_avx512(xrow(r1 - 1), inverse_rms(ss, h, opt.eps), w,
+                                      reinterpret_cast<uint16_t*>(row(y, r1 - 1)), h, stream);
       if (stream) kernels::stream_fence_avx512();
     });
     return;

@@ -333,6 +333,61 @@ void rms_apply_bf16w(const uint16_t* x, float inv, const uint16_t* w, uint16_t* 
   write_row_bf16x32(y, n, stream, g, next_rows);
 }
 
+// rms_apply_bf16w for row r, and the sum of squares of row r + 1 (xn) in the same loop, in
+// sum_squares order (the same accumulators, blocks of 64 from element 0, then the masked tail):
+// the memory reads row r + 1 while row r is written, instead of idling through a statistics
+// pass that runs from L1 (kernels/norm.h).
+float rms_apply_bf16w_next(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
+                           const uint16_t* xn) {
+  const __m512 iv = _mm512_set1_ps(inv);
+  auto g = [&](int64_t j, __mmask32 m) __attribute__((always_inline)) {
+    const __m512i zx = _mm512_maskz_loadu_epi16(m, x + j), zw = _mm512_maskz_loadu_epi16(m, w + j);
+    return bf16_even_odd_to_order(_mm512_mul_ps(_mm512_mul_ps(even_of(zx), iv), even_of(zw)),
+                                  _mm512_mul_ps(_mm512_mul_ps(odd_of(zx), iv), odd_of(zw)));
+  };
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  auto stats64 = [&](int64_t s) __attribute__((always_inline)) {
+    prefetch64<DType::bf16>(xn, s);
+    const __m512i z0 = _mm512_loadu_si512(xn + s), z1 = _mm512_loadu_si512(xn + s + 32);
+    const __m512 e0 = even_of(z0), o0 = odd_of(z0), e1 = even_of(z1), o1 = odd_of(z1);
+    a0 = _mm512_fmadd_ps(e0, e0, a0);
+    a1 = _mm512_fmadd_ps(o0, o0, a1);
+    a2 = _mm512_fmadd_ps(e1, e1, a2);
+    a3 = _mm512_fmadd_ps(o1, o1, a3);
+  };
+  int64_t head = stream ? elements_to_line(y, DType::bf16) : 0;
+  if (head < 0) head = 0, stream = false;
+  head = std::min(head, n);
+  if (head > 0) _mm512_mask_storeu_epi16(y, mask32(head), g(0, mask32(head)));
+  int64_t i = head, s = 0;  // s = i - head <= i: a whole block of xn exists while i + 64 <= n
+  if (stream) {
+    for (; i + 64 <= n; i += 64, s += 64) {
+      stats64(s);
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(y + i), g(i, ~__mmask32(0)));
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(y + i + 32), g(i + 32, ~__mmask32(0)));
+    }
+  } else {
+    for (; i + 64 <= n; i += 64, s += 64) {
+      stats64(s);
+      _mm512_storeu_si512(y + i, g(i, ~__mmask32(0)));
+      _mm512_storeu_si512(y + i + 32, g(i + 32, ~__mmask32(0)));
+    }
+  }
+  for (; i < n; i += 32) _mm512_mask_storeu_epi16(y + i, mask32(n - i), g(i, mask32(n - i)));
+  for (; s + 64 <= n; s += 64) stats64(s);
+  if (s < n) {
+    const int64_t r0 = std::min<int64_t>(n - s, 32), r1 = std::max<int64_t>(n - s - 32, 0);
+    const __m512i z0 = _mm512_maskz_loadu_epi16(mask32(r0), xn + s);
+    const __m512i z1 = _mm512_maskz_loadu_epi16(mask32(r1), xn + s + 32);
+    const __m512 e0 = even_of(z0), o0 = odd_of(z0), e1 = even_of(z1), o1 = odd_of(z1);
+    a0 = _mm512_fmadd_ps(e0, e0, a0);
+    a1 = _mm512_fmadd_ps(o0, o0, a1);
+    a2 = _mm512_fmadd_ps(e1, e1, a2);
+    a3 = _mm512_fmadd_ps(o1, o1, a3);
+  }
+  return combine(a0, a1, a2, a3);
+}
+
 // layernorm_apply for bf16 x, weight, bias and y, the same way (the weight and bias together
 // take 28 KiB of L1, and need neither an f32 copy nor a packed one).
 void layernorm_apply_bf16w(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
@@ -470,6 +525,11 @@ void rms_apply_avx512(const void* x, DType xt, float inv, const float* w, void* 
 void rms_apply_bf16w_avx512(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
                             const NextRows& next) {
   rms_apply_bf16w(x, inv, w, y, n, stream, next);
+}
+
+float rms_apply_bf16w_next_avx512(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
+                                  const uint16_t* x_next) {
+  return rms_apply_bf16w_next(x, inv, w, y, n, stream, x_next);
 }
 
 void layernorm_apply_bf16w_avx512(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
