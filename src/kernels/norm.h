@@ -84,6 +84,11 @@ void layernorm_apply_packed_avx512(const void* x, DType xt, float shift, float d
 // layernorm_apply with bf16 x, weight, bias and y (even/odd as rms_apply_bf16w): the same bits.
 void layernorm_apply_bf16w_avx512(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
                                   const uint16_t* b, uint16_t* y, int64_t n, bool stream, const NextRows& next = {});
+// layernorm_apply_bf16w, also giving shifted_sums of the next row x_next around shift_next,
+// taken in the same loop (bit for bit shifted_sums_avx512's results).
+void layernorm_apply_bf16w_next_avx512(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
+                                       const uint16_t* b, uint16_t* y, int64_t n, bool stream, const uint16_t* x_next,
+                                       float shift_next, float* sum_d, float* sum_d2);
 // out[i] = hi[i] << 16 | lo[i].
 void pack_bf16_pairs_avx512(const uint16_t* hi, const uint16_t* lo, uint32_t* out, int64_t n);
 

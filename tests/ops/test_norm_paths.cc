@@ -280,12 +280,13 @@ TEST(NormPaths, LayerNormAndAddRmsNormStreamed) {
       }
 }
 
-// The fused output-and-next-statistics kernel against its two halves called apart: the next
-// row's sum of squares bit for bit equal to sum_squares (scalar and vector), whatever the
+// The fused output-and-next-statistics kernels (rmsnorm, layernorm) against their two halves
+// called apart: the next row's sum of squares (shifted sums) bit for bit equal to sum_squares
+// (shifted_sums), scalar and vector, whatever the
 // output's alignment (the output loop starts after a head; the statistics from element 0), and
 // the output equal to the plain kernel's. Values span 2^-12 .. 2^12, so a partial sum taken in
 // another order changes the bits of the sum.
-TEST(NormPaths, FusedNextRowStatisticsEqualSumSquares) {
+TEST(NormPaths, FusedNextRowStatisticsEqualTheirPasses) {
   if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path on this CPU";
   for (int64_t h : {1, 31, 32, 33, 63, 64, 65, 95, 127, 128, 1531, 7168})
     for (int64_t offset : {0, 1, 7})
@@ -312,6 +313,26 @@ TEST(NormPaths, FusedNextRowStatisticsEqualSumSquares) {
         EXPECT_EQ(std::memcmp(&got, &want, 4), 0) << what << ": " << got << " vs " << want;
         EXPECT_EQ(std::memcmp(&want, &want_scalar, 4), 0) << what;
         EXPECT_TRUE(same_bytes(y, y2)) << what;
+
+        // layernorm's: the next row's shifted sums, and the output with a bias.
+        Buffer b(DType::bf16, {h});
+        fill_random(b, 4, 1.0);
+        const auto* bv = b.tensor().data_as<const uint16_t>();
+        poison(y);
+        poison(y2);
+        const float shift = 0.75f;
+        float sd, sd2, want_d, want_d2, scalar_d, scalar_d2;
+        kernels::layernorm_apply_bf16w_next_avx512(xs, 0.5f, 0.125f, 0.37f, wv, bv, out, h, stream, xs + h, shift, &sd,
+                                                   &sd2);
+        kernels::layernorm_apply_bf16w_avx512(xs, 0.5f, 0.125f, 0.37f, wv, bv, out2, h, stream);
+        kernels::stream_fence_avx512();
+        kernels::shifted_sums_avx512(xs + h, DType::bf16, shift, h, &want_d, &want_d2);
+        kernels::shifted_sums_scalar(xs + h, DType::bf16, shift, h, &scalar_d, &scalar_d2);
+        EXPECT_EQ(std::memcmp(&sd, &want_d, 4), 0) << what << " layernorm: " << sd << " vs " << want_d;
+        EXPECT_EQ(std::memcmp(&sd2, &want_d2, 4), 0) << what << " layernorm: " << sd2 << " vs " << want_d2;
+        EXPECT_EQ(std::memcmp(&want_d, &scalar_d, 4), 0) << what;
+        EXPECT_EQ(std::memcmp(&want_d2, &scalar_d2, 4), 0) << what;
+        EXPECT_TRUE(same_bytes(y, y2)) << what << " layernorm";
       }
 }
 

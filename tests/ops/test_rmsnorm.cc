@@ -217,9 +217,13 @@ TEST(LayerNorm, InfOrNaNMakesItsRowNaN) {
       fill_random(x, 9, 2.0);
       fill_random(w, 10, 1.0);
       store_from_double(x.data(), DType::bf16, size_t(h + col), bad);
+      Buffer b(DType::bf16, {h});
+      fill_random(b, 11, 1.0);
+      // With a bias, bf16 rows take the kernel that sums row r + 1 while writing row r.
+      for (const Tensor* bias : {static_cast<const Tensor*>(nullptr), &b.tensor()})
       testing_paths::for_each_isa([&] {
         poison(y);
-        layernorm(x, w, nullptr, y);
+        layernorm(x, w, bias, y);
         for (int64_t c = 0; c < h; ++c)
           ASSERT_TRUE(std::isnan(load_as_double(y.data(), DType::bf16, size_t(h + c)))) << bad << " col " << col << " c " << c;
         for (int64_t r : {0, 2})

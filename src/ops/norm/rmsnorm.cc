@@ -85,18 +85,27 @@ struct LayerStats {
   float shift, dm_inv, inv;  // the mean is shift + dm; dm_inv = dm * inv (kernels/norm.h)
 };
 
-template <class Sum, class ShiftedSums>
-LayerStats layer_stats(const void* x, DType t, int64_t n, float eps, Sum&& sum, ShiftedSums&& shifted_sums) {
+template <class Sum>
+float layer_shift(const void* x, DType t, int64_t n, Sum&& sum) {
   const int64_t lead = std::min(n, kShiftSample);
-  const float shift = sum(x, t, lead) / float(lead);
-  float sd, sd2;
-  shifted_sums(x, t, shift, n, &sd, &sd2);
+  return sum(x, t, lead) / float(lead);
+}
+
+LayerStats finish_layer_stats(float shift, float sd, float sd2, int64_t n, float eps) {
   const float dm = sd / float(n);
   const float v = sd2 / float(n) - dm * dm;
   // NaN (a NaN or inf in the row) stays NaN, so the whole row is NaN; rounding below 0 is 0.
   const float var = std::isnan(v) ? v : std::max(0.0f, v);
   const float inv = 1.0f / std::sqrt(var + eps);
   return {shift, dm * inv, inv};
+}
+
+template <class Sum, class ShiftedSums>
+LayerStats layer_stats(const void* x, DType t, int64_t n, float eps, Sum&& sum, ShiftedSums&& shifted_sums) {
+  const float shift = layer_shift(x, t, n, sum);
+  float sd, sd2;
+  shifted_sums(x, t, shift, n, &sd, &sd2);
+  return finish_layer_stats(shift, sd, sd2, n, eps);
 }
 
 // The weight (or bias) as f32 for the AVX-512 row kernels: one conversion per call instead of a
@@ -239,13 +248,17 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
     const auto* b = bias->data_as<const uint16_t>();
     const bool stream = should_stream(y.nbytes());
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const LayerStats st =
-            layer_stats(row(x, r), x.dtype(), h, opt.eps, kernels::sum_avx512, kernels::shifted_sums_avx512);
-        kernels::layernorm_apply_bf16w_avx512(reinterpret_cast<const uint16_t*>(row(x, r)), st.shift, st.dm_inv,
-                                              st.inv, w, b, reinterpret_cast<uint16_t*>(row(y, r)), h, stream,
-                                              next_rows(r + 1 < r1, x, r + 1));
+      auto xrow = [&](int64_t r) { return reinterpret_cast<const uint16_t*>(row(x, r)); };
+      auto yrow = [&](int64_t r) { return reinterpret_cast<uint16_t*>(row(y, r)); };
+      LayerStats st = layer_stats(xrow(r0), DType::bf16, h, opt.eps, kernels::sum_avx512, kernels::shifted_sums_avx512);
+      for (int64_t r = r0; r + 1 < r1; ++r) {  // row r's output and row r + 1's statistics in one loop
+        const float shift = layer_shift(xrow(r + 1), DType::bf16, h, kernels::sum_avx512);
+        float sd, sd2;
+        kernels::layernorm_apply_bf16w_next_avx512(xrow(r), st.shift, st.dm_inv, st.inv, w, b, yrow(r), h, stream,
+                                                   xrow(r + 1), shift, &sd, &sd2);
+        st = finish_layer_stats(shift, sd, sd2, h, opt.eps);
       }
+      kernels::layernorm_apply_bf16w_avx512(xrow(r1 - 1), st.shift, st.dm_inv, st.inv, w, b, yrow(r1 - 1), h, stream);
       if (stream) kernels::stream_fence_avx512();
     });
     return;

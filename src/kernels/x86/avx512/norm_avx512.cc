@@ -333,10 +333,58 @@ void rms_apply_bf16w(const uint16_t* x, float inv, const uint16_t* w, uint16_t* 
   write_row_bf16x32(y, n, stream, g, next_rows);
 }
 
-// rms_apply_bf16w for row r, and the sum of squares of row r + 1 (xn) in the same loop, in
-// sum_squares order (the same accumulators, blocks of 64 from element 0, then the masked tail):
-// the memory reads row r + 1 while row r is written, instead of idling through a statistics
-// pass that runs from L1 (kernels/norm.h).
+// Calls f(e0, o0, e1, o1, lanes) for the block of 64 bf16 at element s of p, as bf16_blocks64
+// does for each block (the masked tail when fewer than 64 are left).
+template <class F>
+[[gnu::always_inline]] inline void bf16_block64_at(const uint16_t* p, int64_t s, int64_t n, F&& f) {
+  if (s + 64 <= n) {
+    const __m512i z0 = _mm512_loadu_si512(p + s), z1 = _mm512_loadu_si512(p + s + 32);
+    f(even_of(z0), odd_of(z0), even_of(z1), odd_of(z1), Lanes4{0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF});
+    return;
+  }
+  const int64_t r0 = std::min<int64_t>(n - s, 32), r1 = std::max<int64_t>(n - s - 32, 0);
+  const __m512i z0 = _mm512_maskz_loadu_epi16(mask32(r0), p + s);
+  const __m512i z1 = _mm512_maskz_loadu_epi16(mask32(r1), p + s + 32);
+  f(even_of(z0), odd_of(z0), even_of(z1), odd_of(z1),
+    Lanes4{tail_mask((r0 + 1) / 2), tail_mask(r0 / 2), tail_mask((r1 + 1) / 2), tail_mask(r1 / 2)});
+}
+
+// write_row_bf16x32 for row r, with the statistics of row r + 1 (xn) taken in the same loop:
+// f(e0, o0, e1, o1, lanes) for each of xn's blocks of 64 in bf16_blocks64's order (from element
+// 0, whatever the output's alignment head; then the masked tail), one block per 64 outputs. The
+// memory then reads row r + 1 while row r is written, instead of idling through a statistics
+// pass that runs from L1; xn is prefetched kPrefetchBytes ahead as the statistics passes do.
+template <class Value32, class Block>
+[[gnu::always_inline]] inline void write_row_bf16x32_next(uint16_t* y, int64_t n, bool stream, Value32&& g,
+                                                          const uint16_t* xn, Block&& f) {
+  int64_t head = stream ? elements_to_line(y, DType::bf16) : 0;
+  if (head < 0) head = 0, stream = false;
+  head = std::min(head, n);
+  if (head > 0) _mm512_mask_storeu_epi16(y, mask32(head), g(0, mask32(head)));
+  int64_t i = head, s = 0;  // s = i - head <= i: a whole block of xn exists while i + 64 <= n
+  auto block = [&](int64_t at) __attribute__((always_inline)) {
+    prefetch64<DType::bf16>(xn, at);
+    const __m512i z0 = _mm512_loadu_si512(xn + at), z1 = _mm512_loadu_si512(xn + at + 32);
+    f(even_of(z0), odd_of(z0), even_of(z1), odd_of(z1), Lanes4{0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF});
+  };
+  if (stream) {
+    for (; i + 64 <= n; i += 64, s += 64) {
+      block(s);
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(y + i), g(i, ~__mmask32(0)));
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(y + i + 32), g(i + 32, ~__mmask32(0)));
+    }
+  } else {
+    for (; i + 64 <= n; i += 64, s += 64) {
+      block(s);
+      _mm512_storeu_si512(y + i, g(i, ~__mmask32(0)));
+      _mm512_storeu_si512(y + i + 32, g(i + 32, ~__mmask32(0)));
+    }
+  }
+  for (; i < n; i += 32) _mm512_mask_storeu_epi16(y + i, mask32(n - i), g(i, mask32(n - i)));
+  for (; s < n; s += 64) bf16_block64_at(xn, s, n, f);
+}
+
+// rms_apply_bf16w for row r, returning row r + 1's sum of squares (sum_squares_bf16's bits).
 float rms_apply_bf16w_next(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
                            const uint16_t* xn) {
   const __m512 iv = _mm512_set1_ps(inv);
@@ -346,45 +394,13 @@ float rms_apply_bf16w_next(const uint16_t* x, float inv, const uint16_t* w, uint
                                   _mm512_mul_ps(_mm512_mul_ps(odd_of(zx), iv), odd_of(zw)));
   };
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  auto stats64 = [&](int64_t s) __attribute__((always_inline)) {
-    prefetch64<DType::bf16>(xn, s);
-    const __m512i z0 = _mm512_loadu_si512(xn + s), z1 = _mm512_loadu_si512(xn + s + 32);
-    const __m512 e0 = even_of(z0), o0 = odd_of(z0), e1 = even_of(z1), o1 = odd_of(z1);
-    a0 = _mm512_fmadd_ps(e0, e0, a0);
-    a1 = _mm512_fmadd_ps(o0, o0, a1);
-    a2 = _mm512_fmadd_ps(e1, e1, a2);
-    a3 = _mm512_fmadd_ps(o1, o1, a3);
-  };
-  int64_t head = stream ? elements_to_line(y, DType::bf16) : 0;
-  if (head < 0) head = 0, stream = false;
-  head = std::min(head, n);
-  if (head > 0) _mm512_mask_storeu_epi16(y, mask32(head), g(0, mask32(head)));
-  int64_t i = head, s = 0;  // s = i - head <= i: a whole block of xn exists while i + 64 <= n
-  if (stream) {
-    for (; i + 64 <= n; i += 64, s += 64) {
-      stats64(s);
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(y + i), g(i, ~__mmask32(0)));
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(y + i + 32), g(i + 32, ~__mmask32(0)));
-    }
-  } else {
-    for (; i + 64 <= n; i += 64, s += 64) {
-      stats64(s);
-      _mm512_storeu_si512(y + i, g(i, ~__mmask32(0)));
-      _mm512_storeu_si512(y + i + 32, g(i + 32, ~__mmask32(0)));
-    }
-  }
-  for (; i < n; i += 32) _mm512_mask_storeu_epi16(y + i, mask32(n - i), g(i, mask32(n - i)));
-  for (; s + 64 <= n; s += 64) stats64(s);
-  if (s < n) {
-    const int64_t r0 = std::min<int64_t>(n - s, 32), r1 = std::max<int64_t>(n - s - 32, 0);
-    const __m512i z0 = _mm512_maskz_loadu_epi16(mask32(r0), xn + s);
-    const __m512i z1 = _mm512_maskz_loadu_epi16(mask32(r1), xn + s + 32);
-    const __m512 e0 = even_of(z0), o0 = odd_of(z0), e1 = even_of(z1), o1 = odd_of(z1);
-    a0 = _mm512_fmadd_ps(e0, e0, a0);
-    a1 = _mm512_fmadd_ps(o0, o0, a1);
-    a2 = _mm512_fmadd_ps(e1, e1, a2);
-    a3 = _mm512_fmadd_ps(o1, o1, a3);
-  }
+  write_row_bf16x32_next(y, n, stream, g, xn,
+                         [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4) __attribute__((always_inline)) {
+                           a0 = _mm512_fmadd_ps(e0, e0, a0);
+                           a1 = _mm512_fmadd_ps(o0, o0, a1);
+                           a2 = _mm512_fmadd_ps(e1, e1, a2);
+                           a3 = _mm512_fmadd_ps(o1, o1, a3);
+                         });
   return combine(a0, a1, a2, a3);
 }
 
@@ -402,6 +418,38 @@ void layernorm_apply_bf16w(const uint16_t* x, float shift, float dm_inv, float i
     return bf16_even_odd_to_order(one(even_of(zx), even_of(zw), even_of(zb)), one(odd_of(zx), odd_of(zw), odd_of(zb)));
   };
   write_row_bf16x32(y, n, stream, g, next_rows);
+}
+
+// layernorm_apply_bf16w for row r, with row r + 1's shifted sums around shift_n (shifted_sums_bf16's
+// bits) taken in the same loop.
+void layernorm_apply_bf16w_next(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
+                                const uint16_t* b, uint16_t* y, int64_t n, bool stream, const uint16_t* xn,
+                                float shift_n, float* sum_d, float* sum_d2) {
+  const __m512 sv = _mm512_set1_ps(shift), dv = _mm512_set1_ps(dm_inv), iv = _mm512_set1_ps(inv);
+  auto g = [&](int64_t j, __mmask32 m) __attribute__((always_inline)) {
+    const __m512i zx = _mm512_maskz_loadu_epi16(m, x + j), zw = _mm512_maskz_loadu_epi16(m, w + j);
+    const __m512i zb = _mm512_maskz_loadu_epi16(m, b + j);
+    auto one = [&](__m512 xv, __m512 wv, __m512 bv) __attribute__((always_inline)) {
+      return _mm512_fmadd_ps(_mm512_fmsub_ps(_mm512_sub_ps(xv, sv), iv, dv), wv, bv);
+    };
+    return bf16_even_odd_to_order(one(even_of(zx), even_of(zw), even_of(zb)), one(odd_of(zx), odd_of(zw), odd_of(zb)));
+  };
+  const __m512 snv = _mm512_set1_ps(shift_n);
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+  auto step = [&](__m512 v, __mmask16 m, __m512& a, __m512& q) __attribute__((always_inline)) {
+    const __m512 d = _mm512_maskz_sub_ps(m, v, snv);
+    a = _mm512_add_ps(a, d);
+    q = _mm512_fmadd_ps(d, d, q);
+  };
+  write_row_bf16x32_next(y, n, stream, g, xn,
+                         [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4 m) __attribute__((always_inline)) {
+                           step(e0, m.e0, a0, b0);
+                           step(o0, m.o0, a1, b1);
+                           step(e1, m.e1, a2, b2);
+                           step(o1, m.o1, a3, b3);
+                         });
+  *sum_d = combine(a0, a1, a2, a3);
+  *sum_d2 = combine(b0, b1, b2, b3);
 }
 
 template <DType XT>
@@ -535,6 +583,12 @@ float rms_apply_bf16w_next_avx512(const uint16_t* x, float inv, const uint16_t* 
 void layernorm_apply_bf16w_avx512(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
                                   const uint16_t* b, uint16_t* y, int64_t n, bool stream, const NextRows& next) {
   layernorm_apply_bf16w(x, shift, dm_inv, inv, w, b, y, n, stream, next);
+}
+
+void layernorm_apply_bf16w_next_avx512(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
+                                       const uint16_t* b, uint16_t* y, int64_t n, bool stream, const uint16_t* x_next,
+                                       float shift_next, float* sum_d, float* sum_d2) {
+  layernorm_apply_bf16w_next(x, shift, dm_inv, inv, w, b, y, n, stream, x_next, shift_next, sum_d, sum_d2);
 }
 
 void rms_apply_bf16_amax_avx512(const void* x, DType xt, float inv, const float* w, uint16_t* y, int64_t n,
