@@ -28,9 +28,21 @@ struct NextRows {
 };
 
 // y[i] = round_y((x[i] * inv) * w[i]) as scale_by_weight, with the weight already in f32.
-// stream: non-temporal stores for the lines of y when y is element-aligned, then _mm_sfence().
+// stream: non-temporal stores for the lines of y when y is element-aligned, NOT fenced: the
+// caller issues one stream_fence_avx512() (kernels/copy.h) after its last row, before the
+// output is read (an sfence per row stalls each row until its lines have drained).
 void rms_apply_avx512(const void* x, DType xt, float inv, const float* w, void* y, DType yt, int64_t n,
                       bool stream, const NextRows& next = {});
+
+// rms_apply with bf16 x, weight and y: the same bits from the bf16 weight itself (it widens
+// exactly), in half the L1 bytes of an f32 copy.
+void rms_apply_bf16w_avx512(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
+                            const NextRows& next = {});
+
+// rms_apply_bf16w, returning sum_squares of the next row x_next (n elements) taken in the same
+// loop (bit for bit sum_squares_avx512's result).
+float rms_apply_bf16w_next_avx512(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
+                                  const uint16_t* x_next);
 
 // rms_apply to a bf16 row (no streaming: the row is for the fused quantization, in L1), also
 // giving the largest |y| of each group of `group` elements (n and group multiples of 32) as 32
@@ -52,14 +64,33 @@ float sum_avx512(const void* x, DType t, int64_t n);
 void shifted_sums_scalar(const void* x, DType t, float shift, int64_t n, float* sum_d, float* sum_d2);
 void shifted_sums_avx512(const void* x, DType t, float shift, int64_t n, float* sum_d, float* sum_d2);
 
-// y[i] = round_y((((x[i] - shift) - dm) * inv) * w[i] + b[i]), mean = shift + dm kept in two
-// parts (x - shift is exact for x near the mean; a rounded f32 mean would not be); b may be null.
-void layernorm_apply_scalar(const void* x, DType xt, float shift, float dm, float inv, const void* w, const void* b,
-                            DType wt, void* y, DType yt, int64_t n);
+// y[i] = round_y(fma(fma(x[i] - shift, inv, -dm_inv), w[i], b[i])) (without b: a product), where
+// the mean is shift + dm, kept in two parts (x - shift is exact for x near the mean; a rounded
+// f32 mean would not be), and dm_inv = round(dm * inv): ((x - shift) - dm) * inv with one
+// rounding fewer and one op fewer. |dm| is at most a few standard deviations (the shift is a
+// mean of part of the row), so dm_inv's rounding is a few f32 ulps of an O(1) value. b may be null.
+void layernorm_apply_scalar(const void* x, DType xt, float shift, float dm_inv, float inv, const void* w,
+                            const void* b, DType wt, void* y, DType yt, int64_t n);
 
-// layernorm_apply with f32 weight and bias (b may be null), streaming as rms_apply.
-void layernorm_apply_f32w_avx512(const void* x, DType xt, float shift, float dm, float inv, const float* w,
+// layernorm_apply with f32 weight and bias (b may be null), streaming (unfenced) as rms_apply.
+void layernorm_apply_f32w_avx512(const void* x, DType xt, float shift, float dm_inv, float inv, const float* w,
                                  const float* b, void* y, DType yt, int64_t n, bool stream, const NextRows& next = {});
+
+// layernorm_apply for bf16 weight and bias given as wb[i] = w_bits[i] << 16 | b_bits[i] (from
+// pack_bf16_pairs): the same values as the f32 kernel gets (bf16 widens exactly), so the same
+// bits, in half the bytes (the row, its weight and its bias then fit in L1 together).
+void layernorm_apply_packed_avx512(const void* x, DType xt, float shift, float dm_inv, float inv, const uint32_t* wb,
+                                   void* y, DType yt, int64_t n, bool stream, const NextRows& next = {});
+// layernorm_apply with bf16 x, weight, bias and y (even/odd as rms_apply_bf16w): the same bits.
+void layernorm_apply_bf16w_avx512(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
+                                  const uint16_t* b, uint16_t* y, int64_t n, bool stream, const NextRows& next = {});
+// layernorm_apply_bf16w, also giving shifted_sums of the next row x_next around shift_next,
+// taken in the same loop (bit for bit shifted_sums_avx512's results).
+void layernorm_apply_bf16w_next_avx512(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
+                                       const uint16_t* b, uint16_t* y, int64_t n, bool stream, const uint16_t* x_next,
+                                       float shift_next, float* sum_d, float* sum_d2);
+// out[i] = hi[i] << 16 | lo[i].
+void pack_bf16_pairs_avx512(const uint16_t* hi, const uint16_t* lo, uint32_t* out, int64_t n);
 
 // r[i] = round_r(r[i] + x[i]).
 void add_into_scalar(const void* x, DType xt, void* r, DType rt, int64_t n);

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/copy.h"
+#include "kernels/norm.h"
 #include "ops/common/fill.h"
 #include "sol/hw.h"
 #include "sol/error.h"
@@ -68,12 +70,14 @@ TEST(NormPaths, RmsNormScalarAndVectorAgree) {
 TEST(NormPaths, AddRmsNormScalarAndVectorAgree) {
   expect_paths_agree(
       [](DType xt, DType rt, int64_t rows, int64_t h) {
-        Buffer x = input(xt, rows, h, 3), w(DType::f32, {h});
-        fill_random(w, 4, 2.0);
         std::vector<Buffer> out;
-        out.emplace_back(input(rt, rows, h, 5));  // the residual, updated in place
-        out.emplace_back(DType::bf16, std::initializer_list<int64_t>{rows, h});
-        add_rmsnorm(x, out[0], w, out[1]);
+        for (DType wt : {DType::f32, DType::bf16}) {  // bf16 everything: the bf16-weight kernel
+          Buffer x = input(xt, rows, h, 3), w(wt, {h});
+          fill_random(w, 4, 2.0);
+          out.emplace_back(input(rt, rows, h, 5));  // the residual, updated in place
+          out.emplace_back(DType::bf16, std::initializer_list<int64_t>{rows, h});
+          add_rmsnorm(x, out[out.size() - 2], w, out.back());
+        }
         return out;
       },
       "add_rmsnorm");
@@ -234,6 +238,102 @@ TEST(NormPaths, RmsNormStreamedOffLineAndInPlace) {
             EXPECT_TRUE(same_bytes(a, x)) << what << " in place";
           }
         }
+}
+
+// layernorm (bf16 weight and bias: the even/odd kernel; f32 ones; no bias) and add_rmsnorm against
+// the scalar path bit for bit with streamed outputs (>= half the LLC) starting off a line, over
+// one and two threads: the streamed stores are fenced once per thread, after its last row, and
+// every row of the poisoned output must still hold the scalar path's bits.
+TEST(NormPaths, LayerNormAndAddRmsNormStreamed) {
+  if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path on this CPU";
+  const long llc = cpu_features().l3_bytes > 0 ? cpu_features().l3_bytes : (16L << 20);
+  for (int64_t h : {int64_t(7168), int64_t(3001)})
+    for (int threads : {1, 2})
+      for (int variant = 0; variant < 4; ++variant) {  // layernorm bf16 w+b, f32 w+b, no bias; add_rmsnorm (bf16 w)
+        const int64_t offset = variant % 2;
+        const int64_t rows = (llc / 2 / (h * 2) + 3) | 1;
+        const DType wt = variant == 1 ? DType::f32 : DType::bf16;
+        Buffer x = input(DType::bf16, rows, h, uint64_t(h + variant)), w(wt, {h}), b(wt, {h}), a(DType::bf16, {rows, h});
+        fill_random(w, 4, 2.0);
+        fill_random(b, 5, 1.0);
+        Buffer yb(DType::bf16, {rows * h + 1});
+        const int64_t shape[2] = {rows, h}, strides[2] = {h, 1};
+        Tensor y(static_cast<char*>(yb.data()) + offset * 2, DType::bf16, shape, strides);
+        Buffer res_a = input(DType::bf16, rows, h, 77), res_b(DType::bf16, {rows, h});
+        std::memcpy(res_b.data(), res_a.data(), size_t(rows * h * 2));
+        auto run = [&](const Tensor& out, const Tensor& res) {
+          if (variant == 3) add_rmsnorm(x, res, w, out);
+          else layernorm(x, w, variant == 2 ? nullptr : &b.tensor(), out);
+        };
+        setenv("SOL_ISA", "scalar", 1);
+        run(a, res_a);
+        setenv("SOL_ISA", "avx512", 1);
+        set_num_threads(threads);
+        poison(yb);
+        run(y, res_b);
+        set_num_threads(0);
+        unsetenv("SOL_ISA");
+        const std::string what =
+            "h " + std::to_string(h) + " threads " + std::to_string(threads) + " variant " + std::to_string(variant);
+        EXPECT_EQ(std::memcmp(a.data(), y.data(), size_t(a.tensor().nbytes())), 0) << what;
+        if (variant == 3) EXPECT_TRUE(same_bytes(res_a, res_b)) << what << " residual";
+      }
+}
+
+// The fused output-and-next-statistics kernels (rmsnorm, layernorm) against their two halves
+// called apart: the next row's sum of squares (shifted sums) bit for bit equal to sum_squares
+// (shifted_sums), scalar and vector, whatever the
+// output's alignment (the output loop starts after a head; the statistics from element 0), and
+// the output equal to the plain kernel's. Values span 2^-12 .. 2^12, so a partial sum taken in
+// another order changes the bits of the sum.
+TEST(NormPaths, FusedNextRowStatisticsEqualTheirPasses) {
+  if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path on this CPU";
+  for (int64_t h : {1, 31, 32, 33, 63, 64, 65, 95, 127, 128, 1531, 7168})
+    for (int64_t offset : {0, 1, 7})
+      for (bool stream : {false, true}) {
+        Buffer x(DType::bf16, {2, h}), w(DType::bf16, {h}), y(DType::bf16, {h + 8}), y2(DType::bf16, {h + 8});
+        fill_random(x, uint64_t(h), 1.0);
+        fill_random(w, 3, 2.0);
+        auto* xs = x.tensor().data_as<uint16_t>();
+        for (int64_t i = 0; i < 2 * h; ++i) {
+          const double v = load_as_double(xs, DType::bf16, size_t(i));
+          store_from_double(xs, DType::bf16, size_t(i), v * std::ldexp(1.0, int((i * 7919) % 25) - 12));
+        }
+        poison(y);
+        poison(y2);
+        const auto* wv = w.tensor().data_as<const uint16_t>();
+        auto* out = y.tensor().data_as<uint16_t>() + offset;
+        auto* out2 = y2.tensor().data_as<uint16_t>() + offset;
+        const float got = kernels::rms_apply_bf16w_next_avx512(xs, 0.37f, wv, out, h, stream, xs + h);
+        kernels::rms_apply_bf16w_avx512(xs, 0.37f, wv, out2, h, stream);
+        kernels::stream_fence_avx512();
+        const float want = kernels::sum_squares_avx512(xs + h, DType::bf16, h);
+        const float want_scalar = kernels::sum_squares_scalar(xs + h, DType::bf16, h);
+        const std::string what = "h " + std::to_string(h) + " offset " + std::to_string(offset) + (stream ? " streamed" : "");
+        EXPECT_EQ(std::memcmp(&got, &want, 4), 0) << what << ": " << got << " vs " << want;
+        EXPECT_EQ(std::memcmp(&want, &want_scalar, 4), 0) << what;
+        EXPECT_TRUE(same_bytes(y, y2)) << what;
+
+        // layernorm's: the next row's shifted sums, and the output with a bias.
+        Buffer b(DType::bf16, {h});
+        fill_random(b, 4, 1.0);
+        const auto* bv = b.tensor().data_as<const uint16_t>();
+        poison(y);
+        poison(y2);
+        const float shift = 0.75f;
+        float sd, sd2, want_d, want_d2, scalar_d, scalar_d2;
+        kernels::layernorm_apply_bf16w_next_avx512(xs, 0.5f, 0.125f, 0.37f, wv, bv, out, h, stream, xs + h, shift, &sd,
+                                                   &sd2);
+        kernels::layernorm_apply_bf16w_avx512(xs, 0.5f, 0.125f, 0.37f, wv, bv, out2, h, stream);
+        kernels::stream_fence_avx512();
+        kernels::shifted_sums_avx512(xs + h, DType::bf16, shift, h, &want_d, &want_d2);
+        kernels::shifted_sums_scalar(xs + h, DType::bf16, shift, h, &scalar_d, &scalar_d2);
+        EXPECT_EQ(std::memcmp(&sd, &want_d, 4), 0) << what << " layernorm: " << sd << " vs " << want_d;
+        EXPECT_EQ(std::memcmp(&sd2, &want_d2, 4), 0) << what << " layernorm: " << sd2 << " vs " << want_d2;
+        EXPECT_EQ(std::memcmp(&want_d, &scalar_d, 4), 0) << what;
+        EXPECT_EQ(std::memcmp(&want_d2, &scalar_d2, 4), 0) << what;
+        EXPECT_TRUE(same_bytes(y, y2)) << what << " layernorm";
+      }
 }
 
 }  // namespace

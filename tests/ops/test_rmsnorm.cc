@@ -184,8 +184,12 @@ TEST(LayerNorm, OutlierInTheShiftSampleStaysAccurate) {
   // The statistics shift by the mean of the first 256 elements: a huge outlier there, on a
   // large mean, is the worst case for the cancellation (bounded by log2(h / 256) bits), and
   // the result must still meet f32 accuracy. Row lengths below, at and above the sample.
+  // f32 x with bf16 weight and bias takes the packed kernel (kernels/norm.h), f32 ones the f32
+  // kernel; both share the scalar path's formula, which the bf16 even/odd kernel matches bit for
+  // bit (tests/ops/test_norm_paths.cc).
+  for (DType wt : {DType::f32, DType::bf16})
   for (int64_t h : {7, 256, 300, 7168}) {
-    Buffer x(DType::f32, {3, h}), w(DType::f32, {h}), b(DType::f32, {h}), y(DType::f32, {3, h}), ref(DType::f32, {3, h});
+    Buffer x(DType::f32, {3, h}), w(wt, {h}), b(wt, {h}), y(DType::f32, {3, h}), ref(DType::f32, {3, h});
     fill_random(x, uint64_t(h), 1.0);
     fill_random(w, 5, 2.0);
     fill_random(b, 6, 1.0);
@@ -198,7 +202,7 @@ TEST(LayerNorm, OutlierInTheShiftSampleStaysAccurate) {
       layernorm(x, w, &b.tensor(), y);
       reference::layernorm(x, w, &b.tensor(), ref, 1e-6);
       CheckResult r = compare_relative(y, ref, 1e-5);
-      EXPECT_TRUE(r.pass) << "h=" << h << ": " << r.detail;
+      EXPECT_TRUE(r.pass) << dtype_name(wt) << " h=" << h << ": " << r.detail;
     });
   }
 }
@@ -213,9 +217,13 @@ TEST(LayerNorm, InfOrNaNMakesItsRowNaN) {
       fill_random(x, 9, 2.0);
       fill_random(w, 10, 1.0);
       store_from_double(x.data(), DType::bf16, size_t(h + col), bad);
+      Buffer b(DType::bf16, {h});
+      fill_random(b, 11, 1.0);
+      // With a bias, bf16 rows take the kernel that sums row r + 1 while writing row r.
+      for (const Tensor* bias : {static_cast<const Tensor*>(nullptr), &b.tensor()})
       testing_paths::for_each_isa([&] {
         poison(y);
-        layernorm(x, w, nullptr, y);
+        layernorm(x, w, bias, y);
         for (int64_t c = 0; c < h; ++c)
           ASSERT_TRUE(std::isnan(load_as_double(y.data(), DType::bf16, size_t(h + c)))) << bad << " col " << col << " c " << c;
         for (int64_t r : {0, 2})

@@ -64,10 +64,10 @@ void shifted_sums_scalar(const void* x, DType t, float shift, int64_t n, float* 
   *sum_d2 = combine(p2);
 }
 
-void layernorm_apply_scalar(const void* x, DType xt, float shift, float dm, float inv, const void* w, const void* b,
-                            DType wt, void* y, DType yt, int64_t n) {
+void layernorm_apply_scalar(const void* x, DType xt, float shift, float dm_inv, float inv, const void* w,
+                            const void* b, DType wt, void* y, DType yt, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
-    float v = ((get(x, xt, i) - shift) - dm) * inv;
+    float v = std::fma(get(x, xt, i) - shift, inv, -dm_inv);  // as vfmsub: one rounding
     put(y, yt, i, b ? std::fma(v, get(w, wt, i), get(b, wt, i)) : v * get(w, wt, i));
   }
 }

@@ -58,7 +58,7 @@ class LayerNormCase : public OpCase {
 void register_layernorm_ops() {
   OpInfo op;
   op.name = "layernorm";
-  op.summary = "LayerNorm over the last dim (two-pass f32 mean and variance), optional bias";
+  op.summary = "LayerNorm over the last dim (f32 mean and variance in one shifted pass), optional bias";
   op.params = {
       {"tokens", "rows", "4096", ParamSpec::size},
       {"hidden", "row length", "7168", ParamSpec::size},

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "kernels/convert.h"
+#include "kernels/copy.h"
 #include "kernels/norm.h"
 #include "ops/common/parallel.h"
 #include "ops/common/rows.h"
@@ -50,6 +51,10 @@ void validate(const char* op, const Tensor& x, const Tensor& weight, const NormO
 
 char* row(const Tensor& t, int64_t r) { return row_at(t, r); }
 
+bool all_bf16(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return a.dtype() == DType::bf16 && b.dtype() == DType::bf16 && c.dtype() == DType::bf16;
+}
+
 // Row r of x (and of a second tensor) for the output pass of the row before to prefetch; none
 // when r is not this thread's to read.
 kernels::NextRows next_rows(bool mine, const Tensor& x, int64_t r, const Tensor* second = nullptr) {
@@ -77,20 +82,30 @@ float inverse_rms(float sum_squares, int64_t n, float eps) {
 constexpr int64_t kShiftSample = 256;
 
 struct LayerStats {
-  float shift, dm, inv;
+  float shift, dm_inv, inv;  // the mean is shift + dm; dm_inv = dm * inv (kernels/norm.h)
 };
 
-template <class Sum, class ShiftedSums>
-LayerStats layer_stats(const void* x, DType t, int64_t n, float eps, Sum&& sum, ShiftedSums&& shifted_sums) {
+template <class Sum>
+float layer_shift(const void* x, DType t, int64_t n, Sum&& sum) {
   const int64_t lead = std::min(n, kShiftSample);
-  const float shift = sum(x, t, lead) / float(lead);
-  float sd, sd2;
-  shifted_sums(x, t, shift, n, &sd, &sd2);
+  return sum(x, t, lead) / float(lead);
+}
+
+LayerStats finish_layer_stats(float shift, float sd, float sd2, int64_t n, float eps) {
   const float dm = sd / float(n);
   const float v = sd2 / float(n) - dm * dm;
   // NaN (a NaN or inf in the row) stays NaN, so the whole row is NaN; rounding below 0 is 0.
   const float var = std::isnan(v) ? v : std::max(0.0f, v);
-  return {shift, dm, 1.0f / std::sqrt(var + eps)};
+  const float inv = 1.0f / std::sqrt(var + eps);
+  return {shift, dm * inv, inv};
+}
+
+template <class Sum, class ShiftedSums>
+LayerStats layer_stats(const void* x, DType t, int64_t n, float eps, Sum&& sum, ShiftedSums&& shifted_sums) {
+  const float shift = layer_shift(x, t, n, sum);
+  float sd, sd2;
+  shifted_sums(x, t, shift, n, &sd, &sd2);
+  return finish_layer_stats(shift, sd, sd2, n, eps);
 }
 
 // The weight (or bias) as f32 for the AVX-512 row kernels: one conversion per call instead of a
@@ -125,6 +140,21 @@ void rmsnorm(const Tensor& x, const Tensor& weight, const Tensor& y, const NormO
   const int64_t rows = x.shape(0), h = x.shape(1);
   const NormKernels k = norm_kernels();
   // In place (y == x) is allowed: each row is read completely before it is written.
+  if (active_isa() >= Isa::avx512 && all_bf16(x, weight, y)) {
+    const auto* w = weight.data_as<const uint16_t>();
+    const bool stream = should_stream(y.nbytes());
+    parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+      auto xrow = [&](int64_t r) { return reinterpret_cast<const uint16_t*>(row(x, r)); };
+      float ss = kernels::sum_squares_avx512(xrow(r0), DType::bf16, h);
+      for (int64_t r = r0; r + 1 < r1; ++r)  // row r's output and row r + 1's statistics in one loop
+        ss = kernels::rms_apply_bf16w_next_avx512(xrow(r), inverse_rms(ss, h, opt.eps), w,
+                                                  reinterpret_cast<uint16_t*>(row(y, r)), h, stream, xrow(r + 1));
+      kernels::rms_apply_bf16w_avx512(xrow(r1 - 1), inverse_rms(ss, h, opt.eps), w,
+                                      reinterpret_cast<uint16_t*>(row(y, r1 - 1)), h, stream);
+      if (stream) kernels::stream_fence_avx512();
+    });
+    return;
+  }
   if (active_isa() >= Isa::avx512) {
     const F32Vector wf(weight);
     const float* w = wf.data();
@@ -135,6 +165,7 @@ void rmsnorm(const Tensor& x, const Tensor& weight, const Tensor& y, const NormO
         kernels::rms_apply_avx512(row(x, r), x.dtype(), inv, w, row(y, r), y.dtype(), h, stream,
                                   next_rows(r + 1 < r1, x, r + 1));
       }
+      if (stream) kernels::stream_fence_avx512();  // the rows' streamed stores, once per thread
     });
     return;
   }
@@ -159,6 +190,21 @@ void add_rmsnorm(const Tensor& x, const Tensor& residual, const Tensor& weight, 
   require_no_overlap(op, "weight", weight, "y", y);
   const int64_t rows = x.shape(0), h = x.shape(1);
   const NormKernels k = norm_kernels();
+  if (active_isa() >= Isa::avx512 && all_bf16(residual, weight, y) && x.dtype() == DType::bf16) {
+    const auto* w = weight.data_as<const uint16_t>();
+    const bool stream = should_stream(y.nbytes());
+    parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        auto* res = reinterpret_cast<uint16_t*>(row(residual, r));
+        float inv = inverse_rms(kernels::add_sum_squares_avx512(row(x, r), DType::bf16, res, DType::bf16, res, h), h,
+                                opt.eps);
+        kernels::rms_apply_bf16w_avx512(res, inv, w, reinterpret_cast<uint16_t*>(row(y, r)), h, stream,
+                                        next_rows(r + 1 < r1, x, r + 1, &residual));
+      }
+      if (stream) kernels::stream_fence_avx512();
+    });
+    return;
+  }
   if (active_isa() >= Isa::avx512) {
     const DType rt = residual.dtype();
     const F32Vector wf(weight);
@@ -173,6 +219,7 @@ void add_rmsnorm(const Tensor& x, const Tensor& residual, const Tensor& weight, 
         kernels::rms_apply_avx512(res, rt, inv, w, row(y, r), y.dtype(), h, stream,
                                   next_rows(r + 1 < r1, x, r + 1, &residual));
       }
+      if (stream) kernels::stream_fence_avx512();
     });
     return;
   }
@@ -196,6 +243,42 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
     fail(op, "bias = ", describe_text(*bias), " but expected contiguous [", x.shape(1), "] ", dtype_name(weight.dtype()));
   require_no_overlap(op, "weight", weight, "y", y);
   const int64_t rows = x.shape(0), h = x.shape(1);
+  if (active_isa() >= Isa::avx512 && bias && all_bf16(x, weight, y)) {
+    const auto* w = weight.data_as<const uint16_t>();
+    const auto* b = bias->data_as<const uint16_t>();
+    const bool stream = should_stream(y.nbytes());
+    parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+      auto xrow = [&](int64_t r) { return reinterpret_cast<const uint16_t*>(row(x, r)); };
+      auto yrow = [&](int64_t r) { return reinterpret_cast<uint16_t*>(row(y, r)); };
+      LayerStats st = layer_stats(xrow(r0), DType::bf16, h, opt.eps, kernels::sum_avx512, kernels::shifted_sums_avx512);
+      for (int64_t r = r0; r + 1 < r1; ++r) {  // row r's output and row r + 1's statistics in one loop
+        const float shift = layer_shift(xrow(r + 1), DType::bf16, h, kernels::sum_avx512);
+        float sd, sd2;
+        kernels::layernorm_apply_bf16w_next_avx512(xrow(r), st.shift, st.dm_inv, st.inv, w, b, yrow(r), h, stream,
+                                                   xrow(r + 1), shift, &sd, &sd2);
+        st = finish_layer_stats(shift, sd, sd2, h, opt.eps);
+      }
+      kernels::layernorm_apply_bf16w_avx512(xrow(r1 - 1), st.shift, st.dm_inv, st.inv, w, b, yrow(r1 - 1), h, stream);
+      if (stream) kernels::stream_fence_avx512();
+    });
+    return;
+  }
+  if (active_isa() >= Isa::avx512 && bias && weight.dtype() == DType::bf16) {
+    // bf16 weight and bias as one packed 32-bit word per element (kernels/norm.h).
+    const std::unique_ptr<uint32_t[]> wb(new uint32_t[size_t(h)]);  // not zeroed: fully written
+    kernels::pack_bf16_pairs_avx512(weight.data_as<const uint16_t>(), bias->data_as<const uint16_t>(), wb.get(), h);
+    const bool stream = should_stream(y.nbytes());
+    parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const LayerStats st =
+            layer_stats(row(x, r), x.dtype(), h, opt.eps, kernels::sum_avx512, kernels::shifted_sums_avx512);
+        kernels::layernorm_apply_packed_avx512(row(x, r), x.dtype(), st.shift, st.dm_inv, st.inv, wb.get(), row(y, r),
+                                               y.dtype(), h, stream, next_rows(r + 1 < r1, x, r + 1));
+      }
+      if (stream) kernels::stream_fence_avx512();
+    });
+    return;
+  }
   if (active_isa() >= Isa::avx512) {
     const F32Vector wf(weight);
     std::optional<F32Vector> bf;
@@ -207,9 +290,10 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
       for (int64_t r = r0; r < r1; ++r) {
         const LayerStats st =
             layer_stats(row(x, r), x.dtype(), h, opt.eps, kernels::sum_avx512, kernels::shifted_sums_avx512);
-        kernels::layernorm_apply_f32w_avx512(row(x, r), x.dtype(), st.shift, st.dm, st.inv, w, b, row(y, r),
+        kernels::layernorm_apply_f32w_avx512(row(x, r), x.dtype(), st.shift, st.dm_inv, st.inv, w, b, row(y, r),
                                              y.dtype(), h, stream, next_rows(r + 1 < r1, x, r + 1));
       }
+      if (stream) kernels::stream_fence_avx512();
     });
     return;
   }
@@ -217,7 +301,7 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
     for (int64_t r = r0; r < r1; ++r) {
       const LayerStats st =
           layer_stats(row(x, r), x.dtype(), h, opt.eps, kernels::sum_scalar, kernels::shifted_sums_scalar);
-      kernels::layernorm_apply_scalar(row(x, r), x.dtype(), st.shift, st.dm, st.inv, weight.data(),
+      kernels::layernorm_apply_scalar(row(x, r), x.dtype(), st.shift, st.dm_inv, st.inv, weight.data(),
                                       bias ? bias->data() : nullptr, weight.dtype(), row(y, r), y.dtype(), h);
     }
   });

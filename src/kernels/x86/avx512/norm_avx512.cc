@@ -258,7 +258,9 @@ struct NextRowPrefetch {
 
 // Writes f(j, m) for every 16 elements of y: 32 at a time with whole-line (optionally streamed)
 // stores, after a head that brings y to a line boundary when streaming; prefetches the next
-// rows as it goes.
+// rows as it goes. Streamed stores are not fenced here: an sfence per row waits for the row's
+// lines to drain before the next row's loads may run ahead; the op fences once per thread
+// after its last row (kernels/norm.h).
 template <DType YT, class Value>
 [[gnu::always_inline]] inline void write_row(void* y, int64_t n, bool stream, Value&& f, const NextRows& next_rows) {
   NextRowPrefetch prefetch_next(next_rows);
@@ -280,7 +282,6 @@ template <DType YT, class Value>
     }
   }
   for (; i < n; i += 16) store16_hw(y, YT, i, tail_mask(n - i), f(i, tail_mask(n - i)));
-  if (stream) _mm_sfence();
 }
 
 template <DType XT, DType YT>
@@ -290,6 +291,165 @@ void rms_apply_t(const void* x, float inv, const float* w, void* y, int64_t n, b
     return _mm512_mul_ps(_mm512_mul_ps(load16(x, XT, j, m), iv), _mm512_maskz_loadu_ps(m, w + j));
   };
   write_row<YT>(y, n, stream, f, next);
+}
+
+// Writes g(j, m) (32 bf16 results in element order, m: the valid ones) for every 32 elements of
+// a bf16 y, as write_row does for 16 at a time.
+template <class Value32>
+[[gnu::always_inline]] inline void write_row_bf16x32(uint16_t* y, int64_t n, bool stream, Value32&& g,
+                                                     const NextRows& next_rows) {
+  NextRowPrefetch prefetch_next(next_rows);
+  int64_t head = stream ? elements_to_line(y, DType::bf16) : 0;
+  if (head < 0) head = 0, stream = false;
+  head = std::min(head, n);
+  if (head > 0) _mm512_mask_storeu_epi16(y, mask32(head), g(0, mask32(head)));
+  int64_t i = head;
+  if (stream) {
+    for (; i + 32 <= n; i += 32) {
+      prefetch_next();
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(y + i), g(i, ~__mmask32(0)));
+    }
+  } else {
+    for (; i + 32 <= n; i += 32) {
+      prefetch_next();
+      _mm512_storeu_si512(y + i, g(i, ~__mmask32(0)));
+    }
+  }
+  if (i < n) _mm512_mask_storeu_epi16(y + i, mask32(n - i), g(i, mask32(n - i)));
+}
+
+// rms_apply for bf16 x, weight and y, on even and odd elements: 32 elements of x and of w each
+// widen with one load, one shift and one and (no shuffle, no f32 copy of the weight), and one
+// vpermw puts the 32 results back in order. The weight then takes 14 KiB of L1 instead of 28:
+// with the row (14 KiB) and the next row being prefetched (14 KiB) it fits in L1's 48.
+void rms_apply_bf16w(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
+                     const NextRows& next_rows) {
+  const __m512 iv = _mm512_set1_ps(inv);
+  auto g = [&](int64_t j, __mmask32 m) __attribute__((always_inline)) {
+    const __m512i zx = _mm512_maskz_loadu_epi16(m, x + j), zw = _mm512_maskz_loadu_epi16(m, w + j);
+    return bf16_even_odd_to_order(_mm512_mul_ps(_mm512_mul_ps(even_of(zx), iv), even_of(zw)),
+                                  _mm512_mul_ps(_mm512_mul_ps(odd_of(zx), iv), odd_of(zw)));
+  };
+  write_row_bf16x32(y, n, stream, g, next_rows);
+}
+
+// Calls f(e0, o0, e1, o1, lanes) for the block of 64 bf16 at element s of p, as bf16_blocks64
+// does for each block (the masked tail when fewer than 64 are left).
+template <class F>
+[[gnu::always_inline]] inline void bf16_block64_at(const uint16_t* p, int64_t s, int64_t n, F&& f) {
+  if (s + 64 <= n) {
+    const __m512i z0 = _mm512_loadu_si512(p + s), z1 = _mm512_loadu_si512(p + s + 32);
+    f(even_of(z0), odd_of(z0), even_of(z1), odd_of(z1), Lanes4{0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF});
+    return;
+  }
+  const int64_t r0 = std::min<int64_t>(n - s, 32), r1 = std::max<int64_t>(n - s - 32, 0);
+  const __m512i z0 = _mm512_maskz_loadu_epi16(mask32(r0), p + s);
+  const __m512i z1 = _mm512_maskz_loadu_epi16(mask32(r1), p + s + 32);
+  f(even_of(z0), odd_of(z0), even_of(z1), odd_of(z1),
+    Lanes4{tail_mask((r0 + 1) / 2), tail_mask(r0 / 2), tail_mask((r1 + 1) / 2), tail_mask(r1 / 2)});
+}
+
+// write_row_bf16x32 for row r, with the statistics of row r + 1 (xn) taken in the same loop:
+// f(e0, o0, e1, o1, lanes) for each of xn's blocks of 64 in bf16_blocks64's order (from element
+// 0, whatever the output's alignment head; then the masked tail), one block per 64 outputs. The
+// memory then reads row r + 1 while row r is written, instead of idling through a statistics
+// pass that runs from L1; xn is prefetched kPrefetchBytes ahead as the statistics passes do.
+template <class Value32, class Block>
+[[gnu::always_inline]] inline void write_row_bf16x32_next(uint16_t* y, int64_t n, bool stream, Value32&& g,
+                                                          const uint16_t* xn, Block&& f) {
+  int64_t head = stream ? elements_to_line(y, DType::bf16) : 0;
+  if (head < 0) head = 0, stream = false;
+  head = std::min(head, n);
+  if (head > 0) _mm512_mask_storeu_epi16(y, mask32(head), g(0, mask32(head)));
+  int64_t i = head, s = 0;  // s = i - head <= i: a whole block of xn exists while i + 64 <= n
+  auto block = [&](int64_t at) __attribute__((always_inline)) {
+    prefetch64<DType::bf16>(xn, at);
+    const __m512i z0 = _mm512_loadu_si512(xn + at), z1 = _mm512_loadu_si512(xn + at + 32);
+    f(even_of(z0), odd_of(z0), even_of(z1), odd_of(z1), Lanes4{0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF});
+  };
+  if (stream) {
+    for (; i + 64 <= n; i += 64, s += 64) {
+      block(s);
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(y + i), g(i, ~__mmask32(0)));
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(y + i + 32), g(i + 32, ~__mmask32(0)));
+    }
+  } else {
+    for (; i + 64 <= n; i += 64, s += 64) {
+      block(s);
+      _mm512_storeu_si512(y + i, g(i, ~__mmask32(0)));
+      _mm512_storeu_si512(y + i + 32, g(i + 32, ~__mmask32(0)));
+    }
+  }
+  for (; i < n; i += 32) _mm512_mask_storeu_epi16(y + i, mask32(n - i), g(i, mask32(n - i)));
+  for (; s < n; s += 64) bf16_block64_at(xn, s, n, f);
+}
+
+// rms_apply_bf16w for row r, returning row r + 1's sum of squares (sum_squares_bf16's bits).
+float rms_apply_bf16w_next(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
+                           const uint16_t* xn) {
+  const __m512 iv = _mm512_set1_ps(inv);
+  auto g = [&](int64_t j, __mmask32 m) __attribute__((always_inline)) {
+    const __m512i zx = _mm512_maskz_loadu_epi16(m, x + j), zw = _mm512_maskz_loadu_epi16(m, w + j);
+    return bf16_even_odd_to_order(_mm512_mul_ps(_mm512_mul_ps(even_of(zx), iv), even_of(zw)),
+                                  _mm512_mul_ps(_mm512_mul_ps(odd_of(zx), iv), odd_of(zw)));
+  };
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  write_row_bf16x32_next(y, n, stream, g, xn,
+                         [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4) __attribute__((always_inline)) {
+                           a0 = _mm512_fmadd_ps(e0, e0, a0);
+                           a1 = _mm512_fmadd_ps(o0, o0, a1);
+                           a2 = _mm512_fmadd_ps(e1, e1, a2);
+                           a3 = _mm512_fmadd_ps(o1, o1, a3);
+                         });
+  return combine(a0, a1, a2, a3);
+}
+
+// layernorm_apply for bf16 x, weight, bias and y, the same way (the weight and bias together
+// take 28 KiB of L1, and need neither an f32 copy nor a packed one).
+void layernorm_apply_bf16w(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
+                           const uint16_t* b, uint16_t* y, int64_t n, bool stream, const NextRows& next_rows) {
+  const __m512 sv = _mm512_set1_ps(shift), dv = _mm512_set1_ps(dm_inv), iv = _mm512_set1_ps(inv);
+  auto g = [&](int64_t j, __mmask32 m) __attribute__((always_inline)) {
+    const __m512i zx = _mm512_maskz_loadu_epi16(m, x + j), zw = _mm512_maskz_loadu_epi16(m, w + j);
+    const __m512i zb = _mm512_maskz_loadu_epi16(m, b + j);
+    auto one = [&](__m512 xv, __m512 wv, __m512 bv) __attribute__((always_inline)) {
+      return _mm512_fmadd_ps(_mm512_fmsub_ps(_mm512_sub_ps(xv, sv), iv, dv), wv, bv);
+    };
+    return bf16_even_odd_to_order(one(even_of(zx), even_of(zw), even_of(zb)), one(odd_of(zx), odd_of(zw), odd_of(zb)));
+  };
+  write_row_bf16x32(y, n, stream, g, next_rows);
+}
+
+// layernorm_apply_bf16w for row r, with row r + 1's shifted sums around shift_n (shifted_sums_bf16's
+// bits) taken in the same loop.
+void layernorm_apply_bf16w_next(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
+                                const uint16_t* b, uint16_t* y, int64_t n, bool stream, const uint16_t* xn,
+                                float shift_n, float* sum_d, float* sum_d2) {
+  const __m512 sv = _mm512_set1_ps(shift), dv = _mm512_set1_ps(dm_inv), iv = _mm512_set1_ps(inv);
+  auto g = [&](int64_t j, __mmask32 m) __attribute__((always_inline)) {
+    const __m512i zx = _mm512_maskz_loadu_epi16(m, x + j), zw = _mm512_maskz_loadu_epi16(m, w + j);
+    const __m512i zb = _mm512_maskz_loadu_epi16(m, b + j);
+    auto one = [&](__m512 xv, __m512 wv, __m512 bv) __attribute__((always_inline)) {
+      return _mm512_fmadd_ps(_mm512_fmsub_ps(_mm512_sub_ps(xv, sv), iv, dv), wv, bv);
+    };
+    return bf16_even_odd_to_order(one(even_of(zx), even_of(zw), even_of(zb)), one(odd_of(zx), odd_of(zw), odd_of(zb)));
+  };
+  const __m512 snv = _mm512_set1_ps(shift_n);
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+  auto step = [&](__m512 v, __mmask16 m, __m512& a, __m512& q) __attribute__((always_inline)) {
+    const __m512 d = _mm512_maskz_sub_ps(m, v, snv);
+    a = _mm512_add_ps(a, d);
+    q = _mm512_fmadd_ps(d, d, q);
+  };
+  write_row_bf16x32_next(y, n, stream, g, xn,
+                         [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4 m) __attribute__((always_inline)) {
+                           step(e0, m.e0, a0, b0);
+                           step(o0, m.o0, a1, b1);
+                           step(e1, m.e1, a2, b2);
+                           step(o1, m.o1, a3, b3);
+                         });
+  *sum_d = combine(a0, a1, a2, a3);
+  *sum_d2 = combine(b0, b1, b2, b3);
 }
 
 template <DType XT>
@@ -313,14 +473,41 @@ void rms_apply_amax_t(const void* x, float inv, const float* w, uint16_t* y, int
   }
 }
 
-template <DType XT, DType YT>
-void layernorm_apply_t(const void* x, float shift, float dm, float inv, const float* w, const float* b, void* y,
+// ((x - shift) - dm) * inv as one fused multiply-subtract of (x - shift) by inv and dm * inv
+// (kernels/norm.h): with the bias and weight, three arithmetic ops per 16 elements instead of
+// four, and the bias test is out of the loop (a template parameter).
+template <DType XT, DType YT, bool kBias>
+void layernorm_apply_t(const void* x, float shift, float dm_inv, float inv, const float* w, const float* b, void* y,
                        int64_t n, bool stream, const NextRows& next) {
-  const __m512 sv = _mm512_set1_ps(shift), dv = _mm512_set1_ps(dm), iv = _mm512_set1_ps(inv);
+  const __m512 sv = _mm512_set1_ps(shift), dv = _mm512_set1_ps(dm_inv), iv = _mm512_set1_ps(inv);
   auto f = [&](int64_t j, __mmask16 m) __attribute__((always_inline)) {
-    __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_sub_ps(load16(x, XT, j, m), sv), dv), iv);
-    __m512 wv = _mm512_maskz_loadu_ps(m, w + j);
-    return b ? _mm512_fmadd_ps(v, wv, _mm512_maskz_loadu_ps(m, b + j)) : _mm512_mul_ps(v, wv);
+    const __m512 v = _mm512_fmsub_ps(_mm512_sub_ps(load16(x, XT, j, m), sv), iv, dv);
+    const __m512 wv = _mm512_maskz_loadu_ps(m, w + j);
+    if constexpr (kBias) return _mm512_fmadd_ps(v, wv, _mm512_maskz_loadu_ps(m, b + j));
+    else return _mm512_mul_ps(v, wv);
+  };
+  write_row<YT>(y, n, stream, f, next);
+}
+
+template <DType XT, DType YT>
+void layernorm_apply_t(const void* x, float shift, float dm_inv, float inv, const float* w, const float* b, void* y,
+                       int64_t n, bool stream, const NextRows& next) {
+  if (b) return layernorm_apply_t<XT, YT, true>(x, shift, dm_inv, inv, w, b, y, n, stream, next);
+  layernorm_apply_t<XT, YT, false>(x, shift, dm_inv, inv, w, b, y, n, stream, next);
+}
+
+// The same with bf16 weight and bias packed into one 32-bit word per element (w in the high
+// half, b in the low half): both widen exactly with one op each, and the pair takes 4 bytes per
+// element instead of the 8 of two f32 vectors. What that buys: a 7168-wide row's f32 weight and
+// bias (56 KiB) do not fit in L1 beside the row, so every row read them back from L2.
+template <DType XT, DType YT>
+void layernorm_apply_packed_t(const void* x, float shift, float dm_inv, float inv, const uint32_t* wb, void* y,
+                              int64_t n, bool stream, const NextRows& next) {
+  const __m512 sv = _mm512_set1_ps(shift), dv = _mm512_set1_ps(dm_inv), iv = _mm512_set1_ps(inv);
+  auto f = [&](int64_t j, __mmask16 m) __attribute__((always_inline)) {
+    const __m512 v = _mm512_fmsub_ps(_mm512_sub_ps(load16(x, XT, j, m), sv), iv, dv);
+    const __m512i p = _mm512_maskz_loadu_epi32(m, wb + j);
+    return _mm512_fmadd_ps(v, odd_of(p), even_of(p));
   };
   write_row<YT>(y, n, stream, f, next);
 }
@@ -383,6 +570,27 @@ void rms_apply_avx512(const void* x, DType xt, float inv, const float* w, void* 
   return rms_apply_t<DType::f32, DType::f32>(x, inv, w, y, n, stream, next);
 }
 
+void rms_apply_bf16w_avx512(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
+                            const NextRows& next) {
+  rms_apply_bf16w(x, inv, w, y, n, stream, next);
+}
+
+float rms_apply_bf16w_next_avx512(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
+                                  const uint16_t* x_next) {
+  return rms_apply_bf16w_next(x, inv, w, y, n, stream, x_next);
+}
+
+void layernorm_apply_bf16w_avx512(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
+                                  const uint16_t* b, uint16_t* y, int64_t n, bool stream, const NextRows& next) {
+  layernorm_apply_bf16w(x, shift, dm_inv, inv, w, b, y, n, stream, next);
+}
+
+void layernorm_apply_bf16w_next_avx512(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
+                                       const uint16_t* b, uint16_t* y, int64_t n, bool stream, const uint16_t* x_next,
+                                       float shift_next, float* sum_d, float* sum_d2) {
+  layernorm_apply_bf16w_next(x, shift, dm_inv, inv, w, b, y, n, stream, x_next, shift_next, sum_d, sum_d2);
+}
+
 void rms_apply_bf16_amax_avx512(const void* x, DType xt, float inv, const float* w, uint16_t* y, int64_t n,
                                 int64_t group, uint16_t* amax32, const NextRows& next) {
   if (xt == DType::bf16) return rms_apply_amax_t<DType::bf16>(x, inv, w, y, n, group, amax32, next);
@@ -398,14 +606,37 @@ void shifted_sums_avx512(const void* x, DType t, float shift, int64_t n, float* 
   return shifted_sums_t<DType::f32>(x, shift, n, sum_d, sum_d2);
 }
 
-void layernorm_apply_f32w_avx512(const void* x, DType xt, float shift, float dm, float inv, const float* w,
+void layernorm_apply_f32w_avx512(const void* x, DType xt, float shift, float dm_inv, float inv, const float* w,
                                  const float* b, void* y, DType yt, int64_t n, bool stream, const NextRows& next) {
   if (xt == DType::bf16) {
-    if (yt == DType::bf16) return layernorm_apply_t<DType::bf16, DType::bf16>(x, shift, dm, inv, w, b, y, n, stream, next);
-    return layernorm_apply_t<DType::bf16, DType::f32>(x, shift, dm, inv, w, b, y, n, stream, next);
+    if (yt == DType::bf16)
+      return layernorm_apply_t<DType::bf16, DType::bf16>(x, shift, dm_inv, inv, w, b, y, n, stream, next);
+    return layernorm_apply_t<DType::bf16, DType::f32>(x, shift, dm_inv, inv, w, b, y, n, stream, next);
   }
-  if (yt == DType::bf16) return layernorm_apply_t<DType::f32, DType::bf16>(x, shift, dm, inv, w, b, y, n, stream, next);
-  return layernorm_apply_t<DType::f32, DType::f32>(x, shift, dm, inv, w, b, y, n, stream, next);
+  if (yt == DType::bf16)
+    return layernorm_apply_t<DType::f32, DType::bf16>(x, shift, dm_inv, inv, w, b, y, n, stream, next);
+  return layernorm_apply_t<DType::f32, DType::f32>(x, shift, dm_inv, inv, w, b, y, n, stream, next);
+}
+
+void layernorm_apply_packed_avx512(const void* x, DType xt, float shift, float dm_inv, float inv, const uint32_t* wb,
+                                   void* y, DType yt, int64_t n, bool stream, const NextRows& next) {
+  if (xt == DType::bf16) {
+    if (yt == DType::bf16)
+      return layernorm_apply_packed_t<DType::bf16, DType::bf16>(x, shift, dm_inv, inv, wb, y, n, stream, next);
+    return layernorm_apply_packed_t<DType::bf16, DType::f32>(x, shift, dm_inv, inv, wb, y, n, stream, next);
+  }
+  if (yt == DType::bf16)
+    return layernorm_apply_packed_t<DType::f32, DType::bf16>(x, shift, dm_inv, inv, wb, y, n, stream, next);
+  return layernorm_apply_packed_t<DType::f32, DType::f32>(x, shift, dm_inv, inv, wb, y, n, stream, next);
+}
+
+void pack_bf16_pairs_avx512(const uint16_t* hi, const uint16_t* lo, uint32_t* out, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512i h = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, hi + i));
+    const __m512i l = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, lo + i));
+    _mm512_mask_storeu_epi32(out + i, m, _mm512_or_si512(_mm512_slli_epi32(h, 16), l));
+  }
 }
 
 void add_into_avx512(const void* x, DType xt, void* r, DType rt, int64_t n) {
