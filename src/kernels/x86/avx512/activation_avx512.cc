@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "kernels/activation.h"
+#include "kernels/quant.h"
+#include "kernels/x86/avx512/e4m3_encode_avx512.h"
 #include "kernels/x86/avx512/pair_avx512.h"
 
 namespace sol::kernels {
@@ -158,7 +160,130 @@ template <DType Out, class Run>
   else run([](auto v) { return gelu_tanh<bf16_out>(v); });
 }
 
+// ---- an activation row fused with per-token FP8 quantization ----
+//
+// Each group's bf16 outputs go to an L1 row buffer (the same bits the plain kernel stores),
+// their abs-max taken on the words as they are made; the group is encoded one group later
+// (software-pipelined as rms_quant_row_t in quant_avx512.cc: the abs-max reduction and the
+// scale's divisions, a ~40-cycle chain, overlap the next group's activation instead of
+// stalling the encoder), by e4m3_encode_avx512.h's single path, which takes e4m3 subnormal
+// results at full speed.
+
+// The largest of 32 unsigned words.
+[[gnu::always_inline]] inline uint32_t max_of_words(__m512i m) {
+  const __m256i h = _mm256_max_epu16(_mm512_castsi512_si256(m), _mm512_extracti64x4_epi64(m, 1));
+  const __m128i q = _mm_max_epu16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  // phminposuw finds the minimum of 8 words: the maximum is the minimum of the complements.
+  return 0xFFFFu & ~uint32_t(_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(q, _mm_set1_epi16(-1)))));
+}
+
+// Scale and multiplier of a group whose abs-max is finite, by the rule of sol/quant.h: amax
+// floored at 1e-4; scale = amax / 448, rounded up to a power of two for UE8M0; multiplier
+// 448 / amax, or 1 / scale for UE8M0.
+[[gnu::always_inline]] inline void group_scale(float amax, bool ue8m0, float& scale, float& mult) {
+  const float a = amax > 1e-4f ? amax : 1e-4f;
+  scale = a / 448.0f;
+  if (!ue8m0) {
+    mult = 448.0f / a;
+    return;
+  }
+  uint32_t b;
+  __builtin_memcpy(&b, &scale, 4);
+  if (b & 0x7FFFFFu) b = (b & 0xFF800000u) + 0x800000u;
+  __builtin_memcpy(&scale, &b, 4);
+  mult = 1.0f / scale;
+}
+
+// step(i): the activation's 32 results at i (a Pair in input layout In). n a multiple of
+// group, group a multiple of 64; buf: n words, 64-byte aligned.
+template <DType In, bool kStream, class Step>
+[[gnu::always_inline]] inline void quant_row_fused(Step&& step, int64_t n, int64_t group, bool ue8m0, uint16_t* buf,
+                                                   const QuantRowOut& out) {
+  const E4m3Encoder k;
+  const __m512i w7fff = _mm512_set1_epi16(0x7FFF);
+  const int64_t groups = n / group;
+  // Group g's bf16 outputs into buf, its scale stored and multiplier returned in mult; false
+  // for a group holding NaN or inf (encoded after the run, from buf, by the token quantizer).
+  auto produce = [&](int64_t g, float& mult) __attribute__((always_inline)) {
+    __m512i m = _mm512_setzero_si512();
+    for (int64_t i = g * group; i < (g + 1) * group; i += 32) {
+      const Pair v = step(i);
+      const __m512i w = In == DType::bf16 ? bf16_interleaved(v) : to_bf16x32(v.a, v.b);
+      _mm512_store_si512(buf + i, w);
+      m = _mm512_max_epu16(m, _mm512_and_si512(w, w7fff));
+    }
+    const uint32_t amax_bits = max_of_words(m);
+    if (__builtin_expect(amax_bits >= 0x7F80u, 0)) return false;
+    const uint32_t f = amax_bits << 16;
+    float amax, scale;
+    __builtin_memcpy(&amax, &f, 4);
+    group_scale(amax, ue8m0, scale, mult);
+    out.scales[g * out.scale_stride] = scale;
+    return true;
+  };
+  // Runs of 64 groups, the special ones after each run: a call inside the loop would clobber
+  // every vector register (all are caller-saved) and GCC would rebuild the constants per group.
+  for (int64_t g0 = 0; g0 < groups; g0 += 64) {
+    const int64_t g1 = groups - g0 < 64 ? groups : g0 + 64;
+    uint64_t special = 0;
+    float mult = 0, mult_next = 0;
+    bool ok = produce(g0, mult);
+    for (int64_t g = g0; g < g1; ++g) {
+      const bool ok_next = g + 1 < g1 && produce(g + 1, mult_next);
+      if (__builtin_expect(ok, 1)) {
+        const __m512 mv = _mm512_set1_ps(mult);
+        for (int64_t i = g * group; i < (g + 1) * group; i += 64) {
+          const __m512i line = e4m3_line64(buf + i, mv, k);
+          if constexpr (kStream) _mm512_stream_si512(reinterpret_cast<__m512i*>(out.q + i), line);
+          else _mm512_storeu_si512(out.q + i, line);
+        }
+      } else {
+        special |= uint64_t(1) << (g - g0);
+      }
+      ok = ok_next, mult = mult_next;
+    }
+    for (; special; special &= special - 1) {
+      const int64_t g = g0 + __builtin_ctzll(special);
+      quant_row_e4m3_avx512(buf + g * group, DType::bf16, group, group, ue8m0, out.q + g * group,
+                            out.scales + g * out.scale_stride, out.scale_stride, false);
+    }
+  }
+}
+
+// quant_row_fused for the run-time input dtype and streaming.
+template <class MakeStep>
+[[gnu::always_inline]] inline bool quant_row_dispatch(DType t, int64_t n, int64_t group, bool ue8m0, uint16_t* buf,
+                                                      const QuantRowOut& out, MakeStep&& make_step) {
+  if (group % 64 != 0 || n % group != 0 || reinterpret_cast<uintptr_t>(buf) % 64 != 0) return false;
+  const bool stream = out.stream && reinterpret_cast<uintptr_t>(out.q) % 64 == 0;
+  auto run = [&]<DType In>() {
+    auto step = make_step.template operator()<In>();
+    if (stream) quant_row_fused<In, true>(step, n, group, ue8m0, buf, out);
+    else quant_row_fused<In, false>(step, n, group, ue8m0, buf, out);
+  };
+  if (t == DType::bf16) run.template operator()<DType::bf16>();
+  else run.template operator()<DType::f32>();
+  return true;
+}
+
 }  // namespace
+
+bool gelu_quant_row_avx512(const void* x, DType t, int64_t n, bool erf_form, int64_t group, bool ue8m0,
+                           uint16_t* buf, const QuantRowOut& out) {
+  if (erf_form)
+    return quant_row_dispatch(t, n, group, ue8m0, buf, out, [&]<DType In>() {
+      return gelu_row<In>(x, [](auto v) { return gelu_erf<true>(v); }).first;
+    });
+  return quant_row_dispatch(t, n, group, ue8m0, buf, out, [&]<DType In>() {
+    return gelu_row<In>(x, [](auto v) { return gelu_tanh<true>(v); }).first;
+  });
+}
+
+bool silu_mul_quant_row_avx512(const void* g, const void* u, DType t, int64_t n, const void* next_u, int64_t group,
+                               bool ue8m0, uint16_t* buf, const QuantRowOut& out) {
+  return quant_row_dispatch(t, n, group, ue8m0, buf, out,
+                            [&]<DType In>() { return silu_mul_row<In>(g, u, n, next_u).first; });
+}
 
 void silu_mul_avx512(const void* g, const void* u, DType t, void* y, DType yt, int64_t n, bool stream,
                      const void* next_u) {
