@@ -67,8 +67,8 @@ template <class V> [[gnu::always_inline]] inline V relu_minus(V v, V a, V h) {
 // e 2^-64), with e 2^-64 = 2^(m - 64) from the same reduction (the -64 folded into the FMA that
 // forms m) and vscalefps for the 2^-64 (exact down to Phi's subnormals, which keep 20 bits
 // wherever y is a normal f32). No sign split: no cancellation at either end. m - 64 =
-// n + t, n an integer, |t| <= 1/2; 2^t from a degree-4 fit (2.7e-6; degree 3, 7.5e-5, for
-// bf16 outputs) and vscalefps for 2^n, which saturates instead of wrapping. The 2u takes v
+// n + t, n = floor(m - 64), t in [0, 1); 2^t from a degree-4 fit (2.7e-6; degree 3, 7.6e-5,
+// for bf16 outputs) and vscalefps for 2^n, which saturates instead of wrapping. The 2u takes v
 // clamped to +-12 (one vrangeps), so +-inf give no inf - inf; the final product takes v itself:
 // +inf gives inf * 1 = inf; v <= -12 gives 2^(m - 64) = inf, Phi = 0 and v * 0 = -0, the limit;
 // -inf gives -inf * 0 = NaN, as the fp64 reference (-inf / inf); a NaN v stays NaN.
@@ -79,15 +79,18 @@ template <bool kBf16Out, class V> [[gnu::always_inline]] inline V gelu_tanh(V v)
                                          _mm512_set1_ps(-2.302208185195923f));
     return _mm512_fmadd_ps(x, inner, _mm512_set1_ps(-64.0f));
   }, vc);
-  const V n = each([](__m512 x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }, m);
-  const V t = sub(m, n);  // exact
-  // 2^t on [-1/2, 1/2]: session 5's degree-4 exp(-x) fit with x = -t ln2 (coefficients times (-ln2)^k).
-  static constexpr float c[] = {0.00957009941f, 0.0559178591f, 0.240247443f, 0.693121791f, 0.999999285f};
-  static constexpr float c3[] = {0.0551716685f, 0.24261114f, 0.693260968f, 0.999928057f};  // 7.5e-5, fitted here
+  const V n = each([](__m512 x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }, m);
+  const V t = sub(m, n);  // exact, in [0, 1)
+  // 2^t on [0, 1): relative minimax fits (Lawson's iteration, f32 coefficients and Horner):
+  // degree 4, 2.7e-6; degree 3 for bf16 outputs, 7.6e-5.
+  static constexpr float c[] = {0.0135424957f, 0.051995486f, 0.241452172f, 0.693002105f, 1.00000262f};
+  static constexpr float c3[] = {0.0780965835f, 0.225964934f, 0.695868433f, 0.999923587f};
   const V e_low = each([](__m512 q, __m512 k) { return _mm512_scalef_ps(q, k); }, kBf16Out ? horner(t, c3) : horner(t, c), n);
   const V den = add(splat<V>(0x1p-64f), e_low);
-  const V phi = each([](__m512 r) { return _mm512_scalef_ps(r, _mm512_set1_ps(-64.0f)); },
-                     kBf16Out ? rcp(den) : div(splat<V>(1.0f), den));
+  // Times 2^-64 by a multiply, not vscalefps: the same bits (both exact, or rounded once to
+  // nearest even into the subnormals), and a multiply is an FMA-pipe slot where vscalefps
+  // issues at one per cycle at best (docs/perf/layer-ops.md, session 7).
+  const V phi = mul(kBf16Out ? rcp(den) : div(splat<V>(1.0f), den), splat<V>(0x1p-64f));
   return mul(v, phi);
 }
 
