@@ -49,7 +49,8 @@ struct QuantRowOut {
 
 // q, scales of one row = quant_fp8_per_token (groups of `group`, UE8M0 scales when ue8m0) of
 // the bf16 row the plain kernel writes (gelu_avx512 / silu_mul_avx512 with a bf16 y), bit for
-// bit; buf: n words of 64-byte aligned scratch (it ends up holding that bf16 row). Handles
+// bit; buf: n words of 64-byte aligned scratch (it ends up holding that bf16 row, but for
+// f32-subnormal results, which are zeros of their sign there: their codes are the same). Handles
 // group a multiple of 64 with n a multiple of group, and returns false (touching nothing)
 // otherwise. Needs MXCSR's flush-to-zero and denormals-are-zero off (the encoder relies on
 // f32 subnormal results: e4m3_encode_avx512.h); see mxcsr_allows_fused_quant.
