@@ -35,4 +35,28 @@ void gelu_avx512(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_
 void gelu2_avx512(const void* xa, void* ya, const void* xb, void* yb, DType t, DType yt, int64_t n, bool erf_form,
                   bool stream);
 
+// ---- fused with per-token FP8 quantization (AVX-512) ----
+
+// Where one row's codes and scales go. stream: q's lines are written with non-temporal stores
+// when q is 64-byte aligned, NOT fenced: the caller issues one stream_fence_avx512()
+// (kernels/copy.h) after its last row (an sfence per row waits for each row's lines to drain).
+struct QuantRowOut {
+  uint8_t* q;
+  float* scales;
+  int64_t scale_stride;
+  bool stream;
+};
+
+// q, scales of one row = quant_fp8_per_token (groups of `group`, UE8M0 scales when ue8m0) of
+// the bf16 row the plain kernel writes (gelu_avx512 / silu_mul_avx512 with a bf16 y), bit for
+// bit; buf: n words of 64-byte aligned scratch (it ends up holding that bf16 row, but for
+// f32-subnormal results, which are zeros of their sign there: their codes are the same). Handles
+// group a multiple of 64 with n a multiple of group, and returns false (touching nothing)
+// otherwise. Needs MXCSR's flush-to-zero and denormals-are-zero off (the encoder relies on
+// f32 subnormal results: e4m3_encode_avx512.h); see mxcsr_allows_fused_quant.
+bool gelu_quant_row_avx512(const void* x, DType t, int64_t n, bool erf_form, int64_t group, bool ue8m0,
+                           uint16_t* buf, const QuantRowOut& out);
+bool silu_mul_quant_row_avx512(const void* g, const void* u, DType t, int64_t n, const void* next_u, int64_t group,
+                               bool ue8m0, uint16_t* buf, const QuantRowOut& out);
+
 }  // namespace sol::kernels

@@ -81,9 +81,17 @@ void silu_mul_quant_fp8(const Tensor& gu, const Tensor& q, const Tensor& scales,
   validate_fused_quant(op, "inter", gu.shape(0), inter, q, scales, qopt);
   const SiluMulKernel k = silu_mul_kernel();
   const int64_t es = int64_t(dtype_size(gu.dtype()));
-  quantize_rows_fp8(gu.shape(0), inter, q, scales, qopt, [&](int64_t r, uint16_t* out) {
-    k(row(gu, r), row(gu, r) + inter * es, gu.dtype(), out, DType::bf16, inter, false, next_up(gu, r, gu.shape(0), inter));
-  });
+  const int64_t rows = gu.shape(0);
+  const bool ue8m0 = qopt.scale == ScaleFormat::ue8m0;
+  quantize_rows_fp8_fused(
+      rows, inter, q, scales, qopt,
+      [&](int64_t r, uint16_t* buf, const kernels::QuantRowOut& out) {
+        return kernels::silu_mul_quant_row_avx512(row(gu, r), row(gu, r) + inter * es, gu.dtype(), inter,
+                                                  next_up(gu, r, rows, inter), qopt.group, ue8m0, buf, out);
+      },
+      [&](int64_t r, uint16_t* out) {
+        k(row(gu, r), row(gu, r) + inter * es, gu.dtype(), out, DType::bf16, inter, false, next_up(gu, r, rows, inter));
+      });
 }
 
 namespace {
@@ -132,9 +140,13 @@ void gelu_quant_fp8(const Tensor& x, const Tensor& q, const Tensor& scales, Gelu
   const int64_t h = x.shape(1);
   validate_fused_quant(op, "hidden", x.shape(0), h, q, scales, qopt);
   const GeluKernel k = gelu_kernel();
-  quantize_rows_fp8(x.shape(0), h, q, scales, qopt, [&](int64_t r, uint16_t* out) {
-    k(row(x, r), x.dtype(), out, DType::bf16, h, form == GeluForm::erf, false);
-  });
+  const bool erf_form = form == GeluForm::erf, ue8m0 = qopt.scale == ScaleFormat::ue8m0;
+  quantize_rows_fp8_fused(
+      x.shape(0), h, q, scales, qopt,
+      [&](int64_t r, uint16_t* buf, const kernels::QuantRowOut& out) {
+        return kernels::gelu_quant_row_avx512(row(x, r), x.dtype(), h, erf_form, qopt.group, ue8m0, buf, out);
+      },
+      [&](int64_t r, uint16_t* out) { k(row(x, r), x.dtype(), out, DType::bf16, h, erf_form, false); });
 }
 
 }  // namespace sol

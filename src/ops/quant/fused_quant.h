@@ -6,7 +6,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
+#include "kernels/activation.h"
+#include "kernels/copy.h"
 #include "kernels/quant.h"
 #include "ops/common/parallel.h"
 #include "ops/common/streaming.h"
@@ -54,6 +59,45 @@ void quantize_rows_fp8(int64_t rows, int64_t h, const Tensor& q, const Tensor& s
       quant_fp8_bf16_row(row.get(), h, q.data_as<uint8_t>() + r * q.stride(0),
                          scales.data_as<float>() + r * scales.stride(0), scales.stride(1), qopt, stream, avx512);
     }
+  });
+}
+
+// Whether this thread's MXCSR lets the fused activation kernels run (kernels/activation.h):
+// flush-to-zero and denormals-are-zero both off, the default.
+inline bool mxcsr_allows_fused_quant() {
+#if defined(__x86_64__)
+  return (_mm_getcsr() & 0x8040u) == 0;
+#else
+  return false;
+#endif
+}
+
+// quantize_rows_fp8 for ops with a fused row kernel (activations): fused(r, buf, out) produces
+// and quantizes row r in one pass (kernels::gelu_quant_row_avx512 and kin) and returns false
+// for a shape it does not handle; such rows, and every row without AVX-512 or with FTZ / DAZ
+// set, take produce(r, out) and the token quantizer as quantize_rows_fp8 does.
+template <class FusedRow, class ProduceRow>
+void quantize_rows_fp8_fused(int64_t rows, int64_t h, const Tensor& q, const Tensor& scales, const QuantOptions& qopt,
+                             FusedRow&& fused, ProduceRow&& produce) {
+  const bool stream = should_stream(q.nbytes());
+  const bool avx512 = active_isa() >= Isa::avx512;
+  parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+    // once per thread, not zeroed; 64-byte aligned for the fused kernels
+    const std::unique_ptr<uint16_t[]> storage(new uint16_t[size_t(h) + 32]);
+    auto* row = reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(storage.get()) + 63) & ~uintptr_t(63));
+    const bool try_fused = avx512 && mxcsr_allows_fused_quant();
+    bool streamed = false;
+    for (int64_t r = r0; r < r1; ++r) {
+      uint8_t* q_row = q.data_as<uint8_t>() + r * q.stride(0);
+      float* s_row = scales.data_as<float>() + r * scales.stride(0);
+      if (try_fused && fused(r, row, kernels::QuantRowOut{q_row, s_row, scales.stride(1), stream})) {
+        streamed = streamed || stream;
+        continue;
+      }
+      produce(r, row);
+      quant_fp8_bf16_row(row, h, q_row, s_row, scales.stride(1), qopt, stream, avx512);
+    }
+    if (streamed) kernels::stream_fence_avx512();
   });
 }
 

@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "kernels/activation.h"
+#include "kernels/quant.h"
+#include "kernels/x86/avx512/e4m3_encode_avx512.h"
 #include "kernels/x86/avx512/pair_avx512.h"
 
 namespace sol::kernels {
@@ -65,8 +67,8 @@ template <class V> [[gnu::always_inline]] inline V relu_minus(V v, V a, V h) {
 // e 2^-64), with e 2^-64 = 2^(m - 64) from the same reduction (the -64 folded into the FMA that
 // forms m) and vscalefps for the 2^-64 (exact down to Phi's subnormals, which keep 20 bits
 // wherever y is a normal f32). No sign split: no cancellation at either end. m - 64 =
-// n + t, n an integer, |t| <= 1/2; 2^t from a degree-4 fit (2.7e-6; degree 3, 7.5e-5, for
-// bf16 outputs) and vscalefps for 2^n, which saturates instead of wrapping. The 2u takes v
+// n + t, n = floor(m - 64), t in [0, 1); 2^t from a degree-4 fit (2.7e-6; degree 3, 7.6e-5,
+// for bf16 outputs) and vscalefps for 2^n, which saturates instead of wrapping. The 2u takes v
 // clamped to +-12 (one vrangeps), so +-inf give no inf - inf; the final product takes v itself:
 // +inf gives inf * 1 = inf; v <= -12 gives 2^(m - 64) = inf, Phi = 0 and v * 0 = -0, the limit;
 // -inf gives -inf * 0 = NaN, as the fp64 reference (-inf / inf); a NaN v stays NaN.
@@ -77,15 +79,18 @@ template <bool kBf16Out, class V> [[gnu::always_inline]] inline V gelu_tanh(V v)
                                          _mm512_set1_ps(-2.302208185195923f));
     return _mm512_fmadd_ps(x, inner, _mm512_set1_ps(-64.0f));
   }, vc);
-  const V n = each([](__m512 x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }, m);
-  const V t = sub(m, n);  // exact
-  // 2^t on [-1/2, 1/2]: session 5's degree-4 exp(-x) fit with x = -t ln2 (coefficients times (-ln2)^k).
-  static constexpr float c[] = {0.00957009941f, 0.0559178591f, 0.240247443f, 0.693121791f, 0.999999285f};
-  static constexpr float c3[] = {0.0551716685f, 0.24261114f, 0.693260968f, 0.999928057f};  // 7.5e-5, fitted here
+  const V n = each([](__m512 x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }, m);
+  const V t = sub(m, n);  // exact, in [0, 1)
+  // 2^t on [0, 1): relative minimax fits (Lawson's iteration, f32 coefficients and Horner):
+  // degree 4, 2.7e-6; degree 3 for bf16 outputs, 7.6e-5.
+  static constexpr float c[] = {0.0135424957f, 0.051995486f, 0.241452172f, 0.693002105f, 1.00000262f};
+  static constexpr float c3[] = {0.0780965835f, 0.225964934f, 0.695868433f, 0.999923587f};
   const V e_low = each([](__m512 q, __m512 k) { return _mm512_scalef_ps(q, k); }, kBf16Out ? horner(t, c3) : horner(t, c), n);
   const V den = add(splat<V>(0x1p-64f), e_low);
-  const V phi = each([](__m512 r) { return _mm512_scalef_ps(r, _mm512_set1_ps(-64.0f)); },
-                     kBf16Out ? rcp(den) : div(splat<V>(1.0f), den));
+  // Times 2^-64 by a multiply, not vscalefps: the same bits (both exact, or rounded once to
+  // nearest even into the subnormals), and a multiply is an FMA-pipe slot where vscalefps
+  // issues at one per cycle at best (docs/perf/layer-ops.md, session 7).
+  const V phi = mul(kBf16Out ? rcp(den) : div(splat<V>(1.0f), den), splat<V>(0x1p-64f));
   return mul(v, phi);
 }
 
@@ -158,7 +163,147 @@ template <DType Out, class Run>
   else run([](auto v) { return gelu_tanh<bf16_out>(v); });
 }
 
+// ---- an activation row fused with per-token FP8 quantization ----
+//
+// Each group's bf16 outputs go to an L1 row buffer (the bits the plain kernel stores, but for
+// f32-subnormal results, which become zeros of their sign: bf16_words_for_quant),
+// their abs-max taken on the words as they are made; the group is encoded one group later
+// (software-pipelined as rms_quant_row_t in quant_avx512.cc: the abs-max reduction and the
+// scale's divisions, a ~40-cycle chain, overlap the next group's activation instead of
+// stalling the encoder), by e4m3_encode_avx512.h's single path, which takes e4m3 subnormal
+// results at full speed.
+
+// The largest of 32 unsigned words.
+[[gnu::always_inline]] inline uint32_t max_of_words(__m512i m) {
+  const __m256i h = _mm256_max_epu16(_mm512_castsi512_si256(m), _mm512_extracti64x4_epi64(m, 1));
+  const __m128i q = _mm_max_epu16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  // phminposuw finds the minimum of 8 words: the maximum is the minimum of the complements.
+  return 0xFFFFu & ~uint32_t(_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(q, _mm_set1_epi16(-1)))));
+}
+
+// Scale and multiplier of a group whose abs-max is finite, by the rule of sol/quant.h: amax
+// floored at 1e-4; scale = amax / 448, rounded up to a power of two for UE8M0; multiplier
+// 448 / amax, or 1 / scale for UE8M0.
+[[gnu::always_inline]] inline void group_scale(float amax, bool ue8m0, float& scale, float& mult) {
+  const float a = amax > 1e-4f ? amax : 1e-4f;
+  scale = a / 448.0f;
+  if (!ue8m0) {
+    mult = 448.0f / a;
+    return;
+  }
+  uint32_t b;
+  __builtin_memcpy(&b, &scale, 4);
+  if (b & 0x7FFFFFu) b = (b & 0xFF800000u) + 0x800000u;
+  __builtin_memcpy(&scale, &b, 4);
+  mult = 1.0f / scale;
+}
+
+// The bf16 words of a step's 32 results for the quantizer, by vcvtne2ps2bf16 alone: no
+// subnormal guard (the plain kernels' bf16_interleaved / to_bf16x32 take the integer rounding
+// for f32 subnormal results, which the instruction reads as zero). Here that makes no
+// difference to a code or a scale: a subnormal result becomes a zero of the same sign (checked
+// on this CPU), whose code is what its own would be (|x| < 2^-126 against a group maximum
+// floored at 1e-4: x times the multiplier is below 2^-100, code +-0; times an inf group's 0,
+// +-0; times a NaN group's NaN, that NaN), and a group maximum below 1e-4 is floored anyway.
+// The guard (two vfpclassps, their mask moves and a branch per 32) cost ~10% of gelu's loop.
+template <DType In> [[gnu::always_inline]] inline __m512i bf16_words_for_quant(const Pair& v) {
+  const __m512i w = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(v.b, v.a));
+  if constexpr (In == DType::f32) return w;  // a: elements 0..15, b: 16..31
+  const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                                       21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  return _mm512_permutexvar_epi16(idx, w);  // even / odd elements back in element order
+}
+
+// step(i): the activation's 32 results at i (a Pair in input layout In). n a multiple of
+// group, group a multiple of 64; buf: n words, 64-byte aligned.
+template <DType In, bool kStream, class Step>
+[[gnu::always_inline]] inline void quant_row_fused(Step&& step, int64_t n, int64_t group, bool ue8m0, uint16_t* buf,
+                                                   const QuantRowOut& out) {
+  const E4m3Encoder k;
+  const __m512i w7fff = _mm512_set1_epi16(0x7FFF);
+  const int64_t groups = n / group;
+  // Group g's bf16 outputs into buf, its scale stored and multiplier returned in mult; false
+  // for a group holding NaN or inf (encoded after the run, from buf, by the token quantizer).
+  auto produce = [&](int64_t g, float& mult) __attribute__((always_inline)) {
+    __m512i m = _mm512_setzero_si512();
+    for (int64_t i = g * group; i < (g + 1) * group; i += 32) {
+      const Pair v = step(i);
+      const __m512i w = bf16_words_for_quant<In>(v);
+      _mm512_store_si512(buf + i, w);
+      m = _mm512_max_epu16(m, _mm512_and_si512(w, w7fff));
+    }
+    const uint32_t amax_bits = max_of_words(m);
+    if (__builtin_expect(amax_bits >= 0x7F80u, 0)) return false;
+    const uint32_t f = amax_bits << 16;
+    float amax, scale;
+    __builtin_memcpy(&amax, &f, 4);
+    group_scale(amax, ue8m0, scale, mult);
+    out.scales[g * out.scale_stride] = scale;
+    return true;
+  };
+  // Runs of 64 groups, the special ones after each run: a call inside the loop would clobber
+  // every vector register (all are caller-saved) and GCC would rebuild the constants per group.
+  for (int64_t g0 = 0; g0 < groups; g0 += 64) {
+    const int64_t g1 = groups - g0 < 64 ? groups : g0 + 64;
+    uint64_t special = 0;
+    float mult = 0, mult_next = 0;
+    bool ok = produce(g0, mult);
+    for (int64_t g = g0; g < g1; ++g) {
+      const bool ok_next = g + 1 < g1 && produce(g + 1, mult_next);
+      if (__builtin_expect(ok, 1)) {
+        const __m512 mv = _mm512_set1_ps(mult);
+        for (int64_t i = g * group; i < (g + 1) * group; i += 64) {
+          const __m512i line = e4m3_line64(buf + i, mv, k);
+          if constexpr (kStream) _mm512_stream_si512(reinterpret_cast<__m512i*>(out.q + i), line);
+          else _mm512_storeu_si512(out.q + i, line);
+        }
+      } else {
+        special |= uint64_t(1) << (g - g0);
+      }
+      ok = ok_next, mult = mult_next;
+    }
+    for (; special; special &= special - 1) {
+      const int64_t g = g0 + __builtin_ctzll(special);
+      quant_row_e4m3_avx512(buf + g * group, DType::bf16, group, group, ue8m0, out.q + g * group,
+                            out.scales + g * out.scale_stride, out.scale_stride, false);
+    }
+  }
+}
+
+// quant_row_fused for the run-time input dtype and streaming.
+template <class MakeStep>
+[[gnu::always_inline]] inline bool quant_row_dispatch(DType t, int64_t n, int64_t group, bool ue8m0, uint16_t* buf,
+                                                      const QuantRowOut& out, MakeStep&& make_step) {
+  if (group % 64 != 0 || n % group != 0 || reinterpret_cast<uintptr_t>(buf) % 64 != 0) return false;
+  const bool stream = out.stream && reinterpret_cast<uintptr_t>(out.q) % 64 == 0;
+  auto run = [&]<DType In>() {
+    auto step = make_step.template operator()<In>();
+    if (stream) quant_row_fused<In, true>(step, n, group, ue8m0, buf, out);
+    else quant_row_fused<In, false>(step, n, group, ue8m0, buf, out);
+  };
+  if (t == DType::bf16) run.template operator()<DType::bf16>();
+  else run.template operator()<DType::f32>();
+  return true;
+}
+
 }  // namespace
+
+bool gelu_quant_row_avx512(const void* x, DType t, int64_t n, bool erf_form, int64_t group, bool ue8m0,
+                           uint16_t* buf, const QuantRowOut& out) {
+  if (erf_form)
+    return quant_row_dispatch(t, n, group, ue8m0, buf, out, [&]<DType In>() {
+      return gelu_row<In>(x, [](auto v) { return gelu_erf<true>(v); }).first;
+    });
+  return quant_row_dispatch(t, n, group, ue8m0, buf, out, [&]<DType In>() {
+    return gelu_row<In>(x, [](auto v) { return gelu_tanh<true>(v); }).first;
+  });
+}
+
+bool silu_mul_quant_row_avx512(const void* g, const void* u, DType t, int64_t n, const void* next_u, int64_t group,
+                               bool ue8m0, uint16_t* buf, const QuantRowOut& out) {
+  return quant_row_dispatch(t, n, group, ue8m0, buf, out,
+                            [&]<DType In>() { return silu_mul_row<In>(g, u, n, next_u).first; });
+}
 
 void silu_mul_avx512(const void* g, const void* u, DType t, void* y, DType yt, int64_t n, bool stream,
                      const void* next_u) {
