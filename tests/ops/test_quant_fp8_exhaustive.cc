@@ -14,6 +14,9 @@
 #include <cstring>
 #include <sstream>
 #include <vector>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
@@ -21,6 +24,7 @@
 #include "ops/quant/reference.h"
 #include "sol/norm.h"
 #include "sol/quant.h"
+#include "sol/threads.h"
 
 namespace sol {
 namespace {
@@ -116,6 +120,37 @@ TEST(QuantFp8Exhaustive, PerTokenEveryBf16UnderManyScales) {
       }
   });
 }
+
+#if defined(__x86_64__)
+// Blocks holding an e4m3 subnormal or zero take a branch-free encoder that passes through f32
+// subnormals, which flush-to-zero would break: with FTZ / DAZ set, the op must take its exact
+// encoder instead and still give the reference's bits (computed under the default MXCSR).
+// One thread: MXCSR belongs to the thread.
+TEST(QuantFp8Exhaustive, PerTokenUnderFlushToZeroModes) {
+  const int threads = num_threads();
+  set_num_threads(1);
+  const unsigned saved = _mm_getcsr();
+  for (unsigned mode : {0x8000u, 0x8040u})  // FTZ, FTZ + DAZ
+    for (ScaleFormat sf : {ScaleFormat::f32, ScaleFormat::ue8m0})
+      for (uint16_t amax : group_maxima()) {
+        const Buffer x = sweep_rows(amax, 7168);
+        const int64_t rows = x.tensor().shape(0), cols = 7168;
+        const QuantOptions opt{128, sf};
+        Buffer q(DType::f8e4m3, {rows, cols}), s(DType::f32, {rows, cols / 128});
+        Buffer qr(DType::f8e4m3, {rows, cols}), sr(DType::f32, {rows, cols / 128});
+        reference::quant_fp8_per_token(x, qr, sr, opt);
+        poison(q);
+        poison(s);
+        _mm_setcsr(saved | mode);
+        quant_fp8_per_token(x, q, s, opt);
+        _mm_setcsr(saved);
+        ASSERT_TRUE(same_bytes(q, qr) && same_bytes(s, sr))
+            << "mxcsr mode " << mode << " amax " << bf16_value(amax) << (sf == ScaleFormat::ue8m0 ? " ue8m0" : " f32")
+            << ": " << first_difference(x, q, qr);
+      }
+  set_num_threads(threads);
+}
+#endif
 
 TEST(QuantFp8Exhaustive, PerBlockEveryBf16UnderManyScales) {
   for_each_isa([] {

@@ -5,6 +5,7 @@
 
 #include "kernels/quant.h"
 #include "kernels/x86/avx512/e4m3_avx512.h"
+#include "kernels/x86/avx512/e4m3_encode_avx512.h"
 #include "kernels/x86/avx512/vec16_avx512.h"
 
 namespace sol::kernels {
@@ -133,7 +134,7 @@ template <bool kStream, class Widened>
 [[gnu::always_inline]] inline void store_codes64(uint8_t* q, __m512i c0, __m512i c1, __mmask32 low, __m512 mv,
                                                  const Widened& widened) {
   __m512i line;
-  if (__builtin_expect(low != 0, 0)) {
+  if (__builtin_expect(low != 0, 0) && subnormal_results_exact()) {
     __m512 e0, o0, e1, o1;
     widened(e0, o0, e1, o1);
     const auto code = [&](__m512 v) { return _mm512_cvtepu8_epi32(encode16_e4m3_in_range(_mm512_mul_ps(v, mv))); };
@@ -145,6 +146,11 @@ template <bool kStream, class Widened>
   if constexpr (kStream) _mm512_stream_si512(reinterpret_cast<__m512i*>(q), line);
   else _mm512_storeu_si512(q, line);
 }
+
+// Whether this thread's MXCSR has flush-to-zero and denormals-are-zero off (the default), which
+// the branch-free encoder needs: its e4m3 subnormal codes pass through f32 subnormals. Read
+// only for blocks that hold such a result, so the common path pays nothing.
+[[gnu::always_inline]] inline bool subnormal_results_exact() { return (_mm_getcsr() & 0x8040u) == 0; }
 
 // 64 bf16 -> 64 e4m3 bytes at q, scaled by the group's multiplier; exact for every finite one.
 template <bool kStream, bool kPowerOfTwo>
@@ -163,6 +169,17 @@ template <bool kStream, bool kPowerOfTwo>
     e0 = _mm512_mul_ps(e0, mv), o0 = _mm512_mul_ps(o0, mv), e1 = _mm512_mul_ps(e1, mv), o1 = _mm512_mul_ps(o1, mv);
     c0 = encode32_e4m3_normal(round_to_odd16(e0, o0), gc.c16, gc.low_bits, low, gc.w7f);
     c1 = encode32_e4m3_normal(round_to_odd16(e1, o1), gc.c16, gc.low_bits, low, gc.w7f);
+  }
+  if (__builtin_expect(low != 0, 0) && subnormal_results_exact()) {
+    // A result below 2^-6 (an e4m3 subnormal or zero): the branch-free encoder of
+    // e4m3_encode_avx512.h takes the block at about the normal path's cost, where the exact
+    // encoder below costs ~3x (activation outputs send most blocks here: session 7).
+    const E4m3Encoder k;
+    const __m512i line = _mm512_permutexvar_epi64(
+        k.line_order, _mm512_packus_epi16(e4m3_codes32(z0, gc.mv, k), e4m3_codes32(z1, gc.mv, k)));
+    if constexpr (kStream) _mm512_stream_si512(reinterpret_cast<__m512i*>(q), line);
+    else _mm512_storeu_si512(q, line);
+    return;
   }
   store_codes64<kStream>(q, c0, c1, low, gc.mv, [&](__m512& e0, __m512& o0, __m512& e1, __m512& o1) {
     widen_even_odd(z0, e0, o0);
