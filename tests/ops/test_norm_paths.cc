@@ -276,7 +276,9 @@ TEST(NormPaths, LayerNormAndAddRmsNormStreamed) {
         const std::string what =
             "h " + std::to_string(h) + " threads " + std::to_string(threads) + " variant " + std::to_string(variant);
         EXPECT_EQ(std::memcmp(a.data(), y.data(), size_t(a.tensor().nbytes())), 0) << what;
-        if (variant == 3) EXPECT_TRUE(same_bytes(res_a, res_b)) << what << " residual";
+        if (variant == 3) {
+          EXPECT_TRUE(same_bytes(res_a, res_b)) << what << " residual";
+        }
       }
 }
 
