@@ -8,6 +8,7 @@
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
 #include "ops/quant/reference.h"
+#include "sol/activation.h"
 #include "sol/error.h"
 #include "sol/quant.h"
 #include "sol/registry.h"
@@ -25,6 +26,15 @@ Mode parse_mode(const std::string& s) {
   fail("quant-fp8", "--mode = '", s, "' but expected token, block or dequant");
 }
 
+// The values quantized: uniform in [-3, 3], or an activation's output, GELU (tanh) of uniform
+// [-6, 6] inputs: its negative tail puts ~18% of the values below 2^-6 of their group's maximum,
+// e4m3's subnormal range, which real MLP activations reach as well (session 7).
+bool parse_values(const std::string& s) {
+  if (s == "uniform") return false;
+  if (s == "gelu") return true;
+  fail("quant-fp8", "--values = '", s, "' but expected uniform or gelu");
+}
+
 ScaleFormat parse_scale(const std::string& s) {
   if (s == "f32") return ScaleFormat::f32;
   if (s == "ue8m0") return ScaleFormat::ue8m0;
@@ -33,8 +43,9 @@ ScaleFormat parse_scale(const std::string& s) {
 
 class QuantCase : public OpCase {
  public:
-  QuantCase(int64_t rows, int64_t cols, DType dtype, Mode mode, ScaleFormat scale, int64_t cold_bytes)
-      : rows_(rows), cols_(cols), dtype_(dtype), mode_(mode) {
+  QuantCase(int64_t rows, int64_t cols, DType dtype, Mode mode, ScaleFormat scale, bool gelu_values,
+            int64_t cold_bytes)
+      : rows_(rows), cols_(cols), dtype_(dtype), mode_(mode), gelu_values_(gelu_values) {
     opt_.scale = scale;
     sol::check(dtype == DType::f32 || dtype == DType::bf16, "quant-fp8", "--dtype = ", dtype_name(dtype),
                " but must be f32 or bf16");
@@ -45,7 +56,8 @@ class QuantCase : public OpCase {
       x_.emplace_back(dtype, std::initializer_list<int64_t>{rows, cols});
       q_.emplace_back(DType::f8e4m3, std::initializer_list<int64_t>{rows, cols});
       s_.emplace_back(DType::f32, std::initializer_list<int64_t>{srows, cols / 128});
-      fill_random(x_.back(), 11 + uint64_t(i), 3.0);
+      fill_random(x_.back(), 11 + uint64_t(i), gelu_values ? 6.0 : 3.0);
+      if (gelu_values) gelu(x_.back(), x_.back(), GeluForm::tanh);
       if (mode == Mode::dequant) quant_fp8_per_token(x_.back(), q_.back(), s_.back(), opt_);
     }
   }
@@ -56,7 +68,7 @@ class QuantCase : public OpCase {
     std::string d(dtype_name(dtype_));
     std::string m = mode_ == Mode::token ? "token" : mode_ == Mode::block ? "block" : "dequant";
     std::string s = opt_.scale == ScaleFormat::f32 ? "" : " ue8m0";
-    return mode_ == Mode::dequant ? "f8e4m3->" + d : d + "->f8e4m3 " + m + s;
+    return (mode_ == Mode::dequant ? "f8e4m3->" + d : d + "->f8e4m3 " + m + s) + (gelu_values_ ? " gelu-values" : "");
   }
   Cost cost() const override {
     double n = double(rows_) * double(cols_);
@@ -81,6 +93,7 @@ class QuantCase : public OpCase {
       return compare_bitwise(x_[0], ref);
     }
     fill_random_with_specials(x_[0], 5, 4096);  // a few groups with NaN/Inf, most without
+    if (gelu_values_) gelu(x_[0], x_[0], GeluForm::tanh);
     Buffer qref(DType::f8e4m3, {rows_, cols_});
     Buffer sref(DType::f32, {s_[0].tensor().shape(0), s_[0].tensor().shape(1)});
     if (mode_ == Mode::token) reference::quant_fp8_per_token(x_[0], qref, sref, opt_);
@@ -95,6 +108,7 @@ class QuantCase : public OpCase {
   int64_t rows_, cols_;
   DType dtype_;
   Mode mode_;
+  bool gelu_values_;
   QuantOptions opt_;
   std::vector<Buffer> x_, q_, s_;
 };
@@ -111,18 +125,23 @@ void register_quant_ops() {
       {"dtype", "input (output for dequant) dtype: f32 or bf16", "bf16", ParamSpec::dtype},
       {"mode", "token | block | dequant", "token", ParamSpec::text},
       {"scale", "f32 | ue8m0 (power-of-two scales)", "f32", ParamSpec::text},
+      {"values", "uniform (in [-3, 3]) | gelu (GELU of uniform [-6, 6]: many values in e4m3's subnormal range)",
+       "uniform", ParamSpec::text},
   };
-  op.bench_table = {{}, {{"tokens", "16"}}, {{"scale", "ue8m0"}}, {{"mode", "block"}}, {{"mode", "dequant"}}};
+  op.bench_table = {{}, {{"tokens", "16"}}, {{"scale", "ue8m0"}}, {{"mode", "block"}}, {{"mode", "dequant"}}, {{"values", "gelu"}}};
   op.check_table = {{{"tokens", "1"}, {"hidden", "128"}},
                     {{"tokens", "17"}, {"hidden", "384"}, {"dtype", "f32"}},
                     {{"tokens", "33"}, {"hidden", "7168"}, {"scale", "ue8m0"}},
                     {{"tokens", "300"}, {"hidden", "256"}, {"mode", "block"}},
                     {{"tokens", "129"}, {"hidden", "512"}, {"mode", "block"}, {"scale", "ue8m0"}, {"dtype", "f32"}},
                     {{"tokens", "0"}, {"hidden", "128"}},
-                    {{"tokens", "19"}, {"hidden", "896"}, {"mode", "dequant"}}};
+                    {{"tokens", "19"}, {"hidden", "896"}, {"mode", "dequant"}},
+                    {{"tokens", "23"}, {"hidden", "1024"}, {"values", "gelu"}},
+                    {{"tokens", "130"}, {"hidden", "512"}, {"mode", "block"}, {"values", "gelu"}, {"scale", "ue8m0"}}};
   op.make = [](const OpParams& p, int64_t cold_bytes) -> std::unique_ptr<OpCase> {
     return std::make_unique<QuantCase>(p.integer("tokens"), p.integer("hidden"), p.dtype("dtype"),
-                                       parse_mode(p.text("mode")), parse_scale(p.text("scale")), cold_bytes);
+                                       parse_mode(p.text("mode")), parse_scale(p.text("scale")),
+                                       parse_values(p.text("values")), cold_bytes);
   };
   register_op(std::move(op));
 }

@@ -134,7 +134,7 @@ template <bool kStream, class Widened>
 [[gnu::always_inline]] inline void store_codes64(uint8_t* q, __m512i c0, __m512i c1, __mmask32 low, __m512 mv,
                                                  const Widened& widened) {
   __m512i line;
-  if (__builtin_expect(low != 0, 0) && subnormal_results_exact()) {
+  if (__builtin_expect(low != 0, 0)) {
     __m512 e0, o0, e1, o1;
     widened(e0, o0, e1, o1);
     const auto code = [&](__m512 v) { return _mm512_cvtepu8_epi32(encode16_e4m3_in_range(_mm512_mul_ps(v, mv))); };
@@ -149,12 +149,15 @@ template <bool kStream, class Widened>
 
 // Whether this thread's MXCSR has flush-to-zero and denormals-are-zero off (the default), which
 // the branch-free encoder needs: its e4m3 subnormal codes pass through f32 subnormals. Read
-// only for blocks that hold such a result, so the common path pays nothing.
+// once per row or panel and passed down as `fast_low`: stmxcsr per 64-element block cost more
+// than the encoder it chose (gelu outputs: 1040 against ~720 ns per row).
 [[gnu::always_inline]] inline bool subnormal_results_exact() { return (_mm_getcsr() & 0x8040u) == 0; }
 
 // 64 bf16 -> 64 e4m3 bytes at q, scaled by the group's multiplier; exact for every finite one.
+// fast_low: subnormal_results_exact() of this thread (blocks with results below 2^-6 then take
+// the branch-free encoder; else the exact one).
 template <bool kStream, bool kPowerOfTwo>
-[[gnu::always_inline]] inline void quant64_bf16(const uint16_t* x, const GroupCode& gc, uint8_t* q) {
+[[gnu::always_inline]] inline void quant64_bf16(const uint16_t* x, const GroupCode& gc, uint8_t* q, bool fast_low) {
   const __m512i z0 = _mm512_loadu_si512(x), z1 = _mm512_loadu_si512(x + 32);
   __mmask32 low = 0;
   __m512i c0, c1;
@@ -170,7 +173,7 @@ template <bool kStream, bool kPowerOfTwo>
     c0 = encode32_e4m3_normal(round_to_odd16(e0, o0), gc.c16, gc.low_bits, low, gc.w7f);
     c1 = encode32_e4m3_normal(round_to_odd16(e1, o1), gc.c16, gc.low_bits, low, gc.w7f);
   }
-  if (__builtin_expect(low != 0, 0) && subnormal_results_exact()) {
+  if (__builtin_expect(low != 0, 0) && fast_low) {
     // A result below 2^-6 (an e4m3 subnormal or zero): the branch-free encoder of
     // e4m3_encode_avx512.h takes the block at about the normal path's cost, where the exact
     // encoder below costs ~3x (activation outputs send most blocks here: session 7).
@@ -223,7 +226,7 @@ template <bool kStream, bool kPowerOfTwo>
 // fixed (may be null; f32 scales only): the rebias constants, made once by the caller.
 template <bool kStream, bool kUe8m0>
 [[gnu::always_inline]] inline void encode_group_bf16(const uint16_t* x, int64_t group, float m, bool special,
-                                                     uint8_t* q, const GroupCode* fixed = nullptr) {
+                                                     uint8_t* q, bool fast_low, const GroupCode* fixed = nullptr) {
   const __m512 mv = _mm512_set1_ps(m);
   if (__builtin_expect(special, 0)) {
     for (int64_t i = 0; i < group; i += 16)
@@ -234,7 +237,7 @@ template <bool kStream, bool kUe8m0>
   GroupCode gc;
   if (!kUe8m0 && fixed) gc = *fixed, gc.mv = mv;
   else gc = group_code<kUe8m0>(m);
-  for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream, kUe8m0>(x + i, gc, q + i);
+  for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream, kUe8m0>(x + i, gc, q + i, fast_low);
 }
 
 // ---- rmsnorm fused with per-token quantization, bf16 rows, groups of 64 or 128 ----
@@ -368,7 +371,7 @@ template <bool kUe8m0>
   __m512 scale, mult;
   scales16(_mm512_castsi512_ps(ab), nan, kUe8m0, scale, mult);
   *scale_out = _mm512_cvtss_f32(scale);
-  encode_group_bf16<false, kUe8m0>(y, group, _mm512_cvtss_f32(mult), true, q);
+  encode_group_bf16<false, kUe8m0>(y, group, _mm512_cvtss_f32(mult), true, q, false);
 }
 
 alignas(64) const uint16_t kIdleRow[32] = {};  // what an absent next row prefetches
@@ -379,6 +382,7 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
   constexpr int64_t group = 64 * kBlocks64;
   const __m512 iv = _mm512_set1_ps(inv);
   const GroupCode fixed = fixed_group_code();
+  const bool fast_low = subnormal_results_exact();
   // The next row's lines, one per 32 elements of this one, as the norms' output passes do.
   const char* next = next_row ? reinterpret_cast<const char*>(next_row) : reinterpret_cast<const char*>(kIdleRow);
   const int64_t next_step = next_row ? group * 2 : 0;
@@ -430,7 +434,7 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
         const float* b = buf[g % kSlots];
         if constexpr (kUe8m0) {
           const auto* h = reinterpret_cast<const uint16_t*>(b);
-          for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream, true>(h + i, gc, q + g * group + i);
+          for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream, true>(h + i, gc, q + g * group + i, fast_low);
         } else {
           for (int64_t i = 0; i < group; i += 64) quant64_f32_even_odd<kStream>(b + i, gc.mv, q + g * group + i, fixed);
         }
@@ -459,6 +463,7 @@ void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q
   alignas(64) uint32_t amax_bits[kLanes];
   alignas(64) float scale_of[kLanes], mult_of[kLanes];
   const int64_t groups = cols / group;
+  const bool fast_low = subnormal_results_exact();
   for (int64_t g0 = 0; g0 < groups; g0 += kLanes) {
     const int64_t ng = groups - g0 < kLanes ? groups - g0 : kLanes;
     for (int64_t g = 0; g < ng; ++g)
@@ -474,7 +479,7 @@ void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q
     for (int64_t g = 0; g < ng; ++g) {
       const int64_t base = (g0 + g) * group;
       scales[(g0 + g) * scale_stride] = scale_of[g];
-      encode_group_bf16<kStream, kUe8m0>(x + base, group, mult_of[g], (special >> g) & 1, q + base);
+      encode_group_bf16<kStream, kUe8m0>(x + base, group, mult_of[g], (special >> g) & 1, q + base, fast_low);
     }
   }
   if constexpr (kStream)
@@ -628,6 +633,7 @@ void quant_panel_t(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t co
                    const uint8_t* special, uint8_t* q, int64_t q_stride, const PanelAmax& next,
                    const PanelPrefetch& far) {
   const GroupCode fixed = fixed_group_code();
+  const bool fast_low = subnormal_results_exact();
   const int64_t groups = cols / 128, next_groups = next.cols / 128;
   const int64_t lines_per_group = (far.lines + groups - 1) / groups;
   for (int64_t r = 0; r < rows; ++r) {
@@ -647,7 +653,7 @@ void quant_panel_t(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t co
       if (r + 1 < rows) prefetch_group_t0(xr + x_stride + g * 128);
       if (r + 1 < next.rows && g < next_groups) prefetch_group_t0(xn + next.stride + g * 128);
       if (amax && g < next_groups) amax_group_update(xn + g * 128, next.acc + g * 32);
-      encode_group_bf16<kStream, kUe8m0>(xr + g * 128, 128, mult[g], special[g], qr + g * 128, &fixed);
+      encode_group_bf16<kStream, kUe8m0>(xr + g * 128, 128, mult[g], special[g], qr + g * 128, fast_low, &fixed);
     }
     if (amax)
       for (int64_t g = groups; g < next_groups; ++g) amax_group_update(xn + g * 128, next.acc + g * 32);
