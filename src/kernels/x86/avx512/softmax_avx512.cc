@@ -12,9 +12,10 @@ namespace {
 // exp(d) for d = x - max <= 0 (or NaN), the softmax numerator. A 16-entry table in a register
 // turns the range reduction finer than exp_neg_in_range's: d = (k / 16) ln2 + s, |s| <= ln2 / 32,
 // exp(d) = 2^floor(k / 16) * 2^((k mod 16) / 16) * exp(s), so exp(s) needs only a cubic (Taylor,
-// 9e-9 relative on that interval) where the plain reduction needs degree 5: two fused
-// operations fewer per vector on the FMA pipes, which bound this loop, and a dependency chain
-// ~10 cycles shorter (docs/perf/layer-ops.md, session 7).
+// 9e-9 relative on that interval) where the plain reduction needs degree 5: six operations on
+// the FMA pipes per vector instead of seven (those pipes also carry every 512-bit store, and
+// bound this loop by count), and a dependency chain ~10 cycles shorter (docs/perf/layer-ops.md,
+// session 7).
 //  - k / 16: one fma with the shifter 1.5 * 2^19 rounds d / ln2 to a multiple of 1/16 (its
 //    last ulp); subtracting the shifter gives k / 16 exactly, and the low 4 bits of the sum's
 //    bits are k mod 16, which is what vpermps reads as its index (no conversion).
