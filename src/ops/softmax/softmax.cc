@@ -24,7 +24,7 @@ void softmax(const Tensor& x, const Tensor& y) {
   const int64_t n = x.shape(-1);
   if (x.numel() == 0) return;
   const int64_t rows = x.numel() / n;
-  auto kernel = active_isa() >= Isa::avx512 ? kernels::softmax_row_avx512 : kernels::softmax_row_scalar;
+  auto kernel = active_isa() >= Isa::avx512 ? kernels::softmax_op_row_avx512 : kernels::softmax_row_scalar;
   const int64_t xs = n * int64_t(dtype_size(x.dtype())), ys = n * int64_t(dtype_size(y.dtype()));
   // In place, y's lines were just read: streaming them out gains nothing.
   const bool stream = x.data() != y.data() && should_stream(y.numel() * int64_t(dtype_size(y.dtype())));

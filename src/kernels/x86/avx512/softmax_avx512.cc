@@ -43,7 +43,10 @@ template <class V> [[gnu::always_inline]] inline V exp_of_nonpositive(V d) {
   return each([](__m512 a, __m512 b) { return _mm512_scalef_ps(a, b); }, e, k16);
 }
 
-template <DType In, DType Out>
+// kTableExp: exp_of_nonpositive (the softmax op's rows, same bits as softmax_rows); else
+// pair_avx512.h's exp_neg_of_nonnegative on max - x, the bits route_softmax_lanes promises
+// (kernels/route.h).
+template <DType In, DType Out, bool kTableExp>
 void softmax_row(const void* x, void* y, int64_t n, float* scratch, bool stream) {
   constexpr int64_t es = In == DType::bf16 ? 2 : 4;
   const __m512 minus_inf = _mm512_set1_ps(-INFINITY);
@@ -67,7 +70,8 @@ void softmax_row(const void* x, void* y, int64_t n, float* scratch, bool stream)
   // in a fixed order: the same for every output dtype and alignment.
   auto exp_step = [&](auto v) {
     using V = decltype(v);
-    return exp_of_nonpositive(sub(v, splat<V>(max)));
+    if constexpr (kTableExp) return exp_of_nonpositive(sub(v, splat<V>(max)));
+    else return exp_neg_of_nonnegative(sub(splat<V>(max), v));
   };
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
   constexpr int64_t ys = Out == DType::bf16 ? 2 : 4;
@@ -258,7 +262,11 @@ void softmax_rows(const char* x, int64_t xs, char* y, int64_t ys, int64_t rows, 
 }  // namespace
 
 void softmax_row_avx512(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch, bool stream) {
-  with_dtypes(t, yt, [&]<DType In, DType Out>() { softmax_row<In, Out>(x, y, n, scratch, stream); });
+  with_dtypes(t, yt, [&]<DType In, DType Out>() { softmax_row<In, Out, false>(x, y, n, scratch, stream); });
+}
+
+void softmax_op_row_avx512(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch, bool stream) {
+  with_dtypes(t, yt, [&]<DType In, DType Out>() { softmax_row<In, Out, true>(x, y, n, scratch, stream); });
 }
 
 }  // namespace sol::kernels
