@@ -8,11 +8,15 @@
 namespace sol::kernels {
 // stream: y may be written with non-temporal stores (a hint; see kernels/activation.h).
 void softmax_row_scalar(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch, bool stream);
+// softmax_row_avx512: the exponential of the per-lane routing kernel, whose scores promise its
+// bits (kernels/route.h); softmax_op_row_avx512: the softmax op's, a cheaper exponential
+// (session 7), the same bits as softmax_rows_avx512. Both to f32 accuracy.
 void softmax_row_avx512(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch, bool stream);
+void softmax_op_row_avx512(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch, bool stream);
 // Rows [0, rows) of x (row r at x + r * x_row_bytes) into y likewise, pipelined: row r's
 // exponentials are computed while row r - 1 is scaled and stored and row r + 1's maximum is
 // read, so the read stream, the arithmetic and the write stream overlap. Same results as one
-// softmax_row_avx512 per row. scratch holds 2 n f32. Out of place only (x and y disjoint).
+// softmax_op_row_avx512 per row. scratch holds 2 n f32. Out of place only (x and y disjoint).
 void softmax_rows_avx512(const void* x, int64_t x_row_bytes, DType t, void* y, int64_t y_row_bytes, DType yt, int64_t rows,
                          int64_t n, float* scratch, bool stream);
 }  // namespace sol::kernels

@@ -1,6 +1,6 @@
 #include "sol/softmax.h"
 
-#include <vector>
+#include <memory>
 
 #include "kernels/softmax.h"
 #include "ops/common/parallel.h"
@@ -24,7 +24,7 @@ void softmax(const Tensor& x, const Tensor& y) {
   const int64_t n = x.shape(-1);
   if (x.numel() == 0) return;
   const int64_t rows = x.numel() / n;
-  auto kernel = active_isa() >= Isa::avx512 ? kernels::softmax_row_avx512 : kernels::softmax_row_scalar;
+  auto kernel = active_isa() >= Isa::avx512 ? kernels::softmax_op_row_avx512 : kernels::softmax_row_scalar;
   const int64_t xs = n * int64_t(dtype_size(x.dtype())), ys = n * int64_t(dtype_size(y.dtype()));
   // In place, y's lines were just read: streaming them out gains nothing.
   const bool stream = x.data() != y.data() && should_stream(y.numel() * int64_t(dtype_size(y.dtype())));
@@ -36,14 +36,15 @@ void softmax(const Tensor& x, const Tensor& y) {
   const bool pipelined = active_isa() >= Isa::avx512 && x.data() != y.data();
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     if (pipelined && r1 - r0 >= kMinPipelinedRows) {
-      std::vector<float> scratch(static_cast<size_t>(2 * n));  // once per thread
+      // once per thread, left uninitialised (every element is written before it is read)
+      const auto scratch = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(2 * n));
       kernels::softmax_rows_avx512(x.data_as<const char>() + r0 * xs, xs, x.dtype(), y.data_as<char>() + r0 * ys, ys,
-                                   y.dtype(), r1 - r0, n, scratch.data(), stream);
+                                   y.dtype(), r1 - r0, n, scratch.get(), stream);
       return;
     }
-    std::vector<float> scratch(static_cast<size_t>(n));  // once per thread
+    const auto scratch = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(n));  // once per thread
     for (int64_t r = r0; r < r1; ++r)
-      kernel(x.data_as<const char>() + r * xs, x.dtype(), y.data_as<char>() + r * ys, y.dtype(), n, scratch.data(),
+      kernel(x.data_as<const char>() + r * xs, x.dtype(), y.data_as<char>() + r * ys, y.dtype(), n, scratch.get(),
              stream);
   });
 }

@@ -9,7 +9,44 @@ namespace sol::kernels {
 
 namespace {
 
-template <DType In, DType Out>
+// exp(d) for d = x - max <= 0 (or NaN), the softmax numerator. A 16-entry table in a register
+// turns the range reduction finer than exp_neg_in_range's: d = (k / 16) ln2 + s, |s| <= ln2 / 32,
+// exp(d) = 2^floor(k / 16) * 2^((k mod 16) / 16) * exp(s), so exp(s) needs only a cubic (Taylor,
+// 9e-9 relative on that interval) where the plain reduction needs degree 5: six operations on
+// the FMA pipes per vector instead of seven (those pipes also carry every 512-bit store, and
+// bound this loop by count), and a dependency chain ~10 cycles shorter (docs/perf/layer-ops.md,
+// session 7).
+//  - k / 16: one fma with the shifter 1.5 * 2^19 rounds d / ln2 to a multiple of 1/16 (its
+//    last ulp); subtracting the shifter gives k / 16 exactly, and the low 4 bits of the sum's
+//    bits are k mod 16, which is what vpermps reads as its index (no conversion).
+//  - s = d - (k / 16) ln2 by one fma with ln2 in f32 (relative error 2.7e-9 of the product,
+//    |k / 16| <= 150: < 3e-7 in the result, as exp_neg_in_range's reduction).
+//  - vscalefps applies 2^floor(k / 16) and saturates to 0 below the subnormals.
+// d is clamped to -104 first (exp(-104) rounds to 0 in f32), so -inf inputs give exactly 0
+// instead of meeting inf - inf (Zen 5 happens to return 0 for vscalefps(NaN, -inf) too, but
+// the ISA reference says NaN); the constant goes first so that a NaN d stays NaN (vmaxps
+// returns its second operand then).
+template <class V> [[gnu::always_inline]] inline V exp_of_nonpositive(V d) {
+  const __m512 table = _mm512_setr_ps(1.0f, 1.04427378242741384f, 1.09050773266525766f, 1.13878863475669165f,
+                                      1.18920711500272107f, 1.24185781207348405f, 1.29683955465100967f,
+                                      1.35425554693689273f, 1.41421356237309505f, 1.47682614593949931f,
+                                      1.54221082540794082f, 1.61049033194925431f, 1.68179283050742909f,
+                                      1.75625216037329948f, 1.83400808640934246f, 1.91520656139714729f);
+  d = each([](__m512 v) { return _mm512_max_ps(_mm512_set1_ps(-104.0f), v); }, d);
+  const V shifted = fmadd(d, splat<V>(1.44269504088896341f), splat<V>(786432.0f));  // 1.5 * 2^19
+  const V k16 = sub(shifted, splat<V>(786432.0f));
+  const V s = fmadd(k16, splat<V>(-0.693147182464599609375f), d);
+  const V t = each([&](__m512 v) { return _mm512_permutexvar_ps(_mm512_castps_si512(v), table); }, shifted);
+  V q = fmadd(splat<V>(0.166666671633720398f), s, splat<V>(0.5f));
+  q = fmadd(q, s, splat<V>(1.0f));
+  const V e = fmadd(mul(t, s), q, t);  // t exp(s) = t + t s q(s)
+  return each([](__m512 a, __m512 b) { return _mm512_scalef_ps(a, b); }, e, k16);
+}
+
+// kTableExp: exp_of_nonpositive (the softmax op's rows, same bits as softmax_rows); else
+// pair_avx512.h's exp_neg_of_nonnegative on max - x, the bits route_softmax_lanes promises
+// (kernels/route.h).
+template <DType In, DType Out, bool kTableExp>
 void softmax_row(const void* x, void* y, int64_t n, float* scratch, bool stream) {
   constexpr int64_t es = In == DType::bf16 ? 2 : 4;
   const __m512 minus_inf = _mm512_set1_ps(-INFINITY);
@@ -33,9 +70,12 @@ void softmax_row(const void* x, void* y, int64_t n, float* scratch, bool stream)
   // in a fixed order: the same for every output dtype and alignment.
   auto exp_step = [&](auto v) {
     using V = decltype(v);
-    return exp_neg_of_nonnegative(sub(splat<V>(max), v));
+    if constexpr (kTableExp) return exp_of_nonpositive(sub(v, splat<V>(max)));
+    else return exp_neg_of_nonnegative(sub(splat<V>(max), v));
   };
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  constexpr int64_t ys = Out == DType::bf16 ? 2 : 4;
+  const bool aligned_stream = stream && reinterpret_cast<uintptr_t>(y) % 64 == 0;
   i = 0;
   // Passes 2 and 3 are arithmetic on cached lines; without help the next row's lines would be
   // fetched only when pass 1 of the next call asks for them, so DRAM would sit idle here and
@@ -45,6 +85,13 @@ void softmax_row(const void* x, void* y, int64_t n, float* scratch, bool stream)
   for (; i + 32 <= n; i += 32) {
     __builtin_prefetch(next_row + i * es);
     if constexpr (es == 4) __builtin_prefetch(next_row + i * es + 64);
+    // A cached output (decode-sized calls) is owned here, before pass 3 stores into it: its
+    // reads for ownership then overlap the arithmetic instead of stalling the stores (16 x 7168
+    // bf16: 23 -> 19 us cold). f32 rows (x, y and the scratch: 84 KiB) lost with it.
+    if (es == 2 && !aligned_stream) {
+      __builtin_prefetch(static_cast<char*>(y) + i * ys, 1);
+      if constexpr (ys == 4) __builtin_prefetch(static_cast<char*>(y) + i * ys + 64, 1);
+    }
     const Pair e = exp_step(load_pair<In>(x, i));
     _mm512_storeu_ps(scratch + i, e.a);
     _mm512_storeu_ps(scratch + i + 16, e.b);
@@ -64,7 +111,6 @@ void softmax_row(const void* x, void* y, int64_t n, float* scratch, bool stream)
   // Pass 3: scale and store, in pass 2's steps (a row whose output is off a 64-byte line is
   // not streamed: its lines would straddle the steps).
   const __m512 inv = _mm512_set1_ps(1.0f / sum);
-  const bool aligned_stream = stream && reinterpret_cast<uintptr_t>(y) % 64 == 0;
   i = 0;
   for (; i + 32 <= n; i += 32)
     store_pair<In, Out>(y, i, {_mm512_mul_ps(_mm512_loadu_ps(scratch + i), inv), _mm512_mul_ps(_mm512_loadu_ps(scratch + i + 16), inv)},
@@ -125,7 +171,7 @@ float sweep(const void* x, float max, float* exps, int64_t n, const Scaled& prev
   constexpr int64_t es = In == DType::bf16 ? 2 : 4;
   auto exp_step = [&](auto v) {
     using V = decltype(v);
-    return exp_neg_of_nonnegative(sub(splat<V>(max), v));
+    return exp_of_nonpositive(sub(v, splat<V>(max)));
   };
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
   __m512 mx0 = _mm512_set1_ps(-INFINITY), mx1 = mx0;
@@ -159,7 +205,6 @@ float sweep(const void* x, float max, float* exps, int64_t n, const Scaled& prev
     acc0 = _mm512_add_ps(acc0, e);
     if constexpr (kStore) store16_fast(prev.y, Out, j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, prev.exps + j), prev.inv));
   }
-  if (kStore && prev.stream) _mm_sfence();
   alignas(64) float part[16];
   _mm512_store_ps(part, _mm512_add_ps(acc0, acc1));
   float sum = 0;
@@ -209,13 +254,19 @@ void softmax_rows(const char* x, int64_t xs, char* y, int64_t ys, int64_t rows, 
     const __mmask16 m = tail_mask(n - i);
     store16_fast(prev.y, Out, i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, prev.exps + i), prev.inv));
   }
-  if (prev.stream) _mm_sfence();
+  // One fence for all the rows' non-temporal stores, before the caller (or another thread)
+  // reads y: a fence per row waited for each row's lines to drain (session 7).
+  if (stream) _mm_sfence();
 }
 
 }  // namespace
 
 void softmax_row_avx512(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch, bool stream) {
-  with_dtypes(t, yt, [&]<DType In, DType Out>() { softmax_row<In, Out>(x, y, n, scratch, stream); });
+  with_dtypes(t, yt, [&]<DType In, DType Out>() { softmax_row<In, Out, false>(x, y, n, scratch, stream); });
+}
+
+void softmax_op_row_avx512(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch, bool stream) {
+  with_dtypes(t, yt, [&]<DType In, DType Out>() { softmax_row<In, Out, true>(x, y, n, scratch, stream); });
 }
 
 }  // namespace sol::kernels
