@@ -56,10 +56,11 @@ enum class Unit {
   l2_read,    // L2-resident read
   clock,      // core clock from a dependent integer chain
   mem_write,  // DRAM write (non-temporal stores)
+  mem_update, // DRAM in-place update (each line read, then written back from the cache)
 };
 inline constexpr Unit kAllUnits[] = {Unit::fma_f32,  Unit::dot_bf16, Unit::dot_s8,
                                      Unit::amx_bf16, Unit::amx_int8, Unit::mem_read,
-                                     Unit::mem_copy, Unit::mem_write, Unit::mem_triad,
+                                     Unit::mem_copy, Unit::mem_update, Unit::mem_write, Unit::mem_triad,
                                      Unit::l2_read, Unit::clock};
 std::string_view unit_name(Unit u);   // "fma_f32", ...
 std::string_view unit_label(Unit u);  // "GFLOP/s", "GB/s", "GHz" (display scale)

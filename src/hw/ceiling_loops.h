@@ -36,6 +36,9 @@ double copy(float* dst, const float* src, size_t floats, long passes, bool non_t
             int streams = 1);
 double triad(float* a, const float* b, const float* c, size_t floats, long passes,
              int streams = 1);
+// a[i] += 1 with regular stores (read and write-back of the same lines); returns bytes read
+// plus written, as copy does.
+double update(float* a, size_t floats, long passes, int streams = 1);
 // Non-temporal stores only: a regular store reads each line before writing it, traffic a
 // write ceiling must not pay (the ops that write large outputs stream them).
 double write(float* dst, size_t floats, long passes, int streams = 1);

@@ -181,6 +181,24 @@ Rate mem_copy_rate(const RateOptions& o) {
                             format("%.1f GB/s)", streaming.rate / 1e9) + in_all};
 }
 
+// The ceiling of ops that work in place (rope; decision 13 of docs/ARCHITECTURE.md): each line
+// read, then a regular store to the line just read, written back when evicted. The same DRAM
+// bytes as a copy, but no streamed store and no write-allocate read: on the Zen 5 guests here
+// this moves them faster than any copy (quiet, session 7: 67.7 GB/s on one thread against a
+// streamed copy's 62.2, 141.8 on two against ~123), and rope, held to the copy ceiling,
+// printed 100-115% SOL.
+Rate mem_update_rate(const RateOptions& o) {
+  const StreamArena& arena = StreamArena::get();
+  StreamRate best = fastest_streams(
+      [&](int t, long passes, int streams, bool) {
+        std::span<float> s = split(arena.slice(t, o.threads), 0, 1);
+        return ceiling_loops::update(s.data(), s.size(), passes, streams);
+      },
+      o);
+  return {best.rate, "a[i] += 1, regular stores to the lines just read, " + streams_text(best.streams) +
+                         fastest_of_text(ceiling_loops::kStreamChoices) + ", " + mebibytes(arena.bytes()) + " in all"};
+}
+
 Rate mem_triad_rate(const RateOptions& o) {
   const StreamArena& arena = StreamArena::get();
   StreamRate best = fastest_streams(
@@ -250,6 +268,7 @@ Rate measure_rate(Unit u, int threads, double seconds) {
     case Unit::mem_copy: return mem_copy_rate(o);
     case Unit::mem_triad: return mem_triad_rate(o);
     case Unit::mem_write: return mem_write_rate(o);
+    case Unit::mem_update: return mem_update_rate(o);
     case Unit::l2_read: return l2_read_rate(o);
     case Unit::clock: return clock_rate(o);
   }

@@ -17,6 +17,7 @@ std::string_view unit_name(Unit u) {
     case Unit::mem_copy: return "mem_copy";
     case Unit::mem_triad: return "mem_triad";
     case Unit::mem_write: return "mem_write";
+    case Unit::mem_update: return "mem_update";
     case Unit::l2_read: return "l2_read";
     case Unit::clock: return "clock";
   }
@@ -35,7 +36,7 @@ double unit_display_scale(Unit) { return 1e9; }
 
 bool unit_is_memory(Unit u) {
   return u == Unit::mem_read || u == Unit::mem_copy || u == Unit::mem_triad ||
-         u == Unit::mem_write || u == Unit::l2_read;
+         u == Unit::mem_write || u == Unit::mem_update || u == Unit::l2_read;
 }
 
 Unit parse_unit(std::string_view name) {

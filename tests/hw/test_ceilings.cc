@@ -47,6 +47,7 @@ TEST(Ceilings, QuickCopyWriteAndTriadArePlausible) {
   expect_plausible(Unit::mem_copy, 1e9, 1000e9);
   expect_plausible(Unit::mem_write, 1e9, 1000e9);
   expect_plausible(Unit::mem_triad, 1e9, 1000e9);
+  expect_plausible(Unit::mem_update, 1e9, 1000e9);
 }
 
 // A unit the CPU may lack: measured and plausible where the feature is there, else reported

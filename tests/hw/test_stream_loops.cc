@@ -73,6 +73,13 @@ TEST(StreamLoops, CopyAndTriadWriteEveryCountedElementOnly) {
       const bool counted = i < per * size_t(streams);
       ASSERT_EQ(d[i], counted ? 1.0f : -7.0f) << "write, " << streams << " streams, element " << i;
     }
+    // In-place update, two passes: every counted element + 2, the rest untouched.
+    std::memcpy(d, poison.data(), kFloats * sizeof(float));
+    EXPECT_EQ(ceiling_loops::update(d, kFloats, 2, streams), 2.0 * 2.0 * double(moved_floats(streams)) * sizeof(float));
+    for (size_t i = 0; i < kFloats; ++i) {
+      const bool counted = i < per * size_t(streams);
+      ASSERT_EQ(d[i], counted ? -5.0f : -7.0f) << "update, " << streams << " streams, element " << i;
+    }
     std::memcpy(d, poison.data(), kFloats * sizeof(float));
     double bytes = ceiling_loops::triad(d, s, cc, kFloats, 1, streams);
     EXPECT_EQ(bytes, 3.0 * double(moved_floats(streams)) * sizeof(float));
@@ -113,6 +120,7 @@ TEST(StreamLoops, LessThanOneBlockPerStreamMovesNothing) {
     EXPECT_EQ(ceiling_loops::copy(d, s, floats, 2, false, streams), 0.0) << streams;
     EXPECT_EQ(ceiling_loops::triad(d, s, c.tensor().data_as<float>(), floats, 2, streams), 0.0) << streams;
     EXPECT_EQ(ceiling_loops::write(d, floats, 2, streams), 0.0) << streams;
+    EXPECT_EQ(ceiling_loops::update(d, floats, 2, streams), 0.0) << streams;
     for (size_t i = 0; i < kMax; ++i) ASSERT_EQ(d[i], -7.0f) << streams << " streams wrote element " << i;
     EXPECT_EQ(ceiling_loops::read(s, kMax, 0, streams, false), 0.0) << streams << " streams, no passes";
   }
@@ -144,6 +152,7 @@ TEST(StreamLoops, NothingTouchedPastTheArrays) {
       EXPECT_EQ(ceiling_loops::copy(arr[1], arr[0], floats, 1, false, streams), 2 * moved) << streams;
       EXPECT_EQ(ceiling_loops::triad(arr[2], arr[0], arr[1], floats, 1, streams), 3 * moved) << streams;
       EXPECT_EQ(ceiling_loops::write(arr[2], floats, 1, streams), moved) << streams;
+      EXPECT_EQ(ceiling_loops::update(arr[2], floats, 1, streams), 2 * moved) << streams;
     }
     for (int a = 0; a < 3; ++a) munmap(base[a], bytes + page);
   }

@@ -54,9 +54,10 @@ class RopeCase : public OpCase {
     return std::string(dtype_name(dt_)) + (config_.layout == RopeLayout::interleaved ? " interleaved" : " half");
   }
   Cost cost() const override {
-    // In place: only the rope slice of each head is read and written.
+    // In place: only the rope slice of each head is read and written back, at the in-place
+    // update ceiling (a copy's streamed stores are not how these bytes move).
     double n = double(tokens_) * double(heads_) * double(config_.rope_dim);
-    return {0, 2 * n * double(dtype_size(dt_)), Unit::fma_f32, Unit::mem_copy, n * double(dtype_size(dt_))};
+    return {0, 2 * n * double(dtype_size(dt_)), Unit::fma_f32, Unit::mem_update, n * double(dtype_size(dt_))};
   }
   int input_sets() const override { return int(x_.size()); }
   void run(int set) override { rope(x_[size_t(set)], pos_, table_, offset_); }
