@@ -8,6 +8,24 @@
 
 namespace sol::kernels {
 
+// Scale and multiplier of a group whose abs-max is finite, by the rule of sol/quant.h (the same
+// bits as the reference's): amax floored at 1e-4; scale = amax / 448, rounded up to a power of
+// two for UE8M0; multiplier 448 / amax, or 1 / scale for UE8M0. Inline: the row kernels call it
+// once per group.
+inline void fp8_group_scale(float amax, bool ue8m0, float& scale, float& mult) {
+  const float a = amax > 1e-4f ? amax : 1e-4f;
+  scale = a / 448.0f;
+  if (!ue8m0) {
+    mult = 448.0f / a;
+    return;
+  }
+  uint32_t b;
+  __builtin_memcpy(&b, &scale, 4);
+  if (b & 0x7FFFFFu) b = (b & 0xFF800000u) + 0x800000u;
+  __builtin_memcpy(&scale, &b, 4);
+  mult = 1.0f / scale;
+}
+
 // max |x[i]| over n elements of f32 or bf16; NaN if any element is NaN.
 float abs_max_scalar(const void* x, DType t, int64_t n);
 float abs_max_avx512(const void* x, DType t, int64_t n);

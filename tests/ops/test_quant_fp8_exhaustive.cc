@@ -101,23 +101,29 @@ std::string first_difference(const Buffer& x, const Buffer& q, const Buffer& qr)
   return "codes equal (scales differ)";
 }
 
+// Per-token quantization of the sweep under amax, bit for bit against the reference (computed
+// first, under the caller's MXCSR); run_op runs the op (e.g. under another MXCSR).
+template <class RunOp>
+::testing::AssertionResult per_token_matches_reference(uint16_t amax, ScaleFormat sf, RunOp&& run_op) {
+  const Buffer x = sweep_rows(amax, 7168);
+  const int64_t rows = x.tensor().shape(0), cols = 7168;
+  const QuantOptions opt{128, sf};
+  Buffer q(DType::f8e4m3, {rows, cols}), s(DType::f32, {rows, cols / 128});
+  Buffer qr(DType::f8e4m3, {rows, cols}), sr(DType::f32, {rows, cols / 128});
+  reference::quant_fp8_per_token(x, qr, sr, opt);
+  poison(q);
+  poison(s);
+  run_op([&] { quant_fp8_per_token(x, q, s, opt); });
+  if (same_bytes(q, qr) && same_bytes(s, sr)) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "amax " << bf16_value(amax) << (sf == ScaleFormat::ue8m0 ? " ue8m0" : " f32")
+                                       << ": " << first_difference(x, q, qr);
+}
+
 TEST(QuantFp8Exhaustive, PerTokenEveryBf16UnderManyScales) {
   for_each_isa([] {
     for (ScaleFormat sf : {ScaleFormat::f32, ScaleFormat::ue8m0})
-      for (uint16_t amax : group_maxima()) {
-        const Buffer x = sweep_rows(amax, 7168);
-        const int64_t rows = x.tensor().shape(0), cols = 7168;
-        const QuantOptions opt{128, sf};
-        Buffer q(DType::f8e4m3, {rows, cols}), s(DType::f32, {rows, cols / 128});
-        Buffer qr(DType::f8e4m3, {rows, cols}), sr(DType::f32, {rows, cols / 128});
-        poison(q);
-        poison(s);
-        quant_fp8_per_token(x, q, s, opt);
-        reference::quant_fp8_per_token(x, qr, sr, opt);
-        ASSERT_TRUE(same_bytes(q, qr) && same_bytes(s, sr))
-            << "amax " << bf16_value(amax) << (sf == ScaleFormat::ue8m0 ? " ue8m0" : " f32") << ": "
-            << first_difference(x, q, qr);
-      }
+      for (uint16_t amax : group_maxima())
+        ASSERT_TRUE(per_token_matches_reference(amax, sf, [](auto&& op) { op(); }));
   });
 }
 
@@ -132,22 +138,12 @@ TEST(QuantFp8Exhaustive, PerTokenUnderFlushToZeroModes) {
   const unsigned saved = _mm_getcsr();
   for (unsigned mode : {0x8000u, 0x8040u})  // FTZ, FTZ + DAZ
     for (ScaleFormat sf : {ScaleFormat::f32, ScaleFormat::ue8m0})
-      for (uint16_t amax : group_maxima()) {
-        const Buffer x = sweep_rows(amax, 7168);
-        const int64_t rows = x.tensor().shape(0), cols = 7168;
-        const QuantOptions opt{128, sf};
-        Buffer q(DType::f8e4m3, {rows, cols}), s(DType::f32, {rows, cols / 128});
-        Buffer qr(DType::f8e4m3, {rows, cols}), sr(DType::f32, {rows, cols / 128});
-        reference::quant_fp8_per_token(x, qr, sr, opt);
-        poison(q);
-        poison(s);
-        _mm_setcsr(saved | mode);
-        quant_fp8_per_token(x, q, s, opt);
-        _mm_setcsr(saved);
-        ASSERT_TRUE(same_bytes(q, qr) && same_bytes(s, sr))
-            << "mxcsr mode " << mode << " amax " << bf16_value(amax) << (sf == ScaleFormat::ue8m0 ? " ue8m0" : " f32")
-            << ": " << first_difference(x, q, qr);
-      }
+      for (uint16_t amax : group_maxima())
+        ASSERT_TRUE(per_token_matches_reference(amax, sf, [&](auto&& op) {
+          _mm_setcsr(saved | mode);
+          op();
+          _mm_setcsr(saved);
+        })) << "mxcsr mode " << mode;
   set_num_threads(threads);
 }
 #endif

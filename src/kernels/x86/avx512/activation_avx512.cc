@@ -181,23 +181,6 @@ template <DType Out, class Run>
   return 0xFFFFu & ~uint32_t(_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(q, _mm_set1_epi16(-1)))));
 }
 
-// Scale and multiplier of a group whose abs-max is finite, by the rule of sol/quant.h: amax
-// floored at 1e-4; scale = amax / 448, rounded up to a power of two for UE8M0; multiplier
-// 448 / amax, or 1 / scale for UE8M0.
-[[gnu::always_inline]] inline void group_scale(float amax, bool ue8m0, float& scale, float& mult) {
-  const float a = amax > 1e-4f ? amax : 1e-4f;
-  scale = a / 448.0f;
-  if (!ue8m0) {
-    mult = 448.0f / a;
-    return;
-  }
-  uint32_t b;
-  __builtin_memcpy(&b, &scale, 4);
-  if (b & 0x7FFFFFu) b = (b & 0xFF800000u) + 0x800000u;
-  __builtin_memcpy(&scale, &b, 4);
-  mult = 1.0f / scale;
-}
-
 // The bf16 words of a step's 32 results for the quantizer, by vcvtne2ps2bf16 alone: no
 // subnormal guard (the plain kernels' bf16_interleaved / to_bf16x32 take the integer rounding
 // for f32 subnormal results, which the instruction reads as zero). Here that makes no
@@ -237,7 +220,7 @@ template <DType In, bool kStream, class Step>
     const uint32_t f = amax_bits << 16;
     float amax, scale;
     __builtin_memcpy(&amax, &f, 4);
-    group_scale(amax, ue8m0, scale, mult);
+    fp8_group_scale(amax, ue8m0, scale, mult);
     out.scales[g * out.scale_stride] = scale;
     return true;
   };

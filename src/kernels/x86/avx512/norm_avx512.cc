@@ -404,12 +404,12 @@ float rms_apply_bf16w_next(const uint16_t* x, float inv, const uint16_t* w, uint
   return combine(a0, a1, a2, a3);
 }
 
-// layernorm_apply for bf16 x, weight, bias and y, the same way (the weight and bias together
-// take 28 KiB of L1, and need neither an f32 copy nor a packed one).
-void layernorm_apply_bf16w(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
-                           const uint16_t* b, uint16_t* y, int64_t n, bool stream, const NextRows& next_rows) {
+// g(j, m) of write_row_bf16x32 for layernorm with bf16 x, weight and bias: the 32 outputs at j
+// (mask m) as bf16 words in element order, fma(fma(x - shift, inv, -dm_inv), w, b).
+[[gnu::always_inline]] inline auto layernorm_out_bf16w(const uint16_t* x, float shift, float dm_inv, float inv,
+                                                       const uint16_t* w, const uint16_t* b) {
   const __m512 sv = _mm512_set1_ps(shift), dv = _mm512_set1_ps(dm_inv), iv = _mm512_set1_ps(inv);
-  auto g = [&](int64_t j, __mmask32 m) __attribute__((always_inline)) {
+  return [=](int64_t j, __mmask32 m) __attribute__((always_inline)) {
     const __m512i zx = _mm512_maskz_loadu_epi16(m, x + j), zw = _mm512_maskz_loadu_epi16(m, w + j);
     const __m512i zb = _mm512_maskz_loadu_epi16(m, b + j);
     auto one = [&](__m512 xv, __m512 wv, __m512 bv) __attribute__((always_inline)) {
@@ -417,6 +417,13 @@ void layernorm_apply_bf16w(const uint16_t* x, float shift, float dm_inv, float i
     };
     return bf16_even_odd_to_order(one(even_of(zx), even_of(zw), even_of(zb)), one(odd_of(zx), odd_of(zw), odd_of(zb)));
   };
+}
+
+// layernorm_apply for bf16 x, weight, bias and y, the same way (the weight and bias together
+// take 28 KiB of L1, and need neither an f32 copy nor a packed one).
+void layernorm_apply_bf16w(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
+                           const uint16_t* b, uint16_t* y, int64_t n, bool stream, const NextRows& next_rows) {
+  const auto g = layernorm_out_bf16w(x, shift, dm_inv, inv, w, b);
   write_row_bf16x32(y, n, stream, g, next_rows);
 }
 
@@ -425,15 +432,7 @@ void layernorm_apply_bf16w(const uint16_t* x, float shift, float dm_inv, float i
 void layernorm_apply_bf16w_next(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
                                 const uint16_t* b, uint16_t* y, int64_t n, bool stream, const uint16_t* xn,
                                 float shift_n, float* sum_d, float* sum_d2) {
-  const __m512 sv = _mm512_set1_ps(shift), dv = _mm512_set1_ps(dm_inv), iv = _mm512_set1_ps(inv);
-  auto g = [&](int64_t j, __mmask32 m) __attribute__((always_inline)) {
-    const __m512i zx = _mm512_maskz_loadu_epi16(m, x + j), zw = _mm512_maskz_loadu_epi16(m, w + j);
-    const __m512i zb = _mm512_maskz_loadu_epi16(m, b + j);
-    auto one = [&](__m512 xv, __m512 wv, __m512 bv) __attribute__((always_inline)) {
-      return _mm512_fmadd_ps(_mm512_fmsub_ps(_mm512_sub_ps(xv, sv), iv, dv), wv, bv);
-    };
-    return bf16_even_odd_to_order(one(even_of(zx), even_of(zw), even_of(zb)), one(odd_of(zx), odd_of(zw), odd_of(zb)));
-  };
+  const auto g = layernorm_out_bf16w(x, shift, dm_inv, inv, w, b);
   const __m512 snv = _mm512_set1_ps(shift_n);
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
   auto step = [&](__m512 v, __mmask16 m, __m512& a, __m512& q) __attribute__((always_inline)) {

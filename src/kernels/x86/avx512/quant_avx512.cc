@@ -337,21 +337,6 @@ template <bool kStream>
   });
 }
 
-// Scale and multiplier of a group whose rounded abs-max is finite, by the rule of scales16.
-[[gnu::always_inline]] inline void finite_group_scale(float amax, bool ue8m0, float& scale, float& mult) {
-  const float a = amax > 1e-4f ? amax : 1e-4f;
-  scale = a / 448.0f;
-  if (!ue8m0) {
-    mult = 448.0f / a;
-    return;
-  }
-  uint32_t b;
-  __builtin_memcpy(&b, &scale, 4);
-  if (b & 0x7FFFFFu) b = (b & 0xFF800000u) + 0x800000u;
-  __builtin_memcpy(&scale, &b, 4);
-  mult = 1.0f / scale;
-}
-
 // A group holding NaN or inf (rare): its bf16 values rounded as to_bf16 does (NaN quieted),
 // staged in L1, and encoded by encode_group_bf16's general path; scale by scales16.
 template <bool kUe8m0>
@@ -412,7 +397,7 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
     if (__builtin_expect(amax_bits >= 0x7F800000u, 0)) return made;
     float amax, scale;
     __builtin_memcpy(&amax, &amax_bits, 4);
-    finite_group_scale(amax, kUe8m0, scale, made.mult);
+    fp8_group_scale(amax, kUe8m0, scale, made.mult);
     scales[g * scale_stride] = scale;
     made.ok = true;
     return made;
