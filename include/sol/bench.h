@@ -1,4 +1,5 @@
 #pragma once
+#include <vector>
 // Benchmarking one registered op at one shape: time it with the harness, re-measure the
 // ceiling of the unit that bounds it right next to the timed runs (the machines are noisy;
 // a ceiling from twenty minutes ago can be 20% off), and compute SOL% against that pairing.
@@ -51,6 +52,12 @@ struct PreparedCase {
   std::unique_ptr<OpCase> c;
   bool cold = false;
 };
+// The ceilings `sol bench` re-measures beside an op (unless --cpu-time): the one that bounds it
+// by the cached profile, and for a cost that splits its bytes (Cost::split) every memory term
+// of its floor (docs/ARCHITECTURE.md decisions 12-13), so that all of them come from the same
+// minutes. bound_unit first, no unit twice.
+std::vector<Unit> units_to_pair(const Cost& cost, Unit bound_unit);
+
 PreparedCase prepare_case(const OpInfo& op, const OpParams& params, bool cold);
 BenchRecord bench_prepared(const OpInfo& op, PreparedCase& p, const MachineProfile& machine,
                            const BenchOptions& opt);

@@ -33,6 +33,14 @@ Floor floor_with(const Cost& c, const MachineProfile& m, int threads, const std:
   return roofline_floor(c, k.peak, k.bandwidth, k.read_bandwidth, k.write_bandwidth);
 }
 
+double measure_now(Unit u, int threads) {
+  Ceiling c = measure_ceiling(u, threads, 0.1);
+  if (!c.available) return 0;
+  return threads == 1 && c.one_thread > 0 ? c.one_thread : c.all_threads;
+}
+
+}  // namespace
+
 // The units to re-measure beside an op: the one that bounds it by the cache, and for a cost
 // that splits its bytes (decision 12) every memory term of its floor. All from the same
 // minutes: this guest's two-thread memory rates flip between two states (~60 and ~120 GB/s
@@ -50,13 +58,6 @@ std::vector<Unit> units_to_pair(const Cost& c, Unit bound_unit) {
   }
   return units;
 }
-
-double measure_now(Unit u, int threads) {
-  Ceiling c = measure_ceiling(u, threads, 0.1);
-  if (!c.available) return 0;
-  return threads == 1 && c.one_thread > 0 ? c.one_thread : c.all_threads;
-}
-}  // namespace
 
 PreparedCase prepare_case(const OpInfo& op, const OpParams& params, bool cold) {
   // Cold sets must outgrow the LLC several times over: with only twice its size, a good part of

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "sol/bench.h"
 #include "sol/error.h"
 #include "sol/roofline.h"
 #include "sol/timing.h"
@@ -72,6 +73,24 @@ TEST(Roofline, MissingCeilingIsAnError) {
   Cost amx{1e12, 1e6, Unit::amx_bf16, Unit::mem_read};
   EXPECT_THROW(roofline_floor(amx, 0, 1e10), Error);
   EXPECT_THROW(roofline_floor(Cost{-1, 0}, 1, 1), Error);
+}
+
+// sol bench re-measures every memory term of a split cost's floor beside the op (decisions
+// 12-13), the binding unit first and none twice; an unsplit cost pairs only its binding unit.
+TEST(Bench, PairsEveryMemoryTermOfASplitCost) {
+  using V = std::vector<Unit>;
+  const Cost unsplit{0, 100, Unit::fma_f32, Unit::mem_copy};
+  EXPECT_EQ(units_to_pair(unsplit, Unit::mem_copy), V{Unit::mem_copy});
+  const Cost split{0, 100, Unit::fma_f32, Unit::mem_copy, 60};
+  EXPECT_EQ(units_to_pair(split, Unit::mem_copy), (V{Unit::mem_copy, Unit::mem_read, Unit::mem_write}));
+  EXPECT_EQ(units_to_pair(split, Unit::mem_read), (V{Unit::mem_read, Unit::mem_copy, Unit::mem_write}));
+  const Cost in_place{0, 100, Unit::fma_f32, Unit::mem_update, 50};
+  EXPECT_EQ(units_to_pair(in_place, Unit::mem_update), (V{Unit::mem_update, Unit::mem_read, Unit::mem_write}));
+  const Cost reads_only{0, 100, Unit::fma_f32, Unit::mem_copy, 100};  // nothing written
+  EXPECT_EQ(units_to_pair(reads_only, Unit::mem_read), (V{Unit::mem_read, Unit::mem_copy}));
+  const Cost compute_bound{1e12, 100, Unit::fma_f32, Unit::mem_copy, 60};
+  EXPECT_EQ(units_to_pair(compute_bound, Unit::fma_f32),
+            (V{Unit::fma_f32, Unit::mem_copy, Unit::mem_read, Unit::mem_write}));
 }
 
 TEST(Timing, MedianOfRunsAndSetRotation) {
