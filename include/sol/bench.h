@@ -1,11 +1,11 @@
 #pragma once
-#include <vector>
 // Benchmarking one registered op at one shape: time it with the harness, re-measure the
-// ceiling of the unit that bounds it right next to the timed runs (the machines are noisy;
-// a ceiling from twenty minutes ago can be 20% off), and compute SOL% against that pairing.
+// ceilings of its floor right next to the timed runs (the machines are noisy; a ceiling from
+// twenty minutes ago can be 20% off), and compute SOL% against that pairing.
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sol/hw.h"
 #include "sol/registry.h"

@@ -135,6 +135,18 @@ StreamRate fastest_streams(const Loop& loop, const RateOptions& o, bool with_pre
   return best;
 }
 
+// fastest_streams for a loop over one array, loop(data, floats, passes, streams): each thread
+// streams its whole share of the arena (the write and in-place update ceilings).
+StreamRate one_array_streams(const RateOptions& o, double (*loop)(float*, size_t, long, int)) {
+  const StreamArena& arena = StreamArena::get();
+  return fastest_streams(
+      [&](int t, long passes, int streams, bool) {
+        const std::span<float> s = split(arena.slice(t, o.threads), 0, 1);
+        return loop(s.data(), s.size(), passes, streams);
+      },
+      o);
+}
+
 std::string streams_text(int streams, bool prefetch = false) {
   return (streams == 1 ? std::string("1 sequential stream") : std::to_string(streams) + " interleaved streams") +
          (prefetch ? " with each line requested " + std::to_string(ceiling_loops::kReadPrefetchBytes / 1024) +
@@ -189,12 +201,7 @@ Rate mem_copy_rate(const RateOptions& o) {
 // printed 100-115% SOL.
 Rate mem_update_rate(const RateOptions& o) {
   const StreamArena& arena = StreamArena::get();
-  StreamRate best = fastest_streams(
-      [&](int t, long passes, int streams, bool) {
-        std::span<float> s = split(arena.slice(t, o.threads), 0, 1);
-        return ceiling_loops::update(s.data(), s.size(), passes, streams);
-      },
-      o);
+  const StreamRate best = one_array_streams(o, ceiling_loops::update);
   return {best.rate, "a[i] += 1, regular stores to the lines just read, " + streams_text(best.streams) +
                          fastest_of_text(ceiling_loops::kStreamChoices) + ", " + mebibytes(arena.bytes()) + " in all"};
 }
@@ -216,12 +223,7 @@ Rate mem_triad_rate(const RateOptions& o) {
 // far more than it reads (MoE permute) is held to what a core's stores can stream.
 Rate mem_write_rate(const RateOptions& o) {
   const StreamArena& arena = StreamArena::get();
-  StreamRate best = fastest_streams(
-      [&](int t, long passes, int streams, bool) {
-        std::span<float> s = split(arena.slice(t, o.threads), 0, 1);
-        return ceiling_loops::write(s.data(), s.size(), passes, streams);
-      },
-      o);
+  const StreamRate best = one_array_streams(o, ceiling_loops::write);
   return {best.rate, "non-temporal stores, " + streams_text(best.streams) +
                          fastest_of_text(ceiling_loops::kStreamChoices) + ", " + mebibytes(arena.bytes()) + " in all"};
 }

@@ -53,7 +53,7 @@ struct QuantRowOut {
 // f32-subnormal results, which are zeros of their sign there: their codes are the same). Handles
 // group a multiple of 64 with n a multiple of group, and returns false (touching nothing)
 // otherwise. Needs MXCSR's flush-to-zero and denormals-are-zero off (the encoder relies on
-// f32 subnormal results: e4m3_encode_avx512.h); see mxcsr_allows_fused_quant.
+// f32 subnormal results: e4m3_encode_avx512.h); see mxcsr_keeps_subnormals (kernels/quant.h).
 bool gelu_quant_row_avx512(const void* x, DType t, int64_t n, bool erf_form, int64_t group, bool ue8m0,
                            uint16_t* buf, const QuantRowOut& out);
 bool silu_mul_quant_row_avx512(const void* g, const void* u, DType t, int64_t n, const void* next_u, int64_t group,

@@ -3,10 +3,25 @@
 // that each stay in L1: the absolute maximum of each group, the group scaled into an f32
 // scratch row, and one exact bulk conversion of that row to e4m3 (kernels/convert.h).
 #include <cstdint>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 #include "sol/dtype.h"
 
 namespace sol::kernels {
+
+// Whether this thread's MXCSR has flush-to-zero and denormals-are-zero off (the default): the
+// branch-free e4m3 encoder (x86/avx512/e4m3_encode_avx512.h) passes e4m3 subnormal codes
+// through f32 subnormals, so the kernels that use it need them kept. Per thread; read it once
+// per call or row, not per block (stmxcsr is slow).
+inline bool mxcsr_keeps_subnormals() {
+#if defined(__x86_64__)
+  return (_mm_getcsr() & 0x8040u) == 0;
+#else
+  return false;
+#endif
+}
 
 // Scale and multiplier of a group whose abs-max is finite, by the rule of sol/quant.h (the same
 // bits as the reference's): amax floored at 1e-4; scale = amax / 448, rounded up to a power of

@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <vector>
 
 #include "sol/bench.h"
 #include "sol/error.h"
@@ -92,9 +91,8 @@ BenchRecord bench_prepared(const OpInfo& op, PreparedCase& p, const MachineProfi
   if (opt.run_check) r.check = c->check();
 
   // Which ceiling bounds this op is decided with the cached profile, then re-measured.
-  Floor cached = roofline_floor(r.cost, machine, threads);
-  r.ceiling_unit = cached.bound == Bound::compute ? r.cost.compute : cached.memory_unit;
-  r.ceiling_cached = machine.value(r.ceiling_unit, threads);
+  const Floor cached = roofline_floor(r.cost, machine, threads);
+  const Unit cached_bound = cached.bound == Bound::compute ? r.cost.compute : cached.memory_unit;
 
   TimingOptions topt = opt.timing;
   topt.input_sets = c->input_sets();
@@ -107,7 +105,7 @@ BenchRecord bench_prepared(const OpInfo& op, PreparedCase& p, const MachineProfi
   const bool pair = opt.pair_ceiling && !r.cpu_time;
   std::vector<PairedCeiling> paired;
   if (pair)
-    for (Unit u : units_to_pair(r.cost, r.ceiling_unit)) paired.push_back({u, measure_now(u, threads)});
+    for (Unit u : units_to_pair(r.cost, cached_bound)) paired.push_back({u, measure_now(u, threads)});
   r.timing = time_runs([&](int set) { c->run(set); }, topt);
   // A ceiling is a maximum: the better of the two pairings is the closer estimate of it.
   for (PairedCeiling& pc : paired) pc.value = std::max(pc.value, measure_now(pc.unit, threads));

@@ -6,9 +6,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
-#if defined(__x86_64__)
-#include <xmmintrin.h>
-#endif
 
 #include "kernels/activation.h"
 #include "kernels/copy.h"
@@ -46,36 +43,10 @@ inline void validate_fused_quant(const char* op, const char* h_name, int64_t row
 void quant_fp8_bf16_row(const uint16_t* row, int64_t h, uint8_t* q_row, float* scales_row, int64_t scale_stride,
                         const QuantOptions& qopt, bool stream, bool avx512);
 
-template <class ProduceRow>
-void quantize_rows_fp8(int64_t rows, int64_t h, const Tensor& q, const Tensor& scales, const QuantOptions& qopt,
-                       ProduceRow&& produce) {
-  // One row at a time through an L1-sized buffer: produced, then quantized while still in L1.
-  const bool stream = should_stream(q.nbytes());
-  const bool avx512 = active_isa() >= Isa::avx512;
-  parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
-    const std::unique_ptr<uint16_t[]> row(new uint16_t[size_t(h)]);  // once per thread, not zeroed
-    for (int64_t r = r0; r < r1; ++r) {
-      produce(r, row.get());
-      quant_fp8_bf16_row(row.get(), h, q.data_as<uint8_t>() + r * q.stride(0),
-                         scales.data_as<float>() + r * scales.stride(0), scales.stride(1), qopt, stream, avx512);
-    }
-  });
-}
-
-// Whether this thread's MXCSR lets the fused activation kernels run (kernels/activation.h):
-// flush-to-zero and denormals-are-zero both off, the default.
-inline bool mxcsr_allows_fused_quant() {
-#if defined(__x86_64__)
-  return (_mm_getcsr() & 0x8040u) == 0;
-#else
-  return false;
-#endif
-}
-
-// quantize_rows_fp8 for ops with a fused row kernel (activations): fused(r, buf, out) produces
-// and quantizes row r in one pass (kernels::gelu_quant_row_avx512 and kin) and returns false
-// for a shape it does not handle; such rows, and every row without AVX-512 or with FTZ / DAZ
-// set, take produce(r, out) and the token quantizer as quantize_rows_fp8 does.
+// Per-token quantization of rows made one at a time, for ops with a fused row kernel
+// (activations): fused(r, buf, out) produces and quantizes row r in one pass
+// (kernels::gelu_quant_row_avx512 and kin) and returns false for a shape it does not handle; such rows, and every row without AVX-512 or with FTZ / DAZ
+// set, take produce(r, out) (row r as bf16 into an L1 buffer) and the token quantizer.
 template <class FusedRow, class ProduceRow>
 void quantize_rows_fp8_fused(int64_t rows, int64_t h, const Tensor& q, const Tensor& scales, const QuantOptions& qopt,
                              FusedRow&& fused, ProduceRow&& produce) {
@@ -85,7 +56,7 @@ void quantize_rows_fp8_fused(int64_t rows, int64_t h, const Tensor& q, const Ten
     // once per thread, not zeroed; 64-byte aligned for the fused kernels
     const std::unique_ptr<uint16_t[]> storage(new uint16_t[size_t(h) + 32]);
     auto* row = reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(storage.get()) + 63) & ~uintptr_t(63));
-    const bool try_fused = avx512 && mxcsr_allows_fused_quant();
+    const bool try_fused = avx512 && kernels::mxcsr_keeps_subnormals();
     bool streamed = false;
     for (int64_t r = r0; r < r1; ++r) {
       uint8_t* q_row = q.data_as<uint8_t>() + r * q.stride(0);
@@ -99,6 +70,15 @@ void quantize_rows_fp8_fused(int64_t rows, int64_t h, const Tensor& q, const Ten
     }
     if (streamed) kernels::stream_fence_avx512();
   });
+}
+
+// One row at a time through an L1-sized buffer: produce(r, out) writes row r as bf16, then the
+// token quantizer reads it while still in L1 (quantize_rows_fp8_fused without a fused kernel).
+template <class ProduceRow>
+void quantize_rows_fp8(int64_t rows, int64_t h, const Tensor& q, const Tensor& scales, const QuantOptions& qopt,
+                       ProduceRow&& produce) {
+  quantize_rows_fp8_fused(
+      rows, h, q, scales, qopt, [](int64_t, uint16_t*, const kernels::QuantRowOut&) { return false; }, produce);
 }
 
 // quantize_rows_fp8 for a producer that also gives each group's partial maxima of |out|:

@@ -173,14 +173,6 @@ template <DType Out, class Run>
 // stalling the encoder), by e4m3_encode_avx512.h's single path, which takes e4m3 subnormal
 // results at full speed.
 
-// The largest of 32 unsigned words.
-[[gnu::always_inline]] inline uint32_t max_of_words(__m512i m) {
-  const __m256i h = _mm256_max_epu16(_mm512_castsi512_si256(m), _mm512_extracti64x4_epi64(m, 1));
-  const __m128i q = _mm_max_epu16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-  // phminposuw finds the minimum of 8 words: the maximum is the minimum of the complements.
-  return 0xFFFFu & ~uint32_t(_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(q, _mm_set1_epi16(-1)))));
-}
-
 // The bf16 words of a step's 32 results for the quantizer, by vcvtne2ps2bf16 alone: no
 // subnormal guard (the plain kernels' bf16_interleaved / to_bf16x32 take the integer rounding
 // for f32 subnormal results, which the instruction reads as zero). Here that makes no
@@ -236,9 +228,7 @@ template <DType In, bool kStream, class Step>
       if (__builtin_expect(ok, 1)) {
         const __m512 mv = _mm512_set1_ps(mult);
         for (int64_t i = g * group; i < (g + 1) * group; i += 64) {
-          const __m512i line = e4m3_line64(buf + i, mv, k);
-          if constexpr (kStream) _mm512_stream_si512(reinterpret_cast<__m512i*>(out.q + i), line);
-          else _mm512_storeu_si512(out.q + i, line);
+          store_code_line<kStream>(out.q + i, e4m3_line64(buf + i, mv, k));
         }
       } else {
         special |= uint64_t(1) << (g - g0);

@@ -17,7 +17,7 @@
 // multiple of that ulp). Then r = s 2^-120 - C 2^-120 = p' 2^-120 is exact, and shifts e4m3's
 // exponent bias (7) onto f32's (127): r's bits >> 20 are |p'|'s e4m3 code (and the sign) for
 // normals and (through f32's own gradual underflow, r < 2^-126) for subnormals. That needs
-// MXCSR's flush-to-zero off (the default); callers check it (kernels/activation.h).
+// MXCSR's flush-to-zero off (the default); callers check it (kernels::mxcsr_keeps_subnormals).
 #include <cstdint>
 
 #include "kernels/x86/avx512/vec16_avx512.h"
@@ -63,6 +63,12 @@ struct E4m3Encoder {
   const __m512i c1 = e4m3_codes32(_mm512_loadu_si512(x + 32), mv, k);
   // packus works per 128-bit lane: qword 2l holds c0's words 8l.., qword 2l + 1 c1's.
   return _mm512_permutexvar_epi64(k.line_order, _mm512_packus_epi16(c0, c1));
+}
+
+// One line of 64 codes at q: streamed (kStream; q 64-byte aligned) or stored.
+template <bool kStream> [[gnu::always_inline]] inline void store_code_line(uint8_t* q, __m512i line) {
+  if constexpr (kStream) _mm512_stream_si512(reinterpret_cast<__m512i*>(q), line);
+  else _mm512_storeu_si512(q, line);
 }
 
 }  // namespace

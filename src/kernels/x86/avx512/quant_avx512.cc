@@ -143,19 +143,14 @@ template <bool kStream, class Widened>
     // packus works per 128-bit lane: qword 2k holds c0's words 8k.., qword 2k+1 c1's.
     line = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), _mm512_packus_epi16(c0, c1));
   }
-  if constexpr (kStream) _mm512_stream_si512(reinterpret_cast<__m512i*>(q), line);
-  else _mm512_storeu_si512(q, line);
+  store_code_line<kStream>(q, line);
 }
 
-// Whether this thread's MXCSR has flush-to-zero and denormals-are-zero off (the default), which
-// the branch-free encoder needs: its e4m3 subnormal codes pass through f32 subnormals. Read
-// once per row or panel and passed down as `fast_low`: stmxcsr per 64-element block cost more
-// than the encoder it chose (gelu outputs: 1040 against ~720 ns per row).
-[[gnu::always_inline]] inline bool subnormal_results_exact() { return (_mm_getcsr() & 0x8040u) == 0; }
-
 // 64 bf16 -> 64 e4m3 bytes at q, scaled by the group's multiplier; exact for every finite one.
-// fast_low: subnormal_results_exact() of this thread (blocks with results below 2^-6 then take
-// the branch-free encoder; else the exact one).
+// fast_low: mxcsr_keeps_subnormals() of this thread, which the branch-free encoder needs (blocks
+// with results below 2^-6 then take it; else the exact one). Read once per row or panel and
+// passed down: stmxcsr per 64-element block cost more than the encoder it chose (gelu outputs:
+// 1040 against ~720 ns per row).
 template <bool kStream, bool kPowerOfTwo>
 [[gnu::always_inline]] inline void quant64_bf16(const uint16_t* x, const GroupCode& gc, uint8_t* q, bool fast_low) {
   const __m512i z0 = _mm512_loadu_si512(x), z1 = _mm512_loadu_si512(x + 32);
@@ -177,25 +172,13 @@ template <bool kStream, bool kPowerOfTwo>
     // A result below 2^-6 (an e4m3 subnormal or zero): the branch-free encoder of
     // e4m3_encode_avx512.h takes the block at about the normal path's cost, where the exact
     // encoder below costs ~3x (activation outputs send most blocks here: session 7).
-    const E4m3Encoder k;
-    const __m512i line = _mm512_permutexvar_epi64(
-        k.line_order, _mm512_packus_epi16(e4m3_codes32(z0, gc.mv, k), e4m3_codes32(z1, gc.mv, k)));
-    if constexpr (kStream) _mm512_stream_si512(reinterpret_cast<__m512i*>(q), line);
-    else _mm512_storeu_si512(q, line);
+    store_code_line<kStream>(q, e4m3_line64(x, gc.mv, E4m3Encoder{}));
     return;
   }
   store_codes64<kStream>(q, c0, c1, low, gc.mv, [&](__m512& e0, __m512& o0, __m512& e1, __m512& o1) {
     widen_even_odd(z0, e0, o0);
     widen_even_odd(z1, e1, o1);
   });
-}
-
-// The largest of 32 unsigned words.
-[[gnu::always_inline]] inline uint32_t max_of_words(__m512i m) {
-  __m256i h = _mm256_max_epu16(_mm512_castsi512_si256(m), _mm512_extracti64x4_epi64(m, 1));
-  __m128i q = _mm_max_epu16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-  // phminposuw finds the minimum of 8 words: the maximum is the minimum of the complements.
-  return 0xFFFFu & ~uint32_t(_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(q, _mm_set1_epi16(-1)))));
 }
 
 // The largest |x| of one group as bf16 magnitude bits (> 0x7F80: a NaN is present).
@@ -367,7 +350,7 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
   constexpr int64_t group = 64 * kBlocks64;
   const __m512 iv = _mm512_set1_ps(inv);
   const GroupCode fixed = fixed_group_code();
-  const bool fast_low = subnormal_results_exact();
+  const bool fast_low = mxcsr_keeps_subnormals();
   // The next row's lines, one per 32 elements of this one, as the norms' output passes do.
   const char* next = next_row ? reinterpret_cast<const char*>(next_row) : reinterpret_cast<const char*>(kIdleRow);
   const int64_t next_step = next_row ? group * 2 : 0;
@@ -448,7 +431,7 @@ void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q
   alignas(64) uint32_t amax_bits[kLanes];
   alignas(64) float scale_of[kLanes], mult_of[kLanes];
   const int64_t groups = cols / group;
-  const bool fast_low = subnormal_results_exact();
+  const bool fast_low = mxcsr_keeps_subnormals();
   for (int64_t g0 = 0; g0 < groups; g0 += kLanes) {
     const int64_t ng = groups - g0 < kLanes ? groups - g0 : kLanes;
     for (int64_t g = 0; g < ng; ++g)
@@ -618,7 +601,7 @@ void quant_panel_t(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t co
                    const uint8_t* special, uint8_t* q, int64_t q_stride, const PanelAmax& next,
                    const PanelPrefetch& far) {
   const GroupCode fixed = fixed_group_code();
-  const bool fast_low = subnormal_results_exact();
+  const bool fast_low = mxcsr_keeps_subnormals();
   const int64_t groups = cols / 128, next_groups = next.cols / 128;
   const int64_t lines_per_group = (far.lines + groups - 1) / groups;
   for (int64_t r = 0; r < rows; ++r) {

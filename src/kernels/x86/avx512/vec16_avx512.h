@@ -16,6 +16,14 @@
 namespace sol::kernels {
 namespace {
 
+// The largest of 32 unsigned words.
+[[gnu::always_inline]] inline uint32_t max_of_words(__m512i m) {
+  __m256i h = _mm256_max_epu16(_mm512_castsi512_si256(m), _mm512_extracti64x4_epi64(m, 1));
+  __m128i q = _mm_max_epu16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  // phminposuw finds the minimum of 8 words: the maximum is the minimum of the complements.
+  return 0xFFFFu & ~uint32_t(_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(q, _mm_set1_epi16(-1)))));
+}
+
 [[gnu::always_inline]] inline __mmask16 tail_mask(int64_t left) {
   return left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
 }
