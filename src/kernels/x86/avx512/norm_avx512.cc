@@ -120,38 +120,61 @@ struct AddSquare {
   [[gnu::always_inline]] __m512 operator()(__m512 acc, __m512 v) const { return _mm512_fmadd_ps(v, v, acc); }
 };
 
-// A bf16 row reduced into four accumulators (the even and odd halves of each 64), combined.
+// A bf16 row reduction fed one bf16_blocks64 block at a time: four accumulators (the even and
+// odd halves of each 64), combined at the end. The plain reductions and the output loops that
+// take the next row's statistics on the way share it, so their bits agree by construction.
 template <class Add>
-float reduce_bf16(const void* x, int64_t n, Add add) {
+struct Reduce4 {
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  bf16_blocks64(x, n, [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4) __attribute__((always_inline)) {
+  [[gnu::always_inline]] void operator()(__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4) {
+    const Add add;
     a0 = add(a0, e0);
     a1 = add(a1, o0);
     a2 = add(a2, e1);
     a3 = add(a3, o1);
-  });
-  return combine(a0, a1, a2, a3);
-}
+  }
+  [[gnu::always_inline]] float result() const { return combine(a0, a1, a2, a3); }
+};
 
-float sum_squares_bf16(const void* x, int64_t n) { return reduce_bf16(x, n, AddSquare{}); }
-float sum_bf16(const void* x, int64_t n) { return reduce_bf16(x, n, AddValue{}); }
-
-void shifted_sums_bf16(const void* x, float shift, int64_t n, float* sum_d, float* sum_d2) {
-  const __m512 sv = _mm512_set1_ps(shift);
+// The shifted sums of a bf16 row, sum(x - shift) and sum((x - shift)^2), fed likewise; masked
+// lanes (past the row's end) add nothing.
+struct ShiftedSums4 {
+  __m512 sv;
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-  auto step = [&](__m512 v, __mmask16 m, __m512& a, __m512& b) __attribute__((always_inline)) {
+  explicit ShiftedSums4(float shift) : sv(_mm512_set1_ps(shift)) {}
+  [[gnu::always_inline]] void step(__m512 v, __mmask16 m, __m512& a, __m512& b) const {
     const __m512 d = _mm512_maskz_sub_ps(m, v, sv);
     a = _mm512_add_ps(a, d);
     b = _mm512_fmadd_ps(d, d, b);
-  };
-  bf16_blocks64(x, n, [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4 m) __attribute__((always_inline)) {
+  }
+  [[gnu::always_inline]] void operator()(__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4 m) {
     step(e0, m.e0, a0, b0);
     step(o0, m.o0, a1, b1);
     step(e1, m.e1, a2, b2);
     step(o1, m.o1, a3, b3);
-  });
-  *sum_d = combine(a0, a1, a2, a3);
-  *sum_d2 = combine(b0, b1, b2, b3);
+  }
+  [[gnu::always_inline]] void result(float* sum_d, float* sum_d2) const {
+    *sum_d = combine(a0, a1, a2, a3);
+    *sum_d2 = combine(b0, b1, b2, b3);
+  }
+};
+
+template <class Add>
+float reduce_bf16(const void* x, int64_t n) {
+  Reduce4<Add> acc;
+  bf16_blocks64(x, n, [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4 m)
+                          __attribute__((always_inline)) { acc(e0, o0, e1, o1, m); });
+  return acc.result();
+}
+
+float sum_squares_bf16(const void* x, int64_t n) { return reduce_bf16<AddSquare>(x, n); }
+float sum_bf16(const void* x, int64_t n) { return reduce_bf16<AddValue>(x, n); }
+
+void shifted_sums_bf16(const void* x, float shift, int64_t n, float* sum_d, float* sum_d2) {
+  ShiftedSums4 acc(shift);
+  bf16_blocks64(x, n, [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4 m)
+                          __attribute__((always_inline)) { acc(e0, o0, e1, o1, m); });
+  acc.result(sum_d, sum_d2);
 }
 
 // s = round_bf16(r + x) stored, and the sum of its squares, for bf16 x and r.
@@ -393,15 +416,11 @@ float rms_apply_bf16w_next(const uint16_t* x, float inv, const uint16_t* w, uint
     return bf16_even_odd_to_order(_mm512_mul_ps(_mm512_mul_ps(even_of(zx), iv), even_of(zw)),
                                   _mm512_mul_ps(_mm512_mul_ps(odd_of(zx), iv), odd_of(zw)));
   };
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  Reduce4<AddSquare> acc;
   write_row_bf16x32_next(y, n, stream, g, xn,
-                         [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4) __attribute__((always_inline)) {
-                           a0 = _mm512_fmadd_ps(e0, e0, a0);
-                           a1 = _mm512_fmadd_ps(o0, o0, a1);
-                           a2 = _mm512_fmadd_ps(e1, e1, a2);
-                           a3 = _mm512_fmadd_ps(o1, o1, a3);
-                         });
-  return combine(a0, a1, a2, a3);
+                         [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4 m)
+                             __attribute__((always_inline)) { acc(e0, o0, e1, o1, m); });
+  return acc.result();
 }
 
 // g(j, m) of write_row_bf16x32 for layernorm with bf16 x, weight and bias: the 32 outputs at j
@@ -433,22 +452,11 @@ void layernorm_apply_bf16w_next(const uint16_t* x, float shift, float dm_inv, fl
                                 const uint16_t* b, uint16_t* y, int64_t n, bool stream, const uint16_t* xn,
                                 float shift_n, float* sum_d, float* sum_d2) {
   const auto g = layernorm_out_bf16w(x, shift, dm_inv, inv, w, b);
-  const __m512 snv = _mm512_set1_ps(shift_n);
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-  auto step = [&](__m512 v, __mmask16 m, __m512& a, __m512& q) __attribute__((always_inline)) {
-    const __m512 d = _mm512_maskz_sub_ps(m, v, snv);
-    a = _mm512_add_ps(a, d);
-    q = _mm512_fmadd_ps(d, d, q);
-  };
+  ShiftedSums4 acc(shift_n);
   write_row_bf16x32_next(y, n, stream, g, xn,
-                         [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4 m) __attribute__((always_inline)) {
-                           step(e0, m.e0, a0, b0);
-                           step(o0, m.o0, a1, b1);
-                           step(e1, m.e1, a2, b2);
-                           step(o1, m.o1, a3, b3);
-                         });
-  *sum_d = combine(a0, a1, a2, a3);
-  *sum_d2 = combine(b0, b1, b2, b3);
+                         [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4 m)
+                             __attribute__((always_inline)) { acc(e0, o0, e1, o1, m); });
+  acc.result(sum_d, sum_d2);
 }
 
 template <DType XT>
