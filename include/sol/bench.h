@@ -20,6 +20,7 @@ struct BenchOptions {
                              // whose bytes fit in it: floors are taken at DRAM bandwidth)
   bool pair_ceiling = true;  // re-measure the bounding unit's ceiling beside the op
   bool run_check = false;    // also run the op's correctness check first
+  bool in_cache = true;      // also time the op shrunk to fit in L2 (BenchRecord::in_cache_*)
   TimingOptions timing;
 };
 
@@ -40,6 +41,15 @@ struct BenchRecord {
   double ceiling_cached = 0;
   double sol_pct_cached = 0;           // the same time against the cached ceiling
   std::optional<CheckResult> check;
+  // The same op at fewer rows (OpInfo::rows_param), its data kept in cache (one input set, not
+  // rotated), timed with the same clock and held to the same ceilings: the SOL% the op's code
+  // reaches when DRAM is not what it waits for. Well above sol_pct: memory holds the op back.
+  // Near sol_pct or below the target: its instructions do, and no memory pattern lifts it (the
+  // split that docs/ARCHITECTURE.md decision 14 explains). in_cache_s = 0: not measured (the
+  // floor is compute-bound, the op has no rows parameter, or BenchOptions::in_cache is off).
+  std::string in_cache_shape;
+  double in_cache_s = 0;
+  double in_cache_sol_pct = 0;
 };
 
 BenchRecord bench_case(const OpInfo& op, const OpParams& params, const MachineProfile& machine,
@@ -51,6 +61,7 @@ BenchRecord bench_case(const OpInfo& op, const OpParams& params, const MachinePr
 struct PreparedCase {
   std::unique_ptr<OpCase> c;
   bool cold = false;
+  OpParams params;  // what the case was made from (the in-cache run shrinks its rows)
 };
 // The ceilings `sol bench` re-measures beside an op (unless --cpu-time): the one that bounds it
 // by the cached profile, and for a cost that splits its bytes (Cost::split) every memory term
@@ -59,6 +70,11 @@ struct PreparedCase {
 std::vector<Unit> units_to_pair(const Cost& cost, Unit bound_unit);
 
 PreparedCase prepare_case(const OpInfo& op, const OpParams& params, bool cold);
+
+// The rows of the in-cache run for a case of `rows` rows moving `bytes`: cut so that its bytes
+// are at most half of L2 per thread (l2_bytes per core), at least one row per thread, never
+// more than `rows` (a case already that small keeps its rows, and runs hot instead of cold).
+int64_t in_cache_rows(int64_t rows, double bytes, int threads, long l2_bytes);
 BenchRecord bench_prepared(const OpInfo& op, PreparedCase& p, const MachineProfile& machine,
                            const BenchOptions& opt);
 

@@ -75,6 +75,12 @@ struct OpInfo {
   std::vector<std::map<std::string, std::string>> report_table;
   // Small and odd cases `sol check` runs (sizes 0, 1, primes, unaligned...).
   std::vector<std::map<std::string, std::string>> check_table;
+  // The parameter that counts the op's independent rows (tokens, batch, elements), if any:
+  // `sol bench` shrinks it to time the op with its data in cache (BenchRecord::in_cache_*),
+  // which shows whether memory or the op's own instructions hold it short of its floor. Empty:
+  // no in-cache figure (an op whose bytes do not shrink with its rows, e.g. a gather from a
+  // table larger than the cache). register_op checks that it names one of `params`.
+  std::string rows_param;
   // Builds one case. `cold_bytes` > 0 asks for enough input sets to cover that many bytes.
   std::function<std::unique_ptr<OpCase>(const OpParams&, int64_t cold_bytes)> make;
 };

@@ -43,8 +43,8 @@ std::map<std::string, std::string> op_params(const sol::OpInfo& op, const nb::kw
   return given;
 }
 
-nb::list bench(const std::string& op_name, int threads, bool cold, bool check, bool pair, double min_time,
-               bool remeasure, const nb::kwargs& kwargs) {
+nb::list bench(const std::string& op_name, int threads, bool cold, bool check, bool pair, bool in_cache,
+               double min_time, bool remeasure, const nb::kwargs& kwargs) {
   const sol::OpInfo& op = sol::find_op(op_name);
   std::vector<std::map<std::string, std::string>> cases;
   if (kwargs.size() == 0) cases = op.bench_table;
@@ -56,6 +56,7 @@ nb::list bench(const std::string& op_name, int threads, bool cold, bool check, b
   opt.cold = cold;
   opt.run_check = check;
   opt.pair_ceiling = pair;
+  opt.in_cache = in_cache;
   opt.timing.min_seconds = min_time;
   nb::list out;
   for (const auto& c : cases) {
@@ -187,10 +188,11 @@ void bind_system(nb::module_& m) {
         nb::kw_only(), "remeasure"_a = false,
         "The measured ceilings of this machine, as `sol hw --json` prints them (measured once, then cached).");
   m.def("bench", &bench, "op"_a, nb::kw_only(), "threads"_a = 0, "cold"_a = false, "check"_a = false,
-        "pair"_a = true, "min_time"_a = 0.2, "remeasure"_a = false, "params"_a,
+        "pair"_a = true, "in_cache"_a = true, "min_time"_a = 0.2, "remeasure"_a = false, "params"_a,
         "Benchmarks a registered op, as `sol bench OP --json`: one dict per case. Keyword arguments "
         "other than the options name the shape (sol.bench('gemm', m=256, n=256, k=256)); none: the "
-        "op's shape table.");
+        "op's shape table. in_cache: also time a memory-bound op shrunk to fit in L2 (in_cache_* "
+        "fields; see `sol bench --help`).");
   m.def("report", &report, nb::kw_only(), "ops"_a = nb::none(), "min_time"_a = 0.2, "remeasure"_a = false,
         "The whole suite as `sol report` runs it (or only `ops`): {'machine': ..., 'records': [...]}, "
         "report.json's content.");

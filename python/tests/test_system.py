@@ -23,6 +23,15 @@ def test_bench_one_shape_returns_cli_records():
     assert r["check"]["pass"] is True
 
 
+def test_bench_times_a_memory_bound_op_in_cache_too():
+    # 2 x 16 MiB moved: the in-cache run copies fewer elements, hot; in_cache=False leaves it out.
+    r = sol.bench("copy", n=1 << 22, threads=1, min_time=0.01, pair=False)[0]
+    assert r["bound"] == "memory" and r["in_cache_s"] > 0 and r["in_cache_sol_pct"] > 0
+    assert r["in_cache_shape"].startswith("n=") and r["in_cache_shape"] != r["shape"]
+    r = sol.bench("copy", n=1 << 22, threads=1, min_time=0.01, pair=False, in_cache=False)[0]
+    assert r["in_cache_s"] == 0 and r["in_cache_shape"] == ""
+
+
 def test_bench_takes_dtypes_as_objects():
     from helpers import BF16
     r = sol.bench("cast", n=4096, **{"from": np.float32, "to": BF16}, min_time=0.01, pair=False)[0]

@@ -38,6 +38,24 @@ double measure_now(Unit u, int threads) {
   return threads == 1 && c.one_thread > 0 ? c.one_thread : c.all_threads;
 }
 
+// The op again at in_cache_rows rows, one input set, warmed into cache by the harness's warm-up
+// runs, timed as the case was and held to the same ceilings (see BenchRecord::in_cache_*).
+void time_in_cache(const OpInfo& op, const OpParams& params, const MachineProfile& machine, int threads,
+                   const std::vector<PairedCeiling>& paired, TimingOptions timing, BenchRecord& r) {
+  if (op.rows_param.empty() || !params.has(op.rows_param)) return;
+  const int64_t rows = params.integer(op.rows_param);
+  if (rows == 0 || r.cost.bytes <= 0) return;
+  OpParams small = params;
+  const long l2 = std::max(cpu_features().l2_bytes, 256L << 10);  // unknown L2: assume a small one
+  small.set(op.rows_param, std::to_string(in_cache_rows(rows, r.cost.bytes, threads, l2)));
+  std::unique_ptr<OpCase> c = op.make(small, 0);
+  timing.input_sets = 1;
+  const Timing t = time_runs([&](int) { c->run(0); }, timing);
+  r.in_cache_shape = c->shape();
+  r.in_cache_s = t.median_s;
+  r.in_cache_sol_pct = sol_percent(floor_with(c->cost(), machine, threads, paired), t.median_s);
+}
+
 }  // namespace
 
 // The units to re-measure beside an op: the one that bounds it by the cache, and for a cost
@@ -58,11 +76,20 @@ std::vector<Unit> units_to_pair(const Cost& c, Unit bound_unit) {
   return units;
 }
 
+int64_t in_cache_rows(int64_t rows, double bytes, int threads, long l2_bytes) {
+  check(rows >= 0 && bytes >= 0 && threads >= 1 && l2_bytes > 0, "in_cache_rows", "rows = ", rows, ", bytes = ",
+        bytes, ", threads = ", threads, ", l2_bytes = ", l2_bytes, ": none may be negative, threads and L2 >= 1");
+  const double budget = double(threads) * double(l2_bytes) / 2;
+  if (bytes <= budget) return rows;
+  const auto cut = int64_t(double(rows) * budget / bytes);
+  return std::clamp<int64_t>(cut, std::min<int64_t>(threads, rows), rows);
+}
+
 PreparedCase prepare_case(const OpInfo& op, const OpParams& params, bool cold) {
   // Cold sets must outgrow the LLC several times over: with only twice its size, a good part of
   // the previous run's data is still cached and a memory-bound op beats the DRAM ceiling.
   const int64_t cold_bytes = 8 * std::max<int64_t>(cpu_features().l3_bytes, 16L << 20);
-  PreparedCase p{op.make(params, cold ? cold_bytes : 0), cold};
+  PreparedCase p{op.make(params, cold ? cold_bytes : 0), cold, params};
   // The memory floor is taken at DRAM bandwidth, so a case whose bytes would largely stay in
   // the LLC between runs is measured cold: its inputs rotate through sets that exceed it.
   const Cost c = p.c->cost();
@@ -123,6 +150,7 @@ BenchRecord bench_prepared(const OpInfo& op, PreparedCase& p, const MachineProfi
   r.sol_pct_cached = sol_percent(cached, t);
   r.tflops = t > 0 ? r.cost.flops / t / 1e12 : 0;
   r.gbps = t > 0 ? r.cost.bytes / t / 1e9 : 0;
+  if (opt.in_cache && r.floor.bound == Bound::memory) time_in_cache(op, p.params, machine, threads, paired, topt, r);
   return r;
 }
 

@@ -1,5 +1,6 @@
 #include "sol/registry.h"
 
+#include <algorithm>
 #include <cctype>
 #include <mutex>
 #include <sstream>
@@ -26,6 +27,9 @@ void register_op(OpInfo info) {
   check(!info.name.empty() && info.make, "register_op", "an op needs a name and a factory");
   for (const auto& o : storage())
     check(o.name != info.name, "register_op", "op '", info.name, "' is already registered");
+  check(info.rows_param.empty() ||
+            std::any_of(info.params.begin(), info.params.end(), [&](const ParamSpec& p) { return p.name == info.rows_param; }),
+        "register_op", "op '", info.name, "': rows_param '", info.rows_param, "' is not one of its parameters");
   storage().push_back(std::move(info));
 }
 

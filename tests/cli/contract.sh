@@ -63,6 +63,8 @@ for k in ["op", "shape", "dtype", "threads", "time_s", "flops", "bytes", "tflops
     assert k in r, k
 assert r["op"] == "copy" and r["bound"] == "memory" and r["time_s"] > 0 and 0 < r["sol_pct"]
 assert abs(r["bytes"] - 2 * 4 * 8 * 2**20) < 1, r["bytes"]
+# 64 MiB moved: the in-cache run copies fewer elements (docs/ARCHITECTURE.md decision 14).
+assert r["in_cache_s"] > 0 and r["in_cache_shape"].startswith("n=") and r["in_cache_shape"] != r["shape"], r
 PY
 
 for isa in scalar avx2 avx512; do

@@ -15,7 +15,8 @@ struct BenchArgs {
   std::string op;
   std::map<std::string, std::string> flags;  // op parameter -> value, as typed
   int threads = 0;
-  bool cold = false, json = false, check = false, no_pair = false, remeasure = false, cpu_time = false;
+  bool cold = false, json = false, check = false, no_pair = false, remeasure = false, cpu_time = false,
+       no_in_cache = false;
   double min_seconds = 0.2;
 };
 
@@ -46,6 +47,8 @@ void add_bench(CLI::App& app, int& exit_code) {
   cmd->add_flag("--cold", a->cold, "Rotate input sets larger than the last-level cache");
   cmd->add_flag("--check", a->check, "Run the correctness check of each case too");
   cmd->add_flag("--no-pair", a->no_pair, "Do not re-measure the ceiling beside the op");
+  cmd->add_flag("--no-in-cache", a->no_in_cache,
+                "Do not also time the op shrunk to fit in L2 (the in-cache% column: memory- or instruction-bound?)");
   cmd->add_flag("--remeasure", a->remeasure, "Re-measure the cached machine profile first");
   cmd->add_option("--min-time", a->min_seconds, "Seconds of timed runs per case (default 0.2)")
       ->check(CLI::Range(0.0, 60.0));
@@ -66,6 +69,7 @@ void add_bench(CLI::App& app, int& exit_code) {
     opt.cold = a->cold;
     opt.run_check = a->check;
     opt.pair_ceiling = !a->no_pair;
+    opt.in_cache = !a->no_in_cache;
     opt.timing.min_seconds = a->min_seconds;
     if (a->cpu_time) opt.timing.clock = TimingOptions::Clock::thread_cpu;
     std::vector<BenchRecord> records;

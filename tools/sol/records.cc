@@ -9,16 +9,22 @@ bool sol_over_limit(const BenchRecord& r) { return r.sol_pct > 100.0; }
 nlohmann::json record_json(const BenchRecord& r) { return nlohmann::json::parse(bench_record_json(r)); }
 
 std::string records_table(const std::vector<BenchRecord>& records) {
-  std::string out = fmt::format("{:<8} {:<18} {:<14} {:>3} {:>11} {:>9} {:>8} {:<8} {:>7} {:<6}\n",
+  std::string out = fmt::format("{:<8} {:<18} {:<14} {:>3} {:>11} {:>9} {:>8} {:<8} {:>7} {:>9} {:<6}\n",
                                 "op", "shape", "dtype", "thr", "median", "TFLOP/s", "GB/s",
-                                "bound", "SOL%", "check");
+                                "bound", "SOL%", "in-cache%", "check");
+  bool any_in_cache = false;
   for (const auto& r : records) {
     std::string check = !r.check ? "-" : r.check->pass ? "ok" : "FAIL";
     std::string sol = fmt::format("{:.1f}{}", r.sol_pct, sol_over_limit(r) ? "!!" : "");
-    out += fmt::format("{:<8} {:<18} {:<14} {:>3} {:>9.3f}ms {:>9.3f} {:>8.1f} {:<8} {:>7} {:<6}\n",
+    std::string in_cache = r.in_cache_s > 0 ? fmt::format("{:.1f}", r.in_cache_sol_pct) : "-";
+    any_in_cache |= r.in_cache_s > 0;
+    out += fmt::format("{:<8} {:<18} {:<14} {:>3} {:>9.3f}ms {:>9.3f} {:>8.1f} {:<8} {:>7} {:>9} {:<6}\n",
                        r.op, r.shape, r.dtype, r.threads, r.timing.median_s * 1e3, r.tflops, r.gbps,
-                       bound_name(r.floor.bound), sol, check);
+                       bound_name(r.floor.bound), sol, in_cache, check);
   }
+  if (any_in_cache)
+    out += "in-cache%: the SOL% of the same op shrunk to fit in L2 and run hot, against the same floor: far above "
+           "SOL%, memory holds the op back; near it or below the target, its instructions do\n";
   for (const auto& r : records)
     if (r.cpu_time) {
       out += "median: CPU time of the calling thread (--cpu-time), floor from the cached ceilings\n";

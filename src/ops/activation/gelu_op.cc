@@ -77,6 +77,7 @@ class GeluCase : public OpCase {
 void register_gelu_ops() {
   OpInfo op;
   op.name = "gelu";
+  op.rows_param = "tokens";
   op.summary = "GELU, tanh or erf form, optionally fused with per-token FP8 quantization";
   op.params = {
       {"tokens", "rows", "4096", ParamSpec::size},

@@ -75,6 +75,7 @@ class SiluMulCase : public OpCase {
 void register_activation_ops() {
   OpInfo op;
   op.name = "silu-mul";
+  op.rows_param = "tokens";
   op.summary = "SwiGLU gate: y = silu(gate) * up over [tokens, 2*inter], optionally fused with FP8 quant";
   op.params = {
       {"tokens", "rows", "4096", ParamSpec::size},

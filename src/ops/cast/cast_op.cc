@@ -58,6 +58,7 @@ class CastCase : public OpCase {
 void register_cast_ops() {
   OpInfo op;
   op.name = "cast";
+  op.rows_param = "n";
   op.summary = "dst = convert(src) between f32, bf16, f16, f8e4m3, f8e5m2 (round to nearest even)";
   op.params = {
       {"n", "elements", "64M", ParamSpec::size},

@@ -55,6 +55,7 @@ class CopyCase : public OpCase {
 void register_copy_ops() {
   OpInfo op;
   op.name = "copy";
+  op.rows_param = "n";
   op.summary = "dst = src, contiguous, any dtype (memory-bound: read n + write n elements)";
   op.params = {
       {"n", "elements", "64M", ParamSpec::size},

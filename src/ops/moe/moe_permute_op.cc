@@ -104,6 +104,7 @@ class MoePermuteCase : public OpCase {
 void register_moe_permute_ops() {
   OpInfo op;
   op.name = "moe-permute";
+  op.rows_param = "tokens";
   op.summary = "routing -> DeepGEMM contiguous grouped layout (rows by expert, padded, -1 on padding) and back";
   op.params = {
       {"tokens", "tokens routed", "4096", ParamSpec::size},

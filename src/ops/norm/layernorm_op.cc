@@ -58,6 +58,7 @@ class LayerNormCase : public OpCase {
 void register_layernorm_ops() {
   OpInfo op;
   op.name = "layernorm";
+  op.rows_param = "tokens";
   op.summary = "LayerNorm over the last dim (f32 mean and variance in one shifted pass), optional bias";
   op.params = {
       {"tokens", "rows", "4096", ParamSpec::size},

@@ -107,6 +107,7 @@ class RmsNormCase : public OpCase {
 void register_norm_ops() {
   OpInfo op;
   op.name = "rmsnorm";
+  op.rows_param = "tokens";
   op.summary = "RMSNorm over the last dim (fp32 statistics), optionally fused with a residual add or FP8 quant";
   op.params = {
       {"tokens", "rows", "4096", ParamSpec::size},

@@ -118,6 +118,7 @@ class QuantCase : public OpCase {
 void register_quant_ops() {
   OpInfo op;
   op.name = "quant-fp8";
+  op.rows_param = "tokens";
   op.summary = "DeepSeek FP8 quantization: e4m3 with f32 or UE8M0 scales per 1x128 (token) or 128x128 (block)";
   op.params = {
       {"tokens", "rows (tokens, or weight rows N for --mode block)", "4096", ParamSpec::size},

@@ -82,6 +82,7 @@ class RopeCase : public OpCase {
 void register_rope_ops() {
   OpInfo op;
   op.name = "rope";
+  op.rows_param = "tokens";
   op.summary = "rotary embedding in place on each head's rope slice; YaRN as DeepSeek-V3 configures it";
   op.params = {
       {"tokens", "rows", "4096", ParamSpec::size},

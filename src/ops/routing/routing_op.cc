@@ -151,6 +151,7 @@ Scoring parse_scoring(const std::string& s) {
 void register_routing_ops() {
   OpInfo op;
   op.name = "moe-routing";
+  op.rows_param = "tokens";
   op.summary = "MoE top-k routing: DeepSeek-V3 sigmoid + bias + group-limited choice, or softmax top-k";
   op.params = {
       {"tokens", "rows of router logits", "4096", ParamSpec::size},

@@ -90,6 +90,7 @@ class SamplingCase : public OpCase {
 void register_sampling_ops() {
   OpInfo op;
   op.name = "sampling";
+  op.rows_param = "batch";
   op.summary = "top-k / top-p sampling from logits with temperature and a seeded, per-row generator";
   op.params = {
       {"batch", "rows of logits", "64", ParamSpec::size},

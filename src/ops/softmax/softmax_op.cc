@@ -74,6 +74,7 @@ class SoftmaxCase : public OpCase {
 void register_softmax_ops() {
   OpInfo op;
   op.name = "softmax";
+  op.rows_param = "tokens";
   op.summary = "softmax over the last dim (f32 statistics; -inf masks to 0, NaN rows stay NaN)";
   op.params = {
       {"tokens", "rows", "4096", ParamSpec::size},
