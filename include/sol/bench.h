@@ -46,7 +46,8 @@ struct BenchRecord {
   // reaches when DRAM is not what it waits for. Well above sol_pct: memory holds the op back.
   // Near sol_pct or below the target: its instructions do, and no memory pattern lifts it (the
   // split that docs/ARCHITECTURE.md decision 14 explains). in_cache_s = 0: not measured (the
-  // floor is compute-bound, the op has no rows parameter, or BenchOptions::in_cache is off).
+  // floor is compute-bound, the op has no rows parameter, its bytes do not shrink with its rows
+  // enough to fit in L2, or BenchOptions::in_cache is off).
   std::string in_cache_shape;
   double in_cache_s = 0;
   double in_cache_sol_pct = 0;

@@ -85,15 +85,17 @@ TEST(BenchInCache, MemoryBoundOpRunsSmallerAndIsHeldToItsOwnFloor) {
 }
 
 // A real op whose cost the test chooses: y = x * a + b repeated `fmas` times per element, over
-// `rows` rows of 256 floats. With fmas = 100 and the round profile, its floor is compute-bound.
+// `rows` rows of 256 floats, plus `fixed_bytes` written whatever the rows (as padding rows are).
+// With fmas = 100 and the round profile, its floor is compute-bound.
 class ArithmeticRows : public OpCase {
  public:
-  ArithmeticRows(int64_t rows, int fmas) : x_(size_t(rows) * 256, 1.0f), y_(x_.size()), fmas_(fmas) {}
+  ArithmeticRows(int64_t rows, int fmas, double fixed_bytes = 0)
+      : x_(size_t(rows) * 256, 1.0f), y_(x_.size()), fmas_(fmas), fixed_bytes_(fixed_bytes) {}
   std::string shape() const override { return "rows=" + std::to_string(x_.size() / 256); }
   std::string dtype() const override { return "f32"; }
   Cost cost() const override {
     const double n = double(x_.size());
-    return {2.0 * fmas_ * n, 8 * n, Unit::fma_f32, Unit::mem_copy, 4 * n};
+    return {2.0 * fmas_ * n, 8 * n + fixed_bytes_, Unit::fma_f32, Unit::mem_copy, 4 * n};
   }
   void run(int) override {
     for (size_t i = 0; i < x_.size(); ++i) {
@@ -107,15 +109,16 @@ class ArithmeticRows : public OpCase {
  private:
   std::vector<float> x_, y_;
   int fmas_;
+  double fixed_bytes_;
 };
 
-OpInfo arithmetic_rows_op(int fmas) {
+OpInfo arithmetic_rows_op(int fmas, double fixed_bytes = 0) {
   OpInfo op;
   op.name = "arithmetic-rows";
   op.params = {{"rows", "rows of 256 floats", "4096", ParamSpec::size}};
   op.rows_param = "rows";
-  op.make = [fmas](const OpParams& p, int64_t) -> std::unique_ptr<OpCase> {
-    return std::make_unique<ArithmeticRows>(p.integer("rows"), fmas);
+  op.make = [fmas, fixed_bytes](const OpParams& p, int64_t) -> std::unique_ptr<OpCase> {
+    return std::make_unique<ArithmeticRows>(p.integer("rows"), fmas, fixed_bytes);
   };
   return op;
 }
@@ -136,6 +139,19 @@ TEST(BenchInCache, OnlyMemoryBoundFloorsGetTheFigure) {
       EXPECT_TRUE(r.in_cache_shape.empty());
     }
   }
+}
+
+// An op with bytes that do not shrink with its rows (MoE permute's padding rows): the small
+// case would still stream from DRAM, and its time is no in-cache time.
+TEST(BenchInCache, LeftOutWhenTheSmallCaseStillOutgrowsL2) {
+  const MachineProfile m = round_profile();
+  const OpParams params("arithmetic-rows", {{"rows", "4096"}});
+  BenchRecord r = bench_quick(arithmetic_rows_op(0, 64e6), params, m, quick_options());
+  ASSERT_EQ(r.floor.bound, Bound::memory);
+  EXPECT_EQ(r.in_cache_s, 0);
+  // The same op with a fixed part that fits: measured.
+  r = bench_quick(arithmetic_rows_op(0, 64e3), params, m, quick_options());
+  EXPECT_GT(r.in_cache_s, 0);
 }
 
 TEST(BenchInCache, LeftOutWhenOffComputeBoundOrWithoutRows) {
