@@ -34,10 +34,10 @@ template <class V> [[gnu::always_inline]] inline V rcp(V x) {
 // GELU, y = v Phi(v), both forms. Precision: f32 outputs hold the fp64 GELU to ~1e-5 relative
 // (over all bf16 inputs: tanh 6.9e-6, erf 7.2e-7) wherever y is a normal f32, the negative tail
 // included. bf16 outputs (kBf16Out, also what the fused FP8 path quantizes) take lower degrees
-// and vrcp14ps instead of the division: at most ~1.7e-4 relative before the rounding (the sum
-// of the fits' bounds), against a bf16 half ulp of >= 2^-9, so every bf16 output is the
-// correctly rounded GELU or its neighbour; tests/ops/test_silu_mul.cc checks that over all
-// 65536 bf16 inputs. They are not the rounding of the f32 outputs.
+// and vrcp14ps instead of the division: tanh at most ~1.7e-4 relative before the rounding, erf
+// ~2.4e-3 (gelu_erf_bf16), both below 2^-8, so every bf16 output is the correctly rounded GELU
+// or its neighbour (1 ulp); tests/ops/test_silu_mul.cc checks that over all 65536 bf16 inputs.
+// They are not the rounding of the f32 outputs.
 
 // The erf form as y = relu(v) - |v| h(|v|), with h = Phi(-|v|) the share of the normal tail
 // beyond |v|: for v < 0, y = v h; for v >= 0, y = v - v h. h carries all the dynamic range
@@ -102,8 +102,8 @@ template <bool kBf16Out, class V> [[gnu::always_inline]] inline V gelu_tanh(V v)
 // for bf16 inputs: n = round(-p log2(e) / 2), s = p + 2 n ln2 in one FMA (the product exact, so
 // the reduction adds no error beyond s's own rounding), exp(-s / 2) by session 5's degree-5
 // exp(-x) fit with coefficients times 2^-k (exact), and vscalefps for 2^n. a <= 14.9: h a = 0.
-// bf16 outputs: P2 / Q3 (2.4e-5) and a degree-3 exponential (7.5e-5), both fitted here.
-template <bool kBf16Out, class V> [[gnu::always_inline]] inline V gelu_erf(V v) {
+// This is the f32-output kernel; bf16 outputs take gelu_erf_bf16 below.
+template <class V> [[gnu::always_inline]] inline V gelu_erf_f32(V v) {
   const V a = abs_clamped(v, 14.9f);
   const V p = mul(a, a);
   const V n = each([](__m512 x) {
@@ -113,14 +113,41 @@ template <bool kBf16Out, class V> [[gnu::always_inline]] inline V gelu_erf(V v) 
   static constexpr float e[] = {-0.000259072374f, 0.00261862064f, -0.0208345447f, 0.124997877f, -0.499999851f, 1.0f};
   static constexpr float pc[] = {0.0169177111f, 0.118982695f, 0.361014426f, 0.499999821f};
   static constexpr float qc[] = {0.0424117222f, 0.298034161f, 0.95080936f, 1.51989543f, 1.0f};
-  static constexpr float e3[] = {-0.0207085535f, 0.12624082f, -0.500082076f, 0.999928057f};  // 7.5e-5
-  static constexpr float pc2[] = {0.0621781722f, 0.277449101f, 0.500011623f};  // P2 / Q3: 2.4e-5
-  static constexpr float qc3[] = {0.155673027f, 0.700679421f, 1.35350883f, 1.0f};
-  V q;
-  if constexpr (kBf16Out) q = mul(mul(horner(a, pc2), horner(s, e3)), rcp(horner(a, qc3)));
-  else q = div(mul(horner(a, pc), horner(s, e)), horner(a, qc));
+  const V q = div(mul(horner(a, pc), horner(s, e)), horner(a, qc));
   const V h = each([](__m512 x, __m512 k) { return _mm512_scalef_ps(x, k); }, q, n);
   return relu_minus(v, a, h);
+}
+
+// The erf form for bf16 outputs (also what the fused FP8 path quantizes), to ~2.4e-3 relative
+// before the rounding: any computed y within 2^-8 |y| of the true GELU rounds to the correctly
+// rounded bf16 value or one of its neighbours, the rule for bf16 outputs (1 ulp; at a binade's
+// bottom the ulp below is half, which is where 2^-8 rather than 2^-7 is the bound). Same
+// shape as gelu_erf_f32, with every part as cheap as that budget allows:
+// - b = c a, c = sqrt(log2(e) / 2), so m = -b^2 = -a^2 log2(e) / 2 in one operation and
+//   exp(-a^2 / 2) = 2^m = 2^n 2^f, n = round(m), f = m - n in [-1/2, 1/2] (the rounding of b
+//   and m costs ~1e-5 of 2^m at a = 14); 2^f by a degree-2 fit (1.73e-3).
+// - T(a) as a cubic in t = 1 / (1 + k a), k = 0.358, t by vrcp14ps (2^-14): 5.5e-4 on
+//   [0, 14] (fitted here, Lawson's iteration on the relative error, k scanned); the cubic's
+//   coefficients carry 1 / c, so y = relu(v) - b (P(t) 2^f 2^n) needs no a.
+// Emulated in f32 over every finite bf16 input (t perturbed by +-2^-14): at most 2.37e-3.
+// Beyond a = 14 the output is below bf16's smallest subnormal, so the fit's range can stop there.
+template <class V> [[gnu::always_inline]] inline V gelu_erf_bf16(V v) {
+  const V a = abs_clamped(v, 14.9f);
+  const V b = mul(a, splat<V>(0.849321782588958740f));
+  const V m = each([](__m512 x) { return _mm512_fnmadd_ps(x, x, _mm512_setzero_ps()); }, b);  // -b^2
+  const V n = each([](__m512 x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }, m);
+  const V f = sub(m, n);  // exact
+  static constexpr float e2[] = {0.238426923751831055f, 0.703447937965393066f, 1.00044322013854980f};
+  static constexpr float pt[] = {0.332329034805297852f, 0.0683908537030220032f, 0.189937725663185120f,
+                                 -0.00165020860731601715f};
+  const V t = rcp(fmadd(b, splat<V>(0.421512782573699951f), splat<V>(1.0f)));
+  const V h = each([](__m512 x, __m512 k) { return _mm512_scalef_ps(x, k); }, mul(horner(t, pt), horner(f, e2)), n);
+  return relu_minus(v, b, h);
+}
+
+template <bool kBf16Out, class V> [[gnu::always_inline]] inline V gelu_erf(V v) {
+  if constexpr (kBf16Out) return gelu_erf_bf16(v);
+  else return gelu_erf_f32(v);
 }
 
 }  // namespace
