@@ -31,6 +31,31 @@ template <class V> [[gnu::always_inline]] inline V rcp(V x) {
   return each([](__m512 d) { return _mm512_rcp14_ps(d); }, x);
 }
 
+// silu(g) * u for bf16 outputs (also what the fused FP8 path quantizes): within 2^-8 relative
+// before the rounding, so each bf16 output is the correctly rounded fp64 value or a neighbour
+// (1 ulp), the rule gelu's bf16 outputs follow; not the rounding of the f32 output. The shape
+// of gelu_tanh: sigmoid(g) = 2^-64 / (2^-64 + e 2^-64), e = exp(-g) = 2^m, m - 64 = -g log2(e)
+// - 64 in one FMA, n = floor(m - 64), 2^t (t = m - 64 - n in [0, 1)) a degree-2 fit (1.73e-3;
+// the sigmoid takes at most e's relative error), vscalefps for 2^n and vrcp14ps (2^-14) for the
+// division. The 2^-64 keeps e finite down to g = -177 (the tail, where y is still a bf16
+// subnormal, ends near g = -92) and the reciprocal's result normal; times 2^-64 by a multiply
+// rounds once into f32's subnormals (exact otherwise), and the sigmoid times g before u, so no
+// product overflows. g is clamped to +-180 (sign kept) for the exponent only: +inf gives
+// sigmoid 1 and y = inf u; g <= -178 gives e 2^-64 = inf, sigmoid 0, y = g 0 u = +-0, and -inf
+// gives -inf * 0 = NaN, as the division of silu_times and the fp64 reference (-inf / inf); vrangeps
+// maps a NaN g to +-180, and g itself carries it to y.
+template <class V> [[gnu::always_inline]] inline V silu_times_bf16(V g, V u) {
+  const V m = each([](__m512 x) {
+    return _mm512_fmadd_ps(_mm512_range_ps(x, _mm512_set1_ps(180.0f), 0x02), _mm512_set1_ps(-1.44269502f),
+                           _mm512_set1_ps(-64.0f));
+  }, g);
+  const V n = each([](__m512 x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }, m);
+  static constexpr float c2[] = {0.337186604738235474f, 0.657639026641845703f, 1.00172424316406250f};
+  const V e_low = each([](__m512 q, __m512 k) { return _mm512_scalef_ps(q, k); }, horner(sub(m, n), c2), n);
+  const V sigmoid = mul(rcp(add(splat<V>(0x1p-64f), e_low)), splat<V>(0x1p-64f));
+  return mul(mul(g, sigmoid), u);
+}
+
 // GELU, y = v Phi(v), both forms. Precision: f32 outputs hold the fp64 GELU to ~1e-5 relative
 // (over all bf16 inputs: tanh 6.9e-6, erf 7.2e-7) wherever y is a normal f32, the negative tail
 // included. bf16 outputs (kBf16Out, also what the fused FP8 path quantizes) take lower degrees
@@ -157,17 +182,24 @@ template <bool kBf16Out, class V> [[gnu::always_inline]] inline V gelu_erf(V v) 
 namespace {
 
 // The step (32 elements at i) and single (16 at i, lanes m) of one silu-mul row, as lambdas.
-template <DType In>
+// kBf16Out: the bf16-output kernel (silu_times_bf16).
+template <DType In, bool kBf16Out>
 [[gnu::always_inline]] inline auto silu_mul_row(const void* g, const void* u, int64_t n, const void* next_u) {
   constexpr int64_t es = In == DType::bf16 ? 2 : 4;
-  auto step = [=](int64_t i) {
+  auto f = [](auto gv, auto uv) __attribute__((always_inline)) {
+    if constexpr (kBf16Out) return silu_times_bf16(gv, uv);
+    else return silu_times(gv, uv);
+  };
+  // always_inline: GCC otherwise calls one row's step out of line in the two-row loop, its
+  // results passed through the stack and the constants reloaded.
+  auto step = [=](int64_t i) __attribute__((always_inline)) {
     if (next_u == nullptr || (i + 32) * es + kPrefetchBytes <= n * es) prefetch_ahead(g, i * es);
     else prefetch_ahead(next_u, (i - n) * es);  // g's prefetch would land in u, fetched already
     prefetch_ahead(u, i * es);
     if constexpr (es == 4) prefetch_ahead(g, i * es + 64), prefetch_ahead(u, i * es + 64);
-    return silu_times(load_pair<In>(g, i), load_pair<In>(u, i));
+    return f(load_pair<In>(g, i), load_pair<In>(u, i));
   };
-  auto single = [=](int64_t i, __mmask16 m) { return silu_times(load16(g, In, i, m), load16(u, In, i, m)); };
+  auto single = [=](int64_t i, __mmask16 m) { return f(load16(g, In, i, m), load16(u, In, i, m)); };
   return std::pair{step, single};
 }
 
@@ -304,21 +336,21 @@ bool gelu_quant_row_avx512(const void* x, DType t, int64_t n, bool erf_form, int
 bool silu_mul_quant_row_avx512(const void* g, const void* u, DType t, int64_t n, const void* next_u, int64_t group,
                                bool ue8m0, uint16_t* buf, const QuantRowOut& out) {
   return quant_row_dispatch(t, n, group, ue8m0, buf, out,
-                            [&]<DType In>() { return silu_mul_row<In>(g, u, n, next_u).first; });
+                            [&]<DType In>() { return silu_mul_row<In, true>(g, u, n, next_u).first; });
 }
 
 void silu_mul_avx512(const void* g, const void* u, DType t, void* y, DType yt, int64_t n, bool stream,
                      const void* next_u) {
   with_dtypes(t, yt, [&]<DType In, DType Out>() {
-    auto [step, single] = silu_mul_row<In>(g, u, n, next_u);
+    auto [step, single] = silu_mul_row<In, Out == DType::bf16>(g, u, n, next_u);
     map_row_pairs<In, Out>(y, n, stream, step, single);
   });
 }
 
 void silu_mul2_avx512(const SiluMulRow& a, const SiluMulRow& b, DType t, DType yt, int64_t n, bool stream) {
   with_dtypes(t, yt, [&]<DType In, DType Out>() {
-    auto [step_a, single_a] = silu_mul_row<In>(a.g, a.u, n, a.next_u);
-    auto [step_b, single_b] = silu_mul_row<In>(b.g, b.u, n, b.next_u);
+    auto [step_a, single_a] = silu_mul_row<In, Out == DType::bf16>(a.g, a.u, n, a.next_u);
+    auto [step_b, single_b] = silu_mul_row<In, Out == DType::bf16>(b.g, b.u, n, b.next_u);
     map_two_rows_pairs<In, Out>(a.y, b.y, n, stream, step_a, single_a, step_b, single_b);
   });
 }
