@@ -9,7 +9,8 @@ namespace sol::kernels {
 // stream: y is not read again soon (the whole output is larger than the cache), so whole
 // lines may be written with non-temporal stores; a hint, the values are the same either way.
 
-// y[i] = round_y(silu(g[i]) * u[i]). next_u: the u row of the next call, or null: a kernel that
+// y[i] = round_y(silu(g[i]) * u[i]); a bf16 y within 1 ulp of the correctly rounded value (the
+// AVX-512 kernel's bf16 outputs come from a cheaper kernel than its f32 ones). next_u: the u row of the next call, or null: a kernel that
 // prefetches ahead turns to it when g's row runs out (the prefetches past the end of u already
 // reach the next row's g in gate_up's [g | u] layout).
 void silu_mul_scalar(const void* g, const void* u, DType t, void* y, DType yt, int64_t n, bool stream,
@@ -28,7 +29,7 @@ struct SiluMulRow {
 };
 void silu_mul2_avx512(const SiluMulRow& a, const SiluMulRow& b, DType t, DType yt, int64_t n, bool stream);
 
-// y[i] = round_y(gelu(x[i])), tanh form or erf form.
+// y[i] = round_y(gelu(x[i])), tanh form or erf form; a bf16 y within 1 ulp, as silu-mul's.
 void gelu_scalar(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_form, bool stream);
 void gelu_avx512(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_form, bool stream);
 // Rows xa -> ya and xb -> yb together (as silu_mul2_avx512).

@@ -31,13 +31,38 @@ template <class V> [[gnu::always_inline]] inline V rcp(V x) {
   return each([](__m512 d) { return _mm512_rcp14_ps(d); }, x);
 }
 
+// silu(g) * u for bf16 outputs (also what the fused FP8 path quantizes): within 2^-8 relative
+// before the rounding, so each bf16 output is the correctly rounded fp64 value or a neighbour
+// (1 ulp), the rule gelu's bf16 outputs follow; not the rounding of the f32 output. The shape
+// of gelu_tanh: sigmoid(g) = 2^-64 / (2^-64 + e 2^-64), e = exp(-g) = 2^m, m - 64 = -g log2(e)
+// - 64 in one FMA, n = floor(m - 64), 2^t (t = m - 64 - n in [0, 1)) a degree-2 fit (1.73e-3;
+// the sigmoid takes at most e's relative error), vscalefps for 2^n and vrcp14ps (2^-14) for the
+// division. The 2^-64 keeps e finite down to g = -177 (the tail, where y is still a bf16
+// subnormal, ends near g = -92) and the reciprocal's result normal; times 2^-64 by a multiply
+// rounds once into f32's subnormals (exact otherwise), and the sigmoid times g before u, so no
+// product overflows. g is clamped to +-180 (sign kept) for the exponent only: +inf gives
+// sigmoid 1 and y = inf u; g <= -178 gives e 2^-64 = inf, sigmoid 0, y = g 0 u = +-0, and -inf
+// gives -inf * 0 = NaN, as the division of silu_times and the fp64 reference (-inf / inf); vrangeps
+// maps a NaN g to +-180, and g itself carries it to y.
+template <class V> [[gnu::always_inline]] inline V silu_times_bf16(V g, V u) {
+  const V m = each([](__m512 x) {
+    return _mm512_fmadd_ps(_mm512_range_ps(x, _mm512_set1_ps(180.0f), 0x02), _mm512_set1_ps(-1.44269502f),
+                           _mm512_set1_ps(-64.0f));
+  }, g);
+  const V n = each([](__m512 x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }, m);
+  static constexpr float c2[] = {0.337186604738235474f, 0.657639026641845703f, 1.00172424316406250f};
+  const V e_low = each([](__m512 q, __m512 k) { return _mm512_scalef_ps(q, k); }, horner(sub(m, n), c2), n);
+  const V sigmoid = mul(rcp(add(splat<V>(0x1p-64f), e_low)), splat<V>(0x1p-64f));
+  return mul(mul(g, sigmoid), u);
+}
+
 // GELU, y = v Phi(v), both forms. Precision: f32 outputs hold the fp64 GELU to ~1e-5 relative
 // (over all bf16 inputs: tanh 6.9e-6, erf 7.2e-7) wherever y is a normal f32, the negative tail
 // included. bf16 outputs (kBf16Out, also what the fused FP8 path quantizes) take lower degrees
-// and vrcp14ps instead of the division: at most ~1.7e-4 relative before the rounding (the sum
-// of the fits' bounds), against a bf16 half ulp of >= 2^-9, so every bf16 output is the
-// correctly rounded GELU or its neighbour; tests/ops/test_silu_mul.cc checks that over all
-// 65536 bf16 inputs. They are not the rounding of the f32 outputs.
+// and vrcp14ps instead of the division: tanh at most ~1.8e-3 relative before the rounding, erf
+// ~2.4e-3 (gelu_erf_bf16), both below 2^-8, so every bf16 output is the correctly rounded GELU
+// or its neighbour (1 ulp); tests/ops/test_silu_mul.cc checks that over all 65536 bf16 inputs.
+// They are not the rounding of the f32 outputs.
 
 // The erf form as y = relu(v) - |v| h(|v|), with h = Phi(-|v|) the share of the normal tail
 // beyond |v|: for v < 0, y = v h; for v >= 0, y = v - v h. h carries all the dynamic range
@@ -67,7 +92,7 @@ template <class V> [[gnu::always_inline]] inline V relu_minus(V v, V a, V h) {
 // e 2^-64), with e 2^-64 = 2^(m - 64) from the same reduction (the -64 folded into the FMA that
 // forms m) and vscalefps for the 2^-64 (exact down to Phi's subnormals, which keep 20 bits
 // wherever y is a normal f32). No sign split: no cancellation at either end. m - 64 =
-// n + t, n = floor(m - 64), t in [0, 1); 2^t from a degree-4 fit (2.7e-6; degree 3, 7.6e-5,
+// n + t, n = floor(m - 64), t in [0, 1); 2^t from a degree-4 fit (2.7e-6; degree 2, 1.7e-3,
 // for bf16 outputs) and vscalefps for 2^n, which saturates instead of wrapping. The 2u takes v
 // clamped to +-12 (one vrangeps), so +-inf give no inf - inf; the final product takes v itself:
 // +inf gives inf * 1 = inf; v <= -12 gives 2^(m - 64) = inf, Phi = 0 and v * 0 = -0, the limit;
@@ -82,10 +107,12 @@ template <bool kBf16Out, class V> [[gnu::always_inline]] inline V gelu_tanh(V v)
   const V n = each([](__m512 x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }, m);
   const V t = sub(m, n);  // exact, in [0, 1)
   // 2^t on [0, 1): relative minimax fits (Lawson's iteration, f32 coefficients and Horner):
-  // degree 4, 2.7e-6; degree 3 for bf16 outputs, 7.6e-5.
+  // degree 4, 2.7e-6; degree 2 for bf16 outputs, 1.73e-3 (Phi = 1 / (1 + e) takes at most e's
+  // relative error, so with vrcp14ps ~1.8e-3 before the rounding, inside the 2^-8 that the
+  // 1-ulp rule leaves).
   static constexpr float c[] = {0.0135424957f, 0.051995486f, 0.241452172f, 0.693002105f, 1.00000262f};
-  static constexpr float c3[] = {0.0780965835f, 0.225964934f, 0.695868433f, 0.999923587f};
-  const V e_low = each([](__m512 q, __m512 k) { return _mm512_scalef_ps(q, k); }, kBf16Out ? horner(t, c3) : horner(t, c), n);
+  static constexpr float c2[] = {0.337186604738235474f, 0.657639026641845703f, 1.00172424316406250f};
+  const V e_low = each([](__m512 q, __m512 k) { return _mm512_scalef_ps(q, k); }, kBf16Out ? horner(t, c2) : horner(t, c), n);
   const V den = add(splat<V>(0x1p-64f), e_low);
   // Times 2^-64 by a multiply, not vscalefps: the same bits (both exact, or rounded once to
   // nearest even into the subnormals), and a multiply is an FMA-pipe slot where vscalefps
@@ -102,8 +129,8 @@ template <bool kBf16Out, class V> [[gnu::always_inline]] inline V gelu_tanh(V v)
 // for bf16 inputs: n = round(-p log2(e) / 2), s = p + 2 n ln2 in one FMA (the product exact, so
 // the reduction adds no error beyond s's own rounding), exp(-s / 2) by session 5's degree-5
 // exp(-x) fit with coefficients times 2^-k (exact), and vscalefps for 2^n. a <= 14.9: h a = 0.
-// bf16 outputs: P2 / Q3 (2.4e-5) and a degree-3 exponential (7.5e-5), both fitted here.
-template <bool kBf16Out, class V> [[gnu::always_inline]] inline V gelu_erf(V v) {
+// This is the f32-output kernel; bf16 outputs take gelu_erf_bf16 below.
+template <class V> [[gnu::always_inline]] inline V gelu_erf_f32(V v) {
   const V a = abs_clamped(v, 14.9f);
   const V p = mul(a, a);
   const V n = each([](__m512 x) {
@@ -113,14 +140,44 @@ template <bool kBf16Out, class V> [[gnu::always_inline]] inline V gelu_erf(V v) 
   static constexpr float e[] = {-0.000259072374f, 0.00261862064f, -0.0208345447f, 0.124997877f, -0.499999851f, 1.0f};
   static constexpr float pc[] = {0.0169177111f, 0.118982695f, 0.361014426f, 0.499999821f};
   static constexpr float qc[] = {0.0424117222f, 0.298034161f, 0.95080936f, 1.51989543f, 1.0f};
-  static constexpr float e3[] = {-0.0207085535f, 0.12624082f, -0.500082076f, 0.999928057f};  // 7.5e-5
-  static constexpr float pc2[] = {0.0621781722f, 0.277449101f, 0.500011623f};  // P2 / Q3: 2.4e-5
-  static constexpr float qc3[] = {0.155673027f, 0.700679421f, 1.35350883f, 1.0f};
-  V q;
-  if constexpr (kBf16Out) q = mul(mul(horner(a, pc2), horner(s, e3)), rcp(horner(a, qc3)));
-  else q = div(mul(horner(a, pc), horner(s, e)), horner(a, qc));
+  const V q = div(mul(horner(a, pc), horner(s, e)), horner(a, qc));
   const V h = each([](__m512 x, __m512 k) { return _mm512_scalef_ps(x, k); }, q, n);
   return relu_minus(v, a, h);
+}
+
+// The erf form for bf16 outputs (also what the fused FP8 path quantizes), to ~2.4e-3 relative
+// before the rounding: any computed y within 2^-8 |y| of the true GELU rounds to the correctly
+// rounded bf16 value or one of its neighbours, the rule for bf16 outputs (1 ulp; at a binade's
+// bottom the ulp below is half, which is where 2^-8 rather than 2^-7 is the bound). Same
+// shape as gelu_erf_f32, with every part as cheap as that budget allows:
+// - b = c a, c = sqrt(log2(e) / 2), so m = -b^2 = -a^2 log2(e) / 2 in one operation and
+//   exp(-a^2 / 2) = 2^m = 2^n 2^f, n = round(m), f = m - n in [-1/2, 1/2] (the rounding of b
+//   and m costs ~1e-5 of 2^m at a = 14); 2^f by a degree-2 fit (1.73e-3).
+// - T(a) as a cubic in t = 1 / (1 + k a), k = 0.358, t by vrcp14ps (2^-14): 5.5e-4 on
+//   [0, 14] (fitted here, Lawson's iteration on the relative error, k scanned); the cubic's
+//   coefficients carry 1 / c, so y = relu(v) - (b P(t)) (2^f 2^n) needs no a.
+// Emulated in f32 over every finite bf16 input (t perturbed by +-2^-14): at most 2.37e-3.
+// Beyond a = 14 the output is below bf16's smallest subnormal, so the fit's range can stop there.
+template <class V> [[gnu::always_inline]] inline V gelu_erf_bf16(V v) {
+  const V a = abs_clamped(v, 14.9f);
+  const V b = mul(a, splat<V>(0.849321782588958740f));
+  const V m = each([](__m512 x) { return _mm512_fnmadd_ps(x, x, _mm512_setzero_ps()); }, b);  // -b^2
+  const V n = each([](__m512 x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }, m);
+  const V f = sub(m, n);  // exact
+  static constexpr float e2[] = {0.238426923751831055f, 0.703447937965393066f, 1.00044322013854980f};
+  static constexpr float pt[] = {0.332329034805297852f, 0.0683908537030220032f, 0.189937725663185120f,
+                                 -0.00165020860731601715f};
+  const V t = rcp(fmadd(b, splat<V>(0.421512782573699951f), splat<V>(1.0f)));
+  // 2^m scaled on its own, off the reciprocal's chain (the longest): y = relu - (b P(t)) 2^m.
+  // 2^m is an f32 subnormal for a > 13.2; its absolute error, ~2^-150 times b P(t) <= 0.4, is
+  // far below bf16's smallest subnormal (2^-133).
+  const V e = each([](__m512 x, __m512 k) { return _mm512_scalef_ps(x, k); }, horner(f, e2), n);
+  return relu_minus(v, mul(b, horner(t, pt)), e);
+}
+
+template <bool kBf16Out, class V> [[gnu::always_inline]] inline V gelu_erf(V v) {
+  if constexpr (kBf16Out) return gelu_erf_bf16(v);
+  else return gelu_erf_f32(v);
 }
 
 }  // namespace
@@ -128,17 +185,24 @@ template <bool kBf16Out, class V> [[gnu::always_inline]] inline V gelu_erf(V v) 
 namespace {
 
 // The step (32 elements at i) and single (16 at i, lanes m) of one silu-mul row, as lambdas.
-template <DType In>
+// kBf16Out: the bf16-output kernel (silu_times_bf16).
+template <DType In, bool kBf16Out>
 [[gnu::always_inline]] inline auto silu_mul_row(const void* g, const void* u, int64_t n, const void* next_u) {
   constexpr int64_t es = In == DType::bf16 ? 2 : 4;
-  auto step = [=](int64_t i) {
+  auto f = [](auto gv, auto uv) __attribute__((always_inline)) {
+    if constexpr (kBf16Out) return silu_times_bf16(gv, uv);
+    else return silu_times(gv, uv);
+  };
+  // always_inline: GCC otherwise calls one row's step out of line in the two-row loop, its
+  // results passed through the stack and the constants reloaded.
+  auto step = [=](int64_t i) __attribute__((always_inline)) {
     if (next_u == nullptr || (i + 32) * es + kPrefetchBytes <= n * es) prefetch_ahead(g, i * es);
     else prefetch_ahead(next_u, (i - n) * es);  // g's prefetch would land in u, fetched already
     prefetch_ahead(u, i * es);
     if constexpr (es == 4) prefetch_ahead(g, i * es + 64), prefetch_ahead(u, i * es + 64);
-    return silu_times(load_pair<In>(g, i), load_pair<In>(u, i));
+    return f(load_pair<In>(g, i), load_pair<In>(u, i));
   };
-  auto single = [=](int64_t i, __mmask16 m) { return silu_times(load16(g, In, i, m), load16(u, In, i, m)); };
+  auto single = [=](int64_t i, __mmask16 m) { return f(load16(g, In, i, m), load16(u, In, i, m)); };
   return std::pair{step, single};
 }
 
@@ -275,21 +339,21 @@ bool gelu_quant_row_avx512(const void* x, DType t, int64_t n, bool erf_form, int
 bool silu_mul_quant_row_avx512(const void* g, const void* u, DType t, int64_t n, const void* next_u, int64_t group,
                                bool ue8m0, uint16_t* buf, const QuantRowOut& out) {
   return quant_row_dispatch(t, n, group, ue8m0, buf, out,
-                            [&]<DType In>() { return silu_mul_row<In>(g, u, n, next_u).first; });
+                            [&]<DType In>() { return silu_mul_row<In, true>(g, u, n, next_u).first; });
 }
 
 void silu_mul_avx512(const void* g, const void* u, DType t, void* y, DType yt, int64_t n, bool stream,
                      const void* next_u) {
   with_dtypes(t, yt, [&]<DType In, DType Out>() {
-    auto [step, single] = silu_mul_row<In>(g, u, n, next_u);
+    auto [step, single] = silu_mul_row<In, Out == DType::bf16>(g, u, n, next_u);
     map_row_pairs<In, Out>(y, n, stream, step, single);
   });
 }
 
 void silu_mul2_avx512(const SiluMulRow& a, const SiluMulRow& b, DType t, DType yt, int64_t n, bool stream) {
   with_dtypes(t, yt, [&]<DType In, DType Out>() {
-    auto [step_a, single_a] = silu_mul_row<In>(a.g, a.u, n, a.next_u);
-    auto [step_b, single_b] = silu_mul_row<In>(b.g, b.u, n, b.next_u);
+    auto [step_a, single_a] = silu_mul_row<In, Out == DType::bf16>(a.g, a.u, n, a.next_u);
+    auto [step_b, single_b] = silu_mul_row<In, Out == DType::bf16>(b.g, b.u, n, b.next_u);
     map_two_rows_pairs<In, Out>(a.y, b.y, n, stream, step_a, single_a, step_b, single_b);
   });
 }
