@@ -3,27 +3,14 @@
 #include <cstdio>
 #include <fstream>
 
+#include "hw/flat_profile.h"
 #include "sol/error.h"
 #include "sol/model.h"
 
 namespace sol {
 namespace {
 
-MachineProfile tiny_machine() {
-  MachineProfile m;
-  m.cpu_model = "test";
-  m.cores = 2;
-  for (Unit u : kAllUnits) {
-    Ceiling c;
-    c.unit = u;
-    c.available = true;
-    c.one_thread = 10e9;
-    c.all_threads = 20e9;
-    c.threads = 2;
-    m.ceilings.push_back(c);
-  }
-  return m;
-}
+MachineProfile tiny_machine() { return testing_hw::flat_profile(10e9, 20e9); }
 
 MeasuredOp copy_op(double bytes, double seconds) {
   MeasuredOp m;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "hw/flat_profile.h"
 #include "sol/bench.h"
 #include "sol/error.h"
 #include "sol/registry.h"
@@ -15,15 +16,8 @@
 namespace sol {
 namespace {
 
-// A profile with round ceilings, so no test measures this machine (and none depends on how
-// busy it is): every unit 50 G/s on one thread, 100 G/s on all.
-MachineProfile round_profile() {
-  MachineProfile m;
-  m.cpu_model = "test";
-  m.cores = 2;
-  for (Unit u : kAllUnits) m.ceilings.push_back({u, true, "test", 50e9, 100e9, 2});
-  return m;
-}
+// Round ceilings (every unit 50 G/s on one thread, 100 G/s on all): no test measures this machine.
+MachineProfile round_profile() { return testing_hw::flat_profile(50e9, 100e9); }
 
 // bench_case without the automatic cold rotation (sets filling 8x the LLC): these cases are
 // small, and what is tested is the record, not the timing.
