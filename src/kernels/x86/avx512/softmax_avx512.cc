@@ -4,46 +4,13 @@
 
 #include "kernels/softmax.h"
 #include "kernels/x86/avx512/pair_avx512.h"
+#include "kernels/x86/avx512/softmax_exp_avx512.h"
 
 namespace sol::kernels {
 
 namespace {
 
-// exp(d) for d = x - max <= 0 (or NaN), the softmax numerator. A 16-entry table in a register
-// turns the range reduction finer than exp_neg_in_range's: d = (k / 16) ln2 + s, |s| <= ln2 / 32,
-// exp(d) = 2^floor(k / 16) * 2^((k mod 16) / 16) * exp(s), so exp(s) needs only a cubic (Taylor,
-// 9e-9 relative on that interval) where the plain reduction needs degree 5: six operations on
-// the FMA pipes per vector instead of seven (those pipes also carry every 512-bit store, and
-// bound this loop by count), and a dependency chain ~10 cycles shorter (docs/perf/layer-ops.md,
-// session 7).
-//  - k / 16: one fma with the shifter 1.5 * 2^19 rounds d / ln2 to a multiple of 1/16 (its
-//    last ulp); subtracting the shifter gives k / 16 exactly, and the low 4 bits of the sum's
-//    bits are k mod 16, which is what vpermps reads as its index (no conversion).
-//  - s = d - (k / 16) ln2 by one fma with ln2 in f32 (relative error 2.7e-9 of the product,
-//    |k / 16| <= 150: < 3e-7 in the result, as exp_neg_in_range's reduction).
-//  - vscalefps applies 2^floor(k / 16) and saturates to 0 below the subnormals.
-// d is clamped to -104 first (exp(-104) rounds to 0 in f32), so -inf inputs give exactly 0
-// instead of meeting inf - inf (Zen 5 happens to return 0 for vscalefps(NaN, -inf) too, but
-// the ISA reference says NaN); the constant goes first so that a NaN d stays NaN (vmaxps
-// returns its second operand then).
-template <class V> [[gnu::always_inline]] inline V exp_of_nonpositive(V d) {
-  const __m512 table = _mm512_setr_ps(1.0f, 1.04427378242741384f, 1.09050773266525766f, 1.13878863475669165f,
-                                      1.18920711500272107f, 1.24185781207348405f, 1.29683955465100967f,
-                                      1.35425554693689273f, 1.41421356237309505f, 1.47682614593949931f,
-                                      1.54221082540794082f, 1.61049033194925431f, 1.68179283050742909f,
-                                      1.75625216037329948f, 1.83400808640934246f, 1.91520656139714729f);
-  d = each([](__m512 v) { return _mm512_max_ps(_mm512_set1_ps(-104.0f), v); }, d);
-  const V shifted = fmadd(d, splat<V>(1.44269504088896341f), splat<V>(786432.0f));  // 1.5 * 2^19
-  const V k16 = sub(shifted, splat<V>(786432.0f));
-  const V s = fmadd(k16, splat<V>(-0.693147182464599609375f), d);
-  const V t = each([&](__m512 v) { return _mm512_permutexvar_ps(_mm512_castps_si512(v), table); }, shifted);
-  V q = fmadd(splat<V>(0.166666671633720398f), s, splat<V>(0.5f));
-  q = fmadd(q, s, splat<V>(1.0f));
-  const V e = fmadd(mul(t, s), q, t);  // t exp(s) = t + t s q(s)
-  return each([](__m512 a, __m512 b) { return _mm512_scalef_ps(a, b); }, e, k16);
-}
-
-// kTableExp: exp_of_nonpositive (the softmax op's rows, same bits as softmax_rows); else
+// kTableExp: softmax_exp (the softmax op's rows, same bits as softmax_rows); else
 // pair_avx512.h's exp_neg_of_nonnegative on max - x, the bits route_softmax_lanes promises
 // (kernels/route.h).
 template <DType In, DType Out, bool kTableExp>
@@ -70,7 +37,7 @@ void softmax_row(const void* x, void* y, int64_t n, float* scratch, bool stream)
   // in a fixed order: the same for every output dtype and alignment.
   auto exp_step = [&](auto v) {
     using V = decltype(v);
-    if constexpr (kTableExp) return exp_of_nonpositive(sub(v, splat<V>(max)));
+    if constexpr (kTableExp) return softmax_exp(sub(v, splat<V>(max)));
     else return exp_neg_of_nonnegative(sub(splat<V>(max), v));
   };
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
@@ -156,31 +123,24 @@ struct Scaled {
   bool stream;  // y starts on a 64-byte line and the output streams
 };
 
-// Where row r + 1's maximum is taken. bf16: inside the sweep, its lines read as they come in
-// (row r + 2 prefetched one line per step). f32 (twice the lines per element): the sweep only
-// prefetches row r + 1, and its maximum is taken after the sweep, from cache; f32 measured
-// 6.1 -> 5.5 ms that way and 6.8 inside the sweep, bf16 3.3-3.5 either way (session 5).
-template <int64_t es> constexpr bool kSplitMax = es == 4;
-
 // One sweep: pass 2 of row x (max known: exps into `exps`, returns the sum), with kStore pass 3
-// of `prev`, with kMax pass 1 of `next` (its maximum into *next_max; see kSplitMax). ahead:
-// bytes from `next` to the row after it (0: none), prefetched in the bf16 form.
+// of `prev`, with kMax pass 1 of `next` (its maximum into *next_max, its lines read as they
+// come in). ahead: bytes from `next` to the row after it (0: none), prefetched. (f32 rows, twice
+// the lines per element, take softmax_two_pass_avx512.cc instead: their scratch rows and the
+// rows around them do not fit L1, session 8.)
 template <DType In, DType Out, bool kStore, bool kMax>
 float sweep(const void* x, float max, float* exps, int64_t n, const Scaled& prev, const void* next, float* next_max,
             int64_t ahead) {
   constexpr int64_t es = In == DType::bf16 ? 2 : 4;
   auto exp_step = [&](auto v) {
     using V = decltype(v);
-    return exp_of_nonpositive(sub(v, splat<V>(max)));
+    return softmax_exp(sub(v, splat<V>(max)));
   };
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
   __m512 mx0 = _mm512_set1_ps(-INFINITY), mx1 = mx0;
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    if constexpr (kMax && kSplitMax<es>) {
-      __builtin_prefetch(static_cast<const char*>(next) + i * es);
-      __builtin_prefetch(static_cast<const char*>(next) + i * es + 64);
-    } else if constexpr (kMax) {
+    if constexpr (kMax) {
       max_step<In, false>(next, i, mx0, mx1);
       if (ahead != 0) __builtin_prefetch(static_cast<const char*>(next) + ahead + i * es);
     }
@@ -193,11 +153,7 @@ float sweep(const void* x, float max, float* exps, int64_t n, const Scaled& prev
       store_pair<In, Out>(prev.y, i, {_mm512_mul_ps(_mm512_loadu_ps(prev.exps + i), prev.inv),
                                       _mm512_mul_ps(_mm512_loadu_ps(prev.exps + i + 16), prev.inv)}, prev.stream);
   }
-  if constexpr (kMax && kSplitMax<es>) {
-    int64_t k = 0;
-    for (; k + 32 <= n; k += 32) max_step<In, false>(next, k, mx0, mx1);
-    *next_max = max_tail<In>(next, k, n, mx0, mx1);
-  } else if constexpr (kMax) *next_max = max_tail<In>(next, i, n, mx0, mx1);
+  if constexpr (kMax) *next_max = max_tail<In>(next, i, n, mx0, mx1);
   for (int64_t j = i; j < n; j += 16) {
     const __mmask16 m = tail_mask(n - j);
     const __m512 e = _mm512_maskz_mov_ps(m, exp_step(load16(x, In, j, m)));
@@ -265,18 +221,18 @@ void softmax_row_avx512(const void* x, DType t, void* y, DType yt, int64_t n, fl
   with_dtypes(t, yt, [&]<DType In, DType Out>() { softmax_row<In, Out, false>(x, y, n, scratch, stream); });
 }
 
-void softmax_op_row_avx512(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch, bool stream) {
-  with_dtypes(t, yt, [&]<DType In, DType Out>() { softmax_row<In, Out, true>(x, y, n, scratch, stream); });
+void softmax_op_row_avx512(const uint16_t* x, void* y, DType yt, int64_t n, float* scratch, bool stream) {
+  with_dtypes(DType::bf16, yt, [&]<DType In, DType Out>() { softmax_row<In, Out, true>(x, y, n, scratch, stream); });
 }
 
 }  // namespace sol::kernels
 
 namespace sol::kernels {
 
-void softmax_rows_avx512(const void* x, int64_t x_row_bytes, DType t, void* y, int64_t y_row_bytes, DType yt, int64_t rows,
+void softmax_rows_avx512(const uint16_t* x, int64_t x_row_bytes, void* y, int64_t y_row_bytes, DType yt, int64_t rows,
                          int64_t n, float* scratch, bool stream) {
-  with_dtypes(t, yt, [&]<DType In, DType Out>() {
-    softmax_rows<In, Out>(static_cast<const char*>(x), x_row_bytes, static_cast<char*>(y), y_row_bytes, rows, n, scratch,
+  with_dtypes(DType::bf16, yt, [&]<DType In, DType Out>() {
+    softmax_rows<In, Out>(reinterpret_cast<const char*>(x), x_row_bytes, static_cast<char*>(y), y_row_bytes, rows, n, scratch,
                           stream);
   });
 }
