@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -140,6 +141,74 @@ TEST(Softmax, WideExponentRangeMatchesFp64PerElement) {
         }
         EXPECT_EQ(far, 0) << dtype_name(in) << " rows " << rows;
         EXPECT_GT(checked, rows * n / 3);  // ~45% of the entries are checked relative, not absolute
+      }
+  });
+}
+
+// f32 rows take two passes (kernels/softmax.h): per-lane sums of exp(x - ref) against a
+// reference that is raised, and the sum rescaled, when a 256-element chunk holds a value more
+// than 64 above it. Rows that rise through every chunk (a rescale each time), start with -inf
+// chunks, hold the largest finite magnitudes (x - max overflows to -inf), fall, or carry NaN or
+// +inf in a later chunk, the second half of a step or the tail, must give the fp64 softmax per
+// element (NaN everywhere for NaN, +inf and all -inf rows), for lengths around the step and the
+// chunk, on the one-row (8 rows, and in place) and pipelined (40 rows) paths, with the same bits.
+TEST(Softmax, F32RowsRescaleTheirSums) {
+  for_each_isa([] {
+    for (int64_t n : {1, 15, 31, 32, 33, 255, 256, 257, 300, 1031})
+      for (int64_t rows : {int64_t(8), int64_t(40)}) {
+        Buffer x(DType::f32, {rows, n}), y(DType::f32, {rows, n}), in_place(DType::f32, {rows, n});
+        float* p = x.tensor().data_as<float>();
+        auto at = [&](int64_t c) { return std::min(c, n - 1); };
+        for (int64_t r = 0; r < rows; ++r) {
+          float* row = p + r * n;
+          const int64_t kind = r % 8;
+          for (int64_t c = 0; c < n; ++c) {
+            const double frac = std::fmod(double(c + r) * 0.6180339887, 1.0);  // every table residue
+            if (kind == 0) row[c] = float(0.3 * double(c) + frac - 40);        // rises ~77 per chunk
+            if (kind == 1) row[c] = c < n / 2 ? -INFINITY : float(10 * frac);  // -inf chunks first
+            if (kind == 2) row[c] = -FLT_MAX;
+            if (kind == 3) row[c] = float(-0.3 * double(c) - frac);
+            if (kind >= 4) row[c] = float(20 * frac - 10);
+          }
+          if (kind == 2) row[at(5)] = row[at(1030)] = FLT_MAX;  // one or two entries of the row's weight
+          if (kind == 4) row[at(2 * 256 + 20)] = NAN;
+          if (kind == 5) row[at(1030)] = INFINITY;
+          if (kind == 6)
+            for (int64_t c = 0; c < n; ++c) row[c] = -INFINITY;
+        }
+        std::memcpy(in_place.data(), x.data(), size_t(rows * n * 4));
+        poison(y);
+        softmax(x, y);
+        softmax(in_place, in_place);
+        EXPECT_EQ(std::memcmp(y.data(), in_place.data(), size_t(rows * n * 4)), 0) << "n " << n << " rows " << rows;
+        const float* q = y.tensor().data_as<float>();
+        int64_t far = 0, checked = 0;
+        for (int64_t r = 0; r < rows; ++r) {
+          const float* row = p + r * n;
+          double mx = -INFINITY, sum = 0;
+          bool nan = false;
+          for (int64_t c = 0; c < n; ++c) {
+            nan |= std::isnan(row[c]);
+            mx = std::max(mx, double(row[c]));
+          }
+          if (nan || !std::isfinite(mx)) {
+            for (int64_t c = 0; c < n; ++c) far += !std::isnan(q[r * n + c]);
+            continue;
+          }
+          for (int64_t c = 0; c < n; ++c) sum += std::exp(double(row[c]) - mx);
+          for (int64_t c = 0; c < n; ++c) {
+            const double d = double(row[c]) - mx, want = std::exp(d) / sum, got = q[r * n + c];
+            // x - max rounds to f32 (|d| 2^-24 relative in the result) unless it overflows, and
+            // then exp gives 0 as fp64 does.
+            const double rel = 2e-6 + (std::isfinite(d) ? std::fabs(d) * 0x1p-24 : 0.0);
+            checked += want > 1e-30;
+            const bool bad = !(std::fabs(got - want) <= rel * want + 1e-30) || (row[c] == -INFINITY && got != 0.0);
+            if (bad && far < 3) ADD_FAILURE() << "n " << n << " row " << r << " entry " << c << ": got " << got << " want " << want;
+            far += bad;
+          }
+        }
+        EXPECT_EQ(far, 0) << "n " << n << " rows " << rows;
+        EXPECT_GT(checked, rows * n / 8);
       }
   });
 }
