@@ -18,6 +18,28 @@ namespace {
 
 using testing_paths::for_each_isa;
 
+// The fp64 softmax of a bf16 row (no NaN or +inf in it).
+std::vector<double> fp64_softmax(const uint16_t* x, int64_t n) {
+  double mx = -INFINITY, sum = 0;
+  for (int64_t c = 0; c < n; ++c) mx = std::max(mx, double(bf16_to_f32(x[c])));
+  std::vector<double> p(static_cast<size_t>(n));
+  for (int64_t c = 0; c < n; ++c) sum += p[size_t(c)] = std::exp(double(bf16_to_f32(x[c])) - mx);
+  for (double& v : p) v /= sum;
+  return p;
+}
+
+// A bf16 output of a bf16 softmax (sol/softmax.h): within 0.75 of a bf16 ulp of the exact value
+// want >= 0 (a correctly rounded result is within 0.5; the one-degree exponential adds < 0.1),
+// so it is the correctly rounded value or, near a tie, its neighbour. Ulps of bf16 subnormals
+// below 2^-126.
+bool bf16_close(uint16_t got_bits, double want) {
+  const double got = bf16_to_f32(got_bits);
+  int e = 0;
+  std::frexp(want, &e);  // want = m 2^e, m in [0.5, 1): its binade's ulp is 2^(e - 1 - 7)
+  const double ulp = std::ldexp(1.0, std::max(e - 1, -126) - 7);
+  return std::fabs(got - want) <= 0.75 * ulp;
+}
+
 TEST(Softmax, MasksNaNAndInfinityRows) {
   for_each_isa([] {
     const int64_t n = 37;
@@ -47,8 +69,9 @@ TEST(Softmax, MasksNaNAndInfinityRows) {
 
 // The AVX-512 row runs 32 elements per step (bf16: even / odd halves of a line) with masked
 // 16-lane tails: every input dtype, lengths around the step, outputs off a 64-byte line and
-// outputs large enough to stream must give the fp64 softmax to f32 accuracy, and a bf16 output
-// the rounding of the f32 output bit for bit.
+// outputs large enough to stream must give the fp64 softmax to f32 accuracy; a bf16 output is
+// the rounding of the f32 output bit for bit for f32 input, and within bf16_close of the fp64
+// softmax for bf16 input (its own, cheaper exponential: sol/softmax.h).
 TEST(Softmax, EveryDtypeLengthAndAlignmentMatchesFp64) {
   for_each_isa([] {
     for (DType in : {DType::f32, DType::bf16})
@@ -64,8 +87,15 @@ TEST(Softmax, EveryDtypeLengthAndAlignmentMatchesFp64) {
           Tensor view(y16.tensor().data_as<uint16_t>() + offset, DType::bf16, {rows, n});
           softmax(x, view);
           int64_t unrounded = 0;
-          for (int64_t i = 0; i < rows * n; ++i)
-            unrounded += view.data_as<uint16_t>()[i] != f32_to_bf16(y32.tensor().data_as<float>()[i]);
+          if (in == DType::f32) {
+            for (int64_t i = 0; i < rows * n; ++i)
+              unrounded += view.data_as<uint16_t>()[i] != f32_to_bf16(y32.tensor().data_as<float>()[i]);
+          } else {
+            for (int64_t r = 0; r < rows; ++r) {
+              const std::vector<double> want = fp64_softmax(x.tensor().data_as<uint16_t>() + r * n, n);
+              for (int64_t c = 0; c < n; ++c) unrounded += !bf16_close(view.data_as<uint16_t>()[r * n + c], want[size_t(c)]);
+            }
+          }
           EXPECT_EQ(unrounded, 0) << dtype_name(in) << " n " << n << " offset " << offset;
         }
         int64_t far = 0;
@@ -210,6 +240,64 @@ TEST(Softmax, F32RowsRescaleTheirSums) {
         EXPECT_EQ(far, 0) << "n " << n << " rows " << rows;
         EXPECT_GT(checked, rows * n / 8);
       }
+  });
+}
+
+// Every finite bf16 number as an input: the negative ones in rows of 31 behind a 0 (x - max = x,
+// so the exponential sees every negative bf16 argument, down to where the output is 0), the
+// positive ones in rows of 32 neighbours (x - max a few ulps below 0 at every scale). bf16
+// outputs within bf16_close of the fp64 softmax, f32 outputs to 2e-6 relative, on the one-row
+// (in place) and pipelined paths.
+TEST(Softmax, EveryBf16InputMatchesFp64) {
+  std::vector<uint16_t> values;
+  for (uint32_t b = 0x8000; b < 0xFF80; ++b) values.push_back(uint16_t(b));  // -0 .. the lowest finite
+  const size_t negatives = values.size();
+  for (uint32_t b = 0; b < 0x7F80; ++b) values.push_back(uint16_t(b));  // +0 .. the largest finite
+  const int64_t n = 32;
+  std::vector<uint16_t> rows_bits;
+  for (size_t i = 0; i < negatives; i += 31) {
+    rows_bits.push_back(0);
+    for (size_t j = i; j < i + 31; ++j) rows_bits.push_back(values[std::min(j, negatives - 1)]);
+  }
+  for (size_t i = negatives; i < values.size(); i += 32)
+    for (size_t j = i; j < i + 32; ++j) rows_bits.push_back(values[std::min(j, values.size() - 1)]);
+  const int64_t rows = int64_t(rows_bits.size()) / n;
+  for_each_isa([&] {
+    for (DType out : {DType::bf16, DType::f32}) {
+      Buffer x(DType::bf16, {rows, n}), y(out, {rows, n}), in_place(DType::bf16, {rows, n}), y_in_place(out, {rows, n});
+      std::memcpy(x.data(), rows_bits.data(), rows_bits.size() * 2);
+      poison(y);
+      softmax(x, y);
+      const Tensor* checked = &y.tensor();
+      Buffer* one_row = &y;
+      if (out == DType::bf16) {  // in place: the one-row kernel
+        std::memcpy(in_place.data(), x.data(), rows_bits.size() * 2);
+        softmax(in_place, in_place);
+        one_row = &in_place;
+      } else {  // few rows per call: the one-row kernel too
+        poison(y_in_place);
+        for (int64_t r = 0; r < rows; r += 8) {
+          const int64_t r1 = std::min(rows, r + 8);
+          softmax(x.tensor().slice(0, r, r1), y_in_place.tensor().slice(0, r, r1));
+        }
+        one_row = &y_in_place;
+      }
+      for (const Tensor* t : {checked, &one_row->tensor()}) {
+        int64_t far = 0;
+        for (int64_t r = 0; r < rows; ++r) {
+          const std::vector<double> want = fp64_softmax(rows_bits.data() + r * n, n);
+          for (int64_t c = 0; c < n; ++c) {
+            const int64_t i = r * n + c;
+            const bool bad = out == DType::bf16
+                                 ? !bf16_close(t->data_as<uint16_t>()[i], want[size_t(c)])
+                                 : !(std::fabs(t->data_as<float>()[i] - want[size_t(c)]) <= 2e-6 * want[size_t(c)] + 1e-30);
+            if (bad && far < 3) ADD_FAILURE() << "x " << bf16_to_f32(rows_bits[size_t(i)]) << " (row " << r << ") want " << want[size_t(c)];
+            far += bad;
+          }
+        }
+        EXPECT_EQ(far, 0) << dtype_name(out);
+      }
+    }
   });
 }
 

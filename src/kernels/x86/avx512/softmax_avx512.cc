@@ -10,7 +10,8 @@ namespace sol::kernels {
 
 namespace {
 
-// kTableExp: softmax_exp (the softmax op's rows, same bits as softmax_rows); else
+// kTableExp: softmax_exp (the softmax op's rows, same bits as softmax_rows; its first-degree
+// form for bf16 outputs, within one ulp of them); else
 // pair_avx512.h's exp_neg_of_nonnegative on max - x, the bits route_softmax_lanes promises
 // (kernels/route.h).
 template <DType In, DType Out, bool kTableExp>
@@ -37,7 +38,7 @@ void softmax_row(const void* x, void* y, int64_t n, float* scratch, bool stream)
   // in a fixed order: the same for every output dtype and alignment.
   auto exp_step = [&](auto v) {
     using V = decltype(v);
-    if constexpr (kTableExp) return softmax_exp(sub(v, splat<V>(max)));
+    if constexpr (kTableExp) return softmax_exp<V, Out == DType::bf16>(sub(v, splat<V>(max)));
     else return exp_neg_of_nonnegative(sub(splat<V>(max), v));
   };
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
@@ -134,7 +135,7 @@ float sweep(const void* x, float max, float* exps, int64_t n, const Scaled& prev
   constexpr int64_t es = In == DType::bf16 ? 2 : 4;
   auto exp_step = [&](auto v) {
     using V = decltype(v);
-    return softmax_exp(sub(v, splat<V>(max)));
+    return softmax_exp<V, Out == DType::bf16>(sub(v, splat<V>(max)));
   };
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
   __m512 mx0 = _mm512_set1_ps(-INFINITY), mx1 = mx0;

@@ -25,7 +25,11 @@ namespace {
 // instead of meeting inf - inf (Zen 5 happens to return 0 for vscalefps(NaN, -inf) too, but
 // the ISA reference says NaN); the constant goes first so that a NaN d stays NaN (vmaxps
 // returns its second operand then).
-template <class V> [[gnu::always_inline]] inline V softmax_exp(V d) {
+// kLinear: exp(s) ~ 1 + s instead of the cubic (within s^2 / 2 = 2.4e-4 relative, always
+// below): t exp(s) ~ t + t s is one fma, three FMA-pipe operations fewer per vector. For bf16
+// outputs only, whose 8 significant bits that error cannot move by more than one ulp
+// (sol/softmax.h).
+template <class V, bool kLinear = false> [[gnu::always_inline]] inline V softmax_exp(V d) {
   const __m512 table = _mm512_setr_ps(1.0f, 1.04427378242741384f, 1.09050773266525766f, 1.13878863475669165f,
                                       1.18920711500272107f, 1.24185781207348405f, 1.29683955465100967f,
                                       1.35425554693689273f, 1.41421356237309505f, 1.47682614593949931f,
@@ -36,9 +40,14 @@ template <class V> [[gnu::always_inline]] inline V softmax_exp(V d) {
   const V k16 = sub(shifted, splat<V>(786432.0f));
   const V s = fmadd(k16, splat<V>(-0.693147182464599609375f), d);
   const V t = each([&](__m512 v) { return _mm512_permutexvar_ps(_mm512_castps_si512(v), table); }, shifted);
-  V q = fmadd(splat<V>(0.166666671633720398f), s, splat<V>(0.5f));
-  q = fmadd(q, s, splat<V>(1.0f));
-  const V e = fmadd(mul(t, s), q, t);  // t exp(s) = t + t s q(s)
+  V e;
+  if constexpr (kLinear) {
+    e = fmadd(t, s, t);
+  } else {
+    V q = fmadd(splat<V>(0.166666671633720398f), s, splat<V>(0.5f));
+    q = fmadd(q, s, splat<V>(1.0f));
+    e = fmadd(mul(t, s), q, t);  // t exp(s) = t + t s q(s)
+  }
   return each([](__m512 a, __m512 b) { return _mm512_scalef_ps(a, b); }, e, k16);
 }
 
