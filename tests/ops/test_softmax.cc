@@ -12,11 +12,16 @@
 #include "sol/error.h"
 #include "sol/hw.h"
 #include "sol/softmax.h"
+#include "sol/threads.h"
 
 namespace sol {
 namespace {
 
 using testing_paths::for_each_isa;
+
+// Enough rows that every thread's range takes the pipelined AVX-512 kernel (32 rows or more per
+// thread, src/ops/softmax/softmax.cc), with 8 more so the ranges differ.
+int64_t pipelined_rows() { return 32 * int64_t(num_threads()) + 8; }
 
 // The fp64 softmax of a bf16 row (no NaN or +inf in it).
 std::vector<double> fp64_softmax(const uint16_t* x, int64_t n) {
@@ -126,7 +131,7 @@ TEST(Softmax, EveryDtypeLengthAndAlignmentMatchesFp64) {
 TEST(Softmax, WideExponentRangeMatchesFp64PerElement) {
   for_each_isa([] {
     for (DType in : {DType::f32, DType::bf16})
-      for (int64_t rows : {int64_t(3), int64_t(40)}) {
+      for (int64_t rows : {int64_t(3), pipelined_rows()}) {
         const int64_t n = 1031;
         Buffer x(in, {rows, n}), y(DType::f32, {rows, n});
         std::vector<double> xd(size_t(rows * n));
@@ -181,11 +186,11 @@ TEST(Softmax, WideExponentRangeMatchesFp64PerElement) {
 // chunks, hold the largest finite magnitudes (x - max overflows to -inf), fall, or carry NaN or
 // +inf in a later chunk, the second half of a step or the tail, must give the fp64 softmax per
 // element (NaN everywhere for NaN, +inf and all -inf rows), for lengths around the step and the
-// chunk, on the one-row (8 rows, and in place) and pipelined (40 rows) paths, with the same bits.
+// chunk, on the one-row (8 rows, and in place) and pipelined paths, with the same bits.
 TEST(Softmax, F32RowsRescaleTheirSums) {
   for_each_isa([] {
     for (int64_t n : {1, 15, 31, 32, 33, 255, 256, 257, 300, 1031})
-      for (int64_t rows : {int64_t(8), int64_t(40)}) {
+      for (int64_t rows : {int64_t(8), pipelined_rows()}) {
         Buffer x(DType::f32, {rows, n}), y(DType::f32, {rows, n}), in_place(DType::f32, {rows, n});
         float* p = x.tensor().data_as<float>();
         auto at = [&](int64_t c) { return std::min(c, n - 1); };
@@ -298,6 +303,74 @@ TEST(Softmax, EveryBf16InputMatchesFp64) {
         EXPECT_EQ(far, 0) << dtype_name(out);
       }
     }
+  });
+}
+
+// The pipelined bf16 kernel takes each row's maximum from the bit patterns (signed maximum,
+// else unsigned minimum). Rows that are all negative (with and without -inf), hold a positive or
+// a negative NaN, +inf, only -inf, or only -0 and negatives, as the first, a middle and the last
+// row of a call and in the tail of a step, must give the fp64 softmax per element (NaN
+// everywhere for the NaN, +inf and all -inf rows), the same as the one-row kernel (in place).
+TEST(Softmax, Bf16RowsMaxFromBitPatterns) {
+  for_each_isa([] {
+    for (DType out : {DType::bf16, DType::f32})
+      for (int64_t n : {37, 64, 1031})
+        for (int64_t rotate = 0; rotate < 8; ++rotate) {
+          const int64_t rows = pipelined_rows();
+          Buffer x(DType::bf16, {rows, n}), y(out, {rows, n}), in_place(DType::bf16, {rows, n});
+          fill_random(x, uint64_t(n + rotate), 6.0);
+          uint16_t* p = x.tensor().data_as<uint16_t>();
+          std::vector<bool> nan_row(size_t(rows), false);
+          for (int64_t r = 0; r < rows; ++r) {
+            uint16_t* row = p + r * n;
+            const int64_t kind = (r + rotate) % 8, at = (r * 7) % n;
+            if (kind <= 1 || kind == 6) {
+              for (int64_t c = 0; c < n; ++c) row[c] |= 0x8000;  // every number negative,
+              row[(at + 1) % n] = f32_to_bf16(-200.0f);           // spread beyond exp's range
+            }
+            if (kind == 1) row[at] = row[n - 1] = 0xFF80;       // -inf among them
+            if (kind == 6) row[n - 1] = 0x8000;                  // -0 the maximum
+            if (kind == 2) row[at] = 0x7FC1;                     // positive NaN
+            if (kind == 3) row[n - 1] = 0xFFC1;                  // negative NaN
+            if (kind == 4) row[at] = 0x7F80;                     // +inf
+            if (kind == 5)
+              for (int64_t c = 0; c < n; ++c) row[c] = 0xFF80;
+            nan_row[size_t(r)] = kind >= 2 && kind <= 5;
+          }
+          poison(y);
+          softmax(x, y);
+          Buffer y1(out, {rows, n});
+          if (out == DType::bf16) {
+            std::memcpy(in_place.data(), x.data(), size_t(rows * n * 2));
+            softmax(in_place, in_place);
+            std::memcpy(y1.data(), in_place.data(), size_t(rows * n * 2));
+          } else {
+            poison(y1);
+            for (int64_t r = 0; r < rows; ++r) softmax(x.tensor().slice(0, r, r + 1), y1.tensor().slice(0, r, r + 1));
+          }
+          int64_t far = 0;
+          for (int64_t r = 0; r < rows; ++r) {
+            const std::vector<double> want = nan_row[size_t(r)] ? std::vector<double>() : fp64_softmax(p + r * n, n);
+            for (int64_t c = 0; c < n; ++c) {
+              const int64_t i = r * n + c;
+              for (const Buffer* b : {&y, &y1}) {
+                const double got = out == DType::bf16 ? double(bf16_to_f32(b->tensor().data_as<uint16_t>()[i]))
+                                                      : double(b->tensor().data_as<float>()[i]);
+                bool bad;
+                if (nan_row[size_t(r)]) bad = !std::isnan(got);
+                else if (out == DType::bf16) bad = !bf16_close(b->tensor().data_as<uint16_t>()[i], want[size_t(c)]);
+                else bad = !(std::fabs(got - want[size_t(c)]) <= 2e-6 * want[size_t(c)] + 1e-30);
+                if (bad && far < 3) ADD_FAILURE() << "n " << n << " rotate " << rotate << " row " << r << " entry " << c << ": got " << got;
+                far += bad;
+              }
+              if (!nan_row[size_t(r)]) {
+                const size_t es = dtype_size(out);
+                far += std::memcmp(y.tensor().data_as<char>() + i * es, y1.tensor().data_as<char>() + i * es, es) != 0;
+              }
+            }
+          }
+          EXPECT_EQ(far, 0) << dtype_name(out) << " n " << n << " rotate " << rotate;
+        }
   });
 }
 

@@ -95,26 +95,44 @@ void softmax_row(const void* x, void* y, int64_t n, float* scratch, bool stream)
 // the read stream (pass 1) overlap instead of taking turns. Each pass does, per row, exactly
 // what softmax_row does (same steps, same partial sums in the same order): same bits.
 
-// Pass 1 over memory: the maximum (vmaxps drops NaN: a NaN, +inf or all -inf row needs no
-// test of its own, see softmax_row). bf16 lines are taken as even / odd elements.
-template <DType In, bool kPrefetch = true>
-[[gnu::always_inline]] inline void max_step(const void* x, int64_t i, __m512& mx0, __m512& mx1) {
-  constexpr int64_t es = In == DType::bf16 ? 2 : 4;
-  if constexpr (kPrefetch) {
-    prefetch_ahead(x, i * es);
-    if constexpr (es == 4) prefetch_ahead(x, i * es + 64);
+// Pass 1 over memory: the maximum of a bf16 row from its bit patterns, on the integer pipes
+// (the FADD pipes, which carry the exponential's adds and vscalefps, bind this loop; vmaxps and
+// the widening shift would take three of their slots per 32 elements). Read as signed 16-bit
+// integers the patterns order the non-negative numbers; read unsigned, the negative ones in
+// reverse. So the maximum is the signed maximum when that is >= 0 (+0 and up), else the
+// unsigned minimum (every number negative). A positive NaN or +inf wins the signed maximum and a
+// negative NaN reaches the sum through its own exponential: every output NaN, as with vmaxps
+// (see softmax_row); a row without NaN gets exactly vmaxps's maximum (up to the sign of 0).
+struct Bf16Max {
+  __m512i smax = _mm512_set1_epi16(int16_t(0x8000)), umin = _mm512_set1_epi16(-1);
+  [[gnu::always_inline]] void line(const void* x, int64_t i) {
+    const __m512i w = _mm512_loadu_si512(static_cast<const uint16_t*>(x) + i);
+    smax = _mm512_max_epi16(smax, w);
+    umin = _mm512_min_epu16(umin, w);
   }
-  const Pair v = load_pair<In>(x, i);
-  mx0 = _mm512_max_ps(mx0, v.a);
-  mx1 = _mm512_max_ps(mx1, v.b);
-}
-
-template <DType In>
-[[gnu::always_inline]] inline float max_tail(const void* x, int64_t i, int64_t n, __m512 mx0, __m512 mx1) {
-  const __m512 minus_inf = _mm512_set1_ps(-INFINITY);
-  for (; i < n; i += 16) mx0 = _mm512_max_ps(mx0, _mm512_mask_mov_ps(minus_inf, tail_mask(n - i), load16(x, In, i, tail_mask(n - i))));
-  return _mm512_reduce_max_ps(_mm512_max_ps(mx0, mx1));
-}
+  // Elements [i, n), fewer than 32, then the maximum.
+  [[gnu::always_inline]] float finish(const void* x, int64_t i, int64_t n) {
+    if (i < n) {
+      const __mmask32 m = n - i >= 32 ? ~__mmask32(0) : __mmask32((1u << (n - i)) - 1);
+      const __m512i w = _mm512_maskz_loadu_epi16(m, static_cast<const uint16_t*>(x) + i);
+      smax = _mm512_mask_max_epi16(smax, m, smax, w);
+      umin = _mm512_mask_min_epu16(umin, m, umin, w);
+    }
+    const __m256i s = _mm256_max_epi16(_mm512_castsi512_si256(smax), _mm512_extracti64x4_epi64(smax, 1));
+    const __m256i u = _mm256_min_epu16(_mm512_castsi512_si256(umin), _mm512_extracti64x4_epi64(umin, 1));
+    alignas(32) int16_t sw[16];
+    alignas(32) uint16_t uw[16];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(sw), s);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(uw), u);
+    int16_t smax_word = sw[0];
+    uint16_t umin_word = uw[0];
+    for (int k = 1; k < 16; ++k) {
+      smax_word = std::max(smax_word, sw[k]);
+      umin_word = std::min(umin_word, uw[k]);
+    }
+    return bf16_to_f32(smax_word >= 0 ? uint16_t(smax_word) : umin_word);
+  }
+};
 
 // One row's pass 3 state: its exponentials, 1 / sum and where its output goes.
 struct Scaled {
@@ -132,17 +150,18 @@ struct Scaled {
 template <DType In, DType Out, bool kStore, bool kMax>
 float sweep(const void* x, float max, float* exps, int64_t n, const Scaled& prev, const void* next, float* next_max,
             int64_t ahead) {
-  constexpr int64_t es = In == DType::bf16 ? 2 : 4;
+  static_assert(In == DType::bf16, "f32 rows take softmax_two_pass_avx512.cc");
+  constexpr int64_t es = 2;
   auto exp_step = [&](auto v) {
     using V = decltype(v);
     return softmax_exp<V, Out == DType::bf16>(sub(v, splat<V>(max)));
   };
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  __m512 mx0 = _mm512_set1_ps(-INFINITY), mx1 = mx0;
+  Bf16Max next_row_max;
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
     if constexpr (kMax) {
-      max_step<In, false>(next, i, mx0, mx1);
+      next_row_max.line(next, i);
       if (ahead != 0) __builtin_prefetch(static_cast<const char*>(next) + ahead + i * es);
     }
     const Pair e = exp_step(load_pair<In>(x, i));
@@ -154,7 +173,7 @@ float sweep(const void* x, float max, float* exps, int64_t n, const Scaled& prev
       store_pair<In, Out>(prev.y, i, {_mm512_mul_ps(_mm512_loadu_ps(prev.exps + i), prev.inv),
                                       _mm512_mul_ps(_mm512_loadu_ps(prev.exps + i + 16), prev.inv)}, prev.stream);
   }
-  if constexpr (kMax) *next_max = max_tail<In>(next, i, n, mx0, mx1);
+  if constexpr (kMax) *next_max = next_row_max.finish(next, i, n);
   for (int64_t j = i; j < n; j += 16) {
     const __mmask16 m = tail_mask(n - j);
     const __m512 e = _mm512_maskz_mov_ps(m, exp_step(load16(x, In, j, m)));
@@ -171,20 +190,19 @@ float sweep(const void* x, float max, float* exps, int64_t n, const Scaled& prev
 
 template <DType In, DType Out>
 void softmax_rows(const char* x, int64_t xs, char* y, int64_t ys, int64_t rows, int64_t n, float* scratch, bool stream) {
+  static_assert(In == DType::bf16, "f32 rows take softmax_two_pass_avx512.cc");
   if (rows <= 0) return;
-  constexpr int64_t es = In == DType::bf16 ? 2 : 4;
+  constexpr int64_t es = 2;
   float max;
   {  // pass 1 of row 0 alone
-    __m512 mx0 = _mm512_set1_ps(-INFINITY), mx1 = mx0;
+    Bf16Max row_max;
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
-      max_step<In>(x, i, mx0, mx1);
-      if (rows > 1) {
-        __builtin_prefetch(x + xs + i * es);
-        if constexpr (es == 4) __builtin_prefetch(x + xs + i * es + 64);
-      }
+      prefetch_ahead(x, i * es);
+      if (rows > 1) __builtin_prefetch(x + xs + i * es);
+      row_max.line(x, i);
     }
-    max = max_tail<In>(x, i, n, mx0, mx1);
+    max = row_max.finish(x, i, n);
   }
   Scaled prev{};
   for (int64_t r = 0; r < rows; ++r) {
@@ -223,7 +241,8 @@ void softmax_row_avx512(const void* x, DType t, void* y, DType yt, int64_t n, fl
 }
 
 void softmax_op_row_avx512(const uint16_t* x, void* y, DType yt, int64_t n, float* scratch, bool stream) {
-  with_dtypes(DType::bf16, yt, [&]<DType In, DType Out>() { softmax_row<In, Out, true>(x, y, n, scratch, stream); });
+  if (yt == DType::bf16) softmax_row<DType::bf16, DType::bf16, true>(x, y, n, scratch, stream);
+  else softmax_row<DType::bf16, DType::f32, true>(x, y, n, scratch, stream);
 }
 
 }  // namespace sol::kernels
@@ -232,10 +251,10 @@ namespace sol::kernels {
 
 void softmax_rows_avx512(const uint16_t* x, int64_t x_row_bytes, void* y, int64_t y_row_bytes, DType yt, int64_t rows,
                          int64_t n, float* scratch, bool stream) {
-  with_dtypes(DType::bf16, yt, [&]<DType In, DType Out>() {
-    softmax_rows<In, Out>(reinterpret_cast<const char*>(x), x_row_bytes, static_cast<char*>(y), y_row_bytes, rows, n, scratch,
-                          stream);
-  });
+  const char* xc = reinterpret_cast<const char*>(x);
+  char* yc = static_cast<char*>(y);
+  if (yt == DType::bf16) softmax_rows<DType::bf16, DType::bf16>(xc, x_row_bytes, yc, y_row_bytes, rows, n, scratch, stream);
+  else softmax_rows<DType::bf16, DType::f32>(xc, x_row_bytes, yc, y_row_bytes, rows, n, scratch, stream);
 }
 
 }  // namespace sol::kernels
