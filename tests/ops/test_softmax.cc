@@ -374,6 +374,37 @@ TEST(Softmax, Bf16RowsMaxFromBitPatterns) {
   });
 }
 
+// bf16 rows whose outputs cannot be subnormal convert without the subnormal guard (pipelined
+// kernel): rows {0, d, d, ...} with d stepping through [-92, -84] put the smallest outputs on
+// both sides of 2^-126, across the bound the kernel decides with, and must give the fp64
+// softmax per element (vcvtne2ps2bf16 would read a subnormal as 0 without the guard).
+TEST(Softmax, Bf16OutputsAroundTheSubnormalBound) {
+  for_each_isa([] {
+    const int64_t n = 64, rows = pipelined_rows();
+    Buffer x(DType::bf16, {rows, n}), y(DType::bf16, {rows, n});
+    uint16_t* p = x.tensor().data_as<uint16_t>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint16_t d = f32_to_bf16(-84.0f - 0.5f * float(r % 17));  // -84 .. -92, bf16's steps of 0.5
+      for (int64_t c = 0; c < n; ++c) p[r * n + c] = c == r % n ? 0 : d;
+    }
+    poison(y);
+    softmax(x, y);
+    int64_t far = 0, subnormal = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const std::vector<double> want = fp64_softmax(p + r * n, n);
+      for (int64_t c = 0; c < n; ++c) {
+        const uint16_t got = y.tensor().data_as<uint16_t>()[r * n + c];
+        subnormal += (got & 0x7F80) == 0 && got != 0;
+        const bool bad = !bf16_close(got, want[size_t(c)]);
+        if (bad && far < 3) ADD_FAILURE() << "row " << r << " entry " << c << ": got " << bf16_to_f32(got) << " want " << want[size_t(c)];
+        far += bad;
+      }
+    }
+    EXPECT_EQ(far, 0);
+    EXPECT_GT(subnormal, rows * n / 4);
+  });
+}
+
 TEST(Softmax, InPlaceAndHigherRank) {
   Buffer x(DType::bf16, {2, 3, 100}), y(DType::bf16, {2, 3, 100});
   fill_random(x, 5);
