@@ -374,10 +374,9 @@ TEST(Softmax, Bf16RowsMaxFromBitPatterns) {
   });
 }
 
-// bf16 rows whose outputs cannot be subnormal convert without the subnormal guard (pipelined
-// kernel): rows {0, d, d, ...} with d stepping through [-92, -84] put the smallest outputs on
-// both sides of 2^-126, across the bound the kernel decides with, and must give the fp64
-// softmax per element (vcvtne2ps2bf16 would read a subnormal as 0 without the guard).
+// bf16 outputs on both sides of 2^-126 from the pipelined kernel: rows {0, d, d, ...} with d
+// stepping through [-92, -84] must give the fp64 softmax per element (vcvtne2ps2bf16 reads a
+// subnormal as 0; the conversion's guard must catch every such line).
 TEST(Softmax, Bf16OutputsAroundTheSubnormalBound) {
   for_each_isa([] {
     const int64_t n = 64, rows = pipelined_rows();

@@ -1,7 +1,6 @@
 // AVX-512 softmax row: three passes, 32 elements per step (pair_avx512.h), the exponentials
 // kept in an f32 scratch row between the sum and the scaling (L1-sized for LLM rows).
 #include <cmath>
-#include <cstring>
 
 #include "kernels/softmax.h"
 #include "kernels/x86/avx512/pair_avx512.h"
@@ -96,54 +95,42 @@ void softmax_row(const void* x, void* y, int64_t n, float* scratch, bool stream)
 // the read stream (pass 1) overlap instead of taking turns. Each pass does, per row, exactly
 // what softmax_row does (same steps, same partial sums in the same order): same bits.
 
-// Pass 1 over memory: the maximum and minimum of a bf16 row from its bit patterns, on the
-// integer pipes (the FADD pipes, which carry the exponential's adds and vscalefps, bind this
-// loop; vmaxps and the widening shift would take three of their slots per 32 elements). Read as
-// signed 16-bit integers the patterns order the non-negative numbers; read unsigned, the
-// negative ones in reverse. So the maximum is the signed maximum when that is >= 0 (+0 and up),
-// else the unsigned minimum (every number negative); the minimum is the unsigned maximum when
-// that is negative, else the signed minimum. A positive NaN or +inf wins the signed maximum and
-// a negative NaN reaches the sum through its own exponential: every output NaN, as with vmaxps
-// (see softmax_row); a row without NaN gets exactly vmaxps's maximum (up to the sign of 0). A
-// negative NaN or -inf is the minimum: such rows keep the subnormal guard (Scaled).
-struct Bf16Range {
+// Pass 1 over memory: the maximum of a bf16 row from its bit patterns, on the integer pipes
+// (the FADD pipes, which carry the exponential's adds and vscalefps, bind this loop; vmaxps and
+// the widening shift would take three of their slots per 32 elements). Read as signed 16-bit
+// integers the patterns order the non-negative numbers; read unsigned, the negative ones in
+// reverse. So the maximum is the signed maximum when that is >= 0 (+0 and up), else the
+// unsigned minimum (every number negative). A positive NaN or +inf wins the signed maximum and a
+// negative NaN reaches the sum through its own exponential: every output NaN, as with vmaxps
+// (see softmax_row); a row without NaN gets exactly vmaxps's maximum (up to the sign of 0).
+struct Bf16Max {
   __m512i smax = _mm512_set1_epi16(int16_t(0x8000)), umin = _mm512_set1_epi16(-1);
-  __m512i smin = _mm512_set1_epi16(0x7FFF), umax = _mm512_setzero_si512();
-  [[gnu::always_inline]] void take(__m512i w) {
+  [[gnu::always_inline]] void line(const void* x, int64_t i) {
+    const __m512i w = _mm512_loadu_si512(static_cast<const uint16_t*>(x) + i);
     smax = _mm512_max_epi16(smax, w);
     umin = _mm512_min_epu16(umin, w);
-    smin = _mm512_min_epi16(smin, w);
-    umax = _mm512_max_epu16(umax, w);
   }
-  [[gnu::always_inline]] void line(const void* x, int64_t i) { take(_mm512_loadu_si512(static_cast<const uint16_t*>(x) + i)); }
-  // Elements [i, n), fewer than 32; then the maximum, and the minimum into *min.
-  [[gnu::always_inline]] float finish(const void* x, int64_t i, int64_t n, float* min) {
-    if (i < n) {  // the missing lanes repeat a present element: neutral for all four
-      const __mmask32 m = __mmask32((1u << (n - i)) - 1);
+  // Elements [i, n), fewer than 32, then the maximum.
+  [[gnu::always_inline]] float finish(const void* x, int64_t i, int64_t n) {
+    if (i < n) {
+      const __mmask32 m = n - i >= 32 ? ~__mmask32(0) : __mmask32((1u << (n - i)) - 1);
       const __m512i w = _mm512_maskz_loadu_epi16(m, static_cast<const uint16_t*>(x) + i);
-      take(_mm512_mask_blend_epi16(m, _mm512_set1_epi16(int16_t(static_cast<const uint16_t*>(x)[i])), w));
+      smax = _mm512_mask_max_epi16(smax, m, smax, w);
+      umin = _mm512_mask_min_epu16(umin, m, umin, w);
     }
-    // 32 words of each down to 8 (two halvings), then a scalar pass: once per row.
-    const auto halve = [](__m512i v, auto op) {
-      const __m256i h = op(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-      return op(h, _mm256_permute4x64_epi64(h, 0x4E));  // words 0-7 now hold all 32
-    };
-    alignas(32) int16_t sx[16], sn[16];
-    alignas(32) uint16_t un[16], ux[16];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(sx), halve(smax, [](__m256i a, __m256i b) { return _mm256_max_epi16(a, b); }));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(un), halve(umin, [](__m256i a, __m256i b) { return _mm256_min_epu16(a, b); }));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(sn), halve(smin, [](__m256i a, __m256i b) { return _mm256_min_epi16(a, b); }));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(ux), halve(umax, [](__m256i a, __m256i b) { return _mm256_max_epu16(a, b); }));
-    int16_t smax_w = sx[0], smin_w = sn[0];
-    uint16_t umin_w = un[0], umax_w = ux[0];
-    for (int k = 1; k < 8; ++k) {
-      smax_w = std::max(smax_w, sx[k]);
-      smin_w = std::min(smin_w, sn[k]);
-      umin_w = std::min(umin_w, un[k]);
-      umax_w = std::max(umax_w, ux[k]);
+    const __m256i s = _mm256_max_epi16(_mm512_castsi512_si256(smax), _mm512_extracti64x4_epi64(smax, 1));
+    const __m256i u = _mm256_min_epu16(_mm512_castsi512_si256(umin), _mm512_extracti64x4_epi64(umin, 1));
+    alignas(32) int16_t sw[16];
+    alignas(32) uint16_t uw[16];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(sw), s);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(uw), u);
+    int16_t smax_word = sw[0];
+    uint16_t umin_word = uw[0];
+    for (int k = 1; k < 16; ++k) {
+      smax_word = std::max(smax_word, sw[k]);
+      umin_word = std::min(umin_word, uw[k]);
     }
-    *min = bf16_to_f32(umax_w >= 0x8000 ? umax_w : uint16_t(smin_w));
-    return bf16_to_f32(smax_w >= 0 ? uint16_t(smax_w) : umin_w);
+    return bf16_to_f32(smax_word >= 0 ? uint16_t(smax_word) : umin_word);
   }
 };
 
@@ -153,42 +140,16 @@ struct Scaled {
   void* y;
   __m512 inv;
   bool stream;  // y starts on a 64-byte line and the output streams
-  // No output of the row can be subnormal, so bf16 lines convert without bf16_interleaved's
-  // vfpclassps guard (two FMA and two FADD slots per 32 outputs). e / sum >= 2^-126 holds for
-  // every entry when min - max > ln(sum) - 87.34; ln(sum) is bounded by the exponent of sum
-  // (sum >= 1: the maximum's own exponential), and a -inf or NaN in the row fails the test.
-  bool normal;
 };
 
-template <DType Out> [[gnu::always_inline]] inline bool outputs_normal(float min, float max, float sum) {
-  if constexpr (Out != DType::bf16) return false;  // f32 outputs need no conversion
-  uint32_t bits;
-  std::memcpy(&bits, &sum, 4);
-  const int below = int((bits >> 23) & 0xFF) - 126;  // sum < 2^below
-  return min - max > float(below) * 0.6931472f - 87.3f;
-}
-
-// Pass 3 for the 32 outputs at i.
-template <DType In, DType Out> [[gnu::always_inline]] inline void store_scaled(const Scaled& p, int64_t i) {
-  const Pair v{_mm512_mul_ps(_mm512_loadu_ps(p.exps + i), p.inv), _mm512_mul_ps(_mm512_loadu_ps(p.exps + i + 16), p.inv)};
-  if (Out == DType::bf16 && In == DType::bf16 && p.normal) {
-    const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
-                                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-    store_line(static_cast<uint16_t*>(p.y) + i,
-               _mm512_permutexvar_epi16(idx, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(v.b, v.a))), p.stream);
-  } else {
-    store_pair<In, Out>(p.y, i, v, p.stream);
-  }
-}
-
 // One sweep: pass 2 of row x (max known: exps into `exps`, returns the sum), with kStore pass 3
-// of `prev`, with kMax pass 1 of `next` (its maximum and minimum into *next_max and *next_min,
-// its lines read as they come in). ahead: bytes from `next` to the row after it (0: none), prefetched. (f32 rows, twice
+// of `prev`, with kMax pass 1 of `next` (its maximum into *next_max, its lines read as they
+// come in). ahead: bytes from `next` to the row after it (0: none), prefetched. (f32 rows, twice
 // the lines per element, take softmax_two_pass_avx512.cc instead: their scratch rows and the
 // rows around them do not fit L1, session 8.)
 template <DType In, DType Out, bool kStore, bool kMax>
 float sweep(const void* x, float max, float* exps, int64_t n, const Scaled& prev, const void* next, float* next_max,
-            float* next_min, int64_t ahead) {
+            int64_t ahead) {
   static_assert(In == DType::bf16, "f32 rows take softmax_two_pass_avx512.cc");
   constexpr int64_t es = 2;
   auto exp_step = [&](auto v) {
@@ -196,11 +157,11 @@ float sweep(const void* x, float max, float* exps, int64_t n, const Scaled& prev
     return softmax_exp<V, Out == DType::bf16>(sub(v, splat<V>(max)));
   };
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  Bf16Range next_row;
+  Bf16Max next_row_max;
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
     if constexpr (kMax) {
-      next_row.line(next, i);
+      next_row_max.line(next, i);
       if (ahead != 0) __builtin_prefetch(static_cast<const char*>(next) + ahead + i * es);
     }
     const Pair e = exp_step(load_pair<In>(x, i));
@@ -208,9 +169,11 @@ float sweep(const void* x, float max, float* exps, int64_t n, const Scaled& prev
     _mm512_storeu_ps(exps + i + 16, e.b);
     acc0 = _mm512_add_ps(acc0, e.a);
     acc1 = _mm512_add_ps(acc1, e.b);
-    if constexpr (kStore) store_scaled<In, Out>(prev, i);
+    if constexpr (kStore)
+      store_pair<In, Out>(prev.y, i, {_mm512_mul_ps(_mm512_loadu_ps(prev.exps + i), prev.inv),
+                                      _mm512_mul_ps(_mm512_loadu_ps(prev.exps + i + 16), prev.inv)}, prev.stream);
   }
-  if constexpr (kMax) *next_max = next_row.finish(next, i, n, next_min);
+  if constexpr (kMax) *next_max = next_row_max.finish(next, i, n);
   for (int64_t j = i; j < n; j += 16) {
     const __mmask16 m = tail_mask(n - j);
     const __m512 e = _mm512_maskz_mov_ps(m, exp_step(load16(x, In, j, m)));
@@ -230,39 +193,38 @@ void softmax_rows(const char* x, int64_t xs, char* y, int64_t ys, int64_t rows, 
   static_assert(In == DType::bf16, "f32 rows take softmax_two_pass_avx512.cc");
   if (rows <= 0) return;
   constexpr int64_t es = 2;
-  float max, min;
+  float max;
   {  // pass 1 of row 0 alone
-    Bf16Range row;
+    Bf16Max row_max;
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
       prefetch_ahead(x, i * es);
       if (rows > 1) __builtin_prefetch(x + xs + i * es);
-      row.line(x, i);
+      row_max.line(x, i);
     }
-    max = row.finish(x, i, n, &min);
+    max = row_max.finish(x, i, n);
   }
   Scaled prev{};
   for (int64_t r = 0; r < rows; ++r) {
     float* exps = scratch + (r % 2) * n;
     const char* xr = x + r * xs;
     const char* next = x + (r + 1) * xs;
-    float next_max = 0, next_min = 0;
+    float next_max = 0;
     const bool first = r == 0, last = r + 1 == rows;
-    const int64_t ahead = r + 2 < rows ? xs : 0;
     float sum;
-    if (first && last) sum = sweep<In, Out, false, false>(xr, max, exps, n, prev, nullptr, nullptr, nullptr, 0);
-    else if (first) sum = sweep<In, Out, false, true>(xr, max, exps, n, prev, next, &next_max, &next_min, ahead);
-    else if (last) sum = sweep<In, Out, true, false>(xr, max, exps, n, prev, nullptr, nullptr, nullptr, 0);
-    else sum = sweep<In, Out, true, true>(xr, max, exps, n, prev, next, &next_max, &next_min, ahead);
+    if (first && last) sum = sweep<In, Out, false, false>(xr, max, exps, n, prev, nullptr, nullptr, 0);
+    else if (first) sum = sweep<In, Out, false, true>(xr, max, exps, n, prev, next, &next_max, r + 2 < rows ? xs : 0);
+    else if (last) sum = sweep<In, Out, true, false>(xr, max, exps, n, prev, nullptr, nullptr, 0);
+    else sum = sweep<In, Out, true, true>(xr, max, exps, n, prev, next, &next_max, r + 2 < rows ? xs : 0);
     char* yr = y + r * ys;
-    prev = {exps, yr, _mm512_set1_ps(1.0f / sum), stream && reinterpret_cast<uintptr_t>(yr) % 64 == 0,
-            outputs_normal<Out>(min, max, sum)};
+    prev = {exps, yr, _mm512_set1_ps(1.0f / sum), stream && reinterpret_cast<uintptr_t>(yr) % 64 == 0};
     max = next_max;
-    min = next_min;
   }
   // pass 3 of the last row alone
   int64_t i = 0;
-  for (; i + 32 <= n; i += 32) store_scaled<In, Out>(prev, i);
+  for (; i + 32 <= n; i += 32)
+    store_pair<In, Out>(prev.y, i, {_mm512_mul_ps(_mm512_loadu_ps(prev.exps + i), prev.inv),
+                                    _mm512_mul_ps(_mm512_loadu_ps(prev.exps + i + 16), prev.inv)}, prev.stream);
   for (; i < n; i += 16) {
     const __mmask16 m = tail_mask(n - i);
     store16_fast(prev.y, Out, i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, prev.exps + i), prev.inv));
