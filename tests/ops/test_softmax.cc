@@ -186,7 +186,7 @@ TEST(Softmax, WideExponentRangeMatchesFp64PerElement) {
 // chunks, hold the largest finite magnitudes (x - max overflows to -inf), fall, or carry NaN or
 // +inf in a later chunk, the second half of a step or the tail, must give the fp64 softmax per
 // element (NaN everywhere for NaN, +inf and all -inf rows), for lengths around the step and the
-// chunk, on the one-row (8 rows, and in place) and pipelined paths, with the same bits.
+// chunk, on the one-row (in place) and pipelined paths, with the same bits.
 TEST(Softmax, F32RowsRescaleTheirSums) {
   for_each_isa([] {
     for (int64_t n : {1, 15, 31, 32, 33, 255, 256, 257, 300, 1031})
