@@ -24,28 +24,50 @@ void softmax(const Tensor& x, const Tensor& y) {
   const int64_t n = x.shape(-1);
   if (x.numel() == 0) return;
   const int64_t rows = x.numel() / n;
-  auto kernel = active_isa() >= Isa::avx512 ? kernels::softmax_op_row_avx512 : kernels::softmax_row_scalar;
   const int64_t xs = n * int64_t(dtype_size(x.dtype())), ys = n * int64_t(dtype_size(y.dtype()));
   // In place, y's lines were just read: streaming them out gains nothing.
   const bool stream = x.data() != y.data() && should_stream(y.numel() * int64_t(dtype_size(y.dtype())));
-  // Out of place, the AVX-512 kernel pipelines a thread's rows (the read stream, the
-  // exponentials and the write stream of three rows at once): 4096 x 7168 bf16 4.2 -> 3.4 ms,
-  // f32 6.1 -> 5.5 ms at one thread (docs/perf/layer-ops.md, session 5). Decode-sized ranges
-  // (16 rows, hot in L2) ran ~5% slower that way, and in place keeps one row per call too.
+  // Out of place, the AVX-512 kernels pipeline a thread's rows (the read stream, the
+  // arithmetic and the write stream of neighbouring rows at once): 4096 x 7168 bf16 4.2 -> 3.4 ms
+  // at one thread (docs/perf/layer-ops.md, session 5). Decode-sized ranges (16 rows, hot in L2)
+  // ran ~5% slower that way, and in place keeps one row per call too.
   constexpr int64_t kMinPipelinedRows = 32;
-  const bool pipelined = active_isa() >= Isa::avx512 && x.data() != y.data();
+  const bool avx512 = active_isa() >= Isa::avx512;
+  const bool pipelined = avx512 && x.data() != y.data();
+  const char* xp = x.data_as<const char>();
+  char* yp = y.data_as<char>();
+  if (avx512 && x.dtype() == DType::f32) {
+    // f32 rows: two passes and no scratch (kernels/softmax.h; session 8: their scratch rows
+    // did not fit L1 beside the rows, and the three-pass kernel ran at compute + memory time).
+    // Pipelined from two rows on: with nothing to keep in L1 between the passes, decode-sized
+    // ranges gain too (cold, one thread: 16 rows 31 -> 25 us, 8 rows 14.5 -> 14.0).
+    parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
+      const float* xr = reinterpret_cast<const float*>(xp + r0 * xs);
+      if (pipelined && r1 - r0 >= 2) {
+        kernels::softmax_two_pass_rows_avx512(xr, xs, yp + r0 * ys, ys, y.dtype(), r1 - r0, n, stream);
+        return;
+      }
+      for (int64_t r = r0; r < r1; ++r)
+        kernels::softmax_two_pass_row_avx512(reinterpret_cast<const float*>(xp + r * xs), yp + r * ys, y.dtype(), n, stream);
+    });
+    return;
+  }
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     if (pipelined && r1 - r0 >= kMinPipelinedRows) {
       // once per thread, left uninitialised (every element is written before it is read)
       const auto scratch = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(2 * n));
-      kernels::softmax_rows_avx512(x.data_as<const char>() + r0 * xs, xs, x.dtype(), y.data_as<char>() + r0 * ys, ys,
-                                   y.dtype(), r1 - r0, n, scratch.get(), stream);
+      kernels::softmax_rows_avx512(reinterpret_cast<const uint16_t*>(xp + r0 * xs), xs, yp + r0 * ys, ys, y.dtype(), r1 - r0,
+                                   n, scratch.get(), stream);
       return;
     }
     const auto scratch = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(n));  // once per thread
-    for (int64_t r = r0; r < r1; ++r)
-      kernel(x.data_as<const char>() + r * xs, x.dtype(), y.data_as<char>() + r * ys, y.dtype(), n, scratch.get(),
-             stream);
+    for (int64_t r = r0; r < r1; ++r) {
+      if (avx512)
+        kernels::softmax_op_row_avx512(reinterpret_cast<const uint16_t*>(xp + r * xs), yp + r * ys, y.dtype(), n,
+                                       scratch.get(), stream);
+      else
+        kernels::softmax_row_scalar(xp + r * xs, x.dtype(), yp + r * ys, y.dtype(), n, scratch.get(), stream);
+    }
   });
 }
 

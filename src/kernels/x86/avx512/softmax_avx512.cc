@@ -4,46 +4,14 @@
 
 #include "kernels/softmax.h"
 #include "kernels/x86/avx512/pair_avx512.h"
+#include "kernels/x86/avx512/softmax_exp_avx512.h"
 
 namespace sol::kernels {
 
 namespace {
 
-// exp(d) for d = x - max <= 0 (or NaN), the softmax numerator. A 16-entry table in a register
-// turns the range reduction finer than exp_neg_in_range's: d = (k / 16) ln2 + s, |s| <= ln2 / 32,
-// exp(d) = 2^floor(k / 16) * 2^((k mod 16) / 16) * exp(s), so exp(s) needs only a cubic (Taylor,
-// 9e-9 relative on that interval) where the plain reduction needs degree 5: six operations on
-// the FMA pipes per vector instead of seven (those pipes also carry every 512-bit store, and
-// bound this loop by count), and a dependency chain ~10 cycles shorter (docs/perf/layer-ops.md,
-// session 7).
-//  - k / 16: one fma with the shifter 1.5 * 2^19 rounds d / ln2 to a multiple of 1/16 (its
-//    last ulp); subtracting the shifter gives k / 16 exactly, and the low 4 bits of the sum's
-//    bits are k mod 16, which is what vpermps reads as its index (no conversion).
-//  - s = d - (k / 16) ln2 by one fma with ln2 in f32 (relative error 2.7e-9 of the product,
-//    |k / 16| <= 150: < 3e-7 in the result, as exp_neg_in_range's reduction).
-//  - vscalefps applies 2^floor(k / 16) and saturates to 0 below the subnormals.
-// d is clamped to -104 first (exp(-104) rounds to 0 in f32), so -inf inputs give exactly 0
-// instead of meeting inf - inf (Zen 5 happens to return 0 for vscalefps(NaN, -inf) too, but
-// the ISA reference says NaN); the constant goes first so that a NaN d stays NaN (vmaxps
-// returns its second operand then).
-template <class V> [[gnu::always_inline]] inline V exp_of_nonpositive(V d) {
-  const __m512 table = _mm512_setr_ps(1.0f, 1.04427378242741384f, 1.09050773266525766f, 1.13878863475669165f,
-                                      1.18920711500272107f, 1.24185781207348405f, 1.29683955465100967f,
-                                      1.35425554693689273f, 1.41421356237309505f, 1.47682614593949931f,
-                                      1.54221082540794082f, 1.61049033194925431f, 1.68179283050742909f,
-                                      1.75625216037329948f, 1.83400808640934246f, 1.91520656139714729f);
-  d = each([](__m512 v) { return _mm512_max_ps(_mm512_set1_ps(-104.0f), v); }, d);
-  const V shifted = fmadd(d, splat<V>(1.44269504088896341f), splat<V>(786432.0f));  // 1.5 * 2^19
-  const V k16 = sub(shifted, splat<V>(786432.0f));
-  const V s = fmadd(k16, splat<V>(-0.693147182464599609375f), d);
-  const V t = each([&](__m512 v) { return _mm512_permutexvar_ps(_mm512_castps_si512(v), table); }, shifted);
-  V q = fmadd(splat<V>(0.166666671633720398f), s, splat<V>(0.5f));
-  q = fmadd(q, s, splat<V>(1.0f));
-  const V e = fmadd(mul(t, s), q, t);  // t exp(s) = t + t s q(s)
-  return each([](__m512 a, __m512 b) { return _mm512_scalef_ps(a, b); }, e, k16);
-}
-
-// kTableExp: exp_of_nonpositive (the softmax op's rows, same bits as softmax_rows); else
+// kTableExp: softmax_exp (the softmax op's rows, same bits as softmax_rows; its first-degree
+// form for bf16 outputs, within one ulp of them); else
 // pair_avx512.h's exp_neg_of_nonnegative on max - x, the bits route_softmax_lanes promises
 // (kernels/route.h).
 template <DType In, DType Out, bool kTableExp>
@@ -70,7 +38,7 @@ void softmax_row(const void* x, void* y, int64_t n, float* scratch, bool stream)
   // in a fixed order: the same for every output dtype and alignment.
   auto exp_step = [&](auto v) {
     using V = decltype(v);
-    if constexpr (kTableExp) return exp_of_nonpositive(sub(v, splat<V>(max)));
+    if constexpr (kTableExp) return softmax_exp<V, Out == DType::bf16>(sub(v, splat<V>(max)));
     else return exp_neg_of_nonnegative(sub(splat<V>(max), v));
   };
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
@@ -127,26 +95,44 @@ void softmax_row(const void* x, void* y, int64_t n, float* scratch, bool stream)
 // the read stream (pass 1) overlap instead of taking turns. Each pass does, per row, exactly
 // what softmax_row does (same steps, same partial sums in the same order): same bits.
 
-// Pass 1 over memory: the maximum (vmaxps drops NaN: a NaN, +inf or all -inf row needs no
-// test of its own, see softmax_row). bf16 lines are taken as even / odd elements.
-template <DType In, bool kPrefetch = true>
-[[gnu::always_inline]] inline void max_step(const void* x, int64_t i, __m512& mx0, __m512& mx1) {
-  constexpr int64_t es = In == DType::bf16 ? 2 : 4;
-  if constexpr (kPrefetch) {
-    prefetch_ahead(x, i * es);
-    if constexpr (es == 4) prefetch_ahead(x, i * es + 64);
+// Pass 1 over memory: the maximum of a bf16 row from its bit patterns, on the integer pipes
+// (the FADD pipes, which carry the exponential's adds and vscalefps, bind this loop; vmaxps and
+// the widening shift would take three of their slots per 32 elements). Read as signed 16-bit
+// integers the patterns order the non-negative numbers; read unsigned, the negative ones in
+// reverse. So the maximum is the signed maximum when that is >= 0 (+0 and up), else the
+// unsigned minimum (every number negative). A positive NaN or +inf wins the signed maximum and a
+// negative NaN reaches the sum through its own exponential: every output NaN, as with vmaxps
+// (see softmax_row); a row without NaN gets exactly vmaxps's maximum (up to the sign of 0).
+struct Bf16Max {
+  __m512i smax = _mm512_set1_epi16(int16_t(0x8000)), umin = _mm512_set1_epi16(-1);
+  [[gnu::always_inline]] void line(const void* x, int64_t i) {
+    const __m512i w = _mm512_loadu_si512(static_cast<const uint16_t*>(x) + i);
+    smax = _mm512_max_epi16(smax, w);
+    umin = _mm512_min_epu16(umin, w);
   }
-  const Pair v = load_pair<In>(x, i);
-  mx0 = _mm512_max_ps(mx0, v.a);
-  mx1 = _mm512_max_ps(mx1, v.b);
-}
-
-template <DType In>
-[[gnu::always_inline]] inline float max_tail(const void* x, int64_t i, int64_t n, __m512 mx0, __m512 mx1) {
-  const __m512 minus_inf = _mm512_set1_ps(-INFINITY);
-  for (; i < n; i += 16) mx0 = _mm512_max_ps(mx0, _mm512_mask_mov_ps(minus_inf, tail_mask(n - i), load16(x, In, i, tail_mask(n - i))));
-  return _mm512_reduce_max_ps(_mm512_max_ps(mx0, mx1));
-}
+  // Elements [i, n), fewer than 32, then the maximum.
+  [[gnu::always_inline]] float finish(const void* x, int64_t i, int64_t n) {
+    if (i < n) {
+      const __mmask32 m = n - i >= 32 ? ~__mmask32(0) : __mmask32((1u << (n - i)) - 1);
+      const __m512i w = _mm512_maskz_loadu_epi16(m, static_cast<const uint16_t*>(x) + i);
+      smax = _mm512_mask_max_epi16(smax, m, smax, w);
+      umin = _mm512_mask_min_epu16(umin, m, umin, w);
+    }
+    const __m256i s = _mm256_max_epi16(_mm512_castsi512_si256(smax), _mm512_extracti64x4_epi64(smax, 1));
+    const __m256i u = _mm256_min_epu16(_mm512_castsi512_si256(umin), _mm512_extracti64x4_epi64(umin, 1));
+    alignas(32) int16_t sw[16];
+    alignas(32) uint16_t uw[16];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(sw), s);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(uw), u);
+    int16_t smax_word = sw[0];
+    uint16_t umin_word = uw[0];
+    for (int k = 1; k < 16; ++k) {
+      smax_word = std::max(smax_word, sw[k]);
+      umin_word = std::min(umin_word, uw[k]);
+    }
+    return bf16_to_f32(smax_word >= 0 ? uint16_t(smax_word) : umin_word);
+  }
+};
 
 // One row's pass 3 state: its exponentials, 1 / sum and where its output goes.
 struct Scaled {
@@ -156,32 +142,26 @@ struct Scaled {
   bool stream;  // y starts on a 64-byte line and the output streams
 };
 
-// Where row r + 1's maximum is taken. bf16: inside the sweep, its lines read as they come in
-// (row r + 2 prefetched one line per step). f32 (twice the lines per element): the sweep only
-// prefetches row r + 1, and its maximum is taken after the sweep, from cache; f32 measured
-// 6.1 -> 5.5 ms that way and 6.8 inside the sweep, bf16 3.3-3.5 either way (session 5).
-template <int64_t es> constexpr bool kSplitMax = es == 4;
-
 // One sweep: pass 2 of row x (max known: exps into `exps`, returns the sum), with kStore pass 3
-// of `prev`, with kMax pass 1 of `next` (its maximum into *next_max; see kSplitMax). ahead:
-// bytes from `next` to the row after it (0: none), prefetched in the bf16 form.
+// of `prev`, with kMax pass 1 of `next` (its maximum into *next_max, its lines read as they
+// come in). ahead: bytes from `next` to the row after it (0: none), prefetched. (f32 rows, twice
+// the lines per element, take softmax_two_pass_avx512.cc instead: their scratch rows and the
+// rows around them do not fit L1, session 8.)
 template <DType In, DType Out, bool kStore, bool kMax>
 float sweep(const void* x, float max, float* exps, int64_t n, const Scaled& prev, const void* next, float* next_max,
             int64_t ahead) {
-  constexpr int64_t es = In == DType::bf16 ? 2 : 4;
+  static_assert(In == DType::bf16, "f32 rows take softmax_two_pass_avx512.cc");
+  constexpr int64_t es = 2;
   auto exp_step = [&](auto v) {
     using V = decltype(v);
-    return exp_of_nonpositive(sub(v, splat<V>(max)));
+    return softmax_exp<V, Out == DType::bf16>(sub(v, splat<V>(max)));
   };
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  __m512 mx0 = _mm512_set1_ps(-INFINITY), mx1 = mx0;
+  Bf16Max next_row_max;
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    if constexpr (kMax && kSplitMax<es>) {
-      __builtin_prefetch(static_cast<const char*>(next) + i * es);
-      __builtin_prefetch(static_cast<const char*>(next) + i * es + 64);
-    } else if constexpr (kMax) {
-      max_step<In, false>(next, i, mx0, mx1);
+    if constexpr (kMax) {
+      next_row_max.line(next, i);
       if (ahead != 0) __builtin_prefetch(static_cast<const char*>(next) + ahead + i * es);
     }
     const Pair e = exp_step(load_pair<In>(x, i));
@@ -193,11 +173,7 @@ float sweep(const void* x, float max, float* exps, int64_t n, const Scaled& prev
       store_pair<In, Out>(prev.y, i, {_mm512_mul_ps(_mm512_loadu_ps(prev.exps + i), prev.inv),
                                       _mm512_mul_ps(_mm512_loadu_ps(prev.exps + i + 16), prev.inv)}, prev.stream);
   }
-  if constexpr (kMax && kSplitMax<es>) {
-    int64_t k = 0;
-    for (; k + 32 <= n; k += 32) max_step<In, false>(next, k, mx0, mx1);
-    *next_max = max_tail<In>(next, k, n, mx0, mx1);
-  } else if constexpr (kMax) *next_max = max_tail<In>(next, i, n, mx0, mx1);
+  if constexpr (kMax) *next_max = next_row_max.finish(next, i, n);
   for (int64_t j = i; j < n; j += 16) {
     const __mmask16 m = tail_mask(n - j);
     const __m512 e = _mm512_maskz_mov_ps(m, exp_step(load16(x, In, j, m)));
@@ -214,20 +190,19 @@ float sweep(const void* x, float max, float* exps, int64_t n, const Scaled& prev
 
 template <DType In, DType Out>
 void softmax_rows(const char* x, int64_t xs, char* y, int64_t ys, int64_t rows, int64_t n, float* scratch, bool stream) {
+  static_assert(In == DType::bf16, "f32 rows take softmax_two_pass_avx512.cc");
   if (rows <= 0) return;
-  constexpr int64_t es = In == DType::bf16 ? 2 : 4;
+  constexpr int64_t es = 2;
   float max;
   {  // pass 1 of row 0 alone
-    __m512 mx0 = _mm512_set1_ps(-INFINITY), mx1 = mx0;
+    Bf16Max row_max;
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
-      max_step<In>(x, i, mx0, mx1);
-      if (rows > 1) {
-        __builtin_prefetch(x + xs + i * es);
-        if constexpr (es == 4) __builtin_prefetch(x + xs + i * es + 64);
-      }
+      prefetch_ahead(x, i * es);
+      if (rows > 1) __builtin_prefetch(x + xs + i * es);
+      row_max.line(x, i);
     }
-    max = max_tail<In>(x, i, n, mx0, mx1);
+    max = row_max.finish(x, i, n);
   }
   Scaled prev{};
   for (int64_t r = 0; r < rows; ++r) {
@@ -265,20 +240,21 @@ void softmax_row_avx512(const void* x, DType t, void* y, DType yt, int64_t n, fl
   with_dtypes(t, yt, [&]<DType In, DType Out>() { softmax_row<In, Out, false>(x, y, n, scratch, stream); });
 }
 
-void softmax_op_row_avx512(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch, bool stream) {
-  with_dtypes(t, yt, [&]<DType In, DType Out>() { softmax_row<In, Out, true>(x, y, n, scratch, stream); });
+void softmax_op_row_avx512(const uint16_t* x, void* y, DType yt, int64_t n, float* scratch, bool stream) {
+  if (yt == DType::bf16) softmax_row<DType::bf16, DType::bf16, true>(x, y, n, scratch, stream);
+  else softmax_row<DType::bf16, DType::f32, true>(x, y, n, scratch, stream);
 }
 
 }  // namespace sol::kernels
 
 namespace sol::kernels {
 
-void softmax_rows_avx512(const void* x, int64_t x_row_bytes, DType t, void* y, int64_t y_row_bytes, DType yt, int64_t rows,
+void softmax_rows_avx512(const uint16_t* x, int64_t x_row_bytes, void* y, int64_t y_row_bytes, DType yt, int64_t rows,
                          int64_t n, float* scratch, bool stream) {
-  with_dtypes(t, yt, [&]<DType In, DType Out>() {
-    softmax_rows<In, Out>(static_cast<const char*>(x), x_row_bytes, static_cast<char*>(y), y_row_bytes, rows, n, scratch,
-                          stream);
-  });
+  const char* xc = reinterpret_cast<const char*>(x);
+  char* yc = static_cast<char*>(y);
+  if (yt == DType::bf16) softmax_rows<DType::bf16, DType::bf16>(xc, x_row_bytes, yc, y_row_bytes, rows, n, scratch, stream);
+  else softmax_rows<DType::bf16, DType::f32>(xc, x_row_bytes, yc, y_row_bytes, rows, n, scratch, stream);
 }
 
 }  // namespace sol::kernels
