@@ -30,6 +30,23 @@ template <DType T>
   for (int l = 0; l < int(kBytes<T>); ++l) _mm_prefetch(c + 64 * l, _MM_HINT_T0);
 }
 
+// The output loops that sum the next row's statistics (write_row_bf16x32_next) also request
+// that row into L2 this far ahead. Those loops touch each row twice (summed from DRAM, then
+// read again one row later for the output), so the row being written, the row being summed,
+// the weight and the L1 look-ahead (~50 KiB) overflow the 48 KiB L1 and the output's loads
+// miss it; an L1 miss waits for a miss buffer, and the T0 look-ahead holds those for a DRAM
+// latency when its lines are not in L2 yet. With the lines already on their way to L2, the T0
+// requests finish at L2 latency (probe, session 8: -4 to -16% on 4096 x 7168 rmsnorm, one
+// thread, at 12-16 KiB; `sol bench`: 16 KiB the better for rmsnorm, the two alike for
+// layernorm; T1 instead of T0, session 7, lost).
+constexpr int64_t kL2PrefetchBytes = 16384;
+
+template <DType T>
+[[gnu::always_inline]] inline void prefetch64_l2(const void* p, int64_t i) {
+  const char* c = static_cast<const char*>(p) + i * kBytes<T> + kL2PrefetchBytes;
+  for (int l = 0; l < int(kBytes<T>); ++l) _mm_prefetch(c + 64 * l, _MM_HINT_T1);
+}
+
 // Sum of the 64 partial sums in the scalar path's order: lane k of (a0 + a1) + (a2 + a3), then
 // the 16 lanes one after another.
 float combine(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
@@ -386,6 +403,7 @@ template <class Value32, class Block>
   if (head > 0) _mm512_mask_storeu_epi16(y, mask32(head), g(0, mask32(head)));
   int64_t i = head, s = 0;  // s = i - head <= i: a whole block of xn exists while i + 64 <= n
   auto block = [&](int64_t at) __attribute__((always_inline)) {
+    prefetch64_l2<DType::bf16>(xn, at);
     prefetch64<DType::bf16>(xn, at);
     const __m512i z0 = _mm512_loadu_si512(xn + at), z1 = _mm512_loadu_si512(xn + at + 32);
     f(even_of(z0), odd_of(z0), even_of(z1), odd_of(z1), Lanes4{0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF});
