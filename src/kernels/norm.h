@@ -40,9 +40,11 @@ void rms_apply_bf16w_avx512(const uint16_t* x, float inv, const uint16_t* w, uin
                             const NextRows& next = {});
 
 // rms_apply_bf16w, returning sum_squares of the next row x_next (n elements) taken in the same
-// loop (bit for bit sum_squares_avx512's result).
+// loop (bit for bit sum_squares_avx512's result). x_next is requested ahead of the loop (into
+// L2 and L1), up to ahead_bytes past its end: the bytes of the caller's following rows when
+// they follow x_next contiguously, 0 when none do.
 float rms_apply_bf16w_next_avx512(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
-                                  const uint16_t* x_next);
+                                  const uint16_t* x_next, int64_t ahead_bytes = 0);
 
 // rms_apply to a bf16 row (no streaming: the row is for the fused quantization, in L1), also
 // giving the largest |y| of each group of `group` elements (n and group multiples of 32) as 32
@@ -85,10 +87,11 @@ void layernorm_apply_packed_avx512(const void* x, DType xt, float shift, float d
 void layernorm_apply_bf16w_avx512(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
                                   const uint16_t* b, uint16_t* y, int64_t n, bool stream, const NextRows& next = {});
 // layernorm_apply_bf16w, also giving shifted_sums of the next row x_next around shift_next,
-// taken in the same loop (bit for bit shifted_sums_avx512's results).
+// taken in the same loop (bit for bit shifted_sums_avx512's results); ahead_bytes as for
+// rms_apply_bf16w_next.
 void layernorm_apply_bf16w_next_avx512(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
                                        const uint16_t* b, uint16_t* y, int64_t n, bool stream, const uint16_t* x_next,
-                                       float shift_next, float* sum_d, float* sum_d2);
+                                       float shift_next, float* sum_d, float* sum_d2, int64_t ahead_bytes = 0);
 // out[i] = hi[i] << 16 | lo[i].
 void pack_bf16_pairs_avx512(const uint16_t* hi, const uint16_t* lo, uint32_t* out, int64_t n);
 

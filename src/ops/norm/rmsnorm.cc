@@ -69,6 +69,13 @@ kernels::NextRows next_rows(bool mine, const Tensor& x, int64_t r, const Tensor*
   return n;
 }
 
+// The bytes of this thread's rows after row r (up to r1) when they follow row r contiguously,
+// else 0: how far past row r a kernel may request rows ahead.
+int64_t rows_after(const Tensor& x, int64_t r, int64_t r1) {
+  const int64_t row_bytes = x.shape(1) * int64_t(dtype_size(x.dtype()));
+  return x.stride(0) == x.shape(1) ? (r1 - r - 1) * row_bytes : 0;
+}
+
 float inverse_rms(float sum_squares, int64_t n, float eps) {
   return 1.0f / std::sqrt(sum_squares / float(n) + eps);
 }
@@ -148,7 +155,8 @@ void rmsnorm(const Tensor& x, const Tensor& weight, const Tensor& y, const NormO
       float ss = kernels::sum_squares_avx512(xrow(r0), DType::bf16, h);
       for (int64_t r = r0; r + 1 < r1; ++r)  // row r's output and row r + 1's statistics in one loop
         ss = kernels::rms_apply_bf16w_next_avx512(xrow(r), inverse_rms(ss, h, opt.eps), w,
-                                                  reinterpret_cast<uint16_t*>(row(y, r)), h, stream, xrow(r + 1));
+                                                  reinterpret_cast<uint16_t*>(row(y, r)), h, stream, xrow(r + 1),
+                                                  rows_after(x, r + 1, r1));
       kernels::rms_apply_bf16w_avx512(xrow(r1 - 1), inverse_rms(ss, h, opt.eps), w,
                                       reinterpret_cast<uint16_t*>(row(y, r1 - 1)), h, stream);
       if (stream) kernels::stream_fence_avx512();
@@ -255,7 +263,7 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
         const float shift = layer_shift(xrow(r + 1), DType::bf16, h, kernels::sum_avx512);
         float sd, sd2;
         kernels::layernorm_apply_bf16w_next_avx512(xrow(r), st.shift, st.dm_inv, st.inv, w, b, yrow(r), h, stream,
-                                                   xrow(r + 1), shift, &sd, &sd2);
+                                                   xrow(r + 1), shift, &sd, &sd2, rows_after(x, r + 1, r1));
         st = finish_layer_stats(shift, sd, sd2, h, opt.eps);
       }
       kernels::layernorm_apply_bf16w_avx512(xrow(r1 - 1), st.shift, st.dm_inv, st.inv, w, b, yrow(r1 - 1), h, stream);

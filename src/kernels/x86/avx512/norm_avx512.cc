@@ -30,6 +30,23 @@ template <DType T>
   for (int l = 0; l < int(kBytes<T>); ++l) _mm_prefetch(c + 64 * l, _MM_HINT_T0);
 }
 
+// The output loops that sum the next row's statistics (write_row_bf16x32_next) also request
+// that row into L2 this far ahead. Those loops touch each row twice (summed from DRAM, then
+// read again one row later for the output), so the row being written, the row being summed,
+// the weight and the L1 look-ahead (~50 KiB) overflow the 48 KiB L1 and the output's loads
+// miss it; an L1 miss waits for a miss buffer, and the T0 look-ahead holds those for a DRAM
+// latency when its lines are not in L2 yet. With the lines already on their way to L2, the T0
+// requests finish at L2 latency (probe, session 8: -4 to -16% on 4096 x 7168 rmsnorm, one
+// thread, at 12-16 KiB; `sol bench`: 16 KiB the better for rmsnorm, the two alike for
+// layernorm; T1 instead of T0, session 7, lost).
+constexpr int64_t kL2PrefetchBytes = 16384;
+
+template <DType T>
+[[gnu::always_inline]] inline void prefetch64_l2(const void* p, int64_t i) {
+  const char* c = static_cast<const char*>(p) + i * kBytes<T> + kL2PrefetchBytes;
+  for (int l = 0; l < int(kBytes<T>); ++l) _mm_prefetch(c + 64 * l, _MM_HINT_T1);
+}
+
 // Sum of the 64 partial sums in the scalar path's order: lane k of (a0 + a1) + (a2 + a3), then
 // the 16 lanes one after another.
 float combine(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
@@ -379,23 +396,36 @@ template <class F>
 // pass that runs from L1; xn is prefetched kPrefetchBytes ahead as the statistics passes do.
 template <class Value32, class Block>
 [[gnu::always_inline]] inline void write_row_bf16x32_next(uint16_t* y, int64_t n, bool stream, Value32&& g,
-                                                          const uint16_t* xn, Block&& f) {
+                                                          const uint16_t* xn, int64_t ahead_bytes, Block&& f) {
   int64_t head = stream ? elements_to_line(y, DType::bf16) : 0;
   if (head < 0) head = 0, stream = false;
   head = std::min(head, n);
   if (head > 0) _mm512_mask_storeu_epi16(y, mask32(head), g(0, mask32(head)));
-  int64_t i = head, s = 0;  // s = i - head <= i: a whole block of xn exists while i + 64 <= n
+  int64_t i = head, s = 0;  // s <= i - head: a whole block of xn exists at s in both loops
+  // Look-ahead stops where the caller's rows do. The L2 look-ahead is for the streaming case
+  // (outputs past half the LLC), where the L1 miss buffers bind; a 16-row call (cold rows, y
+  // kept in cache) ran 3-4% slower with it.
+  const int64_t l2_until = stream ? 2 * n + ahead_bytes - kL2PrefetchBytes : INT64_MIN;
+  const int64_t l1_until = 2 * n + ahead_bytes - kPrefetchBytes;
   auto block = [&](int64_t at) __attribute__((always_inline)) {
-    prefetch64<DType::bf16>(xn, at);
+    if (2 * at < l2_until) prefetch64_l2<DType::bf16>(xn, at);
+    if (2 * at < l1_until) prefetch64<DType::bf16>(xn, at);
     const __m512i z0 = _mm512_loadu_si512(xn + at), z1 = _mm512_loadu_si512(xn + at + 32);
     f(even_of(z0), odd_of(z0), even_of(z1), odd_of(z1), Lanes4{0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF});
   };
   if (stream) {
-    for (; i + 64 <= n; i += 64, s += 64) {
+    // The output's whole blocks from the last to the first, while the statistics go forward:
+    // the lines of this row that the previous row's loop summed last are read back first, so
+    // half the row comes back within half a row's traffic instead of all of it at a whole
+    // row's, past what L1 holds (probe, session 8: -3 to -5% on 4096 x 7168, one thread).
+    const int64_t blocks = (n - head) / 64;
+    for (int64_t k = blocks - 1; k >= 0; --k, s += 64) {
       block(s);
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(y + i), g(i, ~__mmask32(0)));
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(y + i + 32), g(i + 32, ~__mmask32(0)));
+      const int64_t j = head + 64 * k;
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(y + j + 32), g(j + 32, ~__mmask32(0)));
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(y + j), g(j, ~__mmask32(0)));
     }
+    i = head + 64 * blocks;
   } else {
     for (; i + 64 <= n; i += 64, s += 64) {
       block(s);
@@ -409,7 +439,7 @@ template <class Value32, class Block>
 
 // rms_apply_bf16w for row r, returning row r + 1's sum of squares (sum_squares_bf16's bits).
 float rms_apply_bf16w_next(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
-                           const uint16_t* xn) {
+                           const uint16_t* xn, int64_t ahead_bytes) {
   const __m512 iv = _mm512_set1_ps(inv);
   auto g = [&](int64_t j, __mmask32 m) __attribute__((always_inline)) {
     const __m512i zx = _mm512_maskz_loadu_epi16(m, x + j), zw = _mm512_maskz_loadu_epi16(m, w + j);
@@ -417,7 +447,7 @@ float rms_apply_bf16w_next(const uint16_t* x, float inv, const uint16_t* w, uint
                                   _mm512_mul_ps(_mm512_mul_ps(odd_of(zx), iv), odd_of(zw)));
   };
   Reduce4<AddSquare> acc;
-  write_row_bf16x32_next(y, n, stream, g, xn,
+  write_row_bf16x32_next(y, n, stream, g, xn, ahead_bytes,
                          [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4 m)
                              __attribute__((always_inline)) { acc(e0, o0, e1, o1, m); });
   return acc.result();
@@ -450,10 +480,10 @@ void layernorm_apply_bf16w(const uint16_t* x, float shift, float dm_inv, float i
 // bits) taken in the same loop.
 void layernorm_apply_bf16w_next(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
                                 const uint16_t* b, uint16_t* y, int64_t n, bool stream, const uint16_t* xn,
-                                float shift_n, float* sum_d, float* sum_d2) {
+                                float shift_n, float* sum_d, float* sum_d2, int64_t ahead_bytes) {
   const auto g = layernorm_out_bf16w(x, shift, dm_inv, inv, w, b);
   ShiftedSums4 acc(shift_n);
-  write_row_bf16x32_next(y, n, stream, g, xn,
+  write_row_bf16x32_next(y, n, stream, g, xn, ahead_bytes,
                          [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4 m)
                              __attribute__((always_inline)) { acc(e0, o0, e1, o1, m); });
   acc.result(sum_d, sum_d2);
@@ -583,8 +613,8 @@ void rms_apply_bf16w_avx512(const uint16_t* x, float inv, const uint16_t* w, uin
 }
 
 float rms_apply_bf16w_next_avx512(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
-                                  const uint16_t* x_next) {
-  return rms_apply_bf16w_next(x, inv, w, y, n, stream, x_next);
+                                  const uint16_t* x_next, int64_t ahead_bytes) {
+  return rms_apply_bf16w_next(x, inv, w, y, n, stream, x_next, ahead_bytes);
 }
 
 void layernorm_apply_bf16w_avx512(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
@@ -594,8 +624,9 @@ void layernorm_apply_bf16w_avx512(const uint16_t* x, float shift, float dm_inv, 
 
 void layernorm_apply_bf16w_next_avx512(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
                                        const uint16_t* b, uint16_t* y, int64_t n, bool stream, const uint16_t* x_next,
-                                       float shift_next, float* sum_d, float* sum_d2) {
-  layernorm_apply_bf16w_next(x, shift, dm_inv, inv, w, b, y, n, stream, x_next, shift_next, sum_d, sum_d2);
+                                       float shift_next, float* sum_d, float* sum_d2, int64_t ahead_bytes) {
+  layernorm_apply_bf16w_next(x, shift, dm_inv, inv, w, b, y, n, stream, x_next, shift_next, sum_d, sum_d2,
+                             ahead_bytes);
 }
 
 void rms_apply_bf16_amax_avx512(const void* x, DType xt, float inv, const float* w, uint16_t* y, int64_t n,
