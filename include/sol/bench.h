@@ -40,6 +40,11 @@ struct BenchRecord {
   double ceiling_paired = 0;           // raw units/s, 0 when not paired
   double ceiling_cached = 0;
   double sol_pct_cached = 0;           // the same time against the cached ceiling
+  // The largest ratio between a paired ceiling's two measurements, before and after the timed
+  // runs (1: none moved, or nothing paired). This guest's two-thread memory flips between two
+  // states ~2x apart within minutes; above kCeilingMovedLimit the op may have been timed in the
+  // other state than the ceiling kept, and its SOL% is marked as uncertain.
+  double ceiling_moved = 1;
   std::optional<CheckResult> check;
   // The same op at fewer rows (OpInfo::rows_param), its data kept in cache (one input set, not
   // rotated), timed with the same clock and held to the same ceilings: the SOL% the op's code
@@ -71,6 +76,13 @@ struct PreparedCase {
 std::vector<Unit> units_to_pair(const Cost& cost, Unit bound_unit);
 
 PreparedCase prepare_case(const OpInfo& op, const OpParams& params, bool cold);
+
+// How far a paired ceiling moved between its measurements before and after an op (>= 1), and
+// the ratio above which a record's SOL% is marked uncertain (`~` in tables, "ceiling_moved" in
+// JSON): twice the spread of one state's repeated measurements (~10%), well under the two
+// states' 2x.
+double ceiling_move(double before, double after);
+inline constexpr double kCeilingMovedLimit = 1.2;
 
 // The rows of the in-cache run for a case of `rows` rows moving `bytes`: cut so that its bytes
 // are at most half of L2 per thread (l2_bytes per core), at least one row per thread, never

@@ -79,6 +79,11 @@ std::vector<Unit> units_to_pair(const Cost& c, Unit bound_unit) {
   return units;
 }
 
+double ceiling_move(double before, double after) {
+  if (before <= 0 || after <= 0) return 1;  // a unit not measured here moved nowhere
+  return std::max(before, after) / std::min(before, after);
+}
+
 int64_t in_cache_rows(int64_t rows, double bytes, int threads, long l2_bytes) {
   check(rows >= 0 && bytes >= 0 && threads >= 1 && l2_bytes > 0, "in_cache_rows", "rows = ", rows, ", bytes = ",
         bytes, ", threads = ", threads, ", l2_bytes = ", l2_bytes, ": none may be negative, threads and L2 >= 1");
@@ -138,7 +143,11 @@ BenchRecord bench_prepared(const OpInfo& op, PreparedCase& p, const MachineProfi
     for (Unit u : units_to_pair(r.cost, cached_bound)) paired.push_back({u, measure_now(u, threads)});
   r.timing = time_runs([&](int set) { c->run(set); }, topt);
   // A ceiling is a maximum: the better of the two pairings is the closer estimate of it.
-  for (PairedCeiling& pc : paired) pc.value = std::max(pc.value, measure_now(pc.unit, threads));
+  for (PairedCeiling& pc : paired) {
+    const double after = measure_now(pc.unit, threads);
+    r.ceiling_moved = std::max(r.ceiling_moved, ceiling_move(pc.value, after));
+    pc.value = std::max(pc.value, after);
+  }
 
   r.floor = floor_with(r.cost, machine, threads, paired);
   // The unit that bounds the floor taken with the paired ceilings (it may differ from the

@@ -34,6 +34,7 @@ std::string bench_record_json(const BenchRecord& r) {
       {"ceiling_cached", r.ceiling_cached},
       {"sol_pct_cached", r.sol_pct_cached},
       {"sol_over_100", r.sol_pct > 100.0},  // the ceiling under it must be wrong
+      {"ceiling_moved", r.ceiling_moved},   // > kCeilingMovedLimit: SOL% uncertain
       {"in_cache_shape", r.in_cache_shape},  // "" and zeros: not measured
       {"in_cache_s", r.in_cache_s},
       {"in_cache_sol_pct", r.in_cache_sol_pct},

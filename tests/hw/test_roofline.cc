@@ -93,6 +93,21 @@ TEST(Bench, PairsEveryMemoryTermOfASplitCost) {
             (V{Unit::fma_f32, Unit::mem_copy, Unit::mem_read, Unit::mem_write}));
 }
 
+// How far a paired ceiling moved between its two measurements beside an op: the same either
+// way round, 1 for a unit not measured; a record is marked uncertain above the limit, which
+// lies between one state's spread (~10%) and the two-thread states' 2x.
+TEST(Bench, CeilingMoveIsASymmetricRatio) {
+  EXPECT_DOUBLE_EQ(ceiling_move(60e9, 60e9), 1.0);
+  EXPECT_DOUBLE_EQ(ceiling_move(60e9, 120e9), 2.0);
+  EXPECT_DOUBLE_EQ(ceiling_move(120e9, 60e9), 2.0);
+  EXPECT_DOUBLE_EQ(ceiling_move(0, 60e9), 1.0);
+  EXPECT_DOUBLE_EQ(ceiling_move(60e9, 0), 1.0);
+  EXPECT_GT(kCeilingMovedLimit, 1.1);
+  EXPECT_LT(kCeilingMovedLimit, 2.0);
+  EXPECT_GT(ceiling_move(60e9, 123e9), kCeilingMovedLimit);
+  EXPECT_LT(ceiling_move(60e9, 63e9), kCeilingMovedLimit);
+}
+
 TEST(Timing, MedianOfRunsAndSetRotation) {
   int calls = 0, sets_seen = 0;
   TimingOptions opt;

@@ -66,6 +66,7 @@ TEST(BenchInCache, MemoryBoundOpRunsSmallerAndIsHeldToItsOwnFloor) {
   const OpParams params = resolve_params(op, {{"tokens", "2048"}, {"hidden", "1024"}});
   const BenchRecord r = bench_quick(op, params, m, quick_options());
   ASSERT_EQ(r.floor.bound, Bound::memory);
+  EXPECT_EQ(r.ceiling_moved, 1.0);  // nothing paired, nothing moved
   ASSERT_GT(r.in_cache_s, 0);
   const int64_t rows = in_cache_rows(2048, r.cost.bytes, 1, std::max(cpu_features().l2_bytes, 256L << 10));
   ASSERT_LT(rows, 2048);

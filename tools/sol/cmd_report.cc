@@ -56,7 +56,10 @@ std::string markdown(const MachineProfile& m, const std::vector<BenchRecord>& re
                      r.op, r.shape, r.dtype, r.threads, r.timing.median_s * 1e3, r.tflops, r.gbps,
                      bound_name(r.floor.bound), unit_name(r.ceiling_unit), r.ceiling_paired / sc,
                      r.ceiling_cached / sc, unit_label(r.ceiling_unit), r.sol_pct,
-                     sol_over_limit(r) ? " **(>100%: ceiling wrong)**" : "", r.sol_pct_cached, in_cache,
+                     sol_over_limit(r)     ? " **(>100%: ceiling wrong)**"
+                     : ceiling_unsteady(r) ? fmt::format(" (uncertain: the ceiling moved {:.2f}x)", r.ceiling_moved)
+                                           : "",
+                     r.sol_pct_cached, in_cache,
                      !r.check ? "-" : r.check->pass ? "ok" : "**FAIL** " + r.check->detail);
   }
   s += "\n![roofline](roofline.svg)\n";

@@ -5,6 +5,7 @@
 namespace sol::cli {
 
 bool sol_over_limit(const BenchRecord& r) { return r.sol_pct > 100.0; }
+bool ceiling_unsteady(const BenchRecord& r) { return r.ceiling_moved > kCeilingMovedLimit; }
 
 nlohmann::json record_json(const BenchRecord& r) { return nlohmann::json::parse(bench_record_json(r)); }
 
@@ -12,16 +13,21 @@ std::string records_table(const std::vector<BenchRecord>& records) {
   std::string out = fmt::format("{:<8} {:<18} {:<14} {:>3} {:>11} {:>9} {:>8} {:<8} {:>7} {:>9} {:<6}\n",
                                 "op", "shape", "dtype", "thr", "median", "TFLOP/s", "GB/s",
                                 "bound", "SOL%", "in-cache%", "check");
-  bool any_in_cache = false;
+  bool any_in_cache = false, any_unsteady = false;
   for (const auto& r : records) {
     std::string check = !r.check ? "-" : r.check->pass ? "ok" : "FAIL";
-    std::string sol = fmt::format("{:.1f}{}", r.sol_pct, sol_over_limit(r) ? "!!" : "");
+    std::string sol = fmt::format("{:.1f}{}", r.sol_pct, sol_over_limit(r) ? "!!" : ceiling_unsteady(r) ? "~" : "");
+    any_unsteady |= ceiling_unsteady(r);
     std::string in_cache = r.in_cache_s > 0 ? fmt::format("{:.1f}", r.in_cache_sol_pct) : "-";
     any_in_cache |= r.in_cache_s > 0;
     out += fmt::format("{:<8} {:<18} {:<14} {:>3} {:>9.3f}ms {:>9.3f} {:>8.1f} {:<8} {:>7} {:>9} {:<6}\n",
                        r.op, r.shape, r.dtype, r.threads, r.timing.median_s * 1e3, r.tflops, r.gbps,
                        bound_name(r.floor.bound), sol, in_cache, check);
   }
+  if (any_unsteady)
+    out += fmt::format("~: a paired ceiling moved by more than {:.0f}% between its measurements before and after the "
+                       "op (the machine's memory state changed): that SOL% is uncertain, run it again\n",
+                       (kCeilingMovedLimit - 1) * 100);
   if (any_in_cache)
     out += "in-cache%: the SOL% of the same op shrunk to fit in L2 and run hot, against the same floor: far above "
            "SOL%, memory holds the op back; near it or below the target, its instructions do\n";
