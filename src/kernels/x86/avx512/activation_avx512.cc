@@ -186,19 +186,8 @@ namespace {
 
 // The step (32 elements at i) and single (16 at i, lanes m) of one silu-mul row, as lambdas.
 // kBf16Out: the bf16-output kernel (silu_times_bf16).
-// With a streamed output (rows past half the LLC) the step also requests its streams into L2
-// (T1) this far ahead, beside the T0 look-ahead at kPrefetchBytes: one thread's rows then wait
-// on L1 miss buffers that T0 requests hold for a whole DRAM latency (the norms' finding, session
-// 8). Past the gate's end the gate stream's request goes to the next row's up half, as the T0
-// one does; the up stream's runs on into the next row's gate when rows are contiguous.
-constexpr int64_t kL2AheadBytes = 16384;
-[[gnu::always_inline]] inline void prefetch_l2(const void* p, int64_t offset) {
-  _mm_prefetch(static_cast<const char*>(p) + offset, _MM_HINT_T1);
-}
-
 template <DType In, bool kBf16Out>
-[[gnu::always_inline]] inline auto silu_mul_row(const void* g, const void* u, int64_t n, const void* next_u,
-                                                bool l2_ahead = false) {
+[[gnu::always_inline]] inline auto silu_mul_row(const void* g, const void* u, int64_t n, const void* next_u) {
   constexpr int64_t es = In == DType::bf16 ? 2 : 4;
   auto f = [](auto gv, auto uv) __attribute__((always_inline)) {
     if constexpr (kBf16Out) return silu_times_bf16(gv, uv);
@@ -211,14 +200,6 @@ template <DType In, bool kBf16Out>
     else prefetch_ahead(next_u, (i - n) * es);  // g's prefetch would land in u, fetched already
     prefetch_ahead(u, i * es);
     if constexpr (es == 4) prefetch_ahead(g, i * es + 64), prefetch_ahead(u, i * es + 64);
-    if (l2_ahead) {
-      for (int64_t l = 0; l < es / 2; ++l) {
-        const int64_t at = i * es + 64 * l + kL2AheadBytes;
-        if (at < n * es) prefetch_l2(g, at);
-        else if (next_u != nullptr) prefetch_l2(next_u, at - n * es);
-        prefetch_l2(u, at);
-      }
-    }
     return f(load_pair<In>(g, i), load_pair<In>(u, i));
   };
   auto single = [=](int64_t i, __mmask16 m) { return f(load16(g, In, i, m), load16(u, In, i, m)); };
@@ -364,15 +345,15 @@ bool silu_mul_quant_row_avx512(const void* g, const void* u, DType t, int64_t n,
 void silu_mul_avx512(const void* g, const void* u, DType t, void* y, DType yt, int64_t n, bool stream,
                      const void* next_u) {
   with_dtypes(t, yt, [&]<DType In, DType Out>() {
-    auto [step, single] = silu_mul_row<In, Out == DType::bf16>(g, u, n, next_u, stream);
+    auto [step, single] = silu_mul_row<In, Out == DType::bf16>(g, u, n, next_u);
     map_row_pairs<In, Out>(y, n, stream, step, single);
   });
 }
 
 void silu_mul2_avx512(const SiluMulRow& a, const SiluMulRow& b, DType t, DType yt, int64_t n, bool stream) {
   with_dtypes(t, yt, [&]<DType In, DType Out>() {
-    auto [step_a, single_a] = silu_mul_row<In, Out == DType::bf16>(a.g, a.u, n, a.next_u, stream);
-    auto [step_b, single_b] = silu_mul_row<In, Out == DType::bf16>(b.g, b.u, n, b.next_u, stream);
+    auto [step_a, single_a] = silu_mul_row<In, Out == DType::bf16>(a.g, a.u, n, a.next_u);
+    auto [step_b, single_b] = silu_mul_row<In, Out == DType::bf16>(b.g, b.u, n, b.next_u);
     map_two_rows_pairs<In, Out>(a.y, b.y, n, stream, step_a, single_a, step_b, single_b);
   });
 }
