@@ -49,14 +49,15 @@ void time_in_cache(const OpInfo& op, const OpParams& params, const MachineProfil
   const long l2 = std::max(cpu_features().l2_bytes, 256L << 10);  // unknown L2: assume a small one
   small.set(op.rows_param, std::to_string(in_cache_rows(rows, r.cost.bytes, threads, l2)));
   std::unique_ptr<OpCase> c = op.make(small, 0);
+  const Cost cost = c->cost();
   // Bytes that do not shrink with the rows (padding to an alignment, a fixed table) can leave
   // the small case larger than the caches: its time would not be an in-cache time.
-  if (c->cost().bytes > double(threads) * double(l2)) return;
+  if (cost.bytes > double(threads) * double(l2)) return;
   timing.input_sets = 1;
   const Timing t = time_runs([&](int) { c->run(0); }, timing);
   r.in_cache_shape = c->shape();
   r.in_cache_s = t.median_s;
-  r.in_cache_sol_pct = sol_percent(floor_with(c->cost(), machine, threads, paired), t.median_s);
+  r.in_cache_sol_pct = sol_percent(floor_with(cost, machine, threads, paired), t.median_s);
 }
 
 }  // namespace

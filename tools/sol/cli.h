@@ -26,6 +26,7 @@ std::string records_table(const std::vector<BenchRecord>& records);
 // "!!" marker and warning for a SOL% above 100: the ceiling under it must be wrong.
 bool sol_over_limit(const BenchRecord& r);
 bool ceiling_unsteady(const BenchRecord& r);  // a paired ceiling moved more than kCeilingMovedLimit
+bool in_cache_measured(const BenchRecord& r);  // the record carries an in-cache SOL%
 
 // The profile from the cache, or measured now with progress on stderr.
 MachineProfile machine_for_cli(bool remeasure, bool quiet);

@@ -51,7 +51,7 @@ std::string markdown(const MachineProfile& m, const std::vector<BenchRecord>& re
        "|---|---|---|---:|---:|---:|---:|---|---|---:|---:|---|---|\n";
   for (const auto& r : records) {
     double sc = unit_display_scale(r.ceiling_unit);
-    std::string in_cache = r.in_cache_s > 0 ? fmt::format("{:.1f} ({})", r.in_cache_sol_pct, r.in_cache_shape) : "-";
+    std::string in_cache = in_cache_measured(r) ? fmt::format("{:.1f} ({})", r.in_cache_sol_pct, r.in_cache_shape) : "-";
     s += fmt::format("| {} | {} | {} | {} | {:.3f} ms | {:.3f} | {:.1f} | {} | {} {:.1f} / {:.1f} {} | {:.1f}{} | {:.1f} | {} | {} |\n",
                      r.op, r.shape, r.dtype, r.threads, r.timing.median_s * 1e3, r.tflops, r.gbps,
                      bound_name(r.floor.bound), unit_name(r.ceiling_unit), r.ceiling_paired / sc,
@@ -105,7 +105,7 @@ void add_report(CLI::App& app, int& exit_code) {
         BenchRecord r = bench_prepared(*c.op, prepared, machine, opt);
         fmt::print(stderr, "{} {} t{}: {:.3f} ms, {:.1f}% SOL{}{} ({:.1f} s)\n", r.shape, r.dtype, r.threads,
                    r.timing.median_s * 1e3, r.sol_pct,
-                   r.in_cache_s > 0 ? fmt::format(", in cache {:.1f}%", r.in_cache_sol_pct) : "",
+                   in_cache_measured(r) ? fmt::format(", in cache {:.1f}%", r.in_cache_sol_pct) : "",
                    r.check && !r.check->pass ? "  CHECK FAILED" : "", now_seconds() - started);
         failed |= r.check && !r.check->pass;
         records.push_back(std::move(r));

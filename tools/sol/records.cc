@@ -6,6 +6,7 @@ namespace sol::cli {
 
 bool sol_over_limit(const BenchRecord& r) { return r.sol_pct > 100.0; }
 bool ceiling_unsteady(const BenchRecord& r) { return r.ceiling_moved > kCeilingMovedLimit; }
+bool in_cache_measured(const BenchRecord& r) { return r.in_cache_s > 0; }
 
 nlohmann::json record_json(const BenchRecord& r) { return nlohmann::json::parse(bench_record_json(r)); }
 
@@ -18,8 +19,8 @@ std::string records_table(const std::vector<BenchRecord>& records) {
     std::string check = !r.check ? "-" : r.check->pass ? "ok" : "FAIL";
     std::string sol = fmt::format("{:.1f}{}", r.sol_pct, sol_over_limit(r) ? "!!" : ceiling_unsteady(r) ? "~" : "");
     any_unsteady |= ceiling_unsteady(r);
-    std::string in_cache = r.in_cache_s > 0 ? fmt::format("{:.1f}", r.in_cache_sol_pct) : "-";
-    any_in_cache |= r.in_cache_s > 0;
+    std::string in_cache = in_cache_measured(r) ? fmt::format("{:.1f}", r.in_cache_sol_pct) : "-";
+    any_in_cache |= in_cache_measured(r);
     out += fmt::format("{:<8} {:<18} {:<14} {:>3} {:>9.3f}ms {:>9.3f} {:>8.1f} {:<8} {:>7} {:>9} {:<6}\n",
                        r.op, r.shape, r.dtype, r.threads, r.timing.median_s * 1e3, r.tflops, r.gbps,
                        bound_name(r.floor.bound), sol, in_cache, check);

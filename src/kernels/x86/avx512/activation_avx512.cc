@@ -31,29 +31,42 @@ template <class V> [[gnu::always_inline]] inline V rcp(V x) {
   return each([](__m512 d) { return _mm512_rcp14_ps(d); }, x);
 }
 
+// 1 / (1 + 2^(m + 64)), the logistic function of silu and of gelu's tanh form, from m = -z log2(e)
+// - 64 (z the logistic's argument; the -64 folded by the caller into the FMA that forms m). The
+// reciprocal is taken 2^-64 lower, 2^-64 / (2^-64 + 2^m), so that where 2^(m + 64) would
+// overflow f32 (the callers' tails) 2^m stays finite and the reciprocal's result normal; times
+// 2^-64 by a multiply, not vscalefps: the same bits (both exact, or rounded once
+// to nearest even into the subnormals), and a multiply is an FMA-pipe slot where vscalefps issues
+// at one per cycle at best (docs/perf/layer-ops.md, session 7). m = n + t, n = floor(m), t in
+// [0, 1); 2^t by a relative minimax fit (Lawson's iteration, f32 coefficients, Horner): degree
+// 4, 2.7e-6, with a division; for bf16 outputs degree 2, 1.73e-3, with vrcp14ps (2^-14): the
+// logistic takes at most 2^m's relative error, so ~1.8e-3 before the rounding, inside the 2^-8
+// that the 1-ulp rule leaves. vscalefps applies 2^n and saturates instead of wrapping.
+template <bool kBf16Out, class V> [[gnu::always_inline]] inline V logistic_of_exp2(V m) {
+  const V n = each([](__m512 x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }, m);
+  const V t = sub(m, n);  // exact, in [0, 1)
+  static constexpr float c4[] = {0.0135424957f, 0.051995486f, 0.241452172f, 0.693002105f, 1.00000262f};
+  static constexpr float c2[] = {0.337186604738235474f, 0.657639026641845703f, 1.00172424316406250f};
+  const V e_low = each([](__m512 q, __m512 k) { return _mm512_scalef_ps(q, k); }, kBf16Out ? horner(t, c2) : horner(t, c4), n);
+  const V den = add(splat<V>(0x1p-64f), e_low);
+  return mul(kBf16Out ? rcp(den) : div(splat<V>(1.0f), den), splat<V>(0x1p-64f));
+}
+
 // silu(g) * u for bf16 outputs (also what the fused FP8 path quantizes): within 2^-8 relative
 // before the rounding, so each bf16 output is the correctly rounded fp64 value or a neighbour
-// (1 ulp), the rule gelu's bf16 outputs follow; not the rounding of the f32 output. The shape
-// of gelu_tanh: sigmoid(g) = 2^-64 / (2^-64 + e 2^-64), e = exp(-g) = 2^m, m - 64 = -g log2(e)
-// - 64 in one FMA, n = floor(m - 64), 2^t (t = m - 64 - n in [0, 1)) a degree-2 fit (1.73e-3;
-// the sigmoid takes at most e's relative error), vscalefps for 2^n and vrcp14ps (2^-14) for the
-// division. The 2^-64 keeps e finite down to g = -177 (the tail, where y is still a bf16
-// subnormal, ends near g = -92) and the reciprocal's result normal; times 2^-64 by a multiply
-// rounds once into f32's subnormals (exact otherwise), and the sigmoid times g before u, so no
-// product overflows. g is clamped to +-180 (sign kept) for the exponent only: +inf gives
-// sigmoid 1 and y = inf u; g <= -178 gives e 2^-64 = inf, sigmoid 0, y = g 0 u = +-0, and -inf
-// gives -inf * 0 = NaN, as the division of silu_times and the fp64 reference (-inf / inf); vrangeps
-// maps a NaN g to +-180, and g itself carries it to y.
+// (1 ulp), the rule gelu's bf16 outputs follow; not the rounding of the f32 output.
+// sigmoid(g) = logistic_of_exp2(m) with m = -g log2(e) - 64 in one FMA. The 2^-64 keeps e 2^-64
+// finite down to g = -177 (the tail, where y is still a bf16 subnormal, ends near g = -92), and
+// the sigmoid times g before u, so no product overflows. g is clamped to +-180 (sign kept) for
+// the exponent only: +inf gives sigmoid 1 and y = inf u; g <= -178 gives e 2^-64 = inf, sigmoid
+// 0, y = g 0 u = +-0, and -inf gives -inf * 0 = NaN, as the division of silu_times and the fp64
+// reference (-inf / inf); vrangeps maps a NaN g to +-180, and g itself carries it to y.
 template <class V> [[gnu::always_inline]] inline V silu_times_bf16(V g, V u) {
   const V m = each([](__m512 x) {
     return _mm512_fmadd_ps(_mm512_range_ps(x, _mm512_set1_ps(180.0f), 0x02), _mm512_set1_ps(-1.44269502f),
                            _mm512_set1_ps(-64.0f));
   }, g);
-  const V n = each([](__m512 x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }, m);
-  static constexpr float c2[] = {0.337186604738235474f, 0.657639026641845703f, 1.00172424316406250f};
-  const V e_low = each([](__m512 q, __m512 k) { return _mm512_scalef_ps(q, k); }, horner(sub(m, n), c2), n);
-  const V sigmoid = mul(rcp(add(splat<V>(0x1p-64f), e_low)), splat<V>(0x1p-64f));
-  return mul(mul(g, sigmoid), u);
+  return mul(mul(g, logistic_of_exp2<true>(m)), u);
 }
 
 // GELU, y = v Phi(v), both forms. Precision: f32 outputs hold the fp64 GELU to ~1e-5 relative
@@ -85,18 +98,16 @@ template <class V> [[gnu::always_inline]] inline V relu_minus(V v, V a, V h) {
   return each([](__m512 x, __m512 ax, __m512 hx) { return _mm512_fnmadd_ps(ax, hx, relu_with_specials(x)); }, v, a, h);
 }
 
-// GELU's tanh form: y = v Phi(v), Phi = 1 / (1 + e), e = exp(-2u) = 2^m, 2u = v (c1 + c2 v^2),
-// c1 = 2 sqrt(2/pi), c2 = 0.044715 c1, m = -2u log2 e (log2 e folded into the constants: the
-// reduction needs no multiply). e overflows f32 for v < -10.05, where y is still a normal f32
-// and bf16 (down to ~1e-38), so the reciprocal is taken 2^-64 lower: Phi = 2^-64 / (2^-64 +
-// e 2^-64), with e 2^-64 = 2^(m - 64) from the same reduction (the -64 folded into the FMA that
-// forms m) and vscalefps for the 2^-64 (exact down to Phi's subnormals, which keep 20 bits
-// wherever y is a normal f32). No sign split: no cancellation at either end. m - 64 =
-// n + t, n = floor(m - 64), t in [0, 1); 2^t from a degree-4 fit (2.7e-6; degree 2, 1.7e-3,
-// for bf16 outputs) and vscalefps for 2^n, which saturates instead of wrapping. The 2u takes v
-// clamped to +-12 (one vrangeps), so +-inf give no inf - inf; the final product takes v itself:
-// +inf gives inf * 1 = inf; v <= -12 gives 2^(m - 64) = inf, Phi = 0 and v * 0 = -0, the limit;
-// -inf gives -inf * 0 = NaN, as the fp64 reference (-inf / inf); a NaN v stays NaN.
+// GELU's tanh form: y = v Phi(v), Phi = 1 / (1 + e), e = exp(-2u) = 2^(m + 64), 2u = v (c1 +
+// c2 v^2), c1 = 2 sqrt(2/pi), c2 = 0.044715 c1, m = -2u log2 e - 64 (log2 e folded into the
+// constants and the -64 into the FMA that forms m: the reduction needs no multiply); Phi =
+// logistic_of_exp2(m). e overflows f32 for v < -10.05, where y is still a normal f32 and bf16
+// (down to ~1e-38), which is why the logistic is taken 2^-64 lower: e 2^-64 stays exact down to
+// Phi's subnormals, which keep 20 bits wherever y is a normal f32. No sign split: no
+// cancellation at either end. The 2u takes v clamped to +-12 (one vrangeps), so +-inf give no
+// inf - inf; the final product takes v itself: +inf gives inf * 1 = inf; v <= -12 gives
+// 2^(m - 64) = inf, Phi = 0 and v * 0 = -0, the limit; -inf gives -inf * 0 = NaN, as the fp64
+// reference (-inf / inf); a NaN v stays NaN.
 template <bool kBf16Out, class V> [[gnu::always_inline]] inline V gelu_tanh(V v) {
   const V vc = each([](__m512 x) { return _mm512_range_ps(x, _mm512_set1_ps(12.0f), 0x02); }, v);  // sign kept
   const V m = each([](__m512 x) {  // -2u log2 e - 64
@@ -104,21 +115,7 @@ template <bool kBf16Out, class V> [[gnu::always_inline]] inline V gelu_tanh(V v)
                                          _mm512_set1_ps(-2.302208185195923f));
     return _mm512_fmadd_ps(x, inner, _mm512_set1_ps(-64.0f));
   }, vc);
-  const V n = each([](__m512 x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }, m);
-  const V t = sub(m, n);  // exact, in [0, 1)
-  // 2^t on [0, 1): relative minimax fits (Lawson's iteration, f32 coefficients and Horner):
-  // degree 4, 2.7e-6; degree 2 for bf16 outputs, 1.73e-3 (Phi = 1 / (1 + e) takes at most e's
-  // relative error, so with vrcp14ps ~1.8e-3 before the rounding, inside the 2^-8 that the
-  // 1-ulp rule leaves).
-  static constexpr float c[] = {0.0135424957f, 0.051995486f, 0.241452172f, 0.693002105f, 1.00000262f};
-  static constexpr float c2[] = {0.337186604738235474f, 0.657639026641845703f, 1.00172424316406250f};
-  const V e_low = each([](__m512 q, __m512 k) { return _mm512_scalef_ps(q, k); }, kBf16Out ? horner(t, c2) : horner(t, c), n);
-  const V den = add(splat<V>(0x1p-64f), e_low);
-  // Times 2^-64 by a multiply, not vscalefps: the same bits (both exact, or rounded once to
-  // nearest even into the subnormals), and a multiply is an FMA-pipe slot where vscalefps
-  // issues at one per cycle at best (docs/perf/layer-ops.md, session 7).
-  const V phi = mul(kBf16Out ? rcp(den) : div(splat<V>(1.0f), den), splat<V>(0x1p-64f));
-  return mul(v, phi);
+  return mul(v, logistic_of_exp2<kBf16Out>(m));
 }
 
 // GELU's erf form: h(a) = Phi(-a) = 0.5 erfc(a / sqrt 2) = T(a) exp(-a^2 / 2), where T(a) =

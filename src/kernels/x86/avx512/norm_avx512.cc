@@ -23,11 +23,12 @@ constexpr int64_t kPrefetchBytes = 8192;
 template <DType T>
 constexpr int64_t kBytes = T == DType::bf16 ? 2 : 4;
 
-// Prefetches the lines holding 64 elements of type T, kPrefetchBytes ahead of element i.
-template <DType T>
+// Requests the lines holding 64 elements of type T, kAhead bytes ahead of element i, into the
+// cache level kHint names (L1 by default).
+template <DType T, int64_t kAhead = kPrefetchBytes, _mm_hint kHint = _MM_HINT_T0>
 [[gnu::always_inline]] inline void prefetch64(const void* p, int64_t i) {
-  const char* c = static_cast<const char*>(p) + i * kBytes<T> + kPrefetchBytes;
-  for (int l = 0; l < int(kBytes<T>); ++l) _mm_prefetch(c + 64 * l, _MM_HINT_T0);
+  const char* c = static_cast<const char*>(p) + i * kBytes<T> + kAhead;
+  for (int l = 0; l < int(kBytes<T>); ++l) _mm_prefetch(c + 64 * l, kHint);
 }
 
 // The output loops that sum the next row's statistics (write_row_bf16x32_next) also request
@@ -40,12 +41,6 @@ template <DType T>
 // thread, at 12-16 KiB; `sol bench`: 16 KiB the better for rmsnorm, the two alike for
 // layernorm; T1 instead of T0, session 7, lost).
 constexpr int64_t kL2PrefetchBytes = 16384;
-
-template <DType T>
-[[gnu::always_inline]] inline void prefetch64_l2(const void* p, int64_t i) {
-  const char* c = static_cast<const char*>(p) + i * kBytes<T> + kL2PrefetchBytes;
-  for (int l = 0; l < int(kBytes<T>); ++l) _mm_prefetch(c + 64 * l, _MM_HINT_T1);
-}
 
 // Sum of the 64 partial sums in the scalar path's order: lane k of (a0 + a1) + (a2 + a3), then
 // the 16 lanes one after another.
@@ -408,7 +403,7 @@ template <class Value32, class Block>
   const int64_t l2_until = stream ? 2 * n + ahead_bytes - kL2PrefetchBytes : INT64_MIN;
   const int64_t l1_until = 2 * n + ahead_bytes - kPrefetchBytes;
   auto block = [&](int64_t at) __attribute__((always_inline)) {
-    if (2 * at < l2_until) prefetch64_l2<DType::bf16>(xn, at);
+    if (2 * at < l2_until) prefetch64<DType::bf16, kL2PrefetchBytes, _MM_HINT_T1>(xn, at);
     if (2 * at < l1_until) prefetch64<DType::bf16>(xn, at);
     const __m512i z0 = _mm512_loadu_si512(xn + at), z1 = _mm512_loadu_si512(xn + at + 32);
     f(even_of(z0), odd_of(z0), even_of(z1), odd_of(z1), Lanes4{0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF});
