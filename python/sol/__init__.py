@@ -8,6 +8,9 @@
 
 Arrays: anything with the buffer protocol or __dlpack__ on the host (numpy, torch CPU tensors);
 bf16 and fp8 numpy arrays use ml_dtypes (ml_dtypes.bfloat16, float8_e4m3fn, float8_e5m2).
+Given torch tensors, ops return torch tensors (torch.bfloat16, torch.float8_e4m3fn, ...)
+allocated by torch on the inputs' device; `import sol.torch` adds torch.library custom ops
+(torch.compile, autograd) and sol.torch.patch(model) for Hugging Face models.
 Strided views are passed through as they are and each op accepts what its C++ form accepts.
 Errors: sol.Error (a ValueError) with the C++ message; sol.DTypeError (also a TypeError) when
 the problem is an element type; sol.CommError for communication. Every op releases the GIL.
@@ -22,6 +25,10 @@ import sys as _sys
 from . import _sol
 from ._sol import *  # noqa: F401,F403  (the operators, classes and exceptions)
 from ._sol import comm, cp, engram, ep, pp, tile
+from ._torch_io import wrap_module_ops as _wrap_module_ops
+
+# torch tensors in -> torch tensors out (python/sol/_torch_io.py); numpy stays numpy.
+_wrap_module_ops(globals())
 
 # `import sol.comm` / `from sol.comm import world` work like for package modules.
 _sys.modules[__name__ + ".comm"] = comm

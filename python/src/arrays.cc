@@ -223,13 +223,27 @@ nb::object numpy_dtype(sol::DType dtype) {
   throw DTypeError("sol: dtype " + std::string(sol_name) + " has no numpy equivalent");
 }
 
+namespace {
+// A raw reference, never released at thread exit: the interpreter may already be gone then.
+thread_local PyObject* t_output_allocator = nullptr;
+}  // namespace
+
+nb::object set_output_allocator(nb::handle allocator) {
+  nb::object previous = t_output_allocator ? nb::steal(t_output_allocator) : nb::none();
+  t_output_allocator = allocator.is_none() ? nullptr : nb::borrow(allocator).release().ptr();
+  return previous;
+}
+
 Array output_or_new(nb::handle out, const char* op, const char* name, std::vector<int64_t> shape, sol::DType dtype,
                     Fill fill) {
   if (!out.is_none()) return output(out, op, name);
   for (int64_t& s : shape) s = std::max<int64_t>(s, 0);
   nb::tuple dims = nb::steal<nb::tuple>(PyTuple_New(Py_ssize_t(shape.size())));
   for (size_t i = 0; i < shape.size(); ++i) PyTuple_SET_ITEM(dims.ptr(), Py_ssize_t(i), PyLong_FromLongLong(shape[i]));
-  nb::object fresh = numpy_module().attr(fill == Fill::zeros ? "zeros" : "empty")(dims, numpy_dtype(dtype));
+  nb::object fresh =
+      t_output_allocator
+          ? nb::handle(t_output_allocator)(dims, std::string(sol::dtype_name(dtype)), fill == Fill::zeros)
+          : numpy_module().attr(fill == Fill::zeros ? "zeros" : "empty")(dims, numpy_dtype(dtype));
   return output(fresh, op, name);
 }
 
@@ -257,6 +271,16 @@ sol::DType dtype_arg(nb::handle obj, const char* op, const char* name) {
   } catch (const sol::Error& e) {
     throw DTypeError(e.what());
   }
+}
+
+}  // namespace solpy
+
+namespace solpy {
+
+void bind_arrays(nb::module_& m) {
+  m.def("_set_output_allocator", &set_output_allocator, nb::arg("allocator").none(),
+        "Sets this thread's allocator of op outputs (None: numpy); returns the previous one. "
+        "sol's torch layer uses it, so that torch inputs get torch outputs.");
 }
 
 }  // namespace solpy

@@ -50,11 +50,17 @@ Array output(nb::handle obj, const char* op, const char* name);
 std::optional<Array> optional_input(nb::handle obj, const char* op, const char* name);
 inline const sol::Tensor* ptr(const std::optional<Array>& a) { return a ? &a->tensor : nullptr; }
 
-// `out` when given (must be writable; the op checks its shape and dtype), else a new numpy
-// array of this shape and dtype: uninitialised, or zeroed for ops that leave some of it untouched.
+// `out` when given (must be writable; the op checks its shape and dtype), else a new array of
+// this shape and dtype: uninitialised, or zeroed for ops that leave some of it untouched. The new
+// array is numpy's, or, while an output allocator is set on this thread (sol's Python layer sets
+// one when an op's inputs are torch tensors), whatever that allocator returns.
 enum class Fill { none, zeros };
 Array output_or_new(nb::handle out, const char* op, const char* name, std::vector<int64_t> shape,
                     sol::DType dtype, Fill fill = Fill::none);
+
+// The output allocator of this thread: a callable (shape: tuple, dtype: Sol name, zeros: bool)
+// returning a writable array, or None for numpy. Setting returns the one it replaces.
+nb::object set_output_allocator(nb::handle allocator);
 
 // str(obj), as Python prints it.
 std::string to_string(nb::handle obj);

@@ -9,6 +9,7 @@
 namespace solpy {
 
 void bind_errors(nanobind::module_& m);
+void bind_arrays(nanobind::module_& m);     // the output allocator hook (sol.torch)
 void bind_system(nanobind::module_& m);     // threads, hw, bench, check, report, registry
 void bind_data_ops(nanobind::module_& m);   // copy, cast, embedding
 void bind_gemm(nanobind::module_& m);       // plain, packed, int8, fp8, grouped

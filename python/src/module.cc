@@ -4,6 +4,7 @@
 NB_MODULE(_sol, m) {
   m.doc() = "Sol's operators over numpy / DLPack arrays (the C++ library is the source of truth)";
   solpy::bind_errors(m);
+  solpy::bind_arrays(m);
   solpy::bind_system(m);
   solpy::bind_data_ops(m);
   solpy::bind_gemm(m);
