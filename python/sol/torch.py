@@ -11,6 +11,7 @@ input requires grad while grad mode is on: their results would otherwise silentl
 graph. Backward kernels compute in the inputs' dtype as the forward does (f32 or bf16; Sol has no
 f64); gradients are Sol's, checked against torch's autograd in float64 by the tests.
 """
+import inspect
 from typing import Optional, Tuple
 
 import torch
@@ -27,14 +28,34 @@ def _d(t):
     return t.detach() if isinstance(t, Tensor) else t
 
 
-def _no_grad_through(op, **tensors):
-    if not torch.is_grad_enabled():
-        return
-    for name, t in tensors.items():
-        if isinstance(t, Tensor) and t.requires_grad:
-            raise _sol_pkg.Error(f"sol::{op}: {name} requires grad but sol::{op} has no backward "
-                                 f"(differentiable: gemm, rmsnorm, silu_mul, flash_attention); "
-                                 f"detach it or run under torch.no_grad()")
+def _refuse_grad(op):
+    """Registers an autograd rule on op that raises as soon as an input requiring grad enters it
+    (torch would only fail later, at backward)."""
+    name = op._name.split("::")[-1]
+    params = list(inspect.signature(op._init_fn).parameters)
+
+    def setup_context(ctx, inputs, output):
+        needs = [p for p, t in zip(params, inputs) if isinstance(t, Tensor) and t.requires_grad]
+        if needs:
+            raise _sol_pkg.Error(f"sol::{name}: {', '.join(needs)} requires grad but sol::{name} has no "
+                                 f"backward (differentiable: {', '.join(DIFFERENTIABLE)}); detach it or run "
+                                 f"under torch.no_grad()")
+
+    def backward(ctx, *grads):
+        raise _sol_pkg.Error(f"sol::{name} has no backward")
+    op.register_autograd(backward, setup_context=setup_context)
+
+
+DIFFERENTIABLE = ("gemm", "rmsnorm", "silu_mul", "flash_attention")
+
+
+def _refuse_in_place_grad(name, **tensors):
+    """torch.library takes no autograd rule for ops that mutate an input: checked by the caller."""
+    if torch.is_grad_enabled():
+        needs = [k for k, t in tensors.items() if isinstance(t, Tensor) and t.requires_grad]
+        if needs:
+            raise _sol_pkg.Error(f"sol::{name}: {', '.join(needs)} requires grad but sol::{name} has no "
+                                 f"backward; detach it or run under torch.no_grad()")
 
 
 def _gemm_out_dtype(a_dtype, out_dtype):
@@ -132,7 +153,6 @@ def rmsnorm(x, weight, *, eps=1e-6):
 
 @_library.custom_op("sol::layernorm", mutates_args=())
 def _layernorm(x: Tensor, weight: Tensor, bias: Optional[Tensor], eps: float) -> Tensor:
-    _no_grad_through("layernorm", x=x, weight=weight, bias=bias)
     return _ops.layernorm(_d(x), _d(weight), _d(bias), eps=eps)
 
 
@@ -147,7 +167,6 @@ def layernorm(x, weight, bias=None, *, eps=1e-6):
 
 @_library.custom_op("sol::add_rmsnorm", mutates_args=("residual",))
 def _add_rmsnorm(x: Tensor, residual: Tensor, weight: Tensor, eps: float) -> Tensor:
-    _no_grad_through("add_rmsnorm", x=x, weight=weight)
     return _ops.add_rmsnorm(_d(x), residual, _d(weight), eps=eps)
 
 
@@ -158,6 +177,7 @@ def _(x, residual, weight, eps):
 
 def add_rmsnorm(x, residual, weight, *, eps=1e-6):
     """residual += x in place, then rmsnorm(residual)."""
+    _refuse_in_place_grad("add_rmsnorm", x=x, residual=residual, weight=weight)
     return _add_rmsnorm(x, residual, weight, eps)
 
 
@@ -196,7 +216,6 @@ def silu_mul(gate_up):
 
 @_library.custom_op("sol::gelu", mutates_args=())
 def _gelu(x: Tensor, form: str) -> Tensor:
-    _no_grad_through("gelu", x=x)
     return _ops.gelu(_d(x), form)
 
 
@@ -211,7 +230,6 @@ def gelu(x, form="tanh"):
 
 @_library.custom_op("sol::softmax", mutates_args=())
 def _softmax(x: Tensor) -> Tensor:
-    _no_grad_through("softmax", x=x)
     return _ops.softmax(_d(x))
 
 
@@ -255,7 +273,7 @@ def _(x, positions, rope_dim, theta, max_positions, layout, rope_offset):
 
 def rope_(x, positions, *, rope_dim, theta=10000.0, max_positions=4096, layout="half", rope_offset=0):
     """Rotates x [T, heads, head_dim] in place (no YaRN here; sol.rope takes any RopeTable)."""
-    _no_grad_through("rope_", x=x)
+    _refuse_in_place_grad("rope_", x=x)
     _rope_(x, positions, rope_dim, theta, max_positions, layout, rope_offset)
     return x
 
@@ -330,7 +348,6 @@ def flash_attention_backward(q, k, v, out, lse, d_out, *, causal=False, window_l
 @_library.custom_op("sol::mla_decode", mutates_args=())
 def _mla_decode(q: Tensor, kv_cache: Tensor, block_table: Tensor, cache_seqlens: Tensor, head_dim_v: int,
                 softmax_scale: float, causal: bool) -> Tuple[Tensor, Tensor]:
-    _no_grad_through("mla_decode", q=q)
     metadata = _sol_pkg.get_mla_metadata(cache_seqlens, q.shape[1] * q.shape[2])
     return _ops.mla_decode_with_kvcache(_d(q), kv_cache, block_table, cache_seqlens, head_dim_v, softmax_scale,
                                         causal, metadata)
@@ -352,7 +369,6 @@ def mla_decode(q, kv_cache, block_table, cache_seqlens, *, head_dim_v, softmax_s
 def _quant_op(name, scale_rows):
     @_library.custom_op(f"sol::{name}", mutates_args=())
     def op(x: Tensor, group: int, scale_format: str) -> Tuple[Tensor, Tensor]:
-        _no_grad_through(name, x=x)
         return getattr(_ops, name)(_d(x), group=group, scale_format=scale_format)
 
     @op.register_fake
@@ -360,6 +376,7 @@ def _quant_op(name, scale_rows):
         rows, cols = x.shape
         return (x.new_empty((rows, cols), dtype=torch.float8_e4m3fn),
                 x.new_empty((scale_rows(rows, group), cols // group), dtype=torch.float32))
+    _refuse_grad(op)
     return op
 
 
@@ -379,7 +396,6 @@ def quant_fp8_per_block(w, *, group=128, scale_format="f32"):
 @_library.custom_op("sol::moe_routing", mutates_args=())
 def _moe_routing(logits: Tensor, top_k: int, n_group: int, topk_group: int, scoring: str, renormalize: bool,
                  scaling: float, correction_bias: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
-    _no_grad_through("moe_routing", logits=logits)
     return _ops.moe_routing(_d(logits), top_k=top_k, n_group=n_group, topk_group=topk_group, scoring=scoring,
                             renormalize=renormalize, scaling=scaling, correction_bias=_d(correction_bias))
 
@@ -397,7 +413,6 @@ def moe_routing(logits, *, top_k=8, n_group=1, topk_group=1, scoring="sigmoid", 
 
 @_library.custom_op("sol::moe_permute", mutates_args=())
 def _moe_permute(x: Tensor, topk_idx: Tensor, experts: int, alignment: int) -> Tuple[Tensor, Tensor, Tensor]:
-    _no_grad_through("moe_permute", x=x)
     return _ops.moe_permute(_d(x), topk_idx, experts, alignment)
 
 
@@ -416,7 +431,6 @@ def moe_permute(x, topk_idx, experts, alignment=128):
 
 @_library.custom_op("sol::moe_unpermute", mutates_args=())
 def _moe_unpermute(y_perm: Tensor, row_of: Tensor, topk_weights: Tensor) -> Tensor:
-    _no_grad_through("moe_unpermute", y_perm=y_perm)
     return _ops.moe_unpermute(_d(y_perm), row_of, _d(topk_weights))
 
 
@@ -432,7 +446,6 @@ def moe_unpermute(y_perm, row_of, topk_weights):
 @_library.custom_op("sol::grouped_gemm_contiguous", mutates_args=())
 def _grouped_gemm_contiguous(a: Tensor, b: Tensor, grouped_layout: Tensor, a_scales: Optional[Tensor],
                              b_scales: Optional[Tensor], out_dtype: Optional[torch.dtype]) -> Tensor:
-    _no_grad_through("grouped_gemm_contiguous", a=a, b=b)
     return _ops.grouped_gemm_contiguous(_d(a), _d(b), grouped_layout, a_scales=a_scales, b_scales=b_scales,
                                         out_dtype=out_dtype)
 
@@ -450,7 +463,6 @@ def grouped_gemm_contiguous(a, b, grouped_layout, *, a_scales=None, b_scales=Non
 @_library.custom_op("sol::grouped_gemm_masked", mutates_args=())
 def _grouped_gemm_masked(a: Tensor, b: Tensor, masked_m: Tensor, a_scales: Optional[Tensor],
                          b_scales: Optional[Tensor], out_dtype: Optional[torch.dtype]) -> Tensor:
-    _no_grad_through("grouped_gemm_masked", a=a, b=b)
     return _ops.grouped_gemm_masked(_d(a), _d(b), masked_m, a_scales=a_scales, b_scales=b_scales,
                                     out_dtype=out_dtype)
 
@@ -467,7 +479,6 @@ def grouped_gemm_masked(a, b, masked_m, *, a_scales=None, b_scales=None, out_dty
 
 @_library.custom_op("sol::embedding", mutates_args=())
 def _embedding(table: Tensor, ids: Tensor) -> Tensor:
-    _no_grad_through("embedding", table=table)
     return _ops.embedding(_d(table), ids)
 
 
@@ -478,3 +489,8 @@ def _(table, ids):
 
 def embedding(table, ids):
     return _embedding(table, ids)
+
+
+for _op in (_layernorm, _gelu, _softmax, _flash_attention_backward, _mla_decode, _moe_routing, _moe_permute,
+            _moe_unpermute, _grouped_gemm_contiguous, _grouped_gemm_masked, _embedding):
+    _refuse_grad(_op)
