@@ -494,3 +494,6 @@ def embedding(table, ids):
 for _op in (_layernorm, _gelu, _softmax, _flash_attention_backward, _mla_decode, _moe_routing, _moe_permute,
             _moe_unpermute, _grouped_gemm_contiguous, _grouped_gemm_masked, _embedding):
     _refuse_grad(_op)
+
+
+from ._hf_patch import patch, unpatch  # noqa: E402,F401  (sol.torch.patch / unpatch)

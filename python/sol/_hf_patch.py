@@ -1,0 +1,218 @@
+"""sol.torch.patch(model): a Hugging Face transformers model's modules swapped for Sol-backed ones.
+
+For inference (the replacements refuse grad through sol's ops). What is swapped:
+  nn.Linear                 -> SolLinear: weight packed once (sol.pack_b, 'nt'), sol.gemm (+ bias)
+  *RMSNorm (weight, eps)    -> SolRMSNorm: sol.rmsnorm over the last dim
+  nn.LayerNorm              -> SolLayerNorm: sol.layernorm
+  MLP with silu gate/up/down -> SolGatedMLP: gate and up packed as one [2I, H] matrix, sol.silu_mul
+  DeepseekV3MoE             -> SolDeepseekV3MoE: sol.moe_routing (group-limited sigmoid top-k),
+                               sol.moe_permute, experts (bf16: sol.grouped_gemm_contiguous over
+                               packed experts; f32: one sol.gemm per expert), sol.moe_unpermute
+  attention                 -> the "sol" attention interface (sol.flash_attention, causal,
+                               bottom-right aligned as with a KV cache); config._attn_implementation
+Rotary embeddings stay torch's (Sol's rope rotates in place from its own tables; HF computes
+cos/sin per call and applies them inside the attention module's forward).
+unpatch(model) puts every original module and the attention implementation back.
+"""
+import torch
+from torch import nn
+
+import sol as _sol
+
+
+
+def _rows(x):
+    return x.reshape(-1, x.shape[-1]).contiguous()
+
+
+class SolLinear(nn.Module):
+    def __init__(self, linear):
+        super().__init__()
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.weight = linear.weight  # kept for unpatch and state_dict; the pack is what runs
+        self.bias = linear.bias
+        w = linear.weight.detach().contiguous()
+        self.packed = _sol.pack_b(w, "nt")
+        self.bias_f32 = None if linear.bias is None else linear.bias.detach().float().contiguous()
+
+    def forward(self, x):
+        y = _sol.gemm(_rows(x), self.packed, bias=self.bias_f32, out_dtype=x.dtype)
+        return y.view(*x.shape[:-1], self.out_features)
+
+
+class SolRMSNorm(nn.Module):
+    def __init__(self, norm):
+        super().__init__()
+        self.weight = norm.weight
+        self.eps = float(getattr(norm, "variance_epsilon", getattr(norm, "eps", 1e-6)))
+
+    def forward(self, x):
+        w = self.weight.detach()
+        if w.dtype != x.dtype:
+            w = w.to(x.dtype)
+        return _sol.rmsnorm(_rows(x), w, eps=self.eps).view(x.shape)
+
+
+class SolLayerNorm(nn.Module):
+    def __init__(self, norm):
+        super().__init__()
+        self.weight, self.bias, self.eps = norm.weight, norm.bias, float(norm.eps)
+
+    def forward(self, x):
+        b = None if self.bias is None else self.bias.detach()
+        return _sol.layernorm(_rows(x), self.weight.detach(), b, eps=self.eps).view(x.shape)
+
+
+class SolGatedMLP(nn.Module):
+    def __init__(self, mlp):
+        super().__init__()
+        gate, up, down = mlp.gate_proj.weight.detach(), mlp.up_proj.weight.detach(), mlp.down_proj.weight.detach()
+        self.gate_up = _sol.pack_b(torch.cat([gate, up], 0).contiguous(), "nt")
+        self.down = _sol.pack_b(down.contiguous(), "nt")
+        self.hidden = down.shape[0]
+
+    def forward(self, x):
+        h = _sol.silu_mul(_sol.gemm(_rows(x), self.gate_up, out_dtype=x.dtype))
+        return _sol.gemm(h, self.down, out_dtype=x.dtype).view(*x.shape[:-1], self.hidden)
+
+
+class SolDeepseekV3MoE(nn.Module):
+    def __init__(self, moe):
+        super().__init__()
+        gate, experts = moe.gate, moe.experts
+        self.router_weight = gate.weight.detach().float().contiguous()
+        self.router = _sol.pack_b(self.router_weight, "nt")
+        self.bias = gate.e_score_correction_bias.detach().float().contiguous()
+        self.top_k, self.n_group, self.topk_group = gate.top_k, gate.num_group, gate.topk_group
+        self.renormalize, self.scaling = bool(gate.norm_topk_prob), float(gate.routed_scaling_factor)
+        self.experts_count = experts.num_experts
+        gate_up, down = experts.gate_up_proj.detach().contiguous(), experts.down_proj.detach().contiguous()
+        self.dtype = gate_up.dtype
+        if self.dtype == torch.bfloat16:
+            self.gate_up, self.down = _sol.pack_experts(gate_up), _sol.pack_experts(down)
+        else:
+            self.gate_up = [_sol.pack_b(gate_up[e], "nt") for e in range(self.experts_count)]
+            self.down = [_sol.pack_b(down[e], "nt") for e in range(self.experts_count)]
+        self.hidden = down.shape[1]
+        self.shared_experts = SolGatedMLP(moe.shared_experts)
+
+    def route(self, x):
+        logits = _sol.gemm(x.float() if x.dtype != torch.float32 else x, self.router)
+        return _sol.moe_routing(logits, top_k=self.top_k, n_group=self.n_group, topk_group=self.topk_group,
+                                scoring="sigmoid", renormalize=self.renormalize, scaling=self.scaling,
+                                correction_bias=self.bias)
+
+    def experts(self, x, idx, weights):
+        if self.dtype == torch.bfloat16:
+            x_perm, layout, row_of = _sol.moe_permute(x, idx, self.experts_count, 128)
+            h = _sol.silu_mul(_sol.grouped_gemm_contiguous(x_perm, self.gate_up, layout))
+            y = _sol.grouped_gemm_contiguous(h, self.down, layout)
+            return _sol.moe_unpermute(y, row_of, weights)
+        # f32: alignment 1 keeps each expert's rows contiguous in expert order, without padding.
+        x_perm, _, row_of = _sol.moe_permute(x, idx, self.experts_count, 1)
+        counts = torch.bincount(idx.reshape(-1).long(), minlength=self.experts_count).tolist()
+        y = torch.empty(x_perm.shape[0], self.hidden, dtype=x.dtype)
+        start = 0
+        for e, n in enumerate(counts):
+            if n:
+                h = _sol.silu_mul(_sol.gemm(x_perm[start:start + n], self.gate_up[e]))
+                _sol.gemm(h, self.down[e], out=y[start:start + n])
+            start += n
+        return _sol.moe_unpermute(y, row_of, weights)
+
+    def forward(self, hidden_states):
+        x = _rows(hidden_states)
+        idx, weights = self.route(x)
+        y = self.experts(x, idx, weights).view(hidden_states.shape)
+        return y + self.shared_experts(hidden_states)
+
+
+def sol_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """transformers' attention interface: q [B, H, Sq, D], k/v [B, Hkv, Skv, D] -> ([B, Sq, H, Dv], None).
+
+    Causal, bottom-right aligned (a query at the end of a KV cache sees every cached key); no
+    padding masks: sequences of a batch have equal lengths."""
+    q, k, v = (t.transpose(1, 2).contiguous() for t in (query, key, value))
+    causal = bool(getattr(module, "is_causal", True))
+    _check_mask(attention_mask, causal, q.shape[1], k.shape[1])
+    out, _ = _sol.flash_attention(q, k, v, causal=causal, softmax_scale=scaling)
+    return out, None
+
+
+def _check_mask(mask, causal, sq, skv):
+    """Sol's attention applies no mask tensor: refuse one that is more than the causal pattern."""
+    if mask is None:
+        return
+    allowed = mask if mask.dtype == torch.bool else mask > torch.finfo(mask.dtype).min / 2
+    allowed = allowed[..., -sq:, -skv:]
+    expected = torch.ones(sq, skv, dtype=torch.bool)
+    if causal:
+        expected = torch.arange(skv)[None, :] <= torch.arange(sq)[:, None] + (skv - sq)
+    if not torch.equal(allowed, expected.expand_as(allowed)):
+        raise _sol.Error("sol attention: the attention mask hides more than the causal pattern (padding?) but "
+                         "Sol's patched attention takes sequences of equal length without padding")
+
+
+def _register_attention():
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+    AttentionInterface.register("sol", sol_attention)
+    # Without a mask function of its own an implementation gets no mask at all, padding included:
+    # sdpa's gives None when the pattern is purely causal (or full) and a boolean mask otherwise.
+    AttentionMaskInterface.register("sol", sdpa_mask)
+
+
+def _replacement(module):
+    name = type(module).__name__
+    if isinstance(module, nn.Linear):
+        return SolLinear(module)
+    if isinstance(module, nn.LayerNorm) and module.elementwise_affine:
+        return SolLayerNorm(module)
+    if name.endswith("RMSNorm") and hasattr(module, "weight"):
+        return SolRMSNorm(module)
+    if name == "DeepseekV3MoE":
+        return SolDeepseekV3MoE(module)
+    if all(hasattr(module, p) for p in ("gate_proj", "up_proj", "down_proj", "act_fn")):
+        act = getattr(module, "config", None)
+        if getattr(act, "hidden_act", "silu") == "silu" and isinstance(module.gate_proj, nn.Linear):
+            return SolGatedMLP(module)
+    return None
+
+
+def patch(model):
+    """Swaps model's modules for Sol's in place (inference); returns model."""
+    if getattr(model, "_sol_originals", None) is not None:
+        return model
+    originals = []
+
+    def visit(parent):
+        for child_name, child in list(parent.named_children()):
+            new = _replacement(child)
+            if new is not None:
+                originals.append((parent, child_name, child))
+                setattr(parent, child_name, new)
+            else:
+                visit(child)
+    visit(model)
+    config = getattr(model, "config", None)
+    attn = None
+    if config is not None and hasattr(config, "_attn_implementation"):
+        _register_attention()
+        attn = config._attn_implementation
+        model.set_attn_implementation("sol")
+    model._sol_originals = (originals, attn)
+    return model
+
+
+def unpatch(model):
+    """Puts back what patch(model) replaced; returns model."""
+    state = getattr(model, "_sol_originals", None)
+    if state is None:
+        return model
+    originals, attn = state
+    for parent, child_name, child in reversed(originals):
+        setattr(parent, child_name, child)
+    if attn is not None:
+        model.set_attn_implementation(attn)
+    model._sol_originals = None
+    return model
