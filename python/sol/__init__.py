@@ -30,6 +30,8 @@ from ._torch_io import wrap_module_ops as _wrap_module_ops
 # torch tensors in -> torch tensors out (python/sol/_torch_io.py); numpy stays numpy.
 _wrap_module_ops(globals())
 
+from ._profile import profile  # noqa: E402  (sol.profile(fn, *args): every Sol op of one call)
+
 # `import sol.comm` / `from sol.comm import world` work like for package modules.
 _sys.modules[__name__ + ".comm"] = comm
 _sys.modules[__name__ + ".ep"] = ep

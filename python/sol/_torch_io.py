@@ -13,6 +13,7 @@ mode off such tensors (model parameters under torch.no_grad()) are read through 
 """
 import functools
 import sys
+import time
 
 from . import _sol
 
@@ -80,6 +81,17 @@ def _first_device(args, tensor_type):
     return None
 
 
+# While sol.profile runs: called as recorder(name, args, kwargs, result, start_s, end_s) after each op.
+recorder = None
+
+
+def _timed(name, fn, args, kwargs):
+    start = time.perf_counter()
+    result = fn(*args, **kwargs)
+    recorder(name, args, kwargs, result, start, time.perf_counter())
+    return result
+
+
 def torch_aware(fn):
     """fn (an extension op) taking and returning torch tensors when given them."""
     name = fn.__name__
@@ -88,14 +100,14 @@ def torch_aware(fn):
     def op(*args, **kwargs):
         torch = sys.modules.get("torch")
         if torch is None or not _has_torch(args, kwargs, torch.Tensor):
-            return fn(*args, **kwargs)
+            return fn(*args, **kwargs) if recorder is None else _timed(name, fn, args, kwargs)
         grad_on = torch.is_grad_enabled()
         args = tuple(_plain(a, name, f"argument {i}", torch.Tensor, grad_on) for i, a in enumerate(args))
         kwargs = {k: _plain(v, name, k, torch.Tensor, grad_on) for k, v in kwargs.items()}
         device = _first_device(args, torch.Tensor) or _first_device(tuple(kwargs.values()), torch.Tensor)
         previous = _sol._set_output_allocator(_allocator(device))
         try:
-            return fn(*args, **kwargs)
+            return fn(*args, **kwargs) if recorder is None else _timed(name, fn, args, kwargs)
         finally:
             _sol._set_output_allocator(previous)
     return op

@@ -23,14 +23,17 @@ def rel(a, b):
     return ((a - b).norm() / b.norm()).item()
 
 
-def deepseek_v3(dtype=torch.float32):
+SMALL = dict(vocab_size=256, hidden_size=64, intermediate_size=128, moe_intermediate_size=32, num_hidden_layers=2,
+             num_attention_heads=4, num_key_value_heads=4, n_shared_experts=1, n_routed_experts=16,
+             routed_scaling_factor=2.5, kv_lora_rank=32, q_lora_rank=48, qk_rope_head_dim=16, v_head_dim=32,
+             qk_nope_head_dim=32, n_group=4, topk_group=2, num_experts_per_tok=4, first_k_dense_replace=1,
+             max_position_embeddings=256)
+
+
+def deepseek_v3(dtype=torch.float32, **config):
+    """DeepseekV3ForCausalLM with random weights: SMALL, or SMALL with the given fields replaced."""
     torch.manual_seed(0)
-    cfg = transformers.DeepseekV3Config(
-        vocab_size=256, hidden_size=64, intermediate_size=128, moe_intermediate_size=32, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=4, n_shared_experts=1, n_routed_experts=16,
-        routed_scaling_factor=2.5, kv_lora_rank=32, q_lora_rank=48, qk_rope_head_dim=16, v_head_dim=32,
-        qk_nope_head_dim=32, n_group=4, topk_group=2, num_experts_per_tok=4, first_k_dense_replace=1,
-        max_position_embeddings=256, attn_implementation="eager")
+    cfg = transformers.DeepseekV3Config(**{**SMALL, **config}, attn_implementation="eager")
     model = transformers.DeepseekV3ForCausalLM(cfg).eval()
     with torch.no_grad():  # HF initialises the router and experts to zeros / empty: draw them
         for mod in model.modules():

@@ -1,0 +1,54 @@
+"""sol.profile: every Sol op of a call recorded with its time, FLOPs, bytes, bound and SOL%, a
+Chrome trace and a roofline picture written."""
+import json
+
+import numpy as np
+import pytest
+
+import sol
+from helpers import randn
+
+
+def test_profile_counts_a_gemm_exactly(rng, tmp_path):
+    a, b = randn(rng, (64, 96)), randn(rng, (96, 48))
+    trace, svg = tmp_path / "t.json", tmp_path / "r.svg"
+    d, prof = sol.profile(lambda: sol.gemm(a, b), trace=str(trace), roofline=str(svg), quiet=True)
+    np.testing.assert_array_equal(d, sol.gemm(a, b))
+    (r,) = prof.records
+    assert r["op"] == "gemm" and r["flops"] == 2 * 64 * 96 * 48
+    assert r["bytes"] == 4 * (64 * 96 + 96 * 48 + 64 * 48)
+    assert 0 < r["time_s"] <= prof.wall_s
+    assert r["bound"] in ("fma_f32", "mem_copy") and 0 < r["sol_pct"]
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert [e["name"] for e in events] == ["gemm", "wall"] and events[0]["args"]["flops"] == r["flops"]
+    assert svg.read_text().startswith("<svg") and "gemm" in svg.read_text()
+
+
+def test_profile_outside_records_nothing(rng):
+    a = randn(rng, (4, 64))
+    _, prof = sol.profile(lambda: sol.rmsnorm(a, np.ones(64, np.float32)), trace=None, roofline=None, quiet=True)
+    assert len(prof.records) == 1
+    sol.rmsnorm(a, np.ones(64, np.float32))  # after the profile: no recorder left behind
+    assert len(prof.records) == 1
+
+
+def test_profile_of_a_patched_deepseek_v3_forward(tmp_path):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import sol.torch as st
+    from test_torch_models import deepseek_v3
+    model = st.patch(deepseek_v3(torch.bfloat16))
+    ids = torch.randint(2, 256, (1, 16), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        _, prof = sol.profile(lambda: model(ids), trace=str(tmp_path / "t.json"),
+                              roofline=str(tmp_path / "r.svg"), quiet=True)
+    names = {g["op"] for g in prof.by_op()}
+    assert {"gemm", "rmsnorm", "silu_mul", "flash_attention", "moe_routing", "moe_permute",
+            "grouped_gemm_contiguous", "moe_unpermute"} <= names
+    assert 0 < prof.op_time_s < prof.wall_s
+    assert sum(g["share_pct"] for g in prof.by_op()) <= 100.0
+    attn = [r for r in prof.records if r["op"] == "flash_attention"]
+    # 2 layers, causal 16 x 16 (136 unmasked pairs), 4 heads, qk 48 + v 32 dims.
+    assert len(attn) == 2 and attn[0]["flops"] == 2.0 * 4 * 136 * (48 + 32)
+    table = prof.table()
+    assert "the rest" in table and "flash_attention" in table
