@@ -67,12 +67,15 @@ def _grouped_cost(args, kwargs, result):
     a, b, index = args[0], args[1], args[2]
     out = _outputs(result)[0]
     n, k = _shape(out)[-1], _shape(a)[-1]
-    if _shape(a) and len(_shape(a)) == 2:  # contiguous: rows with an expert (not padding)
+    if len(_shape(a)) == 2:  # contiguous: rows with an expert (not padding); experts that have rows
         rows = int((index >= 0).sum())
+        used = len(set(int(e) for e in index.tolist()) - {-1})
     else:  # masked: masked_m rows per group
         rows = int(index.sum())
-    experts = len(b) if not hasattr(b, "shape") else _shape(b)[0]
-    weight_bytes = experts * n * k * 2 if not hasattr(b, "shape") else _nbytes(b)
+        used = int((index > 0).sum())
+    # Only the experts with rows are read (bf16 or fp8 weights).
+    weight_item = 2 if not hasattr(b, "shape") else _nbytes(b) // max(1, math.prod(_shape(b)))
+    weight_bytes = used * n * k * weight_item
     row_bytes = _nbytes(a) // max(1, math.prod(_shape(a)[:-1])) if _shape(a) else 0
     out_row = _nbytes(out) // max(1, math.prod(_shape(out)[:-1]))
     return 2.0 * rows * n * k, weight_bytes + rows * (row_bytes + out_row), "bf16"

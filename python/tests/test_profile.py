@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import sol
-from helpers import randn
+from helpers import BF16, randn
 
 
 def test_profile_counts_a_gemm_exactly(rng, tmp_path):
@@ -52,3 +52,15 @@ def test_profile_of_a_patched_deepseek_v3_forward(tmp_path):
     assert len(attn) == 2 and attn[0]["flops"] == 2.0 * 4 * 136 * (48 + 32)
     table = prof.table()
     assert "the rest" in table and "flash_attention" in table
+
+
+def test_grouped_gemm_cost_counts_only_used_experts_and_real_rows(rng):
+    experts, n, k = 8, 32, 64
+    a = randn(rng, (256, k), BF16)
+    b = randn(rng, (experts, n, k)).astype(a.dtype)
+    layout = np.full(256, -1, np.int32)
+    layout[:5], layout[128:131] = 2, 6  # 8 real rows of 2 experts, the rest padding
+    _, prof = sol.profile(lambda: sol.grouped_gemm_contiguous(a, b, layout), trace=None, roofline=None, quiet=True)
+    (r,) = prof.records
+    assert r["flops"] == 2 * 8 * n * k
+    assert r["bytes"] == 2 * n * k * 2 + 8 * (k * 2 + n * 2)

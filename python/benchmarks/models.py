@@ -1,0 +1,88 @@
+"""Tokens/s of a Sol-patched Hugging Face model against torch's own CPU kernels, side by side.
+
+    PYTHONPATH=build/python python3 python/benchmarks/models.py [--threads 1] [--rounds 5] [--compile]
+
+A DeepseekV3 architecture (MLA attention, group-limited sigmoid MoE with a shared expert) with
+random bf16 weights, sized so that kernels, not Python, dominate: hidden 1024, 2 layers (one
+dense, one MoE of 16 experts, top-4). Cases: prefill of 512 tokens (batch 1), decode at batch 1
+and 16 after a 64-token prompt with a KV cache. Rounds interleave the variants (eager torch,
+patched, and torch.compile'd eager with --compile) so that a loaded machine's drift hits each
+alike; each case prints the median and the spread of the rounds. torch and Sol use the same
+thread count."""
+import argparse
+import copy
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+import sol  # noqa: E402
+import sol.torch as st  # noqa: E402
+from test_torch_models import deepseek_v3  # noqa: E402
+
+MID = dict(vocab_size=4096, hidden_size=1024, intermediate_size=2816, moe_intermediate_size=512,
+           num_attention_heads=8, num_key_value_heads=8, kv_lora_rank=256, q_lora_rank=384, qk_nope_head_dim=64,
+           qk_rope_head_dim=32, v_head_dim=64, max_position_embeddings=1024)
+
+
+def prefill(model, tokens):
+    ids = torch.randint(2, MID["vocab_size"], (1, tokens), generator=torch.Generator().manual_seed(0))
+
+    def run():
+        start = time.perf_counter()
+        model(ids, use_cache=False)
+        return tokens / (time.perf_counter() - start)
+    return run
+
+
+def decode(model, batch, prompt=64, steps=8):
+    ids = torch.randint(2, MID["vocab_size"], (batch, prompt), generator=torch.Generator().manual_seed(1))
+    kw = dict(attention_mask=torch.ones_like(ids), do_sample=False, use_cache=True, pad_token_id=0)
+
+    def timed(n):
+        start = time.perf_counter()
+        model.generate(ids, max_new_tokens=n, min_new_tokens=n, **kw)
+        return time.perf_counter() - start
+
+    def run():  # the prompt's prefill and the first token cancel out
+        return batch * (steps - 1) / (timed(steps) - timed(1))
+    return run
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--compile", action="store_true", help="also torch.compile the eager model (prefill only)")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    sol.set_num_threads(args.threads)
+    eager = deepseek_v3(torch.bfloat16, **MID)
+    patched = st.patch(copy.deepcopy(eager))
+    variants = {"torch eager": eager, "Sol patched": patched}
+    cases = {"prefill 512": lambda m: prefill(m, 512), "decode b=1": lambda m: decode(m, 1),
+             "decode b=16": lambda m: decode(m, 16)}
+    compiled = torch.compile(eager) if args.compile else None
+    print(f"threads {args.threads}, rounds {args.rounds}, bf16, tokens/s (median [min, max])")
+    with torch.no_grad():
+        for case, make in cases.items():
+            runs = {name: make(m) for name, m in variants.items()}
+            if compiled is not None and case.startswith("prefill"):
+                runs["torch.compile"] = make(compiled)
+            for run in runs.values():
+                run()  # warm-up (and compilation)
+            rates = {name: [] for name in runs}
+            for _ in range(args.rounds):
+                for name, run in runs.items():
+                    rates[name].append(run())
+            base = statistics.median(rates["torch eager"])
+            for name, r in rates.items():
+                med = statistics.median(r)
+                print(f"{case:<12} {name:<14} {med:>10.1f}  [{min(r):.1f}, {max(r):.1f}]  x{med / base:.2f}")
+
+
+if __name__ == "__main__":
+    main()
