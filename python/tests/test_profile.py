@@ -64,3 +64,22 @@ def test_grouped_gemm_cost_counts_only_used_experts_and_real_rows(rng):
     (r,) = prof.records
     assert r["flops"] == 2 * 8 * n * k
     assert r["bytes"] == 2 * n * k * 2 + 8 * (k * 2 + n * 2)
+
+
+def test_python_m_sol_profile_runs_a_script(tmp_path):
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "step.py"
+    script.write_text("import numpy as np, sol\n"
+                      "a = np.ones((8, 64), np.float32)\n"
+                      "sol.rmsnorm(a, np.ones(64, np.float32))\n"
+                      "sol.gemm(a, np.ones((64, 4), np.float32))\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run([sys.executable, "-m", "sol", "profile", str(script)], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "gemm" in r.stdout and "rmsnorm" in r.stdout and "the rest" in r.stdout
+    assert (tmp_path / "sol-profile.json").exists() and (tmp_path / "sol-profile.svg").exists()
+    bad = subprocess.run([sys.executable, "-m", "sol"], env=env, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "usage" in bad.stderr
