@@ -223,8 +223,10 @@ class Profile:
 
 
 def _ceilings(threads):
+    """{unit: ceiling} at this thread count: the compute units (FLOP/s, OP/s) and mem_copy."""
     key = "one_thread" if threads == 1 else "all_threads"
-    return {c["unit"]: c[key] for c in _sol.hw()["ceilings"] if c.get("available") and c.get(key)}
+    return {c["unit"]: c[key] for c in _sol.hw()["ceilings"]
+            if c.get("available") and c.get(key) and (c["units"] in ("FLOP/s", "OP/s") or c["unit"] == "mem_copy")}
 
 
 def profile(fn, *args, trace="sol-profile.json", roofline="sol-profile.svg", quiet=False, **kwargs):
