@@ -195,3 +195,14 @@ def test_meta_and_unsupported_dtype_inputs_are_clear_errors():
     assert "rmsnorm" in str(e.value)
     with pytest.raises(sol.DTypeError, match="rmsnorm: x.dtype"):
         sol.rmsnorm(torch.ones(2, 8, dtype=torch.float64), torch.ones(8, dtype=torch.float64))
+
+
+def test_no_dtype_promotion(rng):
+    a = torch.from_numpy(randn(rng, (4, 64)))
+    with pytest.raises(sol.DTypeError, match="gemm"):
+        sol.gemm(a.bfloat16(), a.t().contiguous())  # bf16 x f32: refused, not promoted
+    with pytest.raises(sol.Error, match="rmsnorm: weight must be a contiguous f32 or bf16"):
+        sol.rmsnorm(a.bfloat16(), torch.ones(64, dtype=torch.float16))
+    # The output dtype is the op's, out_dtype where it has one.
+    assert sol.gemm(a.bfloat16(), a.t().contiguous().bfloat16()).dtype == torch.bfloat16
+    assert sol.gemm(a.bfloat16(), a.t().contiguous().bfloat16(), out_dtype=torch.float32).dtype == torch.float32
