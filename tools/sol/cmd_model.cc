@@ -187,39 +187,51 @@ void run_sweep(const ModelArgs& a) {
 }
 
 void run_loop(const ModelArgs& a) {
-  MachineProfile machine;
+  MachineProfile machine = load_or_measure_machine(false);  // a bare array of records uses it
   std::vector<MeasuredOp> ops;
   load_report(a.report, machine, ops);
   std::vector<LoopPrediction> preds = predict_measured_ops(machine, ops);
-  std::vector<double> abs_err;
-  for (const auto& p : preds)
-    if (p.peers > 0) abs_err.push_back(std::fabs(p.error_pct));
-  std::sort(abs_err.begin(), abs_err.end());
+  std::vector<double> all_err, multi_err;
+  for (const auto& p : preds) {
+    if (p.peers == 0) continue;
+    all_err.push_back(std::fabs(p.error_pct));
+    if (!p.single_peer) multi_err.push_back(std::fabs(p.error_pct));
+  }
   if (a.json) {
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& p : preds)
       rows.push_back({{"op", p.measured.op}, {"shape", p.measured.shape}, {"dtype", p.measured.dtype},
                       {"threads", p.measured.threads}, {"measured_s", p.measured.measured_s},
                       {"floor_s", p.floor_s}, {"efficiency", p.efficiency}, {"peers", p.peers},
+                      {"regime", p.regime}, {"single_peer", p.single_peer}, {"dropped", p.dropped},
                       {"predicted_s", p.predicted_s}, {"error_pct", p.error_pct}});
     fmt::print("{}\n", rows.dump(2));
     return;
   }
-  fmt::print("{:<8} {:<22} {:<14} {:>3} {:>11} {:>11} {:>11} {:>6} {:>8}\n", "op", "shape", "dtype",
-             "thr", "floor ms", "measured", "predicted", "peers", "error %");
+  fmt::print("{:<13} {:<28} {:<14} {:>3} {:>10} {:>10} {:>10} {:>6} {:>8}  {}\n", "op", "shape",
+             "dtype", "thr", "floor ms", "measured", "predicted", "peers", "error %", "peers from");
   for (const auto& p : preds) {
     const MeasuredOp& m = p.measured;
-    if (p.peers == 0)
-      fmt::print("{:<8} {:<22} {:<14} {:>3} {:>11.3f} {:>11.3f} {:>11} {:>6} {:>8}\n", m.op, m.shape,
-                 m.dtype, m.threads, p.floor_s * 1e3, m.measured_s * 1e3, "-", 0, "-");
+    std::string shape = m.shape.size() > 28 ? m.shape.substr(0, 25) + "..." : m.shape;
+    if (!p.dropped.empty() || p.peers == 0)
+      fmt::print("{:<13} {:<28} {:<14} {:>3} {:>10.3f} {:>10.3f} {:>10} {:>6} {:>8}  {}\n", m.op,
+                 shape, m.dtype, m.threads, p.floor_s * 1e3, m.measured_s * 1e3, "-", p.peers, "-",
+                 p.dropped.empty() ? "no peer" : "dropped: " + p.dropped);
     else
-      fmt::print("{:<8} {:<22} {:<14} {:>3} {:>11.3f} {:>11.3f} {:>11.3f} {:>6} {:>+8.1f}\n", m.op,
-                 m.shape, m.dtype, m.threads, p.floor_s * 1e3, m.measured_s * 1e3,
-                 p.predicted_s * 1e3, p.peers, p.error_pct);
+      fmt::print("{:<13} {:<28} {:<14} {:>3} {:>10.3f} {:>10.3f} {:>10.3f} {:>6} {:>+8.1f}  {}{}\n",
+                 m.op, shape, m.dtype, m.threads, p.floor_s * 1e3, m.measured_s * 1e3,
+                 p.predicted_s * 1e3, p.peers, p.error_pct, p.regime,
+                 p.single_peer ? " (single peer!)" : "");
   }
-  if (!abs_err.empty())
-    fmt::print("\n{} ops predicted: median |error| {:.1f}%, worst {:.1f}%\n", abs_err.size(),
-               abs_err[abs_err.size() / 2], abs_err.back());
+  auto summary = [](std::vector<double> e, const char* what) {
+    if (e.empty()) return;
+    std::sort(e.begin(), e.end());
+    fmt::print("{} ops predicted {}: median |error| {:.1f}%, worst {:.1f}%\n", e.size(), what,
+               e[e.size() / 2], e.back());
+  };
+  fmt::print("\n");
+  summary(all_err, "(all)");
+  summary(multi_err, "from two or more peers");
 }
 
 void add_input_options(CLI::App* cmd, ModelArgs& a) {
