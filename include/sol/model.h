@@ -374,7 +374,7 @@ struct LoopPrediction {
   double efficiency = 0;   // median floor/time of the peers; 0 when the op has no peer
   int peers = 0;
   std::string regime;      // which peers: "size" (same dtype, bound, floor within 4x),
-                           // "dtype", "op"; "" without peers
+                           // "dtype" (and bound), "bound", "op"; "" without peers
   bool single_peer = false;  // one peer only: the prediction is that peer's efficiency
   std::string dropped;     // why the sample is left out ("" when it is not)
   double predicted_s = 0;  // floor / efficiency

@@ -45,22 +45,29 @@ std::string why_dropped(const MeasuredOp& m) {
 }
 
 // Peers: the same op at the same thread count, nearest first: the same dtype and bound with a
-// floor within kRegimeFactor (the size regime), then the same dtype (an f32 GEMM's efficiency
-// says little about a bf16 one), then any dtype.
+// floor within kRegimeFactor (the size regime), then the same dtype and bound (an f32 GEMM's
+// efficiency says little about a bf16 one), then the same bound (a compute-bound GEMM's says
+// nothing about a weight-streaming one), then any.
 std::vector<size_t> peers_of(const std::vector<MeasuredOp>& ops, const std::vector<double>& floors,
                              const std::vector<bool>& usable, size_t i, std::string& regime) {
-  std::vector<size_t> size, dtype, op;
+  std::vector<size_t> size, dtype, bound, op;
   for (size_t j = 0; j < ops.size(); ++j) {
     if (j == i || !usable[j] || ops[j].op != ops[i].op || ops[j].threads != ops[i].threads) continue;
     op.push_back(j);
+    if (ops[j].bound != ops[i].bound) continue;
+    bound.push_back(j);
     if (ops[j].dtype != ops[i].dtype) continue;
     dtype.push_back(j);
     double ratio = floors[j] / floors[i];
-    if (ops[j].bound == ops[i].bound && ratio <= kRegimeFactor && ratio >= 1 / kRegimeFactor)
-      size.push_back(j);
+    if (ratio <= kRegimeFactor && ratio >= 1 / kRegimeFactor) size.push_back(j);
   }
-  regime = !size.empty() ? "size" : !dtype.empty() ? "dtype" : !op.empty() ? "op" : "";
-  return !size.empty() ? size : !dtype.empty() ? dtype : op;
+  for (auto [name, set] : {std::pair{"size", &size}, {"dtype", &dtype}, {"bound", &bound}, {"op", &op}})
+    if (!set->empty()) {
+      regime = name;
+      return *set;
+    }
+  regime.clear();
+  return {};
 }
 
 }  // namespace
