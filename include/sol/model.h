@@ -5,6 +5,8 @@
 // strictly: an unknown key, a missing key or a wrong type throws sol::Error naming the file,
 // the key, what was expected and what was got. docs/model.md explains every formula.
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,54 @@ struct ModelConfig {
   double activated_params() const;  // per token
 };
 
+// The efficiency layer: for each kind of work the model schedules, the fraction of its floor
+// that real kernels reach. Calibrated only from kernel-level measurements (Sol's own records,
+// or the anchors' published kernel tables), never from end-to-end step times (docs/model.md).
+struct EfficiencyRow {
+  std::string work;        // work class: gemm.f8e4m3.decode, ep.dispatch.scale_out.decode, ...
+  double efficiency = 0;   // floor / measured time of this kernel on this shape
+  std::string kernel, shape, measured, source;  // what was measured, and where it is published
+};
+struct Efficiency {
+  std::string name, origin, description;
+  std::vector<EfficiencyRow> rows;
+  // Share of the SMs a communication kernel takes from computation it overlaps (DeepEP's
+  // normal kernels run on a fixed number of SMs); 0 on a CPU.
+  double comm_sm_fraction = 0;
+  std::string comm_sm_source;
+  // The median efficiency of the rows of `work`, else of the nearest calibrated class (a
+  // grouped GEMM borrows the plain GEMM of its dtype and shape class, then the class's prefix:
+  // gemm.bf16.mid -> gemm.bf16 -> gemm). `used` gets the class that answered; 1 and "" when none
+  // did (the floor stands, and the caller lists the class as uncalibrated).
+  double fraction(const std::string& work, std::string* used = nullptr) const;
+};
+Efficiency parse_efficiency(const std::string& text, const std::string& origin);
+// NAME (hardware/calibration/NAME.json) or a path.
+Efficiency load_efficiency(const std::string& name_or_path);
+std::string efficiency_json(const Efficiency& e);
+
+// One kernel measurement of Sol's (`sol report` / `sol bench --json` record) as the efficiency
+// layer reads it: its work class, its floor (the record's, against the ceilings paired in the
+// same run) and its measured time.
+struct KernelSample {
+  std::string op, shape, dtype, work;
+  int threads = 1;
+  double floor_s = 0, time_s = 0;
+  std::string dropped;  // why it is not a row ("" when it is): an uncertain ceiling, ...
+};
+// report.json of `sol report` (an object with "records") or the array `sol bench --json` and
+// `sol report --json` print. threads > 0 keeps only records at that thread count. Throws
+// sol::Error naming the file, the record and the key.
+std::vector<KernelSample> read_kernel_samples(const std::string& path, int threads = 0);
+// The efficiency layer of the samples not dropped: one row per sample.
+Efficiency efficiency_from_samples(const std::vector<KernelSample>& samples,
+                                   const std::string& name, const std::string& source);
+// A sample's time as the efficiency layer predicts it: floor / fraction(work).
+double calibrated_time(const Efficiency& e, const KernelSample& s);
+// The work class of a Sol op record (gemm m=16 bf16 -> gemm.bf16.decode, rmsnorm -> memory).
+std::string sol_op_work_class(const std::string& op, const std::string& dtype,
+                              const std::string& shape, const std::string& bound);
+
 // One accelerator (or this CPU) and the links around it. Rates per device, per direction.
 struct HardwareSpec {
   std::string name, source, confidence;  // confidence: "high" or "low"
@@ -47,6 +97,8 @@ struct HardwareSpec {
   double scale_up_latency_s = 0;
   double scale_out_bandwidth = 0;   // B/s per device, one direction (IB, RoCE)
   double scale_out_latency_s = 0;
+  // Null: every op at its floor. Set: each op's floor divided by its work class's efficiency.
+  std::shared_ptr<const Efficiency> efficiency;
 
   double flops(DType t) const;  // throws sol::Error for a dtype the device cannot multiply
 };
@@ -73,6 +125,7 @@ std::string_view recompute_name(Recompute r);
 struct ParallelPlan {
   std::string name;
   std::string origin;  // the file it was read from (named in validate_plan's messages)
+  std::map<std::string, int> key_lines;  // line of each key in that file (messages name it)
   int dp = 1, tp = 1, pp = 1, ep = 1;  // ep groups are carved from dp x tp
   int zero_stage = 0;                  // 0..3: what is sharded over dp
   Schedule schedule = Schedule::one_f_one_b;
@@ -82,6 +135,9 @@ struct ParallelPlan {
   bool node_limited_routing = false;   // a token reaches at most max_nodes_per_token nodes
   int max_nodes_per_token = 0;         // 0: the model's groups_per_token
   bool shared_expert_as_routed = false;
+  // Extra expert copies placed beside the routed (and routed shared) ones, as DeepSeek's
+  // deployments host redundant experts: experts placed must be a multiple of ep.
+  int redundant_experts = 0;
   // Token-expert pairs of the busiest expert-parallel device over the average (1: balanced).
   // Its expert GEMMs and its all-to-all traffic scale by it, and everyone waits for it.
   double expert_load_imbalance = 1;
@@ -94,10 +150,13 @@ struct ParallelPlan {
 struct Workload {
   enum class Kind { training, inference } kind = Kind::training;
   std::string name;
+  std::string origin;                    // the file it was read from
+  std::map<std::string, int> key_lines;  // line of each key in that file
   // training: sequences of seq_len tokens, global_batch sequences per step
   int64_t seq_len = 0, global_batch = 0;
   bool mtp = false;  // train the model's multi-token-prediction modules too
-  // inference: per data-parallel replica
+  // inference: per data-parallel replica; a batch of 0 leaves that phase out (prefill-only,
+  // decode-only workloads)
   int64_t prefill_batch = 0, prompt_tokens = 0, decode_batch = 0, context_tokens = 0;
   double kv_cache_hit_rate = 0;  // share of prompt tokens whose KV is already cached
   // Decoding with the model's MTP modules as the draft (DeepSeek-V3 section 5.4.3): each step
@@ -111,6 +170,11 @@ struct Workload {
 // ---- inputs ---------------------------------------------------------------------------
 
 // `text` is the JSON, `origin` names it in messages (a file path).
+// The line of the first occurrence of each "key": in a JSON text (for messages; 1-based).
+std::map<std::string, int> json_key_lines(const std::string& text);
+// "origin:line key 'k'" for messages about a key of a plan or workload file.
+std::string key_where(const std::string& origin, const std::map<std::string, int>& lines,
+                      const std::string& key);
 ModelConfig parse_model_config(const std::string& text, const std::string& origin);
 HardwareSpec parse_hardware_spec(const std::string& text, const std::string& origin);
 ParallelPlan parse_parallel_plan(const std::string& text, const std::string& origin);
@@ -147,8 +211,10 @@ struct OpRecord {
   double count = 0;               // repetitions in the phase (layers x micro-batches x passes)
   double flops = 0, bytes = 0, link_bytes = 0;  // totals per device
   Link link = Link::none;
-  double floor_s = 0;             // total floor time of all repetitions
+  double floor_s = 0;             // total floor time of all repetitions (calibrated when the
+                                  // hardware carries an efficiency layer)
   std::string bound;              // compute, memory, link
+  std::string work;               // its work class in the efficiency layer
 };
 
 struct PhaseResult {
@@ -191,6 +257,23 @@ struct Prediction {
     double peak_inflight = 0;
     std::vector<std::vector<PipelinePass>> timeline;  // the simulated schedule, per stage
   } pipeline;
+  // Training: the step as researchers break it down. One chunk (one micro-batch on the slowest
+  // stage): forward, backward for the inputs, backward for the weights; then the steady-state
+  // body (micro_batches chunks, 1F1B's or DualPipe's), the schedule's bubble, the exposed
+  // gradient sync and the optimizer. MFU against the named peaks, causal attention counting
+  // the unmasked half and non-causal all of it (0 where the device has no such peak).
+  struct Training {
+    double forward_s = 0, backward_input_s = 0, backward_weight_s = 0;
+    double body_s = 0, bubble_s = 0, grad_sync_s = 0, optimizer_s = 0;
+    double tokens_per_day_per_device = 0;
+    double mfu_bf16_causal = 0, mfu_bf16_non_causal = 0, mfu_fp8_causal = 0, mfu_fp8_non_causal = 0;
+  } training;
+  // Serving: throughput per scale-up domain (a node), prefill and decode apart.
+  struct Serving {
+    double prefill_tokens_per_s = 0, prefill_tokens_per_s_per_node = 0;
+    double decode_tokens_per_s_per_node = 0;
+    int devices_per_node = 1;
+  } serving;
 };
 
 // Throws sol::Error for an invalid plan or a workload that does not fit in memory.
@@ -201,7 +284,34 @@ Prediction predict(const ModelConfig& m, const HardwareSpec& hw, const ParallelP
 double kv_cache_bytes_per_token(const ModelConfig& m, DType kv_dtype);
 // Forward + backward FLOPs of one token in a sequence of seq_len (causal attention), LM head
 // included, MTP modules when `mtp`.
-double training_flops_per_token(const ModelConfig& m, int64_t seq_len, bool mtp);
+// causal: each token attends to (i + 1) keys, the unmasked half; otherwise to all seq_len.
+double training_flops_per_token(const ModelConfig& m, int64_t seq_len, bool mtp,
+                                bool causal = true);
+// Forward FLOPs of one new token attending to `context` cached keys (MLA: absorbed, over the
+// latent cache), LM head included: what one decoded token costs.
+double decode_flops_per_token(const ModelConfig& m, int64_t context);
+
+// What a model is, without hardware or plan (`sol model card`): weights per part and layer,
+// totals, KV cache per token and FLOPs per token.
+struct ModelCard {
+  struct Part {
+    std::string name;
+    double per_layer = 0;         // weights of one instance
+    int64_t layers = 0;           // instances
+    double total = 0, active = 0;  // all instances; active: what one token multiplies by
+  };
+  std::string model;
+  std::vector<Part> parts;  // embedding, attention, dense MLP, router, experts, head, MTP
+  double total_params = 0, active_params = 0;  // MTP modules excluded, as DeepSeek counts
+  double mtp_params = 0;
+  double kv_bytes_per_token = 0;  // bf16 cache, all layers
+  int64_t seq_len = 0, context = 0;
+  double train_flops_causal = 0, train_flops_non_causal = 0, train_flops_causal_mtp = 0;
+  double decode_flops = 0;  // at `context`
+};
+ModelCard model_card(const ModelConfig& m, int64_t seq_len, int64_t context);
+std::string model_card_table(const ModelCard& c);
+std::string model_card_json(const ModelCard& c);
 
 // Pipeline bubble of one step (DeepSeek-V3 report, table 2). f, b, w: the time of one stage's
 // forward chunk, full backward chunk and weight-gradient part of the backward; fb: a forward
@@ -233,6 +343,10 @@ std::string prediction_table(const Prediction& p);
 // empty when top <= 0.
 std::string prediction_ops_table(const Prediction& p, int top);
 std::string prediction_json(const Prediction& p);
+// Floor and calibrated prediction side by side: per phase, the step's figures, and each work
+// class with the efficiency it got and the class that answered (or "floor" when none did).
+std::string calibrated_table(const Prediction& floor, const Prediction& calibrated,
+                             const Efficiency& e);
 std::string prediction_svg(const Prediction& p);
 // A per-op roofline, one log-log panel per phase: each op at (FLOP per byte, FLOP/s at its
 // floor) under the device's matrix peaks and memory bandwidth, dot area its share of the phase.
@@ -241,23 +355,34 @@ std::string prediction_roofline_svg(const Prediction& p, const HardwareSpec& hw)
 // Closing the loop on this machine. Each op `sol report` measured is predicted from its floor
 // on the report's own ceilings and an efficiency learned from the *other* measurements of the
 // same op at the same thread count (leave-one-out: the op's own time never enters its
-// prediction), then compared with what was measured.
+// prediction), then compared with what was measured. Peers are taken from the op's size regime
+// first (same dtype and bound, floor within 4x), widening only when there are none there;
+// samples the scheduler cut into are neither predicted nor peers.
 struct MeasuredOp {
   std::string op, shape, dtype;
   int threads = 1;
   double flops = 0, bytes = 0;
   Unit compute = Unit::fma_f32, memory = Unit::mem_copy;
   double measured_s = 0;
+  double min_s = 0;          // fastest run (0: unknown)
+  double ceiling_moved = 1;  // how far the paired ceiling moved during the run
+  std::string bound;         // compute or memory, as measured
 };
 struct LoopPrediction {
   MeasuredOp measured;
   double floor_s = 0;      // on the report's cached ceilings
   double efficiency = 0;   // median floor/time of the peers; 0 when the op has no peer
   int peers = 0;
+  std::string regime;      // which peers: "size" (same dtype, bound, floor within 4x),
+                           // "dtype" (and bound), "bound", "op"; "" without peers
+  bool single_peer = false;  // one peer only: the prediction is that peer's efficiency
+  std::string dropped;     // why the sample is left out ("" when it is not)
   double predicted_s = 0;  // floor / efficiency
   double error_pct = 0;    // 100 * (predicted - measured) / measured
 };
-// Reads report.json (as `sol report` writes it); throws sol::Error naming the file and key.
+// Reads report.json (as `sol report` writes it), or the array of records `sol bench --json`
+// prints (then `machine` is left as the caller set it: the cached profile); throws sol::Error
+// naming the file and key.
 void load_report(const std::string& path, MachineProfile& machine, std::vector<MeasuredOp>& ops);
 std::vector<LoopPrediction> predict_measured_ops(const MachineProfile& machine,
                                                  const std::vector<MeasuredOp>& ops);

@@ -10,6 +10,9 @@ namespace sol::model_detail {
 
 enum class OpKind { gemm, attention, norm, elementwise, routing, embedding, comm };
 std::string_view op_kind_name(OpKind k);
+// Which pass an op runs in: the efficiency layer tells attention's backward from its forward,
+// and decode's low-latency all-to-all from the throughput kernels of training and prefill.
+enum class PassKind { forward, backward, decode };
 
 struct OpCost {
   std::string name;
@@ -22,6 +25,8 @@ struct OpCost {
   double saved_bytes = 0;  // activations kept for the backward pass
   double wgrad_flops = 0;  // the weight-gradient part of the backward (GEMMs)
   DType dtype = DType::bf16;
+  double rows = 0;         // GEMMs: rows of the output (all groups)
+  double groups = 0;       // GEMMs: weight matrices read (> 1: a grouped expert GEMM)
 };
 
 // One forward pass of one micro-batch through one device's share of a layer.
@@ -63,15 +68,24 @@ struct OpTime {
   double floor_s() const;
   std::string bound() const;
 };
+// With an efficiency layer on the hardware, each side is divided by the efficiency of the
+// op's work class, so floor_s() is the calibrated time.
 OpTime op_time(const OpCost& op, const HardwareSpec& hw, double flops_scale = 1,
-               double bytes_scale = 1);
+               double bytes_scale = 1, PassKind pass = PassKind::forward);
+// The op's class in the efficiency layer (docs/model.md): gemm.<dtype>.<decode|mid|large>,
+// grouped_gemm.<dtype>.<...> (by rows per group), attention.fwd|bwd, mla.decode.<bound> (attention.decode.<bound>
+// without MLA),
+// memory, ep.<dispatch|combine>.<link>[.decode], allreduce.<link>, pp.p2p. `floor` decides
+// the bound of MLA decode.
+std::string work_class(const OpCost& op, PassKind pass, const OpTime& floor);
 
 // Parameters one device holds (counts, not bytes).
 struct ParamShare {
   double dense = 0;   // replicated over dp (attention, dense MLP, shared experts, embeddings)
   double expert = 0;  // routed experts, replicated over dp x tp / ep
 };
-ParamShare params_per_device(const ModelConfig& m, const ParallelPlan& p);
+// `mtp`: the last stage also holds the model's MTP modules (training them).
+ParamShare params_per_device(const ModelConfig& m, const ParallelPlan& p, bool mtp = false);
 int64_t layers_per_stage(const ModelConfig& m, const ParallelPlan& p);
 // The experts each token visits and the experts the EP group holds.
 double experts_per_token(const ModelConfig& m, const ParallelPlan& p);

@@ -36,7 +36,8 @@ double experts_per_token(const ModelConfig& m, const ParallelPlan& p) {
 }
 
 double experts_placed(const ModelConfig& m, const ParallelPlan& p) {
-  return double(m.routed_experts) + (p.shared_expert_as_routed ? m.shared_experts : 0);
+  return double(m.routed_experts) + (p.shared_expert_as_routed ? m.shared_experts : 0) +
+         p.redundant_experts;
 }
 
 std::vector<OpCost> expert_all_to_all(const std::string& name, const ModelConfig& m,
@@ -92,8 +93,9 @@ std::string OpTime::bound() const {
   return compute_s >= memory_s ? "compute" : "memory";
 }
 
-OpTime op_time(const OpCost& op, const HardwareSpec& hw, double flops_scale,
-               double bytes_scale) {
+namespace {
+OpTime floor_time(const OpCost& op, const HardwareSpec& hw, double flops_scale,
+                  double bytes_scale) {
   OpTime t;
   if (op.kind == OpKind::comm) {
     if (op.link == Link::none || op.link_bytes == 0) return t;
@@ -109,6 +111,19 @@ OpTime op_time(const OpCost& op, const HardwareSpec& hw, double flops_scale,
   double flops = op.flops * flops_scale;
   if (flops > 0) t.compute_s = flops / hw.flops(op.dtype);
   t.memory_s = op.bytes * bytes_scale / hw.memory_bandwidth;
+  return t;
+}
+}  // namespace
+
+OpTime op_time(const OpCost& op, const HardwareSpec& hw, double flops_scale, double bytes_scale,
+               PassKind pass) {
+  OpTime t = floor_time(op, hw, flops_scale, bytes_scale);
+  if (!hw.efficiency) return t;
+  double slow = 1 / hw.efficiency->fraction(work_class(op, pass, t));
+  t.compute_s *= slow;
+  t.memory_s *= slow;
+  t.link_s *= slow;
+  t.latency_s *= slow;
   return t;
 }
 

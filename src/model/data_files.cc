@@ -96,3 +96,12 @@ Workload load_workload(const std::string& name_or_path) {
 }
 
 }  // namespace sol
+
+namespace sol {
+
+Efficiency load_efficiency(const std::string& name_or_path) {
+  auto [text, origin] = locate("hardware/calibration", name_or_path);
+  return parse_efficiency(text, origin);
+}
+
+}  // namespace sol

@@ -2,6 +2,7 @@
 // request batch on one data-parallel replica. With two-micro-batch overlap the batch is split
 // in two and one half's communication runs under the other half's computation, layer by layer.
 #include <algorithm>
+#include <cmath>
 
 #include "model/phase_sum.h"
 #include "model/steps.h"
@@ -49,34 +50,49 @@ PassTime run_pass(const ModelConfig& m, const HardwareSpec& hw, const ParallelPl
 void predict_inference(const ModelConfig& m, const HardwareSpec& hw, const ParallelPlan& p,
                        const Workload& w, Prediction& out) {
   int micro = p.overlap ? 2 : 1;
-  PhaseAccumulator prefill_acc(hw, "prefill"), decode_acc(hw, "decode");
-  // Only the last position of each prompt needs logits.
-  PassTime prefill = run_pass(m, hw, p, prefill_pass(w, micro), double(w.prefill_batch),
-                              prefill_acc);
-  int64_t depth = w.mtp_decode ? m.mtp_layers : 0;
-  PassTime decode = run_pass(m, hw, p, decode_pass(w, micro, depth),
-                             double(w.decode_batch) * double(1 + depth), decode_acc, depth);
-  // Each step keeps 1 + a + ... + a^depth tokens per sequence (1 without MTP).
-  double kept = w.tokens_per_decode_step(depth);
-  out.phases.push_back(make_phase("prefill", prefill.total, prefill.time_s));
-  out.phases.push_back(make_phase("decode", decode.total, decode.time_s));
+  PhaseAccumulator prefill_acc(hw, "prefill"), decode_acc(hw, "decode", PassKind::decode);
+  // pp stages each hold one batch in flight, so a replica finishes pp batches per pass.
+  double replicas = double(p.dp) * p.pp;
+  Prediction::Serving& serving = out.serving;
+  serving.devices_per_node = std::min(p.devices(), std::max(1, hw.scale_up_size));
+  double nodes = double(p.devices()) / serving.devices_per_node;
+  if (w.prefill_batch > 0) {
+    // Only the last position of each prompt needs logits.
+    PassTime prefill = run_pass(m, hw, p, prefill_pass(w, micro), double(w.prefill_batch),
+                                prefill_acc);
+    out.phases.push_back(make_phase("prefill", prefill.total, prefill.time_s));
+    out.ttft_s = prefill.time_s;
+    double fresh = double(w.prompt_tokens) - std::floor(w.prompt_tokens * w.kv_cache_hit_rate);
+    serving.prefill_tokens_per_s = double(w.prefill_batch) * fresh * replicas / prefill.time_s;
+    serving.prefill_tokens_per_s_per_node = serving.prefill_tokens_per_s / nodes;
+  }
+  if (w.decode_batch > 0) {
+    int64_t depth = w.mtp_decode ? m.mtp_layers : 0;
+    PassTime decode = run_pass(m, hw, p, decode_pass(w, micro, depth),
+                               double(w.decode_batch) * double(1 + depth), decode_acc, depth);
+    // Each step keeps 1 + a + ... + a^depth tokens per sequence (1 without MTP).
+    double kept = w.tokens_per_decode_step(depth);
+    out.phases.push_back(make_phase("decode", decode.total, decode.time_s));
+    out.tpot_s = decode.time_s / kept;
+    out.tpot_link_limit_s = decode.link_s / kept;
+    out.step_s = decode.time_s;
+    out.tokens_per_s = double(w.decode_batch) * replicas * kept / decode.time_s;
+    out.tokens_per_s_per_device = out.tokens_per_s / p.devices();
+    serving.decode_tokens_per_s_per_node = out.tokens_per_s / nodes;
+    // MFU by its definition: useful FLOPs per token (one token's forward at the context; MTP's
+    // drafting is not useful work) x tokens/s per device / the GEMM dtype's peak.
+    out.model_flops_per_token = decode_flops_per_token(m, w.context_tokens);
+    out.mfu = out.model_flops_per_token * out.tokens_per_s_per_device / hw.flops(p.gemm_dtype);
+  } else {
+    // Prefill only: its own throughput and MFU (forward FLOPs of the fresh prompt tokens).
+    out.step_s = out.ttft_s;
+    out.tokens_per_s = serving.prefill_tokens_per_s;
+    out.tokens_per_s_per_device = out.tokens_per_s / p.devices();
+    out.model_flops_per_token = training_flops_per_token(m, w.prompt_tokens, false) / 3;
+    out.mfu = out.model_flops_per_token * out.tokens_per_s_per_device / hw.flops(p.gemm_dtype);
+  }
   for (const auto* acc : {&prefill_acc, &decode_acc})
     out.ops.insert(out.ops.end(), acc->records().begin(), acc->records().end());
-
-  out.ttft_s = prefill.time_s;
-  out.tpot_s = decode.time_s / kept;
-  out.tpot_link_limit_s = decode.link_s / kept;
-  out.step_s = decode.time_s;
-  // pp stages each hold one batch in flight, so a replica finishes pp batches per step.
-  double tokens_per_step = double(w.decode_batch) * p.dp * p.pp * kept;
-  out.tokens_per_s = tokens_per_step / decode.time_s;
-  out.tokens_per_s_per_device = out.tokens_per_s / p.devices();
-  double matrix_flops = 0;
-  for (const OpRecord& r : decode_acc.records())
-    if (r.kind == "gemm" || r.kind == "attention") matrix_flops += r.flops;
-  // One device's share of one batch through every layer, times the devices of a replica.
-  out.model_flops_per_token = matrix_flops * p.tp / (double(w.decode_batch) * kept);
-  out.mfu = matrix_flops / (out.tpot_s * hw.flops(p.gemm_dtype));
 }
 
 }  // namespace sol::model_detail

@@ -35,6 +35,8 @@ struct LayerBuilder {
     if (k == double(m.hidden)) op.saved_bytes /= p.tp;
     op.wgrad_flops = op.flops;
     op.dtype = p.gemm_dtype;
+    op.rows = rows;
+    op.groups = weights;
     ops.push_back(op);
   }
 

@@ -1,5 +1,6 @@
 // Memory per device: weights, gradients and optimizer state (sharded by ZeRO stage), the
 // activations in flight under the pipeline schedule, and the KV cache of inference.
+#include <algorithm>
 #include <cmath>
 
 #include "model/accounting.h"
@@ -26,7 +27,7 @@ int64_t layers_per_stage(const ModelConfig& m, const ParallelPlan& p) {
   return (m.layers + p.pp - 1) / p.pp;
 }
 
-ParamShare params_per_device(const ModelConfig& m, const ParallelPlan& p) {
+ParamShare params_per_device(const ModelConfig& m, const ParallelPlan& p, bool mtp) {
   // The worst stage: the last layers (MoE when the model has any) plus one of embedding/head.
   ParamShare share;
   int64_t stage = layers_per_stage(m, p);
@@ -38,6 +39,12 @@ ParamShare params_per_device(const ModelConfig& m, const ParallelPlan& p) {
       share.expert += placed * expert_params;
       if (p.shared_expert_as_routed) share.dense -= m.shared_experts * expert_params / p.tp;
     }
+  }
+  // DeepSeek-V3 keeps its MTP modules on the last stage: a projection and one more layer.
+  for (int64_t i = 0; mtp && i < m.mtp_layers; ++i) {
+    share.dense += (2.0 * m.hidden * m.hidden + layer_dense_params(m, m.layers - 1)) / p.tp;
+    if (m.is_moe_layer(m.layers - 1))
+      share.expert += std::ceil(experts_placed(m, p) / p.ep) * expert_params;
   }
   double embedding = double(m.vocab) * m.hidden / p.tp;
   share.dense += p.pp > 1 || m.tied_embeddings ? embedding : 2 * embedding;
@@ -79,9 +86,9 @@ MemoryUse memory_per_device(const ModelConfig& m, const HardwareSpec& hw, const 
                             const Workload& w) {
   MemoryUse mem;
   mem.capacity = hw.memory_bytes;
-  ParamShare share = params_per_device(m, p);
-  double dense_dp = p.dp, expert_dp = double(p.dp) * p.tp / p.ep;
   bool training = w.kind == Workload::Kind::training;
+  ParamShare share = params_per_device(m, p, training && w.mtp);
+  double dense_dp = p.dp, expert_dp = double(p.dp) * p.tp / p.ep;
   // DualPipe holds the first and last stages' chunks on one device: two copies.
   double copies = training ? pipeline_cost(p.schedule, p.pp, p.micro_batches, 0, 0, 0, 0).param_copies : 1;
   double weight_bytes = training ? 2 : double(dtype_size(p.weight_dtype));
@@ -107,12 +114,16 @@ MemoryUse memory_per_device(const ModelConfig& m, const HardwareSpec& hw, const 
       }
       for (const OpCost& op : layer_ops(m, hw, p, l, pass)) saved += op.saved_bytes;
     }
+    for (int64_t i = 0; w.mtp && i < m.mtp_layers; ++i)
+      for (const OpCost& op : mtp_ops(m, hw, p, pass)) saved += op.saved_bytes;
     mem.activations =
         saved * pipeline_cost(p.schedule, p.pp, p.micro_batches, 0, 0, 0, 0).inflight_microbatches;
   } else {
     double per_layer = kv_cache_bytes_per_token(m, p.kv_dtype) / m.layers;
     if (!m.is_mla()) per_layer *= std::max(1.0, double(m.kv_heads) / p.tp) / m.kv_heads;
-    double tokens = double(w.decode_batch) * w.context_tokens;
+    // The cache holds the decoding sequences, or a prefill-only workload's prompts.
+    double tokens = std::max(double(w.decode_batch) * w.context_tokens,
+                             double(w.prefill_batch) * w.prompt_tokens);
     // With pp stages, pp batches are in flight (one per stage), each caching its own layers.
     mem.kv_cache = per_layer * tokens * layers_per_stage(m, p) * p.pp;
     if (w.mtp_decode) {  // the MTP modules' own layer and projection (embedding, head shared)

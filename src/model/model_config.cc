@@ -1,6 +1,7 @@
 // Model configs in the Hugging Face config.json vocabulary. A real config.json loads as is:
 // the keys that describe the file but not the arithmetic (token ids, rope, dropout, ...) are
 // accepted and ignored; anything else unknown is an error (a typo must not pass silently).
+#include "model/param_count.h"
 #include "model/strict_json.h"
 #include "sol/error.h"
 #include "sol/model.h"
@@ -97,22 +98,10 @@ int64_t ModelConfig::moe_layer_count() const {
   return n;
 }
 
-namespace {
-double attention_params(const ModelConfig& m) {
-  double h = m.hidden, heads = m.heads;
-  if (!m.is_mla())
-    return h * heads * m.head_dim * 2 + 2.0 * h * m.kv_heads * m.head_dim;
-  double q = m.q_lora_rank > 0 ? h * m.q_lora_rank + double(m.q_lora_rank) * heads * m.head_dim
-                               : h * heads * m.head_dim;
-  double kv = h * (m.kv_lora_rank + m.qk_rope_dim) +
-              double(m.kv_lora_rank) * heads * (m.qk_nope_dim + m.v_head_dim);
-  return q + kv + heads * m.v_head_dim * h;
-}
-double mlp_params(const ModelConfig& m, double width) { return 3.0 * m.hidden * width; }
-double embedding_params(const ModelConfig& m) {
-  return double(m.vocab) * m.hidden * (m.tied_embeddings ? 1 : 2);
-}
-}  // namespace
+
+using model_detail::attention_params;
+using model_detail::embedding_params;
+using model_detail::mlp_params;
 
 double ModelConfig::total_params() const {
   double moe = moe_layer_count(), dense = layers - moe;

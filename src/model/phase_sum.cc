@@ -5,7 +5,7 @@
 namespace sol::model_detail {
 
 double PhaseSum::time_s(bool overlap) const {
-  return overlap ? std::max(device_s(), comm_s()) : device_s() + comm_s();
+  return overlap ? std::max(overlapped_device_s(), comm_s()) : device_s() + comm_s();
 }
 
 double PhaseSum::comm_bandwidth_s() const {
@@ -19,6 +19,7 @@ void PhaseSum::add(const PhaseSum& other, double times) {
   scale_out_s += other.scale_out_s * times;
   scale_up_latency_s += other.scale_up_latency_s * times;
   scale_out_latency_s += other.scale_out_latency_s * times;
+  sm_slowdown = std::max(sm_slowdown, other.sm_slowdown);
 }
 
 std::string PhaseSum::bottleneck() const {
@@ -32,8 +33,9 @@ std::string PhaseSum::bottleneck() const {
 PhaseSum PhaseAccumulator::add(const std::vector<OpCost>& ops, double count, double flops_scale,
                                double bytes_scale) {
   PhaseSum sum;
+  if (hw_.efficiency) sum.sm_slowdown = 1 / (1 - hw_.efficiency->comm_sm_fraction);
   for (const OpCost& op : ops) {
-    OpTime t = op_time(op, hw_, flops_scale, bytes_scale);
+    OpTime t = op_time(op, hw_, flops_scale, bytes_scale, pass_);
     double floor = t.floor_s() * count;
     if (op.kind == OpKind::comm) {
       bool up = op.link == Link::scale_up;
@@ -52,6 +54,7 @@ PhaseSum PhaseAccumulator::add(const std::vector<OpCost>& ops, double count, dou
       r.kind = std::string(op_kind_name(op.kind));
       r.link = op.link;
       r.bound = t.bound();
+      r.work = work_class(op, pass_, t);
       records_.push_back(r);
     }
     OpRecord& r = records_[it->second];

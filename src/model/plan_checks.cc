@@ -1,6 +1,7 @@
 // What a plan must satisfy to run a model on a machine, and the default plan when none is given.
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <string>
 
 #include "model/accounting.h"
@@ -20,15 +21,32 @@ void validate_plan(const ModelConfig& m, const HardwareSpec& hw, const ParallelP
   check(p.pp <= m.layers, what, "pp = ", p.pp, " exceeds the ", m.layers, " layers of ", m.name);
   check(p.expert_load_imbalance == 1 || m.is_moe(), what, "expert_load_imbalance = ",
         p.expert_load_imbalance, " but ", m.name, " has no experts");
-  check(p.ep == 1 || m.is_moe(), what, "ep = ", p.ep, " but ", m.name, " has no experts");
+  check(p.ep == 1 || m.is_moe(), key_where(p.origin, p.key_lines, "ep"), "ep = ", p.ep, " but ",
+        m.name, " has no experts");
+  check(p.redundant_experts == 0 || m.is_moe(), key_where(p.origin, p.key_lines, "redundant_experts"),
+        m.name, " has no experts");
+  if (m.is_moe() && p.ep > 1) {
+    int64_t placed = int64_t(model_detail::experts_placed(m, p));
+    std::string hint = " (routed " + std::to_string(m.routed_experts) +
+                       (p.shared_expert_as_routed ? " + shared " + std::to_string(m.shared_experts) : "") +
+                       " + redundant_experts " + std::to_string(p.redundant_experts) +
+                       "); set redundant_experts to fill the devices, as DeepSeek's deployments do";
+    check(p.ep <= placed, key_where(p.origin, p.key_lines, "ep"), "ep = ", p.ep,
+          " exceeds the ", placed, " experts placed", hint);
+    check(placed % p.ep == 0, key_where(p.origin, p.key_lines, "ep"), "ep = ", p.ep,
+          " does not divide the ", placed, " experts placed", hint);
+  }
   check(!p.node_limited_routing || p.max_nodes_per_token > 0 || m.groups_per_token > 0, what,
         "node_limited_routing needs max_nodes_per_token (", m.name, " has no topk_group)");
   hw.flops(p.gemm_dtype);  // throws when the device cannot multiply in that dtype
   if (w.kind == Workload::Kind::inference) {
-    check(!w.mtp_decode || m.mtp_layers > 0, "workload " + w.name, "decode.mtp_acceptance needs "
-          "a model with MTP modules (num_nextn_predict_layers > 0); ", m.name, " has none");
+    check(!w.mtp_decode || m.mtp_layers > 0, key_where(w.origin, w.key_lines, "mtp_acceptance"),
+          "decode.mtp_acceptance needs a model with MTP modules (num_nextn_predict_layers > 0); ",
+          m.name, " has none");
     return;
   }
+  check(!w.mtp || m.mtp_layers > 0, key_where(w.origin, w.key_lines, "mtp"), "mtp = true needs "
+        "a model with MTP modules (num_nextn_predict_layers > 0); ", m.name, " has none");
   int64_t per_step = int64_t(p.dp) * p.micro_batches;
   check(w.global_batch % per_step == 0, what, "global_batch = ", w.global_batch,
         " sequences must split evenly into dp x micro_batches = ", per_step);
@@ -76,7 +94,9 @@ std::vector<ParallelPlan> candidates(const ModelConfig& m, const HardwareSpec& h
       p.pp = pp;
       // Powers of two keep batches divisible; a 72-GPU domain then uses 64 of its devices.
       p.dp = largest_power_of_two_dividing(1 << 30, double(devices) / (tp * pp));
-      if (m.is_moe()) p.ep = largest_power_of_two_dividing(p.dp * tp, m.routed_experts);
+      if (m.is_moe())
+        p.ep = largest_power_of_two_dividing(std::gcd(p.dp * tp, int(m.routed_experts)),
+                                             double(m.routed_experts));
       if (inference) {
         p.weight_dtype = p.dispatch_dtype = p.gemm_dtype;
         p.overlap = devices > 1;

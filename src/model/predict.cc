@@ -24,25 +24,42 @@ Prediction predict(const ModelConfig& m, const HardwareSpec& hw, const ParallelP
   return out;
 }
 
-double training_flops_per_token(const ModelConfig& m, int64_t seq_len, bool mtp) {
-  // One token on one device (no parallelism); matrix work only, as MFU counts it.
+namespace {
+// Matrix FLOPs (GEMMs and attention, as MFU counts them) of one token's forward on one device.
+double matrix_flops(const ModelConfig& m, const model_detail::Pass& pass, bool training,
+                    bool mtp) {
   ParallelPlan one;
   HardwareSpec none;
-  model_detail::Pass pass;
-  pass.tokens = 1;
-  pass.context = (seq_len + 1) / 2.0;
-  pass.kv_tokens = 1;
-  std::vector<model_detail::OpCost> ops = model_detail::head_ops(m, one, pass, true);
+  std::vector<model_detail::OpCost> ops = model_detail::head_ops(m, one, pass, training);
   for (int64_t l = 0; l < m.layers; ++l)
     for (auto& op : model_detail::layer_ops(m, none, one, l, pass)) ops.push_back(op);
   if (mtp)
     for (int64_t i = 0; i < m.mtp_layers; ++i)
-      for (auto& op : model_detail::mtp_ops(m, none, one, pass)) ops.push_back(op);
+      for (auto& op : model_detail::mtp_ops(m, none, one, pass, training)) ops.push_back(op);
   double flops = 0;
   for (const auto& op : ops)
     if (op.kind == model_detail::OpKind::gemm || op.kind == model_detail::OpKind::attention)
       flops += op.flops;
-  return 3 * flops;  // backward: input gradients + weight gradients, each as large as forward
+  return flops;
+}
+}  // namespace
+
+double training_flops_per_token(const ModelConfig& m, int64_t seq_len, bool mtp, bool causal) {
+  model_detail::Pass pass;
+  pass.tokens = 1;
+  pass.context = causal ? (seq_len + 1) / 2.0 : double(seq_len);
+  pass.kv_tokens = 1;
+  // backward: input gradients + weight gradients, each as large as the forward
+  return 3 * matrix_flops(m, pass, true, mtp);
+}
+
+double decode_flops_per_token(const ModelConfig& m, int64_t context) {
+  model_detail::Pass pass;
+  pass.tokens = 1;
+  pass.context = double(context);
+  pass.kv_tokens = double(context);
+  pass.absorbed = true;
+  return matrix_flops(m, pass, false, false);
 }
 
 }  // namespace sol

@@ -16,7 +16,7 @@ std::string prediction_json(const Prediction& p) {
   for (const OpRecord& r : p.ops)
     ops.push_back({{"phase", r.phase}, {"op", r.name}, {"kind", r.kind}, {"count", r.count},
                    {"flops", r.flops}, {"bytes", r.bytes}, {"link_bytes", r.link_bytes},
-                   {"link", link_name(r.link)}, {"floor_s", r.floor_s}, {"bound", r.bound}});
+                   {"link", link_name(r.link)}, {"floor_s", r.floor_s}, {"bound", r.bound}, {"work", r.work}});
   const MemoryUse& m = p.memory;
   json out = {
       {"model", p.model}, {"hardware", p.hardware}, {"plan", p.plan}, {"workload", p.workload},
@@ -40,6 +40,22 @@ std::string prediction_json(const Prediction& p) {
     out["ttft_s"] = p.ttft_s;
     out["tpot_s"] = p.tpot_s;
     out["tpot_link_limit_s"] = p.tpot_link_limit_s;
+    const Prediction::Serving& s = p.serving;
+    out["serving"] = {{"prefill_tokens_per_s", s.prefill_tokens_per_s},
+                      {"prefill_tokens_per_s_per_node", s.prefill_tokens_per_s_per_node},
+                      {"decode_tokens_per_s_per_node", s.decode_tokens_per_s_per_node},
+                      {"devices_per_node", s.devices_per_node}};
+  } else {
+    const Prediction::Training& t = p.training;
+    out["breakdown"] = {{"forward_s", t.forward_s}, {"backward_input_s", t.backward_input_s},
+                        {"backward_weight_s", t.backward_weight_s}, {"body_s", t.body_s},
+                        {"bubble_s", t.bubble_s}, {"grad_sync_s", t.grad_sync_s},
+                        {"optimizer_s", t.optimizer_s},
+                        {"tokens_per_day_per_device", t.tokens_per_day_per_device},
+                        {"mfu_bf16_causal", t.mfu_bf16_causal},
+                        {"mfu_bf16_non_causal", t.mfu_bf16_non_causal},
+                        {"mfu_fp8_causal", t.mfu_fp8_causal},
+                        {"mfu_fp8_non_causal", t.mfu_fp8_non_causal}};
   }
   return out.dump(2);
 }

@@ -46,6 +46,38 @@ struct Roof {
   double peak;
 };
 
+// Op labels must not cover each other: each takes the first of a few places around its dot
+// whose box (10 px text, ~6 px a character) meets no label placed before it.
+struct LabelBox {
+  double x, y, w, h;  // x, y: the text's start and baseline
+  bool meets(const LabelBox& o) const {
+    return x < o.x + o.w && o.x < x + w && y - h < o.y && o.y - o.h < y;
+  }
+};
+constexpr double kLabelCharWidth = 6, kLabelHeight = 11;
+
+LabelBox place_label(std::vector<LabelBox>& placed, double cx, double cy, double radius,
+                     size_t chars) {
+  double w = kLabelCharWidth * double(chars);
+  std::vector<LabelBox> tries;
+  for (int step = 0; step < 8; ++step) {
+    double dy = radius + 2 + step * kLabelHeight;
+    tries.push_back({cx + radius + 2, cy - dy, w, kLabelHeight});
+    tries.push_back({cx + radius + 2, cy + dy + kLabelHeight, w, kLabelHeight});
+    tries.push_back({cx - radius - 2 - w, cy - dy, w, kLabelHeight});
+    tries.push_back({cx - radius - 2 - w, cy + dy + kLabelHeight, w, kLabelHeight});
+  }
+  for (const LabelBox& t : tries) {
+    bool clear = std::none_of(placed.begin(), placed.end(), [&](const LabelBox& o) { return t.meets(o); });
+    if (clear) {
+      placed.push_back(t);
+      return t;
+    }
+  }
+  placed.push_back(tries.back());
+  return tries.back();
+}
+
 std::string panel(const std::string& phase, const std::vector<const OpRecord*>& ops,
                   double comm_s, const std::vector<Roof>& roofs, double bandwidth,
                   int top) {
@@ -101,6 +133,7 @@ std::string panel(const std::string& phase, const std::vector<const OpRecord*>& 
   std::vector<const OpRecord*> order = ops;
   std::sort(order.begin(), order.end(),
             [](const OpRecord* a, const OpRecord* b) { return a->floor_s < b->floor_s; });
+  std::vector<LabelBox> labels;
   for (size_t i = 0; i < order.size(); ++i) {
     const OpRecord& op = *order[i];
     double intensity = op.flops / op.bytes, rate = op.flops / op.floor_s;
@@ -114,10 +147,13 @@ std::string panel(const std::string& phase, const std::vector<const OpRecord*>& 
                ax.px(intensity), ax.py(rate), radius, kind_color(op.kind),
                escape(op.name).c_str(), op.bound.c_str(), intensity, rate / 1e12,
                op.floor_s * 1e3, 100 * share);
-    if (i + 5 >= order.size())  // alternate above and below: neighbours on a roof overlap
-      svg += fmt("<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">%s %.0f%%</text>\n",
-                 ax.px(intensity) + radius + 2, ax.py(rate) + (i % 2 ? -radius - 2 : radius + 10),
-                 escape(op.name).c_str(), 100 * share);
+    if (i + 5 >= order.size()) {
+      std::string text = fmt("%s %.0f%%", op.name.c_str(), 100 * share);
+      LabelBox b = place_label(labels, ax.px(intensity), ax.py(rate), radius, text.size());
+      svg += fmt("<text data-label=\"%.1f %.1f %.1f %.1f\" x=\"%.1f\" y=\"%.1f\" "
+                 "font-size=\"10\">%s</text>\n", b.x, b.y, b.w, b.h, b.x, b.y,
+                 escape(text).c_str());
+    }
   }
   svg += "</g>\n";
   return svg;

@@ -1,7 +1,8 @@
 // An SVG timeline of one step: one bar per phase, split into the time the device works, the
 // communication it cannot hide, and the pipeline bubble; for a pipelined training step, below
-// it the simulated schedule itself, one row per stage, followed by the gradient sync and the
-// optimizer step.
+// it the simulated schedule itself, one row per stage, with the gradient sync under the last
+// backward passes and what of it stays exposed, then the optimizer step; for decoding with
+// expert parallelism, one MoE layer's two micro-batches on the device and on the links.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -71,6 +72,27 @@ std::string schedule_rows(const Prediction& p, int top, int* height) {
       svg += fmt("<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"#bab0ac\"/>\n",
                  kLabel + p.pipeline.makespan_s * scale, y, tail * scale, row - 1);
   }
+  // The gradient sync runs on the links while the last backward passes compute: the part
+  // hidden ends at the makespan, the rest is the exposed sync drawn in the tail above.
+  for (const PhaseResult& ph : p.phases) {
+    if (ph.name != "gradient sync" || ph.comm_s <= 0) continue;
+    double hidden = std::max(0.0, ph.comm_s - ph.time_s);
+    y += 4;
+    svg += fmt("<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">gradient sync"
+               "</text>\n", kLabel - 6, y + 10);
+    if (hidden > 0)
+      svg += fmt("<rect data-sync=\"hidden\" x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"12\" "
+                 "fill=\"#f1ce63\"/>\n", kLabel + (p.pipeline.makespan_s - hidden) * scale, y,
+                 hidden * scale);
+    if (ph.time_s > 0)
+      svg += fmt("<rect data-sync=\"exposed\" x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"12\" "
+                 "fill=\"#e15759\"/>\n", kLabel + p.pipeline.makespan_s * scale, y,
+                 ph.time_s * scale);
+    svg += fmt("<text x=\"%d\" y=\"%d\" font-size=\"11\">%.3f ms hidden under the backward "
+               "passes, %.3f ms exposed</text>\n", kLabel + 4, y + 26, hidden * 1e3,
+               ph.time_s * 1e3);
+    y += 30;
+  }
   svg += fmt("<text x=\"10\" y=\"%d\"><tspan fill=\"#4e79a7\">&#9632; forward</tspan> "
              "<tspan fill=\"#e15759\">&#9632; backward</tspan> "
              "<tspan fill=\"#59a14f\">&#9632; weight gradient</tspan> "
@@ -79,6 +101,86 @@ std::string schedule_rows(const Prediction& p, int top, int* height) {
              "<tspan fill=\"#bab0ac\">&#9632; gradient sync + optimizer</tspan></text>\n",
              y + 16);
   *height = y + 24 - top;
+  return svg;
+}
+
+// One MoE layer of a decode step with two micro-batches (0 and 1): attention (with its norms
+// and projections) and the experts on the device, dispatch and combine on the links. Each
+// block is the phase's per-layer, per-micro-batch average; the two links of an all-to-all run
+// at once, so the busier one is its time. Device: A0 A1 M0 M1; links: D0 D1 C0 C1; M waits for
+// its D, C for its M.
+struct LayerBlocks { double attention = 0, experts = 0, dispatch = 0, combine = 0; };
+
+LayerBlocks decode_layer_blocks(const Prediction& p) {
+  LayerBlocks b;
+  double dispatch_up = 0, dispatch_out = 0, combine_up = 0, combine_out = 0;
+  for (const OpRecord& r : p.ops) {
+    if (r.phase != "decode" || r.count <= 0) continue;
+    if (r.name.rfind("head.", 0) == 0 || r.name.rfind("embed.", 0) == 0 ||
+        r.name.rfind("mtp.", 0) == 0)
+      continue;  // once per step, not per layer
+    double each = r.floor_s / r.count;
+    bool moe = r.name.rfind("moe.", 0) == 0;
+    if (r.kind == "comm" && r.name.rfind("moe.dispatch", 0) == 0)
+      (r.link == Link::scale_up ? dispatch_up : dispatch_out) += each;
+    else if (r.kind == "comm" && r.name.rfind("moe.combine", 0) == 0)
+      (r.link == Link::scale_up ? combine_up : combine_out) += each;
+    else if (moe && r.kind != "comm")
+      b.experts += each;
+    else if (r.name.rfind("attn.", 0) == 0 || r.name.find("_norm") != std::string::npos)
+      b.attention += each;
+  }
+  b.dispatch = std::max(dispatch_up, dispatch_out);
+  b.combine = std::max(combine_up, combine_out);
+  return b;
+}
+
+std::string decode_overlap_rows(const Prediction& p, int top, int* height) {
+  LayerBlocks b = decode_layer_blocks(p);
+  *height = 0;
+  if (b.dispatch <= 0 || b.experts <= 0) return {};
+  struct Block { const char* name; int stream, micro; double start, end; const char* color; };
+  double a0 = b.attention, a1 = 2 * a0;
+  double d0 = a0 + b.dispatch, d1 = std::max(a1, d0) + b.dispatch;
+  double m0s = std::max(a1, d0), m0 = m0s + b.experts;
+  double m1s = std::max(m0, d1), m1 = m1s + b.experts;
+  double c0s = std::max(m0, d1), c0 = c0s + b.combine;
+  double c1s = std::max(m1, c0), c1 = c1s + b.combine;
+  Block blocks[] = {{"attention 0", 0, 0, 0, a0, "#4e79a7"},
+                    {"attention 1", 0, 1, a0, a1, "#a0cbe8"},
+                    {"experts 0", 0, 0, m0s, m0, "#59a14f"},
+                    {"experts 1", 0, 1, m1s, m1, "#8cd17d"},
+                    {"dispatch 0", 1, 0, a0, d0, "#e15759"},
+                    {"dispatch 1", 1, 1, std::max(a1, d0), d1, "#ff9d9a"},
+                    {"combine 0", 1, 0, c0s, c0, "#b07aa1"},
+                    {"combine 1", 1, 1, c1s, c1, "#d4a6c8"}};
+  constexpr int kWidth = 900, kLabel = 160, kRow = 22;
+  double scale = c1 > 0 ? (kWidth - kLabel - 40) / c1 : 0;
+  double serial = 2 * (b.attention + b.dispatch + b.experts + b.combine);
+  std::string svg = fmt("<text x=\"10\" y=\"%d\" font-size=\"13\">one MoE layer of a decode "
+                        "step, two micro-batches overlapped: %.1f us (one after the other: %.1f "
+                        "us)</text>\n", top, c1 * 1e6, serial * 1e6);
+  const char* streams[] = {"device", "links"};
+  for (int s = 0; s < 2; ++s)
+    svg += fmt("<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n", kLabel - 6,
+               top + 12 + s * kRow + 15, streams[s]);
+  for (const Block& blk : blocks) {
+    int y = top + 12 + blk.stream * kRow;
+    double x = kLabel + blk.start * scale, w = (blk.end - blk.start) * scale;
+    svg += fmt("<rect data-block=\"%s\" x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
+               "fill=\"%s\" stroke=\"#fff\" stroke-width=\"0.5\"><title>%s: %.2f us</title></rect>\n",
+               blk.name, x, y, w, kRow - 2, blk.color, blk.name, (blk.end - blk.start) * 1e6);
+    if (w > 60)
+      svg += fmt("<text x=\"%.2f\" y=\"%d\" font-size=\"10\" fill=\"#fff\">%s</text>\n",
+                 x + 3, y + 14, blk.name);
+  }
+  *height = 12 + 2 * kRow + 30;
+  svg += fmt("<text x=\"10\" y=\"%d\" font-size=\"11\">micro-batch 0 dark, 1 light: "
+             "<tspan fill=\"#4e79a7\">&#9632; attention</tspan> "
+             "<tspan fill=\"#e15759\">&#9632; dispatch</tspan> "
+             "<tspan fill=\"#59a14f\">&#9632; experts</tspan> "
+             "<tspan fill=\"#b07aa1\">&#9632; combine</tspan> (per-layer averages of the decode "
+             "phase)</text>\n", top + *height - 6);
   return svg;
 }
 }  // namespace
@@ -92,6 +194,7 @@ std::string prediction_svg(const Prediction& p) {
   int schedule_height = 0;
   std::string schedule;
   if (!p.pipeline.timeline.empty()) schedule = schedule_rows(p, height + 10, &schedule_height);
+  else schedule = decode_overlap_rows(p, height + 10, &schedule_height);
   std::string svg = fmt("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                         "font-family=\"sans-serif\" font-size=\"12\">\n", kWidth + 220,
                         height + (schedule.empty() ? 0 : schedule_height + 20));

@@ -32,14 +32,34 @@ std::string prediction_table(const Prediction& p) {
                 ms(ph.exposed_comm_s).c_str(), ms(ph.bubble_s).c_str(), ph.bottleneck.c_str());
   out += "\n";
   if (training) {
-    out += line("step %.3f s, %.0f tokens/s (%.1f per device), %.1f GFLOP/token, MFU %.1f%%\n",
+    const Prediction::Training& t = p.training;
+    out += line("step %.3f s, %.0f tokens/s (%.1f per device, %.1fM per device per day), "
+                "%.1f GFLOP/token, MFU %.1f%%\n",
                 p.step_s, p.tokens_per_s, p.tokens_per_s_per_device,
-                p.model_flops_per_token / 1e9, 100 * p.mfu);
+                t.tokens_per_day_per_device / 1e6, p.model_flops_per_token / 1e9, 100 * p.mfu);
+    out += line("%12s %12s %12s %12s %12s %12s %12s %12s\n", "F chunk ms", "B input ms",
+                "B weight ms", "body ms", "bubble ms", "grad sync ms", "optimizer ms", "step ms");
+    out += line("%12s %12s %12s %12s %12s %12s %12s %12s\n", ms(t.forward_s).c_str(),
+                ms(t.backward_input_s).c_str(), ms(t.backward_weight_s).c_str(),
+                ms(t.body_s).c_str(), ms(t.bubble_s).c_str(), ms(t.grad_sync_s).c_str(),
+                ms(t.optimizer_s).c_str(), ms(p.step_s).c_str());
+    auto pct = [](double v) { return v > 0 ? line("%.1f%%", 100 * v) : std::string("-"); };
+    out += line("MFU of the bf16 peak: %s causal, %s non-causal; of the fp8 peak: %s causal, %s "
+                "non-causal\n", pct(t.mfu_bf16_causal).c_str(), pct(t.mfu_bf16_non_causal).c_str(),
+                pct(t.mfu_fp8_causal).c_str(), pct(t.mfu_fp8_non_causal).c_str());
   } else {
-    out += line("TTFT %.2f ms, TPOT %.3f ms (link bandwidth alone: %.3f ms), %.0f tokens/s "
-                "(%.1f per device), MFU %.1f%%\n",
-                p.ttft_s * 1e3, p.tpot_s * 1e3, p.tpot_link_limit_s * 1e3, p.tokens_per_s,
-                p.tokens_per_s_per_device, 100 * p.mfu);
+    const Prediction::Serving& s = p.serving;
+    if (p.ttft_s > 0)
+      out += line("prefill: TTFT %.2f ms, %.0f prompt tokens/s per node of %d devices\n",
+                  p.ttft_s * 1e3, s.prefill_tokens_per_s_per_node, s.devices_per_node);
+    if (p.tpot_s > 0)
+      out += line("decode: TPOT %.3f ms (link bandwidth alone: %.3f ms), %.0f tokens/s (%.1f per "
+                  "device, %.0f per node of %d devices)\n",
+                  p.tpot_s * 1e3, p.tpot_link_limit_s * 1e3, p.tokens_per_s,
+                  p.tokens_per_s_per_device, s.decode_tokens_per_s_per_node, s.devices_per_node);
+    out += line("MFU %.1f%% (%.1f GFLOP per %s token x tokens/s per device / the GEMM dtype's "
+                "peak)\n", 100 * p.mfu, p.model_flops_per_token / 1e9,
+                p.tpot_s > 0 ? "decoded" : "prompt");
   }
   if (!p.pipeline.schedule.empty()) {
     const Prediction::Pipeline& pl = p.pipeline;

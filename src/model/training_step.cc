@@ -35,7 +35,7 @@ void predict_training(const ModelConfig& m, const HardwareSpec& hw, const Parall
   for (const OpCost& op : ops) (op.kind == OpKind::comm ? comm_ops : compute_ops).push_back(op);
   double mb = p.micro_batches;
 
-  PhaseAccumulator fwd(hw, "forward"), bwd(hw, "backward");
+  PhaseAccumulator fwd(hw, "forward"), bwd(hw, "backward", PassKind::backward);
   PhaseSum forward = fwd.add(ops, mb);
   // The backward pass does twice the forward's work (input and weight gradients) and moves
   // the same bytes over the links (gradients of dispatch, combine, all-reduce, sends).
@@ -54,6 +54,10 @@ void predict_training(const ModelConfig& m, const HardwareSpec& hw, const Parall
 
   double f_dev = forward.device_s() / mb, f_comm = forward.comm_s() / mb;
   double b_dev = backward.device_s() / mb, b_comm = backward.comm_s() / mb;
+  if (p.overlap) {  // communication kernels overlapping the computation hold some of its SMs
+    f_dev = forward.overlapped_device_s() / mb;
+    b_dev = backward.overlapped_device_s() / mb;
+  }
   double f = p.overlap ? std::max(f_dev, f_comm) : f_dev + f_comm;
   double b = p.overlap ? std::max(b_dev, b_comm) : b_dev + b_comm;
   double fb = p.overlap ? std::max(f_dev + b_dev, f_comm + b_comm) : f + b;
@@ -75,7 +79,7 @@ void predict_training(const ModelConfig& m, const HardwareSpec& hw, const Parall
   bubble.bottleneck = "bubble";
   out.phases.push_back(bubble);
 
-  ParamShare share = params_per_device(m, p);
+  ParamShare share = params_per_device(m, p, w.mtp);
   PhaseAccumulator sync_acc(hw, "gradient sync");
   double copies = pipe.param_copies;
   std::vector<OpCost> sync = {
@@ -107,6 +111,27 @@ void predict_training(const ModelConfig& m, const HardwareSpec& hw, const Parall
   out.tokens_per_s_per_device = out.tokens_per_s / p.devices();
   out.model_flops_per_token = training_flops_per_token(m, w.seq_len, w.mtp);
   out.mfu = out.model_flops_per_token * out.tokens_per_s_per_device / hw.flops(p.gemm_dtype);
+
+  Prediction::Training& t = out.training;
+  t.forward_s = f;
+  t.backward_weight_s = std::min(weight_grad, b);
+  t.backward_input_s = b - t.backward_weight_s;
+  t.body_s = mb * chunk;
+  t.bubble_s = bubble_s;
+  t.grad_sync_s = sync_exposed;
+  t.optimizer_s = opt.time_s(false);
+  t.tokens_per_day_per_device = out.tokens_per_s_per_device * 86400;
+  double causal = out.model_flops_per_token * out.tokens_per_s_per_device;
+  double non_causal =
+      training_flops_per_token(m, w.seq_len, w.mtp, false) * out.tokens_per_s_per_device;
+  if (hw.flops_bf16 > 0) {
+    t.mfu_bf16_causal = causal / hw.flops_bf16;
+    t.mfu_bf16_non_causal = non_causal / hw.flops_bf16;
+  }
+  if (hw.flops_fp8 > 0) {
+    t.mfu_fp8_causal = causal / hw.flops_fp8;
+    t.mfu_fp8_non_causal = non_causal / hw.flops_fp8;
+  }
 }
 
 }  // namespace sol::model_detail

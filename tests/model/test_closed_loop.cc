@@ -39,6 +39,29 @@ TEST(ModelLoop, LeaveOneOutPrediction) {
   EXPECT_NEAR(predict_measured_ops(tiny_machine(), ops)[2].predicted_s, 8e-3, 1e-12);
 }
 
+// Peers come from the op's size regime (floors within 4x): a small copy is predicted from the
+// small one beside it, flagged as a single peer, not from the large ones; a sample whose median
+// run took 1.5x its fastest was cut by the scheduler and is neither predicted nor a peer.
+TEST(ModelLoop, PeersFromTheSameSizeRegimeAndScheduledOutSamplesDropped) {
+  std::vector<MeasuredOp> ops = {copy_op(1e7, 2e-3), copy_op(1.5e7, 3e-3), copy_op(1e9, 0.11),
+                                 copy_op(1.2e9, 0.13), copy_op(1.1e9, 0.5)};
+  for (auto& m : ops) m.min_s = m.measured_s;
+  ops[4].min_s = 0.2;  // median 2.5x the fastest run
+  auto p = predict_measured_ops(tiny_machine(), ops);
+  EXPECT_EQ(p[0].regime, "size");
+  EXPECT_EQ(p[0].peers, 1);
+  EXPECT_TRUE(p[0].single_peer);
+  EXPECT_NEAR(p[0].efficiency, 0.5, 1e-12);
+  EXPECT_NEAR(p[2].efficiency, 120.0 / 130, 1e-12);  // only the other large copy: 4 was dropped
+  EXPECT_FALSE(p[4].dropped.empty());
+  EXPECT_EQ(p[4].peers, 0);
+  // Without a peer in its regime an op borrows from its dtype, then from any dtype.
+  std::vector<MeasuredOp> two = {copy_op(1e7, 2e-3), copy_op(1e9, 0.2)};
+  auto q = predict_measured_ops(tiny_machine(), two);
+  EXPECT_EQ(q[0].regime, "dtype");
+  EXPECT_NEAR(q[0].efficiency, 0.5, 1e-12);
+}
+
 TEST(ModelLoop, OpsWithoutPeersAreNotPredicted) {
   std::vector<MeasuredOp> ops = {copy_op(1e7, 2e-3)};
   ops.push_back(copy_op(1e7, 2e-3));

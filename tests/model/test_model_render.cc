@@ -1,6 +1,8 @@
 // The text renderers: the per-op table lists each phase's largest ops, largest first.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -96,6 +98,44 @@ TEST(ModelRender, HugeScheduleIsDrawnAsBusySpansOnly) {
   EXPECT_EQ(svg.find("data-pass"), std::string::npos);
   EXPECT_NE(svg.find("data-stage=\"1\""), std::string::npos);
   EXPECT_LT(svg.size(), 20000u);
+}
+
+// Decoding with expert parallelism: one MoE layer's two micro-batches, attention and experts on
+// the device, dispatch and combine on the links; each transfer starts after the computation
+// that feeds it and the experts wait for their dispatch.
+TEST(ModelRender, DecodeTimelineShowsTheMicroBatchOverlap) {
+  Prediction p = predict(load_model_config(shipped("models", "deepseek-v3")),
+                         load_hardware_spec(shipped("hardware", "h800")),
+                         load_parallel_plan(shipped("plans", "deepseek-v3-decode-ep320-h800")),
+                         load_workload(shipped("workloads", "chat")));
+  std::string svg = prediction_svg(p);
+  std::map<std::string, std::pair<double, double>> at;  // block: x, x + width
+  std::regex block(R"re(data-block="([^"]+)" x="([^"]+)" y="[^"]+" width="([^"]+)")re");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), block); it != std::sregex_iterator(); ++it)
+    at[(*it)[1]] = {std::stod((*it)[2]), std::stod((*it)[2]) + std::stod((*it)[3])};
+  ASSERT_EQ(at.size(), 8u) << svg;
+  const double eps = 0.01;
+  EXPECT_GE(at["dispatch 0"].first, at["attention 0"].second - eps);
+  EXPECT_GE(at["dispatch 1"].first, at["attention 1"].second - eps);
+  EXPECT_GE(at["dispatch 1"].first, at["dispatch 0"].second - eps);
+  EXPECT_GE(at["experts 0"].first, at["dispatch 0"].second - eps);
+  EXPECT_GE(at["experts 1"].first, at["dispatch 1"].second - eps);
+  EXPECT_GE(at["combine 0"].first, at["experts 0"].second - eps);
+  EXPECT_GE(at["combine 1"].first, at["experts 1"].second - eps);
+  // Overlap: micro-batch 1's attention runs while micro-batch 0 is dispatched.
+  EXPECT_LT(at["attention 1"].first, at["dispatch 0"].second);
+  EXPECT_NE(svg.find("two micro-batches overlapped"), std::string::npos);
+}
+
+// Training: the gradient sync is drawn under the last backward passes where it is hidden.
+TEST(ModelRender, TimelineShowsTheGradientSyncHiddenUnderCompute) {
+  Prediction p = predict(load_model_config(shipped("models", "deepseek-v3")),
+                         load_hardware_spec(shipped("hardware", "h800")),
+                         load_parallel_plan(shipped("plans", "deepseek-v3-train-h800")),
+                         load_workload(shipped("workloads", "pretrain-4k")));
+  std::string svg = prediction_svg(p);
+  EXPECT_NE(svg.find("data-sync=\"hidden\""), std::string::npos);
+  EXPECT_NE(svg.find("ms hidden under the backward passes, 0.000 ms exposed"), std::string::npos);
 }
 
 }  // namespace

@@ -61,7 +61,8 @@ TEST(ModelMtpDecode, ModelWithoutMtpModulesIsRejected) {
   p.name = "eight";
   p.tp = 8;
   std::string what = message_of([&] { validate_plan(llama, h100, p, w); });
-  EXPECT_NE(what.find("workload chat-mtp"), std::string::npos) << what;
+  EXPECT_NE(what.find("chat-mtp.json:"), std::string::npos) << what;  // file and line
+  EXPECT_NE(what.find("key 'mtp_acceptance'"), std::string::npos) << what;
   EXPECT_NE(what.find("decode.mtp_acceptance"), std::string::npos) << what;
   EXPECT_NE(what.find("llama-3-70b has none"), std::string::npos) << what;
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <regex>
 #include <string>
 
@@ -68,6 +69,38 @@ TEST(ModelRoofline, NothingToDrawStillGivesValidSvg) {
   EXPECT_NE(svg.find("no operator with FLOPs and bytes to draw"), std::string::npos);
   EXPECT_NE(svg.find("m&lt;&amp;&gt;"), std::string::npos);  // names are escaped
   EXPECT_EQ(svg.find("<circle"), std::string::npos);
+}
+
+// The named ops' labels never cover one another (boxes as the renderer sizes them), in any
+// phase of a training step, a decode and a dense model.
+TEST(ModelRoofline, LabelsDoNotOverlap) {
+  struct Case { const char* model; const char* hw; const char* plan; const char* workload; };
+  for (const Case& c : {Case{"deepseek-v3", "h800", "deepseek-v3-decode-ep320-h800", "chat"},
+                        Case{"deepseek-v3", "h800", "deepseek-v3-train-h800", "pretrain-4k"},
+                        Case{"llama-3-70b", "h100", "llama-3-70b-train-h100", "pretrain-4k-small"}}) {
+    HardwareSpec hw = load_hardware_spec(shipped("hardware", c.hw));
+    Prediction p = predict(load_model_config(shipped("models", c.model)), hw,
+                           load_parallel_plan(shipped("plans", c.plan)),
+                           load_workload(shipped("workloads", c.workload)));
+    std::string svg = prediction_roofline_svg(p, hw);
+    std::regex group(R"(<g data-phase="[^"]*">[\s\S]*?</g>)");
+    std::regex label(R"re(data-label="([^ ]+) ([^ ]+) ([^ ]+) ([^"]+)")re");
+    int labels = 0;
+    for (auto g = std::sregex_iterator(svg.begin(), svg.end(), group); g != std::sregex_iterator(); ++g) {
+      std::string text = g->str();
+      std::vector<std::array<double, 4>> boxes;
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), label); it != std::sregex_iterator(); ++it)
+        boxes.push_back({std::stod((*it)[1]), std::stod((*it)[2]), std::stod((*it)[3]), std::stod((*it)[4])});
+      labels += int(boxes.size());
+      for (size_t i = 0; i < boxes.size(); ++i)
+        for (size_t j = i + 1; j < boxes.size(); ++j) {
+          const auto &a = boxes[i], &b = boxes[j];
+          bool overlap = a[0] < b[0] + b[2] && b[0] < a[0] + a[2] && a[1] - a[3] < b[1] && b[1] - b[3] < a[1];
+          EXPECT_FALSE(overlap) << c.plan << ": labels " << i << " and " << j;
+        }
+    }
+    EXPECT_GE(labels, 5) << c.plan;
+  }
 }
 
 }  // namespace

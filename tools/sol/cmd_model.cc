@@ -2,6 +2,8 @@
 //           [--ops N]
 // sol model sweep --param NAME --values a,b,c ... — one parameter over values, one row each.
 // sol model loop [--report FILE] — predict the ops of a `sol report` and show the error.
+// sol model card --model M [--seq-len N] [--context N] — weights, KV cache, FLOPs per token.
+// sol model calibrate --report FILE [--out FILE] — an efficiency layer from kernel records.
 // The co-design model: per-phase floor times of a training step or an inference request.
 #include <fmt/format.h>
 
@@ -12,6 +14,7 @@
 #include <map>
 
 #include "cli.h"
+#include "model_cli.h"
 #include "sol/error.h"
 #include "sol/model.h"
 
@@ -19,11 +22,13 @@ namespace sol::cli {
 
 namespace {
 struct ModelArgs {
-  std::string model, hw, plan, workload = "chat", svg, roofline, param;
+  std::string model, hw, plan, workload = "chat", svg, roofline, param, calibration, out;
+  int threads = 0;  // sol model calibrate --threads
   std::string report = "sol-report/report.json";
   std::vector<std::string> values;
   bool json = false;
   int ops = 0;  // --ops N: the N largest ops of each phase
+  long long seq_len = 4096, context = 4096;  // sol model card
 };
 
 struct Inputs {
@@ -36,6 +41,8 @@ struct Inputs {
 
 Inputs load_inputs(const ModelArgs& a) {
   Inputs in{load_model_config(a.model), load_hardware_spec(a.hw), {}, load_workload(a.workload)};
+  if (!a.calibration.empty())
+    in.hw.efficiency = std::make_shared<const Efficiency>(load_efficiency(a.calibration));
   in.auto_plan = a.plan.empty();
   in.plan = in.auto_plan ? default_plan(in.model, in.hw, in.workload) : load_parallel_plan(a.plan);
   return in;
@@ -51,21 +58,28 @@ double parse_number(const std::string& text, const std::string& what) {
   fail("sol model sweep", what, ": expected a non-negative number, got '", text, "'");
 }
 
+// A count: a whole number that fits the field (a sweep row, not the sweep, fails otherwise).
+int64_t whole(double v, const char* name) {
+  check(v == std::floor(v) && v <= double(1 << 30), "sol model sweep", name,
+        " must be a whole number up to 2^30, got ", v);
+  return int64_t(v);
+}
+
 // Each sweepable parameter writes one field of the inputs.
 using Setter = std::function<void(Inputs&, double)>;
 const std::map<std::string, Setter>& sweep_params() {
   static const std::map<std::string, Setter> params = {
-      {"dp", [](Inputs& in, double v) { in.plan.dp = int(v); }},
-      {"tp", [](Inputs& in, double v) { in.plan.tp = int(v); }},
-      {"pp", [](Inputs& in, double v) { in.plan.pp = int(v); }},
-      {"ep", [](Inputs& in, double v) { in.plan.ep = int(v); }},
-      {"micro_batches", [](Inputs& in, double v) { in.plan.micro_batches = int(v); }},
+      {"dp", [](Inputs& in, double v) { in.plan.dp = int(whole(v, "dp")); }},
+      {"tp", [](Inputs& in, double v) { in.plan.tp = int(whole(v, "tp")); }},
+      {"pp", [](Inputs& in, double v) { in.plan.pp = int(whole(v, "pp")); }},
+      {"ep", [](Inputs& in, double v) { in.plan.ep = int(whole(v, "ep")); }},
+      {"micro_batches", [](Inputs& in, double v) { in.plan.micro_batches = int(whole(v, "micro_batches")); }},
       {"expert_load_imbalance", [](Inputs& in, double v) { in.plan.expert_load_imbalance = v; }},
-      {"global_batch", [](Inputs& in, double v) { in.workload.global_batch = int64_t(v); }},
-      {"seq_len", [](Inputs& in, double v) { in.workload.seq_len = int64_t(v); }},
-      {"decode_batch", [](Inputs& in, double v) { in.workload.decode_batch = int64_t(v); }},
-      {"context_tokens", [](Inputs& in, double v) { in.workload.context_tokens = int64_t(v); }},
-      {"prefill_batch", [](Inputs& in, double v) { in.workload.prefill_batch = int64_t(v); }},
+      {"global_batch", [](Inputs& in, double v) { in.workload.global_batch = whole(v, "global_batch"); }},
+      {"seq_len", [](Inputs& in, double v) { in.workload.seq_len = whole(v, "seq_len"); }},
+      {"decode_batch", [](Inputs& in, double v) { in.workload.decode_batch = whole(v, "decode_batch"); }},
+      {"context_tokens", [](Inputs& in, double v) { in.workload.context_tokens = whole(v, "context_tokens"); }},
+      {"prefill_batch", [](Inputs& in, double v) { in.workload.prefill_batch = whole(v, "prefill_batch"); }},
       {"scale_up_gb_s", [](Inputs& in, double v) { in.hw.scale_up_bandwidth = v * 1e9; }},
       {"scale_out_gb_s", [](Inputs& in, double v) { in.hw.scale_out_bandwidth = v * 1e9; }},
       {"memory_gb_s", [](Inputs& in, double v) { in.hw.memory_bandwidth = v * 1e9; }},
@@ -85,6 +99,14 @@ void check_plan_shape(const ParallelPlan& p) {
 void run_single(const ModelArgs& a) {
   Inputs in = load_inputs(a);
   Prediction p = predict(in.model, in.hw, in.plan, in.workload);
+  // With an efficiency layer: the floor prediction beside the calibrated one; pictures and
+  // the ops table show the calibrated times.
+  Prediction floor = p;
+  if (in.hw.efficiency) {
+    HardwareSpec bare = in.hw;
+    bare.efficiency.reset();
+    floor = predict(in.model, bare, in.plan, in.workload);
+  }
   if (!a.svg.empty()) {
     std::ofstream out(a.svg);
     check(out.good(), "sol model", "cannot write --svg ", a.svg);
@@ -96,7 +118,11 @@ void run_single(const ModelArgs& a) {
     out << prediction_roofline_svg(p, in.hw);
   }
   if (a.json) {
-    fmt::print("{}\n", prediction_json(p));
+    if (in.hw.efficiency)
+      fmt::print("{{\n\"floor\": {},\n\"calibrated\": {}\n}}\n", prediction_json(floor),
+                 prediction_json(p));
+    else
+      fmt::print("{}\n", prediction_json(p));
     return;
   }
   if (in.auto_plan)
@@ -105,7 +131,8 @@ void run_single(const ModelArgs& a) {
   if (in.hw.confidence == "low")
     fmt::print("note: hardware {} is marked low-confidence (figures not from a primary source)\n",
                in.hw.name);
-  fmt::print("{}", prediction_table(p));
+  fmt::print("{}", prediction_table(floor));
+  if (in.hw.efficiency) fmt::print("{}", calibrated_table(floor, p, *in.hw.efficiency));
   fmt::print("{}", prediction_ops_table(p, a.ops));
 }
 
@@ -126,11 +153,12 @@ void run_sweep(const ModelArgs& a) {
                "step/TPOT ms", "tokens/s", "tok/s/device", "MFU %", "bottleneck");
   for (const std::string& text : a.values) {
     Inputs in = base;
-    it->second(in, parse_number(text, "--values"));
-    check_plan_shape(in.plan);
-    // A value that does not fit (or breaks the plan) is a row of the answer, not the end of it.
+    // A value that is malformed, does not fit or breaks the plan is a row of the answer, not
+    // the end of it.
     Prediction p;
     try {
+      it->second(in, parse_number(text, "--values"));
+      check_plan_shape(in.plan);
       p = predict(in.model, in.hw, in.plan, in.workload);
     } catch (const Error& e) {
       if (a.json)
@@ -159,39 +187,51 @@ void run_sweep(const ModelArgs& a) {
 }
 
 void run_loop(const ModelArgs& a) {
-  MachineProfile machine;
+  MachineProfile machine = load_or_measure_machine(false);  // a bare array of records uses it
   std::vector<MeasuredOp> ops;
   load_report(a.report, machine, ops);
   std::vector<LoopPrediction> preds = predict_measured_ops(machine, ops);
-  std::vector<double> abs_err;
-  for (const auto& p : preds)
-    if (p.peers > 0) abs_err.push_back(std::fabs(p.error_pct));
-  std::sort(abs_err.begin(), abs_err.end());
+  std::vector<double> all_err, multi_err;
+  for (const auto& p : preds) {
+    if (p.peers == 0) continue;
+    all_err.push_back(std::fabs(p.error_pct));
+    if (!p.single_peer) multi_err.push_back(std::fabs(p.error_pct));
+  }
   if (a.json) {
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& p : preds)
       rows.push_back({{"op", p.measured.op}, {"shape", p.measured.shape}, {"dtype", p.measured.dtype},
                       {"threads", p.measured.threads}, {"measured_s", p.measured.measured_s},
                       {"floor_s", p.floor_s}, {"efficiency", p.efficiency}, {"peers", p.peers},
+                      {"regime", p.regime}, {"single_peer", p.single_peer}, {"dropped", p.dropped},
                       {"predicted_s", p.predicted_s}, {"error_pct", p.error_pct}});
     fmt::print("{}\n", rows.dump(2));
     return;
   }
-  fmt::print("{:<8} {:<22} {:<14} {:>3} {:>11} {:>11} {:>11} {:>6} {:>8}\n", "op", "shape", "dtype",
-             "thr", "floor ms", "measured", "predicted", "peers", "error %");
+  fmt::print("{:<13} {:<28} {:<14} {:>3} {:>10} {:>10} {:>10} {:>6} {:>8}  {}\n", "op", "shape",
+             "dtype", "thr", "floor ms", "measured", "predicted", "peers", "error %", "peers from");
   for (const auto& p : preds) {
     const MeasuredOp& m = p.measured;
-    if (p.peers == 0)
-      fmt::print("{:<8} {:<22} {:<14} {:>3} {:>11.3f} {:>11.3f} {:>11} {:>6} {:>8}\n", m.op, m.shape,
-                 m.dtype, m.threads, p.floor_s * 1e3, m.measured_s * 1e3, "-", 0, "-");
+    std::string shape = m.shape.size() > 28 ? m.shape.substr(0, 25) + "..." : m.shape;
+    if (!p.dropped.empty() || p.peers == 0)
+      fmt::print("{:<13} {:<28} {:<14} {:>3} {:>10.3f} {:>10.3f} {:>10} {:>6} {:>8}  {}\n", m.op,
+                 shape, m.dtype, m.threads, p.floor_s * 1e3, m.measured_s * 1e3, "-", p.peers, "-",
+                 p.dropped.empty() ? "no peer" : "dropped: " + p.dropped);
     else
-      fmt::print("{:<8} {:<22} {:<14} {:>3} {:>11.3f} {:>11.3f} {:>11.3f} {:>6} {:>+8.1f}\n", m.op,
-                 m.shape, m.dtype, m.threads, p.floor_s * 1e3, m.measured_s * 1e3,
-                 p.predicted_s * 1e3, p.peers, p.error_pct);
+      fmt::print("{:<13} {:<28} {:<14} {:>3} {:>10.3f} {:>10.3f} {:>10.3f} {:>6} {:>+8.1f}  {}{}\n",
+                 m.op, shape, m.dtype, m.threads, p.floor_s * 1e3, m.measured_s * 1e3,
+                 p.predicted_s * 1e3, p.peers, p.error_pct, p.regime,
+                 p.single_peer ? " (single peer!)" : "");
   }
-  if (!abs_err.empty())
-    fmt::print("\n{} ops predicted: median |error| {:.1f}%, worst {:.1f}%\n", abs_err.size(),
-               abs_err[abs_err.size() / 2], abs_err.back());
+  auto summary = [](std::vector<double> e, const char* what) {
+    if (e.empty()) return;
+    std::sort(e.begin(), e.end());
+    fmt::print("{} ops predicted {}: median |error| {:.1f}%, worst {:.1f}%\n", e.size(), what,
+               e[e.size() / 2], e.back());
+  };
+  fmt::print("\n");
+  summary(all_err, "(all)");
+  summary(multi_err, "from two or more peers");
 }
 
 void add_input_options(CLI::App* cmd, ModelArgs& a) {
@@ -202,6 +242,9 @@ void add_input_options(CLI::App* cmd, ModelArgs& a) {
   cmd->add_option("--workload", a.workload, "Workload: a name under workloads/ or a path")
       ->capture_default_str();
   cmd->add_flag("--json", a.json, "Print JSON instead of the table");
+  cmd->add_option("--calibration", a.calibration, "Efficiency layer: a name under "
+                  "hardware/calibration/ or a path (written by `sol model calibrate`); the "
+                  "floor and the calibrated prediction are printed side by side");
 }
 }  // namespace
 
@@ -225,8 +268,27 @@ void add_model(CLI::App& app, int& exit_code) {
   loop->add_option("--report", args->report, "report.json written by `sol report`")
       ->capture_default_str();
   loop->add_flag("--json", args->json, "Print JSON instead of the table");
-  cmd->callback([args, sweep, loop, &exit_code] {
-    if (loop->parsed()) {
+  auto* card = cmd->add_subcommand("card", "What a model is: weights per part, total and active, "
+                                          "KV cache and FLOPs per token (no hardware, no plan)");
+  card->fallthrough();
+  card->add_option("--seq-len", args->seq_len, "Training sequence length for FLOPs per token")
+      ->capture_default_str()->check(CLI::Range(1LL, 1LL << 40));
+  card->add_option("--context", args->context, "Decode context for FLOPs per token")
+      ->capture_default_str()->check(CLI::Range(0LL, 1LL << 40));
+  auto* calibrate = cmd->add_subcommand("calibrate", "Build an efficiency layer from kernel "
+                                                    "records (sol report / sol bench --json)");
+  calibrate->add_option("--report", args->report, "report.json of `sol report`, or the records "
+                        "`sol bench --json` prints")->capture_default_str();
+  calibrate->add_option("--threads", args->threads, "Only records at this thread count (0: all)")
+      ->check(CLI::Range(0, 4096));
+  calibrate->add_option("--out", args->out, "Write the efficiency layer (JSON) to this file");
+  calibrate->add_flag("--json", args->json, "Print the efficiency layer as JSON");
+  cmd->callback([args, sweep, loop, card, calibrate, &exit_code] {
+    if (calibrate->parsed()) {
+      run_model_calibrate(args->report, args->threads, args->out, args->json);
+    } else if (card->parsed()) {
+      run_model_card(args->model, args->seq_len, args->context, args->json);
+    } else if (loop->parsed()) {
       run_loop(*args);
     } else {
       check(!args->model.empty() && !args->hw.empty(), "sol model", "--model and --hw are required");
