@@ -1,6 +1,6 @@
 // Instantiations of the sm90 GEMM tile kernel that the offline checks build and inspect
-// (cmake/SolCudaChecks.cmake: nvcc with warnings as errors, SASS expectations in
-// tests/kernels/cuda/sass_expectations.txt). extern "C" keeps the SASS symbol names plain.
+// (cmake/SolCudaChecks.cmake: nvcc and NVRTC with warnings as errors, the SASS expectations of
+// sm90_gemm_tile_kernels.sass.txt). extern "C" keeps the SASS symbol names plain.
 #include "kernels/cuda/sm90/sm90_gemm_tile.cuh"
 
 using namespace sol::kernels::sm90;
