@@ -77,6 +77,15 @@ TEST(Sm90GemmModel, Bf16RingLapsManyTimesUnderRandomSchedules) {
   for (u32 seed = 10; seed < 14; ++seed) EXPECT_LT(model_error<GemmBf16Plan128x128>(64, 64, 640, seed), 1e-2);
 }
 
+TEST(Sm90GemmModel, AOneStageRingDeadlocksAsTheDeviceWould) {
+  // Consumers free a stage one K block late, so with one stage the producer waits for a
+  // release that needs its own next load: the model says so instead of hanging.
+  using OneStage = GemmTilePlan<128, 128, 1, 2, 2>;
+  const std::string msg = message_of([] { model_error<OneStage>(64, 64, 128, 1); });
+  EXPECT_EQ(msg, "sm90 model: GEMM tile (0, 0) deadlocked: no warpgroup can pass its mbarrier");
+  EXPECT_LT(model_error<OneStage>(64, 64, 64, 1), 1e-2);  // one K block never needs a release
+}
+
 TEST(Sm90GemmModel, E4m3TilesEqualAPlainMatmul) {
   EXPECT_LT(model_error<GemmE4m3Plan128x128>(128, 128, 128, 4), 1e-2);
   EXPECT_LT(model_error<GemmE4m3Plan128x128>(131, 200, 272, 5), 1e-2);

@@ -5,8 +5,9 @@
 //
 // Roles: warpgroup 0 gives its registers back and one of its threads walks the K blocks,
 // waiting for a free ring stage and loading A's and B's boxes into it with TMA; consumer
-// warpgroups 1..Consumers wait for a full stage, issue one wgmma per 32 bytes of K on it, wait
-// for them and free the stage. The epilogue stores each accumulator pair as one bf16x2.
+// warpgroups 1..Consumers wait for a full stage, issue one wgmma per 32 bytes of K on it and
+// free the stage before it once those wgmmas have read it (a ring needs two stages or more).
+// The epilogue stores each accumulator pair as one bf16x2.
 // Edges: TMA zero-fills rows and K beyond the tensor, and the epilogue skips rows and columns
 // outside D, so any M, any N that is a multiple of 8 and any K that is a multiple of 16 bytes
 // (the TMA stride rule) works. Grid: (tiles along N, tiles along M); block: Plan::threads.
@@ -51,7 +52,11 @@ SOL_SM90_DEVICE void gemm_tile_consumer(u32 consumer, u32 base, u16* d, u32 m, u
   Accum<Plan::block_n> acc;
 #pragma unroll
   for (u32 i = 0; i < Plan::block_n / 2; ++i) acc.d[i] = 0.0f;
+  // A stage is freed one K block late: after committing block kb, waiting until one group is
+  // in flight proves block kb-1's wgmmas have read their stage, while kb's keep the tensor
+  // cores busy.
   RingCursor<Plan::stages> ring;
+  u32 previous_stage = 0;
 #pragma unroll 1
   for (u32 kb = 0; kb < Plan::k_blocks(k); ++kb, ring.advance()) {
     mbar_wait(base + Plan::full_barrier_offset(ring.stage), ring.full_parity());
@@ -66,10 +71,13 @@ SOL_SM90_DEVICE void gemm_tile_consumer(u32 consumer, u32 base, u16* d, u32 m, u
         wgmma_e4m3<Plan::block_n>(acc, a, b, 1);
     }
     wgmma_commit();
-    wgmma_wait<0>();
+    wgmma_wait<1>();
     fence_accumulator(acc);
-    if (thread_in_warpgroup() == 0) mbar_arrive(base + Plan::empty_barrier_offset(ring.stage));
+    if (kb > 0 && thread_in_warpgroup() == 0) mbar_arrive(base + Plan::empty_barrier_offset(previous_stage));
+    previous_stage = ring.stage;
   }
+  wgmma_wait<0>();
+  fence_accumulator(acc);
 
   const u32 t = thread_in_warpgroup();
   const u32 row0 = blockIdx.y * Plan::block_m + consumer * Plan::consumer_rows;
@@ -84,6 +92,7 @@ SOL_SM90_DEVICE void gemm_tile_consumer(u32 consumer, u32 base, u16* d, u32 m, u
 
 template <class Plan>
 SOL_SM90_DEVICE void gemm_tile(const TmaDescriptor* map_a, const TmaDescriptor* map_b, u16* d, u32 m, u32 n, u32 k) {
+  static_assert(Plan::stages >= 2, "consumers free a stage one K block late: one stage would deadlock");
   extern __shared__ __align__(1024) u8 smem[];
   constexpr u32 period = swizzle_period_bytes(Plan::swizzle);
   const u32 base = (smem_address(smem) + period - 1) & ~(period - 1);

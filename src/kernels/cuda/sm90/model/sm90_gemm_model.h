@@ -5,7 +5,10 @@
 // producer and consumer warpgroups are interleaved in a random order drawn from `seed`, one
 // ring step at a time, so a stage freed too early (a wrong parity or arrival count) gets
 // overwritten before a consumer reads it and the result goes wrong; a schedule where no role
-// can move is a deadlock and throws, as the device would hang.
+// can move is a deadlock and throws, as the device would hang. Limit: a modelled wgmma reads
+// its operands when issued, so freeing a stage that the hardware's asynchronous wgmmas may still
+// be reading (before their wgmma.wait_group) is not caught here; the kernel's one-block release
+// lag is mirrored by hand in consumer_step.
 
 #include <map>
 #include <random>
@@ -66,6 +69,7 @@ class GemmTileCta {
     u32 kb;
     RingCursor<Plan::stages> ring;
     WarpgroupAccum acc;
+    u32 previous_stage = 0;
   };
 
   void add_barrier(u32 offset, u32 arrivals) {
@@ -96,7 +100,9 @@ class GemmTileCta {
     const Operand t = Plan::element_bytes == 2 ? Operand::bf16 : Operand::e4m3;
     for (u32 mma = 0; mma < Plan::mmas_per_k_block; ++mma)
       wgmma(smem_, Plan::desc_a(kBase, s, index, mma), Plan::desc_b(kBase, s, mma), c.acc, t, true);
-    barrier(Plan::empty_barrier_offset(s)).arrive();
+    // As the kernel: the previous block's stage is freed after this block's wgmmas are issued.
+    if (c.kb > 0) barrier(Plan::empty_barrier_offset(c.previous_stage)).arrive();
+    c.previous_stage = s;
     ++c.kb;
     c.ring.advance();
     return true;
