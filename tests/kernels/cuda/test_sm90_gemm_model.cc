@@ -92,6 +92,40 @@ TEST(Sm90GemmModel, E4m3TilesEqualAPlainMatmul) {
   EXPECT_LT(model_error<GemmE4m3Plan128x128>(64, 64, 1152, 6), 1e-2);
 }
 
+// sm90_gemm_tile_fp8.cuh's model against sum_kb sa[row][kb] * sb[col/128][kb] * (block's dot
+// product), in fp64: scale indexing, the per-block restart of the partial sums and the promotion.
+double scaled_fp8_model_error(u32 m, u32 n, u32 k, u32 seed) {
+  const Operands o = random_operands(m, n, k, 1, seed);
+  const u32 kbs = k / 128, nbs = (n + 127) / 128;
+  std::mt19937 rng(seed + 100);
+  std::uniform_real_distribution<float> scale(0.25f, 4.0f);
+  std::vector<float> sa(std::size_t(m) * kbs), sb(std::size_t(nbs) * kbs);
+  for (float& x : sa) x = scale(rng);
+  for (float& x : sb) x = scale(rng);
+  std::vector<u16> d(std::size_t(m) * n, 0xFFFF);
+  model::gemm_tile_model<GemmE4m3Plan128x128>(o.a.data(), o.b.data(), d.data(), m, n, k, seed, sa.data(), sb.data());
+  double err = 0, ref = 0;
+  for (u32 i = 0; i < m; ++i)
+    for (u32 j = 0; j < n; ++j) {
+      double r = 0;
+      for (u32 g = 0; g < kbs; ++g) {
+        double block = 0;
+        for (u32 p = 128 * g; p < 128 * (g + 1); ++p) block += o.fa[std::size_t(i) * k + p] * o.fb[std::size_t(j) * k + p];
+        r += double(sa[std::size_t(i) * kbs + g]) * sb[std::size_t(j / 128) * kbs + g] * block;
+      }
+      const double e = bf16_to_f32(d[std::size_t(i) * n + j]) - r;
+      err += e * e;
+      ref += r * r;
+    }
+  return std::sqrt(err / ref);
+}
+
+TEST(Sm90GemmModel, E4m3BlockScaledTilesEqualTheScaledMatmul) {
+  EXPECT_LT(scaled_fp8_model_error(128, 128, 128, 21), 1e-2);
+  EXPECT_LT(scaled_fp8_model_error(131, 200, 640, 22), 1e-2);  // partial tiles, a second B scale block
+  EXPECT_LT(scaled_fp8_model_error(1, 8, 1152, 23), 1e-2);
+}
+
 TEST(Sm90GemmModel, TheKernelsShapeRulesAreErrors) {
   std::vector<u8> a(64 * 64 * 2), b(64 * 64 * 2);
   std::vector<u16> d(64 * 64);
@@ -99,6 +133,11 @@ TEST(Sm90GemmModel, TheKernelsShapeRulesAreErrors) {
             "sm90 gemm: n = 12 is not a multiple of 8 (D rows are stored 16-byte aligned)");
   EXPECT_EQ(message_of([&] { model::gemm_tile_model<GemmBf16Plan128x128>(a.data(), b.data(), d.data(), 8, 8, 60, 0); }),
             "sm90 gemm: k = 60 is not a multiple of 8 (TMA row strides are multiples of 16 bytes)");
+  const float scale = 1.0f;
+  EXPECT_EQ(message_of([&] {
+              model::gemm_tile_model<GemmE4m3Plan128x128>(a.data(), b.data(), d.data(), 8, 8, 64, 0, &scale, &scale);
+            }),
+            "sm90 gemm: k = 64 but fp8 block scales need k % 128 == 0");
 }
 
 // The wgmma model on its own, for the swizzle modes the GEMM plan does not use: a 64 x 16 bf16

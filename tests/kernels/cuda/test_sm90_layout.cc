@@ -101,7 +101,9 @@ TEST(Sm90Fragment, EveryElementOfDHasExactlyOneOwner) {
         ASSERT_LT(r, 64u);
         ASSERT_LT(c, n);
         ASSERT_TRUE(seen.emplace(r, c).second) << "n " << n << " (" << r << ", " << c << ") twice";
-        if (i % 2 == 1) ASSERT_EQ(c, accum_col(t, i - 1) + 1);  // pairs are adjacent: one bf16x2 store
+        if (i % 2 == 1) {
+          ASSERT_EQ(c, accum_col(t, i - 1) + 1);  // pairs are adjacent: one bf16x2 store
+        }
       }
     EXPECT_EQ(seen.size(), 64u * n);
   }

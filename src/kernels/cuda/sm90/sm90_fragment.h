@@ -14,8 +14,12 @@ namespace sol::kernels::sm90 {
 SOL_SM90_HD constexpr u32 accum_regs(u32 n) { return n / 2; }
 
 // thread: 0..127 within the warpgroup; reg: 0..N/2-1.
+// Which of a thread's two rows register `reg` lies in (0: the upper, 1: eight rows below): code
+// that needs a per-row value (a scale) loads two per thread and picks by this.
+SOL_SM90_HD constexpr u32 accum_row_half(u32 reg) { return (reg / 2u) % 2u; }
+
 SOL_SM90_HD constexpr u32 accum_row(u32 thread, u32 reg) {
-  return 16u * (thread / 32u) + (thread % 32u) / 4u + 8u * ((reg / 2u) % 2u);
+  return 16u * (thread / 32u) + (thread % 32u) / 4u + 8u * accum_row_half(reg);
 }
 
 SOL_SM90_HD constexpr u32 accum_col(u32 thread, u32 reg) {

@@ -47,6 +47,21 @@ SOL_SM90_DEVICE void gemm_tile_producer(const TmaDescriptor* map_a, const TmaDes
   }
 }
 
+// Each accumulator pair of one consumer's 64 rows to one bf16x2 of D, rows and columns outside D
+// skipped.
+template <class Plan>
+SOL_SM90_DEVICE void gemm_tile_store(const Accum<Plan::block_n>& acc, u32 consumer, u16* d, u32 m, u32 n) {
+  const u32 t = thread_in_warpgroup();
+  const u32 row0 = blockIdx.y * Plan::block_m + consumer * Plan::consumer_rows;
+  const u32 col0 = blockIdx.x * Plan::block_n;
+#pragma unroll
+  for (u32 i = 0; i < Plan::block_n / 2; i += 2) {
+    const u32 row = row0 + accum_row(t, i), col = col0 + accum_col(t, i);
+    if (row < m && col < n)
+      *reinterpret_cast<u32*>(d + u64(row) * n + col) = pack_bf16x2(acc.d[i], acc.d[i + 1]);
+  }
+}
+
 template <class Plan>
 SOL_SM90_DEVICE void gemm_tile_consumer(u32 consumer, u32 base, u16* d, u32 m, u32 n, u32 k) {
   Accum<Plan::block_n> acc;
@@ -78,26 +93,16 @@ SOL_SM90_DEVICE void gemm_tile_consumer(u32 consumer, u32 base, u16* d, u32 m, u
   }
   wgmma_wait<0>();
   fence_accumulator(acc);
-
-  const u32 t = thread_in_warpgroup();
-  const u32 row0 = blockIdx.y * Plan::block_m + consumer * Plan::consumer_rows;
-  const u32 col0 = blockIdx.x * Plan::block_n;
-#pragma unroll
-  for (u32 i = 0; i < Plan::block_n / 2; i += 2) {
-    const u32 row = row0 + accum_row(t, i), col = col0 + accum_col(t, i);
-    if (row < m && col < n)
-      *reinterpret_cast<u32*>(d + u64(row) * n + col) = pack_bf16x2(acc.d[i], acc.d[i + 1]);
-  }
+  gemm_tile_store<Plan>(acc, consumer, d, m, n);
 }
 
+// Aligns the shared base to the swizzle period, initialises the ring's barriers and returns the
+// base; every thread of the CTA calls it.
 template <class Plan>
-SOL_SM90_DEVICE void gemm_tile(const TmaDescriptor* map_a, const TmaDescriptor* map_b, u16* d, u32 m, u32 n, u32 k) {
-  static_assert(Plan::stages >= 2, "consumers free a stage one K block late: one stage would deadlock");
+SOL_SM90_DEVICE u32 gemm_tile_setup(const TmaDescriptor* map_a, const TmaDescriptor* map_b) {
   extern __shared__ __align__(1024) u8 smem[];
   constexpr u32 period = swizzle_period_bytes(Plan::swizzle);
   const u32 base = (smem_address(smem) + period - 1) & ~(period - 1);
-  const u32 role = warpgroup_index();
-
   if (threadIdx.x == 0) {
     tma_prefetch_descriptor(map_a);
     tma_prefetch_descriptor(map_b);
@@ -108,13 +113,19 @@ SOL_SM90_DEVICE void gemm_tile(const TmaDescriptor* map_a, const TmaDescriptor* 
     mbar_fence_init();
   }
   __syncthreads();
+  return base;
+}
 
-  if (role == 0) {
+template <class Plan>
+SOL_SM90_DEVICE void gemm_tile(const TmaDescriptor* map_a, const TmaDescriptor* map_b, u16* d, u32 m, u32 n, u32 k) {
+  static_assert(Plan::stages >= 2, "consumers free a stage one K block late: one stage would deadlock");
+  const u32 base = gemm_tile_setup<Plan>(map_a, map_b);
+  if (warpgroup_index() == 0) {
     setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x == 0) gemm_tile_producer<Plan>(map_a, map_b, base, k);
   } else {
     setmaxnreg_inc<kConsumerRegs>();
-    gemm_tile_consumer<Plan>(role - 1, base, d, m, n, k);
+    gemm_tile_consumer<Plan>(warpgroup_index() - 1, base, d, m, n, k);
   }
 }
 

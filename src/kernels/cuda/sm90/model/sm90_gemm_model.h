@@ -5,7 +5,9 @@
 // producer and consumer warpgroups are interleaved in a random order drawn from `seed`, one
 // ring step at a time, so a stage freed too early (a wrong parity or arrival count) gets
 // overwritten before a consumer reads it and the result goes wrong; a schedule where no role
-// can move is a deadlock and throws, as the device would hang. Limit: a modelled wgmma reads
+// can move is a deadlock and throws, as the device would hang. With fp8 scales it models
+// sm90_gemm_tile_fp8.cuh instead: a fresh partial per K block, promoted at once, the stage freed
+// right after its wgmmas. Limit: a modelled wgmma reads
 // its operands when issued, so freeing a stage that the hardware's asynchronous wgmmas may still
 // be reading (before their wgmma.wait_group) is not caught here; the kernel's one-block release
 // lag is mirrored by hand in consumer_step.
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "kernels/cuda/sm90/model/sm90_wgmma_model.h"
+#include "kernels/cuda/sm90/sm90_fp8_promotion.h"
 #include "kernels/cuda/sm90/sm90_fragment.h"
 #include "kernels/cuda/sm90/sm90_ring.h"
 
@@ -26,9 +29,11 @@ class GemmTileCta {
   // A shared base that is aligned (as the kernel rounds it) but not zero.
   static constexpr u32 kBase = 2 * swizzle_period_bytes(Plan::swizzle);
 
-  GemmTileCta(const GlobalTensor2d& a, const GlobalTensor2d& b, u32 k, u32 tile_m, u32 tile_n)
-      : a_(a), b_(b), k_blocks_(Plan::k_blocks(k)), m0_(tile_m * Plan::block_m), n0_(tile_n * Plan::block_n),
-        smem_(kBase + Plan::used_bytes) {
+  // scales_a / scales_b: the fp8 block scales (sm90_fp8_promotion.h), or null for plain sums.
+  GemmTileCta(const GlobalTensor2d& a, const GlobalTensor2d& b, u32 m, u32 k, u32 tile_m, u32 tile_n,
+              const float* scales_a = nullptr, const float* scales_b = nullptr)
+      : a_(a), b_(b), m_(m), k_blocks_(Plan::k_blocks(k)), m0_(tile_m * Plan::block_m), n0_(tile_n * Plan::block_n),
+        scales_a_(scales_a), scales_b_(scales_b), smem_(kBase + Plan::used_bytes) {
     for (u32 s = 0; s < Plan::stages; ++s) {
       add_barrier(Plan::full_barrier_offset(s), 1);
       add_barrier(Plan::empty_barrier_offset(s), Plan::consumers);
@@ -70,6 +75,7 @@ class GemmTileCta {
     RingCursor<Plan::stages> ring;
     WarpgroupAccum acc;
     u32 previous_stage = 0;
+    WarpgroupAccum partial = WarpgroupAccum(Plan::block_n);  // the fp8 kernel's per-block sums
   };
 
   void add_barrier(u32 offset, u32 arrivals) {
@@ -98,6 +104,10 @@ class GemmTileCta {
     const u32 s = c.ring.stage;
     if (!barrier(Plan::full_barrier_offset(s)).try_wait(c.ring.full_parity())) return false;
     const Operand t = Plan::element_bytes == 2 ? Operand::bf16 : Operand::e4m3;
+    if (scales_a_) {
+      promoted_step(c, index, s);
+      return true;
+    }
     for (u32 mma = 0; mma < Plan::mmas_per_k_block; ++mma)
       wgmma(smem_, Plan::desc_a(kBase, s, index, mma), Plan::desc_b(kBase, s, mma), c.acc, t, true);
     // As the kernel: the previous block's stage is freed after this block's wgmmas are issued.
@@ -108,8 +118,29 @@ class GemmTileCta {
     return true;
   }
 
+  // sm90_gemm_tile_fp8.cuh's consumer step: partial sums of one K block, the stage freed, the
+  // partial promoted into the sum with the scales of each register's row and column.
+  void promoted_step(Consumer& c, u32 index, u32 s) {
+    WarpgroupAccum& partial = c.partial;  // registers: what the previous block left stays there
+    for (u32 mma = 0; mma < Plan::mmas_per_k_block; ++mma)
+      wgmma(smem_, Plan::desc_a(kBase, s, index, mma), Plan::desc_b(kBase, s, mma), partial, Operand::e4m3,
+            fp8_partial_scale_d(mma) != 0);
+    barrier(Plan::empty_barrier_offset(s)).arrive();
+    for (u32 t = 0; t < 128; ++t)
+      for (u32 i = 0; i < Plan::block_n / 2; ++i) {
+        const u32 row = m0_ + index * Plan::consumer_rows + accum_row(t, i), col = n0_ + accum_col(t, i);
+        const float sa = row < m_ ? scales_a_[fp8_scale_a_index(row, c.kb, k_blocks_)] : 0.0f;
+        const float sb = scales_b_[fp8_scale_b_index(col, c.kb, k_blocks_)];
+        c.acc.at(t, i) = fp8_promote(c.acc.at(t, i), partial.at(t, i), sa, sb);
+      }
+    ++c.kb;
+    c.ring.advance();
+  }
+
   GlobalTensor2d a_, b_;
-  u32 k_blocks_, m0_, n0_;
+  u32 m_, k_blocks_, m0_, n0_;
+  const float* scales_a_;
+  const float* scales_b_;
   SharedMemory smem_;
   std::map<u32, Mbarrier> barriers_;
   u32 producer_kb_ = 0;
@@ -120,7 +151,11 @@ class GemmTileCta {
 // The whole grid: D[m, n] (bf16 bits) = A[m, k] * B[n, k]^T, A and B K-major with
 // Plan::element_bytes per element. The kernel's shape rules hold here too.
 template <class Plan>
-void gemm_tile_model(const void* a, const void* b, u16* d, u32 m, u32 n, u32 k, u32 seed) {
+void gemm_tile_model(const void* a, const void* b, u16* d, u32 m, u32 n, u32 k, u32 seed,
+                     const float* scales_a = nullptr, const float* scales_b = nullptr) {
+  if (scales_a) check(Plan::element_bytes == 1 && scales_b, "sm90 gemm", "block scales need fp8 operands and both scales");
+  if (scales_a)
+    check(k % kFp8ScaleBlock == 0, "sm90 gemm", "k = ", k, " but fp8 block scales need k % ", kFp8ScaleBlock, " == 0");
   check(n % 8 == 0, "sm90 gemm", "n = ", n, " is not a multiple of 8 (D rows are stored 16-byte aligned)");
   check(u64(k) * Plan::element_bytes % 16 == 0, "sm90 gemm", "k = ", k, " is not a multiple of ",
         16 / Plan::element_bytes, " (TMA row strides are multiples of 16 bytes)");
@@ -130,7 +165,7 @@ void gemm_tile_model(const void* a, const void* b, u16* d, u32 m, u32 n, u32 k, 
   std::mt19937 rng(seed);
   for (u32 tm = 0; tm < Plan::tiles(m, Plan::block_m); ++tm)
     for (u32 tn = 0; tn < Plan::tiles(n, Plan::block_n); ++tn) {
-      GemmTileCta<Plan> cta(ga, gb, k, tm, tn);
+      GemmTileCta<Plan> cta(ga, gb, m, k, tm, tn, scales_a, scales_b);
       cta.run(rng);
       cta.store(d, m, n);
     }
