@@ -2,8 +2,7 @@
 // sol::Error naming the argument, expected and got; the GEMM kernel's own boxes pass.
 #include <gtest/gtest.h>
 
-#include "kernels/cuda/sm90/sm90_gemm_plan.h"
-#include "kernels/cuda/sm90/sm90_tma_rules.h"
+#include "kernels/cuda/sm90/sm90_gemm_boxes.h"
 #include "ops/error_message.h"
 
 namespace sol::kernels::sm90 {
@@ -29,11 +28,25 @@ std::string message_for(const TmaBox& t) { return message_of([&] { check_tma_box
 
 TEST(Sm90TmaRules, TheGemmKernelsBoxesAreValid) {
   EXPECT_EQ(message_for(gemm_a_box(4096, 7168)), "(no error)");
-  TmaBox fp8 = gemm_a_box(17, 128);
-  fp8.element_bytes = 1;
-  fp8.strides_bytes[1] = 128;
-  fp8.box[0] = GemmE4m3Plan128x128::block_k;
-  EXPECT_EQ(message_for(fp8), "(no error)");
+  alignas(16) static const unsigned char operand[16] = {};
+  const TmaBox a = gemm_tile_operand_box<GemmBf16Plan128x128>(operand, 4096, 7168, 7168, 128, "sm90 gemm");
+  EXPECT_EQ(a.box[0] * a.element_bytes, 128u);  // one swizzled row of K
+  EXPECT_EQ(a.box[1], 128u);
+  EXPECT_EQ(a.strides_bytes[1], 7168u * 2);
+  const TmaBox b = gemm_tile_operand_box<GemmE4m3Plan128x128>(operand, 24576, 1536, 1536, 128, "sm90 gemm");
+  EXPECT_EQ(b.box[0], 128u);
+  EXPECT_EQ(b.element_bytes, 1u);
+  EXPECT_EQ(b.swizzle, Swizzle::b128);
+}
+
+TEST(Sm90TmaRules, TheGemmKernelsBoxesRejectWhatTmaCannotLoad) {
+  alignas(16) static const unsigned char operand[32] = {};
+  EXPECT_EQ(message_of([] { gemm_tile_operand_box<GemmBf16Plan128x128>(operand, 64, 60, 60, 128, "sm90 gemm"); }),
+            "sm90 gemm: TMA strides_bytes[1] = 120 is not a multiple of 16");
+  const std::string misaligned =
+      message_of([] { gemm_tile_operand_box<GemmBf16Plan128x128>(operand + 4, 64, 64, 64, 128, "sm90 gemm"); });
+  EXPECT_EQ(misaligned.rfind("sm90 gemm: TMA global address 0x", 0), 0u) << misaligned;
+  EXPECT_NE(misaligned.find(" is not 16-byte aligned"), std::string::npos) << misaligned;
 }
 
 TEST(Sm90TmaRules, EachBrokenRuleNamesItsArgument) {
