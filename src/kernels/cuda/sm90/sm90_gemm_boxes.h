@@ -1,0 +1,32 @@
+#pragma once
+// Host side of the GEMM tile kernels' TMA: the box each operand's tensor map must describe for a
+// GemmTilePlan (K innermost, one 128-byte swizzled row of K per box row), checked against the
+// driver's rules before cuTensorMapEncodeTiled sees it.
+
+#include <cstdint>
+
+#include "kernels/cuda/sm90/sm90_gemm_plan.h"
+#include "kernels/cuda/sm90/sm90_tma_rules.h"
+
+namespace sol::kernels::sm90 {
+
+// A K-major operand of `rows` x `k` elements with rows `row_stride` elements apart, loaded in
+// boxes of `box_rows` rows: Plan::block_m for A, Plan::block_n for B.
+template <class Plan>
+TmaBox gemm_tile_operand_box(const void* data, std::uint64_t rows, std::uint64_t k, std::uint64_t row_stride,
+                             std::uint32_t box_rows, std::string_view op) {
+  TmaBox t;
+  t.global_address = reinterpret_cast<std::uintptr_t>(data);
+  t.rank = 2;
+  t.element_bytes = Plan::element_bytes;
+  t.dims[0] = k;
+  t.dims[1] = rows;
+  t.strides_bytes[1] = row_stride * Plan::element_bytes;
+  t.box[0] = Plan::block_k;
+  t.box[1] = box_rows;
+  t.swizzle = Plan::swizzle;
+  check_tma_box(t, op);
+  return t;
+}
+
+}  // namespace sol::kernels::sm90

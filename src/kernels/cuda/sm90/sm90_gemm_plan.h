@@ -1,0 +1,72 @@
+#pragma once
+// The block decomposition of the one-CTA-per-tile sm90 GEMM (sm90_gemm_tile.cuh): tile sizes,
+// warpgroup roles, the shared-memory map of the stage ring and the descriptor of every wgmma.
+// The kernel and its CPU model (sm90_gemm_model.h) both read it, so the model runs the
+// kernel's own addresses and a mistake here fails the model's test.
+//
+// D[M, N] = A[M, K] * B[N, K]^T, A and B K-major (B as weights are stored). One CTA computes a
+// BlockM x BlockN tile: warpgroup 0 is the producer (one thread issues the TMA loads), the
+// Consumers warpgroups after it each own BlockM / Consumers rows (one m64 wgmma row block).
+// A K block is one 128-byte swizzled row per tile row: 64 bf16 or 128 fp8 elements.
+
+#include "kernels/cuda/sm90/sm90_descriptor.h"
+
+namespace sol::kernels::sm90 {
+
+template <u32 BlockM, u32 BlockN, u32 Stages, u32 Consumers, u32 ElementBytes>
+struct GemmTilePlan {
+  static constexpr u32 block_m = BlockM;
+  static constexpr u32 block_n = BlockN;
+  static constexpr u32 stages = Stages;
+  static constexpr u32 consumers = Consumers;
+  static constexpr u32 element_bytes = ElementBytes;
+  static constexpr Swizzle swizzle = Swizzle::b128;
+  static constexpr u32 row_bytes = swizzle_bytes(swizzle);
+  static constexpr u32 block_k = row_bytes / ElementBytes;
+  static constexpr u32 mma_k_bytes = 32;  // K bytes of one m64nNk16 (bf16) or m64nNk32 (fp8)
+  static constexpr u32 mma_k = mma_k_bytes / ElementBytes;
+  static constexpr u32 mmas_per_k_block = row_bytes / mma_k_bytes;
+  static constexpr u32 consumer_rows = BlockM / Consumers;
+  static constexpr u32 threads = 128 * (1 + Consumers);
+
+  static constexpr u32 a_stage_bytes = BlockM * row_bytes;
+  static constexpr u32 b_stage_bytes = BlockN * row_bytes;
+  static constexpr u32 tx_bytes = a_stage_bytes + b_stage_bytes;  // what a full barrier waits for
+  static constexpr u32 barrier_offset = Stages * (a_stage_bytes + b_stage_bytes);
+  static constexpr u32 used_bytes = barrier_offset + 2 * 8 * Stages;
+  // Dynamic shared memory is only 16-byte aligned; the kernel rounds its base up to the
+  // swizzle period, so it asks for one period more than it uses.
+  static constexpr u32 smem_bytes = used_bytes + swizzle_period_bytes(swizzle);
+
+  static_assert(ElementBytes == 1 || ElementBytes == 2, "bf16 or fp8 operands");
+  static_assert(consumer_rows == 64, "each consumer warpgroup owns one m64 row block");
+  static_assert(BlockN == 64 || BlockN == 128 || BlockN == 256, "wgmma N of the consumers");
+  static_assert(BlockM <= 256 && BlockN <= 256, "a TMA box has at most 256 rows");
+  static_assert(a_stage_bytes % swizzle_period_bytes(swizzle) == 0 && b_stage_bytes % swizzle_period_bytes(swizzle) == 0,
+                "every stage buffer starts on the swizzle period");
+  static_assert(smem_bytes <= 227 * 1024, "sm_90 gives a CTA at most 227 KiB of shared memory");
+
+  // Offsets from the aligned shared base.
+  SOL_SM90_HD static constexpr u32 a_offset(u32 stage) { return stage * a_stage_bytes; }
+  SOL_SM90_HD static constexpr u32 b_offset(u32 stage) { return Stages * a_stage_bytes + stage * b_stage_bytes; }
+  SOL_SM90_HD static constexpr u32 full_barrier_offset(u32 stage) { return barrier_offset + 8 * stage; }
+  SOL_SM90_HD static constexpr u32 empty_barrier_offset(u32 stage) { return barrier_offset + 8 * (Stages + stage); }
+
+  // Operands of consumer `consumer`'s mma `mma` (0 .. mmas_per_k_block-1) on ring stage `stage`:
+  // its 64 rows of A and all BlockN rows of B, K advanced inside the swizzled row.
+  SOL_SM90_HD static constexpr u64 desc_a(u32 smem_base, u32 stage, u32 consumer, u32 mma) {
+    return kmajor_desc(smem_base + a_offset(stage) + consumer * consumer_rows * row_bytes + mma * mma_k_bytes,
+                       swizzle);
+  }
+  SOL_SM90_HD static constexpr u64 desc_b(u32 smem_base, u32 stage, u32 mma) {
+    return kmajor_desc(smem_base + b_offset(stage) + mma * mma_k_bytes, swizzle);
+  }
+
+  SOL_SM90_HD static constexpr u32 k_blocks(u32 k) { return (k + block_k - 1) / block_k; }
+  SOL_SM90_HD static constexpr u32 tiles(u32 extent, u32 block) { return (extent + block - 1) / block; }
+};
+
+using GemmBf16Plan128x128 = GemmTilePlan<128, 128, 4, 2, 2>;
+using GemmE4m3Plan128x128 = GemmTilePlan<128, 128, 4, 2, 1>;
+
+}  // namespace sol::kernels::sm90

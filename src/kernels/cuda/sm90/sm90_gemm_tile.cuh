@@ -1,0 +1,132 @@
+#pragma once
+// One-CTA-per-tile sm_90a GEMM: D[M, N] (bf16, row-major) = A[M, K] * B[N, K]^T with f32
+// accumulation, A and B K-major, bf16 or fp8 e4m3 operands. The block decomposition and the
+// shared-memory map are GemmTilePlan's (sm90_gemm_plan.h); the CPU model runs the same plan.
+//
+// Roles: warpgroup 0 gives its registers back and one of its threads walks the K blocks,
+// waiting for a free ring stage and loading A's and B's boxes into it with TMA; consumer
+// warpgroups 1..Consumers wait for a full stage, issue one wgmma per 32 bytes of K on it and
+// free the stage before it once those wgmmas have read it (a ring needs two stages or more).
+// The epilogue stores each accumulator pair as one bf16x2.
+// Edges: TMA zero-fills rows and K beyond the tensor, and the epilogue skips rows and columns
+// outside D, so any M, any N that is a multiple of 8 and any K that is a multiple of 16 bytes
+// (the TMA stride rule) works. Grid: (tiles along N, tiles along M); block: Plan::threads.
+
+#include "kernels/cuda/sm90/sm90_fragment.h"
+#include "kernels/cuda/sm90/sm90_gemm_plan.h"
+#include "kernels/cuda/sm90/sm90_mbarrier.cuh"
+#include "kernels/cuda/sm90/sm90_ring.h"
+#include "kernels/cuda/sm90/sm90_tma.cuh"
+#include "kernels/cuda/sm90/sm90_wgmma.cuh"
+
+namespace sol::kernels::sm90 {
+
+// Register split: 128 producer threads keep 40, 256 consumer threads take 232
+// (128 * 40 + 256 * 232 = 64512 of the SM's 65536).
+constexpr u32 kProducerRegs = 40;
+constexpr u32 kConsumerRegs = 232;
+
+SOL_SM90_DEVICE u32 pack_bf16x2(float lo, float hi) {
+  u32 packed;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(hi), "f"(lo));
+  return packed;
+}
+
+template <class Plan>
+SOL_SM90_DEVICE void gemm_tile_producer(const TmaDescriptor* map_a, const TmaDescriptor* map_b, u32 base, u32 k) {
+  const int m0 = int(blockIdx.y * Plan::block_m), n0 = int(blockIdx.x * Plan::block_n);
+  RingCursor<Plan::stages> ring;
+#pragma unroll 1
+  for (u32 kb = 0; kb < Plan::k_blocks(k); ++kb, ring.advance()) {
+    const u32 full = base + Plan::full_barrier_offset(ring.stage);
+    mbar_wait(base + Plan::empty_barrier_offset(ring.stage), ring.empty_parity());
+    mbar_arrive_expect_tx(full, Plan::tx_bytes);
+    const int k0 = int(kb * Plan::block_k);
+    tma_load_2d(map_a, full, base + Plan::a_offset(ring.stage), k0, m0);
+    tma_load_2d(map_b, full, base + Plan::b_offset(ring.stage), k0, n0);
+  }
+}
+
+// Each accumulator pair of one consumer's 64 rows to one bf16x2 of D, rows and columns outside D
+// skipped.
+template <class Plan>
+SOL_SM90_DEVICE void gemm_tile_store(const Accum<Plan::block_n>& acc, u32 consumer, u16* d, u32 m, u32 n) {
+  const u32 t = thread_in_warpgroup();
+  const u32 row0 = blockIdx.y * Plan::block_m + consumer * Plan::consumer_rows;
+  const u32 col0 = blockIdx.x * Plan::block_n;
+#pragma unroll
+  for (u32 i = 0; i < Plan::block_n / 2; i += 2) {
+    const u32 row = row0 + accum_row(t, i), col = col0 + accum_col(t, i);
+    if (row < m && col < n)
+      *reinterpret_cast<u32*>(d + u64(row) * n + col) = pack_bf16x2(acc.d[i], acc.d[i + 1]);
+  }
+}
+
+template <class Plan>
+SOL_SM90_DEVICE void gemm_tile_consumer(u32 consumer, u32 base, u16* d, u32 m, u32 n, u32 k) {
+  Accum<Plan::block_n> acc;
+#pragma unroll
+  for (u32 i = 0; i < Plan::block_n / 2; ++i) acc.d[i] = 0.0f;
+  // A stage is freed one K block late: after committing block kb, waiting until one group is
+  // in flight proves block kb-1's wgmmas have read their stage, while kb's keep the tensor
+  // cores busy.
+  RingCursor<Plan::stages> ring;
+  u32 previous_stage = 0;
+#pragma unroll 1
+  for (u32 kb = 0; kb < Plan::k_blocks(k); ++kb, ring.advance()) {
+    mbar_wait(base + Plan::full_barrier_offset(ring.stage), ring.full_parity());
+    fence_accumulator(acc);
+    wgmma_fence();
+#pragma unroll
+    for (u32 mma = 0; mma < Plan::mmas_per_k_block; ++mma) {
+      const u64 a = Plan::desc_a(base, ring.stage, consumer, mma), b = Plan::desc_b(base, ring.stage, mma);
+      if constexpr (Plan::element_bytes == 2)
+        wgmma_bf16<Plan::block_n>(acc, a, b, 1);
+      else
+        wgmma_e4m3<Plan::block_n>(acc, a, b, 1);
+    }
+    wgmma_commit();
+    wgmma_wait<1>();
+    fence_accumulator(acc);
+    if (kb > 0 && thread_in_warpgroup() == 0) mbar_arrive(base + Plan::empty_barrier_offset(previous_stage));
+    previous_stage = ring.stage;
+  }
+  wgmma_wait<0>();
+  fence_accumulator(acc);
+  gemm_tile_store<Plan>(acc, consumer, d, m, n);
+}
+
+// Aligns the shared base to the swizzle period, initialises the ring's barriers and returns the
+// base; every thread of the CTA calls it.
+template <class Plan>
+SOL_SM90_DEVICE u32 gemm_tile_setup(const TmaDescriptor* map_a, const TmaDescriptor* map_b) {
+  extern __shared__ __align__(1024) u8 smem[];
+  constexpr u32 period = swizzle_period_bytes(Plan::swizzle);
+  const u32 base = (smem_address(smem) + period - 1) & ~(period - 1);
+  if (threadIdx.x == 0) {
+    tma_prefetch_descriptor(map_a);
+    tma_prefetch_descriptor(map_b);
+    for (u32 s = 0; s < Plan::stages; ++s) {
+      mbar_init(base + Plan::full_barrier_offset(s), 1);
+      mbar_init(base + Plan::empty_barrier_offset(s), Plan::consumers);
+    }
+    mbar_fence_init();
+  }
+  __syncthreads();
+  return base;
+}
+
+template <class Plan>
+SOL_SM90_DEVICE void gemm_tile(const TmaDescriptor* map_a, const TmaDescriptor* map_b, u16* d, u32 m, u32 n, u32 k) {
+  static_assert(Plan::stages >= 2, "consumers free a stage one K block late: one stage would deadlock");
+  const u32 base = gemm_tile_setup<Plan>(map_a, map_b);
+  if (warpgroup_index() == 0) {
+    setmaxnreg_dec<kProducerRegs>();
+    if (threadIdx.x == 0) gemm_tile_producer<Plan>(map_a, map_b, base, k);
+  } else {
+    setmaxnreg_inc<kConsumerRegs>();
+    gemm_tile_consumer<Plan>(warpgroup_index() - 1, base, d, m, n, k);
+  }
+}
+
+}  // namespace sol::kernels::sm90
