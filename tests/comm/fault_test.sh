@@ -11,7 +11,7 @@ shift
 ops=("$@")
 [ ${#ops[@]} -gt 0 ] || ops=(collective ep pp)
 export SOL_COMM_TIMEOUT_S=5 SOL_NUM_THREADS=1
-margin_s=15  # mpirun start-up and exit (slower under the sanitizers) on a loaded 2-core machine
+margin_s=20  # mpirun start-up and exit (slower under the sanitizers) on a loaded 2-core machine
 mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
