@@ -36,7 +36,18 @@ function(sol_add_mpi_test name)
   add_test(NAME ${name}
            COMMAND ${CMAKE_COMMAND} -E env ${SOL_MPI_TEST_ENV} ${env}
                    ${SOL_MPIRUN} -np ${arg_RANKS} ${exported} $<TARGET_FILE:${arg_PROGRAM}> ${arg_ARGS})
-  set_tests_properties(${name} PROPERTIES TIMEOUT ${arg_TIMEOUT})
+  sol_set_test_properties(${name} TIMEOUT ${arg_TIMEOUT} LABELS mpi)
+endfunction()
+
+# sol_set_test_properties(<test> TIMEOUT <s> [LABELS <label>...]): the time limit, the
+# sanitizer build's environment (cmake/SolSanitize.cmake; nothing otherwise), and labels:
+# each test given here is in CI's `sanitize` stage (docs/sanitizers.md).
+function(sol_set_test_properties name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "TIMEOUT" "LABELS")
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${arg_TIMEOUT} LABELS "sanitize;${arg_LABELS}")
+  if(SOL_SANITIZER_TEST_ENV)
+    set_tests_properties(${name} PROPERTIES ENVIRONMENT "${SOL_SANITIZER_TEST_ENV}")
+  endif()
 endfunction()
 
 # sol_add_mpi_tests(<prefix> PROGRAM <target> RANKS <n>... TIMEOUT <s>): <prefix>.np<n> per n.

@@ -7,6 +7,7 @@
 #include "comm/mpi_transfers.h"
 #include "comm/p2p_engine.h"
 #include "comm/wait.h"
+#include "comm/world.h"
 #include "sol/comm.h"
 
 namespace sol::comm {
@@ -68,8 +69,11 @@ Work::Work(Work&&) noexcept = default;
 Work& Work::operator=(Work&&) noexcept = default;
 
 // A batch dropped unfinished still owns buffers peers read or write: finish it here (errors
-// were already reported to whoever waited; a failed op leaves its stream marked as cut).
+// were already reported to whoever waited; a failed op leaves its stream marked as cut). Not
+// after a comm failure in this process: its peers are gone or stopped and it is on its way
+// out, so waiting again would cost a whole SOL_COMM_TIMEOUT_S per batch dropped.
 Work::~Work() {
+  if (detail::process_failed()) return;
   try {
     if (!completed()) wait();
   } catch (const std::exception&) {

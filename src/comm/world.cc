@@ -1,15 +1,22 @@
-// MPI start-up and shutdown, and the world group with its (emulated) nodes.
+// MPI start-up and shutdown (bounded by the comm deadline), and the world group with its
+// (emulated) nodes.
 #include "comm/world.h"
 
 #include <mpi.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <memory>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "comm/group_state.h"
 #include "sol/comm.h"
+#include "sol/timing.h"
 
 namespace sol::comm {
 
@@ -46,11 +53,50 @@ int world_node_id() {
   return leader * host_size + host_rank / k;
 }
 
-void shut_down() {
+// A failure at exit cannot be thrown to anyone: say what it was and leave without finalising.
+// mpirun ends the whole job when the first rank exits, so wait a moment first: the other
+// ranks waiting in the same barrier time out at about the same time, and one of them may be
+// the one that can name the stopped peer (a rank on another node only sees its node leader).
+[[noreturn]] void exit_failed(const std::string& what) {
+  std::fprintf(stderr, "sol::comm teardown: %s\n", what.c_str());
+  std::fflush(stderr);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  std::_Exit(EXIT_FAILURE);
+}
+
+// MPI_Finalize waits for every peer and never returns if one of them has stopped (SIGSTOP, a
+// debugger, a hung thread). A barrier with the comm deadline first names such a peer; a peer
+// that stops between that barrier and its own MPI_Finalize is caught by a watchdog.
+void finalize_with_deadline() {
+  try {
+    world_group->barrier();
+  } catch (const std::exception& e) {
+    exit_failed(std::string("the barrier before MPI_Finalize failed: ") + e.what());
+  }
   world_group.reset();
+  static std::atomic<bool> finalized{false};
+  const double limit = timeout_seconds();
+  std::thread([limit] {
+    const double start = now_seconds();
+    while (!finalized.load()) {
+      if (now_seconds() - start > limit) {
+        std::ostringstream os;
+        os << "MPI_Finalize did not return within " << limit
+           << " s (SOL_COMM_TIMEOUT_S): a peer stopped after the final barrier";
+        exit_failed(os.str());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }).detach();
+  MPI_Finalize();
+  finalized = true;
+}
+
+void shut_down() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (initialised_here && !finalized && !failed) MPI_Finalize();
+  if (initialised_here && !finalized && !failed && world_group) return finalize_with_deadline();
+  world_group.reset();
 }
 }  // namespace
 

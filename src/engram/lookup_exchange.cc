@@ -119,7 +119,10 @@ std::unique_ptr<LookupHandle::State> ShardedTable::Impl::exchange_async(const Te
     const int64_t send = p.recv_counts[size_t(r)], recv = p.send_counts[size_t(r)];
     std::byte* src = p.rows_out.data() + size_t(out_at) * row_bytes;
     std::byte* dst = p.rows_in.data() + size_t(in_at) * row_bytes;
-    if (r == me) std::memcpy(dst, src, size_t(send) * row_bytes);
+    // A rank may send itself nothing, and an empty plan's row buffers have no storage (null).
+    if (r == me) {
+      if (send > 0) std::memcpy(dst, src, size_t(send) * row_bytes);
+    }
     else {
       if (send > 0) ops.push_back({comm::P2POp::send, Tensor(src, dtype, {send * dim}), r});
       if (recv > 0) ops.push_back({comm::P2POp::recv, Tensor(dst, dtype, {recv * dim}), r});

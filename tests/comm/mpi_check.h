@@ -33,8 +33,10 @@ inline void fill(void* p, DType t, int64_t n, uint64_t seed, int rank, bool frac
   for (int64_t i = 0; i < n; ++i) store_from_double(p, t, size_t(i), input_value(seed, rank, i, fractional));
 }
 
-// 0xFF bytes: NaN in every float format.
-inline void poison(void* p, size_t bytes) { std::memset(p, 0xFF, bytes); }
+// 0xFF bytes: NaN in every float format. An empty buffer may have no storage (null).
+inline void poison(void* p, size_t bytes) {
+  if (bytes > 0) std::memset(p, 0xFF, bytes);
+}
 
 struct Checker {
   explicit Checker(int rank_) : rank(rank_) {}  // the rank that failure lines name

@@ -80,7 +80,7 @@ inline Expected reference_dispatch(const comm::Group& g, const Inputs& in, int64
   for (int64_t i = 0; i < ex.rows; ++i) {
     const std::byte* p = recv.data() + i * rec;
     std::memcpy(ex.x.data() + i * rb, p, size_t(rb));
-    std::memcpy(ex.scales.data() + i * sb, p + rb, size_t(sb));
+    if (sb) std::memcpy(ex.scales.data() + i * sb, p + rb, size_t(sb));  // bf16: no scales (null)
     std::memcpy(ex.idx.data() + i * K, p + rb + sb, size_t(K * 4));
     std::memcpy(ex.w.data() + i * K, p + rb + sb + K * 4, size_t(K * 4));
   }

@@ -1,12 +1,10 @@
 // The comm bench's batch timing (batch_timing.h).
 #include "comm/bench/batch_timing.h"
 
-#include <mpi.h>
-
 #include <algorithm>
 #include <vector>
 
-#include "comm/group_state.h"
+#include "comm/bench/agree.h"
 #include "sol/timing.h"
 
 namespace sol::comm::detail {
@@ -17,9 +15,7 @@ double time_batches(const Group& g, const std::function<void()>& run, int iters,
     g.barrier();
     const double start = now_seconds();
     for (int i = 0; i < iters; ++i) run();
-    double mine = (now_seconds() - start) / iters, slowest = 0;
-    MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, g.state().comm);
-    per_batch.push_back(slowest);
+    per_batch.push_back(max_over(g, (now_seconds() - start) / iters));
   }
   std::sort(per_batch.begin(), per_batch.end());
   return per_batch[per_batch.size() / 2];

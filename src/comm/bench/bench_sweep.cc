@@ -1,10 +1,10 @@
 // The sweep: per size, the paired copy ceiling, then Sol's op (and Open MPI's), each checked
 // and timed in batches (batch_timing.h).
-#include <mpi.h>
 
 #include <algorithm>
 #include <vector>
 
+#include "comm/bench/agree.h"
 #include "comm/bench/batch_timing.h"
 #include "comm/bench/bench_case.h"
 #include "sol/comm_bench.h"
@@ -33,7 +33,7 @@ CommTiming measure(const Group& g, BenchCase& c, const std::function<void()>& ru
   c.poison();
   t.time_s = time_batches(g, run, iters, batches);
   wrong += c.wrong();
-  MPI_Allreduce(&wrong, &t.wrong, 1, MPI_INT64_T, MPI_SUM, g.state().comm);
+  t.wrong = sum_over(g, wrong);
   t.algbw = t.time_s > 0 ? double(bytes) / t.time_s / 1e9 : 0;
   t.busbw = t.algbw * factor;
   return t;

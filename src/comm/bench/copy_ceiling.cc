@@ -2,7 +2,6 @@
 // rank's shared segment into its own, all at once. This is the transfer every collective is
 // made of (a rank reading a peer's buffer into its own), without any synchronisation, so no
 // collective moving the same bytes per rank can beat it.
-#include <mpi.h>
 
 #include <algorithm>
 #include <vector>

@@ -1,7 +1,6 @@
 // The sweep of `sol comm bench ring-attention` (see cp_bench.h).
 #include "comm/bench/cp_bench.h"
 
-#include <mpi.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/bench/agree.h"
 #include "comm/bench/batch_timing.h"
 #include "comm/group_state.h"
 #include "sol/attention.h"
@@ -31,9 +31,7 @@ constexpr int64_t kDim = 128;
 constexpr size_t kMinBytes = size_t(64) << 10, kMaxBytes = size_t(4) << 20;
 
 double all_max(const Group& g, double mine) {
-  double r = 0;
-  MPI_Allreduce(&mine, &r, 1, MPI_DOUBLE, MPI_MAX, g.state().comm);
-  return r;
+  return detail::max_over(g, mine);
 }
 
 double rel_error(const Tensor& a, const Tensor& b) {
@@ -172,10 +170,7 @@ std::vector<Row> run_point(const Group& g, const CommBenchOptions& o, size_t byt
     for (size_t i = 0; i < wall.size(); ++i) exposed.push_back(std::max(0.0, all_max(g, wall[i]) - all_max(g, compute[i])));
     std::sort(exposed.begin(), exposed.end());
     r.exposed_s = exposed[exposed.size() / 2];
-    const int mine[2] = {stats.shards, stats.shards_arrived};
-    int all[2] = {0, 0};
-    MPI_Allreduce(mine, all, 2, MPI_INT, MPI_SUM, g.state().comm);
-    r.shards = all[0], r.arrived = all[1];
+    r.shards = int(detail::sum_over(g, stats.shards)), r.arrived = int(detail::sum_over(g, stats.shards_arrived));
     std::vector<Buffer> keep;
     // In place, the only "transfers" are packing this rank's shard into its region and the
     // two fences.

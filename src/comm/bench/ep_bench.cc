@@ -1,7 +1,6 @@
 // The sweeps of `sol comm bench ep-*` (see ep_bench.h).
 #include "comm/bench/ep_bench.h"
 
-#include <mpi.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "comm/bench/agree.h"
 #include "comm/bench/batch_timing.h"
 #include "comm/bench/ep_ceiling.h"
 #include "comm/group_state.h"
@@ -75,9 +75,7 @@ float tag(int rank, int64_t t, int64_t h) {
 }
 
 int64_t sum_over_ranks(const Group& g, int64_t mine) {
-  int64_t total = 0;
-  MPI_Allreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, g.state().comm);
-  return total;
+  return detail::sum_over(g, mine);
 }
 
 CommTiming measure(const Group& g, const std::function<void()>& run, const std::function<int64_t()>& wrong,

@@ -1,7 +1,6 @@
 // The put ceiling of `sol comm bench ep-dispatch | ep-ll-dispatch` (see ep_ceiling.h).
 #include "comm/bench/ep_ceiling.h"
 
-#include <mpi.h>
 
 #include <algorithm>
 #include <vector>

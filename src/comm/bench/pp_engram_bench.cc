@@ -1,13 +1,13 @@
 // The sweeps of `sol comm bench pp-sendrecv | engram-lookup` (see pp_engram_bench.h).
 #include "comm/bench/pp_engram_bench.h"
 
-#include <mpi.h>
 
 #include <algorithm>
 #include <cstring>
 #include <functional>
 #include <memory>
 
+#include "comm/bench/agree.h"
 #include "comm/bench/batch_timing.h"
 #include "comm/group_state.h"
 #include "sol/engram.h"
@@ -37,7 +37,7 @@ CommTiming measure(const Group& g, Timed& t, size_t bytes, double factor, int it
   CommTiming r;
   r.time_s = detail::time_batches(g, t.run, iters, batches);
   wrong += t.wrong();
-  MPI_Allreduce(&wrong, &r.wrong, 1, MPI_INT64_T, MPI_SUM, g.state().comm);
+  r.wrong = detail::sum_over(g, wrong);
   r.algbw = r.time_s > 0 ? double(bytes) / r.time_s / 1e9 : 0;
   r.busbw = r.algbw * factor;
   return r;

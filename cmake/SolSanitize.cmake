@@ -1,0 +1,46 @@
+# SOL_SANITIZE: AddressSanitizer + UBSan over everything built here, carried to consumers of
+# the installed library, and the environment each test runs under: tests set their ENVIRONMENT
+# property from SOL_SANITIZER_TEST_ENV (python ones from SOL_SANITIZER_PYTHON_ENV); both are
+# empty without SOL_SANITIZE.
+set(SOL_SANITIZER_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=undefined)
+set(SOL_SANITIZER_TEST_ENV "")
+set(SOL_SANITIZER_PYTHON_ENV "")
+
+# The installed libsol.a holds instrumented code: whoever links it needs the runtimes too.
+function(sol_sanitize_exported target)
+  if(SOL_SANITIZE)
+    target_compile_options(${target} INTERFACE ${SOL_SANITIZER_FLAGS} -fno-omit-frame-pointer)
+    target_link_options(${target} INTERFACE ${SOL_SANITIZER_FLAGS})
+  endif()
+endfunction()
+
+if(NOT SOL_SANITIZE)
+  return()
+endif()
+
+add_compile_options(${SOL_SANITIZER_FLAGS} -fno-omit-frame-pointer)
+add_link_options(${SOL_SANITIZER_FLAGS})
+
+# Leaks inside Open MPI, hwloc and PMIx (start-up state they never free) are suppressed by
+# those libraries' own frames only (scripts/sanitize/openmpi-lsan.supp); a leak in Sol's code
+# still fails. They are built without frame pointers, so allocation stacks are taken with the
+# slow unwinder, which follows them into those libraries. UBSan stops at its first finding.
+# docs/sanitizers.md.
+set(SOL_SANITIZER_TEST_ENV
+    "ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0"
+    "LSAN_OPTIONS=suppressions=${CMAKE_SOURCE_DIR}/scripts/sanitize/openmpi-lsan.supp:print_suppressions=0"
+    "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
+
+# The Python interpreter is not instrumented, so the ASan runtime must be the first library
+# loaded into it: preload the compiler's own. CPython frees little at exit by design and its
+# allocations carry no frames of ours, so leak checking stays with the C++ tests.
+execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libasan.so
+                OUTPUT_VARIABLE asan_runtime OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT EXISTS "${asan_runtime}")
+  message(FATAL_ERROR "SOL_SANITIZE: '${CMAKE_CXX_COMPILER} -print-file-name=libasan.so' gave "
+                      "'${asan_runtime}', not a file")
+endif()
+set(SOL_SANITIZER_PYTHON_ENV
+    "LD_PRELOAD=${asan_runtime}"
+    "ASAN_OPTIONS=detect_leaks=0"
+    "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")

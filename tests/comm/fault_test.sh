@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Faults of one rank under real mpirun: rank 1 of mpi_fault gets SIGKILL or SIGSTOP before,
+# during or after an allreduce, an EP dispatch and a pipeline step. The job must end within
+# SOL_COMM_TIMEOUT_S plus a margin for start-up; after a SIGSTOP the survivors must name the
+# operation (or comm's teardown) and rank 1; after either, no process of the job may be left
+# and /dev/shm must hold no segment of Sol's from any of them.
+#   fault_test.sh MPI_FAULT [OP...]     (OPs: collective ep pp; default all)
+set -u
+prog=$1
+shift
+ops=("$@")
+[ ${#ops[@]} -gt 0 ] || ops=(collective ep pp)
+export SOL_COMM_TIMEOUT_S=5 SOL_NUM_THREADS=1
+margin_s=20  # mpirun start-up and exit (slower under the sanitizers) on a loaded 2-core machine
+mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+ms() { echo $(($(date +%s%N) / 1000000)); }
+alive() { [ -e "/proc/$1" ] && ! grep -q '^[^)]*) Z' "/proc/$1/stat" 2>/dev/null; }  # zombies are gone
+
+# What a survivor must say after a SIGSTOP of rank 1, per op and phase.
+expected() {  # expected OP PHASE
+  if [ "$2" = after ]; then echo "sol::comm teardown: .*barrier: timed out .* waiting for rank 1"; return; fi
+  case $1 in
+    collective) echo "CAUGHT CommError: allreduce: timed out .* waiting for rank 1" ;;
+    ep) echo "CAUGHT CommError: ep::[a-z_]*dispatch[^:]*: timed out .* waiting for rank 1" ;;
+    pp) echo "CAUGHT CommError: pp: timed out .* waiting for rank 1" ;;
+  esac
+}
+
+run_case() {  # run_case OP PHASE SIGNAL MPIRUN-ARGS...
+  local op=$1 phase=$2 sig=$3; shift 3
+  local name="$op $phase $sig ($*)"
+  local start took pids p
+  start=$(ms)
+  timeout -k 5 $((SOL_COMM_TIMEOUT_S * 4 + 30)) "${mpirun[@]}" "$@" "$prog" "$op" "$phase" "$sig" >"$log" 2>&1
+  took=$(($(ms) - start))
+  echo "$name: job ended after ${took} ms"
+  grep -E "CAUGHT|teardown" "$log" | sed 's/^/  /'
+  [ "$took" -lt $(((SOL_COMM_TIMEOUT_S + margin_s) * 1000)) ] || fail "$name: took ${took} ms"
+  pids=$(sed -n 's/^rank [0-9]* pid \([0-9]*\)$/\1/p' "$log")
+  [ -n "$pids" ] || { fail "$name: no rank started"; cat "$log"; return; }
+  if [ "$sig" = stop ]; then
+    grep -q "$(expected "$op" "$phase")" "$log" || { fail "$name: no survivor named the op and rank 1"; cat "$log"; }
+  fi
+  [ "$phase" = after ] || ! grep -q "^rank 0 done" "$log" || fail "$name: rank 0's call returned"
+  for p in $pids; do
+    # mpirun resumes a stopped rank (SIGCONT) before it ends it, and the rank may first see
+    # its peers gone and exit by itself: give that a few seconds.
+    for _ in $(seq 100); do alive "$p" || break; sleep 0.1; done
+    if alive "$p"; then
+      fail "$name: process $p of the job is still there"
+      kill -9 "$p" 2>/dev/null
+    fi
+    ! ls /dev/shm 2>/dev/null | grep -q "^sol-comm\.$p\." || fail "$name: /dev/shm holds segments of pid $p"
+  done
+}
+
+for op in "${ops[@]}"; do
+  for phase in before during after; do
+    for sig in kill stop; do
+      run_case "$op" "$phase" "$sig" -np 2
+    done
+  done
+done
+# More ranks, and two emulated nodes (the survivors wait in shared memory and in MPI).
+for op in "${ops[@]}"; do
+  [ "$op" = collective ] || continue
+  run_case collective during stop -np 3
+  run_case collective during stop -np 4 -x SOL_LOCAL_SIZE=2
+  run_case collective after stop -np 4 -x SOL_LOCAL_SIZE=2
+done
+
+# `sol comm bench` with a huge --iters: rank 1 is stopped while the ranks measure the copy
+# ceiling, which must notice within the timeout instead of copying --iters times first.
+if [ -n "${SOL_CLI:-}" ] && [[ " ${ops[*]} " == *" collective "* ]]; then
+  name="comm bench ceiling, --iters 100000, stop"
+  start=$(ms)
+  timeout -k 5 $((SOL_COMM_TIMEOUT_S * 4 + 60)) "${mpirun[@]}" -np 2 "$SOL_CLI" comm bench allreduce \
+    --min-bytes 64M --max-bytes 64M --iters 100000 >"$log" 2>&1 &
+  job=$!
+  victim=
+  for _ in $(seq 300); do  # rank 1: the grandchild (timeout, mpirun) whose environment says so
+    for m in $(ps -o pid= --ppid "$job" 2>/dev/null); do
+      for p in $(ps -o pid= --ppid "$m" 2>/dev/null); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && victim=$p
+      done
+    done
+    [ -n "$victim" ] && break
+    sleep 0.1
+  done
+  sleep 1
+  if [ -z "$victim" ]; then
+    fail "$name: rank 1 not found"
+    kill -- "$job"
+  else
+    kill -STOP "$victim"
+    start=$(ms)  # the deadline counts from the stop; start-up on a loaded machine varies
+  fi
+  wait $job
+  took=$(($(ms) - start))
+  echo "$name: job ended ${took} ms after the stop"
+  grep -E "timed out|exited" "$log" | sed 's/^/  /'
+  [ "$took" -lt $(((SOL_COMM_TIMEOUT_S + margin_s) * 1000)) ] || fail "$name: took ${took} ms"
+  grep -q "timed out .* waiting for rank 1" "$log" || { fail "$name: no rank named rank 1"; cat "$log"; }
+  [ -z "$victim" ] || for _ in $(seq 100); do alive "$victim" || break; sleep 0.1; done
+  if [ -n "$victim" ] && alive "$victim"; then
+    fail "$name: rank 1 ($victim) is still there"
+    kill -9 "$victim"
+  fi
+fi
+
+[ $failures = 0 ] && echo "fault tests passed" || echo "$failures fault test(s) failed"
+exit $((failures > 0))
