@@ -8,6 +8,7 @@
 #include "sol/comm_window.h"
 #include "sol/copy.h"
 #include "sol/cp.h"
+#include "sol/device.h"
 #include "sol/dtype.h"
 #include "sol/embedding.h"
 #include "sol/engram.h"

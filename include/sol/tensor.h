@@ -1,6 +1,7 @@
 #pragma once
 // sol::Tensor — a non-owning view: pointer, dtype, shape and strides (in elements), up to 8
-// dims, 64-bit indexing everywhere. sol::Buffer — the owning, aligned allocation behind it.
+// dims, 64-bit indexing everywhere, and the device its memory lives on (cpu unless said).
+// sol::Buffer — the owning, aligned host allocation behind it (device memory: sol/device.h).
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +16,21 @@ namespace sol {
 
 inline constexpr int kMaxDims = 8;
 
+enum class DeviceType : uint8_t { cpu, cuda };
+
+// Where a tensor's memory lives: the host, or CUDA device N ("cuda:0").
+struct Device {
+  DeviceType type = DeviceType::cpu;
+  int index = 0;
+
+  static constexpr Device cpu() { return {}; }
+  static constexpr Device cuda(int index) { return {DeviceType::cuda, index}; }
+  bool is_cpu() const { return type == DeviceType::cpu; }
+  bool operator==(const Device&) const = default;
+  std::string name() const;  // "cpu", "cuda:0"
+};
+std::ostream& operator<<(std::ostream& os, const Device& d);
+
 class Tensor {
  public:
   Tensor() = default;
@@ -25,8 +41,23 @@ class Tensor {
   // Strided view; strides are in elements and may be any non-negative values.
   Tensor(void* data, DType dtype, std::span<const int64_t> shape, std::span<const int64_t> strides);
 
-  void* data() const { return data_; }
-  template <class T> T* data_as() const { return static_cast<T*>(data_); }
+  // Host pointer to the first element. Throws sol::Error for a tensor on a device: host code
+  // must never dereference device memory, so every CPU op that reaches its data stops here.
+  void* data() const {
+    if (!device_.is_cpu()) [[unlikely]] throw_not_on_host();
+    return data_;
+  }
+  template <class T> T* data_as() const { return static_cast<T*>(data()); }
+  // The address on whichever device holds the memory (device runtimes and kernels).
+  void* device_data() const { return data_; }
+  template <class T> T* device_data_as() const { return static_cast<T*>(data_); }
+  Device device() const { return device_; }
+  // The same view, its memory declared to live on `d`.
+  Tensor on(Device d) const {
+    Tensor t = *this;
+    t.device_ = d;
+    return t;
+  }
   DType dtype() const { return dtype_; }
   int ndim() const { return ndim_; }
   int64_t shape(int d) const { return shape_[axis(d)]; }
@@ -57,11 +88,13 @@ class Tensor {
 
  private:
   int axis(int d) const;
+  [[noreturn]] void throw_not_on_host() const;
   void* data_ = nullptr;
   DType dtype_ = DType::f32;
   int ndim_ = 0;
   std::array<int64_t, kMaxDims> shape_{};
   std::array<int64_t, kMaxDims> strides_{};
+  Device device_{};
 };
 
 // A tensor's shape ("[4096, 7168]") written only when streamed: the argument to give check(),

@@ -15,6 +15,18 @@ void check_shape(std::span<const int64_t> shape, const char* what) {
 }
 }  // namespace
 
+std::string Device::name() const {
+  return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index);
+}
+
+std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.name(); }
+
+void Tensor::throw_not_on_host() const {
+  fail("Tensor::data", "this ", shape_string(), " ", dtype_name(dtype_), " tensor lives on ", device_.name(),
+       " and host code cannot read device memory (the op has no path for ", device_.name(),
+       " tensors; sol::transfer moves a tensor to the host)");
+}
+
 Tensor::Tensor(void* data, DType dtype, std::span<const int64_t> shape)
     : data_(data), dtype_(dtype), ndim_(int(shape.size())) {
   check_shape(shape, "Tensor");
@@ -74,7 +86,7 @@ int64_t Tensor::offset_of(std::span<const int64_t> index) const {
 }
 
 void* Tensor::ptr(std::initializer_list<int64_t> index) const {
-  return static_cast<char*>(data_) + offset_of({index.begin(), index.size()});
+  return static_cast<char*>(data()) + offset_of({index.begin(), index.size()});
 }
 
 Tensor Tensor::slice(int d, int64_t start, int64_t stop) const {
@@ -90,6 +102,7 @@ Tensor Tensor::slice(int d, int64_t start, int64_t stop) const {
 Tensor Tensor::reshape(std::span<const int64_t> shape) const {
   check(is_contiguous(), "Tensor::reshape", "tensor ", describe(), " is not contiguous");
   Tensor t(data_, dtype_, shape);
+  t.device_ = device_;
   check(t.numel() == numel(), "Tensor::reshape", "new shape ", t.shape_string(), " has ",
         t.numel(), " elements but tensor has ", numel());
   return t;
@@ -108,9 +121,13 @@ std::string Tensor::shape_string() const {
 }
 
 std::ostream& operator<<(std::ostream& os, DescribeText d) {
-  return os << shape_text(d.t) << ' ' << dtype_name(d.t.dtype());
+  os << shape_text(d.t) << ' ' << dtype_name(d.t.dtype());
+  return d.t.device().is_cpu() ? os : os << " on " << d.t.device();
 }
 
-std::string Tensor::describe() const { return shape_string() + " " + std::string(dtype_name(dtype_)); }
+std::string Tensor::describe() const {
+  std::string s = shape_string() + " " + std::string(dtype_name(dtype_));
+  return device_.is_cpu() ? s : s + " on " + device_.name();
+}
 
 }  // namespace sol

@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "sol/comm_bench.h"
+#include "sol/device.h"
 
 namespace sol::cli {
 
@@ -21,6 +22,29 @@ void print_features() {
              yes(f.amx_int8), f.amx_status);
   fmt::print("path     best {}, active {}{}\n", isa_name(f.best_isa), isa_name(active_isa()),
              std::getenv("SOL_ISA") ? " (SOL_ISA)" : "");
+}
+
+// One line per CUDA device, or one line saying why there is none. Device ceilings (HBM, L2,
+// FMA, tensor cores) are not measured yet: that lands beside this line.
+void print_gpus() {
+  const CudaDiscovery& found = cuda_discovery();
+  if (found.devices.empty()) {
+    fmt::print("gpu      none: {}\n", found.reason);
+    return;
+  }
+  for (const CudaDeviceInfo& d : found.devices)
+    fmt::print("gpu      cuda:{} {} ({}), {} SMs, {:.0f} GiB, L2 {:.0f} MiB, driver {}\n", d.index, d.name, d.arch(),
+               d.sm_count, double(d.memory_bytes) / double(1 << 30), double(d.l2_bytes) / double(1 << 20),
+               found.driver_version);
+}
+
+nlohmann::json gpus_json() {
+  const CudaDiscovery& found = cuda_discovery();
+  nlohmann::json devices = nlohmann::json::array();
+  for (const CudaDeviceInfo& d : found.devices)
+    devices.push_back({{"index", d.index}, {"name", d.name}, {"arch", d.arch()}, {"sm_count", d.sm_count},
+                       {"memory_bytes", d.memory_bytes}, {"l2_bytes", d.l2_bytes}});
+  return {{"devices", devices}, {"reason", found.reason}, {"driver_version", found.driver_version}};
 }
 
 void print_ceilings(const MachineProfile& p) {
@@ -63,9 +87,11 @@ void add_hw(CLI::App& app, int& exit_code) {
       nlohmann::json rows = nlohmann::json::array();
       for (const auto& c : interprocess) rows.push_back({{"ranks", c.ranks}, {"bytes", c.bytes}, {"gbps", c.gbps}});
       j["interprocess_copy"] = rows;
+      j["cuda"] = gpus_json();
       fmt::print("{}\n", j.dump(2));
     } else {
       print_features();
+      print_gpus();
       print_ceilings(p);
       print_interprocess(interprocess);
     }

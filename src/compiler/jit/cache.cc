@@ -1,18 +1,15 @@
-// The on-disk JIT cache: keys, directories, and compiling a kernel into it safely when several
-// processes want the same kernel at once (flock on KEY.lock; compile to a private temporary;
-// rename() publishes the finished object atomically, so a reader never sees half a file).
-#include <fcntl.h>
-#include <sys/file.h>
+// The CPU JIT's cache: its keys, and compiling a kernel into it through the shared on-disk
+// cache protocol (core/disk_cache.h: flock, private temporary, atomic rename, validity check).
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <random>
 #include <sstream>
 
 #include "compiler/jit/jit.h"
+#include "core/disk_cache.h"
+#include "hw/cpu_identity.h"
 #include "sol/error.h"
 
 namespace sol::tile {
@@ -24,31 +21,6 @@ namespace {
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
-
-void make_dirs(const std::string& path) {
-  for (size_t i = 1; i <= path.size(); ++i)
-    if (i == path.size() || path[i] == '/') ::mkdir(path.substr(0, i).c_str(), 0755);
-  struct stat st {};
-  check(::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode), "tile jit", "cannot create cache directory ", path);
-}
-
-// FNV-1a, twice with different offsets: 128 bits, ample for a cache key.
-std::string digest(const std::string& text) {
-  uint64_t h[2] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
-  for (uint64_t& x : h)
-    for (unsigned char c : text) x = (x ^ c) * 0x100000001b3ull, x ^= x >> 29;
-  char buf[33];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h[0]),
-                static_cast<unsigned long long>(h[1]));
-  return buf;
 }
 
 std::string compiler() {
@@ -101,7 +73,7 @@ std::string explain_errors(const std::string& log, const std::string& source_pat
 std::string runtime_text() {
   const std::string d = env("SOL_TILE_RUNTIME_DIR");
   if (d.empty()) return kRuntimeHeaderText;
-  const std::string text = read_file(d + "/sol_tile_runtime.h");
+  const std::string text = disk_cache::read_file(d + "/sol_tile_runtime.h");
   check(!text.empty(), "tile jit", "cannot read ", d,
         "/sol_tile_runtime.h (SOL_TILE_RUNTIME_DIR must name the directory holding it)");
   return text;
@@ -113,27 +85,17 @@ std::string runtime_dir() {
   // The embedded header, published once per distinct text like a kernel: a private temporary
   // renamed into place, so concurrent processes never see half a file.
   const std::string text = kRuntimeHeaderText;
-  const std::string dir = cache_dir() + "/runtime-" + digest(text).substr(0, 16);
+  const std::string dir = cache_dir() + "/runtime-" + disk_cache::digest(text).substr(0, 16);
   const std::string header = dir + "/sol_tile_runtime.h";
-  if (read_file(header) == text) return dir;
-  make_dirs(dir);
-  const std::string tmp = header + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(std::random_device{}());
-  {
-    std::ofstream out(tmp);
-    out << text;
-    check(bool(out), "tile jit", "cannot write ", tmp);
-  }
-  check(::rename(tmp.c_str(), header.c_str()) == 0, "tile jit", "cannot publish ", header);
+  if (disk_cache::read_file(header) == text) return dir;
+  disk_cache::make_dirs(dir, "tile jit");
+  disk_cache::publish_file(header, text, "tile jit");
   return dir;
 }
 
 std::string cache_dir() {
-  std::string d = env("SOL_JIT_CACHE_DIR");
-  if (d.empty()) {
-    const std::string xdg = env("XDG_CACHE_HOME");
-    d = (xdg.empty() ? env("HOME") + "/.cache" : xdg) + "/sol/jit";
-  }
-  return d;
+  const std::string d = env("SOL_JIT_CACHE_DIR");
+  return d.empty() ? disk_cache::sol_cache_root() + "/jit" : d;
 }
 
 // -fno-trapping-math: lets GCC if-convert the float->int steps of exp2_fast and vectorize the
@@ -142,48 +104,29 @@ std::string compile_flags() { return "-std=c++20 -O3 -march=native -fno-trapping
 
 std::string cache_key(const std::string& ir_text, const std::string& target, const std::string& flags) {
   static const std::string runtime = runtime_text();
-  return digest(ir_text + "\n--target " + target + "\n--flags " + flags + "\n--cxx " + compiler_identity() +
-                "\n--runtime\n" + runtime);
+  // -march=native: the object is only valid on this CPU, so the CPU's identity is in the key.
+  return disk_cache::digest(ir_text + "\n--target " + target + "\n--flags " + flags + "\n--cxx " +
+                            compiler_identity() + "\n--cpu " + cpu_identity() + "\n--runtime\n" + runtime);
 }
 
 BuiltObject build_object(const std::string& key, const std::string& source, const std::string& kernel_name) {
   const std::string dir = cache_dir();
-  const std::string so = dir + "/" + key + ".so";
-  if (::access(so.c_str(), R_OK) == 0) return {so, true};
-  make_dirs(dir);
-  const int lock = ::open((dir + "/" + key + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
-  check(lock >= 0, "tile jit", "cannot open a lock file in ", dir);
-  ::flock(lock, LOCK_EX);  // another process compiling the same key finishes first
-  struct Unlock {
-    int fd;
-    ~Unlock() {
-      ::flock(fd, LOCK_UN);
-      ::close(fd);
-    }
-  } unlock{lock};
-  if (::access(so.c_str(), R_OK) == 0) return {so, true};
-
-  const std::string tag = std::to_string(::getpid()) + "." + std::to_string(std::random_device{}());
-  const std::string src_path = dir + "/" + key + ".cc";
-  const std::string tmp_src = src_path + ".tmp." + tag, tmp_so = so + ".tmp." + tag, log = so + ".log." + tag;
-  {
-    std::ofstream out(tmp_src);
-    out << source;
-    check(bool(out), "tile jit", "cannot write ", tmp_src);
-  }
-  check(::rename(tmp_src.c_str(), src_path.c_str()) == 0, "tile jit", "cannot publish ", src_path);
-  const std::string cmd = compiler() + " " + compile_flags() + " -I'" + runtime_dir() + "' -x c++ '" + src_path +
-                          "' -o '" + tmp_so + "' > '" + log + "' 2>&1";
-  const int rc = std::system(cmd.c_str());
-  const std::string messages = read_file(log);
-  ::unlink(log.c_str());
-  if (rc != 0) {
-    ::unlink(tmp_so.c_str());
-    fail("tile jit", "compiling kernel ", kernel_name, " failed (", cmd, "):\n",
-         explain_errors(messages, src_path, source), messages.substr(0, 4000));
-  }
-  check(::rename(tmp_so.c_str(), so.c_str()) == 0, "tile jit", "cannot publish ", so);
-  return {so, false};
+  const auto build = [&](const std::string& tmp_so) {
+    // The source is kept beside the object, so a compiler message's FILE:LINE can be opened.
+    const std::string src_path = dir + "/" + key + ".cc";
+    disk_cache::publish_file(src_path, source, "tile jit");
+    const std::string log = tmp_so + ".log";
+    const std::string cmd = compiler() + " " + compile_flags() + " -I'" + runtime_dir() + "' -x c++ '" + src_path +
+                            "' -o '" + tmp_so + "' > '" + log + "' 2>&1";
+    const int rc = std::system(cmd.c_str());
+    const std::string messages = disk_cache::read_file(log);
+    ::unlink(log.c_str());
+    if (rc != 0)
+      fail("tile jit", "compiling kernel ", kernel_name, " failed (", cmd, "):\n",
+           explain_errors(messages, src_path, source), messages.substr(0, 4000));
+  };
+  const disk_cache::Entry e = disk_cache::get_or_build(dir, key + ".so", "tile jit", build, disk_cache::elf_looks_complete);
+  return {e.path, e.hit};
 }
 
 }  // namespace sol::tile

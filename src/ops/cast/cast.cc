@@ -2,6 +2,7 @@
 
 #include "kernels/convert.h"
 #include "ops/common/parallel.h"
+#include "ops/copy/copy_table.h"
 #include "ops/common/streaming.h"
 #include "ops/common/validate.h"
 #include "sol/copy.h"
@@ -16,6 +17,10 @@ void cast(const Tensor& src, const Tensor& dst) {
         " (supported: any pair of f32, bf16, f16, f8e4m3, f8e5m2)");
   check(src.is_contiguous(), "cast", "src ", describe_text(src), " must be contiguous");
   check(dst.is_contiguous(), "cast", "dst ", describe_text(dst), " must be contiguous");
+  copy_entry(cast_table(), "cast", src, dst)(src, dst);
+}
+
+void cast_cpu(const Tensor& src, const Tensor& dst) {
   require_data("cast", "src", src);
   require_data("cast", "dst", dst);
   if (src.empty()) return;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "ops/common/copy_bytes.h"
+#include "ops/copy/copy_table.h"
 #include "ops/common/parallel.h"
 #include "ops/common/streaming.h"
 #include "ops/common/validate.h"
@@ -52,6 +53,10 @@ void copy(const Tensor& src, const Tensor& dst) {
   require_same_shape("copy", "src", src, "dst", dst);
   check(src.dtype() == dst.dtype(), "copy", "src.dtype = ", dtype_name(src.dtype()),
         " but dst.dtype = ", dtype_name(dst.dtype()), " (use sol::cast to convert)");
+  copy_entry(copy_table(), "copy", src, dst)(src, dst);
+}
+
+void copy_cpu(const Tensor& src, const Tensor& dst) {
   require_data("copy", "src", src);
   require_data("copy", "dst", dst);
   if (src.empty()) return;

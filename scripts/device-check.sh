@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# One command for a machine with an NVIDIA GPU (an H200 here): build Sol's device parts there,
+# run the `gpu` tests, compute-sanitizer memcheck and racecheck on small shapes, the device
+# benches of copy/cast beside torch on the same shapes, and write $OUT/device-check.json and
+# $OUT/device-check.md. Runs from the repository root; docs/gpu.md says how and why.
+#
+#   scripts/device-check.sh              the real run (budget: under 6 minutes)
+#   scripts/device-check.sh --dry-run    no GPU needed: every step says what it would run, or
+#                                        why it is skipped; uses an existing build if there is
+#                                        one ($SOL_BUILD_DIR, default build/) for the gpu tests,
+#                                        which then exit 77 with discovery's reason
+#
+# Build: first a native SOL_DEVICE_MINIMAL build (needs only CUDA, cmake, ninja, a C++20
+# compiler with OpenMP: no MPI, nlohmann-json, CLI11, fmt or GoogleTest); if that fails, the
+# build carried from the development machine ($SOL_CARRIED_BUILD, default build-carried/).
+set -u
+DRY=0
+[[ "${1:-}" == "--dry-run" ]] && DRY=1
+OUT=${OUT:-$PWD/device-check-out}
+mkdir -p "$OUT"
+START=$(date +%s)
+JOBS=$(nproc)
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+export PATH="$CUDA_HOME/bin:$PATH"
+export LD_LIBRARY_PATH="$CUDA_HOME/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export SOL_CUDA_CACHE_DIR=${SOL_CUDA_CACHE_DIR:-$OUT/cuda-cache}
+STEPS_JSON=()
+STEPS_MD=()
+
+# step NAME STATUS DETAIL: STATUS is ok, failed or skipped; DETAIL one line.
+step() {
+  local detail=${3//\\/\\\\}
+  detail=${detail//\"/\\\"}
+  STEPS_JSON+=("{\"step\": \"$1\", \"status\": \"$2\", \"detail\": \"$detail\", \"at_s\": $(( $(date +%s) - START ))}")
+  STEPS_MD+=("| $1 | $2 | ${3//|/\\|} |")
+  echo "== $1: $2 — $3"
+}
+
+# run NAME TIMEOUT_S CMD...: runs under a timeout, log in $OUT/NAME.log; 77 counts as skipped.
+run() {
+  local name=$1 limit=$2
+  shift 2
+  if (( DRY )) && [[ "$name" != gpu-tests ]]; then
+    step "$name" skipped "dry run: would run: $*"
+    return 0
+  fi
+  timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  local last
+  last=$(grep -v '^\s*$' "$OUT/$name.log" | tail -1 | tr -d '\000-\037' | cut -c1-300)
+  case $rc in
+    0) step "$name" ok "$last" ;;
+    77) step "$name" skipped "$last" ;;
+    124) step "$name" failed "timed out after ${limit}s: $last" ;;
+    *) step "$name" failed "exit $rc: $last" ;;
+  esac
+  return $rc
+}
+
+# ---- what this machine is ------------------------------------------------------------------
+GPU=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1)
+if [[ -n "$GPU" ]]; then step machine ok "GPU: $GPU; $(nvcc --version 2>/dev/null | tail -1)"
+else step machine skipped "no GPU: nvidia-smi $(command -v nvidia-smi >/dev/null && echo 'found no device' || echo 'not installed')"; fi
+HAVE_GPU=$([[ -n "$GPU" ]] && echo 1 || echo 0)
+
+# ---- build ---------------------------------------------------------------------------------
+BUILD=${SOL_BUILD_DIR:-build-device}
+if (( DRY )); then
+  BUILD=${SOL_BUILD_DIR:-build}
+  step build skipped "dry run: would run: cmake -S . -B build-device -G Ninja -DSOL_DEVICE_MINIMAL=ON -DSOL_CUDA=ON && cmake --build build-device -j$JOBS --target sol_gpu_tests (fallback: ${SOL_CARRIED_BUILD:-build-carried})"
+elif run configure 120 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSOL_DEVICE_MINIMAL=ON -DSOL_CUDA=ON \
+     && run build 240 cmake --build "$BUILD" -j"$JOBS" --target sol_gpu_tests; then
+  :
+else
+  BUILD=${SOL_CARRIED_BUILD:-build-carried}
+  if [[ -x "$BUILD/bin/sol_gpu_tests" ]]; then step build-fallback ok "using the carried build in $BUILD"
+  else step build-fallback failed "no carried build at $BUILD/bin/sol_gpu_tests"; fi
+fi
+TESTS="$BUILD/bin/sol_gpu_tests"
+
+# ---- gpu tests, sanitizers, benches --------------------------------------------------------
+if [[ -x "$TESTS" ]]; then
+  run gpu-tests 180 "$TESTS"
+  if (( HAVE_GPU )) && command -v compute-sanitizer >/dev/null; then
+    for tool in memcheck racecheck; do
+      SOL_GPU_TEST_SMALL=1 run "sanitizer-$tool" 120 compute-sanitizer --tool "$tool" --error-exitcode 1 \
+        "$TESTS" copy_matches_host
+      SOL_GPU_TEST_SMALL=1 run "sanitizer-$tool-cast" 120 compute-sanitizer --tool "$tool" --error-exitcode 1 \
+        "$TESTS" cast_matches_cpu_bit_for_bit
+    done
+  else
+    step sanitizers skipped "$( (( HAVE_GPU )) && echo 'compute-sanitizer not found' || echo 'no GPU')"
+  fi
+  if (( HAVE_GPU )); then
+    run bench-sol 120 "$TESTS" bench_copy_cast
+    run bench-torch 120 python3 scripts/device-check-torch.py
+  else
+    step bench skipped "no GPU"
+  fi
+else
+  step gpu-tests failed "no test binary at $TESTS"
+fi
+
+# ---- report --------------------------------------------------------------------------------
+{
+  echo "{\"machine\": \"${GPU:-no GPU}\", \"dry_run\": $DRY, \"seconds\": $(( $(date +%s) - START )), \"steps\": ["
+  (IFS=,; echo "${STEPS_JSON[*]}")
+  echo "], \"bench\": ["
+  cat "$OUT"/bench-sol.log "$OUT"/bench-torch.log 2>/dev/null | sed -n 's/^BENCH //p' | paste -sd, -
+  echo "]}"
+} > "$OUT/device-check.json"
+{
+  echo "# Sol device check"
+  echo
+  echo "Machine: ${GPU:-no GPU}. Dry run: $DRY. Took $(( $(date +%s) - START )) s."
+  echo
+  echo "| step | status | detail |"
+  echo "|---|---|---|"
+  printf '%s\n' "${STEPS_MD[@]}"
+  echo
+  echo "Benchmarks (one JSON record per line; sol_pct against the copy ceiling measured beside it):"
+  echo
+  echo '```'
+  cat "$OUT"/bench-sol.log "$OUT"/bench-torch.log 2>/dev/null | sed -n 's/^BENCH //p'
+  echo '```'
+} > "$OUT/device-check.md"
+echo "report: $OUT/device-check.json, $OUT/device-check.md"
+grep -q '"status": "failed"' "$OUT/device-check.json" && exit 1
+exit 0

@@ -1,0 +1,76 @@
+// Device timings of copy and cast for scripts/device-check.sh (not a test: run by name,
+// `sol_gpu_tests bench_copy_cast`, never by ctest). Each case is timed with events, L2 flushed
+// (a 256 MiB memset) before every run, median of 21, and paired with the HBM copy ceiling
+// measured right beside it (cuMemcpyDtoD over the same bytes). One JSON line per case.
+#include <algorithm>
+#include <cuda.h>
+#include <vector>
+
+#include "device/cuda/driver.h"
+#include "gpu_test.h"
+#include "sol/copy.h"
+#include "sol/device.h"
+
+namespace sol {
+
+namespace {
+
+template <class F>
+double median_seconds(F&& run, const DeviceBuffer& flush) {
+  const Device dev = Device::cuda(0);
+  const cuda::Driver& d = cuda::require_driver("bench");
+  CUstream s = static_cast<CUstream>(current_stream(dev));
+  std::vector<double> t;
+  Event start(dev), stop(dev);
+  for (int i = 0; i < 24; ++i) {
+    d.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(flush.device_data()), uint8_t(i), flush.bytes(), s);
+    start.record();
+    run();
+    stop.record();
+    stop.synchronize();
+    if (i >= 3) t.push_back(elapsed_seconds(start, stop));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+SOL_GPU_TEST(bench_copy_cast) {
+  const Device dev = Device::cuda(0);
+  const int64_t rows = 4096, cols = 7168, n = rows * cols;
+  DeviceBuffer flush(dev, size_t(256) << 20);
+  const cuda::Driver& d = cuda::require_driver("bench");
+  struct Case {
+    DType from, to;
+  };
+  for (const Case c : {Case{DType::bf16, DType::bf16}, Case{DType::f32, DType::f32}, Case{DType::f32, DType::bf16},
+                       Case{DType::bf16, DType::f32}, Case{DType::bf16, DType::f8e4m3}, Case{DType::f32, DType::f8e4m3},
+                       Case{DType::f8e4m3, DType::bf16}}) {
+    DeviceBuffer a(dev, c.from, {rows, cols}), b(dev, c.to, {rows, cols});
+    std::vector<uint8_t> init(size_t(a.bytes()));
+    for (size_t i = 0; i < init.size(); ++i) init[i] = uint8_t(i * 2654435761u >> 13);
+    transfer(Tensor(init.data(), c.from, {rows, cols}), a);
+    const double bytes = double(a.bytes() + b.bytes());
+    const bool is_copy = c.from == c.to;
+    const double op = median_seconds([&] { is_copy ? copy(a, b) : cast(a, b); }, flush);
+    CUstream s = static_cast<CUstream>(current_stream(dev));
+    const size_t half = size_t(bytes / 2);
+    DeviceBuffer x(dev, half), y(dev, half);
+    const double ceiling = median_seconds(
+        [&] {
+          d.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(y.device_data()),
+                              reinterpret_cast<CUdeviceptr>(x.device_data()), half, s);
+        },
+        flush);
+    const double gbps = bytes / op / 1e9, ceiling_gbps = bytes / ceiling / 1e9;
+    std::printf("BENCH {\"op\": \"%s\", \"shape\": \"%lldx%lld\", \"from\": \"%s\", \"to\": \"%s\", \"time_s\": %.9g, "
+                "\"bytes\": %.0f, \"gbps\": %.1f, \"ceiling\": \"hbm_copy (cuMemcpyDtoD, same bytes, same run)\", "
+                "\"ceiling_gbps\": %.1f, \"sol_pct\": %.1f}\n",
+                is_copy ? "copy" : "cast", (long long)rows, (long long)cols, std::string(dtype_name(c.from)).c_str(),
+                std::string(dtype_name(c.to)).c_str(), op, bytes, gbps, ceiling_gbps, 100.0 * gbps / ceiling_gbps);
+    (void)n;
+  }
+}
+
+}  // namespace sol

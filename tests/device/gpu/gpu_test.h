@@ -1,0 +1,46 @@
+#pragma once
+// A self-contained test harness for the `gpu` tests: no GoogleTest, so a device machine without
+// Sol's Debian dependencies can build and run them (scripts/device-check.sh). Each test is a
+// function; `sol_gpu_tests NAME` runs one and exits 0 (pass), 1 (fail) or 77 (no device: the
+// reason is printed, and ctest reports the test as skipped).
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+
+namespace sol::gpu_test {
+
+std::map<std::string, std::function<void()>>& registry();
+
+struct Register {
+  Register(const char* name, std::function<void()> f) { registry()[name] = std::move(f); }
+};
+
+// Counts a failure and prints it; the test goes on (the exit code reports it).
+void record_failure(const char* file, int line, const std::string& what);
+
+#define SOL_GPU_TEST(name)                                                    \
+  static void gpu_test_##name();                                              \
+  static ::sol::gpu_test::Register gpu_test_register_##name(#name, gpu_test_##name); \
+  static void gpu_test_##name()
+
+template <class... Parts>
+std::string message(const char* condition, Parts&&... parts) {
+  std::ostringstream os;
+  os << condition;
+  if constexpr (sizeof...(Parts) > 0) {
+    os << ": ";
+    (os << ... << parts);
+  }
+  return os.str();
+}
+
+#define SOL_EXPECT(cond, ...)                                                                   \
+  do {                                                                                          \
+    if (!(cond))                                                                                \
+      ::sol::gpu_test::record_failure(__FILE__, __LINE__,                                      \
+                                      ::sol::gpu_test::message(#cond __VA_OPT__(, ) __VA_ARGS__)); \
+  } while (0)
+
+}  // namespace sol::gpu_test
