@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engram/row_sources.h"
+#include "kernels/engram_rows.h"
 #include "sol/hw.h"
 
 namespace {

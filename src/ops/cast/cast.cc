@@ -1,8 +1,8 @@
 #include <string>
 
 #include "kernels/convert.h"
-#include "ops/common/parallel.h"
-#include "ops/common/streaming.h"
+#include "core/parallel.h"
+#include "hw/streaming.h"
 #include "ops/common/validate.h"
 #include "sol/copy.h"
 #include "sol/hw.h"

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "ops/common/copy_bytes.h"
-#include "ops/common/parallel.h"
-#include "ops/common/streaming.h"
+#include "core/parallel.h"
+#include "hw/streaming.h"
 #include "ops/common/validate.h"
 #include "sol/hw.h"
 

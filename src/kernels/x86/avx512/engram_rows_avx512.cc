@@ -4,7 +4,7 @@
 // keep GCC 12 from warning about the unmasked intrinsics' undefined pass-through operand.)
 #include <immintrin.h>
 
-#include "engram/row_sources.h"
+#include "kernels/engram_rows.h"
 
 namespace sol::engram::detail {
 
