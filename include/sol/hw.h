@@ -11,9 +11,10 @@
 #include <string_view>
 #include <vector>
 
+#include "sol/isa.h"
+
 namespace sol {
 
-enum class Isa { scalar = 0, avx2 = 1, avx512 = 2, amx = 3 };
 std::string_view isa_name(Isa isa);
 Isa parse_isa(std::string_view name);  // throws sol::Error
 

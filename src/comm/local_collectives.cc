@@ -9,7 +9,7 @@
 #include "comm/move_bytes.h"
 #include "comm/reduce.h"
 #include "comm/wait.h"
-#include "ops/common/streaming.h"
+#include "hw/streaming.h"
 
 namespace sol::comm::detail {
 

@@ -5,9 +5,10 @@
 #include <cstdint>
 #include <cstring>
 
-#include "ops/common/copy_bytes.h"
-#include "ops/common/parallel.h"
-#include "ops/common/streaming.h"
+#include "hw/kernel_select.h"
+#include "kernels/move_bytes.h"
+#include "core/parallel.h"
+#include "hw/streaming.h"
 #include "sol/copy.h"
 #include "sol/tensor.h"
 
@@ -31,10 +32,10 @@ inline void move_bytes(void* dst, const void* src, size_t bytes, bool stream) {
     move_bytes(dst, src, bytes);
     return;
   }
-  const Isa isa = active_isa();
+  const kernels::MoveKernels& mk = select_kernels(kernels::move_kernel_table(), "comm");
   auto* d = static_cast<char*>(dst);
   auto* s = static_cast<const char*>(src);
-  parallel_ranges(int64_t(bytes), 4096, [&](int64_t b, int64_t e) { copy_bytes(isa, d + b, s + b, e - b, true); });
+  parallel_ranges(int64_t(bytes), 4096, [&](int64_t b, int64_t e) { mk.copy(d + b, s + b, e - b, true, true); });
 }
 
 // Part i of n of a range of `count` elements; boundaries on multiples of 16 elements so

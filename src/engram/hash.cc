@@ -4,8 +4,9 @@
 #include <limits>
 #include <set>
 
-#include "engram/hash_kernel.h"
-#include "ops/common/parallel.h"
+#include "hw/kernel_select.h"
+#include "kernels/engram.h"
+#include "core/parallel.h"
 #include "sol/engram.h"
 #include "sol/error.h"
 #include "sol/hw.h"
@@ -160,7 +161,7 @@ void ngram_hash(const Tensor& ids, const Tensor& out, const HashConfig& config, 
   validate(config);
   check_tensors(ids, out, config);
   const detail::HashParams p = params_of(config, with_offsets);
-  const auto kernel = isa_at_least(Isa::avx512) ? detail::hash_row_avx512 : detail::hash_row_scalar;
+  const auto kernel = select_kernels(kernels::engram_kernel_table(), "engram_hash").hash_row;
   const int64_t rows = ids.shape(0), tokens = ids.shape(1), heads = config.heads();
   const int32_t* x = ids.data_as<int32_t>();
   int32_t* y = out.data_as<int32_t>();

@@ -11,9 +11,11 @@
 
 #include "engram/table_impl.h"
 #include "kernels/gather.h"
-#include "ops/common/copy_bytes.h"
-#include "ops/common/parallel.h"
-#include "ops/common/streaming.h"
+#include "hw/kernel_select.h"
+#include "kernels/engram.h"
+#include "kernels/move_bytes.h"
+#include "core/parallel.h"
+#include "hw/streaming.h"
 #include "sol/error.h"
 #include "sol/hw.h"
 
@@ -81,8 +83,7 @@ void ShardedTable::Impl::one_sided_start(const Tensor& indices) const {
   if (any_bad) bad = first_bad_index(indices);
   else {
     sources.resize(size_t(n));
-    if (active_isa() >= Isa::avx512) detail::row_sources_avx512(map, idx, n, sources.data());
-    else detail::row_sources_scalar(map, idx, n, sources.data());
+    select_kernels(kernels::engram_kernel_table(), "engram lookup").row_sources(map, idx, n, sources.data());
   }
   // Every rank's verdict, published by the fence (it also orders the owners' writes of their
   // shards before this lookup's reads). The previous lookup's closing fence guarantees every
@@ -108,16 +109,16 @@ void ShardedTable::Impl::one_sided_copy_rows(const Tensor& out, int64_t from, in
   const int64_t rb = int64_t(row_bytes);
   // Streaming stores only when the whole output cannot stay in the LLC (a layer reads it next).
   const bool stream = should_stream(out.shape(0) * out.shape(1) * rb);
-  const Isa isa = active_isa();
+  const kernels::MoveKernels& mk = select_kernels(kernels::move_kernel_table(), "engram lookup");
   char* y = out.data_as<char>();
   const char* const* src = sources.data();
   parallel_ranges(to - from, std::max<int64_t>(1, kGrainBytes / rb), [&](int64_t a, int64_t b) {
     a += from, b += from;
-    if (isa >= Isa::avx512) {
-      kernels::gather_rows_avx512(y + a * rb, rb, src + a, b - a, rb, stream);
+    if (mk.gather_rows) {
+      mk.gather_rows(y + a * rb, rb, src + a, b - a, rb, stream);
       return;
     }
-    for (int64_t r = a; r < b; ++r) copy_bytes(isa, y + r * rb, src[r], rb, stream);
+    for (int64_t r = a; r < b; ++r) mk.copy(y + r * rb, src[r], rb, stream, /*fence=*/true);
   });
 }
 

@@ -10,7 +10,7 @@
 #include <optional>
 #include <vector>
 
-#include "engram/row_sources.h"
+#include "kernels/engram_rows.h"
 #include "sol/comm.h"
 #include "sol/comm_window.h"
 #include "sol/engram.h"

@@ -23,8 +23,8 @@
 #include "comm/reduce.h"
 #include "comm/wait.h"
 #include "ep/buffer_state.h"
-#include "ops/common/parallel.h"
-#include "ops/common/streaming.h"
+#include "core/parallel.h"
+#include "hw/streaming.h"
 #include "sol/error.h"
 
 namespace sol::ep {

@@ -39,9 +39,10 @@
 #include "comm/reduce.h"
 #include "comm/wait.h"
 #include "ep/buffer_state.h"
-#include "ops/common/copy_bytes.h"
-#include "ops/common/parallel.h"
-#include "ops/common/streaming.h"
+#include "hw/kernel_select.h"
+#include "kernels/move_bytes.h"
+#include "core/parallel.h"
+#include "hw/streaming.h"
 #include "sol/error.h"
 
 namespace sol::ep {
@@ -168,7 +169,7 @@ void Buffer::dispatch_hierarchical(const Tensor& x, const Tensor* x_scales, cons
   auto stream_length_in = [&](int n) { return CN[size_t(source_of(s, n, s.my_local) * N + my)]; };
   const std::vector<int64_t> out_start = blocks_by_cross_rank(s, [&](int n) { return CN[size_t(me * N + n)]; });
   const std::vector<int64_t> in_start = blocks_by_cross_rank(s, stream_length_in);
-  const Isa isa = active_isa();
+  const kernels::MoveKernels& mk = select_kernels(kernels::move_kernel_table(), "ep");
   std::byte* stage_out = s.stage_out.data();
   std::byte* stage_in = s.stage_in.data();
   parallel_ranges(T, 1, [&](int64_t t0, int64_t t1) {
@@ -177,7 +178,7 @@ void Buffer::dispatch_hierarchical(const Tensor& x, const Tensor* x_scales, cons
         const int32_t pos = stream_pos[t * N + n];
         if (n == my || pos < 0) continue;
         std::byte* r = stage_out + (out_start[size_t(n)] + pos) * rec;
-        copy_bytes(isa, r, xs + t * rb, rb, false);
+        mk.copy(r, xs + t * rb, rb, false, /*fence=*/true);
         if (sc) std::memcpy(r + rb, scales + t * sc, size_t(sc) * 4);
         if (cached) continue;
         std::memcpy(r + rb + sc * 4, idx + t * K, size_t(K) * 4);
@@ -277,7 +278,7 @@ void Buffer::dispatch_hierarchical(const Tensor& x, const Tensor* x_scales, cons
         for (int g = 0; g < G; ++g) {
           if (fp[g] < 0) continue;
           const int64_t row = base[size_t(n * G + g)] + fp[g];
-          copy_bytes(isa, dst_x[size_t(g)] + row * rb, payload, rb, stream);
+          mk.copy(dst_x[size_t(g)] + row * rb, payload, rb, stream, /*fence=*/true);
           if (sc) std::memcpy(dst_s[size_t(g)] + row * sc * 4, row_scales, size_t(sc) * 4);
           if (cached) continue;
           const int d = s.ranks_of_node[size_t(my)][size_t(g)];

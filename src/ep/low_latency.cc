@@ -24,8 +24,9 @@
 
 #include "ep/buffer_state.h"
 #include "ep/weighted_sum.h"
-#include "ops/common/copy_bytes.h"
-#include "ops/common/parallel.h"
+#include "hw/kernel_select.h"
+#include "kernels/move_bytes.h"
+#include "core/parallel.h"
 #include "sol/error.h"
 #include "sol/quant.h"
 
@@ -101,7 +102,7 @@ LowLatencyResult Buffer::low_latency_dispatch(const Tensor& x, const Tensor& top
     const int32_t e = idx[i];
     pos[size_t(i)] = e < 0 ? -1 : s.ll_offsets[size_t(e)]++;
   }
-  const Isa isa = active_isa();
+  const kernels::MoveKernels& mk = select_kernels(kernels::move_kernel_table(), "ep");
   parallel_ranges(T, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t)
       for (int64_t j = 0; j < K; ++j) {
@@ -109,7 +110,7 @@ LowLatencyResult Buffer::low_latency_dispatch(const Tensor& x, const Tensor& top
         if (e < 0) continue;
         const int d = int(e / L);
         const int64_t row = (e % L) * slots + pos[size_t(t * K + j)];
-        copy_bytes(isa, s.peer(d, s.off_ll_x[b]) + row * rb, payload + t * rb, rb, false);
+        mk.copy(s.peer(d, s.off_ll_x[b]) + row * rb, payload + t * rb, rb, false, /*fence=*/true);
         if (sc) std::memcpy(s.peer(d, s.off_ll_scales[b]) + row * sc * 4, scales + t * sc, size_t(sc) * 4);
         reinterpret_cast<int32_t*>(s.peer(d, s.off_ll_src[b]))[row] = int32_t(t * K + j);
       }
@@ -178,14 +179,14 @@ void Buffer::low_latency_combine(const Tensor& y, const Tensor& topk_idx, const 
   const int64_t row = H * 2;
   const std::byte* ys = static_cast<const std::byte*>(y.data());
   const int32_t* src = reinterpret_cast<const int32_t*>(s.own(s.off_ll_src[b]));
-  const Isa isa = active_isa();
+  const kernels::MoveKernels& mk = select_kernels(kernels::move_kernel_table(), "ep");
   parallel_ranges(L * slots, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t le = r0 / slots; le < L && le * slots < r1; ++le) {
       const int64_t* block = s.ll_block[b].data() + le * (R + 1);
       for (int p = 0; p < R; ++p) {
         const int64_t i0 = std::max(le * slots + block[p], r0), i1 = std::min(le * slots + block[p + 1], r1);
         std::byte* region = s.peer(p, s.off_ll_combine[c]);
-        for (int64_t i = i0; i < i1; ++i) copy_bytes(isa, region + src[i] * row, ys + i * row, row, false);
+        for (int64_t i = i0; i < i1; ++i) mk.copy(region + src[i] * row, ys + i * row, row, false, /*fence=*/true);
       }
     }
   });

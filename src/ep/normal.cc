@@ -25,9 +25,10 @@
 #include "comm/reduce.h"
 #include "comm/wait.h"
 #include "ep/buffer_state.h"
-#include "ops/common/copy_bytes.h"
-#include "ops/common/parallel.h"
-#include "ops/common/streaming.h"
+#include "hw/kernel_select.h"
+#include "kernels/move_bytes.h"
+#include "core/parallel.h"
+#include "hw/streaming.h"
 #include "sol/error.h"
 
 namespace sol::ep {
@@ -229,7 +230,7 @@ DispatchResult Buffer::dispatch_impl(const Tensor& x, const Tensor* x_scales, co
   const std::byte* xs = static_cast<const std::byte*>(x.data());
   const float* scales = s.fp8 ? x_scales->data_as<const float>() : nullptr;
   const int32_t* send_pos = handle.send_pos_.data();
-  const Isa isa = active_isa();
+  const kernels::MoveKernels& mk = select_kernels(kernels::move_kernel_table(), "ep");
   int64_t sent_rows = 0;
   for (int d = 0; d < R; ++d) sent_rows += C[size_t(me * R + d)];
   const bool stream = should_stream(sent_rows * rb);
@@ -247,7 +248,7 @@ DispatchResult Buffer::dispatch_impl(const Tensor& x, const Tensor* x_scales, co
         for (int d = 0; d < R; ++d) {
           const int64_t pos = send_pos[t * R + d];
           if (pos < 0) continue;
-          copy_bytes(isa, base_x[size_t(d)] + pos * rb, xs + t * rb, rb, stream);
+          mk.copy(base_x[size_t(d)] + pos * rb, xs + t * rb, rb, stream, /*fence=*/true);
           if (sc) std::memcpy(base_s[size_t(d)] + pos * sc * 4, scales + t * sc, size_t(sc) * 4);
           if (cached) continue;
           int32_t* ri = reinterpret_cast<int32_t*>(base_i[size_t(d)]) + pos * K;
@@ -277,7 +278,7 @@ DispatchResult Buffer::dispatch_impl(const Tensor& x, const Tensor* x_scales, co
         const int64_t pos = send_pos[t * R + d];
         if (pos < 0) continue;
         const int64_t r = send_start[size_t(d)] + pos;
-        copy_bytes(isa, px + r * rb, xs + t * rb, rb, false);
+        mk.copy(px + r * rb, xs + t * rb, rb, false, /*fence=*/true);
         if (sc) std::memcpy(ps + r * sc, scales + t * sc, size_t(sc) * 4);
         if (cached) continue;
         for (int64_t j = 0; j < K; ++j) {

@@ -2,6 +2,7 @@
 // Row primitives of the activations, per ISA (internal). f32 or bf16 elements, f32 arithmetic.
 #include <cstdint>
 
+#include "core/kernel_table.h"
 #include "sol/dtype.h"
 
 namespace sol::kernels {
@@ -59,5 +60,18 @@ bool gelu_quant_row_avx512(const void* x, DType t, int64_t n, bool erf_form, int
                            uint16_t* buf, const QuantRowOut& out);
 bool silu_mul_quant_row_avx512(const void* g, const void* u, DType t, int64_t n, const void* next_u, int64_t group,
                                bool ue8m0, uint16_t* buf, const QuantRowOut& out);
+
+// The activations' kernels at one ISA level: one row (every level), two rows interleaved and
+// the fused quantizing rows (null below AVX-512: the op runs rows one at a time and quantizes
+// through a buffer there).
+struct ActivationKernels {
+  decltype(&silu_mul_scalar) silu_mul;
+  decltype(&silu_mul2_avx512) silu_mul2;
+  decltype(&silu_mul_quant_row_avx512) silu_mul_quant_row;
+  decltype(&gelu_scalar) gelu;
+  decltype(&gelu2_avx512) gelu2;
+  decltype(&gelu_quant_row_avx512) gelu_quant_row;
+};
+KernelTable<ActivationKernels> activation_kernel_table();
 
 }  // namespace sol::kernels

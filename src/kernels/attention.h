@@ -9,6 +9,8 @@
 // from the inputs; P and dS from the scratch rows the row primitives write).
 #include <cstdint>
 
+#include "core/kernel_table.h"
+
 namespace sol::kernels {
 
 inline constexpr int kAttnTileRows = 12;  // rows of a register tile (24 accumulators)
@@ -100,5 +102,18 @@ void attn_gemm_tile_f32_avx512(const AttnGemmTile& t);
 void attn_gemm_tile_bf16_avx512(const AttnGemmTile& t);
 void attn_softmax_rows_avx512(const AttnSoftmaxRows& r);
 void attn_grad_rows_avx512(const AttnGradRows& r);
+
+// Flash attention's kernels at one ISA level: the tile kernels (every level) and the vector
+// packers (null below AVX-512, where the op packs with plain loops).
+struct AttentionKernels {
+  decltype(&attn_gemm_tile_f32_scalar) gemm_f32;
+  decltype(&attn_gemm_tile_bf16_scalar) gemm_bf16;
+  decltype(&attn_softmax_rows_scalar) softmax_rows;
+  decltype(&attn_grad_rows_scalar) grad_rows;
+  decltype(&attn_store_rows_scalar) store_rows;
+  decltype(&attn_pack_transposed_avx512) pack_transposed;
+  decltype(&attn_pack_interleaved_avx512) pack_interleaved;
+};
+KernelTable<AttentionKernels> attention_kernel_table();
 
 }  // namespace sol::kernels

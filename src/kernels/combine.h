@@ -2,6 +2,7 @@
 // Weighted sum of gathered rows (internal, AVX-512): the combine step of moe_unpermute.
 #include <cstdint>
 
+#include "core/kernel_table.h"
 #include "sol/dtype.h"
 
 namespace sol::kernels {
@@ -11,5 +12,12 @@ namespace sol::kernels {
 // bf16; stream as in kernels/activation.h.
 void weighted_row_sum_avx512(const void* const* rows, const float* w, int64_t k, DType t, void* out, DType ot,
                              int64_t h, bool stream);
+
+// MoE combine's kernels at one ISA level: the weighted row sum (null below AVX-512, where the
+// op sums in f32 through the exact bulk conversions).
+struct CombineKernels {
+  decltype(&weighted_row_sum_avx512) weighted_row_sum;
+};
+KernelTable<CombineKernels> combine_kernel_table();
 
 }  // namespace sol::kernels

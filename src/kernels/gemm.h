@@ -14,6 +14,8 @@
 //   and the tile then starts from -128 * (column sums of B) so the sums stay exact.
 #include <cstdint>
 
+#include "core/kernel_table.h"
+
 namespace sol::kernels {
 
 // 12 x 32: 24 accumulators hide the FMA latency (4 cycles x 2 pipes needs >= 8; vdpbf16ps ~6
@@ -126,5 +128,22 @@ struct AmxKernelSet {
 };
 extern const AmxKernelSet kAmxHardware;
 extern const AmxKernelSet kAmxModel;
+
+// GEMM's kernels at one ISA level: the register-tile kernels and packers of the blocked
+// driver (null at the scalar level, where the op runs its plain loops), the AMX tile kernels
+// (null below the amx level) and the scalar model of the AMX tiles (tests force it where the
+// CPU has AVX-512 but no AMX). widen_e4m3: n e4m3 bytes to bf16 (exact).
+struct GemmKernels {
+  decltype(&gemm_tile_f32_avx512) tile_f32;
+  decltype(&gemm_tile_bf16_avx512) tile_bf16;
+  decltype(&gemm_tile_s8_avx512) tile_s8;
+  decltype(&pack_a_panel_avx512) pack_a_panel;
+  decltype(&pack_b_panel_nt_avx512) pack_b_panel_nt;
+  decltype(&pack_b_panel_nn_bf16_avx512) pack_b_panel_nn_bf16;
+  void (*widen_e4m3)(const void* src, uint16_t* dst, int64_t n);
+  const AmxKernelSet* amx;
+  const AmxKernelSet* amx_model;
+};
+KernelTable<GemmKernels> gemm_kernel_table();
 
 }  // namespace sol::kernels

@@ -2,6 +2,7 @@
 // Row primitives of the norms, per ISA (internal). Elements are f32 or bf16; arithmetic in f32.
 #include <cstdint>
 
+#include "core/kernel_table.h"
 #include "sol/dtype.h"
 
 namespace sol::kernels {
@@ -98,5 +99,31 @@ void pack_bf16_pairs_avx512(const uint16_t* hi, const uint16_t* lo, uint32_t* ou
 // r[i] = round_r(r[i] + x[i]).
 void add_into_scalar(const void* x, DType xt, void* r, DType rt, int64_t n);
 void add_into_avx512(const void* x, DType xt, void* r, DType rt, int64_t n);
+
+// The norms' kernels at one ISA level. The portable row kernels (sums, scale_by_weight,
+// add_into, layernorm_apply) exist at every level; the fused and streaming row pipeline is
+// null below AVX-512, where the ops take the portable route.
+struct NormKernels {
+  decltype(&sum_squares_scalar) sum_squares;
+  decltype(&sum_scalar) sum;
+  decltype(&shifted_sums_scalar) shifted_sums;
+  decltype(&scale_by_weight_scalar) scale_by_weight;
+  decltype(&add_into_scalar) add_into;
+  decltype(&layernorm_apply_scalar) layernorm_apply;
+  // Row pipeline (null below AVX-512).
+  decltype(&add_sum_squares_avx512) add_sum_squares;
+  decltype(&rms_apply_avx512) rms_apply;
+  decltype(&rms_apply_bf16w_avx512) rms_apply_bf16w;
+  decltype(&rms_apply_bf16w_next_avx512) rms_apply_bf16w_next;
+  decltype(&rms_apply_bf16_amax_avx512) rms_apply_bf16_amax;
+  decltype(&layernorm_apply_f32w_avx512) layernorm_apply_f32w;
+  decltype(&layernorm_apply_packed_avx512) layernorm_apply_packed;
+  decltype(&layernorm_apply_bf16w_avx512) layernorm_apply_bf16w;
+  decltype(&layernorm_apply_bf16w_next_avx512) layernorm_apply_bf16w_next;
+  decltype(&pack_bf16_pairs_avx512) pack_bf16_pairs;
+  void (*widen_to_f32)(const void* src, DType t, float* dst, int64_t n);  // a weight, once per call
+  void (*stream_fence)();  // after a thread's streamed rows
+};
+KernelTable<NormKernels> norm_kernel_table();
 
 }  // namespace sol::kernels

@@ -7,6 +7,7 @@
 #include <xmmintrin.h>
 #endif
 
+#include "core/kernel_table.h"
 #include "sol/dtype.h"
 
 namespace sol::kernels {
@@ -113,5 +114,25 @@ bool rms_quant_row_bf16_avx512(const uint16_t* x, float inv, const float* w_eo, 
 // stream and fence as quant_row_e4m3_avx512, for y.
 bool dequant_row_avx512(const uint8_t* q, const float* scales, int64_t scale_stride, int64_t cols, int64_t group,
                         void* y, DType yt, bool stream, bool fence = true);
+
+// The quantization family's kernels at one ISA level. The portable primitives exist at every
+// level; the fused row and panel kernels are null below AVX-512 (the op composes the
+// primitives there). to_f8e4m3 / from_f32: bulk conversions of a row staged in f32.
+struct QuantKernels {
+  float (*abs_max)(const void* x, DType t, int64_t n);
+  void (*scale_to_f32)(const void* x, DType t, float m, float* out, int64_t n);
+  void (*dequant_scale)(const uint8_t* q, float s, float* out, int64_t n);
+  void (*from_f32)(const float* in, void* out, DType t, int64_t n);
+  decltype(&quant_row_e4m3_avx512) quant_row_e4m3;
+  decltype(&quant_row_bf16_amax_avx512) quant_row_bf16_amax;
+  decltype(&block_amax_rows_bf16_avx512) block_amax_rows_bf16;
+  decltype(&block_amax_finish_avx512) block_amax_finish;
+  decltype(&quant_panel_mults_bf16_avx512) quant_panel_mults_bf16;
+  decltype(&even_odd_order_avx512) even_odd_order;
+  decltype(&rms_quant_row_bf16_avx512) rms_quant_row_bf16;
+  decltype(&dequant_row_avx512) dequant_row;
+  void (*stream_fence)();  // after a batch of streamed rows; null where nothing streams
+};
+KernelTable<QuantKernels> quant_kernel_table();
 
 }  // namespace sol::kernels

@@ -8,6 +8,7 @@
 // when there is none) once past this token's last.
 #include <cstdint>
 
+#include "core/kernel_table.h"
 #include "sol/dtype.h"
 
 namespace sol::kernels {
@@ -27,4 +28,12 @@ struct RopeToken {
 };
 void rope_rotate_two_tokens_avx512(const RopeToken& a, const RopeToken& b, DType t, int64_t head_stride, int64_t heads,
                                    int64_t d, bool interleaved);
+// Rope's kernels at one ISA level: one token (every level) and two tokens interleaved (null
+// below AVX-512: tokens go one at a time there).
+struct RopeKernels {
+  decltype(&rope_rotate_heads_scalar) rotate_heads;
+  decltype(&rope_rotate_two_tokens_avx512) rotate_two_tokens;
+};
+KernelTable<RopeKernels> rope_kernel_table();
+
 }  // namespace sol::kernels

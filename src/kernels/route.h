@@ -10,6 +10,9 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/kernel_table.h"
+#include "kernels/sigmoid.h"
+#include "kernels/softmax.h"
 #include "sol/dtype.h"
 
 namespace sol::kernels {
@@ -83,5 +86,17 @@ inline bool route_softmax_lanes_fit(int64_t e, int64_t k, int64_t n_group, DType
   return t == DType::f32 && e >= 1 && e <= 16 && k >= 1 && k <= 8 && k <= e && n_group == 1;
 }
 void route_softmax_lanes_avx512(const RouteSoftmaxLanes& r, int64_t t0, int64_t t1);
+
+// Routing's kernels at one ISA level: the score rows (every level) and the key ranking and
+// fused routers (null below AVX-512: the op ranks with its scalar insertion there).
+struct RoutingKernels {
+  decltype(&sigmoid_row_scalar) sigmoid_row;
+  decltype(&softmax_row_scalar) softmax_row;
+  decltype(&route_keys_avx512) keys;
+  decltype(&route_topk_avx512) topk;
+  decltype(&route_sigmoid_rows_avx512) sigmoid_rows;
+  decltype(&route_softmax_lanes_avx512) softmax_lanes;
+};
+KernelTable<RoutingKernels> routing_kernel_table();
 
 }  // namespace sol::kernels

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/kernel_table.h"
 #include "sol/dtype.h"
 
 namespace sol::kernels {
@@ -61,5 +62,13 @@ uint32_t keep_best_avx512(uint32_t* key, int32_t* idx, int64_t n, int64_t k, uin
 inline constexpr int64_t kRankSortMax = 128;
 void order_best_first_scalar(uint32_t* key, int32_t* idx, int64_t n, uint64_t* scratch);
 void order_best_first_avx512(uint32_t* key, int32_t* idx, int64_t n, uint64_t* scratch);
+
+// The sampler's selection kernels at one ISA level.
+struct SelectKernels {
+  decltype(&collect_above_scalar) collect_above;
+  decltype(&keep_best_scalar) keep_best;
+  decltype(&order_best_first_scalar) order_best_first;
+};
+KernelTable<SelectKernels> select_kernel_table();
 
 }  // namespace sol::kernels

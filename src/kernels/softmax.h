@@ -2,6 +2,7 @@
 // Softmax rows per ISA (internal).
 #include <cstdint>
 
+#include "core/kernel_table.h"
 #include "sol/dtype.h"
 
 namespace sol::kernels {
@@ -27,4 +28,15 @@ void softmax_rows_avx512(const uint16_t* x, int64_t x_row_bytes, void* y, int64_
 void softmax_two_pass_row_avx512(const float* x, void* y, DType yt, int64_t n, bool stream);
 void softmax_two_pass_rows_avx512(const float* x, int64_t x_row_bytes, void* y, int64_t y_row_bytes, DType yt,
                                   int64_t rows, int64_t n, bool stream);
+// Softmax's kernels at one ISA level: a row of any dtype (every level), and the bf16 and f32
+// row kernels, one row or a thread's rows pipelined (null below AVX-512).
+struct SoftmaxKernels {
+  decltype(&softmax_row_scalar) row;
+  decltype(&softmax_op_row_avx512) bf16_row;
+  decltype(&softmax_rows_avx512) bf16_rows;
+  decltype(&softmax_two_pass_row_avx512) f32_row;
+  decltype(&softmax_two_pass_rows_avx512) f32_rows;
+};
+KernelTable<SoftmaxKernels> softmax_kernel_table();
+
 }  // namespace sol::kernels

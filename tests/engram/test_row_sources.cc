@@ -1,4 +1,4 @@
-// Engram row sources (src/engram/row_sources.h): owner and address of every row, scalar and
+// Engram row sources (src/kernels/engram_rows.h): owner and address of every row, scalar and
 // AVX-512 paths, against integer division — for splits from 1 row to 2^31 - 1 rows over 1 to 64
 // owners, at the rows where the owner changes and at random rows. Addresses are computed, never
 // dereferenced, so the tables need not exist.
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engram/row_sources.h"
+#include "kernels/engram_rows.h"
 #include "sol/hw.h"
 
 namespace {

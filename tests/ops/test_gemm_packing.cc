@@ -140,7 +140,8 @@ TEST(GemmPacking, APanelsMatchTheirLayoutBitForBit) {
         const int64_t group = t == DType::f32 ? 1 : t == DType::bf16 || t == DType::f8e4m3 ? 2 : 4;
         const int64_t steps = (kc + group - 1) / group, first_row = 40 - rows - 3;
         std::vector<uint32_t> panel(size_t(steps * kGemmMR + 16), 0xCDCDCDCDu);
-        gemm_detail::pack_a_panel(a.view.data(), a.view.stride(0), t, first_row, rows, k0, kc, panel.data());
+        gemm_detail::pack_a_panel(gemm_detail::gemm_kernels(), a.view.data(), a.view.stride(0), t, first_row, rows, k0,
+                                  kc, panel.data());
         int bad = 0;
         for (int64_t s = 0; s < steps; ++s)
           for (int64_t i = 0; i < rows; ++i) {
@@ -180,13 +181,13 @@ TEST(GemmPacking, BPanelsAvx512MatchThePlainLoops) {
             std::vector<int32_t> fast_sum(size_t(nc + 1), 0x5A5A5A5A), slow_sum(size_t(nc + 1), 0x5A5A5A5A);
             {
               SetIsa isa("avx512");
-              gemm_detail::pack_b_block(plain, t, n_total, k0, kc, n0, nc, fast.data(), panel_elems,
-                                        t == DType::i8 ? fast_sum.data() : nullptr);
+              gemm_detail::pack_b_block(gemm_detail::gemm_kernels(), plain, t, n_total, k0, kc, n0, nc, fast.data(),
+                                        panel_elems, t == DType::i8 ? fast_sum.data() : nullptr);
             }
             {
               SetIsa isa("scalar");
-              gemm_detail::pack_b_block(plain, t, n_total, k0, kc, n0, nc, slow.data(), panel_elems,
-                                        t == DType::i8 ? slow_sum.data() : nullptr);
+              gemm_detail::pack_b_block(gemm_detail::gemm_kernels(), plain, t, n_total, k0, kc, n0, nc, slow.data(),
+                                        panel_elems, t == DType::i8 ? slow_sum.data() : nullptr);
             }
             const std::string what = std::string(dtype_name(t)) + (nn ? " nn" : " nt") + " n=" +
                                      std::to_string(n_total) + " n0=" + std::to_string(n0) +

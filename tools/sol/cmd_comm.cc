@@ -7,9 +7,9 @@
 #include <memory>
 
 #include "cli.h"
-#include "comm/bench/cp_bench.h"
-#include "comm/bench/ep_bench.h"
-#include "comm/bench/pp_engram_bench.h"
+#include "cp/bench/cp_bench.h"
+#include "ep/bench/ep_bench.h"
+#include "pp/bench/pp_engram_bench.h"
 #include "sol/comm.h"
 #include "sol/comm_bench.h"
 #include "sol/error.h"

@@ -17,8 +17,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "ops/common/copy_bytes.h"
-#include "ops/common/streaming.h"
+#include "hw/kernel_select.h"
+#include "kernels/move_bytes.h"
+#include "hw/streaming.h"
 #include "sol/comm_bench.h"
 #include "sol/hw.h"
 #include "sol/timing.h"
@@ -70,7 +71,7 @@ bool run_rank(Control& c, std::byte* base, int rank, int ranks, const std::vecto
   const std::byte* peer_src = base + (2 * size_t((rank + 1) % ranks)) * region;
   std::memset(src, 0x5A, region);
   std::memset(dst, 0, region);
-  const Isa isa = active_isa();
+  const kernels::MoveKernels& mk = select_kernels(kernels::move_kernel_table(), "shm copy ceiling");
   uint64_t round = 0;
   for (size_t k = 0; k < sizes.size(); ++k) {
     const size_t bytes = sizes[k];
@@ -79,7 +80,7 @@ bool run_rank(Control& c, std::byte* base, int rank, int ranks, const std::vecto
     for (int b = 0; b < kBatches; ++b) {
       if (!barrier(c, ranks, ++round)) return false;
       const double start = now_seconds();
-      for (int i = 0; i < iters; ++i) copy_bytes(isa, dst, peer_src, int64_t(bytes), stream);
+      for (int i = 0; i < iters; ++i) mk.copy(dst, peer_src, int64_t(bytes), stream, /*fence=*/true);
       c.seconds[rank] = (now_seconds() - start) / iters;
       if (!barrier(c, ranks, ++round)) return false;
       if (slowest) (*slowest)[k].push_back(*std::max_element(c.seconds, c.seconds + ranks));

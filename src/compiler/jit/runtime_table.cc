@@ -38,17 +38,21 @@ SOL_SAME_FIELD(side_l2);
 static_assert(sizeof(K) == sizeof(R));
 static_assert(sol_rt::kPanelRows == kernels::kGemmMR && sol_rt::kPanelCols == kernels::kGemmNR);
 
-template <void (*F)(const K&)>
-void call(const R& t) {
-  F(reinterpret_cast<const K&>(t));
+// Generated code calls the AVX-512 tile kernels (it is built for the host with AVX-512): the
+// GEMM table's entry for that level, looked up once.
+const kernels::GemmKernels& avx512_tiles() {
+  static const kernels::GemmKernels& k = *best_entry(kernels::gemm_kernel_table(), Backend::cpu, Isa::avx512)->set;
+  return k;
 }
+void call_f32(const R& t) { avx512_tiles().tile_f32(reinterpret_cast<const K&>(t)); }
+void call_bf16(const R& t) { avx512_tiles().tile_bf16(reinterpret_cast<const K&>(t)); }
 }  // namespace
 
 const sol_rt::Runtime& runtime_table() {
   static const sol_rt::Runtime rt = [] {
     sol_rt::Runtime r;
-    r.gemm_tile_f32 = call<kernels::gemm_tile_f32_avx512>;
-    r.gemm_tile_bf16 = call<kernels::gemm_tile_bf16_avx512>;
+    r.gemm_tile_f32 = call_f32;
+    r.gemm_tile_bf16 = call_bf16;
     return r;
   }();
   return rt;

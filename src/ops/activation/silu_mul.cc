@@ -3,23 +3,21 @@
 
 #include "kernels/activation.h"
 #include "ops/activation/row_pairs.h"
-#include "ops/common/parallel.h"
+#include "hw/kernel_select.h"
+#include "core/parallel.h"
 #include "ops/common/rows.h"
-#include "ops/common/streaming.h"
+#include "hw/streaming.h"
 #include "ops/common/validate.h"
 #include "ops/quant/fused_quant.h"
 #include "sol/activation.h"
 #include "sol/error.h"
-#include "sol/hw.h"
 
 namespace sol {
 
 namespace {
 
-using SiluMulKernel = void (*)(const void*, const void*, DType, void*, DType, int64_t, bool, const void*);
-
-SiluMulKernel silu_mul_kernel() {
-  return active_isa() >= Isa::avx512 ? kernels::silu_mul_avx512 : kernels::silu_mul_scalar;
+const kernels::ActivationKernels& activation_kernels() {
+  return select_kernels(kernels::activation_kernel_table(), "activation");
 }
 
 void validate_input(const char* op, const Tensor& gu) {
@@ -49,15 +47,15 @@ void silu_mul(const Tensor& gu, const Tensor& y) {
         " but must be f32 or bf16");
   check(y.numel() == 0 || y.stride(1) == 1, op, "y rows must be dense (stride(1) = 1)");
   require_no_overlap(op, "gate_up", gu, "y", y);
-  const SiluMulKernel k = silu_mul_kernel();
+  const kernels::ActivationKernels& k = activation_kernels();
   const int64_t es = int64_t(dtype_size(gu.dtype()));
   const bool stream = should_stream(y.numel() * int64_t(dtype_size(y.dtype())));
-  const bool two_rows = active_isa() >= Isa::avx512;
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     auto one = [&](int64_t r, int64_t end) {
-      k(row(gu, r), row(gu, r) + inter * es, gu.dtype(), row(y, r), y.dtype(), inter, stream, next_up(gu, r, end, inter));
+      k.silu_mul(row(gu, r), row(gu, r) + inter * es, gu.dtype(), row(y, r), y.dtype(), inter, stream,
+                 next_up(gu, r, end, inter));
     };
-    if (!two_rows) {
+    if (!k.silu_mul2) {
       for (int64_t r = r0; r < r1; ++r) one(r, r1);
       return;
     }
@@ -68,7 +66,7 @@ void silu_mul(const Tensor& gu, const Tensor& y) {
     for_row_pairs(
         r0, r1,
         [&](int64_t a, int64_t b) {
-          kernels::silu_mul2_avx512(side(a, r0 + half), side(b, r0 + 2 * half), gu.dtype(), y.dtype(), inter, stream);
+          k.silu_mul2(side(a, r0 + half), side(b, r0 + 2 * half), gu.dtype(), y.dtype(), inter, stream);
         },
         [&](int64_t r) { one(r, r1); });
   });
@@ -79,26 +77,22 @@ void silu_mul_quant_fp8(const Tensor& gu, const Tensor& q, const Tensor& scales,
   validate_input(op, gu);
   const int64_t inter = gu.shape(1) / 2;
   validate_fused_quant(op, "inter", gu.shape(0), inter, q, scales, qopt);
-  const SiluMulKernel k = silu_mul_kernel();
+  const kernels::ActivationKernels& k = activation_kernels();
   const int64_t es = int64_t(dtype_size(gu.dtype()));
   const int64_t rows = gu.shape(0);
   const bool ue8m0 = qopt.scale == ScaleFormat::ue8m0;
   quantize_rows_fp8_fused(
-      rows, inter, q, scales, qopt,
+      quant_kernels(), rows, inter, q, scales, qopt,
       [&](int64_t r, uint16_t* buf, const kernels::QuantRowOut& out) {
-        return kernels::silu_mul_quant_row_avx512(row(gu, r), row(gu, r) + inter * es, gu.dtype(), inter,
-                                                  next_up(gu, r, rows, inter), qopt.group, ue8m0, buf, out);
+        return k.silu_mul_quant_row && k.silu_mul_quant_row(row(gu, r), row(gu, r) + inter * es, gu.dtype(), inter,
+                                                            next_up(gu, r, rows, inter), qopt.group, ue8m0, buf, out);
       },
       [&](int64_t r, uint16_t* out) {
-        k(row(gu, r), row(gu, r) + inter * es, gu.dtype(), out, DType::bf16, inter, false, next_up(gu, r, rows, inter));
+        k.silu_mul(row(gu, r), row(gu, r) + inter * es, gu.dtype(), out, DType::bf16, inter, false, next_up(gu, r, rows, inter));
       });
 }
 
 namespace {
-
-using GeluKernel = void (*)(const void*, DType, void*, DType, int64_t, bool, bool);
-
-GeluKernel gelu_kernel() { return active_isa() >= Isa::avx512 ? kernels::gelu_avx512 : kernels::gelu_scalar; }
 
 void validate_rows(const char* op, const char* name, const Tensor& t) {
   check(t.ndim() == 2 && (t.dtype() == DType::f32 || t.dtype() == DType::bf16), op, name, " = ", describe_text(t),
@@ -114,21 +108,21 @@ void gelu(const Tensor& x, const Tensor& y, GeluForm form) {
   validate_rows(op, "y", y);
   require_same_shape(op, "x", x, "y", y);
   if (x.data() != y.data()) require_no_overlap(op, "x", x, "y", y);
-  const GeluKernel k = gelu_kernel();
+  const kernels::ActivationKernels& k = activation_kernels();
   const int64_t h = x.shape(1);
   // In place, y's lines were just read: streaming them out gains nothing.
   const bool stream = x.data() != y.data() && should_stream(y.numel() * int64_t(dtype_size(y.dtype())));
-  const bool erf_form = form == GeluForm::erf, two_rows = active_isa() >= Isa::avx512;
+  const bool erf_form = form == GeluForm::erf;
   parallel_ranges(x.shape(0), 1, [&](int64_t r0, int64_t r1) {
-    auto one = [&](int64_t r) { k(row(x, r), x.dtype(), row(y, r), y.dtype(), h, erf_form, stream); };
-    if (!two_rows) {
+    auto one = [&](int64_t r) { k.gelu(row(x, r), x.dtype(), row(y, r), y.dtype(), h, erf_form, stream); };
+    if (!k.gelu2) {
       for (int64_t r = r0; r < r1; ++r) one(r);
       return;
     }
     for_row_pairs(
         r0, r1,
         [&](int64_t a, int64_t b) {
-          kernels::gelu2_avx512(row(x, a), row(y, a), row(x, b), row(y, b), x.dtype(), y.dtype(), h, erf_form, stream);
+          k.gelu2(row(x, a), row(y, a), row(x, b), row(y, b), x.dtype(), y.dtype(), h, erf_form, stream);
         },
         one);
   });
@@ -139,14 +133,14 @@ void gelu_quant_fp8(const Tensor& x, const Tensor& q, const Tensor& scales, Gelu
   validate_rows(op, "x", x);
   const int64_t h = x.shape(1);
   validate_fused_quant(op, "hidden", x.shape(0), h, q, scales, qopt);
-  const GeluKernel k = gelu_kernel();
+  const kernels::ActivationKernels& k = activation_kernels();
   const bool erf_form = form == GeluForm::erf, ue8m0 = qopt.scale == ScaleFormat::ue8m0;
   quantize_rows_fp8_fused(
-      x.shape(0), h, q, scales, qopt,
+      quant_kernels(), x.shape(0), h, q, scales, qopt,
       [&](int64_t r, uint16_t* buf, const kernels::QuantRowOut& out) {
-        return kernels::gelu_quant_row_avx512(row(x, r), x.dtype(), h, erf_form, qopt.group, ue8m0, buf, out);
+        return k.gelu_quant_row && k.gelu_quant_row(row(x, r), x.dtype(), h, erf_form, qopt.group, ue8m0, buf, out);
       },
-      [&](int64_t r, uint16_t* out) { k(row(x, r), x.dtype(), out, DType::bf16, h, erf_form, false); });
+      [&](int64_t r, uint16_t* out) { k.gelu(row(x, r), x.dtype(), out, DType::bf16, h, erf_form, false); });
 }
 
 }  // namespace sol

@@ -11,7 +11,7 @@
 #include "kernels/attention.h"
 #include "ops/attention/packing.h"
 #include "ops/attention/problem.h"
-#include "sol/hw.h"
+#include "hw/kernel_select.h"
 #include "sol/tensor.h"
 #include "sol/threads.h"
 
@@ -34,6 +34,7 @@ struct TileKernels {
   void (*softmax)(const kernels::AttnSoftmaxRows&);
   void (*grad)(const kernels::AttnGradRows&);
   void (*store)(const kernels::AttnStoreRows&);
+  const kernels::AttentionKernels* set;  // the level's whole set (the packers)
 };
 
 // One register-tile product, C[m x n] = A * panel, or C = row_scale (.) C + A * panel when
@@ -64,12 +65,10 @@ inline void store_rows(const TileKernels& kern, bool bf16, const float* acc, int
               .bf16 = bf16});
 }
 
+// The tile kernels of the level in force, picked once per op call.
 inline TileKernels tile_kernels(bool bf16) {
-  if (active_isa() >= Isa::avx512)
-    return {bf16 ? kernels::attn_gemm_tile_bf16_avx512 : kernels::attn_gemm_tile_f32_avx512,
-            kernels::attn_softmax_rows_avx512, kernels::attn_grad_rows_avx512, kernels::attn_store_rows_avx512};
-  return {bf16 ? kernels::attn_gemm_tile_bf16_scalar : kernels::attn_gemm_tile_f32_scalar,
-          kernels::attn_softmax_rows_scalar, kernels::attn_grad_rows_scalar, kernels::attn_store_rows_scalar};
+  const kernels::AttentionKernels& k = select_kernels(kernels::attention_kernel_table(), "attention");
+  return {bf16 ? k.gemm_bf16 : k.gemm_f32, k.softmax_rows, k.grad_rows, k.store_rows, &k};
 }
 
 // The rows of one block (queries; keys in the dk/dv pass), the columns [lo, hi) each sees, and

@@ -36,8 +36,8 @@ struct Forward {
     const Sequence& s = p.seqs[size_t(seq)];
     char* dst = work + kv_offset[size_t(seq * p.hkv + kvh)] * es;
     if (s.skv == 0) return;
-    pack_transposed(rows.k.row(seq, 0, kvh), rows.k.token_stride, p.dtype, s.skv, p.dqk, dst);
-    pack_interleaved(rows.v.row(seq, 0, kvh), rows.v.token_stride, p.dtype, s.skv, p.dv, dst + k_elems(s) * es);
+    pack_transposed(*kern.set, rows.k.row(seq, 0, kvh), rows.k.token_stride, p.dtype, s.skv, p.dqk, dst);
+    pack_interleaved(*kern.set, rows.v.row(seq, 0, kvh), rows.v.token_stride, p.dtype, s.skv, p.dv, dst + k_elems(s) * es);
   }
 
   struct Scratch {

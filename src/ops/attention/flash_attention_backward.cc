@@ -61,11 +61,11 @@ struct Backward {
     const Sequence& s = p.seqs[size_t(seq)];
     if (s.skv == 0) return;
     char* at = kv_base(seq, kvh);
-    pack_transposed(rows.k.row(seq, 0, kvh), rows.k.token_stride, p.dtype, s.skv, p.dqk, at);
+    pack_transposed(*kern.set, rows.k.row(seq, 0, kvh), rows.k.token_stride, p.dtype, s.skv, p.dqk, at);
     at += tk_elems(s) * es;
-    pack_transposed(rows.v.row(seq, 0, kvh), rows.v.token_stride, p.dtype, s.skv, p.dv, at);
+    pack_transposed(*kern.set, rows.v.row(seq, 0, kvh), rows.v.token_stride, p.dtype, s.skv, p.dv, at);
     at += tv_elems(s) * es;
-    pack_interleaved(rows.k.row(seq, 0, kvh), rows.k.token_stride, p.dtype, s.skv, p.dqk, at);
+    pack_interleaved(*kern.set, rows.k.row(seq, 0, kvh), rows.k.token_stride, p.dtype, s.skv, p.dqk, at);
   }
 
   // Packs q and dO of one head and gathers lse and delta_i = dO_i . O_i (f32, in order).
@@ -73,13 +73,13 @@ struct Backward {
     const Sequence& s = p.seqs[size_t(seq)];
     if (s.sq == 0) return;
     char* at = q_base(seq, h);
-    pack_transposed(rows.q.row(seq, 0, h), rows.q.token_stride, p.dtype, s.sq, p.dqk, at);
+    pack_transposed(*kern.set, rows.q.row(seq, 0, h), rows.q.token_stride, p.dtype, s.sq, p.dqk, at);
     at += tq_elems(s) * es;
-    pack_interleaved(rows.q.row(seq, 0, h), rows.q.token_stride, p.dtype, s.sq, p.dqk, at);
+    pack_interleaved(*kern.set, rows.q.row(seq, 0, h), rows.q.token_stride, p.dtype, s.sq, p.dqk, at);
     at += iq_elems(s) * es;
-    pack_transposed(d_o.row(seq, 0, h), d_o.token_stride, p.dtype, s.sq, p.dv, at);
+    pack_transposed(*kern.set, d_o.row(seq, 0, h), d_o.token_stride, p.dtype, s.sq, p.dv, at);
     at += tdo_elems(s) * es;
-    pack_interleaved(d_o.row(seq, 0, h), d_o.token_stride, p.dtype, s.sq, p.dv, at);
+    pack_interleaved(*kern.set, d_o.row(seq, 0, h), d_o.token_stride, p.dtype, s.sq, p.dv, at);
     float* lse = lse_of(seq, h);
     float* delta = delta_of(seq, h);
     for (int64_t i = 0; i < s.sq; ++i) {

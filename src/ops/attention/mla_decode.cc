@@ -9,11 +9,11 @@
 #include <limits>
 
 #include "kernels/x86/avx512/mla_chunk_avx512.h"
-#include "ops/common/parallel.h"
+#include "core/parallel.h"
 #include "ops/common/validate.h"
 #include "sol/dtype.h"
 #include "sol/error.h"
-#include "sol/hw.h"
+#include "hw/kernel_select.h"
 #include "sol/mla.h"
 #include "sol/threads.h"
 
@@ -151,17 +151,6 @@ void* reserve_scratch(int64_t bytes) {
 
 int64_t align64(int64_t n) { return (n + 63) / 64 * 64; }
 
-struct Kernels {
-  void (*chunk)(const kernels::MlaChunk&);
-  void (*merge)(int64_t, float*, float*, float*, const float*, const float*, const float*);
-  void (*finish)(const kernels::MlaFinish&);
-};
-
-Kernels pick_kernels() {
-  if (active_isa() >= Isa::avx512)
-    return {kernels::mla_chunk_avx512, kernels::mla_merge_avx512, kernels::mla_finish_avx512};
-  return {kernels::mla_chunk_scalar, kernels::mla_merge_scalar, kernels::mla_finish_scalar};
-}
 
 // One partial result: o [rows][512], then row_max [rows], then row_sum [rows].
 struct Partial {
@@ -223,7 +212,7 @@ void mla_decode_with_kvcache(const Tensor& q, const Tensor& kv_cache, const Tens
       validate(q, kv_cache, block_table, cache_seqlens, head_dim_v, softmax_scale, meta, out, lse);
   if (p.batch == 0) return;
   const int64_t rows = p.rows;
-  const Kernels k = pick_kernels();
+  const kernels::MlaKernels& k = select_kernels(kernels::mla_kernel_table(), "mla_decode");
 
   // Which part holds each sequence's chunk 0, and where that part ends.
   std::vector<int> head_part(size_t(p.batch));

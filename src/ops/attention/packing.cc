@@ -4,17 +4,16 @@
 
 #include "kernels/attention.h"
 #include "ops/attention/problem.h"
-#include "sol/hw.h"
 
 namespace sol::attention_detail {
 
 int64_t transposed_elems(int64_t rows, int64_t cols) { return round_up(rows, 32) * cols; }
 int64_t interleaved_elems(int64_t rows, int64_t cols) { return round_up(cols, 32) * round_up(rows, 32); }
 
-void pack_transposed(const void* src, int64_t ld, DType t, int64_t rows, int64_t cols, void* dst) {
+void pack_transposed(const kernels::AttentionKernels& k, const void* src, int64_t ld, DType t, int64_t rows, int64_t cols, void* dst) {
   // The vector path gathers 32 rows with 32-bit offsets.
-  if (active_isa() >= Isa::avx512 && 32 * ld * int64_t(dtype_size(t)) < (int64_t(1) << 31))
-    return kernels::attn_pack_transposed_avx512(src, ld, t == DType::bf16, rows, cols, dst);
+  if (k.pack_transposed && 32 * ld * int64_t(dtype_size(t)) < (int64_t(1) << 31))
+    return k.pack_transposed(src, ld, t == DType::bf16, rows, cols, dst);
   const int64_t panels = round_up(rows, 32) / 32;
   if (t == DType::f32) {
     const float* s = static_cast<const float*>(src);
@@ -49,8 +48,8 @@ void pack_transposed(const void* src, int64_t ld, DType t, int64_t rows, int64_t
   }
 }
 
-void pack_interleaved(const void* src, int64_t ld, DType t, int64_t rows, int64_t cols, void* dst) {
-  if (active_isa() >= Isa::avx512) return kernels::attn_pack_interleaved_avx512(src, ld, t == DType::bf16, rows, cols, dst);
+void pack_interleaved(const kernels::AttentionKernels& k, const void* src, int64_t ld, DType t, int64_t rows, int64_t cols, void* dst) {
+  if (k.pack_interleaved) return k.pack_interleaved(src, ld, t == DType::bf16, rows, cols, dst);
   const int64_t rows_pad = round_up(rows, 32), panels = round_up(cols, 32) / 32;
   if (t == DType::f32) {
     const float* s = static_cast<const float*>(src);

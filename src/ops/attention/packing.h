@@ -6,6 +6,7 @@
 // whole panels, so tiles never read past them and padded keys contribute exact zeros.
 #include <cstdint>
 
+#include "kernels/attention.h"
 #include "sol/dtype.h"
 
 namespace sol::attention_detail {
@@ -17,10 +18,10 @@ int64_t interleaved_elems(int64_t rows, int64_t cols);
 
 // src: rows x cols, row stride ld (elements). dst: panel r/32 holds rows [32p, 32p + 32) as its
 // columns, k = the source column: f32 [k][32], bf16 [k/2][32][2].
-void pack_transposed(const void* src, int64_t ld, DType t, int64_t rows, int64_t cols, void* dst);
+void pack_transposed(const kernels::AttentionKernels& k, const void* src, int64_t ld, DType t, int64_t rows, int64_t cols, void* dst);
 // dst: panel c/32 holds columns [32p, 32p + 32), k = the source row: f32 [ceil32(rows)][32],
 // bf16 [ceil32(rows)/2][32][2].
-void pack_interleaved(const void* src, int64_t ld, DType t, int64_t rows, int64_t cols, void* dst);
+void pack_interleaved(const kernels::AttentionKernels& k, const void* src, int64_t ld, DType t, int64_t rows, int64_t cols, void* dst);
 
 // Address of the panel holding column `col` (a multiple of 32) at k step `k` (even for bf16),
 // in a packing whose panels are `panel_elems` apart.

@@ -1,9 +1,9 @@
 #include <string>
 
 #include "kernels/convert.h"
-#include "ops/common/parallel.h"
+#include "core/parallel.h"
+#include "hw/streaming.h"
 #include "ops/copy/copy_table.h"
-#include "ops/common/streaming.h"
 #include "ops/common/validate.h"
 #include "sol/copy.h"
 #include "sol/hw.h"

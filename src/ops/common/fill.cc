@@ -4,7 +4,7 @@
 #include <cstring>
 #include <limits>
 
-#include "ops/common/parallel.h"
+#include "core/parallel.h"
 #include "ops/common/splitmix.h"
 #include "sol/error.h"
 

@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "ops/common/copy_bytes.h"
+#include "core/parallel.h"
+#include "hw/streaming.h"
 #include "ops/copy/copy_table.h"
-#include "ops/common/parallel.h"
-#include "ops/common/streaming.h"
 #include "ops/common/validate.h"
 #include "sol/hw.h"
 

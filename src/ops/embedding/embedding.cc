@@ -2,13 +2,12 @@
 
 #include <vector>
 
-#include "kernels/gather.h"
-#include "ops/common/copy_bytes.h"
-#include "ops/common/parallel.h"
-#include "ops/common/streaming.h"
+#include "kernels/move_bytes.h"
+#include "hw/kernel_select.h"
+#include "core/parallel.h"
+#include "hw/streaming.h"
 #include "ops/common/validate.h"
 #include "sol/error.h"
-#include "sol/hw.h"
 
 namespace sol {
 
@@ -30,13 +29,13 @@ void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) {
   const int64_t row_bytes = table.shape(1) * int64_t(dtype_size(table.dtype()));
   const int64_t ts = table.stride(0) * int64_t(dtype_size(table.dtype()));
   const int64_t os = out.stride(0) * int64_t(dtype_size(out.dtype()));
-  const Isa isa = active_isa();
+  const kernels::MoveKernels& k = select_kernels(kernels::move_kernel_table(), "embedding");
   const bool stream = should_stream(tokens * row_bytes);
-  if (isa >= Isa::avx512) {
+  if (k.gather_rows) {
     std::vector<const char*> src(static_cast<size_t>(tokens));
     for (int64_t t = 0; t < tokens; ++t) src[size_t(t)] = table.data_as<const char>() + id[t] * ts;
     parallel_ranges(tokens, 1, [&](int64_t t0, int64_t t1) {
-      kernels::gather_rows_avx512(out.data_as<char>() + t0 * os, os, src.data() + t0, t1 - t0, row_bytes, stream);
+      k.gather_rows(out.data_as<char>() + t0 * os, os, src.data() + t0, t1 - t0, row_bytes, stream);
     });
     return;
   }
@@ -44,7 +43,7 @@ void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) {
     for (int64_t t = t0; t < t1; ++t) {
       const char* src = table.data_as<const char>() + id[t] * ts;
       char* dst = out.data_as<char>() + t * os;
-      copy_bytes(isa, dst, src, row_bytes, stream);
+      k.copy(dst, src, row_bytes, stream, /*fence=*/true);
     }
   });
 }

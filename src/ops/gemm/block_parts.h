@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/convert.h"
 #include "kernels/gemm.h"
 #include "ops/gemm/blocking.h"
 #include "ops/gemm/packing.h"
@@ -48,9 +47,8 @@ inline const void* b_block(const GemmProblem& p, bool widen_packed, int64_t pc, 
   if (widen_packed) {
     panel_elems = steps * k_group(p.in) * kGemmNR;
     for (int64_t jr = 0; jr < nc; jr += kGemmNR)
-      kernels::convert_avx512(p.packed->at(pc, jc + jr), DType::f8e4m3,
-                              static_cast<uint16_t*>(b_pack) + (jr / kGemmNR) * panel_elems, DType::bf16,
-                              panel_elems, false);
+      p.kern->widen_e4m3(p.packed->at(pc, jc + jr), static_cast<uint16_t*>(b_pack) + (jr / kGemmNR) * panel_elems,
+                         panel_elems);
     return b_pack;
   }
   if (p.packed) {
@@ -58,7 +56,7 @@ inline const void* b_block(const GemmProblem& p, bool widen_packed, int64_t pc, 
     return p.packed->at(pc, jc);
   }
   panel_elems = steps * k_group(p.in) * kGemmNR;
-  pack_b_block(p.b, p.b_type, p.n, pc, kc, jc, nc, b_pack, panel_elems, start);
+  pack_b_block(*p.kern, p.b, p.b_type, p.n, pc, kc, jc, nc, b_pack, panel_elems, start);
   return b_pack;
 }
 

@@ -7,7 +7,7 @@
 #include "ops/gemm/packing.h"
 #include "ops/gemm/problem.h"
 #include "sol/error.h"
-#include "sol/hw.h"
+#include "hw/kernel_select.h"
 
 namespace sol {
 
@@ -69,6 +69,7 @@ GemmProblem describe(const Tensor& a, int64_t n, DType b_dtype, const Tensor& d,
   require_no_overlap("gemm", "d", d, "a", a);
 
   GemmProblem p;
+  p.kern = &gemm_detail::gemm_kernels();
   p.m = m;
   p.n = n;
   p.k = k;
@@ -125,14 +126,16 @@ GemmProblem describe(const Tensor& a, int64_t n, DType b_dtype, const Tensor& d,
 
 void run(const GemmProblem& p) {
   if (p.m == 0 || p.n == 0) return;
-  if (gemm_detail::amx_runs(p.m, p.in)) gemm_detail::gemm_blocked_amx(p);
-  else if (isa_at_least(Isa::avx512)) gemm_detail::gemm_blocked_avx512(p);
+  if (gemm_detail::amx_runs(*p.kern, p.m, p.in)) gemm_detail::gemm_amx_blocked(p);
+  else if (p.kern->tile_f32) gemm_detail::gemm_blocked_tiles(p);
   else gemm_detail::gemm_scalar(p);
 }
 
 }  // namespace
 
 namespace gemm_detail {
+const kernels::GemmKernels& gemm_kernels() { return select_kernels(kernels::gemm_kernel_table(), "gemm"); }
+
 void require_scales(const char* op, const char* name, const Tensor& t, int64_t rows, int64_t cols) {
   check(t.ndim() == 2, op, name, " must be 2-D but ", name, ".shape = ", shape_text(t));
   check(t.dtype() == DType::f32, op, name, ".dtype = ", dtype_name(t.dtype()), " but must be f32");

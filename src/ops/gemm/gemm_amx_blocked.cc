@@ -7,7 +7,7 @@
 #include <atomic>
 
 #include "kernels/convert.h"
-#include "ops/common/parallel.h"
+#include "core/parallel.h"
 #include "ops/gemm/block_parts.h"
 #include "ops/gemm/blocking.h"
 #include "ops/gemm/packing.h"
@@ -100,14 +100,13 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
 
 bool force_amx_model(bool on) { return g_force_model.exchange(on); }
 
-bool amx_runs(int64_t m, DType in) {
+bool amx_runs(const kernels::GemmKernels& k, int64_t m, DType in) {
   if (m <= 16 || in == DType::f32) return false;
-  return isa_at_least(Isa::amx) || (g_force_model.load() && isa_at_least(Isa::avx512));
+  return k.amx || (g_force_model.load() && k.amx_model);
 }
 
-void gemm_blocked_amx(const GemmProblem& p) {
-  const AmxKernelSet& kernels = isa_at_least(Isa::amx) && !g_force_model.load() ? kernels::kAmxHardware
-                                                                               : kernels::kAmxModel;
+void gemm_amx_blocked(const GemmProblem& p) {
+  const AmxKernelSet& kernels = p.kern->amx && !g_force_model.load() ? *p.kern->amx : *p.kern->amx_model;
   if (p.n >= p.m) {
     parallel_ranges(p.n, kGemmNR, [&](int64_t n0, int64_t n1) { run_block(p, kernels, 0, p.m, n0, n1); });
   } else {

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "kernels/convert.h"
-#include "ops/common/parallel.h"
+#include "core/parallel.h"
 #include "ops/gemm/block_parts.h"
 #include "ops/gemm/blocking.h"
 #include "ops/gemm/packing.h"
@@ -64,9 +64,9 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
   const Blocking blk = choose_blocking(p.in, p.m, m1 - m0, n1 - n0, p.k, !partial_in_d);
   // Bytes of one packed B element in the compute type (every K step is 32 bits per column).
   const int64_t es_in = 4 / k_group(p.in);
-  const auto tile_kernel = p.in == DType::bf16 ? kernels::gemm_tile_bf16_avx512
-                           : p.in == DType::i8 ? kernels::gemm_tile_s8_avx512
-                                               : kernels::gemm_tile_f32_avx512;
+  const auto tile_kernel = p.in == DType::bf16 ? p.kern->tile_bf16
+                           : p.in == DType::i8 ? p.kern->tile_s8
+                                               : p.kern->tile_f32;
   // A packed fp8 B stays fp8 until used. Skinny M reads each panel once: the kernel widens it in
   // registers as it streams. Otherwise each (NC, KC) block is widened once into the B
   // workspace and reused by every A panel.
@@ -197,7 +197,7 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
               // Each A panel is packed just before its first tile, and that tile requests the
               // next panel's rows as it runs: A's first read from memory overlaps arithmetic.
               if (pack_a && jr == 0 && ci == 0) {
-                if (ir == 0) pack_a_panel(p.a, p.lda, p.a_type, row, t.m, pc, kc, const_cast<char*>(a_panel));
+                if (ir == 0) pack_a_panel(*p.kern, p.a, p.lda, p.a_type, row, t.m, pc, kc, const_cast<char*>(a_panel));
                 const bool more = ir + t.m < mc;
                 set_side(t, more ? static_cast<const char*>(p.a) + ((row + t.m) * p.lda + pc) * a_es : nullptr, kGemmMR,
                          p.lda * a_es, (kc * a_es + 63) / 64 + 1, false);
@@ -241,7 +241,7 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
               if (t.sa) t.sa += c0_groups;
               tile_kernel(t);
               if (pack_a && jr == 0 && ci == 0 && t.side)
-                pack_a_panel(p.a, p.lda, p.a_type, row + t.m, a_panel_rows(mc, ir + t.m), pc, kc,
+                pack_a_panel(*p.kern, p.a, p.lda, p.a_type, row + t.m, a_panel_rows(mc, ir + t.m), pc, kc,
                              const_cast<char*>(a_panel) + steps * kGemmMR * 4);
             }
           }
@@ -253,7 +253,7 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
 
 }  // namespace
 
-void gemm_blocked_avx512(const GemmProblem& p) {
+void gemm_blocked_tiles(const GemmProblem& p) {
   // Skinny or wide problems split N, so each thread streams its own share of B exactly once;
   // tall ones split M, so each thread packs all of B but only its own rows of A. A pre-packed B
   // that the threads can share from the L3 splits M too: nothing of B is packed, and each

@@ -148,7 +148,7 @@ class GemmCase : public OpCase {
     if (s_.b_in == DType::f8e4m3) c.bytes += std::ceil(n / 128) * k / 128 * 4;
     // fp8 runs on the bf16 unit (no CPU here multiplies fp8), int8 on VNNI — or on the AMX
     // tiles, where the op takes them (more than 16 rows on a CPU with AMX).
-    const bool amx = gemm_detail::amx_runs(s_.m, s_.b_in == DType::i8 ? DType::i8 : s_.in);
+    const bool amx = gemm_detail::amx_runs(gemm_detail::gemm_kernels(), s_.m, s_.b_in == DType::i8 ? DType::i8 : s_.in);
     c.compute = s_.in == DType::f32 ? Unit::fma_f32
                 : s_.b_in == DType::i8 ? (amx ? Unit::amx_int8 : Unit::dot_s8)
                                         : (amx ? Unit::amx_bf16 : Unit::dot_bf16);

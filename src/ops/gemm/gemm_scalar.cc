@@ -4,7 +4,7 @@
 // integers sum exactly in int64 and wrap to int32 as the kernels' modular sums do.
 #include <cmath>
 
-#include "ops/common/parallel.h"
+#include "core/parallel.h"
 #include "ops/gemm/packing.h"
 
 namespace sol::gemm_detail {

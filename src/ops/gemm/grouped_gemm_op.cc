@@ -121,7 +121,7 @@ class GroupedCase : public OpCase {
     // Each expert's rows run as one GEMM: on the AMX tiles when an average expert has more
     // than 16 rows (on a CPU with AMX), else on the vector unit.
     const int64_t rows_per_expert = experts > 0 ? int64_t(rows / experts) : 0;
-    c.compute = gemm_detail::amx_runs(rows_per_expert, DType::bf16) ? Unit::amx_bf16 : Unit::dot_bf16;
+    c.compute = gemm_detail::amx_runs(gemm_detail::gemm_kernels(), rows_per_expert, DType::bf16) ? Unit::amx_bf16 : Unit::dot_bf16;
     c.memory = Unit::mem_read;
     return c;
   }

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "ops/common/parallel.h"
+#include "core/parallel.h"
 #include "ops/common/validate.h"
 #include "ops/gemm/packing.h"
 #include "sol/error.h"
@@ -55,13 +55,14 @@ PackedMatrix pack_b(const Tensor& b, Layout layout, const Tensor* b_scales) {
   const int64_t panel_elems = impl->panel_elems;
   void* base = impl->data.data();
   int32_t* start = t == DType::i8 ? static_cast<int32_t*>(impl->start.data()) : nullptr;
+  const kernels::GemmKernels& kern = gemm_detail::gemm_kernels();
   parallel_ranges(panels, 1, [&](int64_t p0, int64_t p1) {
     char* dst = static_cast<char*>(base) + p0 * panel_elems * int64_t(dtype_size(t));
     if (t == DType::f8e4m3)
       gemm_detail::pack_b_fp8_pairs(src, n, 0, k, p0 * kGemmNR, (p1 - p0) * kGemmNR,
                                     reinterpret_cast<uint8_t*>(dst), panel_elems);
     else
-      gemm_detail::pack_b_block(src, t, n, 0, k, p0 * kGemmNR, (p1 - p0) * kGemmNR, dst, panel_elems,
+      gemm_detail::pack_b_block(kern, src, t, n, 0, k, p0 * kGemmNR, (p1 - p0) * kGemmNR, dst, panel_elems,
                                 start ? start + p0 * kGemmNR : nullptr);
   });
 

@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "kernels/e4m3_bf16_table.h"
-#include "sol/hw.h"
 
 namespace sol::gemm_detail {
 
@@ -138,9 +137,9 @@ void pack_b_quads(const PlainB& b, int64_t n_total, int64_t k0, int64_t kc, int6
 }  // namespace
 
 // Elements are copied as bits: packing never rounds or quiets a NaN. Whole K steps go through
-// the AVX-512 panel packer (the only caller, gemm_blocked_avx512, runs on AVX-512 machines);
-// a partial last step is filled here.
-void pack_a_panel(const void* a, int64_t lda, DType a_type, int64_t first_row, int64_t rows, int64_t k0,
+// the level's vector panel packer (its only caller, gemm_blocked_tiles, runs where the set has
+// one); a partial last step is filled here.
+void pack_a_panel(const kernels::GemmKernels& kern, const void* a, int64_t lda, DType a_type, int64_t first_row, int64_t rows, int64_t k0,
                   int64_t kc, void* dst) {
   if (rows <= 0) return;
   const int64_t group = a_type == DType::f32 ? 1 : a_type == DType::bf16 || a_type == DType::f8e4m3 ? 2 : 4;
@@ -149,7 +148,7 @@ void pack_a_panel(const void* a, int64_t lda, DType a_type, int64_t first_row, i
   const void* row[kGemmMR];
   row_pointers(a, lda, int64_t(dtype_size(a_type)), first_row, rows, k0, row);
   uint32_t* panel = static_cast<uint32_t*>(dst);
-  kernels::pack_a_panel_avx512(row, full, flip, a_type == DType::f8e4m3, panel);
+  kern.pack_a_panel(row, full, flip, a_type == DType::f8e4m3, panel);
   if (steps > full) pack_partial_step(row, a_type, full, kc - full * group, panel + full * kGemmMR);
 }
 
@@ -181,10 +180,10 @@ void pack_a_rows(const void* a, int64_t lda, DType a_type, int64_t m0, int64_t m
 
 namespace {
 
-// The AVX-512 packers (kernels/gemm.h) for the cases they cover: any type of an nt B (each
+// The vector packers (kernels/gemm.h) for the cases they cover: any type of an nt B (each
 // column a contiguous row of [N, K]) and a bf16 nn B. Returns false for the rest (f32, int8
 // and fp8 nn), which the plain loops pack. Bit-identical to them.
-bool pack_b_block_avx512(const PlainB& b, DType b_type, int64_t n_total, int64_t k0, int64_t kc, int64_t n0,
+bool pack_b_block_vector(const kernels::GemmKernels& kern, const PlainB& b, DType b_type, int64_t n_total, int64_t k0, int64_t kc, int64_t n0,
                          int64_t nc, void* dst, int64_t panel_elems, int32_t* start) {
   const bool nt = b.layout == Layout::nt;
   if (!nt && b_type != DType::bf16) return false;
@@ -196,14 +195,14 @@ bool pack_b_block_avx512(const PlainB& b, DType b_type, int64_t n_total, int64_t
     const int cols = int(std::clamp<int64_t>(n_total - (n0 + j0), 0, kGemmNR));
     if (!nt) {
       const uint16_t* src = static_cast<const uint16_t*>(b.data) + b.offset(k0, n0 + j0);
-      kernels::pack_b_panel_nn_bf16_avx512(src, b.ld, cols, kc, reinterpret_cast<uint16_t*>(panel));
+      kern.pack_b_panel_nn_bf16(src, b.ld, cols, kc, reinterpret_cast<uint16_t*>(panel));
       continue;
     }
     const void* col[kGemmNR];
     for (int c = 0; c < kGemmNR; ++c)
       col[c] = static_cast<const char*>(b.data) + b.offset(k0, n0 + j0 + std::min(c, std::max(cols - 1, 0))) * es;
     uint32_t* steps = reinterpret_cast<uint32_t*>(panel);
-    kernels::pack_b_panel_nt_avx512(col, cols, full, b_type == DType::f8e4m3, steps);
+    kern.pack_b_panel_nt(col, cols, full, b_type == DType::f8e4m3, steps);
     if (left) {  // the partial last step: its values, then zeros (which add nothing)
       uint32_t* step = steps + full * kGemmNR;
       for (int c = 0; c < kGemmNR; ++c) {
@@ -232,9 +231,9 @@ bool pack_b_block_avx512(const PlainB& b, DType b_type, int64_t n_total, int64_t
 
 }  // namespace
 
-void pack_b_block(const PlainB& b, DType b_type, int64_t n_total, int64_t k0, int64_t kc,
+void pack_b_block(const kernels::GemmKernels& kern, const PlainB& b, DType b_type, int64_t n_total, int64_t k0, int64_t kc,
                   int64_t n0, int64_t nc, void* dst, int64_t panel_elems, int32_t* start) {
-  if (isa_at_least(Isa::avx512) && pack_b_block_avx512(b, b_type, n_total, k0, kc, n0, nc, dst, panel_elems, start))
+  if (kern.pack_b_panel_nt && pack_b_block_vector(kern, b, b_type, n_total, k0, kc, n0, nc, dst, panel_elems, start))
     return;
   switch (b_type) {
     case DType::bf16:

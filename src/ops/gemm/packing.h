@@ -53,7 +53,7 @@ inline int64_t a_panel_rows(int64_t mc, int64_t done) {
 // into k_steps(kc) * kGemmMR 32-bit slots (f32, bf16 pairs, u8 quads). fp8 is
 // widened to bf16 exactly; s8 becomes u8 (+128). The blocked driver packs each panel of a block
 // just before its first tile.
-void pack_a_panel(const void* a, int64_t lda, DType a_type, int64_t first_row, int64_t rows, int64_t k0,
+void pack_a_panel(const kernels::GemmKernels& kern, const void* a, int64_t lda, DType a_type, int64_t first_row, int64_t rows, int64_t k0,
                   int64_t kc, void* dst);
 
 // Rows [m0, m0 + mc) x K [k0, k0 + kc) of A as rows for the AMX kernels, row_bytes apart
@@ -67,7 +67,7 @@ void pack_a_rows(const void* a, int64_t lda, DType a_type, int64_t m0, int64_t m
 // so is the pad of a partial pair or quad. k0 must be a multiple of k_group. For int8, when
 // `start` is not null, start[c] = -128 * (sum of column c over the block), one per packed
 // column (zero past n_total).
-void pack_b_block(const PlainB& b, DType b_type, int64_t n_total, int64_t k0, int64_t kc,
+void pack_b_block(const kernels::GemmKernels& kern, const PlainB& b, DType b_type, int64_t n_total, int64_t k0, int64_t kc,
                   int64_t n0, int64_t nc, void* dst, int64_t panel_elems, int32_t* start = nullptr);
 
 // As pack_b_block for an f8e4m3 B, but kept as e4m3 bytes in the bf16 pair order (what a

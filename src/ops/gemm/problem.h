@@ -3,6 +3,7 @@
 // leading dimensions in elements, and where B comes from (a plain matrix or a PackedMatrix).
 #include <cstdint>
 
+#include "kernels/gemm.h"
 #include "sol/dtype.h"
 #include "sol/gemm.h"
 #include "sol/tensor.h"
@@ -19,6 +20,7 @@ struct PlainB {
 
 struct GemmProblem {
   int64_t m = 0, n = 0, k = 0;
+  const kernels::GemmKernels* kern = nullptr;  // the level's kernels, picked once per call
   // What the micro-kernel multiplies: f32, bf16 (also for fp8 operands, widened while packing)
   // or i8 (u8 x s8 quads); and how A and a plain B are stored.
   DType in = DType::f32;
@@ -50,12 +52,16 @@ struct GemmProblem {
 void require_scales(const char* op, const char* name, const Tensor& scales, int64_t rows, int64_t cols);
 void require_b_scales(const char* op, const Tensor& scales, int64_t n, int64_t k);
 
-void gemm_blocked_avx512(const GemmProblem& p);
+// The kernel set of the ISA level in force (the one place GEMM reads it).
+const kernels::GemmKernels& gemm_kernels();
 
-// The AMX path: bf16 (and fp8, widened) and int8 with more than 16 rows, where the CPU has AMX
-// and SOL_ISA allows it — or anywhere with AVX-512 while the tile model is forced (tests).
-bool amx_runs(int64_t m, DType in);
-void gemm_blocked_amx(const GemmProblem& p);
+// The blocked driver over the register-tile kernels (levels whose set has them).
+void gemm_blocked_tiles(const GemmProblem& p);
+
+// The AMX path: bf16 (and fp8, widened) and int8 with more than 16 rows, where the level's set
+// has AMX kernels — or the tile model while it is forced (tests).
+bool amx_runs(const kernels::GemmKernels& k, int64_t m, DType in);
+void gemm_amx_blocked(const GemmProblem& p);
 // Tests only: run the AMX path on the scalar tile model (kernels::kAmxModel) even where the
 // CPU has no AMX. Process-wide; returns the previous setting.
 bool force_amx_model(bool on);

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "ops/common/parallel.h"
+#include "core/parallel.h"
 #include "sol/error.h"
 
 namespace sol {

@@ -6,12 +6,12 @@
 
 #include "kernels/combine.h"
 #include "kernels/convert.h"
-#include "ops/common/copy_bytes.h"
-#include "ops/common/parallel.h"
-#include "ops/common/streaming.h"
+#include "kernels/move_bytes.h"
+#include "hw/kernel_select.h"
+#include "core/parallel.h"
+#include "hw/streaming.h"
 #include "ops/common/validate.h"
 #include "sol/error.h"
-#include "sol/hw.h"
 
 namespace sol {
 
@@ -100,11 +100,10 @@ void moe_permute(const Tensor& x, const Tensor& idx, int64_t experts, int64_t al
   }
   const int64_t row_bytes = h * int64_t(dtype_size(x.dtype()));
   const bool stream = should_stream(rows * row_bytes);
-  const Isa isa = active_isa();
-  const bool avx512 = isa >= Isa::avx512;
+  const kernels::MoveKernels& mk = select_kernels(kernels::move_kernel_table(), "moe_permute");
   // Token order: each row of x is read from memory once and copied to its k rows while it sits
   // in L1 (row order reads it k times: 8 x 14 KiB per token for DeepSeek-V3, measured ~8%
-  // slower on one thread under load). The AVX-512 copies stream without a fence per row (an
+  // slower on one thread under load). Streamed copies go without a fence per row (an
   // sfence after every 14 KiB row waits for its lines to drain: ~15% of permute); one fence
   // per thread orders them before the op returns.
   char* out = x_perm.data_as<char>();
@@ -114,11 +113,10 @@ void moe_permute(const Tensor& x, const Tensor& idx, int64_t experts, int64_t al
       for (int64_t j = 0; j < k; ++j) {
         if (ro[t * k + j] < 0) continue;
         char* dst = out + ro[t * k + j] * row_bytes;
-        if (avx512) kernels::copy_bytes_avx512(dst, s, row_bytes, stream, /*fence=*/false);
-        else copy_bytes(isa, dst, s, row_bytes, stream);
+        mk.copy(dst, s, row_bytes, stream, /*fence=*/false);  // levels without mk.fence order each copy
       }
     }
-    if (avx512 && stream) kernels::stream_fence_avx512();
+    if (mk.fence && stream) mk.fence();
   });
   for (int64_t r = 0; r < rows; ++r)
     if (gl[r] < 0) std::memset(out + r * row_bytes, 0, size_t(row_bytes));
@@ -142,7 +140,8 @@ void moe_unpermute(const Tensor& y_perm, const Tensor& row_of, const Tensor& w, 
   for (int64_t i = 0; i < tokens * k; ++i)
     check(ro[i] >= -1 && ro[i] < rows, op, "row_of[", i / k, ", ", i % k, "] = ", ro[i], " outside [0, ", rows, ")");
   const float* wt = w.data_as<const float>();
-  if (active_isa() >= Isa::avx512) {
+  const kernels::CombineKernels& ck = select_kernels(kernels::combine_kernel_table(), "moe_unpermute");
+  if (ck.weighted_row_sum) {
     const int64_t ys = h * int64_t(dtype_size(y_perm.dtype()));
     const bool stream = should_stream(out.numel() * int64_t(dtype_size(out.dtype())));
     parallel_ranges(tokens, 1, [&](int64_t t0, int64_t t1) {
@@ -152,9 +151,8 @@ void moe_unpermute(const Tensor& y_perm, const Tensor& row_of, const Tensor& w, 
           const int32_t r = ro[t * k + j];
           rows[size_t(j)] = r < 0 ? nullptr : y_perm.data_as<const char>() + int64_t(r) * ys;
         }
-        kernels::weighted_row_sum_avx512(rows.data(), wt + t * k, k, y_perm.dtype(),
-                                         out.data_as<char>() + t * h * int64_t(dtype_size(out.dtype())), out.dtype(),
-                                         h, stream);
+        ck.weighted_row_sum(rows.data(), wt + t * k, k, y_perm.dtype(),
+                            out.data_as<char>() + t * h * int64_t(dtype_size(out.dtype())), out.dtype(), h, stream);
       }
     });
     return;

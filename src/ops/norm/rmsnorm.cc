@@ -3,32 +3,21 @@
 #include <memory>
 #include <optional>
 
-#include "kernels/convert.h"
-#include "kernels/copy.h"
 #include "kernels/norm.h"
-#include "ops/common/parallel.h"
+#include "hw/kernel_select.h"
+#include "core/parallel.h"
 #include "ops/common/rows.h"
-#include "ops/common/streaming.h"
+#include "hw/streaming.h"
 #include "ops/common/validate.h"
 #include "ops/quant/fused_quant.h"
 #include "sol/error.h"
-#include "sol/hw.h"
 #include "sol/norm.h"
 
 namespace sol {
 
 namespace {
 
-// The portable row kernels, for CPUs without AVX-512 (each op takes its AVX-512 path itself).
-struct NormKernels {
-  float (*sum_squares)(const void*, DType, int64_t);
-  void (*scale_by_weight)(const void*, DType, float, const void*, DType, void*, DType, int64_t);
-  void (*add_into)(const void*, DType, void*, DType, int64_t);
-};
-
-NormKernels norm_kernels() {
-  return {kernels::sum_squares_scalar, kernels::scale_by_weight_scalar, kernels::add_into_scalar};
-}
+const kernels::NormKernels& norm_kernels() { return select_kernels(kernels::norm_kernel_table(), "norm"); }
 
 bool float_io(DType t) { return t == DType::f32 || t == DType::bf16; }
 
@@ -115,18 +104,18 @@ LayerStats layer_stats(const void* x, DType t, int64_t n, float eps, Sum&& sum, 
   return finish_layer_stats(shift, sd, sd2, n, eps);
 }
 
-// The weight (or bias) as f32 for the AVX-512 row kernels: one conversion per call instead of a
+// The weight (or bias) as f32 for the vector row kernels: one conversion per call instead of a
 // widening per element per row; the tensor's own data when it is f32 already. The copy is not
 // zeroed first (a std::vector would be: a 28 KiB memset, 2% of a 16-token rmsnorm).
 class F32Vector {
  public:
-  explicit F32Vector(const Tensor& w) {
+  F32Vector(const Tensor& w, const kernels::NormKernels& k) {
     if (w.dtype() == DType::f32) {
       data_ = w.data_as<const float>();
       return;
     }
     copy_.reset(new float[size_t(w.numel())]);
-    kernels::convert_avx512(w.data(), w.dtype(), copy_.get(), DType::f32, w.numel(), false);
+    k.widen_to_f32(w.data(), w.dtype(), copy_.get(), w.numel());
     data_ = copy_.get();
   }
   const float* data() const { return data_; }
@@ -145,35 +134,33 @@ void rmsnorm(const Tensor& x, const Tensor& weight, const Tensor& y, const NormO
   require_same_shape(op, "x", x, "y", y);
   require_no_overlap(op, "weight", weight, "y", y);
   const int64_t rows = x.shape(0), h = x.shape(1);
-  const NormKernels k = norm_kernels();
+  const kernels::NormKernels& k = norm_kernels();
   // In place (y == x) is allowed: each row is read completely before it is written.
-  if (active_isa() >= Isa::avx512 && all_bf16(x, weight, y)) {
+  if (k.rms_apply_bf16w_next && all_bf16(x, weight, y)) {
     const auto* w = weight.data_as<const uint16_t>();
     const bool stream = should_stream(y.nbytes());
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       auto xrow = [&](int64_t r) { return reinterpret_cast<const uint16_t*>(row(x, r)); };
-      float ss = kernels::sum_squares_avx512(xrow(r0), DType::bf16, h);
+      float ss = k.sum_squares(xrow(r0), DType::bf16, h);
       for (int64_t r = r0; r + 1 < r1; ++r)  // row r's output and row r + 1's statistics in one loop
-        ss = kernels::rms_apply_bf16w_next_avx512(xrow(r), inverse_rms(ss, h, opt.eps), w,
-                                                  reinterpret_cast<uint16_t*>(row(y, r)), h, stream, xrow(r + 1),
-                                                  rows_after(x, r + 1, r1));
-      kernels::rms_apply_bf16w_avx512(xrow(r1 - 1), inverse_rms(ss, h, opt.eps), w,
-                                      reinterpret_cast<uint16_t*>(row(y, r1 - 1)), h, stream);
-      if (stream) kernels::stream_fence_avx512();
+        ss = k.rms_apply_bf16w_next(xrow(r), inverse_rms(ss, h, opt.eps), w, reinterpret_cast<uint16_t*>(row(y, r)),
+                                    h, stream, xrow(r + 1), rows_after(x, r + 1, r1));
+      k.rms_apply_bf16w(xrow(r1 - 1), inverse_rms(ss, h, opt.eps), w, reinterpret_cast<uint16_t*>(row(y, r1 - 1)), h,
+                        stream, {});
+      if (stream) k.stream_fence();
     });
     return;
   }
-  if (active_isa() >= Isa::avx512) {
-    const F32Vector wf(weight);
+  if (k.rms_apply) {
+    const F32Vector wf(weight, k);
     const float* w = wf.data();
     const bool stream = should_stream(y.nbytes());
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
-        float inv = inverse_rms(kernels::sum_squares_avx512(row(x, r), x.dtype(), h), h, opt.eps);
-        kernels::rms_apply_avx512(row(x, r), x.dtype(), inv, w, row(y, r), y.dtype(), h, stream,
-                                  next_rows(r + 1 < r1, x, r + 1));
+        float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h), h, opt.eps);
+        k.rms_apply(row(x, r), x.dtype(), inv, w, row(y, r), y.dtype(), h, stream, next_rows(r + 1 < r1, x, r + 1));
       }
-      if (stream) kernels::stream_fence_avx512();  // the rows' streamed stores, once per thread
+      if (stream) k.stream_fence();  // the rows' streamed stores, once per thread
     });
     return;
   }
@@ -197,25 +184,24 @@ void add_rmsnorm(const Tensor& x, const Tensor& residual, const Tensor& weight, 
   require_no_overlap(op, "residual", residual, "y", y);
   require_no_overlap(op, "weight", weight, "y", y);
   const int64_t rows = x.shape(0), h = x.shape(1);
-  const NormKernels k = norm_kernels();
-  if (active_isa() >= Isa::avx512 && all_bf16(residual, weight, y) && x.dtype() == DType::bf16) {
+  const kernels::NormKernels& k = norm_kernels();
+  if (k.add_sum_squares && all_bf16(residual, weight, y) && x.dtype() == DType::bf16) {
     const auto* w = weight.data_as<const uint16_t>();
     const bool stream = should_stream(y.nbytes());
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         auto* res = reinterpret_cast<uint16_t*>(row(residual, r));
-        float inv = inverse_rms(kernels::add_sum_squares_avx512(row(x, r), DType::bf16, res, DType::bf16, res, h), h,
-                                opt.eps);
-        kernels::rms_apply_bf16w_avx512(res, inv, w, reinterpret_cast<uint16_t*>(row(y, r)), h, stream,
-                                        next_rows(r + 1 < r1, x, r + 1, &residual));
+        float inv = inverse_rms(k.add_sum_squares(row(x, r), DType::bf16, res, DType::bf16, res, h), h, opt.eps);
+        k.rms_apply_bf16w(res, inv, w, reinterpret_cast<uint16_t*>(row(y, r)), h, stream,
+                          next_rows(r + 1 < r1, x, r + 1, &residual));
       }
-      if (stream) kernels::stream_fence_avx512();
+      if (stream) k.stream_fence();
     });
     return;
   }
-  if (active_isa() >= Isa::avx512) {
+  if (k.add_sum_squares) {
     const DType rt = residual.dtype();
-    const F32Vector wf(weight);
+    const F32Vector wf(weight, k);
     const float* w = wf.data();
     const bool stream = should_stream(y.nbytes());
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
@@ -223,11 +209,10 @@ void add_rmsnorm(const Tensor& x, const Tensor& residual, const Tensor& weight, 
       // the read (no extra read for ownership) and the norm pass reads it back from L1.
       for (int64_t r = r0; r < r1; ++r) {
         void* res = row(residual, r);
-        float inv = inverse_rms(kernels::add_sum_squares_avx512(row(x, r), x.dtype(), res, rt, res, h), h, opt.eps);
-        kernels::rms_apply_avx512(res, rt, inv, w, row(y, r), y.dtype(), h, stream,
-                                  next_rows(r + 1 < r1, x, r + 1, &residual));
+        float inv = inverse_rms(k.add_sum_squares(row(x, r), x.dtype(), res, rt, res, h), h, opt.eps);
+        k.rms_apply(res, rt, inv, w, row(y, r), y.dtype(), h, stream, next_rows(r + 1 < r1, x, r + 1, &residual));
       }
-      if (stream) kernels::stream_fence_avx512();
+      if (stream) k.stream_fence();
     });
     return;
   }
@@ -251,66 +236,64 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
     fail(op, "bias = ", describe_text(*bias), " but expected contiguous [", x.shape(1), "] ", dtype_name(weight.dtype()));
   require_no_overlap(op, "weight", weight, "y", y);
   const int64_t rows = x.shape(0), h = x.shape(1);
-  if (active_isa() >= Isa::avx512 && bias && all_bf16(x, weight, y)) {
+  const kernels::NormKernels& k = norm_kernels();
+  if (k.layernorm_apply_bf16w_next && bias && all_bf16(x, weight, y)) {
     const auto* w = weight.data_as<const uint16_t>();
     const auto* b = bias->data_as<const uint16_t>();
     const bool stream = should_stream(y.nbytes());
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       auto xrow = [&](int64_t r) { return reinterpret_cast<const uint16_t*>(row(x, r)); };
       auto yrow = [&](int64_t r) { return reinterpret_cast<uint16_t*>(row(y, r)); };
-      LayerStats st = layer_stats(xrow(r0), DType::bf16, h, opt.eps, kernels::sum_avx512, kernels::shifted_sums_avx512);
+      LayerStats st = layer_stats(xrow(r0), DType::bf16, h, opt.eps, k.sum, k.shifted_sums);
       for (int64_t r = r0; r + 1 < r1; ++r) {  // row r's output and row r + 1's statistics in one loop
-        const float shift = layer_shift(xrow(r + 1), DType::bf16, h, kernels::sum_avx512);
+        const float shift = layer_shift(xrow(r + 1), DType::bf16, h, k.sum);
         float sd, sd2;
-        kernels::layernorm_apply_bf16w_next_avx512(xrow(r), st.shift, st.dm_inv, st.inv, w, b, yrow(r), h, stream,
-                                                   xrow(r + 1), shift, &sd, &sd2, rows_after(x, r + 1, r1));
+        k.layernorm_apply_bf16w_next(xrow(r), st.shift, st.dm_inv, st.inv, w, b, yrow(r), h, stream, xrow(r + 1), shift,
+                                     &sd, &sd2, rows_after(x, r + 1, r1));
         st = finish_layer_stats(shift, sd, sd2, h, opt.eps);
       }
-      kernels::layernorm_apply_bf16w_avx512(xrow(r1 - 1), st.shift, st.dm_inv, st.inv, w, b, yrow(r1 - 1), h, stream);
-      if (stream) kernels::stream_fence_avx512();
+      k.layernorm_apply_bf16w(xrow(r1 - 1), st.shift, st.dm_inv, st.inv, w, b, yrow(r1 - 1), h, stream, {});
+      if (stream) k.stream_fence();
     });
     return;
   }
-  if (active_isa() >= Isa::avx512 && bias && weight.dtype() == DType::bf16) {
+  if (k.layernorm_apply_packed && bias && weight.dtype() == DType::bf16) {
     // bf16 weight and bias as one packed 32-bit word per element (kernels/norm.h).
     const std::unique_ptr<uint32_t[]> wb(new uint32_t[size_t(h)]);  // not zeroed: fully written
-    kernels::pack_bf16_pairs_avx512(weight.data_as<const uint16_t>(), bias->data_as<const uint16_t>(), wb.get(), h);
+    k.pack_bf16_pairs(weight.data_as<const uint16_t>(), bias->data_as<const uint16_t>(), wb.get(), h);
     const bool stream = should_stream(y.nbytes());
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
-        const LayerStats st =
-            layer_stats(row(x, r), x.dtype(), h, opt.eps, kernels::sum_avx512, kernels::shifted_sums_avx512);
-        kernels::layernorm_apply_packed_avx512(row(x, r), x.dtype(), st.shift, st.dm_inv, st.inv, wb.get(), row(y, r),
-                                               y.dtype(), h, stream, next_rows(r + 1 < r1, x, r + 1));
+        const LayerStats st = layer_stats(row(x, r), x.dtype(), h, opt.eps, k.sum, k.shifted_sums);
+        k.layernorm_apply_packed(row(x, r), x.dtype(), st.shift, st.dm_inv, st.inv, wb.get(), row(y, r), y.dtype(), h,
+                                 stream, next_rows(r + 1 < r1, x, r + 1));
       }
-      if (stream) kernels::stream_fence_avx512();
+      if (stream) k.stream_fence();
     });
     return;
   }
-  if (active_isa() >= Isa::avx512) {
-    const F32Vector wf(weight);
+  if (k.layernorm_apply_f32w) {
+    const F32Vector wf(weight, k);
     std::optional<F32Vector> bf;
-    if (bias) bf.emplace(*bias);
+    if (bias) bf.emplace(*bias, k);
     const float* w = wf.data();
     const float* b = bf ? bf->data() : nullptr;
     const bool stream = should_stream(y.nbytes());
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
-        const LayerStats st =
-            layer_stats(row(x, r), x.dtype(), h, opt.eps, kernels::sum_avx512, kernels::shifted_sums_avx512);
-        kernels::layernorm_apply_f32w_avx512(row(x, r), x.dtype(), st.shift, st.dm_inv, st.inv, w, b, row(y, r),
-                                             y.dtype(), h, stream, next_rows(r + 1 < r1, x, r + 1));
+        const LayerStats st = layer_stats(row(x, r), x.dtype(), h, opt.eps, k.sum, k.shifted_sums);
+        k.layernorm_apply_f32w(row(x, r), x.dtype(), st.shift, st.dm_inv, st.inv, w, b, row(y, r), y.dtype(), h,
+                               stream, next_rows(r + 1 < r1, x, r + 1));
       }
-      if (stream) kernels::stream_fence_avx512();
+      if (stream) k.stream_fence();
     });
     return;
   }
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      const LayerStats st =
-          layer_stats(row(x, r), x.dtype(), h, opt.eps, kernels::sum_scalar, kernels::shifted_sums_scalar);
-      kernels::layernorm_apply_scalar(row(x, r), x.dtype(), st.shift, st.dm_inv, st.inv, weight.data(),
-                                      bias ? bias->data() : nullptr, weight.dtype(), row(y, r), y.dtype(), h);
+      const LayerStats st = layer_stats(row(x, r), x.dtype(), h, opt.eps, k.sum, k.shifted_sums);
+      k.layernorm_apply(row(x, r), x.dtype(), st.shift, st.dm_inv, st.inv, weight.data(), bias ? bias->data() : nullptr,
+                        weight.dtype(), row(y, r), y.dtype(), h);
     }
   });
 }
@@ -321,19 +304,21 @@ void rmsnorm_quant_fp8(const Tensor& x, const Tensor& weight, const Tensor& q, c
   validate(op, x, weight, opt);
   const int64_t h = x.shape(1);
   validate_fused_quant(op, "x.shape[1]", x.shape(0), h, q, scales, qopt);
-  if (active_isa() >= Isa::avx512 && x.dtype() == DType::bf16 && (qopt.group == 64 || qopt.group == 128)) {
+  const kernels::NormKernels& k = norm_kernels();
+  const kernels::QuantKernels& qk = quant_kernels();
+  if (qk.rms_quant_row_bf16 && k.rms_apply && x.dtype() == DType::bf16 && (qopt.group == 64 || qopt.group == 128)) {
     // Norm and quantization in one output pass per row, each group's bf16 values kept in
     // registers from the multiply to the codes (never stored): kernels/quant.h.
-    const F32Vector wf(weight);
+    const F32Vector wf(weight, k);
     const std::unique_ptr<float[]> w_eo(new float[size_t(h)]);  // not zeroed: fully written
-    kernels::even_odd_order_avx512(wf.data(), w_eo.get(), h);
+    qk.even_odd_order(wf.data(), w_eo.get(), h);
     const bool stream = should_stream(q.nbytes());
     const bool ue8m0 = qopt.scale == ScaleFormat::ue8m0;
     parallel_ranges(x.shape(0), 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const auto* xr = reinterpret_cast<const uint16_t*>(row(x, r));
-        const float inv = inverse_rms(kernels::sum_squares_avx512(xr, DType::bf16, h), h, opt.eps);
-        const bool done = kernels::rms_quant_row_bf16_avx512(
+        const float inv = inverse_rms(k.sum_squares(xr, DType::bf16, h), h, opt.eps);
+        const bool done = qk.rms_quant_row_bf16(
             xr, inv, w_eo.get(), h, qopt.group, ue8m0, q.data_as<uint8_t>() + r * q.stride(0),
             scales.data_as<float>() + r * scales.stride(0), scales.stride(1), stream,
             r + 1 < r1 ? reinterpret_cast<const uint16_t*>(row(x, r + 1)) : nullptr);
@@ -342,29 +327,27 @@ void rmsnorm_quant_fp8(const Tensor& x, const Tensor& weight, const Tensor& q, c
     });
     return;
   }
-  if (active_isa() >= Isa::avx512 && qopt.group % 64 == 0) {
+  if (qk.quant_row_bf16_amax && k.rms_apply_bf16_amax && qopt.group % 64 == 0) {
     // The output pass also takes each group's abs-max, so the quantizer reads its row once.
-    const F32Vector wf(weight);
+    const F32Vector wf(weight, k);
     const float* w = wf.data();
-    quantize_rows_fp8_given_amax(x.shape(0), h, q, scales, qopt, [&](int64_t r, uint16_t* out, uint16_t* amax32) {
-      float inv = inverse_rms(kernels::sum_squares_avx512(row(x, r), x.dtype(), h), h, opt.eps);
-      kernels::rms_apply_bf16_amax_avx512(row(x, r), x.dtype(), inv, w, out, h, qopt.group, amax32,
-                                          next_rows(r + 1 < x.shape(0), x, r + 1));
+    quantize_rows_fp8_given_amax(qk, x.shape(0), h, q, scales, qopt, [&](int64_t r, uint16_t* out, uint16_t* amax32) {
+      float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h), h, opt.eps);
+      k.rms_apply_bf16_amax(row(x, r), x.dtype(), inv, w, out, h, qopt.group, amax32,
+                            next_rows(r + 1 < x.shape(0), x, r + 1));
     });
     return;
   }
-  if (active_isa() >= Isa::avx512) {
-    const F32Vector wf(weight);
+  if (k.rms_apply) {
+    const F32Vector wf(weight, k);
     const float* w = wf.data();
-    quantize_rows_fp8(x.shape(0), h, q, scales, qopt, [&](int64_t r, uint16_t* out) {
-      float inv = inverse_rms(kernels::sum_squares_avx512(row(x, r), x.dtype(), h), h, opt.eps);
-      kernels::rms_apply_avx512(row(x, r), x.dtype(), inv, w, out, DType::bf16, h, false,
-                                next_rows(r + 1 < x.shape(0), x, r + 1));
+    quantize_rows_fp8(qk, x.shape(0), h, q, scales, qopt, [&](int64_t r, uint16_t* out) {
+      float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h), h, opt.eps);
+      k.rms_apply(row(x, r), x.dtype(), inv, w, out, DType::bf16, h, false, next_rows(r + 1 < x.shape(0), x, r + 1));
     });
     return;
   }
-  const NormKernels k = norm_kernels();
-  quantize_rows_fp8(x.shape(0), h, q, scales, qopt, [&](int64_t r, uint16_t* out) {
+  quantize_rows_fp8(qk, x.shape(0), h, q, scales, qopt, [&](int64_t r, uint16_t* out) {
     float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h), h, opt.eps);
     k.scale_by_weight(row(x, r), x.dtype(), inv, weight.data(), weight.dtype(), out, DType::bf16, h);
   });

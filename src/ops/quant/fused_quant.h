@@ -8,16 +8,20 @@
 #include <memory>
 
 #include "kernels/activation.h"
-#include "kernels/copy.h"
 #include "kernels/quant.h"
-#include "ops/common/parallel.h"
-#include "ops/common/streaming.h"
+#include "hw/kernel_select.h"
+#include "core/parallel.h"
+#include "hw/streaming.h"
 #include "ops/common/validate.h"
 #include "sol/error.h"
-#include "sol/hw.h"
 #include "sol/quant.h"
 
 namespace sol {
+
+// The quantization family's kernel set in force (called once per op call).
+inline const kernels::QuantKernels& quant_kernels() {
+  return select_kernels(kernels::quant_kernel_table(), "quant_fp8");
+}
 
 // Checks q [rows, h] f8e4m3 and scales [rows, h / group] f32; `h_name` names the row length in
 // the op's own terms ("x.shape[1]", "inter").
@@ -37,26 +41,26 @@ inline void validate_fused_quant(const char* op, const char* h_name, int64_t row
 }
 
 // Quantizes one bf16 row of h elements into q_row and its scales (stride scale_stride), exactly
-// as quant_fp8_per_token does that row; stream: q may be written with non-temporal stores (the
-// caller then needs no fence: the row kernel ends with one). avx512: the caller's
-// active_isa() >= Isa::avx512, asked once per call rather than per row (it reads SOL_ISA).
-void quant_fp8_bf16_row(const uint16_t* row, int64_t h, uint8_t* q_row, float* scales_row, int64_t scale_stride,
-                        const QuantOptions& qopt, bool stream, bool avx512);
+// as quant_fp8_per_token does that row, with the caller's quantization kernels (picked once
+// per call, not per row); stream: q may be written with non-temporal stores (the caller then
+// needs no fence: the row kernel ends with one).
+void quant_fp8_bf16_row(const kernels::QuantKernels& k, const uint16_t* row, int64_t h, uint8_t* q_row,
+                        float* scales_row, int64_t scale_stride, const QuantOptions& qopt, bool stream);
 
 // Per-token quantization of rows made one at a time, for ops with a fused row kernel
 // (activations): fused(r, buf, out) produces and quantizes row r in one pass
-// (kernels::gelu_quant_row_avx512 and kin) and returns false for a shape it does not handle; such rows, and every row without AVX-512 or with FTZ / DAZ
-// set, take produce(r, out) (row r as bf16 into an L1 buffer) and the token quantizer.
+// (the activations' fused row kernels) and returns false for a shape it does not handle; such
+// rows, and every row at a level without fused kernels or with FTZ / DAZ set, take
+// produce(r, out) (row r as bf16 into an L1 buffer) and the token quantizer.
 template <class FusedRow, class ProduceRow>
-void quantize_rows_fp8_fused(int64_t rows, int64_t h, const Tensor& q, const Tensor& scales, const QuantOptions& qopt,
-                             FusedRow&& fused, ProduceRow&& produce) {
+void quantize_rows_fp8_fused(const kernels::QuantKernels& k, int64_t rows, int64_t h, const Tensor& q,
+                             const Tensor& scales, const QuantOptions& qopt, FusedRow&& fused, ProduceRow&& produce) {
   const bool stream = should_stream(q.nbytes());
-  const bool avx512 = active_isa() >= Isa::avx512;
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     // once per thread, not zeroed; 64-byte aligned for the fused kernels
     const std::unique_ptr<uint16_t[]> storage(new uint16_t[size_t(h) + 32]);
     auto* row = reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(storage.get()) + 63) & ~uintptr_t(63));
-    const bool try_fused = avx512 && kernels::mxcsr_keeps_subnormals();
+    const bool try_fused = k.quant_row_e4m3 && kernels::mxcsr_keeps_subnormals();
     bool streamed = false;
     for (int64_t r = r0; r < r1; ++r) {
       uint8_t* q_row = q.data_as<uint8_t>() + r * q.stride(0);
@@ -66,26 +70,26 @@ void quantize_rows_fp8_fused(int64_t rows, int64_t h, const Tensor& q, const Ten
         continue;
       }
       produce(r, row);
-      quant_fp8_bf16_row(row, h, q_row, s_row, scales.stride(1), qopt, stream, avx512);
+      quant_fp8_bf16_row(k, row, h, q_row, s_row, scales.stride(1), qopt, stream);
     }
-    if (streamed) kernels::stream_fence_avx512();
+    if (streamed) k.stream_fence();
   });
 }
 
 // One row at a time through an L1-sized buffer: produce(r, out) writes row r as bf16, then the
 // token quantizer reads it while still in L1 (quantize_rows_fp8_fused without a fused kernel).
 template <class ProduceRow>
-void quantize_rows_fp8(int64_t rows, int64_t h, const Tensor& q, const Tensor& scales, const QuantOptions& qopt,
-                       ProduceRow&& produce) {
+void quantize_rows_fp8(const kernels::QuantKernels& k, int64_t rows, int64_t h, const Tensor& q, const Tensor& scales,
+                       const QuantOptions& qopt, ProduceRow&& produce) {
   quantize_rows_fp8_fused(
-      rows, h, q, scales, qopt, [](int64_t, uint16_t*, const kernels::QuantRowOut&) { return false; }, produce);
+      k, rows, h, q, scales, qopt, [](int64_t, uint16_t*, const kernels::QuantRowOut&) { return false; }, produce);
 }
 
 // quantize_rows_fp8 for a producer that also gives each group's partial maxima of |out|:
-// produce(r, out, amax32) as kernels::rms_apply_bf16_amax_avx512 fills them. AVX-512 only, group
-// a multiple of 64; the same bits as quantize_rows_fp8 with the same row.
+// produce(r, out, amax32) as the norms' rms_apply_bf16_amax fills them. Only where k has
+// quant_row_bf16_amax, group a multiple of 64; the same bits as quantize_rows_fp8 with the same row.
 template <class ProduceRow>
-void quantize_rows_fp8_given_amax(int64_t rows, int64_t h, const Tensor& q, const Tensor& scales,
+void quantize_rows_fp8_given_amax(const kernels::QuantKernels& k, int64_t rows, int64_t h, const Tensor& q, const Tensor& scales,
                                   const QuantOptions& qopt, ProduceRow&& produce) {
   const bool stream = should_stream(q.nbytes());
   const bool ue8m0 = qopt.scale == ScaleFormat::ue8m0;
@@ -94,9 +98,8 @@ void quantize_rows_fp8_given_amax(int64_t rows, int64_t h, const Tensor& q, cons
     const std::unique_ptr<uint16_t[]> row(new uint16_t[size_t(h)]), amax(new uint16_t[size_t(h / qopt.group * 32)]);
     for (int64_t r = r0; r < r1; ++r) {
       produce(r, row.get(), amax.get());
-      kernels::quant_row_bf16_amax_avx512(row.get(), h, qopt.group, amax.get(), ue8m0,
-                                          q.data_as<uint8_t>() + r * q.stride(0),
-                                          scales.data_as<float>() + r * scales.stride(0), scales.stride(1), stream);
+      k.quant_row_bf16_amax(row.get(), h, qopt.group, amax.get(), ue8m0, q.data_as<uint8_t>() + r * q.stride(0),
+                            scales.data_as<float>() + r * scales.stride(0), scales.stride(1), stream);
     }
   });
 }

@@ -5,12 +5,11 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/convert.h"
-#include "kernels/copy.h"
 #include "kernels/quant.h"
-#include "ops/common/parallel.h"
+#include "hw/kernel_select.h"
+#include "core/parallel.h"
 #include "ops/common/rows.h"
-#include "ops/common/streaming.h"
+#include "hw/streaming.h"
 #include "ops/common/validate.h"
 #include "ops/quant/fused_quant.h"
 #include "sol/error.h"
@@ -26,29 +25,6 @@ constexpr int64_t kBlock = 128;  // weight blocks are 128 x 128, as DeepGEMM's B
 float canonical_amax(float amax) {
   if (std::isnan(amax)) return __builtin_nanf("");
   return amax > kAmaxFloor ? amax : kAmaxFloor;
-}
-
-// One ISA's row primitives, chosen once per call.
-struct RowKernels {
-  float (*abs_max)(const void*, DType, int64_t);
-  void (*scale_to_f32)(const void*, DType, float, float*, int64_t);
-  void (*dequant)(const uint8_t*, float, float*, int64_t);
-  bool avx512;
-  void to_e4m3(const float* in, uint8_t* out, int64_t n) const {
-    if (avx512) kernels::convert_avx512(in, DType::f32, out, DType::f8e4m3, n, false);
-    else kernels::convert_scalar(in, DType::f32, out, DType::f8e4m3, n);
-  }
-  void from_f32(const float* in, void* out, DType t, int64_t n) const {
-    if (t == DType::f32) std::memcpy(out, in, size_t(n) * 4);
-    else if (avx512) kernels::convert_avx512(in, DType::f32, out, t, n, false);
-    else kernels::convert_scalar(in, DType::f32, out, t, n);
-  }
-};
-
-RowKernels row_kernels() {
-  if (active_isa() >= Isa::avx512)
-    return {kernels::abs_max_avx512, kernels::scale_to_f32_avx512, kernels::dequant_scale_avx512, true};
-  return {kernels::abs_max_scalar, kernels::scale_to_f32_scalar, kernels::dequant_scale_scalar, false};
 }
 
 void require_matrix(const char* op, const char* name, const Tensor& t) {
@@ -102,19 +78,18 @@ void quant_fp8_per_token(const Tensor& x, const Tensor& q, const Tensor& scales,
   validate(op, x, q, scales, opt, x.ndim() == 2 ? x.shape(0) : 0);
   const int64_t rows = x.shape(0), cols = x.shape(1), groups = cols / opt.group;
   if (rows == 0 || cols == 0) return;
-  const RowKernels k = row_kernels();
+  const kernels::QuantKernels& k = quant_kernels();
   const size_t es = dtype_size(x.dtype());
-  const bool fused = k.avx512 && opt.group % 16 == 0;
+  const bool fused = k.quant_row_e4m3 && opt.group % 16 == 0;
   const bool stream = should_stream(q.nbytes());
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     if (fused) {
       // Streamed rows are fenced once per thread, not once per row (kernels/quant.h).
       for (int64_t r = r0; r < r1; ++r)
-        kernels::quant_row_e4m3_avx512(row_at(x, r), x.dtype(), cols, opt.group, opt.scale == ScaleFormat::ue8m0,
-                                       reinterpret_cast<uint8_t*>(row_at(q, r)),
-                                       reinterpret_cast<float*>(row_at(scales, r)), scales.stride(1), stream,
-                                       /*fence=*/false);
-      if (stream) kernels::stream_fence_avx512();
+        k.quant_row_e4m3(row_at(x, r), x.dtype(), cols, opt.group, opt.scale == ScaleFormat::ue8m0,
+                        reinterpret_cast<uint8_t*>(row_at(q, r)), reinterpret_cast<float*>(row_at(scales, r)),
+                        scales.stride(1), stream, /*fence=*/false);
+      if (stream) k.stream_fence();
       return;
     }
     std::vector<float> scaled(static_cast<size_t>(cols));  // one row, L1/L2-resident between the passes
@@ -128,16 +103,16 @@ void quant_fp8_per_token(const Tensor& x, const Tensor& q, const Tensor& scales,
         sr[g * scales.stride(1)] = s;
         k.scale_to_f32(xg, x.dtype(), fp8_multiplier(amax, s, opt.scale), scaled.data() + g * opt.group, opt.group);
       }
-      k.to_e4m3(scaled.data(), reinterpret_cast<uint8_t*>(row_at(q, r)), cols);
+      k.from_f32(scaled.data(), row_at(q, r), DType::f8e4m3, cols);
     }
   });
 }
 
-void quant_fp8_bf16_row(const uint16_t* row, int64_t h, uint8_t* q_row, float* scales_row, int64_t scale_stride,
-                        const QuantOptions& qopt, bool stream, bool avx512) {
-  if (avx512) {
-    kernels::quant_row_e4m3_avx512(row, DType::bf16, h, qopt.group, qopt.scale == ScaleFormat::ue8m0, q_row,
-                                   scales_row, scale_stride, stream);
+void quant_fp8_bf16_row(const kernels::QuantKernels& k, const uint16_t* row, int64_t h, uint8_t* q_row,
+                        float* scales_row, int64_t scale_stride, const QuantOptions& qopt, bool stream) {
+  if (k.quant_row_e4m3) {
+    k.quant_row_e4m3(row, DType::bf16, h, qopt.group, qopt.scale == ScaleFormat::ue8m0, q_row, scales_row,
+                     scale_stride, stream, /*fence=*/true);
     return;
   }
   Tensor x(const_cast<uint16_t*>(row), DType::bf16, {1, h});
@@ -153,10 +128,10 @@ void quant_fp8_per_block(const Tensor& w, const Tensor& q, const Tensor& scales,
   validate(op, w, q, scales, opt, w.ndim() == 2 ? (w.shape(0) + kBlock - 1) / kBlock : 0);
   const int64_t rows = w.shape(0), cols = w.shape(1), groups = cols / kBlock;
   if (rows == 0 || cols == 0) return;
-  const RowKernels k = row_kernels();
+  const kernels::QuantKernels& k = quant_kernels();
   const size_t es = dtype_size(w.dtype());
   const int64_t block_rows = scales.shape(0);
-  if (k.avx512 && w.dtype() == DType::bf16) {
+  if (k.quant_panel_mults_bf16 && w.dtype() == DType::bf16) {
     // By column panels of 4 blocks (128 rows x 512 columns, 128 KiB of bf16), in
     // order within each thread's block rows: a whole 128-row band is 1.8 MB at hidden 7168, more
     // than the 1 MiB L2, and was read twice, from DRAM then from L3. Three panels are in flight:
@@ -194,22 +169,21 @@ void quant_fp8_per_block(const Tensor& w, const Tensor& q, const Tensor& scales,
         f.lines = width(i) * 2 / 64;
         return f;
       };
-      kernels::block_amax_rows_bf16_avx512(amax_of(0), prefetch_of(1));
+      k.block_amax_rows_bf16(amax_of(0), prefetch_of(1));
       for (int64_t i = 0; i < n; ++i) {
         const int64_t groups = width(i) / kBlock;
         auto* sr = reinterpret_cast<float*>(row_at(scales, band(i))) + col0(i) / kBlock * scales.stride(1);
         for (int64_t g = 0; g < groups; ++g) {
-          const float raw = kernels::block_amax_finish_avx512(acc[i & 1].data() + g * 32);
+          const float raw = k.block_amax_finish(acc[i & 1].data() + g * 32);
           const float a = canonical_amax(raw);
           const float s = fp8_scale_from_amax(a, opt.scale);
           sr[g * scales.stride(1)] = s;
           mult[size_t(g)] = fp8_multiplier(a, s, opt.scale);
           special[size_t(g)] = !std::isfinite(raw);
         }
-        kernels::quant_panel_mults_bf16_avx512(x_at(i), w.stride(0), band_rows(i), width(i), mult.data(),
-                                               special.data(), ue8m0,
-                                               reinterpret_cast<uint8_t*>(row_at(q, band(i) * kBlock)) + col0(i),
-                                               q.stride(0), stream, amax_of(i + 1), prefetch_of(i + 2));
+        k.quant_panel_mults_bf16(x_at(i), w.stride(0), band_rows(i), width(i), mult.data(), special.data(), ue8m0,
+                                 reinterpret_cast<uint8_t*>(row_at(q, band(i) * kBlock)) + col0(i), q.stride(0),
+                                 stream, amax_of(i + 1), prefetch_of(i + 2));
       }
     });
     return;
@@ -235,7 +209,7 @@ void quant_fp8_per_block(const Tensor& w, const Tensor& q, const Tensor& scales,
         for (int64_t g = 0; g < groups; ++g)
           k.scale_to_f32(row_at(w, r) + g * kBlock * int64_t(es), w.dtype(), mult[size_t(g)],
                          scaled.data() + g * kBlock, kBlock);
-        k.to_e4m3(scaled.data(), reinterpret_cast<uint8_t*>(row_at(q, r)), cols);
+        k.from_f32(scaled.data(), row_at(q, r), DType::f8e4m3, cols);
       }
     }
   });
@@ -259,16 +233,15 @@ void dequant_fp8_per_token(const Tensor& q, const Tensor& scales, const Tensor& 
   require_no_overlap(op, "q", q, "y", y);
   const int64_t rows = q.shape(0), cols = q.shape(1), groups = cols / opt.group;
   if (rows == 0 || cols == 0) return;
-  const RowKernels k = row_kernels();
-  if (k.avx512 && opt.group % 64 == 0) {
+  const kernels::QuantKernels& k = quant_kernels();
+  if (k.dequant_row && opt.group % 64 == 0) {
     const bool stream = should_stream(y.nbytes());
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       // Streamed rows are fenced once per thread, not once per row (kernels/quant.h).
       for (int64_t r = r0; r < r1; ++r)
-        kernels::dequant_row_avx512(reinterpret_cast<const uint8_t*>(row_at(q, r)),
-                                    reinterpret_cast<const float*>(row_at(scales, r)), scales.stride(1), cols,
-                                    opt.group, row_at(y, r), y.dtype(), stream, /*fence=*/false);
-      if (stream) kernels::stream_fence_avx512();
+        k.dequant_row(reinterpret_cast<const uint8_t*>(row_at(q, r)), reinterpret_cast<const float*>(row_at(scales, r)),
+                      scales.stride(1), cols, opt.group, row_at(y, r), y.dtype(), stream, /*fence=*/false);
+      if (stream) k.stream_fence();
     });
     return;
   }
@@ -278,7 +251,7 @@ void dequant_fp8_per_token(const Tensor& q, const Tensor& scales, const Tensor& 
       auto* qr = reinterpret_cast<const uint8_t*>(row_at(q, r));
       auto* sr = reinterpret_cast<const float*>(row_at(scales, r));
       for (int64_t g = 0; g < groups; ++g)
-        k.dequant(qr + g * opt.group, sr[g * scales.stride(1)], row.data() + g * opt.group, opt.group);
+        k.dequant_scale(qr + g * opt.group, sr[g * scales.stride(1)], row.data() + g * opt.group, opt.group);
       k.from_f32(row.data(), row_at(y, r), y.dtype(), cols);
     }
   });

@@ -2,9 +2,9 @@
 
 #include "kernels/rope.h"
 #include "ops/activation/row_pairs.h"
-#include "ops/common/parallel.h"
+#include "hw/kernel_select.h"
+#include "core/parallel.h"
 #include "sol/error.h"
-#include "sol/hw.h"
 
 namespace sol {
 
@@ -26,16 +26,15 @@ void rope(const Tensor& x, const Tensor& positions, const RopeTable& table, int6
     check(pos[t] >= 0 && pos[t] < table.max_positions(), op, "positions[", t, "] = ", pos[t],
           " outside the table's [0, ", table.max_positions(), ")");
   const bool inter = c.layout == RopeLayout::interleaved;
-  auto kernel = active_isa() >= Isa::avx512 ? kernels::rope_rotate_heads_avx512 : kernels::rope_rotate_heads_scalar;
+  const kernels::RopeKernels& k = select_kernels(kernels::rope_kernel_table(), "rope");
   const int64_t es = int64_t(dtype_size(x.dtype()));
   auto slices = [&](int64_t t) { return x.data_as<char>() + (t * x.stride(0) + rope_offset) * es; };
-  const bool two_tokens = active_isa() >= Isa::avx512;
   parallel_ranges(tokens, 1, [&](int64_t t0, int64_t t1) {
     auto one = [&](int64_t t, int64_t end) {
-      kernel(slices(t), x.dtype(), x.stride(1) * es, heads, table.cos_row(pos[t]), table.sin_row(pos[t]), d, inter,
-             t + 1 < end ? slices(t + 1) : nullptr);
+      k.rotate_heads(slices(t), x.dtype(), x.stride(1) * es, heads, table.cos_row(pos[t]), table.sin_row(pos[t]), d,
+                     inter, t + 1 < end ? slices(t + 1) : nullptr);
     };
-    if (!two_tokens) {
+    if (!k.rotate_two_tokens) {
       for (int64_t t = t0; t < t1; ++t) one(t, t1);
       return;
     }
@@ -49,8 +48,7 @@ void rope(const Tensor& x, const Tensor& positions, const RopeTable& table, int6
     for_row_pairs(
         t0, t1,
         [&](int64_t a, int64_t b) {
-          kernels::rope_rotate_two_tokens_avx512(token(a, t0 + half), token(b, t0 + 2 * half), x.dtype(), x.stride(1) * es,
-                                                 heads, d, inter);
+          k.rotate_two_tokens(token(a, t0 + half), token(b, t0 + 2 * half), x.dtype(), x.stride(1) * es, heads, d, inter);
         },
         [&](int64_t t) { one(t, t1); });
   });

@@ -4,13 +4,11 @@
 #include <vector>
 
 #include "kernels/route.h"
-#include "kernels/sigmoid.h"
-#include "kernels/softmax.h"
-#include "ops/common/parallel.h"
+#include "hw/kernel_select.h"
+#include "core/parallel.h"
 #include "ops/common/validate.h"
 #include "ops/routing/scores.h"
 #include "sol/error.h"
-#include "sol/hw.h"
 #include "sol/routing.h"
 #include "sol/tensor.h"
 
@@ -18,18 +16,9 @@ namespace sol {
 
 namespace routing_detail {
 
-namespace {
-void scores_scalar(const void* x, DType t, int64_t e, Scoring s, float* out, float* scratch) {
-  if (s == Scoring::sigmoid) kernels::sigmoid_row_scalar(x, t, out, e);
-  else kernels::softmax_row_scalar(x, t, out, DType::f32, e, scratch, false);
+const kernels::RoutingKernels& routing_kernels() {
+  return select_kernels(kernels::routing_kernel_table(), "moe_routing");
 }
-void scores_avx512(const void* x, DType t, int64_t e, Scoring s, float* out, float* scratch) {
-  if (s == Scoring::sigmoid) kernels::sigmoid_row_avx512(x, t, out, e);
-  else kernels::softmax_row_avx512(x, t, out, DType::f32, e, scratch, false);
-}
-}  // namespace
-
-ScoreFn score_function() { return active_isa() >= Isa::avx512 ? scores_avx512 : scores_scalar; }
 
 }  // namespace routing_detail
 
@@ -138,15 +127,15 @@ void choose_scalar(const RoutingOptions& o, int64_t e, const float* bias, TokenS
     if (o.n_group == 1 || s.eligible[size_t(i)]) top.offer(s.sel[size_t(i)], i);
 }
 
-// The AVX-512 choice, same ranking on order keys (kernels/route.h): groups and the top k are
+// The vector choice, same ranking on order keys (kernels/route.h): groups and the top k are
 // ranked in registers; only when more than 16 experts could reach the top k (ties, NaN, k > 16)
 // are the candidates offered to the insertion. Writes the choice, best first, to best.
-void choose_avx512(const RoutingOptions& o, int64_t e, const float* bias, TokenScratch& s, int32_t* best) {
-  kernels::route_keys_avx512(s.scores.data(), bias, e, o.n_group, o.topk_group, o.scoring == Scoring::sigmoid,
-                             s.key.data(), s.group_ok.data());
-  const int64_t n = kernels::route_topk_avx512(s.key.data(), e, e / o.n_group,
-                                               o.n_group > 1 ? s.group_ok.data() : nullptr, o.top_k,
-                                               s.cand_key.data(), s.cand_idx.data(), best);
+void choose_vector(const kernels::RoutingKernels& k, const RoutingOptions& o, int64_t e, const float* bias,
+                   TokenScratch& s, int32_t* best) {
+  k.keys(s.scores.data(), bias, e, o.n_group, o.topk_group, o.scoring == Scoring::sigmoid, s.key.data(),
+         s.group_ok.data());
+  const int64_t n = k.topk(s.key.data(), e, e / o.n_group, o.n_group > 1 ? s.group_ok.data() : nullptr, o.top_k,
+                           s.cand_key.data(), s.cand_idx.data(), best);
   if (n <= 16) return;
   TopK top(o.top_k);
   for (int64_t j = 0; j < n; ++j) top.offer(kernels::route_key_score(s.cand_key[size_t(j)]), s.cand_idx[size_t(j)]);
@@ -160,24 +149,24 @@ namespace {
 // The routing itself, into i32 indices (validated by the caller).
 void route_i32(const Tensor& logits, const Tensor& topk_idx, const Tensor& topk_weights, const RoutingOptions& o) {
   const int64_t tokens = logits.shape(0), e = logits.shape(1), per_group = e / o.n_group;
-  const auto scores_of = routing_detail::score_function();
+  const kernels::RoutingKernels& k = routing_detail::routing_kernels();
+  const routing_detail::ScoreRow scores_of{&k};
   const float* bias = o.correction_bias ? o.correction_bias->data_as<const float>() : nullptr;
   const int64_t row_bytes = e * int64_t(dtype_size(logits.dtype()));
   // The vector choice needs groups of whole 16-lane vectors (DeepSeek-V3: 32 experts), at most
   // 16 of them; other shapes take the scalar choice on every path.
-  const bool avx512 = active_isa() >= Isa::avx512;  // read once: it re-reads SOL_ISA
-  const bool vector_choice = avx512 && (o.n_group == 1 || (per_group % 16 == 0 && o.n_group <= 16));
-  if (avx512 && o.scoring == Scoring::sigmoid && kernels::route_sigmoid_rows_fits(e, o.n_group)) {
+  const bool vector_choice = k.keys && (o.n_group == 1 || (per_group % 16 == 0 && o.n_group <= 16));
+  if (k.sigmoid_rows && o.scoring == Scoring::sigmoid && kernels::route_sigmoid_rows_fits(e, o.n_group)) {
     const kernels::RouteSigmoidRows r{logits.data(), logits.dtype(), e, o.n_group, o.topk_group, o.top_k, bias,
                                       o.renormalize, o.scaling, topk_idx.data_as<int32_t>(), topk_weights.data_as<float>()};
-    parallel_ranges(tokens, 16, [&](int64_t t0, int64_t t1) { kernels::route_sigmoid_rows_avx512(r, t0, t1); });
+    parallel_ranges(tokens, 16, [&](int64_t t0, int64_t t1) { k.sigmoid_rows(r, t0, t1); });
     return;
   }
-  if (avx512 && o.scoring == Scoring::softmax &&
+  if (k.softmax_lanes && o.scoring == Scoring::softmax &&
       kernels::route_softmax_lanes_fit(e, o.top_k, o.n_group, logits.dtype())) {
     const kernels::RouteSoftmaxLanes r{logits.data_as<const float>(), e, o.top_k, bias, o.renormalize, o.scaling,
                                        topk_idx.data_as<int32_t>(), topk_weights.data_as<float>()};
-    parallel_ranges(tokens, 16, [&](int64_t t0, int64_t t1) { kernels::route_softmax_lanes_avx512(r, t0, t1); });
+    parallel_ranges(tokens, 16, [&](int64_t t0, int64_t t1) { k.softmax_lanes(r, t0, t1); });
     return;
   }
   parallel_ranges(tokens, 16, [&](int64_t t0, int64_t t1) {
@@ -191,7 +180,7 @@ void route_i32(const Tensor& logits, const Tensor& topk_idx, const Tensor& topk_
                 s.scratch.data());
       int32_t* out_idx = topk_idx.data_as<int32_t>() + t * o.top_k;
       if (vector_choice) {
-        choose_avx512(o, e, bias, s, out_idx);
+        choose_vector(k, o, e, bias, s, out_idx);
       } else {
         TopK top(o.top_k);
         choose_scalar(o, e, bias, s, top);

@@ -4,9 +4,18 @@
 // logic on exactly the scores the op saw; the score kernels are checked against fp64 on their own.
 #include <cstdint>
 
+#include "kernels/route.h"
 #include "sol/routing.h"
 
 namespace sol::routing_detail {
-using ScoreFn = void (*)(const void* logits, DType t, int64_t experts, Scoring s, float* out, float* scratch);
-ScoreFn score_function();  // picks the ISA once per call
+// The selection scores of one token's logits with one level's kernels (picked once per call).
+struct ScoreRow {
+  const kernels::RoutingKernels* k;
+  void operator()(const void* logits, DType t, int64_t experts, Scoring s, float* out, float* scratch) const {
+    if (s == Scoring::sigmoid) k->sigmoid_row(logits, t, out, experts);
+    else k->softmax_row(logits, t, out, DType::f32, experts, scratch, false);
+  }
+};
+const kernels::RoutingKernels& routing_kernels();
+inline ScoreRow score_function() { return {&routing_kernels()}; }
 }  // namespace sol::routing_detail

@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "kernels/select.h"
-#include "ops/common/parallel.h"
+#include "hw/kernel_select.h"
+#include "core/parallel.h"
 #include "ops/common/splitmix.h"
 #include "sol/error.h"
-#include "sol/hw.h"
 
 namespace sol {
 
@@ -214,12 +214,12 @@ void sample(const Tensor& logits, const Tensor& ids, const SamplingOptions& o) {
   check(v >= 1 || b == 0, op, "vocab is empty");
   check(v <= INT32_MAX, op, "vocab = ", v, " but ids are i32");
   const int64_t row_bytes = v * int64_t(dtype_size(logits.dtype()));
-  const bool avx512 = active_isa() >= Isa::avx512;
+  const kernels::SelectKernels& k = select_kernels(kernels::select_kernel_table(), "sample");
   parallel_ranges(b, 1, [&](int64_t r0, int64_t r1) {
     Workspace w;
-    w.collect = avx512 ? kernels::collect_above_avx512 : kernels::collect_above_scalar;
-    w.keep_best = avx512 ? kernels::keep_best_avx512 : kernels::keep_best_scalar;
-    w.order_best_first = avx512 ? kernels::order_best_first_avx512 : kernels::order_best_first_scalar;
+    w.collect = k.collect_above;
+    w.keep_best = k.keep_best;
+    w.order_best_first = k.order_best_first;
     for (int64_t r = r0; r < r1; ++r)
       ids.data_as<int32_t>()[r] = sample_row(logits.data_as<const char>() + r * row_bytes, logits.dtype(), v, o, r, w);
   });

@@ -3,11 +3,11 @@
 #include <memory>
 
 #include "kernels/softmax.h"
-#include "ops/common/parallel.h"
-#include "ops/common/streaming.h"
+#include "hw/kernel_select.h"
+#include "core/parallel.h"
+#include "hw/streaming.h"
 #include "ops/common/validate.h"
 #include "sol/error.h"
-#include "sol/hw.h"
 
 namespace sol {
 
@@ -32,11 +32,11 @@ void softmax(const Tensor& x, const Tensor& y) {
   // at one thread (docs/perf/layer-ops.md, session 5). Decode-sized ranges (16 rows, hot in L2)
   // ran ~5% slower that way, and in place keeps one row per call too.
   constexpr int64_t kMinPipelinedRows = 32;
-  const bool avx512 = active_isa() >= Isa::avx512;
-  const bool pipelined = avx512 && x.data() != y.data();
+  const kernels::SoftmaxKernels& k = select_kernels(kernels::softmax_kernel_table(), "softmax");
+  const bool pipelined = x.data() != y.data();
   const char* xp = x.data_as<const char>();
   char* yp = y.data_as<char>();
-  if (avx512 && x.dtype() == DType::f32) {
+  if (k.f32_row && x.dtype() == DType::f32) {
     // f32 rows: two passes and no scratch (kernels/softmax.h; session 8: their scratch rows
     // did not fit L1 beside the rows, and the three-pass kernel ran at compute + memory time).
     // Pipelined from two rows on: with nothing to keep in L1 between the passes, decode-sized
@@ -44,29 +44,28 @@ void softmax(const Tensor& x, const Tensor& y) {
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       const float* xr = reinterpret_cast<const float*>(xp + r0 * xs);
       if (pipelined && r1 - r0 >= 2) {
-        kernels::softmax_two_pass_rows_avx512(xr, xs, yp + r0 * ys, ys, y.dtype(), r1 - r0, n, stream);
+        k.f32_rows(xr, xs, yp + r0 * ys, ys, y.dtype(), r1 - r0, n, stream);
         return;
       }
       for (int64_t r = r0; r < r1; ++r)
-        kernels::softmax_two_pass_row_avx512(reinterpret_cast<const float*>(xp + r * xs), yp + r * ys, y.dtype(), n, stream);
+        k.f32_row(reinterpret_cast<const float*>(xp + r * xs), yp + r * ys, y.dtype(), n, stream);
     });
     return;
   }
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
-    if (pipelined && r1 - r0 >= kMinPipelinedRows) {
+    if (k.bf16_rows && pipelined && r1 - r0 >= kMinPipelinedRows) {
       // once per thread, left uninitialised (every element is written before it is read)
       const auto scratch = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(2 * n));
-      kernels::softmax_rows_avx512(reinterpret_cast<const uint16_t*>(xp + r0 * xs), xs, yp + r0 * ys, ys, y.dtype(), r1 - r0,
-                                   n, scratch.get(), stream);
+      k.bf16_rows(reinterpret_cast<const uint16_t*>(xp + r0 * xs), xs, yp + r0 * ys, ys, y.dtype(), r1 - r0, n,
+                  scratch.get(), stream);
       return;
     }
     const auto scratch = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(n));  // once per thread
     for (int64_t r = r0; r < r1; ++r) {
-      if (avx512)
-        kernels::softmax_op_row_avx512(reinterpret_cast<const uint16_t*>(xp + r * xs), yp + r * ys, y.dtype(), n,
-                                       scratch.get(), stream);
+      if (k.bf16_row)
+        k.bf16_row(reinterpret_cast<const uint16_t*>(xp + r * xs), yp + r * ys, y.dtype(), n, scratch.get(), stream);
       else
-        kernels::softmax_row_scalar(xp + r * xs, x.dtype(), yp + r * ys, y.dtype(), n, scratch.get(), stream);
+        k.row(xp + r * xs, x.dtype(), yp + r * ys, y.dtype(), n, scratch.get(), stream);
     }
   });
 }

@@ -7,7 +7,7 @@
 // The result is the exact remainder, so this path is bit-identical to the scalar `%`.
 #include <immintrin.h>
 
-#include "engram/hash_kernel.h"
+#include "kernels/engram_hash.h"
 
 namespace sol::engram::detail {
 

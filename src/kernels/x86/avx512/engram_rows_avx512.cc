@@ -1,10 +1,10 @@
-// Engram row sources, 8 indices per AVX-512 register (engram/row_sources.h): the scalar
+// Engram row sources, 8 indices per AVX-512 register (kernels/engram_rows.h): the scalar
 // owner()'s reciprocal quotient, raised by one where it fell short, in 64-bit lanes, and the
 // owner's origin fetched with a gather. (The masked forms of the widening load and the gather
 // keep GCC 12 from warning about the unmasked intrinsics' undefined pass-through operand.)
 #include <immintrin.h>
 
-#include "engram/row_sources.h"
+#include "kernels/engram_rows.h"
 
 namespace sol::engram::detail {
 

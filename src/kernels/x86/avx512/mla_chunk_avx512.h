@@ -13,6 +13,8 @@
 // A row that saw nothing has row_max = -inf, row_sum = 0, o = 0.
 #include <cstdint>
 
+#include "core/kernel_table.h"
+
 namespace sol::kernels {
 
 inline constexpr int kMlaPage = 64;
@@ -82,5 +84,13 @@ struct MlaFinish {
 };
 void mla_finish_scalar(const MlaFinish& f);
 void mla_finish_avx512(const MlaFinish& f);
+
+// MLA decode's kernels at one ISA level.
+struct MlaKernels {
+  decltype(&mla_chunk_scalar) chunk;
+  decltype(&mla_merge_scalar) merge;
+  decltype(&mla_finish_scalar) finish;
+};
+KernelTable<MlaKernels> mla_kernel_table();
 
 }  // namespace sol::kernels

@@ -1,5 +1,5 @@
 // The sweeps of `sol comm bench ep-*` (see ep_bench.h).
-#include "comm/bench/ep_bench.h"
+#include "ep/bench/ep_bench.h"
 
 
 #include <algorithm>
@@ -13,7 +13,7 @@
 
 #include "comm/bench/agree.h"
 #include "comm/bench/batch_timing.h"
-#include "comm/bench/ep_ceiling.h"
+#include "ep/bench/ep_ceiling.h"
 #include "comm/group_state.h"
 #include "sol/dtype.h"
 #include "sol/ep.h"

@@ -1,5 +1,5 @@
 // The put ceiling of `sol comm bench ep-dispatch | ep-ll-dispatch` (see ep_ceiling.h).
-#include "comm/bench/ep_ceiling.h"
+#include "ep/bench/ep_ceiling.h"
 
 
 #include <algorithm>
@@ -7,8 +7,9 @@
 
 #include "comm/bench/ceiling_batches.h"
 #include "comm/group_state.h"
-#include "ops/common/copy_bytes.h"
-#include "ops/common/streaming.h"
+#include "hw/kernel_select.h"
+#include "kernels/move_bytes.h"
+#include "hw/streaming.h"
 #include "sol/timing.h"
 
 namespace sol::comm {
@@ -22,12 +23,12 @@ double ep_put_ceiling(const Group& group, int64_t rows, int64_t row_bytes, int f
   auto* dst = static_cast<std::byte*>(local.heap_alloc(std::max<size_t>(written, 1)));
   const int peer = (s.rank + 1) % s.size;
   std::byte* peer_dst = s.shm->base(peer) + (dst - s.shm->base(s.rank));
-  const Isa isa = active_isa();
+  const kernels::MoveKernels& mk = select_kernels(kernels::move_kernel_table(), "ep ceiling");
   const bool stream = should_stream(int64_t(written));  // as the dispatch decides
   return median_round_rate(group, double(written), iters, batches, [&] {
     for (int64_t r = 0; r < rows; ++r)
       for (int f = 0; f < fanout; ++f)
-        copy_bytes(isa, peer_dst + (r * fanout + f) * row_bytes, source.data() + r * row_bytes, row_bytes, stream);
+        mk.copy(peer_dst + (r * fanout + f) * row_bytes, source.data() + r * row_bytes, row_bytes, stream, /*fence=*/true);
     return true;
   });
 }

@@ -1,5 +1,5 @@
 // The sweeps of `sol comm bench pp-sendrecv | engram-lookup` (see pp_engram_bench.h).
-#include "comm/bench/pp_engram_bench.h"
+#include "pp/bench/pp_engram_bench.h"
 
 
 #include <algorithm>

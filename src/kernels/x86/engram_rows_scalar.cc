@@ -1,5 +1,5 @@
-// Engram row sources, one index at a time (row_sources.h); the vector path's tail.
-#include "engram/row_sources.h"
+// Engram row sources, one index at a time (kernels/engram_rows.h); the vector path's tail.
+#include "kernels/engram_rows.h"
 
 namespace sol::engram::detail {
 

@@ -1,5 +1,5 @@
 // The sweep of `sol comm bench ring-attention` (see cp_bench.h).
-#include "comm/bench/cp_bench.h"
+#include "cp/bench/cp_bench.h"
 
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-#include "engram/hash_kernel.h"
+#include "kernels/engram_hash.h"
 
 namespace sol::engram::detail {
 

@@ -1,0 +1,19 @@
+#pragma once
+// The kernel set a caller runs: its family's table entry for the CPU at the ISA level in force.
+// This is the one place ops, comm and the parallel layers read active_isa() (which re-reads
+// SOL_ISA): a caller picks its set once per call and passes it down, never per row.
+#include "core/kernel_table.h"
+#include "sol/error.h"
+#include "sol/hw.h"
+
+namespace sol {
+
+template <class Set>
+const Set& select_kernels(KernelTable<Set> table, const char* family) {
+  const Isa level = active_isa();
+  const KernelEntry<Set>* e = best_entry(table, Backend::cpu, level);
+  if (!e) fail(family, "no kernel set for backend cpu at ISA level ", isa_name(level));
+  return *e->set;
+}
+
+}  // namespace sol

@@ -1,0 +1,28 @@
+// The attention kernel tables: flash attention (kernels/attention.h) and MLA decode
+// (x86/avx512/mla_chunk_avx512.h, which declares every level's entry points).
+#include "kernels/attention.h"
+#include "kernels/x86/avx512/mla_chunk_avx512.h"
+
+namespace sol::kernels {
+namespace {
+
+constexpr AttentionKernels kScalar{attn_gemm_tile_f32_scalar, attn_gemm_tile_bf16_scalar, attn_softmax_rows_scalar,
+                                   attn_grad_rows_scalar,     attn_store_rows_scalar,     nullptr,
+                                   nullptr};
+constexpr AttentionKernels kAvx512{attn_gemm_tile_f32_avx512, attn_gemm_tile_bf16_avx512, attn_softmax_rows_avx512,
+                                   attn_grad_rows_avx512,     attn_store_rows_avx512,     attn_pack_transposed_avx512,
+                                   attn_pack_interleaved_avx512};
+constexpr KernelEntry<AttentionKernels> kTable[] = {{Backend::cpu, Isa::scalar, &kScalar},
+                                                    {Backend::cpu, Isa::avx512, &kAvx512}};
+
+constexpr MlaKernels kMlaScalar{mla_chunk_scalar, mla_merge_scalar, mla_finish_scalar};
+constexpr MlaKernels kMlaAvx512{mla_chunk_avx512, mla_merge_avx512, mla_finish_avx512};
+constexpr KernelEntry<MlaKernels> kMlaTable[] = {{Backend::cpu, Isa::scalar, &kMlaScalar},
+                                                 {Backend::cpu, Isa::avx512, &kMlaAvx512}};
+
+}  // namespace
+
+KernelTable<AttentionKernels> attention_kernel_table() { return kTable; }
+KernelTable<MlaKernels> mla_kernel_table() { return kMlaTable; }
+
+}  // namespace sol::kernels

@@ -1,0 +1,159 @@
+// Every op family's kernel table (core/kernel_table.h): each ISA level this CPU supports
+// resolves to a kernel set, the set is the entry with the highest level not above it, forcing
+// the level with SOL_ISA selects that set, and the set routes exactly as the ISA predicates the
+// ops tested before the tables did (vector kernels from avx512 on, AMX from amx, copies from
+// avx2): so each forced level runs the same kernels as before, and the op tests that compare
+// the paths bit for bit (test_norm_paths, test_quant_fp8_paths, ...) cover the results.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "hw/kernel_select.h"
+#include "kernels/activation.h"
+#include "kernels/attention.h"
+#include "kernels/combine.h"
+#include "kernels/engram.h"
+#include "kernels/gemm.h"
+#include "kernels/move_bytes.h"
+#include "kernels/norm.h"
+#include "kernels/quant.h"
+#include "kernels/rope.h"
+#include "kernels/route.h"
+#include "kernels/select.h"
+#include "kernels/softmax.h"
+#include "kernels/weighted_sum.h"
+#include "kernels/x86/avx512/mla_chunk_avx512.h"
+#include "sol/hw.h"
+
+namespace sol {
+namespace {
+
+constexpr Isa kLevels[] = {Isa::scalar, Isa::avx2, Isa::avx512, Isa::amx};
+
+// For every level up to the CPU's best: the chosen entry is the right one, SOL_ISA selects it,
+// and `routes(set, level)` holds (the family's predicates).
+template <class Set, class Routes>
+void check_table(KernelTable<Set> table, const char* family, Routes&& routes) {
+  SCOPED_TRACE(family);
+  ASSERT_FALSE(table.empty());
+  for (const KernelEntry<Set>& e : table) EXPECT_NE(e.set, nullptr);
+  for (Isa level : kLevels) {
+    if (level > cpu_features().best_isa) continue;
+    SCOPED_TRACE(std::string("level ") + std::string(isa_name(level)));
+    const KernelEntry<Set>* e = best_entry(table, Backend::cpu, level);
+    ASSERT_NE(e, nullptr) << "no kernel set";
+    EXPECT_LE(e->isa, level);
+    for (const KernelEntry<Set>& other : table) {
+      if (other.backend == Backend::cpu) {
+        EXPECT_FALSE(other.isa > e->isa && other.isa <= level) << "a better entry";
+      }
+    }
+    setenv("SOL_ISA", std::string(isa_name(level)).c_str(), 1);
+    EXPECT_EQ(&select_kernels(table, family), e->set);
+    unsetenv("SOL_ISA");
+    routes(*e->set, level);
+  }
+}
+
+bool vec(Isa level) { return level >= Isa::avx512; }
+
+TEST(KernelTables, NoCudaEntriesYet) {
+  EXPECT_EQ(best_entry(kernels::norm_kernel_table(), Backend::cuda, Isa::amx), nullptr);
+}
+
+TEST(KernelTables, EveryLevelResolvesAsBefore) {
+  check_table(kernels::norm_kernel_table(), "norm", [](const kernels::NormKernels& k, Isa l) {
+    EXPECT_TRUE(k.sum_squares && k.sum && k.shifted_sums && k.scale_by_weight && k.add_into && k.layernorm_apply);
+    for (bool present : {!!k.add_sum_squares, !!k.rms_apply, !!k.rms_apply_bf16w, !!k.rms_apply_bf16w_next,
+                         !!k.rms_apply_bf16_amax, !!k.layernorm_apply_f32w, !!k.layernorm_apply_packed,
+                         !!k.layernorm_apply_bf16w, !!k.layernorm_apply_bf16w_next, !!k.pack_bf16_pairs,
+                         !!k.widen_to_f32, !!k.stream_fence})
+      EXPECT_EQ(present, vec(l));
+    EXPECT_EQ(k.sum_squares == kernels::sum_squares_avx512, vec(l));
+  });
+  check_table(kernels::quant_kernel_table(), "quant", [](const kernels::QuantKernels& k, Isa l) {
+    EXPECT_TRUE(k.abs_max && k.scale_to_f32 && k.dequant_scale && k.from_f32);
+    for (bool present : {!!k.quant_row_e4m3, !!k.quant_row_bf16_amax, !!k.block_amax_rows_bf16,
+                         !!k.block_amax_finish, !!k.quant_panel_mults_bf16, !!k.even_odd_order,
+                         !!k.rms_quant_row_bf16, !!k.dequant_row, !!k.stream_fence})
+      EXPECT_EQ(present, vec(l));
+    EXPECT_EQ(k.abs_max == kernels::abs_max_avx512, vec(l));
+  });
+  check_table(kernels::activation_kernel_table(), "activation", [](const kernels::ActivationKernels& k, Isa l) {
+    EXPECT_EQ(k.silu_mul, vec(l) ? kernels::silu_mul_avx512 : kernels::silu_mul_scalar);
+    EXPECT_EQ(k.gelu, vec(l) ? kernels::gelu_avx512 : kernels::gelu_scalar);
+    for (bool present : {!!k.silu_mul2, !!k.silu_mul_quant_row, !!k.gelu2, !!k.gelu_quant_row})
+      EXPECT_EQ(present, vec(l));
+  });
+  check_table(kernels::rope_kernel_table(), "rope", [](const kernels::RopeKernels& k, Isa l) {
+    EXPECT_EQ(k.rotate_heads, vec(l) ? kernels::rope_rotate_heads_avx512 : kernels::rope_rotate_heads_scalar);
+    EXPECT_EQ(!!k.rotate_two_tokens, vec(l));
+  });
+  check_table(kernels::softmax_kernel_table(), "softmax", [](const kernels::SoftmaxKernels& k, Isa l) {
+    EXPECT_EQ(k.row, vec(l) ? kernels::softmax_row_avx512 : kernels::softmax_row_scalar);
+    for (bool present : {!!k.bf16_row, !!k.bf16_rows, !!k.f32_row, !!k.f32_rows}) EXPECT_EQ(present, vec(l));
+  });
+  check_table(kernels::routing_kernel_table(), "routing", [](const kernels::RoutingKernels& k, Isa l) {
+    EXPECT_EQ(k.sigmoid_row, vec(l) ? kernels::sigmoid_row_avx512 : kernels::sigmoid_row_scalar);
+    EXPECT_EQ(k.softmax_row, vec(l) ? kernels::softmax_row_avx512 : kernels::softmax_row_scalar);
+    for (bool present : {!!k.keys, !!k.topk, !!k.sigmoid_rows, !!k.softmax_lanes}) EXPECT_EQ(present, vec(l));
+  });
+  check_table(kernels::select_kernel_table(), "select", [](const kernels::SelectKernels& k, Isa l) {
+    EXPECT_EQ(k.collect_above, vec(l) ? kernels::collect_above_avx512 : kernels::collect_above_scalar);
+    EXPECT_EQ(k.keep_best, vec(l) ? kernels::keep_best_avx512 : kernels::keep_best_scalar);
+    EXPECT_EQ(k.order_best_first, vec(l) ? kernels::order_best_first_avx512 : kernels::order_best_first_scalar);
+  });
+  check_table(kernels::combine_kernel_table(), "combine", [](const kernels::CombineKernels& k, Isa l) {
+    EXPECT_EQ(!!k.weighted_row_sum, vec(l));
+  });
+  check_table(kernels::move_kernel_table(), "move bytes", [](const kernels::MoveKernels& k, Isa l) {
+    EXPECT_NE(k.copy, nullptr);
+    EXPECT_EQ(k.copy == kernels::copy_bytes_avx512, vec(l));
+    EXPECT_EQ(!!k.fence, vec(l));
+    EXPECT_EQ(!!k.gather_rows, vec(l));
+  });
+  check_table(kernels::attention_kernel_table(), "attention", [](const kernels::AttentionKernels& k, Isa l) {
+    EXPECT_EQ(k.gemm_f32, vec(l) ? kernels::attn_gemm_tile_f32_avx512 : kernels::attn_gemm_tile_f32_scalar);
+    EXPECT_EQ(k.gemm_bf16, vec(l) ? kernels::attn_gemm_tile_bf16_avx512 : kernels::attn_gemm_tile_bf16_scalar);
+    EXPECT_EQ(k.store_rows, vec(l) ? kernels::attn_store_rows_avx512 : kernels::attn_store_rows_scalar);
+    EXPECT_EQ(!!k.pack_transposed && !!k.pack_interleaved, vec(l));
+  });
+  check_table(kernels::mla_kernel_table(), "mla", [](const kernels::MlaKernels& k, Isa l) {
+    EXPECT_EQ(k.chunk, vec(l) ? kernels::mla_chunk_avx512 : kernels::mla_chunk_scalar);
+    EXPECT_EQ(k.merge, vec(l) ? kernels::mla_merge_avx512 : kernels::mla_merge_scalar);
+    EXPECT_EQ(k.finish, vec(l) ? kernels::mla_finish_avx512 : kernels::mla_finish_scalar);
+  });
+  check_table(kernels::gemm_kernel_table(), "gemm", [](const kernels::GemmKernels& k, Isa l) {
+    for (bool present : {!!k.tile_f32, !!k.tile_bf16, !!k.tile_s8, !!k.pack_a_panel, !!k.pack_b_panel_nt,
+                         !!k.pack_b_panel_nn_bf16, !!k.widen_e4m3, !!k.amx_model})
+      EXPECT_EQ(present, vec(l));
+    EXPECT_EQ(k.amx, l >= Isa::amx ? &kernels::kAmxHardware : nullptr);
+  });
+  check_table(kernels::engram_kernel_table(), "engram", [](const kernels::EngramKernels& k, Isa l) {
+    EXPECT_EQ(k.hash_row, vec(l) ? engram::detail::hash_row_avx512 : engram::detail::hash_row_scalar);
+    EXPECT_EQ(k.row_sources, vec(l) ? engram::detail::row_sources_avx512 : engram::detail::row_sources_scalar);
+  });
+  check_table(kernels::weighted_sum_kernel_table(), "weighted sum", [](const kernels::WeightedSumKernels& k, Isa l) {
+    EXPECT_EQ(k.weighted_sum_bf16, vec(l) ? kernels::weighted_sum_bf16_avx512 : kernels::weighted_sum_bf16_scalar);
+  });
+}
+
+// A table without an entry for the level asked (a family that exists only from avx512 on)
+// fails with the family's name instead of running a null kernel.
+TEST(KernelTables, MissingLevelFailsWithTheFamily) {
+  static constexpr kernels::RopeKernels kSet{kernels::rope_rotate_heads_scalar, nullptr};
+  static constexpr KernelEntry<kernels::RopeKernels> kOnlyAvx512[] = {{Backend::cpu, Isa::avx512, &kSet}};
+  setenv("SOL_ISA", "scalar", 1);
+  try {
+    select_kernels(KernelTable<kernels::RopeKernels>(kOnlyAvx512), "test family");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("test family"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("scalar"), std::string::npos) << e.what();
+  }
+  unsetenv("SOL_ISA");
+}
+
+}  // namespace
+}  // namespace sol
