@@ -23,6 +23,7 @@ FOLDERS = {
 PUBLIC = {
     "core": ["dtype", "tensor", "error", "threads", "isa"],
     "hw": ["hw", "timing", "roofline"],
+    "device": ["device"],
     "ops": ["activation", "attention", "bench", "copy", "embedding", "gemm", "mla", "moe_permute", "norm",
             "quant", "registry", "rope", "routing", "sampling", "softmax"],
     "comm": ["comm", "comm_bench", "comm_window"],
