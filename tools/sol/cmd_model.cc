@@ -51,21 +51,29 @@ double parse_number(const std::string& text, const std::string& what) {
   fail("sol model sweep", what, ": expected a non-negative number, got '", text, "'");
 }
 
+// A value of an integer parameter: whole and within what the field holds (the JSON readers'
+// bound), never truncated (1.5 -> 1) or converted out of range.
+int64_t whole(double v, const char* name, double max = 2147483647) {
+  check(v == std::floor(v) && v <= max, "sol model sweep", "--param ", name, ": expected an integer in [0, ",
+        int64_t(max), "], got ", v);
+  return int64_t(v);
+}
+
 // Each sweepable parameter writes one field of the inputs.
 using Setter = std::function<void(Inputs&, double)>;
 const std::map<std::string, Setter>& sweep_params() {
   static const std::map<std::string, Setter> params = {
-      {"dp", [](Inputs& in, double v) { in.plan.dp = int(v); }},
-      {"tp", [](Inputs& in, double v) { in.plan.tp = int(v); }},
-      {"pp", [](Inputs& in, double v) { in.plan.pp = int(v); }},
-      {"ep", [](Inputs& in, double v) { in.plan.ep = int(v); }},
-      {"micro_batches", [](Inputs& in, double v) { in.plan.micro_batches = int(v); }},
+      {"dp", [](Inputs& in, double v) { in.plan.dp = int(whole(v, "dp")); }},
+      {"tp", [](Inputs& in, double v) { in.plan.tp = int(whole(v, "tp")); }},
+      {"pp", [](Inputs& in, double v) { in.plan.pp = int(whole(v, "pp")); }},
+      {"ep", [](Inputs& in, double v) { in.plan.ep = int(whole(v, "ep")); }},
+      {"micro_batches", [](Inputs& in, double v) { in.plan.micro_batches = int(whole(v, "micro_batches", 65536)); }},
       {"expert_load_imbalance", [](Inputs& in, double v) { in.plan.expert_load_imbalance = v; }},
-      {"global_batch", [](Inputs& in, double v) { in.workload.global_batch = int64_t(v); }},
-      {"seq_len", [](Inputs& in, double v) { in.workload.seq_len = int64_t(v); }},
-      {"decode_batch", [](Inputs& in, double v) { in.workload.decode_batch = int64_t(v); }},
-      {"context_tokens", [](Inputs& in, double v) { in.workload.context_tokens = int64_t(v); }},
-      {"prefill_batch", [](Inputs& in, double v) { in.workload.prefill_batch = int64_t(v); }},
+      {"global_batch", [](Inputs& in, double v) { in.workload.global_batch = whole(v, "global_batch"); }},
+      {"seq_len", [](Inputs& in, double v) { in.workload.seq_len = whole(v, "seq_len"); }},
+      {"decode_batch", [](Inputs& in, double v) { in.workload.decode_batch = whole(v, "decode_batch"); }},
+      {"context_tokens", [](Inputs& in, double v) { in.workload.context_tokens = whole(v, "context_tokens"); }},
+      {"prefill_batch", [](Inputs& in, double v) { in.workload.prefill_batch = whole(v, "prefill_batch"); }},
       {"scale_up_gb_s", [](Inputs& in, double v) { in.hw.scale_up_bandwidth = v * 1e9; }},
       {"scale_out_gb_s", [](Inputs& in, double v) { in.hw.scale_out_bandwidth = v * 1e9; }},
       {"memory_gb_s", [](Inputs& in, double v) { in.hw.memory_bandwidth = v * 1e9; }},
@@ -78,8 +86,8 @@ void check_plan_shape(const ParallelPlan& p) {
         "sol model sweep", "plan degrees must be >= 1");
   check(p.expert_load_imbalance >= 1, "sol model sweep", "expert_load_imbalance must be >= 1, "
         "got ", p.expert_load_imbalance);
-  check((p.dp * p.tp) % p.ep == 0, "sol model sweep", "ep = ", p.ep, " must divide dp x tp = ",
-        p.dp * p.tp);
+  check(int64_t(p.dp) * p.tp % p.ep == 0, "sol model sweep", "ep = ", p.ep, " must divide dp x tp = ",
+        int64_t(p.dp) * p.tp);
 }
 
 void run_single(const ModelArgs& a) {
