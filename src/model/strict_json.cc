@@ -80,12 +80,12 @@ const json& Fields::value(const std::string& key, const char* expected) {
 int64_t Fields::integer(const std::string& key, int64_t min_value, int64_t max_value) {
   const std::string expected = "an integer >= " + std::to_string(min_value) + " and <= " + std::to_string(max_value);
   const json& v = value(key, expected.c_str());
-  // Above INT64_MAX nlohmann keeps a uint64; reading it as int64 would wrap.
-  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(max_value)))
-    fail_key(key, expected);
-  const int64_t n = v.get<int64_t>();
-  if (n < min_value || n > max_value) fail_key(key, expected);
-  return n;
+  if (!v.is_number_integer()) fail_key(key, expected);
+  // nlohmann keeps a non-negative integer as a uint64 (up to 2^64 - 1): compare it as one, since
+  // read as int64 it would wrap.
+  const bool below_max = v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(max_value) : v.get<int64_t>() <= max_value;
+  if (!below_max || v.get<int64_t>() < min_value) fail_key(key, expected);
+  return v.get<int64_t>();
 }
 
 int64_t Fields::integer_or(const std::string& key, int64_t fallback, int64_t min_value, int64_t max_value) {
