@@ -43,9 +43,16 @@ std::string describe(const json& v) {
 }  // namespace
 
 json parse_document(const std::string& text, const std::string& origin) {
+  // Sol's inputs nest three levels; a deeper document is refused while it is read, because
+  // printing it (dump, in messages) recurses once per level and would exhaust the stack.
+  constexpr int kMaxDepth = 64;
+  const auto bounded = [&](int depth, json::parse_event_t, json&) {
+    check(depth <= kMaxDepth, origin, "not valid JSON: nested deeper than ", kMaxDepth, " levels");
+    return true;
+  };
   json doc;
   try {
-    doc = json::parse(text);
+    doc = json::parse(text, bounded);
   } catch (const json::exception& e) {
     // parse_error, or out_of_range.406 for a number too large for a double (1e400). The
     // message quotes the bytes last read, which may be anything.

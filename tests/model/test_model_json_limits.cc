@@ -4,10 +4,17 @@
 // as an empty file, raw bytes echoed. Each is now a sol::Error naming the file and the key.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <string>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hw/flat_profile.h"
 #include "sol/error.h"
+#include "sol/hw.h"
 #include "sol/model.h"
 
 namespace sol {
@@ -72,6 +79,37 @@ TEST(ModelJsonLimits, NumbersBeyondADoubleAreAnErrorNamingTheFile) {
     });
     expect_contains(m, {"x.json", "not valid JSON", "number overflow"});
   }
+}
+
+TEST(ModelJsonLimits, DeepNestingIsAnErrorNotAStackOverflow) {
+  // 200,000 nested arrays as a key's value: printing it for the message recursed per level.
+  const std::string deep = plan(R"(, "dp": )" + std::string(200000, '[') + std::string(200000, ']'));
+  expect_contains(error_of([&] { parse_parallel_plan(deep, "p.json"); }),
+                  {"p.json", "not valid JSON: nested deeper than 64 levels"});
+  // 60 levels are read, then refused by the key's type.
+  expect_contains(error_of([&] {
+                    parse_parallel_plan(plan(R"(, "description": )" + std::string(60, '[') + std::string(60, ']')),
+                                        "p.json");
+                  }),
+                  {"p.json", "key 'description': expected a string"});
+}
+
+// sol model loop's report.json: nesting dumped recursively, threads read with get<int>.
+TEST(ModelJsonLimits, LoopReportIsReadLikeTheOtherInputs) {
+  const std::string path = std::filesystem::temp_directory_path() / ("sol_loop_" + std::to_string(getpid()) + ".json");
+  const auto load = [&](const std::string& text) {
+    std::ofstream(path) << text;
+    MachineProfile machine;
+    std::vector<MeasuredOp> ops;
+    return error_of([&] { load_report(path, machine, ops); });
+  };
+  expect_contains(load(R"({"machine": )" + std::string(100000, '[') + std::string(100000, ']') + R"(, "records": []})"),
+                  {path.c_str(), "nested deeper than 64 levels"});
+  expect_contains(load(R"({"machine": )" + testing_hw::flat_profile(1e9, 2e9).to_json() + R"(, "records": [{"op": "copy", "shape": "n=1", "dtype": "f32",
+                          "threads": 4294967297, "flops": 0, "bytes": 8, "compute_unit": "fma_f32",
+                          "memory_unit": "mem_copy", "time_s": 1}]})"),
+                  {"records[0]", "threads = 4294967297 is not in [1, 4096]"});
+  std::filesystem::remove(path);
 }
 
 TEST(ModelJsonLimits, ADirectoryIsNamedAsOne) {
