@@ -5,7 +5,8 @@
 set -euo pipefail
 pkgs=(build-essential g++ cmake ninja-build libgtest-dev libgmock-dev
       libcli11-dev nlohmann-json3-dev libfmt-dev python3 python3-dev python3-pip
-      openmpi-bin libopenmpi-dev)
+      openmpi-bin libopenmpi-dev
+      clang-16 libclang-rt-16-dev libomp-16-dev)  # fuzz/ (libFuzzer); clang 14 lacks std::source_location
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

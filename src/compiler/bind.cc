@@ -2,6 +2,7 @@
 #include "compiler/bind.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "sol/error.h"
 
@@ -46,9 +47,13 @@ int64_t eval_index(const Expr& e, const Env& env) {
     case ExprNode::binary: {
       const int64_t a = eval_index(e->args[0], env), b = eval_index(e->args[1], env);
       const std::string& o = e->name;
-      if (o == "+") return a + b;
-      if (o == "-") return a - b;
-      if (o == "*") return a * b;
+      int64_t r = 0;
+      const bool overflow = o == "+"   ? __builtin_add_overflow(a, b, &r)
+                            : o == "-" ? __builtin_sub_overflow(a, b, &r)
+                            : o == "*" ? __builtin_mul_overflow(a, b, &r)
+                                       : b == -1 && a == INT64_MIN;
+      check(!overflow, "tile", "index arithmetic overflows 64 bits in ", print(e), " (", a, " ", o, " ", b, ")");
+      if (o == "+" || o == "-" || o == "*") return r;
       check(b != 0, "tile", "division by zero in ", print(e));
       return o == "/" ? a / b : a % b;
     }
@@ -57,7 +62,8 @@ int64_t eval_index(const Expr& e, const Env& env) {
       if (e->name == "min") return std::min(a, b);
       if (e->name == "max") return std::max(a, b);
       check(b > 0, "tile", "ceildiv by ", b, " in ", print(e));
-      return (a + b - 1) / b;
+      // (a + b - 1) / b; near INT64_MAX the same value (a > 0 there) without the overflow.
+      return a > INT64_MAX - (b - 1) ? a / b + (a % b > 0 ? 1 : 0) : (a + b - 1) / b;
     }
     default: fail("tile", "not an integer expression: ", print(e));
   }

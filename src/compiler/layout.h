@@ -17,6 +17,15 @@ namespace sol::tile {
 inline constexpr int64_t kPanelRows = 12;  // kernels::kGemmMR
 inline constexpr int64_t kPanelCols = 32;  // kernels::kGemmNR
 
+// Budgets the verifier holds every program to. A cell's tiles live in one per-thread arena on
+// the CPU (a CUDA cell's in shared memory, checked again by its code generator against the
+// 227 KiB of a Hopper block); 64 MiB is far above any useful tile set and keeps tile_bytes()
+// and the arena's offsets far from overflow. Unrolling copies statements, so its trip counts
+// and the statements it makes are bounded too.
+inline constexpr int64_t kMaxCellBytes = int64_t(64) << 20;
+inline constexpr int64_t kMaxUnrollTrips = 1024;
+inline constexpr int64_t kMaxStatements = int64_t(1) << 16;
+
 inline std::string layout_of(const Stmt& alloc) {
   auto it = alloc.attrs.find("layout");
   return it == alloc.attrs.end() ? "row" : it->second;

@@ -1,10 +1,12 @@
-// The verifier: names, shapes, dtypes, constant bounds, layouts and attributes of a tile
-// program. Every error names the kernel and the line of the offending statement.
+// The verifier: names, shapes, dtypes, constant bounds, layouts, attributes and budgets of a
+// tile program. Every error names the kernel and the line of the offending statement.
 #include <functional>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include "compiler/ir/rewrite.h"
+#include "compiler/layout.h"
 #include "sol/error.h"
 #include "sol/tile.h"
 
@@ -158,8 +160,40 @@ class Verifier {
     for (const Stmt& s : stmts) stmt(s, in_parallel);
   }
 
+  // A tile must fit a grid cell's share of the target's memory, and so must all of them
+  // together (an upper bound of the arena plan-scratch lays out).
+  void budget(const Stmt& s) {
+    int64_t elements = 1;
+    for (int64_t d : s.shape)
+      check_ok(!__builtin_mul_overflow(elements, d, &elements) && elements <= kMaxCellBytes, "tile ", s.name, " ",
+               shape_text(s.shape), " is larger than the ", kMaxCellBytes >> 20, " MiB a grid cell may hold");
+    const int64_t bytes = (tile_bytes(s) + 63) / 64 * 64;
+    check_ok(bytes <= kMaxCellBytes, "tile ", s.name, " ", shape_text(s.shape), " is larger than the ",
+             kMaxCellBytes >> 20, " MiB a grid cell may hold");
+    check_ok(bytes <= kMaxCellBytes - cell_bytes_, "tile ", s.name, " ", shape_text(s.shape), " (", bytes,
+             " bytes) takes the tiles of a grid cell past the ", kMaxCellBytes >> 20, " MiB they may hold");
+    cell_bytes_ += bytes;
+  }
+
+  // Copies of its body that unrolling `s` makes; their total over the program is bounded.
+  int64_t unroll_trips(const Stmt& s) {
+    int64_t trips = 0;
+    if (s.has("tile")) {
+      trips = s.int_attr("tile", 1);
+    } else {
+      const Expr lo = fold(s.exprs[0]), hi = fold(s.exprs[1]);
+      if (lo->kind != ExprNode::integer || hi->kind != ExprNode::integer) return 1;  // the unroll pass says why
+      if (__builtin_sub_overflow(hi->ivalue, lo->ivalue, &trips)) trips = INT64_MAX;
+      trips = std::max<int64_t>(trips, 0);
+    }
+    check_ok(trips <= kMaxUnrollTrips, "unroll of ", trips, " iterations (at most ", kMaxUnrollTrips, ")");
+    return std::max<int64_t>(trips, 1);
+  }
+
   void stmt(const Stmt& s, bool in_parallel) {
     line_ = s.line;
+    statements_ += copies_;
+    check_ok(statements_ <= kMaxStatements, "unrolled, the kernel has more than ", kMaxStatements, " statements");
     check_ok(!in_parallel || s.kind == Stmt::assign, "only assignments may appear inside parallel");
     switch (s.kind) {
       case Stmt::alloc: {
@@ -171,6 +205,8 @@ class Verifier {
                  " but tiles are f32 or bf16");
         if (s.has("layout"))
           check_ok(kLayouts.count(s.attrs.at("layout")) != 0, "bad layout '", s.attrs.at("layout"), "' for ", s.name);
+        check_ok(!packed(s) || s.shape.size() == 2, "bad layout: packed tile ", s.name, " must be 2-D");
+        budget(s);
         tiles_[s.name] = &s;
         return;
       }
@@ -256,11 +292,14 @@ class Verifier {
         index_expr(s.exprs[1], "a loop bound");
         check_ok(s.int_attr("stages", 1) >= 1, "stages must be >= 1");
         check_ok(s.int_attr("tile", s.has("tile") ? 0 : 1) >= 1, "tile must be an integer >= 1");
+        const int64_t outer_copies = copies_;
+        if (s.has("unroll")) copies_ *= unroll_trips(s);
         declare(s.name, "loop variable");
         ints_.insert(s.name);
         body(s.body, false);
         ints_.erase(s.name);
         kinds_.erase(s.name);
+        copies_ = outer_copies;
         return;
       }
       case Stmt::parallel: {
@@ -289,6 +328,9 @@ class Verifier {
 
   const Program& p_;
   int line_ = 0;
+  int64_t cell_bytes_ = 0;  // tiles declared so far, each rounded to 64 bytes
+  int64_t copies_ = 1;      // copies unrolling makes of the statement being checked
+  int64_t statements_ = 0;  // statements after unrolling
   std::map<std::string, std::string> kinds_;
   std::set<std::string> dims_, ints_;
   std::map<std::string, const Stmt*> tiles_;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "model/strict_json.h"
 #include "sol/error.h"
 #include "sol/model.h"
 #include "sol/roofline.h"
@@ -75,12 +76,10 @@ std::vector<size_t> peers_of(const std::vector<MeasuredOp>& ops, const std::vect
 void load_report(const std::string& path, MachineProfile& machine, std::vector<MeasuredOp>& ops) {
   std::ifstream f(path);
   check(bool(f), "sol model loop", "cannot read report '", path, "' (run `sol report` first)");
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(f);
-  } catch (const nlohmann::json::exception& e) {
-    fail("sol model loop", path, ": not valid JSON (", e.what(), ")");
-  }
+  std::stringstream text;
+  text << f.rdbuf();
+  // The readers' parse: nesting bounded (dump() below recurses per level), bytes echoed as ASCII.
+  nlohmann::json doc = model_json::parse_document(text.str(), path);
   const nlohmann::json* records = doc.is_array() ? &doc : nullptr;
   if (doc.is_object() && doc.contains("machine") && doc.contains("records")) {
     machine = MachineProfile::from_json(doc["machine"].dump());
@@ -96,7 +95,9 @@ void load_report(const std::string& path, MachineProfile& machine, std::vector<M
     m.op = field<std::string>(r, "op", where);
     m.shape = field<std::string>(r, "shape", where);
     m.dtype = field<std::string>(r, "dtype", where);
-    m.threads = field<int>(r, "threads", where);
+    const int64_t threads = field<int64_t>(r, "threads", where);  // get<int> would wrap a large one
+    check(threads >= 1 && threads <= 4096, "sol model loop", where, ": threads = ", threads, " is not in [1, 4096]");
+    m.threads = int(threads);
     m.flops = field<double>(r, "flops", where);
     m.bytes = field<double>(r, "bytes", where);
     m.compute = parse_unit(field<std::string>(r, "compute_unit", where));

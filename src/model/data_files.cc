@@ -33,6 +33,8 @@ std::vector<fs::path> data_roots() {
 }
 
 std::string read_file(const fs::path& path) {
+  std::error_code ec;
+  check(!fs::is_directory(path, ec), "model", path.string(), " is a directory, not a JSON file");
   std::ifstream in(path);
   check(in.good(), "model", "cannot read ", path.string());
   std::stringstream ss;

@@ -9,6 +9,9 @@ namespace sol {
 namespace {
 using model_json::Fields;
 
+// The pipeline simulator steps through every micro-batch of every stage.
+constexpr int64_t kMaxMicroBatches = 1 << 16;
+
 Schedule parse_schedule(Fields& f) {
   std::string s = f.text_or("schedule", "1f1b");
   if (s == "1f1b") return Schedule::one_f_one_b;
@@ -66,10 +69,9 @@ ParallelPlan parse_parallel_plan(const std::string& text, const std::string& ori
         " x ", p.pp, " = ", int64_t(p.dp) * p.tp * p.pp, " but devices = ", devices);
   check((p.dp * p.tp) % p.ep == 0, origin, "ep = ", p.ep, " must divide dp x tp = ",
         p.dp * p.tp, " (expert groups are carved from the data- and tensor-parallel devices)");
-  p.zero_stage = static_cast<int>(f.integer_or("zero_stage", 0, 0));
-  if (p.zero_stage > 3) f.fail_key("zero_stage", "0, 1, 2 or 3");
+  p.zero_stage = static_cast<int>(f.integer_or("zero_stage", 0, 0, 3));
   p.schedule = parse_schedule(f);
-  p.micro_batches = static_cast<int>(f.integer_or("micro_batches", 1, 1));
+  p.micro_batches = static_cast<int>(f.integer_or("micro_batches", 1, 1, kMaxMicroBatches));
   p.recompute = parse_recompute(f);
   p.overlap = f.boolean_or("overlap", false);
   p.node_limited_routing = f.boolean_or("node_limited_routing", false);

@@ -15,19 +15,48 @@ std::string number_text(double v) {
   return os.str();
 }
 
+// Input echoed in a message is ASCII: a JSON value as JSON with \uXXXX escapes (cut where
+// it cannot split a character), anything else with \xNN for each unprintable byte.
+std::string ascii_json(const json& v) { return v.dump(-1, ' ', true); }
+
+std::string ascii_text(const std::string& text) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u >= 0x20 && u < 0x7f && c != '\\') || c == '\n') {
+      out += c;
+    } else {
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    }
+  }
+  return out;
+}
+
 std::string describe(const json& v) {
-  std::string text = v.dump();
+  std::string text = ascii_json(v);
   if (text.size() > 40) text = text.substr(0, 37) + "...";
   return text + " (" + std::string(v.type_name()) + ")";
 }
 }  // namespace
 
 json parse_document(const std::string& text, const std::string& origin) {
+  // Sol's inputs nest three levels; a deeper document is refused while it is read, because
+  // printing it (dump, in messages) recurses once per level and would exhaust the stack.
+  constexpr int kMaxDepth = 64;
+  const auto bounded = [&](int depth, json::parse_event_t, json&) {
+    check(depth <= kMaxDepth, origin, "not valid JSON: nested deeper than ", kMaxDepth, " levels");
+    return true;
+  };
   json doc;
   try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    fail(origin, "not valid JSON: ", e.what());
+    doc = json::parse(text, bounded);
+  } catch (const json::exception& e) {
+    // parse_error, or out_of_range.406 for a number too large for a double (1e400). The
+    // message quotes the bytes last read, which may be anything.
+    fail(origin, "not valid JSON: ", ascii_text(e.what()));
   }
   check(doc.is_object(), origin, "expected a JSON object at the top, got ", describe(doc));
   return doc;
@@ -55,16 +84,20 @@ const json& Fields::value(const std::string& key, const char* expected) {
   return *it;
 }
 
-int64_t Fields::integer(const std::string& key, int64_t min_value) {
-  std::string expected = "an integer >= " + std::to_string(min_value);
+int64_t Fields::integer(const std::string& key, int64_t min_value, int64_t max_value) {
+  const std::string expected = "an integer >= " + std::to_string(min_value) + " and <= " + std::to_string(max_value);
   const json& v = value(key, expected.c_str());
-  if (!v.is_number_integer() || v.get<int64_t>() < min_value) fail_key(key, expected);
+  if (!v.is_number_integer()) fail_key(key, expected);
+  // nlohmann keeps a non-negative integer as a uint64 (up to 2^64 - 1): compare it as one, since
+  // read as int64 it would wrap.
+  const bool below_max = v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(max_value) : v.get<int64_t>() <= max_value;
+  if (!below_max || v.get<int64_t>() < min_value) fail_key(key, expected);
   return v.get<int64_t>();
 }
 
-int64_t Fields::integer_or(const std::string& key, int64_t fallback, int64_t min_value) {
+int64_t Fields::integer_or(const std::string& key, int64_t fallback, int64_t min_value, int64_t max_value) {
   seen_.insert(key);
-  return has(key) ? integer(key, min_value) : fallback;
+  return has(key) ? integer(key, min_value, max_value) : fallback;
 }
 
 double Fields::number(const std::string& key, double min_value) {
@@ -129,7 +162,8 @@ void Fields::finish() const {
     if (seen_.count(it.key()) == 0) {
       std::string known;
       for (const std::string& k : seen_) known += (known.empty() ? "" : ", ") + k;
-      fail(where_, "unknown key '", it.key(), "' (known keys: ", known, ")");
+      const std::string key = ascii_json(it.key());  // "..." with the quotes
+      fail(where_, "unknown key '", key.substr(1, key.size() - 2), "' (known keys: ", known, ")");
     }
   }
 }

@@ -18,8 +18,11 @@ class Fields {
   Fields(const nlohmann::json& object, std::string where);
 
   bool has(const std::string& key) const;  // present and not null
-  int64_t integer(const std::string& key, int64_t min_value = 1);
-  int64_t integer_or(const std::string& key, int64_t fallback, int64_t min_value = 0);
+  // Integers are range-checked before any narrowing: at most max_value (by default what an
+  // int holds), and a JSON integer beyond 64 bits is an error, never a wrapped value.
+  static constexpr int64_t kIntMax = 2147483647;
+  int64_t integer(const std::string& key, int64_t min_value = 1, int64_t max_value = kIntMax);
+  int64_t integer_or(const std::string& key, int64_t fallback, int64_t min_value = 0, int64_t max_value = kIntMax);
   double number(const std::string& key, double min_value = 0);
   double number_or(const std::string& key, double fallback, double min_value = 0);
   bool boolean_or(const std::string& key, bool fallback);

@@ -1,4 +1,7 @@
 #include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
 
 #include "sol/bench.h"
 #include "sol/error.h"
@@ -36,6 +39,36 @@ double measure_now(Unit u, int threads) {
   Ceiling c = measure_ceiling(u, threads, 0.1);
   if (!c.available) return 0;
   return threads == 1 && c.one_thread > 0 ? c.one_thread : c.all_threads;
+}
+
+// Whether the op counts FLOPs at all (GEMM, attention) or only moves bytes: the first of its
+// small check cases that costs any FLOPs says so. Cached per op.
+bool counts_flops(const OpInfo& op) {
+  static std::mutex mu;
+  static std::map<std::string, bool> known;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find(op.name);
+  if (it != known.end()) return it->second;
+  bool flops = false;
+  for (const auto& given : op.check_table) {
+    try {
+      flops = op.make(resolve_params(op, given), 0)->cost().flops > 0;
+    } catch (const Error&) {
+      continue;  // a check case made to be rejected
+    }
+    if (flops) break;
+  }
+  return known[op.name] = flops;
+}
+
+// An op with no work (no rows, or no FLOPs where it counts them: gemm --m 0) has no SOL%: any
+// time is "above" a floor that its cost formula still charges for reading an operand it
+// never needs.
+bool has_no_work(const OpInfo& op, const OpParams& params, const Cost& c) {
+  if (c.flops > 0) return false;
+  if (c.bytes <= 0) return true;
+  if (!op.rows_param.empty() && params.has(op.rows_param) && params.integer(op.rows_param) == 0) return true;
+  return counts_flops(op);
 }
 
 // The op again at in_cache_rows rows, one input set, warmed into cache by the harness's warm-up
@@ -163,6 +196,10 @@ BenchRecord bench_prepared(const OpInfo& op, PreparedCase& p, const MachineProfi
   r.sol_pct_cached = sol_percent(cached, t);
   r.tflops = t > 0 ? r.cost.flops / t / 1e12 : 0;
   r.gbps = t > 0 ? r.cost.bytes / t / 1e9 : 0;
+  if (has_no_work(op, p.params, r.cost)) {
+    r.sol_pct = r.sol_pct_cached = std::nan("");  // printed "-", null in JSON
+    return r;
+  }
   if (opt.in_cache && r.floor.bound == Bound::memory) time_in_cache(op, p.params, machine, threads, paired, topt, r);
   return r;
 }

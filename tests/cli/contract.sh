@@ -82,5 +82,7 @@ expect_rc 0 "sol model loop" "$sol" model loop --report "$tmp/report/report.json
 grep -q "ops predicted" "$tmp/out" && pass "loop predicts ops" || fail "loop predicts ops"
 expect_rc 2 "sol model loop: missing report" "$sol" model loop --report "$tmp/none.json"
 
+source "$(dirname "$0")/hardening.sh"
+
 echo "cli contract: $failures failures"
 exit $((failures > 0))

@@ -1,6 +1,7 @@
 // sol compile FILE --target cpu|cuda --emit ir|cpp|cuda|so [--dump-after PASS]...
 // The tile compiler from the command line: the lowered IR, the generated source, or a shared
 // object in the JIT cache (its path printed). Errors name the file and line of the program.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -25,6 +26,8 @@ void add_compile(CLI::App& app, int& exit_code) {
   cmd->add_option("--dump-after", args->dump_after,
                   "print the IR after this pass to stderr (repeatable; 'all', 'input' or a pass name)");
   cmd->callback([args, &exit_code] {
+    std::error_code ec;
+    if (std::filesystem::is_directory(args->file, ec)) fail("sol compile", args->file, " is a directory, not a .tile file");
     std::ifstream in(args->file);
     if (!in) fail("sol compile", "cannot read ", args->file);
     std::ostringstream text;

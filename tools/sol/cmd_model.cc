@@ -58,10 +58,11 @@ double parse_number(const std::string& text, const std::string& what) {
   fail("sol model sweep", what, ": expected a non-negative number, got '", text, "'");
 }
 
-// A count: a whole number that fits the field (a sweep row, not the sweep, fails otherwise).
-int64_t whole(double v, const char* name) {
-  check(v == std::floor(v) && v <= double(1 << 30), "sol model sweep", name,
-        " must be a whole number up to 2^30, got ", v);
+// A value of an integer parameter: whole and within what the field holds (the JSON readers'
+// bound), never truncated (1.5 -> 1) or converted out of range.
+int64_t whole(double v, const char* name, double max = 2147483647) {
+  check(v == std::floor(v) && v <= max, "sol model sweep", "--param ", name, ": expected an integer in [0, ",
+        int64_t(max), "], got ", v);
   return int64_t(v);
 }
 
@@ -73,7 +74,7 @@ const std::map<std::string, Setter>& sweep_params() {
       {"tp", [](Inputs& in, double v) { in.plan.tp = int(whole(v, "tp")); }},
       {"pp", [](Inputs& in, double v) { in.plan.pp = int(whole(v, "pp")); }},
       {"ep", [](Inputs& in, double v) { in.plan.ep = int(whole(v, "ep")); }},
-      {"micro_batches", [](Inputs& in, double v) { in.plan.micro_batches = int(whole(v, "micro_batches")); }},
+      {"micro_batches", [](Inputs& in, double v) { in.plan.micro_batches = int(whole(v, "micro_batches", 65536)); }},
       {"expert_load_imbalance", [](Inputs& in, double v) { in.plan.expert_load_imbalance = v; }},
       {"global_batch", [](Inputs& in, double v) { in.workload.global_batch = whole(v, "global_batch"); }},
       {"seq_len", [](Inputs& in, double v) { in.workload.seq_len = whole(v, "seq_len"); }},
@@ -92,8 +93,8 @@ void check_plan_shape(const ParallelPlan& p) {
         "sol model sweep", "plan degrees must be >= 1");
   check(p.expert_load_imbalance >= 1, "sol model sweep", "expert_load_imbalance must be >= 1, "
         "got ", p.expert_load_imbalance);
-  check((p.dp * p.tp) % p.ep == 0, "sol model sweep", "ep = ", p.ep, " must divide dp x tp = ",
-        p.dp * p.tp);
+  check(int64_t(p.dp) * p.tp % p.ep == 0, "sol model sweep", "ep = ", p.ep, " must divide dp x tp = ",
+        int64_t(p.dp) * p.tp);
 }
 
 void run_single(const ModelArgs& a) {

@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "cli.h"
+#include "printable.h"
 #include "sol/error.h"
 
 namespace sol::cli { void add_compile(CLI::App& app, int& exit_code); }  // cmd_compile.cc
@@ -26,10 +27,10 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : sol::cli::kBadUsage;
   } catch (const sol::Error& e) {
-    std::fprintf(stderr, "sol: error: %s\n", e.what());
+    std::fprintf(stderr, "sol: error: %s\n", sol::cli::printable(e.what()).c_str());
     return sol::cli::kBadUsage;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "sol: internal error: %s\n", e.what());
+    std::fprintf(stderr, "sol: internal error: %s\n", sol::cli::printable(e.what()).c_str());
     return sol::cli::kCheckFailed;
   }
   return exit_code;

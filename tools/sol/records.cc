@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "cli.h"
 
 namespace sol::cli {
@@ -17,7 +19,9 @@ std::string records_table(const std::vector<BenchRecord>& records) {
   bool any_in_cache = false, any_unsteady = false;
   for (const auto& r : records) {
     std::string check = !r.check ? "-" : r.check->pass ? "ok" : "FAIL";
-    std::string sol = fmt::format("{:.1f}{}", r.sol_pct, sol_over_limit(r) ? "!!" : ceiling_unsteady(r) ? "~" : "");
+    // NaN: the op had no work to do, so no SOL%.
+    std::string sol = std::isnan(r.sol_pct) ? "-"
+                      : fmt::format("{:.1f}{}", r.sol_pct, sol_over_limit(r) ? "!!" : ceiling_unsteady(r) ? "~" : "");
     any_unsteady |= ceiling_unsteady(r);
     std::string in_cache = in_cache_measured(r) ? fmt::format("{:.1f}", r.in_cache_sol_pct) : "-";
     any_in_cache |= in_cache_measured(r);

@@ -2,6 +2,7 @@
 #include <functional>
 #include <set>
 
+#include "compiler/ir/text_limits.h"
 #include "sol/error.h"
 #include "sol/tile_ir.h"
 
@@ -37,11 +38,11 @@ std::string_view scope_name(Scope s) { return s == Scope::fragment ? "fragment" 
 int64_t Stmt::int_attr(const std::string& key, int64_t fallback) const {
   auto it = attrs.find(key);
   if (it == attrs.end() || it->second.empty()) return fallback;
-  try {
-    return std::stoll(it->second);
-  } catch (const std::exception&) {
-    fail("line " + std::to_string(line), "attribute ", key, " = '", it->second, "' is not an integer");
-  }
+  int64_t value = 0;
+  if (!parse_whole_int(it->second, value))
+    fail("line " + std::to_string(line), "attribute ", key, " = '", escaped(it->second),
+         "' is not an integer that fits 64 bits");
+  return value;
 }
 
 const Param* Program::param(const std::string& n) const {

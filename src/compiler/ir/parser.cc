@@ -1,9 +1,14 @@
 // Parser of the textual tile IR: a hand-written lexer and recursive descent, one statement
 // per line. Every statement remembers its line; errors read "FILE:LINE: expected ... got ...".
+// Nesting is bounded (kMaxExprDepth, kMaxBlockDepth) so that no input can exhaust the stack,
+// here or in the passes that walk the tree recursively; numbers are read whole and range-checked.
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <unordered_map>
 
+#include "compiler/ir/text_limits.h"
 #include "sol/error.h"
 #include "sol/tile_ir.h"
 
@@ -59,7 +64,7 @@ std::vector<Token> lex(const std::string& src, const std::string& file) {
       for (const char* p : two)
         if (src.compare(i, 2, p) == 0) t = p;
       if (t.size() == 1 && std::string("()[]{},:=+-*/%<").find(c) == std::string::npos)
-        fail(file + ":" + std::to_string(line), "unexpected character '", t, "'");
+        fail(file + ":" + std::to_string(line), "unexpected character '", escaped(t), "'");
       push(Token::punct, t);
       i += t.size();
     }
@@ -112,8 +117,9 @@ class Parser {
     return true;
   }
   [[noreturn]] void error(const std::string& what) const {
-    fail(file_ + ":" + std::to_string(peek().line), what, ", got '", peek().text, "'");
+    fail(where(peek().line), what, ", got '", escaped(peek().text), "'");
   }
+  std::string where(int line) const { return file_ + ":" + std::to_string(line); }
   void expect(const std::string& t) {
     if (!accept(t)) error("expected '" + t + "'");
   }
@@ -124,8 +130,28 @@ class Parser {
   int64_t integer(const std::string& what) {
     const bool neg = accept("-");
     if (peek().kind != Token::integer) error("expected " + what);
-    const int64_t v = std::strtoll(next().text.c_str(), nullptr, 10);
+    const int64_t v = integer_literal();
     return neg ? -v : v;
+  }
+  // The current integer token, whole; one that does not fit 64 bits is an error, not a clamp.
+  int64_t integer_literal() {
+    const Token& t = next();
+    int64_t v = 0;
+    if (!parse_whole_int(t.text, v))
+      fail(where(t.line), "integer ", t.text, " is out of range (at most ", INT64_MAX, ")");
+    return v;
+  }
+  double real_literal() {
+    const Token& t = next();
+    double v = 0;
+    const auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+    if (r.ptr != t.text.data() + t.text.size()) fail(where(t.line), "malformed number '", t.text, "'");
+    if (r.ec == std::errc::result_out_of_range) {
+      // from_chars leaves v alone here; strtod tells overflow (inf) from underflow (0 or subnormal).
+      v = std::strtod(t.text.c_str(), nullptr);
+      if (std::isinf(v)) fail(where(t.line), "number ", t.text, " is out of the range of a double");
+    }
+    return v;
   }
   void skip_newlines() {
     while (peek().kind == Token::newline) ++pos_;
@@ -153,7 +179,7 @@ class Parser {
     try {
       return parse_dtype(name);
     } catch (const Error&) {
-      fail(file_ + ":" + std::to_string(t.line), "unknown dtype '", name, "'");
+      fail(where(t.line), "unknown dtype '", name, "'");
     }
   }
 
@@ -173,6 +199,7 @@ class Parser {
   }
 
   std::vector<Stmt> block() {
+    Nesting guard(block_depth_, kMaxBlockDepth, *this, "blocks");
     end_of_line();
     std::vector<Stmt> body;
     while (!accept("}")) {
@@ -211,7 +238,7 @@ class Parser {
       expect(":");
       const std::string scope = ident("scope (fragment or scratch)");
       if (scope != "fragment" && scope != "scratch")
-        fail(file_ + ":" + std::to_string(s.line), "unknown scope '", scope, "' (fragment or scratch)");
+        fail(where(s.line), "unknown scope '", scope, "' (fragment or scratch)");
       s.scope = scope == "fragment" ? Scope::fragment : Scope::scratch;
       s.dtype = dtype();
       expect("[");
@@ -255,7 +282,7 @@ class Parser {
       expect("in");
       s.refs.push_back(ref());
     } else {
-      fail(file_ + ":" + std::to_string(s.line), "unknown op '", head, "'");
+      fail(where(s.line), "unknown op '", head, "'");
     }
     s.attrs = attrs();
     if (s.kind == Stmt::loop || s.kind == Stmt::parallel) {
@@ -271,37 +298,39 @@ class Parser {
   Expr expr() {
     Expr a = sum();
     for (const char* op : {"<=", "<", "=="})
-      if (accept(op)) return make_binary(op, a, sum());
+      if (accept(op)) return binary(op, a, sum());
     return a;
   }
   Expr sum() {
     Expr a = product();
     for (;;) {
-      if (accept("+")) a = make_binary("+", a, product());
-      else if (accept("-")) a = make_binary("-", a, product());
+      if (accept("+")) a = binary("+", a, product());
+      else if (accept("-")) a = binary("-", a, product());
       else return a;
     }
   }
   Expr product() {
     Expr a = unary();
     for (;;) {
-      if (accept("*")) a = make_binary("*", a, unary());
-      else if (accept("/")) a = make_binary("/", a, unary());
-      else if (accept("%")) a = make_binary("%", a, unary());
+      if (accept("*")) a = binary("*", a, unary());
+      else if (accept("/")) a = binary("/", a, unary());
+      else if (accept("%")) a = binary("%", a, unary());
       else return a;
     }
   }
+  // Every nested expression (parentheses, minus signs, arguments, indices) passes here.
   Expr unary() {
+    Nesting guard(expr_nesting_, kMaxExprDepth, *this, "expressions");
     if (!accept("-")) return atom();
     Expr a = unary();
     if (a->kind == ExprNode::integer) return make_int(-a->ivalue);
     if (a->kind == ExprNode::real) return make_real(-a->fvalue);
-    return make_binary("-", make_int(0), a);
+    return binary("-", make_int(0), a);
   }
   Expr atom() {
     const Token& t = peek();
-    if (t.kind == Token::integer) return make_int(std::strtoll(next().text.c_str(), nullptr, 10));
-    if (t.kind == Token::real) return make_real(std::strtod(next().text.c_str(), nullptr));
+    if (t.kind == Token::integer) return make_int(integer_literal());
+    if (t.kind == Token::real) return make_real(real_literal());
     if (accept("(")) {
       Expr e = expr();
       expect(")");
@@ -311,28 +340,58 @@ class Parser {
     const std::string name = next().text;
     if (name == "inf") return make_real(HUGE_VAL);
     if (accept("(")) {
-      if (call_arity(name) < 0) fail(file_ + ":" + std::to_string(t.line), "unknown function '", name, "'");
+      if (call_arity(name) < 0) fail(where(t.line), "unknown function '", name, "'");
       std::vector<Expr> args;
       if (!accept(")")) {
         do args.push_back(expr());
         while (accept(","));
         expect(")");
       }
-      return make_call(name, std::move(args));
+      return tracked(make_call(name, std::move(args)));
     }
     if (accept("[")) {
       std::vector<Expr> index;
       do index.push_back(expr());
       while (accept(","));
       expect("]");
-      return make_load(name, std::move(index));
+      return tracked(make_load(name, std::move(index)));
     }
     return make_var(name);
   }
 
+  // The depth of a tree, not only of the recursion that read it: `1 + 1 + ... + 1` is read by
+  // a loop but makes a left-leaning tree as deep as it is long.
+  int depth(const Expr& e) const {
+    auto it = depth_.find(e.get());
+    return it == depth_.end() ? 1 : it->second;
+  }
+  Expr tracked(Expr e) {
+    int d = 0;
+    for (const Expr& a : e->args) d = std::max(d, depth(a));
+    if (d + 1 > kMaxExprDepth)
+      fail(where(peek().line), "expression nests deeper than ", kMaxExprDepth, " levels");
+    depth_[e.get()] = d + 1;
+    return e;
+  }
+  Expr binary(const char* op, Expr a, Expr b) { return tracked(make_binary(op, std::move(a), std::move(b))); }
+
+  // Counts one level of nesting while alive; fails past the limit.
+  struct Nesting {
+    Nesting(int& level, int limit, const Parser& p, const char* what) : level_(level) {
+      if (++level_ > limit) {
+        --level_;
+        fail(p.where(p.peek().line), what, " nest deeper than ", limit, " levels");
+      }
+    }
+    ~Nesting() { --level_; }
+    int& level_;
+  };
+
   std::string file_;
   std::vector<Token> toks_;
   size_t pos_ = 0;
+  int expr_nesting_ = 0, block_depth_ = 0;
+  std::unordered_map<const ExprNode*, int> depth_;
 };
 
 }  // namespace

@@ -38,8 +38,12 @@ void print_expr(std::ostream& os, const Expr& e) {
     case ExprNode::real: os << real_text(e->fvalue); return;
     case ExprNode::var: os << e->name; return;
     case ExprNode::binary: {
+      // Operators associate to the left, so the right operand is wrapped at equal precedence;
+      // comparisons do not chain at all (`a < b < c` does not parse), so both sides are.
       const int p = precedence(e->name);
-      const bool wrap_a = precedence(e->args[0]) < p, wrap_b = precedence(e->args[1]) <= p;
+      const bool chains = p != precedence("<");
+      const bool wrap_a = chains ? precedence(e->args[0]) < p : precedence(e->args[0]) <= p;
+      const bool wrap_b = precedence(e->args[1]) <= p;
       if (wrap_a) os << '(';
       print_expr(os, e->args[0]);
       if (wrap_a) os << ')';

@@ -13,10 +13,12 @@ Expr fold(const Expr& e) {
   const bool ia = a->kind == ExprNode::integer, ib = b->kind == ExprNode::integer;
   const std::string& o = e->name;
   if (ia && ib) {
+    // A result that does not fit 64 bits stays unfolded (as written) rather than wrapping.
     const int64_t x = a->ivalue, y = b->ivalue;
-    if (o == "+") return make_int(x + y);
-    if (o == "-") return make_int(x - y);
-    if (o == "*") return make_int(x * y);
+    int64_t r = 0;
+    if (o == "+" && !__builtin_add_overflow(x, y, &r)) return make_int(r);
+    if (o == "-" && !__builtin_sub_overflow(x, y, &r)) return make_int(r);
+    if (o == "*" && !__builtin_mul_overflow(x, y, &r)) return make_int(r);
   }
   if (o == "*" && ((ia && a->ivalue == 0) || (ib && b->ivalue == 0))) return make_int(0);
   if (o == "*" && ia && a->ivalue == 1) return b;
