@@ -4,7 +4,8 @@
 # corpora gathered from the repository's own files. Exit 1 on any finding: the failing input is
 # left in build-fuzz/findings/ with the harness's report beside it.
 #   bash scripts/fuzz-smoke.sh              # about 4 minutes on 2 cores, build included
-#   FUZZ_SECONDS=600 bash scripts/fuzz-smoke.sh
+#   FUZZ_SECONDS=600 FUZZ_SEED=0 bash scripts/fuzz-smoke.sh   # longer, and a random seed (0)
+# The default seed is fixed so that a CI run explores the same inputs as the run that passed here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-45}
@@ -32,7 +33,7 @@ run() {  # NAME SEED-DIRS...
   local corpus=$build/corpus/$name
   mkdir -p "$corpus"
   echo "== $name: ${seconds}s"
-  if ! "$build/fuzz/$name" -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=20 -print_final_stats=1 \
+  if ! "$build/fuzz/$name" -max_total_time="$seconds" -seed="${FUZZ_SEED:-1}" -rss_limit_mb=4096 -timeout=20 -print_final_stats=1 \
       -artifact_prefix="$build/findings/$name-" "$corpus" "$@" >"$build/findings/$name.log" 2>&1; then
     echo "FINDING in $name: see $build/findings/$name.log"; grep -a -m3 -E "FUZZ FINDING|ERROR|SUMMARY" \
       "$build/findings/$name.log" || tail -20 "$build/findings/$name.log"
