@@ -49,7 +49,10 @@ clean_error "model: 1e400" "hw.json: not valid JSON.*number overflow"
 expect_rc 2 "model: --model DIRECTORY" "$sol" model --model "$tmp" --hw h100
 clean_error "model: --model DIRECTORY" "is a directory, not a JSON file"
 expect_rc 2 "model sweep: tp 1.5" "$sol" model sweep --param tp --values 1.5 --model llama-3-70b --hw h100
-clean_error "model sweep: tp 1.5" "--param tp: expected an integer"
+# A bad value fails its own row (the row says why) and, with no other row, the sweep.
+clean_error "model sweep: tp 1.5" "no value of --param tp gave a prediction"
+grep -q -- "--param tp: expected an integer" "$tmp/out" && pass "model sweep: tp 1.5 row names it" \
+  || { fail "model sweep: tp 1.5 row names it"; cat "$tmp/out"; }
 
 # Bytes of the command line are echoed printable.
 expect_rc 2 "bench: a control byte in an op name" "$sol" bench "$(printf 'co\001py')"
