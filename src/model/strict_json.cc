@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "core/escaped_text.h"
 #include "sol/error.h"
 
 namespace sol::model_json {
@@ -19,21 +20,7 @@ std::string number_text(double v) {
 // it cannot split a character), anything else with \xNN for each unprintable byte.
 std::string ascii_json(const json& v) { return v.dump(-1, ' ', true); }
 
-std::string ascii_text(const std::string& text) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if ((u >= 0x20 && u < 0x7f && c != '\\') || c == '\n') {
-      out += c;
-    } else {
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
-    }
-  }
-  return out;
-}
+std::string ascii_text(const std::string& text) { return escaped_bytes(text, true); }
 
 std::string describe(const json& v) {
   std::string text = ascii_json(v);

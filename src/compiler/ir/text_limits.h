@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/escaped_text.h"
+
 namespace sol::tile {
 
 inline constexpr int kMaxExprDepth = 200;   // nested parentheses, minus signs, operators
@@ -20,22 +22,7 @@ inline bool parse_whole_int(std::string_view text, int64_t& value) {
   return r.ec == std::errc() && r.ptr == end && !text.empty();
 }
 
-// Bytes of input echoed in a message: printable ASCII as is, anything else as \\xNN, so a NUL
-// or half a UTF-8 character cannot cut or garble the message.
-inline std::string escaped(std::string_view text) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x7f && c != '\\') {
-      out += c;
-    } else {
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
-    }
-  }
-  return out;
-}
+// Bytes of input echoed in a message (core/escaped_text.h).
+inline std::string escaped(std::string_view text) { return escaped_bytes(text); }
 
 }  // namespace sol::tile
