@@ -3,6 +3,7 @@
 // predictions.
 #include <gtest/gtest.h>
 
+#include "expect_error.h"
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -50,16 +51,7 @@ TEST(EfficiencyLayer, FractionIsTheMedianThenTheNearestCalibratedClass) {
   EXPECT_EQ(used, "ep.combine");
 }
 
-template <class F>
-void expect_error(F body, std::initializer_list<const char*> fragments) {
-  try {
-    body();
-    ADD_FAILURE() << "expected sol::Error";
-  } catch (const Error& e) {
-    for (const char* f : fragments)
-      EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 TEST(EfficiencyLayer, BadFilesNameTheRowAndKey) {
   auto doc = [](const std::string& rows, const std::string& extra) {

@@ -3,6 +3,7 @@
 // its definition.
 #include <gtest/gtest.h>
 
+#include "expect_error.h"
 #include "model/accounting.h"
 #include "model_files.h"
 #include "sol/error.h"
@@ -11,18 +12,8 @@
 namespace sol {
 namespace {
 
+using test::expect_error;
 using test::shipped;
-
-template <class F>
-void expect_error(F body, std::initializer_list<const char*> fragments) {
-  try {
-    body();
-    ADD_FAILURE() << "expected sol::Error";
-  } catch (const Error& e) {
-    for (const char* f : fragments)
-      EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
-  }
-}
 
 ModelConfig v3() { return load_model_config(shipped("models", "deepseek-v3")); }
 HardwareSpec h800() { return load_hardware_spec(shipped("hardware", "h800")); }

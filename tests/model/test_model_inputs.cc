@@ -1,6 +1,7 @@
 // Strict parsing of the JSON inputs and the shapes they describe.
 #include <gtest/gtest.h>
 
+#include "expect_error.h"
 #include "model_files.h"
 #include "sol/error.h"
 #include "sol/model.h"
@@ -8,18 +9,8 @@
 namespace sol {
 namespace {
 
+using test::expect_error;
 using test::shipped;
-
-// Runs `body`, expecting sol::Error whose message contains every fragment.
-template <class F>
-void expect_error(F body, std::initializer_list<const char*> fragments) {
-  try {
-    body();
-    ADD_FAILURE() << "expected sol::Error";
-  } catch (const Error& e) {
-    for (const char* f : fragments) EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
-  }
-}
 
 TEST(ModelInputs, DeepSeekV3ShapeAndParameterCounts) {
   ModelConfig m = load_model_config(shipped("models", "deepseek-v3"));
