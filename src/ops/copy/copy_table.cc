@@ -5,21 +5,22 @@
 
 namespace sol {
 
-const CopyTable& copy_table() {
+namespace {
+// The CUDA entries where this build has the backend; null otherwise (copy_entry says why).
 #ifdef SOL_HAS_CUDA
-  static const CopyTable t{copy_cpu, copy_cuda};
+constexpr CopyEntry kCopyCuda = copy_cuda, kCastCuda = cast_cuda;
 #else
-  static const CopyTable t{copy_cpu, nullptr};
+constexpr CopyEntry kCopyCuda = nullptr, kCastCuda = nullptr;
 #endif
+}  // namespace
+
+const CopyTable& copy_table() {
+  static const CopyTable t{copy_cpu, kCopyCuda};
   return t;
 }
 
 const CopyTable& cast_table() {
-#ifdef SOL_HAS_CUDA
-  static const CopyTable t{cast_cpu, cast_cuda};
-#else
-  static const CopyTable t{cast_cpu, nullptr};
-#endif
+  static const CopyTable t{cast_cpu, kCastCuda};
   return t;
 }
 
