@@ -17,7 +17,7 @@ void cast(const Tensor& src, const Tensor& dst) {
         " (supported: any pair of f32, bf16, f16, f8e4m3, f8e5m2)");
   check(src.is_contiguous(), "cast", "src ", describe_text(src), " must be contiguous");
   check(dst.is_contiguous(), "cast", "dst ", describe_text(dst), " must be contiguous");
-  copy_entry(cast_table(), "cast", src, dst)(src, dst);
+  copy_entry(cast_backends(), "cast", src, dst)(src, dst);
 }
 
 void cast_cpu(const Tensor& src, const Tensor& dst) {

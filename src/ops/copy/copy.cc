@@ -53,7 +53,7 @@ void copy(const Tensor& src, const Tensor& dst) {
   require_same_shape("copy", "src", src, "dst", dst);
   check(src.dtype() == dst.dtype(), "copy", "src.dtype = ", dtype_name(src.dtype()),
         " but dst.dtype = ", dtype_name(dst.dtype()), " (use sol::cast to convert)");
-  copy_entry(copy_table(), "copy", src, dst)(src, dst);
+  copy_entry(copy_backends(), "copy", src, dst)(src, dst);
 }
 
 void copy_cpu(const Tensor& src, const Tensor& dst) {
