@@ -125,6 +125,8 @@ TEST(Sm90GemmConfig, BrokenBudgetsAreNamed) {
   // A row stride TMA cannot take: K = 100 bf16 is 200 bytes, not a multiple of 16.
   const GemmProblem odd{{64}, 64, 100, GemmKernelKind::bf16, 2};
   EXPECT_NE(message_of([&] { choose_config(odd, t); }).find("multiple of 16"), std::string::npos);
+  EXPECT_NE(message_of([&] { choose_config({{64}, 68, 64, GemmKernelKind::bf16, 2}, t); }).find("multiple of 8"),
+            std::string::npos);
   EXPECT_NE(message_of([&] { choose_config({{}, 64, 64, GemmKernelKind::bf16, 2}, t); }).find("no groups"),
             std::string::npos);
   EXPECT_NE(message_of([&] { choose_config({{-1}, 64, 64, GemmKernelKind::bf16, 2}, t); }).find("-1 rows"),

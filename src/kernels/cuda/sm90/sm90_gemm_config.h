@@ -234,6 +234,7 @@ inline void check_problem(const GemmProblem& p) {
   check(!p.group_m.empty(), op, "no groups");
   for (std::int64_t m : p.group_m) check(m >= 0, op, "a group has ", m, " rows");
   check(p.n > 0 && p.k > 0, op, "n = ", p.n, ", k = ", p.k, " but both must be positive");
+  check(p.n % 8 == 0, op, "n = ", p.n, " is not a multiple of 8 (the kernel stores D rows 16-byte aligned)");
 }
 
 // The best valid candidate for `p` on `t`. Every candidate is checked; one that breaks a budget
