@@ -1,9 +1,11 @@
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <optional>
 #include <map>
 #include <mutex>
 
-#include "hw/gpu_ceilings.h"
+#include "device/gpu_ceilings.h"
 #include "sol/bench.h"
 #include "sol/device.h"
 #include "sol/error.h"
@@ -141,29 +143,45 @@ BenchRecord bench_on_device(const OpInfo& op, PreparedCase& p, const BenchOption
   check(opt.timing.clock == TimingOptions::Clock::wall, "bench",
         "--cpu-time times a host thread; a case on ", d, " is timed with CUDA events");
   if (opt.run_check) r.check = c->check();
+  // The cached profile (`sol hw`), when there is one, gives the cached SOL%; --no-pair uses it
+  // alone (measuring it first if needed).
+  std::optional<GpuProfile> cached = load_cached_gpu(d);
+  if (!opt.pair_ceiling && !cached) cached = load_or_measure_gpu(d, false);
+  auto cached_value = [&](Unit u) { return cached ? cached->value(gpu_ceiling_for(u)) : 0.0; };
   std::vector<PairedCeiling> paired;
-  for (Unit u : device_units(r.cost)) paired.push_back({u, measure_on_device(op, u, d)});
+  for (Unit u : device_units(r.cost))
+    paired.push_back({u, opt.pair_ceiling ? measure_on_device(op, u, d) : cached_value(u)});
   TimingOptions topt = opt.timing;
   topt.input_sets = c->input_sets();
   r.timing = time_device_runs(d, [&](int set) { c->run(set); }, topt);
   for (PairedCeiling& pc : paired) {
+    if (!opt.pair_ceiling) break;
     const double after = measure_on_device(op, pc.unit, d);
     r.ceiling_moved = std::max(r.ceiling_moved, ceiling_move(pc.value, after));
     pc.value = std::max(pc.value, after);
   }
-  FloorCeilings k;
-  for (const PairedCeiling& pc : paired) {
-    if (pc.unit == r.cost.compute && r.cost.flops > 0) k.peak = pc.value;
-    if (pc.unit == r.cost.memory) k.bandwidth = pc.value;
-    if (pc.unit == Unit::mem_read && r.cost.split()) k.read_bandwidth = pc.value;
-    if (pc.unit == Unit::mem_write && r.cost.split()) k.write_bandwidth = pc.value;
-  }
-  r.floor = roofline_floor(r.cost, k.peak, k.bandwidth, k.read_bandwidth, k.write_bandwidth);
+  auto floor_of = [&](const std::function<double(Unit)>& value) {
+    FloorCeilings k;
+    if (r.cost.flops > 0) k.peak = value(r.cost.compute);
+    k.bandwidth = value(r.cost.memory);
+    if (r.cost.split()) {
+      k.read_bandwidth = value(Unit::mem_read);
+      k.write_bandwidth = value(Unit::mem_write);
+    }
+    return roofline_floor(r.cost, k.peak, k.bandwidth, k.read_bandwidth, k.write_bandwidth);
+  };
+  auto paired_value = [&](Unit u) {
+    for (const PairedCeiling& pc : paired)
+      if (pc.unit == u) return pc.value;
+    return 0.0;
+  };
+  r.floor = floor_of(paired_value);
   r.ceiling_unit = r.floor.bound == Bound::compute ? r.cost.compute : r.floor.memory_unit;
-  for (const PairedCeiling& pc : paired)
-    if (pc.unit == r.ceiling_unit) r.ceiling_paired = pc.value;
+  if (opt.pair_ceiling) r.ceiling_paired = paired_value(r.ceiling_unit);
+  r.ceiling_cached = cached_value(r.ceiling_unit);
   const double t = r.timing.median_s;
-  r.sol_pct = r.sol_pct_cached = sol_percent(r.floor, t);
+  r.sol_pct = sol_percent(r.floor, t);
+  r.sol_pct_cached = cached ? sol_percent(floor_of(cached_value), t) : r.sol_pct;
   r.tflops = t > 0 ? r.cost.flops / t / 1e12 : 0;
   r.gbps = t > 0 ? r.cost.bytes / t / 1e9 : 0;
   if (has_no_work(op, p.params, r.cost)) r.sol_pct = r.sol_pct_cached = std::nan("");

@@ -8,7 +8,7 @@
 #include <iterator>
 #include <string>
 
-#include "hw/gpu_ceilings.h"
+#include "device/gpu_ceilings.h"
 #include "sol/device.h"
 #include "sol/error.h"
 #include "sol/registry.h"

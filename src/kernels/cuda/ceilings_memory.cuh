@@ -1,5 +1,5 @@
 #pragma once
-// Memory ceiling loops of `sol hw` and `sol bench` on a GPU (src/hw/gpu_ceilings_cuda.cc):
+// Memory ceiling loops of `sol hw` and `sol bench` on a GPU (src/device/cuda/ceiling_loops.cc):
 // every thread moves 16-byte vectors (LDG.E.128 / STG.E.128) over a grid-stride loop, four
 // vectors in flight per thread, so the memory system is the only limit. The read loop folds
 // what it loaded into one word and stores it only when it equals `never` (a value the host

@@ -33,8 +33,41 @@ std::string_view gpu_ceiling_for(Unit u);
 // 4096 runs). Median, min and max of the per-run times.
 Timing time_device_runs(Device device, const std::function<void(int set)>& run, const TimingOptions& opt);
 
+// What the loop behind a ceiling does (a line for `sol hw`).
+std::string_view gpu_ceiling_note(std::string_view name);
+
+// The shipped datasheet (hardware/<name>.json) of a device called `device_name` ("NVIDIA H200"
+// -> "h200"; H100, H800 and B200 likewise), or "" when Sol ships none for it.
+std::string gpu_datasheet_name(std::string_view device_name);
+
 // Measures one ceiling on `device` now, in raw units/s, spending about `seconds` of device time.
 // sol::Error for an unknown name or without a device.
 double measure_gpu_ceiling(std::string_view name, Device device, double seconds = 0.1);
+
+// Every ceiling of one device, measured once and cached.
+struct GpuCeiling {
+  std::string name;  // one of kGpuCeilingNames
+  double value = 0;  // raw units/s
+};
+struct GpuProfile {
+  std::string identity;     // gpu_identity(): the cache key
+  std::string measured_at;  // ISO-8601 UTC
+  double measure_seconds = 0;
+  std::vector<GpuCeiling> ceilings;  // kGpuCeilingNames order
+  double value(std::string_view name) const;  // 0 when absent
+};
+
+// "NVIDIA H200|sm_90a|132 SMs|150754820096 B|driver 13000": name, architecture, SM count,
+// memory and driver version; a profile cached for another identity is measured again.
+std::string gpu_identity(Device device);
+// Measures every ceiling of kGpuCeilingNames (a few seconds); progress(name) before each.
+GpuProfile measure_gpu(Device device, const std::function<void(std::string_view)>& progress = {});
+// The cache: $XDG_CACHE_HOME/sol/gpu-<digest of the identity>.json (else ~/.cache/sol/...).
+std::string gpu_profile_cache_path(Device device);
+std::optional<GpuProfile> load_cached_gpu(Device device);
+GpuProfile load_or_measure_gpu(Device device, bool remeasure,
+                               const std::function<void(std::string_view)>& progress = {});
+std::string gpu_profile_json(const GpuProfile& p);
+GpuProfile gpu_profile_from_json(const std::string& text);  // sol::Error when malformed
 
 }  // namespace sol

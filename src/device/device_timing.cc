@@ -1,9 +1,9 @@
-// time_device_runs (src/hw/gpu_ceilings.h): only sol/device.h's events and streams, so it
+// time_device_runs (src/device/gpu_ceilings.h): only sol/device.h's events and streams, so it
 // compiles with and without the CUDA backend (without it, asking for a device is the error).
 #include <algorithm>
 #include <vector>
 
-#include "hw/gpu_ceilings.h"
+#include "device/gpu_ceilings.h"
 #include "sol/device.h"
 #include "sol/error.h"
 
