@@ -1,6 +1,6 @@
 """Tokens/s of a Sol-patched Hugging Face model against torch's own CPU kernels, side by side.
 
-    PYTHONPATH=build/python python3 python/benchmarks/models.py [--threads 1] [--rounds 5] [--compile]
+    PYTHONPATH=build/python python3 python/benchmarks/models.py [--threads 1] [--rounds 5] [--compile] [--profile]
 
 A DeepseekV3 architecture (MLA attention, group-limited sigmoid MoE with a shared expert) with
 random bf16 weights, sized so that kernels, not Python, dominate: hidden 1024, 2 layers (one
@@ -8,7 +8,8 @@ dense, one MoE of 16 experts, top-4). Cases: prefill of 512 tokens (batch 1), de
 and 16 after a 64-token prompt with a KV cache. Rounds interleave the variants (eager torch,
 patched, and torch.compile'd eager with --compile) so that a loaded machine's drift hits each
 alike; each case prints the median and the spread of the rounds. torch and Sol use the same
-thread count."""
+thread count. --profile adds, each round, Sol's share of one profiled step (sol.profile) of the
+patched model for the case."""
 import argparse
 import copy
 import os
@@ -17,6 +18,7 @@ import sys
 import time
 
 import torch
+from transformers import DynamicCache
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 import sol  # noqa: E402
@@ -52,11 +54,33 @@ def decode(model, batch, prompt=64, steps=8):
     return run
 
 
+def step_share(model, case):
+    """Sol's share (percent) of one profiled step of the patched model, in wall time and in thread
+    CPU time: the prefill of 512 tokens, or one decode step after a 64-token prompt (the prompt's
+    prefill not profiled)."""
+    if case.startswith("prefill"):
+        ids = torch.randint(2, MID["vocab_size"], (1, 512), generator=torch.Generator().manual_seed(0))
+        step = lambda: model(ids, use_cache=False)  # noqa: E731
+    else:
+        batch = int(case.split("=")[1])
+        ids = torch.randint(2, MID["vocab_size"], (batch, 64), generator=torch.Generator().manual_seed(1))
+        cache = DynamicCache(config=model.config)
+        tok = model(ids, cache=cache, use_cache=True).logits[:, -1:].argmax(-1)
+        model(tok, cache=cache, use_cache=True)  # the first step after a prefill grows scratch buffers
+        step = lambda: model(tok, cache=cache, use_cache=True)  # noqa: E731
+    shares = []
+    for clock in ("wall", "cpu"):
+        _, prof = sol.profile(step, trace=None, roofline=None, quiet=True, clock=clock)
+        shares.append(100.0 * prof.op_time_s / prof.wall_s)
+    return shares
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--compile", action="store_true", help="also torch.compile the eager model (prefill only)")
+    p.add_argument("--profile", action="store_true", help="also Sol's share of a profiled step, each round")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     sol.set_num_threads(args.threads)
@@ -75,13 +99,20 @@ def main():
             for run in runs.values():
                 run()  # warm-up (and compilation)
             rates = {name: [] for name in runs}
+            shares = []
             for _ in range(args.rounds):
                 for name, run in runs.items():
                     rates[name].append(run())
+                if args.profile:
+                    shares.append(step_share(patched, case))
             base = statistics.median(rates["torch eager"])
             for name, r in rates.items():
                 med = statistics.median(r)
                 print(f"{case:<12} {name:<14} {med:>10.1f}  [{min(r):.1f}, {max(r):.1f}]  x{med / base:.2f}")
+            for i, clock in enumerate(("wall time", "thread CPU time") if shares else ()):
+                r = [s[i] for s in shares]
+                print(f"{case:<12} {'Sol share %':<14} {statistics.median(r):>10.1f}  [{min(r):.1f}, {max(r):.1f}]  "
+                      f"of a profiled step's {clock}")
 
 
 if __name__ == "__main__":

@@ -81,8 +81,10 @@ def _first_device(args, tensor_type):
     return None
 
 
-# While sol.profile runs: called as recorder(name, args, kwargs, result, start_s, end_s) after each op.
+# While sol.profile runs: called as recorder(name, args, kwargs, result, start_s, end_s) after each op,
+# with times from `clock` (wall time, or this thread's CPU time).
 recorder = None
+clock = time.perf_counter
 
 
 def torch_aware(fn):
@@ -108,9 +110,9 @@ def torch_aware(fn):
         if recorder is None:
             return call(args, kwargs)
         # Timed as the caller sees the op: the torch plumbing above is Sol's too.
-        start = time.perf_counter()
+        start = clock()
         result = call(args, kwargs)
-        recorder(name, args, kwargs, result, start, time.perf_counter())
+        recorder(name, args, kwargs, result, start, clock())
         return result
     return op
 
