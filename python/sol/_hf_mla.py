@@ -13,8 +13,10 @@ block), so each head's [k_nope | k_rope | v] comes out of the GEMM in place and 
 runs outside Sol; then Sol's causal flash attention (bottom-right aligned).
 Decode (one new token per sequence, a cache behind it): the up-projections absorbed. q's nope part
 goes through W_UK per head (again with an identity block carrying q_rope along) into the latent
-space; per sequence scores = scale * q_lat . latent rows (one GEMM), softmax, out_lat = P .
-c_kv (one GEMM), then W_UV per head and o_proj. Sol's mla_decode is not used: it is fixed at
+space; scores = scale * q_lat . latent rows, one softmax over every sequence and head, out_lat =
+P . c_kv per sequence, then W_UV per head and o_proj. bf16 runs the per-head and per-sequence
+products as grouped GEMMs (grouped_gemm_masked over strided views, no copies); f32 as one
+sol.gemm per head and per sequence. Sol's mla_decode is not used: it is fixed at
 DeepSeek-V3's 576/512 latent widths over 64-token pages, and HF's DynamicCache grows one
 contiguous tensor by concatenation (no pages); flash attention takes head dims up to 256 while the
 latent row of DeepSeek-V3 is 576 wide.
@@ -86,13 +88,19 @@ class SolDeepseekV3Attention(nn.Module):
         expand = torch.zeros(h, n + r + v, lat + r, dtype=dtype)
         expand[:, :n, :lat], expand[:, n:n + r, lat:], expand[:, n + r:, :lat] = w[:, :n], eye, w[:, n:]
         self.expand = _pack(expand.view(h * (n + r + v), lat + r))
-        # Decode: q_lat [c | rope] = q [nope | rope] @ absorb[h] ('nn', [n + r, lat + r]) per head.
-        self.absorb = []
-        for hh in range(h):
-            a = torch.zeros(n + r, lat + r, dtype=dtype)
-            a[:n, :lat], a[n:, lat:] = w[hh, :n], eye
-            self.absorb.append(_pack(a, "nn"))
-        self.unabsorb = [_pack(w[hh, n:], "nt") for hh in range(h)]  # out_lat [lat] -> v [v_dim]
+        # Decode: q_lat [c | rope] = q [nope | rope] @ absorb[h] ([n + r, lat + r]) per head, and
+        # out_v [v] = out_lat [lat] @ w_uv[h]^T. f32: one 'nn' / 'nt' pack per head (sol.gemm, exact
+        # as HF's f32 math up to summation order). bf16: all heads in one grouped GEMM each, the
+        # softmax scale folded into W_UK (q_lat is rounded to bf16 either way).
+        absorb = torch.zeros(h, n + r, lat + r, dtype=torch.float32)
+        absorb[:, :n, :lat], absorb[:, n:, lat:] = w[:, :n].float(), torch.eye(r)
+        if dtype == torch.bfloat16:
+            self.absorb = (absorb * self.scaling).transpose(1, 2).to(dtype).contiguous()  # [h, lat + r, n + r]
+            self.unabsorb = w[:, n:].contiguous()  # [h, v, lat]
+        else:
+            self.absorb = [_pack(absorb[hh].to(dtype), "nn") for hh in range(h)]
+            self.unabsorb = [_pack(w[hh, n:], "nt") for hh in range(h)]
+        self._counts = {}
         self.table = _sol.RopeTable(_rope_config(c, rotary), int(c.max_position_embeddings))
         self.causal = True
 
@@ -128,20 +136,38 @@ class SolDeepseekV3Attention(nn.Module):
         """One new token per sequence against its latent rows [B, L, lora + rope]."""
         h, lat = self.heads, self.lora
         q_lat = q.new_empty(b, h, lat + self.rope_dim)
+        out_lat = q.new_empty(b, h, lat)
+        out = q.new_empty(b, h, self.v_dim)
+        if q.dtype == torch.bfloat16:
+            per_head, per_seq = self._masked_counts(b)
+            _sol.grouped_gemm_masked(q.transpose(0, 1), self.absorb, per_head, out=q_lat.transpose(0, 1))
+            scores = _sol.grouped_gemm_masked(q_lat, latent, per_seq, out_dtype=torch.float32)  # pre-scaled
+            _sol.softmax(scores, out=scores)
+            p = _sol.cast(scores, dtype=q.dtype)
+            for i in range(b):
+                _sol.gemm(p[i], latent[i, :, :lat], out=out_lat[i])
+            _sol.grouped_gemm_masked(out_lat.transpose(0, 1), self.unabsorb, per_head, out=out.transpose(0, 1))
+            return out.view(b, h * self.v_dim)
         for hh in range(h):
             _sol.gemm(q[:, hh], self.absorb[hh], out=q_lat[:, hh])
-        score_dtype = torch.float32
-        out_lat = q.new_empty(b, h, lat)
+        scores = q.new_empty(b, h, latent.shape[1])
         for i in range(b):
-            rows = latent[i]
-            scores = _sol.gemm(q_lat[i], rows, layout="nt", alpha=self.scaling, out_dtype=score_dtype)
-            _sol.softmax(scores, out=scores)
-            p = scores if q.dtype == score_dtype else _sol.cast(scores, dtype=q.dtype)
-            _sol.gemm(p, rows[:, :lat], out=out_lat[i])
-        out = q.new_empty(b, h, self.v_dim)
+            _sol.gemm(q_lat[i], latent[i], layout="nt", alpha=self.scaling, out=scores[i])
+        _sol.softmax(scores, out=scores)
+        for i in range(b):
+            _sol.gemm(scores[i], latent[i, :, :lat], out=out_lat[i])
         for hh in range(h):
             _sol.gemm(out_lat[:, hh], self.unabsorb[hh], out=out[:, hh])
         return out.view(b, h * self.v_dim)
+
+    def _masked_counts(self, b):
+        """masked_m of the grouped GEMMs: b rows in each of the heads' groups, heads rows in each
+        sequence's group (made once per batch size)."""
+        counts = self._counts.get(b)
+        if counts is None:
+            counts = self._counts[b] = (torch.full((self.heads,), b, dtype=torch.int32),
+                                        torch.full((b,), self.heads, dtype=torch.int32))
+        return counts
 
     def forward(self, hidden_states, position_embeddings=None, attention_mask=None, cache=None, position_ids=None,
                 **kwargs):
