@@ -70,17 +70,16 @@ class SolDeepseekV3Attention(nn.Module):
         self.qk_dim = self.nope + self.rope_dim
         self.scaling = float(attn.scaling)
         dtype = attn.kv_b_proj.weight.dtype
+        if any(m is not None and m.bias is not None for m in (attn.q_a_proj, attn.kv_a_proj_with_mqa, attn.o_proj)):
+            raise _sol.Error("sol.torch.patch: DeepseekV3 attention with attention_bias has no Sol module")
         if attn.q_lora_rank is None:
             self.q_a, self.q_norm, self.q_b = None, None, _pack(attn.q_proj.weight)
         else:
             self.q_a, self.q_b = _pack(attn.q_a_proj.weight), _pack(attn.q_b_proj.weight)
             self.q_norm = (attn.q_a_layernorm.weight.detach(), float(attn.q_a_layernorm.variance_epsilon))
-        if attn.q_a_proj is not None and attn.q_a_proj.bias is not None or attn.kv_a_proj_with_mqa.bias is not None:
-            raise _sol.Error("sol.torch.patch: DeepseekV3 attention with attention_bias has no Sol module")
         self.kv_a = _pack(attn.kv_a_proj_with_mqa.weight)
         self.kv_norm = (attn.kv_a_layernorm.weight.detach(), float(attn.kv_a_layernorm.variance_epsilon))
         self.o = _pack(attn.o_proj.weight)
-        self.o_bias = None if attn.o_proj.bias is None else attn.o_proj.bias.detach().float().contiguous()
         h, n, r, v, lat = self.heads, self.nope, self.rope_dim, self.v_dim, self.lora
         w = attn.kv_b_proj.weight.detach().view(h, n + v, lat)
         eye = torch.eye(r, dtype=dtype)
@@ -190,5 +189,5 @@ class SolDeepseekV3Attention(nn.Module):
             attn = self._absorbed(q, latent, b)
         else:
             attn = self._expanded(q, latent.reshape(-1, latent.shape[-1]), b, s)
-        out = _sol.gemm(attn, self.o, bias=self.o_bias, out_dtype=x.dtype)
+        out = _sol.gemm(attn, self.o, out_dtype=x.dtype)
         return out.view(b, s, -1), None

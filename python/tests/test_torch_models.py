@@ -170,6 +170,17 @@ def test_deepseek_v3_absorbed_decode_steps_match_hf():
     assert err_sol < 2 * err_hf + 1e-3, (err_sol, err_hf)
 
 
+@pytest.mark.parametrize("config", [dict(q_lora_rank=None), dict(rope_interleave=False)])
+def test_deepseek_v3_mla_variants_f32(config):
+    """Without a q LoRA (q_proj) and with HF's half-split rope layout."""
+    model = deepseek_v3(**config)
+    ids = torch.randint(2, 256, (2, 9), generator=torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        ref = decode_logits(model, ids, 2)
+        got = decode_logits(st.patch(model), ids, 2)
+    assert rel(got, ref) < 1e-5
+
+
 def test_patch_refuses_an_unknown_rope_and_leaves_the_model_untouched():
     model = deepseek_v3(rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0})
     before = [type(m).__name__ for m in model.modules()]
