@@ -154,6 +154,9 @@ class SolDeepseekV3DecoderLayer(nn.Module):
         super().__init__()
         self.self_attn = SolDeepseekV3Attention(layer.self_attn, rotary)
         self.mlp = _replacement(layer.mlp)
+        if self.mlp is None:
+            raise _sol.Error(f"sol.torch.patch: {type(layer.mlp).__name__} (hidden_act "
+                             f"'{getattr(layer.mlp.config, 'hidden_act', '?')}') has no Sol module")
         self.input_layernorm = SolRMSNorm(layer.input_layernorm)
         self.post_attention_layernorm = SolRMSNorm(layer.post_attention_layernorm)
 
@@ -216,7 +219,7 @@ def _replacement(module, rotary=None):
         return SolDeepseekV3DecoderLayer(module, rotary)
     if name == "DeepseekV3RotaryEmbedding":
         return SolUnusedRotary()
-    if isinstance(module, nn.Embedding):
+    if isinstance(module, nn.Embedding) and module.max_norm is None:  # max_norm rescales rows in place
         return SolEmbedding(module)
     if isinstance(module, nn.Linear):
         return SolLinear(module)

@@ -187,3 +187,8 @@ def test_patch_refuses_an_unknown_rope_and_leaves_the_model_untouched():
     with pytest.raises(sol.Error, match="rope_type 'linear'"):
         st.patch(model)
     assert [type(m).__name__ for m in model.modules()] == before
+    model = deepseek_v3(hidden_act="gelu")  # the MLPs have no Sol module: nor has their layer
+    before = [type(m).__name__ for m in model.modules()]
+    with pytest.raises(sol.Error, match="hidden_act 'gelu'"):
+        st.patch(model)
+    assert [type(m).__name__ for m in model.modules()] == before
