@@ -1,6 +1,7 @@
 // plan_gemm_sm90 (gemm_sm90.h): argument checks and the launch of the sm90 GEMM tile kernels.
 #include "ops/gemm/gemm_sm90.h"
 
+#include "sol/device.h"
 #include "sol/error.h"
 
 namespace sol {
@@ -72,7 +73,7 @@ Sm90GemmLaunch plan_gemm_sm90(const Tensor& a, const Tensor& b, const Tensor& d,
 #if !SOL_HAS_CUDA
 void gemm_sm90(const Tensor& a, const Tensor& b, const Tensor& d, const Tensor* a_scales, const Tensor* b_scales) {
   plan_gemm_sm90(a, b, d, a_scales, b_scales);
-  fail(kOp, "Sol was built without CUDA");
+  fail(kOp, cuda_discovery().reason);
 }
 #endif
 
