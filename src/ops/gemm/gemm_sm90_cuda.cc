@@ -5,18 +5,19 @@
 #include "device/cuda/context.h"
 #include "device/cuda/launch.h"
 #include "ops/gemm/gemm_sm90.h"
+#include "ops/gemm/gemm_sm90_cuda.h"
 #include "sol/device.h"
 #include "sol/error.h"
 
 namespace sol {
-
-namespace {
 
 const cuda::CudaProgram& sm90_gemm_program() {
   static const cuda::CudaProgram p{"sol_sm90_gemm_tile", "#include \"kernels/cuda/sm90/sm90_gemm_tile_kernels.cuh\"\n",
                                    {}};
   return p;
 }
+
+namespace {
 
 CUtensorMapSwizzle swizzle_of(kernels::sm90::Swizzle s) {
   switch (s) {

@@ -15,18 +15,18 @@ using sol::kernels::sm90::u32;
 extern "C" __global__ void __launch_bounds__(GemmBf16Plan128x128::threads, 1)
     sol_sm90_gemm_bf16_128x128x64_s4(const __grid_constant__ TmaDescriptor map_a,
                                      const __grid_constant__ TmaDescriptor map_b, u16* d, u32 m, u32 n, u32 k) {
-  gemm_tile<GemmBf16Plan128x128>(&map_a, &map_b, d, m, n, k);
+  sol::kernels::sm90::gemm_tile<GemmBf16Plan128x128>(&map_a, &map_b, d, m, n, k);
 }
 
 extern "C" __global__ void __launch_bounds__(GemmE4m3Plan128x128::threads, 1)
     sol_sm90_gemm_e4m3_128x128x128_s4(const __grid_constant__ TmaDescriptor map_a,
                                       const __grid_constant__ TmaDescriptor map_b, u16* d, u32 m, u32 n, u32 k) {
-  gemm_tile<GemmE4m3Plan128x128>(&map_a, &map_b, d, m, n, k);
+  sol::kernels::sm90::gemm_tile<GemmE4m3Plan128x128>(&map_a, &map_b, d, m, n, k);
 }
 
 extern "C" __global__ void __launch_bounds__(GemmE4m3Plan128x128::threads, 1)
     sol_sm90_gemm_e4m3_scaled_128x128x128_s4(const __grid_constant__ TmaDescriptor map_a,
                                              const __grid_constant__ TmaDescriptor map_b, const float* scales_a,
                                              const float* scales_b, u16* d, u32 m, u32 n, u32 k) {
-  gemm_tile_fp8<GemmE4m3Plan128x128>(&map_a, &map_b, scales_a, scales_b, d, m, n, k);
+  sol::kernels::sm90::gemm_tile_fp8<GemmE4m3Plan128x128>(&map_a, &map_b, scales_a, scales_b, d, m, n, k);
 }
