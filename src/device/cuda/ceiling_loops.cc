@@ -14,16 +14,17 @@
 
 namespace sol::cuda {
 
-namespace {
-
-const CudaProgram& memory_program() {
+const CudaProgram& ceiling_memory_program() {
   static const CudaProgram p{"sol_ceilings_memory", "#include \"kernels/cuda/ceilings_memory.cuh\"\n", {}};
   return p;
 }
-const CudaProgram& compute_program() {
+const CudaProgram& ceiling_compute_program() {
   static const CudaProgram p{"sol_ceilings_compute", "#include \"kernels/cuda/ceilings_compute.cuh\"\n", {}};
   return p;
 }
+
+namespace {
+
 
 // Random operands of the compute loops: FMA factors in [0.5, 1) (the chains stay finite),
 // bf16 values in (-1, 1), e4m3 codes that are finite (bit 3 cleared: the exponent is never all
@@ -110,7 +111,7 @@ double time_kernel(Device device, const Kernel& k, const LaunchShape& shape, voi
 double measure_ceiling_loop(std::string_view name, Device device, double seconds) {
   Scratch& s = scratch(device);
   const LaunchShape shape = full_occupancy(device);
-  const CudaProgram& memory = memory_program();
+  const CudaProgram& memory = ceiling_memory_program();
   const void* a = s.a.device_data();
   void* b = s.b.device_data();
   void* sink = s.sink.device_data();
@@ -145,7 +146,7 @@ double measure_ceiling_loop(std::string_view name, Device device, double seconds
     int trips = 2000;
     float never_f = -1.5e38f;
     void* args[] = {&seed, &trips, &never_f, &sink};
-    const double t = time_kernel(device, get_kernel(compute_program(), "sol_ceiling_fma", device), fma, args, seconds);
+    const double t = time_kernel(device, get_kernel(ceiling_compute_program(), "sol_ceiling_fma", device), fma, args, seconds);
     return 2.0 * 128 * trips * double(fma.grid[0]) * fma.block[0] / t;
   }
   if (name == "mma_bf16" || name == "mma_fp8") {
@@ -159,7 +160,7 @@ double measure_ceiling_loop(std::string_view name, Device device, double seconds
     int trips = 2000;
     float never_f = -1.5e38f;
     void* args[] = {&seed, &trips, &never_f, &sink};
-    const Kernel k = get_kernel(compute_program(), fp8 ? "sol_ceiling_mma_e4m3" : "sol_ceiling_mma_bf16", device);
+    const Kernel k = get_kernel(ceiling_compute_program(), fp8 ? "sol_ceiling_mma_e4m3" : "sol_ceiling_mma_bf16", device);
     const double t = time_kernel(device, k, mma, args, seconds);
     const double per_mma = 2.0 * 64 * 256 * (fp8 ? 32 : 16);
     return per_mma * 8 * trips * 2 * double(mma.grid[0]) / t;
