@@ -8,6 +8,7 @@
 #include "ops/gemm/problem.h"
 #include "sol/error.h"
 #include "hw/kernel_select.h"
+#include "ops/gemm/gemm_device.h"
 
 namespace sol {
 
@@ -152,6 +153,7 @@ void require_b_scales(const char* op, const Tensor& t, int64_t n, int64_t k) {
 }  // namespace gemm_detail
 
 void gemm(const Tensor& a, const Tensor& b, const Tensor& d, const GemmOptions& opt) {
+  if (gemm_on_device(a, b, d)) return gemm_device(a, b, d, opt);
   require_matrix("b", b);
   const bool nn = opt.layout == Layout::nn;
   const int64_t k = nn ? b.shape(0) : b.shape(1), n = nn ? b.shape(1) : b.shape(0);

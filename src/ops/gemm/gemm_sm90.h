@@ -3,8 +3,8 @@
 // tensors: D = A * B^T with A [m, k] and B [n, k] (rows contiguous, any row stride), both bf16
 // or both f8e4m3, D bf16 [m, n] contiguous; with fp8, optionally DeepGEMM's block scales as the
 // CPU GEMM takes them (a_scales f32 [m, k/128], b_scales f32 [ceil(n/128), k/128], contiguous).
-// Not behind sol::gemm yet (the GEMM issue routes it there); the gpu test sm90_gemm_matches_cpu
-// and scripts/device-check.sh call it directly.
+// sol::gemm routes device operands here (gemm_device.cc) when their options are ones these
+// kernels implement; the gpu test sm90_gemm_matches_cpu and scripts/device-check.sh call it too.
 #include "kernels/cuda/sm90/sm90_gemm_launch.h"
 #include "sol/tensor.h"
 
