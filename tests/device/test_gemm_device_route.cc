@@ -56,17 +56,31 @@ TEST(GemmDeviceRoute, MixedDevicesAreNamed) {
   EXPECT_NE(error_of([&] { gemm(o.a, o.b, host_d, nt); }).find("must share one device"), std::string::npos);
 }
 
-// The supported case reaches the sm90 launcher: its shape checks run, then the launch needs a
-// device (here: discovery's reason), never the CPU kernels.
+// The supported cases reach the persistent sm90 launcher, which needs a device (here:
+// discovery's reason), never the CPU kernels; its argument checks are
+// GemmSm90PersistentPlan's tests.
 TEST(GemmDeviceRoute, SupportedOptionsReachTheSm90Launcher) {
+  if (!cuda_discovery().devices.empty()) GTEST_SKIP() << "a device exists: the gpu tests run the launch";
   Operands o;
   GemmOptions nt;
   nt.layout = Layout::nt;
-  const Tensor bad_d = on_device(0x30000, DType::bf16, {64, 250});
-  EXPECT_NE(error_of([&] { gemm(o.a, o.b, bad_d, nt); }).find("gemm_sm90"), std::string::npos);
-  if (!cuda_discovery().devices.empty()) GTEST_SKIP() << "a device exists: the gpu tests run the launch";
   const std::string e = error_of([&] { gemm(o.a, o.b, o.d, nt); });
   EXPECT_NE(e.find(cuda_discovery().reason), std::string::npos) << e;
+  EXPECT_EQ(e.find("cpu only"), std::string::npos) << e;
+}
+
+TEST(GemmDeviceRoute, GroupedGemmsRouteToTheDevice) {
+  if (!cuda_discovery().devices.empty()) GTEST_SKIP() << "a device exists: the gpu tests run the launch";
+  const Tensor a = on_device(0x100000, DType::bf16, {256, 128}), b = on_device(0x200000, DType::bf16, {2, 64, 128});
+  const Tensor layout = on_device(0x300000, DType::i32, {256}), d = on_device(0x400000, DType::bf16, {256, 64});
+  const std::string c = error_of([&] { grouped_gemm_contiguous(a, b, layout, d); });
+  EXPECT_NE(c.find("grouped_gemm_contiguous"), std::string::npos) << c;
+  EXPECT_NE(c.find(cuda_discovery().reason), std::string::npos) << c;
+  const Tensor am = on_device(0x100000, DType::bf16, {2, 128, 128}), masked = on_device(0x300000, DType::i32, {2});
+  const Tensor dm = on_device(0x400000, DType::bf16, {2, 128, 64});
+  const std::string m = error_of([&] { grouped_gemm_masked(am, b, masked, dm); });
+  EXPECT_NE(m.find("grouped_gemm_masked"), std::string::npos) << m;
+  EXPECT_NE(m.find(cuda_discovery().reason), std::string::npos) << m;
 }
 
 }  // namespace

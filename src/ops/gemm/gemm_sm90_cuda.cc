@@ -6,6 +6,7 @@
 #include "device/cuda/launch.h"
 #include "ops/gemm/gemm_sm90.h"
 #include "ops/gemm/gemm_sm90_cuda.h"
+#include "ops/gemm/gemm_sm90_tma_map.h"
 #include "sol/device.h"
 #include "sol/error.h"
 
@@ -29,9 +30,10 @@ CUtensorMapSwizzle swizzle_of(kernels::sm90::Swizzle s) {
   return CU_TENSOR_MAP_SWIZZLE_NONE;
 }
 
-// The box as a tensor map: bf16 as itself, fp8 as bytes (TMA only moves them). Rows and K past
-// the tensor are filled with zeros (OOB_FILL_NONE), which the kernels' edge handling relies on.
-CUtensorMap encode(const cuda::Driver& d, const kernels::sm90::TmaBox& t, const char* operand) {
+}  // namespace
+
+CUtensorMap encode_tensor_map(const cuda::Driver& d, const kernels::sm90::TmaBox& t, const char* op,
+                              const char* operand) {
   cuuint64_t dims[kernels::sm90::kTmaMaxRank], strides[kernels::sm90::kTmaMaxRank];
   cuuint32_t box[kernels::sm90::kTmaMaxRank], element_strides[kernels::sm90::kTmaMaxRank];
   for (int i = 0; i < t.rank; ++i) {
@@ -46,11 +48,9 @@ CUtensorMap encode(const cuda::Driver& d, const kernels::sm90::TmaBox& t, const 
                                               dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                               swizzle_of(t.swizzle), CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) fail("gemm_sm90", "cuTensorMapEncodeTiled of ", operand, " failed: ", cuda::error_text(r));
+  if (r != CUDA_SUCCESS) fail(op, "cuTensorMapEncodeTiled of ", operand, " failed: ", cuda::error_text(r));
   return map;
 }
-
-}  // namespace
 
 void gemm_sm90(const Tensor& a, const Tensor& b, const Tensor& d, const Tensor* a_scales, const Tensor* b_scales) {
   const Sm90GemmLaunch plan = plan_gemm_sm90(a, b, d, a_scales, b_scales);
@@ -61,7 +61,8 @@ void gemm_sm90(const Tensor& a, const Tensor& b, const Tensor& d, const Tensor* 
   check(int(plan.launch.dynamic_shared_bytes) <= info.max_shared_per_block, "gemm_sm90", "the kernel needs ",
         plan.launch.dynamic_shared_bytes, " bytes of shared memory but ", device, " allows ", info.max_shared_per_block);
   const cuda::Driver& drv = cuda::use_device(device, "gemm_sm90");
-  CUtensorMap map_a = encode(drv, plan.launch.a, "a"), map_b = encode(drv, plan.launch.b, "b");
+  CUtensorMap map_a = encode_tensor_map(drv, plan.launch.a, "gemm_sm90", "a"),
+              map_b = encode_tensor_map(drv, plan.launch.b, "gemm_sm90", "b");
   cuda::LaunchShape shape;
   for (int i = 0; i < 3; ++i) {
     shape.grid[size_t(i)] = plan.launch.grid[i];

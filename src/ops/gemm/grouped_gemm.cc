@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "ops/gemm/gemm_device.h"
 #include "ops/common/validate.h"
 #include "ops/common/rows.h"
 #include "sol/error.h"
@@ -160,6 +161,9 @@ void masked(const Tensor& a, const ExpertWeights& w, const Tensor& masked_m, con
 
 void grouped_gemm_contiguous(const Tensor& a, const Tensor& b, const Tensor& grouped_layout, const Tensor& d,
                              const GroupedGemmOptions& opt) {
+  if (grouped_on_device(a, b, d))
+    return grouped_gemm_device(kernels::sm90::GemmGrouping::contiguous, a, b, grouped_layout, d, opt,
+                               "grouped_gemm_contiguous");
   contiguous(a, ExpertWeights{&b, {}}, grouped_layout, d, opt);
 }
 void grouped_gemm_contiguous(const Tensor& a, std::span<const PackedMatrix> b, const Tensor& grouped_layout,
@@ -169,6 +173,8 @@ void grouped_gemm_contiguous(const Tensor& a, std::span<const PackedMatrix> b, c
 }
 void grouped_gemm_masked(const Tensor& a, const Tensor& b, const Tensor& masked_m, const Tensor& d,
                          const GroupedGemmOptions& opt) {
+  if (grouped_on_device(a, b, d))
+    return grouped_gemm_device(kernels::sm90::GemmGrouping::masked, a, b, masked_m, d, opt, "grouped_gemm_masked");
   masked(a, ExpertWeights{&b, {}}, masked_m, d, opt);
 }
 void grouped_gemm_masked(const Tensor& a, std::span<const PackedMatrix> b, const Tensor& masked_m, const Tensor& d,

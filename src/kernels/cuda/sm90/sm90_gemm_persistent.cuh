@@ -16,15 +16,6 @@
 
 namespace sol::kernels::sm90 {
 
-struct PersistentGemmArgs {
-  GemmProblemView problem;
-  u32 rows = 0;               // rows of A and D (groups * m for masked)
-  u16* d = nullptr;
-  float* workspace = nullptr;  // split_k > 1
-  const float* scales_a = nullptr;  // block-scaled fp8 only
-  const float* scales_b = nullptr;
-};
-
 template <class Plan, class Scheduler>
 SOL_SM90_DEVICE void persistent_producer(const TmaDescriptor* map_a, const TmaDescriptor* map_b, u32 base,
                                          const GemmProblemView& p) {

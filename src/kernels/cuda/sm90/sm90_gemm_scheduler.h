@@ -42,6 +42,17 @@ struct GemmTileWork {
   bool skip = false;  // all padding (contiguous) or past masked_m (masked): nothing to compute
 };
 
+// The persistent kernel's argument block (one __grid_constant__ parameter), filled by the host
+// launcher with the same layout the device reads.
+struct PersistentGemmArgs {
+  GemmProblemView problem;
+  u32 rows = 0;                     // rows of A and D (groups * m for masked)
+  u16* d = nullptr;
+  float* workspace = nullptr;       // split_k > 1: [split_k][rows][n] f32
+  const float* scales_a = nullptr;  // block-scaled fp8 only
+  const float* scales_b = nullptr;
+};
+
 template <u32 BlockM, u32 BlockN, u32 RasterRows = 8>
 struct GemmTileScheduler {
   static_assert(RasterRows >= 1, "a raster band has a row tile");

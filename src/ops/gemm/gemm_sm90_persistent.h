@@ -1,0 +1,49 @@
+#pragma once
+// The persistent sm90 GEMM (src/kernels/cuda/sm90/sm90_gemm_persistent*.cuh) on device tensors,
+// for sol::gemm and the MoE grouped GEMMs: the configuration chooser (sm90_gemm_config.h) picks
+// tile, stages and split-K for the shape on the device's SMs; plan_* checks the arguments and
+// computes the kernel, its JIT instantiation, TMA boxes, grid and split-K workspace with no
+// driver call (unit-tested without a GPU); gemm_sm90_persistent encodes and launches.
+//
+// Shapes (B K-major, weights as stored; D bf16, contiguous):
+//   single      a [m, k], b [n, k], d [m, n]
+//   contiguous  a [M, k], b [G, n, k], group_info int32 [M] (expert of each row, -1 padding),
+//               d [M, n]; each expert's rows must start on a multiple of the tile's rows
+//               (moe_permute pads to 128): checked on a host copy of group_info
+//   masked      a [G, m, k], b [G, n, k], group_info int32 [G] = masked_m (read on the device;
+//               values past m act as m), d [G, m, n]
+// fp8 block scales: a_scales f32 [rows of a, k/128]; b_scales f32 [G, ceil(n/128), k/128]
+// ([ceil(n/128), k/128] for single).
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "kernels/cuda/sm90/sm90_gemm_config.h"
+#include "kernels/cuda/sm90/sm90_gemm_scheduler.h"
+#include "sol/tensor.h"
+
+namespace sol {
+
+struct Sm90PersistentPlan {
+  std::string kernel;         // extern "C" symbol; empty: nothing to compute
+  std::string instantiation;  // its SOL_SM90_PERSISTENT_KERNEL line
+  kernels::sm90::GemmKernelKind kind = kernels::sm90::GemmKernelKind::bf16;
+  kernels::sm90::Sm90GemmConfig config;
+  kernels::sm90::TmaBox a, b;
+  kernels::sm90::GemmProblemView problem;  // device pointers filled by the launcher
+  uint32_t rows = 0;                        // rows of a and d
+  uint32_t ctas = 0;                        // persistent grid
+  uint64_t workspace_bytes = 0;             // split-K partials
+};
+
+// host_row_groups: for contiguous, a host copy of group_info (the alignment check reads it).
+Sm90PersistentPlan plan_gemm_sm90_persistent(kernels::sm90::GemmGrouping grouping, const Tensor& a, const Tensor& b,
+                                             const Tensor& d, const Tensor* group_info, const Tensor* a_scales,
+                                             const Tensor* b_scales, std::span<const int32_t> host_row_groups,
+                                             const kernels::sm90::Sm90Target& target, const char* op);
+
+// Plans on the operands' device and launches on its current stream (CUDA backend only).
+void gemm_sm90_persistent(kernels::sm90::GemmGrouping grouping, const Tensor& a, const Tensor& b, const Tensor& d,
+                          const Tensor* group_info, const Tensor* a_scales, const Tensor* b_scales, const char* op);
+
+}  // namespace sol

@@ -1,0 +1,90 @@
+// gemm_sm90_persistent (gemm_sm90_persistent.h): the plan's configuration compiled by the JIT at
+// first use (one program per configuration, cached on disk by its text), the TMA boxes encoded,
+// the persistent grid launched on the device's current stream, then the split-K reduction.
+#include <cuda.h>
+
+#include <vector>
+
+#include "device/cuda/context.h"
+#include "device/cuda/launch.h"
+#include "ops/gemm/gemm_sm90_persistent.h"
+#include "ops/gemm/gemm_sm90_tma_map.h"
+#include "sol/device.h"
+#include "sol/error.h"
+
+namespace sol {
+
+namespace {
+
+using namespace kernels::sm90;
+
+Sm90Target target_of(const CudaDeviceInfo& info) {
+  Sm90Target t = Sm90Target::h200();
+  t.sms = uint32_t(info.sm_count);
+  t.smem_per_block = uint32_t(info.max_shared_per_block);
+  return t;
+}
+
+cuda::CudaProgram program_of(const Sm90PersistentPlan& plan) {
+  cuda::CudaProgram p;
+  p.name = plan.kernel;  // the JIT keys loaded programs by name: one per configuration
+  p.source = "#include \"kernels/cuda/sm90/sm90_gemm_persistent_kernels.cuh\"\n" + plan.instantiation +
+             "\nSOL_SM90_SPLIT_REDUCE_KERNEL()\n";
+  return p;
+}
+
+}  // namespace
+
+void gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& b, const Tensor& d,
+                          const Tensor* group_info, const Tensor* a_scales, const Tensor* b_scales, const char* op) {
+  const Device device = a.device();
+  check(!device.is_cpu(), op, "a is on the host but the sm90 kernels need device memory");
+  const CudaDiscovery& found = cuda_discovery();
+  check(device.index < int(found.devices.size()), op, "operands are on ", device, " but ",
+        found.reason.empty() ? "this machine has fewer devices" : found.reason);
+  const CudaDeviceInfo& info = cuda_device(device.index);
+  check(info.cc_major == 9, op, device, " is ", info.name, " (", info.arch(), ") but the kernels need sm_90a");
+  // The contiguous layout's alignment is checked on a host copy (a synchronising read of M ints).
+  std::vector<int32_t> host_rows;
+  if (grouping == GemmGrouping::contiguous && group_info) {
+    host_rows.resize(size_t(group_info->numel()));
+    transfer(*group_info, Tensor(host_rows.data(), DType::i32, {group_info->numel()}));
+  }
+  Sm90PersistentPlan plan =
+      plan_gemm_sm90_persistent(grouping, a, b, d, group_info, a_scales, b_scales, host_rows, target_of(info), op);
+  if (plan.kernel.empty()) return;
+  const cuda::Driver& drv = cuda::use_device(device, op);
+  CUtensorMap map_a = encode_tensor_map(drv, plan.a, op, "a"), map_b = encode_tensor_map(drv, plan.b, op, "b");
+  DeviceBuffer workspace;
+  if (plan.workspace_bytes) workspace = DeviceBuffer(device, plan.workspace_bytes);
+  PersistentGemmArgs args;
+  args.problem = plan.problem;
+  if (grouping == GemmGrouping::contiguous) args.problem.row_group = static_cast<const int*>(group_info->device_data());
+  if (grouping == GemmGrouping::masked) args.problem.masked_m = static_cast<const int*>(group_info->device_data());
+  args.rows = plan.rows;
+  args.d = static_cast<u16*>(d.device_data());
+  args.workspace = static_cast<float*>(workspace.device_data());
+  args.scales_a = a_scales ? static_cast<const float*>(a_scales->device_data()) : nullptr;
+  args.scales_b = b_scales ? static_cast<const float*>(b_scales->device_data()) : nullptr;
+
+  const cuda::CudaProgram program = program_of(plan);
+  void* stream = current_stream(device);
+  cuda::LaunchShape shape;
+  shape.grid[0] = plan.ctas;
+  shape.block[0] = plan.config.threads;
+  shape.dynamic_shared_bytes = plan.config.smem_bytes;
+  void* gemm_args[] = {&map_a, &map_b, &args};
+  cuda::launch(cuda::get_kernel(program, plan.kernel.c_str(), device), shape, stream, gemm_args);
+  if (plan.config.split_k > 1) {
+    cuda::LaunchShape reduce;
+    reduce.block[0] = 256;
+    reduce.grid[0] = unsigned(std::min<uint64_t>((uint64_t(plan.rows) * (plan.problem.n / 2) + 255) / 256,
+                                                 uint64_t(info.sm_count) * 8));
+    void* reduce_args[] = {&args};
+    cuda::launch(cuda::get_kernel(program, "sol_sm90_gemm_split_reduce", device), reduce, stream, reduce_args);
+    // The workspace is freed when this returns: the stream must be done with it first.
+    cuda::check_cu(drv.cuStreamSynchronize(static_cast<CUstream>(stream)), op, "cuStreamSynchronize");
+  }
+}
+
+}  // namespace sol

@@ -1,0 +1,163 @@
+// plan_gemm_sm90_persistent (gemm_sm90_persistent.h): argument checks, the chosen configuration
+// and everything a launch needs, without a driver call.
+#include <algorithm>
+#include <vector>
+
+#include "kernels/cuda/sm90/sm90_fp8_promotion.h"
+#include "ops/gemm/gemm_sm90_persistent.h"
+#include "sol/device.h"
+#include "sol/error.h"
+
+namespace sol {
+
+namespace {
+
+using namespace kernels::sm90;
+
+void check_dense(const Tensor& t, const char* op, const char* name, std::initializer_list<int64_t> shape) {
+  const bool same = t.ndim() == int(shape.size()) && std::equal(shape.begin(), shape.end(), t.shape().begin());
+  if (!same) {
+    std::string want = "[";
+    for (int64_t s : shape) want += (want.size() > 1 ? ", " : "") + std::to_string(s);
+    fail(op, name, ".shape = ", shape_text(t), " but must be ", want, "]");
+  }
+  check(t.is_contiguous(), op, name, " must be contiguous");
+}
+
+const char* kind_token(GemmKernelKind k) {
+  return k == GemmKernelKind::bf16 ? "bf16" : k == GemmKernelKind::e4m3 ? "e4m3" : "e4m3_scaled";
+}
+
+TmaBox operand_box(const Tensor& t, uint64_t rows, uint64_t k, uint32_t element_bytes, uint32_t box_rows,
+                   const char* op) {
+  TmaBox box;
+  box.global_address = reinterpret_cast<std::uintptr_t>(t.device_data());
+  box.rank = 2;
+  box.element_bytes = element_bytes;
+  box.dims[0] = k;
+  box.dims[1] = rows;
+  box.strides_bytes[1] = k * element_bytes;
+  box.box[0] = 128 / element_bytes;
+  box.box[1] = box_rows;
+  box.swizzle = Swizzle::b128;
+  check_tma_box(box, op);
+  return box;
+}
+
+// Rows per expert, and that every expert's run starts on a tile (the kernel takes a tile's group
+// from its first row).
+std::vector<int64_t> contiguous_groups(std::span<const int32_t> rows, int64_t groups, uint32_t block_m, const char* op) {
+  std::vector<int64_t> count(size_t(groups), 0);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const int32_t g = rows[r];
+    check(g >= -1 && g < groups, op, "grouped_layout[", r, "] = ", g, " but must be -1 or an expert in [0, ", groups,
+          ")");
+    if (g < 0) continue;
+    ++count[size_t(g)];
+    const bool starts = r == 0 || rows[r - 1] != g;
+    check(!starts || r % block_m == 0, op, "expert ", g, "'s rows start at row ", r,
+          " but on the device each expert's run must start on a multiple of ", block_m,
+          " rows (moe_permute pads to 128)");
+  }
+  return count;
+}
+
+}  // namespace
+
+Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& b, const Tensor& d,
+                                             const Tensor* group_info, const Tensor* a_scales, const Tensor* b_scales,
+                                             std::span<const int32_t> host_row_groups, const Sm90Target& target,
+                                             const char* op) {
+  check(!a.device().is_cpu() && b.device() == a.device() && d.device() == a.device(), op, "a, b, d are on ",
+        a.device(), ", ", b.device(), ", ", d.device(), " but must share one CUDA device");
+  check(a.dtype() == b.dtype() && (a.dtype() == DType::bf16 || a.dtype() == DType::f8e4m3), op, "a, b dtypes = ",
+        dtype_name(a.dtype()), ", ", dtype_name(b.dtype()), " but on the device both must be bf16 or both f8e4m3");
+  check(d.dtype() == DType::bf16, op, "d.dtype = ", dtype_name(d.dtype()), " but on the device d must be bf16");
+  const bool single = grouping == GemmGrouping::single, masked = grouping == GemmGrouping::masked;
+  check(a.ndim() == (masked ? 3 : 2) && b.ndim() == (single ? 2 : 3), op, "a, b have ", a.ndim(), " and ", b.ndim(),
+        " dims (", shape_text(a), ", ", shape_text(b), ")");
+  const int64_t groups = single ? 1 : b.shape(0), n = b.shape(single ? 0 : 1), k = b.shape(single ? 1 : 2);
+  const int64_t m = masked ? a.shape(1) : a.shape(0), rows = masked ? groups * m : m;
+  check(a.shape(a.ndim() - 1) == k, op, "a's K = ", a.shape(a.ndim() - 1), " but b's K = ", k);
+  if (masked) {
+    check(a.shape(0) == groups, op, "a has ", a.shape(0), " groups but b has ", groups);
+    check_dense(d, op, "d", {groups, m, n});
+  } else {
+    check_dense(d, op, "d", {m, n});
+  }
+  check_dense(a, op, "a", masked ? std::initializer_list<int64_t>{groups, m, k} : std::initializer_list<int64_t>{m, k});
+  check_dense(b, op, "b", single ? std::initializer_list<int64_t>{n, k} : std::initializer_list<int64_t>{groups, n, k});
+  if (!single) {
+    check(group_info != nullptr && group_info->dtype() == DType::i32 && group_info->device() == a.device(), op,
+          masked ? "masked_m" : "grouped_layout", " must be an int32 tensor on ", a.device());
+    check_dense(*group_info, op, masked ? "masked_m" : "grouped_layout", {masked ? groups : m});
+  }
+  check((a_scales == nullptr) == (b_scales == nullptr), op, "give both a_scales and b_scales, or neither");
+  const bool scaled = a_scales != nullptr;
+  check(!scaled || a.dtype() == DType::f8e4m3, op, "block scales are for f8e4m3 operands");
+  check(scaled || a.dtype() != DType::f8e4m3, op, "f8e4m3 operands need a_scales and b_scales (block scales)");
+  if (scaled) {
+    check(k % kFp8ScaleBlock == 0, op, "k = ", k, " but fp8 block scales need a multiple of ", kFp8ScaleBlock);
+    const int64_t kb = k / kFp8ScaleBlock, nb = (n + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
+    for (const Tensor* s : {a_scales, b_scales})
+      check(s->dtype() == DType::f32 && s->device() == a.device(), op, "scales must be f32 on ", a.device());
+    check_dense(*a_scales, op, "a_scales", {rows, kb});
+    check_dense(*b_scales, op, "b_scales",
+                single ? std::initializer_list<int64_t>{nb, kb} : std::initializer_list<int64_t>{groups, nb, kb});
+  }
+  check(rows <= 0x7FFFFFFF && n <= 0x7FFFFFFF && k <= 0x7FFFFFFF && groups * n <= 0x7FFFFFFF, op,
+        "the kernel indexes rows, n and k with 32 bits");
+
+  Sm90PersistentPlan plan;
+  if (rows == 0 || n == 0 || groups == 0) return plan;
+  check(k > 0, op, "k = 0: D would be all zeros, which the device path does not write");
+  plan.kind = a.dtype() == DType::bf16 ? GemmKernelKind::bf16 : GemmKernelKind::e4m3_block_scaled;
+  GemmProblem shape;
+  shape.n = n;
+  shape.k = k;
+  shape.kind = plan.kind;
+  if (grouping == GemmGrouping::contiguous) {
+    check(int64_t(host_row_groups.size()) == m, op, "the host copy of grouped_layout has ", host_row_groups.size(),
+          " rows, not ", m);
+    // The alignment check needs the tile height; 64 is the smallest the chooser picks, so a run
+    // aligned to 128 (what moe_permute gives) passes for every configuration.
+    shape.group_m = contiguous_groups(host_row_groups, groups, 64, op);
+  } else {
+    shape.group_m.assign(size_t(groups), m);  // masked: the valid rows live on the device
+  }
+  plan.config = choose_config(shape, target);
+  if (grouping == GemmGrouping::contiguous && plan.config.block_m > 64)
+    contiguous_groups(host_row_groups, groups, plan.config.block_m, op);
+  const uint32_t eb = element_bytes(plan.kind);
+  plan.a = operand_box(a, uint64_t(rows), uint64_t(k), eb, plan.config.block_m, op);
+  plan.b = operand_box(b, uint64_t(groups * n), uint64_t(k), eb, plan.config.block_n, op);
+  plan.rows = uint32_t(rows);
+  GemmProblemView& p = plan.problem;
+  p.grouping = grouping;
+  p.m = uint32_t(m);
+  p.n = uint32_t(n);
+  p.k_blocks = uint32_t((k + plan.config.block_k - 1) / plan.config.block_k);
+  p.groups = uint32_t(groups);
+  p.split_k = plan.config.split_k;
+  const uint64_t tiles = uint64_t(masked ? groups : 1) * ((m + plan.config.block_m - 1) / plan.config.block_m) *
+                         ((n + plan.config.block_n - 1) / plan.config.block_n) * plan.config.split_k;
+  plan.ctas = uint32_t(std::min<uint64_t>(tiles, target.sms));
+  plan.workspace_bytes = plan.config.split_k > 1 ? uint64_t(plan.config.split_k) * rows * n * 4 : 0;
+  const std::string tag = std::string(kind_token(plan.kind)) + "_" + std::to_string(plan.config.block_m) + "x" +
+                          std::to_string(plan.config.block_n) + "_s" + std::to_string(plan.config.stages);
+  plan.kernel = "sol_sm90_gemm_persistent_" + tag;
+  plan.instantiation = "SOL_SM90_PERSISTENT_KERNEL(" + std::string(kind_token(plan.kind)) + ", " +
+                       std::to_string(plan.config.block_m) + ", " + std::to_string(plan.config.block_n) + ", " +
+                       std::to_string(plan.config.stages) + ", " + std::to_string(eb) + ", " +
+                       (plan.kind == GemmKernelKind::e4m3_block_scaled ? "true" : "false") + ")";
+  return plan;
+}
+
+#if !SOL_HAS_CUDA
+void gemm_sm90_persistent(GemmGrouping, const Tensor& a, const Tensor&, const Tensor&, const Tensor*, const Tensor*,
+                          const Tensor*, const char* op) {
+  fail(op, "operands are on ", a.device(), " but ", cuda_discovery().reason);
+}
+#endif
+
+}  // namespace sol

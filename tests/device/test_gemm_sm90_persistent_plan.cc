@@ -1,0 +1,125 @@
+// plan_gemm_sm90_persistent: the argument checks and the planned launch of the persistent sm90
+// GEMM for one GEMM and both grouped layouts, computed without a GPU (device tensors at
+// addresses no host page maps; nothing reads them).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ops/gemm/gemm_sm90_persistent.h"
+#include "sol/device.h"
+#include "sol/error.h"
+
+namespace sol {
+namespace {
+
+using kernels::sm90::GemmGrouping;
+using kernels::sm90::Sm90Target;
+
+Tensor dev(uintptr_t address, DType t, std::initializer_list<int64_t> shape) {
+  return Tensor(reinterpret_cast<void*>(address), t, shape).on(Device::cuda(0));
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+Sm90PersistentPlan plan(GemmGrouping g, const Tensor& a, const Tensor& b, const Tensor& d, const Tensor* info = nullptr,
+                        std::span<const int32_t> rows = {}, const Tensor* sa = nullptr, const Tensor* sb = nullptr) {
+  return plan_gemm_sm90_persistent(g, a, b, d, info, sa, sb, rows, Sm90Target::h200(), "test_gemm");
+}
+
+TEST(GemmSm90PersistentPlan, OneGemmGetsTheChoosersConfigurationAndItsKernel) {
+  const Tensor a = dev(0x100000, DType::bf16, {4096, 7168}), b = dev(0x10000000, DType::bf16, {16384, 7168});
+  const Tensor d = dev(0x40000000, DType::bf16, {4096, 16384});
+  const Sm90PersistentPlan p = plan(GemmGrouping::single, a, b, d);
+  EXPECT_EQ(p.kernel, "sol_sm90_gemm_persistent_bf16_" + std::to_string(p.config.block_m) + "x" +
+                          std::to_string(p.config.block_n) + "_s" + std::to_string(p.config.stages));
+  EXPECT_NE(p.instantiation.find("SOL_SM90_PERSISTENT_KERNEL(bf16, "), std::string::npos);
+  EXPECT_EQ(p.ctas, 132u);  // more tiles than SMs: one CTA per SM
+  EXPECT_EQ(p.a.box[1], p.config.block_m);
+  EXPECT_EQ(p.b.box[1], p.config.block_n);
+  EXPECT_EQ(p.b.dims[1], 16384u);
+  EXPECT_EQ(p.workspace_bytes, 0u);
+  EXPECT_EQ(p.problem.k_blocks, 7168u / 64u);
+}
+
+TEST(GemmSm90PersistentPlan, DecodeShapesSplitKWithAWorkspace) {
+  const Tensor a = dev(0x100000, DType::bf16, {1, 7168}), b = dev(0x10000000, DType::bf16, {2112, 7168});
+  const Tensor d = dev(0x40000000, DType::bf16, {1, 2112});
+  const Sm90PersistentPlan p = plan(GemmGrouping::single, a, b, d);
+  ASSERT_GT(p.config.split_k, 1u);
+  EXPECT_EQ(p.problem.split_k, p.config.split_k);
+  EXPECT_EQ(p.workspace_bytes, uint64_t(p.config.split_k) * 1 * 2112 * 4);
+  EXPECT_LE(p.ctas, 132u);
+}
+
+TEST(GemmSm90PersistentPlan, GroupedLayouts) {
+  const Tensor b = dev(0x10000000, DType::bf16, {3, 256, 512});
+  std::vector<int32_t> rows(384, -1);
+  std::fill(rows.begin(), rows.begin() + 100, 0);
+  std::fill(rows.begin() + 256, rows.begin() + 300, 2);
+  const Tensor a = dev(0x100000, DType::bf16, {384, 512}), layout = dev(0x200000, DType::i32, {384});
+  const Tensor d = dev(0x40000000, DType::bf16, {384, 256});
+  const Sm90PersistentPlan c = plan(GemmGrouping::contiguous, a, b, d, &layout, rows);
+  EXPECT_EQ(c.problem.grouping, GemmGrouping::contiguous);
+  EXPECT_EQ(c.rows, 384u);
+  EXPECT_EQ(c.b.dims[1], 3u * 256u);
+  // A run that does not start on a tile is refused, naming the expert and row.
+  std::vector<int32_t> bad = rows;
+  bad[100] = 1;
+  EXPECT_NE(error_of([&] { plan(GemmGrouping::contiguous, a, b, d, &layout, bad); }).find("expert 1's rows start at row 100"),
+            std::string::npos);
+  bad = rows;
+  bad[5] = 7;
+  EXPECT_NE(error_of([&] { plan(GemmGrouping::contiguous, a, b, d, &layout, bad); }).find("grouped_layout[5] = 7"),
+            std::string::npos);
+  const Tensor am = dev(0x100000, DType::bf16, {3, 64, 512}), masked = dev(0x200000, DType::i32, {3});
+  const Tensor dm = dev(0x40000000, DType::bf16, {3, 64, 256});
+  const Sm90PersistentPlan m = plan(GemmGrouping::masked, am, b, dm, &masked);
+  EXPECT_EQ(m.rows, 3u * 64u);
+  EXPECT_EQ(m.problem.m, 64u);
+  EXPECT_EQ(m.problem.groups, 3u);
+}
+
+TEST(GemmSm90PersistentPlan, Fp8NeedsItsBlockScales) {
+  const Tensor a = dev(0x100000, DType::f8e4m3, {256, 512}), b = dev(0x10000000, DType::f8e4m3, {384, 512});
+  const Tensor d = dev(0x40000000, DType::bf16, {256, 384});
+  EXPECT_NE(error_of([&] { plan(GemmGrouping::single, a, b, d); }).find("need a_scales and b_scales"), std::string::npos);
+  const Tensor sa = dev(0x300000, DType::f32, {256, 4}), sb = dev(0x400000, DType::f32, {3, 4});
+  const Sm90PersistentPlan p = plan(GemmGrouping::single, a, b, d, nullptr, {}, &sa, &sb);
+  EXPECT_EQ(p.config.block_n, 128u);
+  EXPECT_NE(p.kernel.find("e4m3_scaled_"), std::string::npos);
+  const Tensor sb_wrong = dev(0x400000, DType::f32, {4, 4});
+  EXPECT_NE(error_of([&] { plan(GemmGrouping::single, a, b, d, nullptr, {}, &sa, &sb_wrong); }).find("b_scales.shape"),
+            std::string::npos);
+}
+
+TEST(GemmSm90PersistentPlan, BadArgumentsAreNamed) {
+  const Tensor a = dev(0x100000, DType::bf16, {64, 128}), b = dev(0x10000000, DType::bf16, {64, 128});
+  const Tensor d = dev(0x40000000, DType::bf16, {64, 64});
+  EXPECT_NE(error_of([&] { plan(GemmGrouping::single, a, b, dev(0x40000000, DType::bf16, {64, 60})); }).find("d.shape"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { plan(GemmGrouping::single, a, dev(0x10000000, DType::f8e4m3, {64, 128}), d); }).find("both must be bf16"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { plan(GemmGrouping::single, a, b, dev(0x40000000, DType::f32, {64, 64})); }).find("must be bf16"),
+            std::string::npos);
+  const Tensor host_d(reinterpret_cast<void*>(0x40000000), DType::bf16, {64, 64});
+  EXPECT_NE(error_of([&] { plan(GemmGrouping::single, a, b, host_d); }).find("share one CUDA device"), std::string::npos);
+  // A misaligned base breaks TMA's 16-byte rule: named before any driver call.
+  EXPECT_NE(error_of([&] { plan(GemmGrouping::single, dev(0x100008, DType::bf16, {64, 128}), b, d); }).find("16-byte"),
+            std::string::npos);
+  // Nothing to compute: no kernel.
+  EXPECT_TRUE(plan(GemmGrouping::single, dev(0x100000, DType::bf16, {0, 128}), b, dev(0x40000000, DType::bf16, {0, 64}))
+                  .kernel.empty());
+}
+
+}  // namespace
+}  // namespace sol
