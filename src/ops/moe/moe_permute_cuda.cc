@@ -62,12 +62,10 @@ void moe_permute_cuda(const Tensor& x, const Tensor& idx, int64_t experts, int64
 
 void moe_unpermute_cuda(const Tensor& y_perm, const Tensor& row_of, const Tensor& w, const Tensor& out) {
   const int64_t tokens = row_of.shape(0), k = row_of.shape(1);
+  Buffer host(DType::i32, {tokens, k});
+  transfer(row_of, host.tensor());
+  moe_unpermute_check_rows(host.tensor().data_as<const int32_t>(), tokens, k, y_perm.shape(0));
   if (out.numel() == 0) return;
-  if (row_of.numel()) {
-    Buffer host(DType::i32, {tokens, k});
-    transfer(row_of, host.tensor());
-    moe_unpermute_check_rows(host.tensor().data_as<const int32_t>(), tokens, k, y_perm.shape(0));
-  }
   long long h = y_perm.shape(1), n_tokens = tokens;
   int kk = int(k);
   const bool vec = h % 8 == 0 && (reinterpret_cast<uintptr_t>(y_perm.device_data()) |

@@ -67,10 +67,10 @@ const DeviceRopeTable& device_table(const RopeTable& table, Device device) {
 
 void rope_cuda(const Tensor& x, const Tensor& positions, const RopeTable& table, int64_t rope_offset) {
   const int64_t tokens = x.shape(0), heads = x.shape(1), d = table.config().rope_dim;
-  if (x.numel() == 0) return;
   Buffer pos(DType::i32, {tokens});
   transfer(positions, pos.tensor());
   rope_check_positions(pos.tensor().data_as<const int32_t>(), tokens, table);
+  if (x.numel() == 0) return;
   check(heads <= INT32_MAX / d, "rope", "heads = ", heads, " too many for the device kernel");
   const DeviceRopeTable& dt = device_table(table, x.device());
   const bool bf16 = x.dtype() == DType::bf16, inter = table.config().layout == RopeLayout::interleaved;
