@@ -90,11 +90,20 @@ if [[ -x "$TESTS" ]]; then
       SOL_GPU_TEST_SMALL=1 run "sanitizer-$tool-cast" 120 compute-sanitizer --tool "$tool" --error-exitcode 1 \
         "$TESTS" cast_matches_cpu_bit_for_bit
     done
+    # The memory-bound ops: memcheck on each; racecheck on softmax, the one that shares memory.
+    for t in rope_matches_cpu_bit_for_bit softmax_matches_cpu_within_f32_rounding routing_matches_cpu_bit_for_bit \
+             moe_permute_unpermute_match_cpu_bit_for_bit embedding_matches_cpu_bit_for_bit; do
+      SOL_GPU_TEST_SMALL=1 run "sanitizer-memcheck-${t%%_*}" 120 compute-sanitizer --tool memcheck --error-exitcode 1 \
+        "$TESTS" "$t"
+    done
+    SOL_GPU_TEST_SMALL=1 run sanitizer-racecheck-softmax 120 compute-sanitizer --tool racecheck --error-exitcode 1 \
+      "$TESTS" softmax_matches_cpu_within_f32_rounding
   else
     step sanitizers skipped "$( (( HAVE_GPU )) && echo 'compute-sanitizer not found' || echo 'no GPU')"
   fi
   if (( HAVE_GPU )); then
     run bench-sol 120 "$TESTS" bench_copy_cast
+    run bench-sol-rows 120 "$TESTS" bench_memory_bound
     run bench-torch 120 python3 scripts/device-check-torch.py
   else
     step bench skipped "no GPU"
@@ -124,7 +133,7 @@ fi
   echo "{\"machine\": \"${GPU:-no GPU}\", \"dry_run\": $DRY, \"seconds\": $(( $(date +%s) - START )), \"steps\": ["
   (IFS=,; echo "${STEPS_JSON[*]}")
   echo "], \"bench\": ["
-  cat "$OUT"/bench-sol.log "$OUT"/bench-torch.log 2>/dev/null | sed -n 's/^BENCH //p' | paste -sd, -
+  cat "$OUT"/bench-sol.log "$OUT"/bench-sol-rows.log "$OUT"/bench-torch.log 2>/dev/null | sed -n 's/^BENCH //p' | paste -sd, -
   echo "], \"ceilings\": ["
   sed -n 's/^CEILING //p' "$OUT"/gpu-tests.log 2>/dev/null | paste -sd, -
   echo "]}"
@@ -147,7 +156,7 @@ fi
   echo "Benchmarks (one JSON record per line; sol_pct against the copy ceiling measured beside it):"
   echo
   echo '```'
-  cat "$OUT"/bench-sol.log "$OUT"/bench-torch.log 2>/dev/null | sed -n 's/^BENCH //p'
+  cat "$OUT"/bench-sol.log "$OUT"/bench-sol-rows.log "$OUT"/bench-torch.log 2>/dev/null | sed -n 's/^BENCH //p'
   echo '```'
 } > "$OUT/device-check.md"
 echo "report: $OUT/device-check.json, $OUT/device-check.md"

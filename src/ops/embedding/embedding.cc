@@ -7,9 +7,20 @@
 #include "core/parallel.h"
 #include "hw/streaming.h"
 #include "ops/common/validate.h"
+#include "ops/embedding/embedding_backends.h"
 #include "sol/error.h"
 
 namespace sol {
+
+const OpBackends<EmbeddingEntry>& embedding_backends() {
+  static const OpBackends<EmbeddingEntry> b{embedding_cpu, SOL_CUDA_ENTRY(embedding_cuda)};
+  return b;
+}
+
+void embedding_check_ids(const int32_t* id, int64_t tokens, int64_t vocab) {
+  for (int64_t t = 0; t < tokens; ++t)
+    check(id[t] >= 0 && id[t] < vocab, "embedding", "ids[", t, "] = ", id[t], " outside the vocabulary [0, ", vocab, ")");
+}
 
 void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) {
   const char* op = "embedding";
@@ -21,11 +32,16 @@ void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) {
             out.dtype() == table.dtype() && (out.numel() == 0 || out.stride(1) == 1),
         op, "out = ", describe_text(out), " but expected [", ids.shape(0), ", ", table.shape(1), "] ",
         dtype_name(table.dtype()), " with dense rows");
+  require_same_device(op, "table", table, "ids", ids);
+  require_same_device(op, "table", table, "out", out);
   require_no_overlap(op, "table", table, "out", out);
-  const int64_t tokens = ids.shape(0), vocab = table.shape(0);
+  backend_entry(embedding_backends(), op, table.device())(table, ids, out);
+}
+
+void embedding_cpu(const Tensor& table, const Tensor& ids, const Tensor& out) {
+  const int64_t tokens = ids.shape(0);
   const int32_t* id = ids.data_as<const int32_t>();
-  for (int64_t t = 0; t < tokens; ++t)
-    check(id[t] >= 0 && id[t] < vocab, op, "ids[", t, "] = ", id[t], " outside the vocabulary [0, ", vocab, ")");
+  embedding_check_ids(id, tokens, table.shape(0));
   const int64_t row_bytes = table.shape(1) * int64_t(dtype_size(table.dtype()));
   const int64_t ts = table.stride(0) * int64_t(dtype_size(table.dtype()));
   const int64_t os = out.stride(0) * int64_t(dtype_size(out.dtype()));

@@ -5,6 +5,7 @@
 
 #include "ops/builtin_ops.h"
 #include "ops/common/buffer_sets.h"
+#include "ops/common/case_operand.h"
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
 #include "sol/embedding.h"
@@ -17,25 +18,28 @@ namespace {
 
 class EmbeddingCase : public OpCase {
  public:
-  EmbeddingCase(int64_t tokens, int64_t vocab, int64_t hidden, DType dt, int64_t cold_bytes)
-      : tokens_(tokens), hidden_(hidden), dt_(dt), table_(dt, {vocab, hidden}) {
+  EmbeddingCase(int64_t tokens, int64_t vocab, int64_t hidden, DType dt, Device device, int64_t cold_bytes)
+      : tokens_(tokens), hidden_(hidden), dt_(dt), device_(device), table_(device, dt, {vocab, hidden}) {
     sol::check(vocab >= 1, "embedding", "--vocab = ", vocab, " but must be >= 1");
-    fill_random(table_, 2);
+    fill_random(table_.host(), 2);
+    table_.upload();
     // Each set looks up its own scattered ids (every row a separate DRAM stream), so rotating
     // sets also rotates the table rows that are read.
     for (int i = 0; i < sets_for(2 * tokens * hidden * int64_t(dtype_size(dt)), cold_bytes); ++i) {
-      ids_.emplace_back(DType::i32, std::initializer_list<int64_t>{tokens});
+      ids_.emplace_back(device, DType::i32, std::initializer_list<int64_t>{tokens});
       for (int64_t t = 0; t < tokens; ++t)
-        ids_.back().tensor().data_as<int32_t>()[t] =
+        ids_.back().host().tensor().data_as<int32_t>()[t] =
             int32_t((uint64_t(t + i * tokens) * 2654435761u) % uint64_t(vocab));
-      out_.emplace_back(dt, std::initializer_list<int64_t>{tokens, hidden});
+      ids_.back().upload();
+      out_.emplace_back(device, dt, std::initializer_list<int64_t>{tokens, hidden});
     }
   }
   std::string shape() const override {
-    return "tokens=" + std::to_string(tokens_) + " vocab=" + std::to_string(table_.tensor().shape(0)) +
+    return "tokens=" + std::to_string(tokens_) + " vocab=" + std::to_string(table_.host().tensor().shape(0)) +
            " hidden=" + std::to_string(hidden_);
   }
   std::string dtype() const override { return std::string(dtype_name(dt_)); }
+  Device device() const override { return device_; }
   Cost cost() const override {
     const double rows = double(tokens_) * double(hidden_) * double(dtype_size(dt_));
     return {0, 2 * rows, Unit::fma_f32, Unit::mem_copy, rows};
@@ -47,17 +51,22 @@ class EmbeddingCase : public OpCase {
     const size_t row = size_t(hidden_) * dtype_size(dt_);
     for (int64_t t = 0; t < tokens_; ++t)
       std::memcpy(static_cast<char*>(ref.data()) + size_t(t) * row,
-                  static_cast<const char*>(table_.data()) + size_t(ids_[0].tensor().data_as<int32_t>()[t]) * row, row);
-    poison(out_[0]);
+                  static_cast<const char*>(table_.host().data()) +
+                      size_t(ids_[0].host().tensor().data_as<int32_t>()[t]) * row,
+                  row);
+    poison(out_[0].host());
+    out_[0].upload();
     run(0);
-    return compare_bitwise(out_[0], ref);
+    out_[0].download();
+    return compare_bitwise(out_[0].host(), ref);
   }
 
  private:
   int64_t tokens_, hidden_;
   DType dt_;
-  Buffer table_;
-  std::vector<Buffer> ids_, out_;
+  Device device_;
+  CaseOperand table_;
+  std::vector<CaseOperand> ids_, out_;
 };
 
 }  // namespace
@@ -71,6 +80,7 @@ void register_embedding_ops() {
       {"vocab", "table rows", "16384", ParamSpec::size},
       {"hidden", "row length", "7168", ParamSpec::size},
       {"dtype", "element type", "bf16", ParamSpec::dtype},
+      device_param(),
   };
   op.bench_table = {{}, {{"tokens", "16"}}};
   op.check_table = {{{"tokens", "1"}, {"vocab", "1"}, {"hidden", "1"}},
@@ -81,7 +91,7 @@ void register_embedding_ops() {
                     {{"tokens", "1300"}, {"vocab", "64"}, {"hidden", "7000"}}};
   op.make = [](const OpParams& p, int64_t cold_bytes) -> std::unique_ptr<OpCase> {
     return std::make_unique<EmbeddingCase>(p.integer("tokens"), p.integer("vocab"), p.integer("hidden"), p.dtype("dtype"),
-                                           cold_bytes);
+                                           p.device("device"), cold_bytes);
   };
   register_op(std::move(op));
 }

@@ -11,6 +11,8 @@
 #include "core/parallel.h"
 #include "hw/streaming.h"
 #include "ops/common/validate.h"
+#include "ops/moe/moe_backends.h"
+#include "sol/device.h"
 #include "sol/error.h"
 
 namespace sol {
@@ -56,13 +58,26 @@ std::vector<int64_t> block_starts(const int32_t* e, const Tensor& idx, int64_t e
 }  // namespace
 
 int64_t moe_permuted_rows(const Tensor& idx, int64_t experts, int64_t alignment) {
+  if (!idx.device().is_cpu()) {
+    const Buffer host = moe_routing_on_host("moe_permuted_rows", idx);
+    return moe_permuted_rows(host.tensor(), experts, alignment);
+  }
   std::vector<int32_t> narrowed;
   const int32_t* e = validate_routing("moe_permuted_rows", idx, experts, alignment, narrowed);
   return block_starts(e, idx, experts, alignment).back();
 }
 
-void moe_permute(const Tensor& x, const Tensor& idx, int64_t experts, int64_t alignment, const Tensor& x_perm,
-                 const Tensor& grouped_layout, const Tensor& row_of) {
+Buffer moe_routing_on_host(const char* op, const Tensor& idx) {
+  check(idx.ndim() == 2 && idx.is_contiguous(), op, "topk_idx = ", describe_text(idx),
+        " but expected contiguous [tokens, k] i32 or i64");
+  Buffer host(idx.dtype(), {idx.shape(0), idx.shape(1)});
+  transfer(idx, host.tensor());
+  return host;
+}
+
+int64_t moe_permute_plan(const Tensor& x, const Tensor& idx, int64_t experts, int64_t alignment,
+                         const Tensor& x_perm, const Tensor& grouped_layout, const Tensor& row_of, int32_t* ro,
+                         int32_t* gl) {
   const char* op = "moe_permute";
   std::vector<int32_t> narrowed;
   const int32_t* e = validate_routing(op, idx, experts, alignment, narrowed);
@@ -85,8 +100,6 @@ void moe_permute(const Tensor& x, const Tensor& idx, int64_t experts, int64_t al
 
   // The plan: a serial pass over T * k entries (tiny next to the rows it moves).
   std::vector<int64_t> next(start.begin(), start.end() - 1);
-  int32_t* ro = row_of.data_as<int32_t>();
-  int32_t* gl = grouped_layout.data_as<int32_t>();
   for (int64_t x_ = 0; x_ < experts; ++x_)
     for (int64_t r = start[size_t(x_)]; r < start[size_t(x_ + 1)]; ++r) gl[r] = -1;
   for (int64_t i = 0; i < tokens * k; ++i) {
@@ -98,6 +111,35 @@ void moe_permute(const Tensor& x, const Tensor& idx, int64_t experts, int64_t al
     ro[i] = int32_t(r);
     gl[r] = e[i];
   }
+  return rows;
+}
+
+const OpBackends<PermuteEntry>& permute_backends() {
+  static const OpBackends<PermuteEntry> b{moe_permute_cpu, SOL_CUDA_ENTRY(moe_permute_cuda)};
+  return b;
+}
+
+const OpBackends<UnpermuteEntry>& unpermute_backends() {
+  static const OpBackends<UnpermuteEntry> b{moe_unpermute_cpu, SOL_CUDA_ENTRY(moe_unpermute_cuda)};
+  return b;
+}
+
+void moe_permute(const Tensor& x, const Tensor& idx, int64_t experts, int64_t alignment, const Tensor& x_perm,
+                 const Tensor& grouped_layout, const Tensor& row_of) {
+  const char* op = "moe_permute";
+  require_same_device(op, "topk_idx", idx, "x", x);
+  require_same_device(op, "topk_idx", idx, "x_perm", x_perm);
+  require_same_device(op, "topk_idx", idx, "grouped_layout", grouped_layout);
+  require_same_device(op, "topk_idx", idx, "row_of", row_of);
+  backend_entry(permute_backends(), op, idx.device())(x, idx, experts, alignment, x_perm, grouped_layout, row_of);
+}
+
+void moe_permute_cpu(const Tensor& x, const Tensor& idx, int64_t experts, int64_t alignment, const Tensor& x_perm,
+                     const Tensor& grouped_layout, const Tensor& row_of) {
+  int32_t* ro = row_of.data_as<int32_t>();
+  int32_t* gl = grouped_layout.data_as<int32_t>();
+  const int64_t rows = moe_permute_plan(x, idx, experts, alignment, x_perm, grouped_layout, row_of, ro, gl);
+  const int64_t tokens = idx.shape(0), k = idx.shape(1), h = x.shape(1);
   const int64_t row_bytes = h * int64_t(dtype_size(x.dtype()));
   const bool stream = should_stream(rows * row_bytes);
   const kernels::MoveKernels& mk = select_kernels(kernels::move_kernel_table(), "moe_permute");
@@ -122,23 +164,40 @@ void moe_permute(const Tensor& x, const Tensor& idx, int64_t experts, int64_t al
     if (gl[r] < 0) std::memset(out + r * row_bytes, 0, size_t(row_bytes));
 }
 
-void moe_unpermute(const Tensor& y_perm, const Tensor& row_of, const Tensor& w, const Tensor& out) {
+void moe_unpermute_validate(const Tensor& y_perm, const Tensor& row_of, const Tensor& w, const Tensor& out) {
   const char* op = "moe_unpermute";
   check(row_of.ndim() == 2 && row_of.dtype() == DType::i32 && row_of.is_contiguous(), op, "row_of = ",
         describe_text(row_of), " but expected contiguous [tokens, k] i32");
   const int64_t tokens = row_of.shape(0), k = row_of.shape(1);
   check(y_perm.ndim() == 2 && y_perm.is_contiguous() && (y_perm.dtype() == DType::f32 || y_perm.dtype() == DType::bf16),
         op, "y_perm = ", describe_text(y_perm), " but expected contiguous [rows, hidden] f32 or bf16");
-  const int64_t rows = y_perm.shape(0), h = y_perm.shape(1);
+  const int64_t h = y_perm.shape(1);
   check(w.ndim() == 2 && w.shape(0) == tokens && w.shape(1) == k && w.dtype() == DType::f32 && w.is_contiguous(), op,
         "topk_weights = ", describe_text(w), " but expected contiguous [", tokens, ", ", k, "] f32");
   check(out.ndim() == 2 && out.shape(0) == tokens && out.shape(1) == h && out.is_contiguous() &&
             (out.dtype() == DType::f32 || out.dtype() == DType::bf16),
         op, "out = ", describe_text(out), " but expected contiguous [", tokens, ", ", h, "] f32 or bf16");
+  require_same_device(op, "row_of", row_of, "y_perm", y_perm);
+  require_same_device(op, "row_of", row_of, "topk_weights", w);
+  require_same_device(op, "row_of", row_of, "out", out);
   require_no_overlap(op, "y_perm", y_perm, "out", out);
-  const int32_t* ro = row_of.data_as<const int32_t>();
+}
+
+void moe_unpermute_check_rows(const int32_t* ro, int64_t tokens, int64_t k, int64_t rows) {
   for (int64_t i = 0; i < tokens * k; ++i)
-    check(ro[i] >= -1 && ro[i] < rows, op, "row_of[", i / k, ", ", i % k, "] = ", ro[i], " outside [0, ", rows, ")");
+    check(ro[i] >= -1 && ro[i] < rows, "moe_unpermute", "row_of[", i / k, ", ", i % k, "] = ", ro[i], " outside [0, ",
+          rows, ")");
+}
+
+void moe_unpermute(const Tensor& y_perm, const Tensor& row_of, const Tensor& w, const Tensor& out) {
+  moe_unpermute_validate(y_perm, row_of, w, out);
+  backend_entry(unpermute_backends(), "moe_unpermute", row_of.device())(y_perm, row_of, w, out);
+}
+
+void moe_unpermute_cpu(const Tensor& y_perm, const Tensor& row_of, const Tensor& w, const Tensor& out) {
+  const int64_t tokens = row_of.shape(0), k = row_of.shape(1), h = y_perm.shape(1);
+  const int32_t* ro = row_of.data_as<const int32_t>();
+  moe_unpermute_check_rows(ro, tokens, k, y_perm.shape(0));
   const float* wt = w.data_as<const float>();
   const kernels::CombineKernels& ck = select_kernels(kernels::combine_kernel_table(), "moe_unpermute");
   if (ck.weighted_row_sum) {

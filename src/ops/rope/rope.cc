@@ -1,6 +1,8 @@
 #include "sol/rope.h"
 
 #include "kernels/rope.h"
+#include "ops/common/validate.h"
+#include "ops/rope/rope_backends.h"
 #include "ops/activation/row_pairs.h"
 #include "hw/kernel_select.h"
 #include "core/parallel.h"
@@ -8,7 +10,7 @@
 
 namespace sol {
 
-void rope(const Tensor& x, const Tensor& positions, const RopeTable& table, int64_t rope_offset) {
+void rope_validate(const Tensor& x, const Tensor& positions, const RopeTable& table, int64_t rope_offset) {
   const char* op = "rope";
   const RopeConfig& c = table.config();
   check(x.ndim() == 3, op, "x must be [tokens, heads, head_dim] but is ", describe_text(x));
@@ -20,11 +22,30 @@ void rope(const Tensor& x, const Tensor& positions, const RopeTable& table, int6
   check(positions.ndim() == 1 && positions.shape(0) == x.shape(0) && positions.dtype() == DType::i32 &&
             positions.is_contiguous(),
         op, "positions = ", describe_text(positions), " but expected contiguous [", x.shape(0), "] i32");
+  require_same_device(op, "x", x, "positions", positions);
+}
+
+void rope_check_positions(const int32_t* pos, int64_t tokens, const RopeTable& table) {
+  for (int64_t t = 0; t < tokens; ++t)
+    check(pos[t] >= 0 && pos[t] < table.max_positions(), "rope", "positions[", t, "] = ", pos[t],
+          " outside the table's [0, ", table.max_positions(), ")");
+}
+
+const OpBackends<RopeEntry>& rope_backends() {
+  static const OpBackends<RopeEntry> b{rope_cpu, SOL_CUDA_ENTRY(rope_cuda)};
+  return b;
+}
+
+void rope(const Tensor& x, const Tensor& positions, const RopeTable& table, int64_t rope_offset) {
+  rope_validate(x, positions, table, rope_offset);
+  backend_entry(rope_backends(), "rope", x.device())(x, positions, table, rope_offset);
+}
+
+void rope_cpu(const Tensor& x, const Tensor& positions, const RopeTable& table, int64_t rope_offset) {
+  const RopeConfig& c = table.config();
   const int64_t tokens = x.shape(0), heads = x.shape(1), d = c.rope_dim;
   const int32_t* pos = positions.data_as<const int32_t>();
-  for (int64_t t = 0; t < tokens; ++t)
-    check(pos[t] >= 0 && pos[t] < table.max_positions(), op, "positions[", t, "] = ", pos[t],
-          " outside the table's [0, ", table.max_positions(), ")");
+  rope_check_positions(pos, tokens, table);
   const bool inter = c.layout == RopeLayout::interleaved;
   const kernels::RopeKernels& k = select_kernels(kernels::rope_kernel_table(), "rope");
   const int64_t es = int64_t(dtype_size(x.dtype()));

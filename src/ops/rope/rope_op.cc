@@ -6,6 +6,7 @@
 
 #include "ops/builtin_ops.h"
 #include "ops/common/buffer_sets.h"
+#include "ops/common/case_operand.h"
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
 #include "sol/error.h"
@@ -36,14 +37,17 @@ void rope_reference(const Tensor& x, const Tensor& y, const int32_t* pos, const 
 
 class RopeCase : public OpCase {
  public:
-  RopeCase(int64_t tokens, int64_t heads, int64_t head_dim, int64_t offset, DType dt, RopeConfig c, int64_t cold_bytes)
-      : tokens_(tokens), heads_(heads), hd_(head_dim), offset_(offset), dt_(dt), config_(c),
-        table_(c, 163840), pos_(DType::i32, {tokens}) {
+  RopeCase(int64_t tokens, int64_t heads, int64_t head_dim, int64_t offset, DType dt, RopeConfig c, Device device,
+           int64_t cold_bytes)
+      : tokens_(tokens), heads_(heads), hd_(head_dim), offset_(offset), dt_(dt), config_(c), device_(device),
+        table_(c, 163840), pos_(device, DType::i32, {tokens}) {
     sol::check(dt == DType::f32 || dt == DType::bf16, "rope", "--dtype = ", dtype_name(dt), " but must be f32 or bf16");
-    for (int64_t t = 0; t < tokens; ++t) pos_.tensor().data_as<int32_t>()[t] = int32_t((t * 7919) % 163840);
+    for (int64_t t = 0; t < tokens; ++t) pos_.host().tensor().data_as<int32_t>()[t] = int32_t((t * 7919) % 163840);
+    pos_.upload();
     for (int i = 0; i < sets_for(2 * tokens * heads * head_dim * int64_t(dtype_size(dt)), cold_bytes); ++i) {
-      x_.emplace_back(dt, std::initializer_list<int64_t>{tokens, heads, head_dim});
-      fill_random(x_.back(), 5 + uint64_t(i));
+      x_.emplace_back(device, dt, std::initializer_list<int64_t>{tokens, heads, head_dim});
+      fill_random(x_.back().host(), 5 + uint64_t(i));
+      x_.back().upload();
     }
   }
   std::string shape() const override {
@@ -53,6 +57,7 @@ class RopeCase : public OpCase {
   std::string dtype() const override {
     return std::string(dtype_name(dt_)) + (config_.layout == RopeLayout::interleaved ? " interleaved" : " half");
   }
+  Device device() const override { return device_; }
   Cost cost() const override {
     // In place: only the rope slice of each head is read and written back, at the in-place
     // update ceiling (a copy's streamed stores are not how these bytes move).
@@ -63,18 +68,21 @@ class RopeCase : public OpCase {
   void run(int set) override { rope(x_[size_t(set)], pos_, table_, offset_); }
   CheckResult check() override {
     Buffer ref(dt_, {tokens_, heads_, hd_});
-    rope_reference(x_[0], ref, pos_.tensor().data_as<int32_t>(), config_, offset_);
+    x_[0].download();  // in place: earlier runs rotated it
+    rope_reference(x_[0].host(), ref, pos_.host().tensor().data_as<int32_t>(), config_, offset_);
     run(0);
-    return compare_relative(x_[0], ref, dt_ == DType::bf16 ? 8e-3 : 2e-5);
+    x_[0].download();
+    return compare_relative(x_[0].host(), ref, dt_ == DType::bf16 ? 8e-3 : 2e-5);
   }
 
  private:
   int64_t tokens_, heads_, hd_, offset_;
   DType dt_;
   RopeConfig config_;
+  Device device_;
   RopeTable table_;
-  Buffer pos_;
-  std::vector<Buffer> x_;
+  CaseOperand pos_;
+  std::vector<CaseOperand> x_;
 };
 
 }  // namespace
@@ -93,6 +101,7 @@ void register_rope_ops() {
       {"layout", "interleaved | half", "interleaved", ParamSpec::text},
       {"yarn", "1: DeepSeek-V3 YaRN (factor 40); 0: plain RoPE", "1", ParamSpec::integer},
       {"dtype", "f32 or bf16", "bf16", ParamSpec::dtype},
+      device_param(),
   };
   op.bench_table = {{}, {{"tokens", "16"}}};
   op.check_table = {{{"tokens", "33"}},
@@ -110,7 +119,7 @@ void register_rope_ops() {
     sol::check(layout == "interleaved" || layout == "half", "rope", "--layout = '", layout, "' but expected interleaved or half");
     c.layout = layout == "half" ? RopeLayout::half : RopeLayout::interleaved;
     return std::make_unique<RopeCase>(p.integer("tokens"), p.integer("heads"), p.integer("head_dim"), p.integer("offset"),
-                                      p.dtype("dtype"), c, cold_bytes);
+                                      p.dtype("dtype"), c, p.device("device"), cold_bytes);
   };
   register_op(std::move(op));
 }

@@ -7,6 +7,7 @@
 #include "hw/kernel_select.h"
 #include "core/parallel.h"
 #include "ops/common/validate.h"
+#include "ops/routing/routing_backends.h"
 #include "ops/routing/scores.h"
 #include "sol/error.h"
 #include "sol/routing.h"
@@ -78,6 +79,9 @@ void validate(const Tensor& logits, const Tensor& idx, const Tensor& w, const Ro
   if (const Tensor* b = o.correction_bias)
     check(b->ndim() == 1 && b->shape(0) == e && b->dtype() == DType::f32 && b->is_contiguous(), op,
           "correction_bias = ", describe_text(*b), " but expected [", e, "] f32");
+  require_same_device(op, "logits", logits, "topk_idx", idx);
+  require_same_device(op, "logits", logits, "topk_weights", w);
+  if (const Tensor* b = o.correction_bias) require_same_device(op, "logits", logits, "correction_bias", *b);
   require_no_overlap(op, "topk_idx", idx, "topk_weights", w);
 }
 
@@ -200,8 +204,17 @@ void route_i32(const Tensor& logits, const Tensor& topk_idx, const Tensor& topk_
 
 }  // namespace
 
+const OpBackends<RoutingEntry>& routing_backends() {
+  static const OpBackends<RoutingEntry> b{moe_routing_cpu, SOL_CUDA_ENTRY(moe_routing_cuda)};
+  return b;
+}
+
 void moe_routing(const Tensor& logits, const Tensor& topk_idx, const Tensor& topk_weights, const RoutingOptions& o) {
   validate(logits, topk_idx, topk_weights, o);
+  backend_entry(routing_backends(), "moe_routing", logits.device())(logits, topk_idx, topk_weights, o);
+}
+
+void moe_routing_cpu(const Tensor& logits, const Tensor& topk_idx, const Tensor& topk_weights, const RoutingOptions& o) {
   if (topk_idx.dtype() == DType::i32) return route_i32(logits, topk_idx, topk_weights, o);
   // i64 indices (DeepEP's and PyTorch's topk_idx type): the kernels write i32 (half the bytes,
   // twice the lanes), widened afterwards; 32 KiB per 1,024 tokens of V3, noise beside the logits.

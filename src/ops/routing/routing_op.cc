@@ -10,6 +10,7 @@
 
 #include "ops/builtin_ops.h"
 #include "ops/common/buffer_sets.h"
+#include "ops/common/case_operand.h"
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
 #include "ops/routing/scores.h"
@@ -73,9 +74,10 @@ void routing_reference(const Tensor& logits, const RoutingOptions& o, std::vecto
 class RoutingCase : public OpCase {
  public:
   RoutingCase(int64_t tokens, int64_t experts, int64_t top_k, int64_t n_group, int64_t topk_group, Scoring s,
-              int64_t cold_bytes)
-      : tokens_(tokens), experts_(experts), bias_(DType::f32, {experts}) {
-    fill_random(bias_, 3, 0.1);
+              Device device, int64_t cold_bytes)
+      : tokens_(tokens), experts_(experts), device_(device), bias_(device, DType::f32, {experts}) {
+    fill_random(bias_.host(), 3, 0.1);
+    bias_.upload();
     opt_.top_k = top_k;
     opt_.n_group = n_group;
     opt_.topk_group = topk_group;
@@ -83,10 +85,11 @@ class RoutingCase : public OpCase {
     opt_.scaling = s == Scoring::sigmoid ? 2.5f : 1.0f;
     opt_.correction_bias = s == Scoring::sigmoid ? &bias_.tensor() : nullptr;
     for (int i = 0; i < sets_for(tokens * experts * 4, cold_bytes); ++i) {
-      logits_.emplace_back(DType::f32, std::initializer_list<int64_t>{tokens, experts});
-      fill_random(logits_.back(), 17 + uint64_t(i), 4.0);
-      idx_.emplace_back(DType::i32, std::initializer_list<int64_t>{tokens, top_k});
-      w_.emplace_back(DType::f32, std::initializer_list<int64_t>{tokens, top_k});
+      logits_.emplace_back(device, DType::f32, std::initializer_list<int64_t>{tokens, experts});
+      fill_random(logits_.back().host(), 17 + uint64_t(i), 4.0);
+      logits_.back().upload();
+      idx_.emplace_back(device, DType::i32, std::initializer_list<int64_t>{tokens, top_k});
+      w_.emplace_back(device, DType::f32, std::initializer_list<int64_t>{tokens, top_k});
     }
   }
   std::string shape() const override {
@@ -96,6 +99,7 @@ class RoutingCase : public OpCase {
                                                            : "");
   }
   std::string dtype() const override { return opt_.scoring == Scoring::sigmoid ? "f32 sigmoid" : "f32 softmax"; }
+  Device device() const override { return device_; }
   Cost cost() const override {
     double t = double(tokens_);
     return {0, t * double(experts_) * 4 + t * double(opt_.top_k) * 8, Unit::fma_f32, Unit::mem_copy,
@@ -104,7 +108,7 @@ class RoutingCase : public OpCase {
   int input_sets() const override { return int(logits_.size()); }
   void run(int set) override { moe_routing(logits_[size_t(set)], idx_[size_t(set)], w_[size_t(set)], opt_); }
   CheckResult check() override {
-    float* l = logits_[0].tensor().data_as<float>();
+    float* l = logits_[0].host().tensor().data_as<float>();
     if (tokens_ > 2 && experts_ >= 4) {
       l[3] = NAN;                              // token 0: a NaN logit must not be chosen
       for (int64_t i = 0; i < experts_; ++i)   // token 1: all equal: ties go to lower indices
@@ -118,26 +122,34 @@ class RoutingCase : public OpCase {
       for (int64_t i = 0; i < experts_; ++i)  // token 4: saturated scores, 0 or 1 exactly
         l[4 * experts_ + i] = i % 5 == 3 ? 100.0f : -100.0f;
     }
+    logits_[0].upload();
     std::vector<int32_t> ridx;
     std::vector<float> rw;
-    routing_reference(logits_[0], opt_, ridx, rw);
-    poison(idx_[0]);
-    poison(w_[0]);
+    RoutingOptions host_opt = opt_;  // the reference reads the bias on the host
+    if (opt_.correction_bias) host_opt.correction_bias = &bias_.host().tensor();
+    routing_reference(logits_[0].host(), host_opt, ridx, rw);
+    poison(idx_[0].host());
+    poison(w_[0].host());
+    idx_[0].upload();
+    w_[0].upload();
     run(0);
+    idx_[0].download();
+    w_[0].download();
     Tensor ref_w(rw.data(), DType::f32, {tokens_, opt_.top_k});
-    const int32_t* got = idx_[0].tensor().data_as<int32_t>();
+    const int32_t* got = idx_[0].host().tensor().data_as<int32_t>();
     for (size_t i = 0; i < ridx.size(); ++i)
       if (got[i] != ridx[i])
         return {false, 1, 0, "topk_idx[" + std::to_string(i) + "] = " + std::to_string(got[i]) + ", expected " +
                                   std::to_string(ridx[i])};
-    return compare_bitwise(w_[0], ref_w);
+    return compare_bitwise(w_[0].host(), ref_w);
   }
 
  private:
   int64_t tokens_, experts_;
-  Buffer bias_;
+  Device device_;
+  CaseOperand bias_;
   RoutingOptions opt_;
-  std::vector<Buffer> logits_, idx_, w_;
+  std::vector<CaseOperand> logits_, idx_, w_;
 };
 
 Scoring parse_scoring(const std::string& s) {
@@ -160,6 +172,7 @@ void register_routing_ops() {
       {"n_group", "expert groups", "8", ParamSpec::integer},
       {"topk_group", "groups kept per token", "4", ParamSpec::integer},
       {"scoring", "sigmoid (with correction bias, scaling 2.5) | softmax", "sigmoid", ParamSpec::text},
+      device_param(),
   };
   op.bench_table = {{}, {{"tokens", "16"}}, {{"scoring", "softmax"}, {"experts", "8"}, {"k", "2"}, {"n_group", "1"}, {"topk_group", "1"}}};
   op.check_table = {{},
@@ -189,7 +202,8 @@ void register_routing_ops() {
                     {{"tokens", "17"}, {"experts", "13"}, {"k", "3"}, {"n_group", "1"}, {"topk_group", "1"}, {"scoring", "softmax"}}};
   op.make = [](const OpParams& p, int64_t cold_bytes) -> std::unique_ptr<OpCase> {
     return std::make_unique<RoutingCase>(p.integer("tokens"), p.integer("experts"), p.integer("k"), p.integer("n_group"),
-                                         p.integer("topk_group"), parse_scoring(p.text("scoring")), cold_bytes);
+                                         p.integer("topk_group"), parse_scoring(p.text("scoring")),
+                                         p.device("device"), cold_bytes);
   };
   register_op(std::move(op));
 }

@@ -7,9 +7,15 @@
 #include "core/parallel.h"
 #include "hw/streaming.h"
 #include "ops/common/validate.h"
+#include "ops/softmax/softmax_backends.h"
 #include "sol/error.h"
 
 namespace sol {
+
+const OpBackends<SoftmaxEntry>& softmax_backends() {
+  static const OpBackends<SoftmaxEntry> b{softmax_cpu, SOL_CUDA_ENTRY(softmax_cuda)};
+  return b;
+}
 
 void softmax(const Tensor& x, const Tensor& y) {
   const char* op = "softmax";
@@ -20,7 +26,11 @@ void softmax(const Tensor& x, const Tensor& y) {
           " but must be f32 or bf16");
     check(t->is_contiguous(), op, name, " must be contiguous, got strides of ", t->describe());
   }
-  if (x.data() != y.data()) require_no_overlap(op, "x", x, "y", y);
+  if (x.device_data() != y.device_data()) require_no_overlap(op, "x", x, "y", y);
+  backend_entry(softmax_backends(), op, x.device())(x, y);
+}
+
+void softmax_cpu(const Tensor& x, const Tensor& y) {
   const int64_t n = x.shape(-1);
   if (x.numel() == 0) return;
   const int64_t rows = x.numel() / n;

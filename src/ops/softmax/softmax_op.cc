@@ -5,6 +5,7 @@
 
 #include "ops/builtin_ops.h"
 #include "ops/common/buffer_sets.h"
+#include "ops/common/case_operand.h"
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
 #include "sol/error.h"
@@ -35,16 +36,19 @@ void softmax_reference(const Tensor& x, const Tensor& y) {
 
 class SoftmaxCase : public OpCase {
  public:
-  SoftmaxCase(int64_t rows, int64_t n, DType dt, int64_t cold_bytes) : rows_(rows), n_(n), dt_(dt) {
+  SoftmaxCase(int64_t rows, int64_t n, DType dt, Device device, int64_t cold_bytes)
+      : rows_(rows), n_(n), dt_(dt), device_(device) {
     sol::check(dt == DType::f32 || dt == DType::bf16, "softmax", "--dtype = ", dtype_name(dt), " but must be f32 or bf16");
     for (int i = 0; i < sets_for(2 * rows * n * int64_t(dtype_size(dt)), cold_bytes); ++i) {
-      x_.emplace_back(dt, std::initializer_list<int64_t>{rows, n});
-      y_.emplace_back(dt, std::initializer_list<int64_t>{rows, n});
-      fill_random(x_.back(), 13 + uint64_t(i), 8.0);
+      x_.emplace_back(device, dt, std::initializer_list<int64_t>{rows, n});
+      y_.emplace_back(device, dt, std::initializer_list<int64_t>{rows, n});
+      fill_random(x_.back().host(), 13 + uint64_t(i), 8.0);
+      x_.back().upload();
     }
   }
   std::string shape() const override { return "tokens=" + std::to_string(rows_) + " n=" + std::to_string(n_); }
   std::string dtype() const override { return std::string(dtype_name(dt_)); }
+  Device device() const override { return device_; }
   Cost cost() const override {
     const double in = double(rows_) * double(n_) * double(dtype_size(dt_));
     return {0, 2 * in, Unit::fma_f32, Unit::mem_copy, in};
@@ -53,20 +57,24 @@ class SoftmaxCase : public OpCase {
   void run(int set) override { softmax(x_[size_t(set)], y_[size_t(set)]); }
   CheckResult check() override {
     if (rows_ > 0 && n_ > 2) {  // masked entries: -inf must get exactly zero probability
-      store_from_double(x_[0].data(), dt_, 1, -INFINITY);
-      store_from_double(x_[0].data(), dt_, size_t(n_ + 2), -INFINITY);
+      store_from_double(x_[0].host().data(), dt_, 1, -INFINITY);
+      store_from_double(x_[0].host().data(), dt_, size_t(n_ + 2), -INFINITY);
+      x_[0].upload();
     }
     Buffer ref(dt_, {rows_, n_});
-    softmax_reference(x_[0], ref);
-    poison(y_[0]);
+    softmax_reference(x_[0].host(), ref);
+    poison(y_[0].host());
+    y_[0].upload();
     run(0);
-    return compare_relative(y_[0], ref, dt_ == DType::bf16 ? 8e-3 : 1e-6);
+    y_[0].download();
+    return compare_relative(y_[0].host(), ref, dt_ == DType::bf16 ? 8e-3 : 1e-6);
   }
 
  private:
   int64_t rows_, n_;
   DType dt_;
-  std::vector<Buffer> x_, y_;
+  Device device_;
+  std::vector<CaseOperand> x_, y_;
 };
 
 }  // namespace
@@ -80,6 +88,7 @@ void register_softmax_ops() {
       {"tokens", "rows", "4096", ParamSpec::size},
       {"n", "row length", "7168", ParamSpec::size},
       {"dtype", "f32 or bf16", "bf16", ParamSpec::dtype},
+      device_param(),
   };
   op.bench_table = {{}, {{"tokens", "16"}}, {{"dtype", "f32"}}};
   op.check_table = {{{"tokens", "1"}, {"n", "1"}},
@@ -88,7 +97,8 @@ void register_softmax_ops() {
                     {{"tokens", "0"}, {"n", "8"}},
                     {{"tokens", "5"}, {"n", "129"}, {"dtype", "f32"}}};
   op.make = [](const OpParams& p, int64_t cold_bytes) -> std::unique_ptr<OpCase> {
-    return std::make_unique<SoftmaxCase>(p.integer("tokens"), p.integer("n"), p.dtype("dtype"), cold_bytes);
+    return std::make_unique<SoftmaxCase>(p.integer("tokens"), p.integer("n"), p.dtype("dtype"), p.device("device"),
+                                         cold_bytes);
   };
   register_op(std::move(op));
 }

@@ -1,40 +1,20 @@
 // Device timings of copy and cast for scripts/device-check.sh (not a test: run by name,
-// `sol_gpu_tests bench_copy_cast`, never by ctest). Each case is timed with events, L2 flushed
-// (a 256 MiB memset) before every run, median of 21, and paired with the HBM copy ceiling
-// measured right beside it (cuMemcpyDtoD over the same bytes). One JSON line per case.
+// `sol_gpu_tests bench_copy_cast`, never by ctest). Each case is timed as gpu_bench.h says (a
+// 256 MiB L2 flush before every run) and paired with the HBM copy ceiling measured right beside
+// it (cuMemcpyDtoD over the same bytes). One JSON line per case.
 #include <algorithm>
 #include <cuda.h>
 #include <vector>
 
 #include "device/cuda/driver.h"
+#include "gpu_bench.h"
 #include "gpu_test.h"
 #include "sol/copy.h"
 #include "sol/device.h"
 
 namespace sol {
 
-namespace {
-
-template <class F>
-double median_seconds(F&& run, const DeviceBuffer& flush) {
-  const Device dev = Device::cuda(0);
-  const cuda::Driver& d = cuda::require_driver("bench");
-  CUstream s = static_cast<CUstream>(current_stream(dev));
-  std::vector<double> t;
-  Event start(dev), stop(dev);
-  for (int i = 0; i < 24; ++i) {
-    d.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(flush.device_data()), uint8_t(i), flush.bytes(), s);
-    start.record();
-    run();
-    stop.record();
-    stop.synchronize();
-    if (i >= 3) t.push_back(elapsed_seconds(start, stop));
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-}  // namespace
+using gpu_test::median_seconds;
 
 SOL_GPU_TEST(bench_copy_cast) {
   const Device dev = Device::cuda(0);

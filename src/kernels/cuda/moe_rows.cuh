@@ -1,0 +1,103 @@
+#pragma once
+// Row movers of sol::embedding, sol::moe_permute and sol::moe_unpermute on the device: one
+// block per row (grid-stride over rows), its threads over the row's 16-byte vectors when the
+// host found every row start 16-byte aligned and the row a whole number of vectors, else over
+// its bytes (elements for unpermute). Row indices (ids, row_of) are checked by the host first.
+#include "kernels/cuda/rows_common.cuh"
+
+namespace sol_cuda {
+
+__device__ __forceinline__ void copy_row(const char* src, char* dst, long long bytes, int vectors) {
+  if (vectors) {
+    const Bytes16* s = reinterpret_cast<const Bytes16*>(src);
+    Bytes16* d = reinterpret_cast<Bytes16*>(dst);
+    for (long long i = threadIdx.x; i < bytes / 16; i += blockDim.x) d[i] = s[i];
+  } else {
+    for (long long i = threadIdx.x; i < bytes; i += blockDim.x) dst[i] = src[i];
+  }
+}
+
+// Unpermute's sum for 8 (kVec) or 1 elements from column c: acc = fma(w_j, y_j, acc) over the
+// routed choices in order from +0, as the CPU's AVX-512 weighted_row_sum, rounded once.
+template <bool kInBf16, bool kOutBf16, bool kVec>
+__device__ __forceinline__ void unpermute_columns(const char* y_perm, long long h, const int* row_of, const float* w,
+                                                  int k, char* out_row, long long c) {
+  const int ys = kInBf16 ? 2 : 4, os = kOutBf16 ? 2 : 4;
+  const int n = kVec ? 8 : 1;
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int j = 0; j < k; ++j) {
+    const int r = row_of[j];
+    if (r < 0) continue;
+    const char* y = y_perm + ((long long)r * h + c) * ys;
+    float v[8];
+    if (kVec) load8<kInBf16>(y, v);
+    else v[0] = load_elem<kInBf16>(y, 0);
+#pragma unroll
+    for (int i = 0; i < n; ++i) acc[i] = __fmaf_rn(w[j], v[i], acc[i]);
+  }
+  if (kVec) store8<kOutBf16>(out_row + c * os, acc);
+  else store_elem<kOutBf16>(out_row + c * os, 0, acc[0]);
+}
+
+}  // namespace sol_cuda
+
+// out[t] = table[ids[t]] for t < rows; strides in bytes.
+extern "C" __global__ void __launch_bounds__(256) sol_gather_rows(const char* table, long long table_stride,
+                                                                  const int* ids, char* out, long long out_stride,
+                                                                  long long rows, long long row_bytes, int vectors) {
+  for (long long t = blockIdx.x; t < rows; t += gridDim.x)
+    sol_cuda::copy_row(table + ids[t] * table_stride, out + t * out_stride, row_bytes, vectors);
+}
+
+// x_perm[row_of[t, j]] = x[t] for every routed choice (row_of >= 0): each 16-byte vector of a
+// token's row is read once and stored to its k rows.
+extern "C" __global__ void __launch_bounds__(256) sol_permute_rows(const char* x, const int* row_of, int k,
+                                                                   long long tokens, long long row_bytes, char* x_perm,
+                                                                   int vectors) {
+  for (long long t = blockIdx.x; t < tokens; t += gridDim.x) {
+    const char* src = x + t * row_bytes;
+    const int* rows = row_of + t * k;
+    if (vectors) {
+      for (long long i = threadIdx.x; i < row_bytes / 16; i += blockDim.x) {
+        const sol_cuda::Bytes16 v = reinterpret_cast<const sol_cuda::Bytes16*>(src)[i];
+        for (int j = 0; j < k; ++j)
+          if (rows[j] >= 0) reinterpret_cast<sol_cuda::Bytes16*>(x_perm + rows[j] * row_bytes)[i] = v;
+      }
+    } else {
+      for (long long i = threadIdx.x; i < row_bytes; i += blockDim.x) {
+        const char v = src[i];
+        for (int j = 0; j < k; ++j)
+          if (rows[j] >= 0) x_perm[rows[j] * row_bytes + i] = v;
+      }
+    }
+  }
+}
+
+// Zeroes the padding rows of x_perm (grouped_layout[r] < 0).
+extern "C" __global__ void __launch_bounds__(256) sol_zero_padding_rows(char* x_perm, const int* grouped_layout,
+                                                                        long long rows, long long row_bytes,
+                                                                        int vectors) {
+  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+    if (grouped_layout[r] >= 0) continue;
+    char* d = x_perm + r * row_bytes;
+    if (vectors) {
+      for (long long i = threadIdx.x; i < row_bytes / 16; i += blockDim.x)
+        reinterpret_cast<sol_cuda::Bytes16*>(d)[i] = sol_cuda::Bytes16{0, 0, 0, 0};
+    } else {
+      for (long long i = threadIdx.x; i < row_bytes; i += blockDim.x) d[i] = 0;
+    }
+  }
+}
+
+// sol_unpermute_<y bf16>_<out bf16>_<vec>: out [tokens, h] from y_perm [rows, h], row_of and
+// topk_weights [tokens, k].
+#define SOL_CUDA_UNPERMUTE_KERNEL(in_bf16, out_bf16, vec)                                                    \
+  extern "C" __global__ void __launch_bounds__(256) sol_unpermute_##in_bf16##_##out_bf16##_##vec(           \
+      const char* y_perm, const int* row_of, const float* weights, int k, long long tokens, long long h,    \
+      char* out) {                                                                                          \
+    const long long step = vec ? 8 : 1;                                                                     \
+    for (long long t = blockIdx.x; t < tokens; t += gridDim.x)                                              \
+      for (long long c = threadIdx.x * step; c < h; c += blockDim.x * step)                                 \
+        sol_cuda::unpermute_columns<in_bf16, out_bf16, vec>(y_perm, h, row_of + t * k, weights + t * k, k, \
+                                                             out + t * h * (out_bf16 ? 2 : 4), c);           \
+  }
