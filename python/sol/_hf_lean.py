@@ -10,7 +10,7 @@ with the least Python between them:
   - each layer's step() takes and returns (stream, pending): a MoE layer leaves its output
     pending and the next layer's input add_rmsnorm (or the final norm) adds it to the stream;
   - the latent rows are appended to HF's own cache (cache.update, one call per layer);
-  - hidden states (output_hidden_states) are materialised only when asked for;
+  - hidden states (output_hidden_states): views of the stream, completed in place;
     output_attentions is refused (Sol's attention never forms the weights).
 Anything else this forward does not handle (labels, return_dict=False, inputs the HF forward
 alone knows) goes to HF's forward unchanged. unpatch deletes the instance attribute, so the class's
@@ -94,7 +94,8 @@ def _stack(inner, input_ids, inputs_embeds, attention_mask, position_ids, cache,
     pending = None
     for layer in itertools.islice(inner.layers, inner.config.num_hidden_layers):  # a ModuleList slice costs more
         if hidden_states is not None:
-            hidden_states.append((stream if pending is None else stream + pending).view(b, s, -1))
+            # A pending MoE output is added into this very tensor by the next add_rmsnorm.
+            hidden_states.append(stream.view(b, s, -1))
         stream, pending = layer.step(stream, pending, b, s, past, positions, cache)
     norm = inner.norm
     weight = norm.weight.detach().to(stream.dtype)

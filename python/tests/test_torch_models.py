@@ -214,18 +214,18 @@ def test_lean_forward_matches_hfs_forward_over_the_same_sol_layers():
 
 
 def test_lean_forward_masks_hidden_states_and_attentions():
-    model = deepseek_v3()
+    model = deepseek_v3(num_hidden_layers=3)  # the second layer's output holds a pending MoE add
     ids = torch.randint(2, 256, (2, 6), generator=torch.Generator().manual_seed(9))
     ones = torch.ones_like(ids)
     with torch.no_grad():
         ref = model(ids, output_hidden_states=True)
         st.patch(model)
         got = model(ids, attention_mask=ones, output_hidden_states=True)
-        assert len(got.hidden_states) == len(ref.hidden_states) == 3
+        assert len(got.hidden_states) == len(ref.hidden_states) == 4
         for g, r in zip(got.hidden_states, ref.hidden_states):
             assert rel(g, r) < 1e-5
         inner = model.model(ids, output_hidden_states=True)
-        assert rel(inner.last_hidden_state, got.hidden_states[-1]) < 1e-6 and len(inner.hidden_states) == 3
+        assert rel(inner.last_hidden_state, got.hidden_states[-1]) < 1e-6 and len(inner.hidden_states) == 4
         assert model(ids).hidden_states is None
         # return_dict=False goes to HF's forward (over the same Sol layers): a tuple, logits first.
         assert rel(model(ids, return_dict=False)[0], got.logits) < 1e-6
