@@ -207,8 +207,15 @@ def test_lean_forward_matches_hfs_forward_over_the_same_sol_layers():
         ref = decode_logits(model, prompt, 4)  # HF's forwards, Sol's layers
         model.forward, model.model.forward = lean
         hf_ref = decode_logits(deepseek_v3(num_hidden_layers=3), prompt, 4)
+        # The deprecated name of the cache argument reaches the cache too.
+        cache = transformers.DynamicCache(config=model.config)
+        model(prompt, past_key_values=cache, use_cache=True)
+        step = model(prompt[:, -1:], past_key_values=cache, use_cache=True).logits[:, -1]
+        assert cache.get_seq_length() == 8
     assert rel(got, ref) < 1e-6
     assert rel(got, hf_ref) < 1e-5
+    full = model(torch.cat([prompt, prompt[:, -1:]], 1)).logits[:, -1]
+    assert rel(step, full) < 1e-5
     st.unpatch(model)
     assert "forward" not in model.__dict__ and "forward" not in model.model.__dict__
 
