@@ -172,12 +172,17 @@ class SolDeepseekV3Attention(nn.Module):
                 **kwargs):
         from ._hf_patch import _check_mask
         b, s = hidden_states.shape[:2]
-        x = hidden_states.reshape(b * s, -1)
         past = cache.get_seq_length(self.layer_idx) if cache is not None else 0
         if position_ids is None:
             position_ids = torch.arange(past, past + s).expand(b, s)
         positions = position_ids.expand(b, s).reshape(-1).to(torch.int32)
         _check_mask(attention_mask, True, s, past + s)
+        out = self.attend(hidden_states.reshape(b * s, -1), b, s, past, positions, cache)
+        return out.view(b, s, -1), None
+
+    def attend(self, x, b, s, past, positions, cache):
+        """x [B * S, hidden] (S new tokens per sequence, `past` cached before them) -> [B * S, hidden],
+        the new latent rows appended to cache (None: no cache); causal, no mask."""
         q = self._query(x, positions)
         latent = self._latent(x, positions)
         if cache is not None:
@@ -189,5 +194,4 @@ class SolDeepseekV3Attention(nn.Module):
             attn = self._absorbed(q, latent, b)
         else:
             attn = self._expanded(q, latent.reshape(-1, latent.shape[-1]), b, s)
-        out = _sol.gemm(attn, self.o, out_dtype=x.dtype)
-        return out.view(b, s, -1), None
+        return _sol.gemm(attn, self.o, out_dtype=x.dtype)

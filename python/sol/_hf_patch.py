@@ -13,6 +13,9 @@ For inference (the replacements refuse grad through sol's ops). What is swapped:
                                MLA on Sol's GEMMs, rope, flash attention, absorbed decode)
   DeepseekV3RotaryEmbedding -> SolUnusedRotary (the MLA rotates with Sol's own tables)
   nn.Embedding              -> SolEmbedding: sol.embedding
+  DeepseekV3ForCausalLM and its DeepseekV3Model, when every decoder layer was swapped: a lean
+                               forward of their own (_hf_lean.py: no mask tensor, no per-layer
+                               outputs, the MoE's residual add inside the next add_rmsnorm)
   other attention           -> the "sol" attention interface (sol.flash_attention, causal,
                                bottom-right aligned as with a KV cache); config._attn_implementation
 Every replacement is built before any is put in, so a refusal (sol.Error) leaves the model as it was.
@@ -22,6 +25,7 @@ import torch
 from torch import nn
 
 import sol as _sol
+from . import _hf_lean
 from ._hf_mla import SolDeepseekV3Attention
 
 
@@ -82,6 +86,10 @@ class SolGatedMLP(nn.Module):
             return _sol.gemm(h, self.down, out=residual, beta=1.0)
         return _sol.gemm(h, self.down, out_dtype=x.dtype).view(*x.shape[:-1], self.hidden)
 
+    def add_into(self, x, stream):
+        """(stream with this MLP of x [T, hidden] added, None): nothing left to add."""
+        return self(x, residual=stream), None
+
 
 class SolDeepseekV3MoE(nn.Module):
     def __init__(self, moe):
@@ -129,13 +137,20 @@ class SolDeepseekV3MoE(nn.Module):
 
     def forward(self, hidden_states, residual=None):
         """Routed experts + shared experts; with residual [T, hidden]: residual += that."""
-        x = _rows(hidden_states)
-        idx, weights = self.route(x)
-        y = self.experts(x, idx, weights)
-        self.shared_experts(x, residual=y)
+        y = self._moe(_rows(hidden_states))
         if residual is not None:
             return residual.add_(y)
         return y.view(hidden_states.shape)
+
+    def add_into(self, x, stream):
+        """(stream, this MoE of x [T, hidden]): the add is left to the next add_rmsnorm."""
+        return stream, self._moe(x)
+
+    def _moe(self, x):
+        idx, weights = self.route(x)
+        y = self.experts(x, idx, weights)
+        self.shared_experts(x, residual=y)
+        return y
 
 
 class SolEmbedding(nn.Module):
@@ -170,6 +185,20 @@ class SolDeepseekV3DecoderLayer(nn.Module):
         norm = self.post_attention_layernorm
         h = _sol.add_rmsnorm(x, stream, norm.weight.detach().to(x.dtype), eps=norm.eps)
         return self.mlp(h, residual=stream).view(hidden_states.shape)
+
+    def step(self, stream, pending, b, s, past, positions, cache):
+        """The layer on the residual stream [B * S, hidden] plus `pending` (a product the previous
+        layer left to add, or None) -> (stream, pending) for the next layer: the stack's forward
+        (_hf_lean.py) adds a pending MoE output inside the next add_rmsnorm instead of a torch add."""
+        norm = self.input_layernorm
+        if pending is None:
+            h = _sol.rmsnorm(stream, norm.weight.detach().to(stream.dtype), eps=norm.eps)
+        else:
+            h = _sol.add_rmsnorm(pending, stream, norm.weight.detach().to(stream.dtype), eps=norm.eps)
+        a = self.self_attn.attend(h, b, s, past, positions, cache)
+        norm = self.post_attention_layernorm
+        h = _sol.add_rmsnorm(stream, a, norm.weight.detach().to(stream.dtype), eps=norm.eps)
+        return self.mlp.add_into(h, a)
 
 
 class SolUnusedRotary(nn.Module):
@@ -262,7 +291,7 @@ def patch(model):
         _register_attention()
         attn = config._attn_implementation
         model.set_attn_implementation("sol")
-    model._sol_originals = (originals, attn)
+    model._sol_originals = (originals, attn, _hf_lean.install(model))
     return model
 
 
@@ -271,7 +300,8 @@ def unpatch(model):
     state = getattr(model, "_sol_originals", None)
     if state is None:
         return model
-    originals, attn = state
+    originals, attn, lean = state
+    _hf_lean.uninstall(lean)
     for parent, child_name, child in reversed(originals):
         setattr(parent, child_name, child)
     if attn is not None:

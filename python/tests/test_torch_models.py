@@ -192,3 +192,60 @@ def test_patch_refuses_an_unknown_rope_and_leaves_the_model_untouched():
     with pytest.raises(sol.Error, match="hidden_act 'gelu'"):
         st.patch(model)
     assert [type(m).__name__ for m in model.modules()] == before
+
+
+def test_lean_forward_matches_hfs_forward_over_the_same_sol_layers():
+    """patch gives the model and its decoder stack a lean forward of their own (no mask tensor, the
+    MoE's residual add inside the next add_rmsnorm); HF's class forward over the same Sol layers is
+    the reference. Three layers: a MoE output is added by the next layer's norm and by the final one."""
+    model = st.patch(deepseek_v3(num_hidden_layers=3))
+    assert "forward" in model.__dict__ and "forward" in model.model.__dict__
+    prompt = torch.randint(2, 256, (2, 7), generator=torch.Generator().manual_seed(8))
+    with torch.no_grad():
+        got = decode_logits(model, prompt, 4)
+        lean = model.__dict__.pop("forward"), model.model.__dict__.pop("forward")
+        ref = decode_logits(model, prompt, 4)  # HF's forwards, Sol's layers
+        model.forward, model.model.forward = lean
+        hf_ref = decode_logits(deepseek_v3(num_hidden_layers=3), prompt, 4)
+        # The deprecated name of the cache argument reaches the cache too.
+        cache = transformers.DynamicCache(config=model.config)
+        model(prompt, past_key_values=cache, use_cache=True)
+        step = model(prompt[:, -1:], past_key_values=cache, use_cache=True).logits[:, -1]
+        assert cache.get_seq_length() == 8
+    assert rel(got, ref) < 1e-6
+    assert rel(got, hf_ref) < 1e-5
+    full = model(torch.cat([prompt, prompt[:, -1:]], 1)).logits[:, -1]
+    assert rel(step, full) < 1e-5
+    st.unpatch(model)
+    assert "forward" not in model.__dict__ and "forward" not in model.model.__dict__
+
+
+def test_lean_forward_masks_hidden_states_and_attentions():
+    model = deepseek_v3(num_hidden_layers=3)  # the second layer's output holds a pending MoE add
+    ids = torch.randint(2, 256, (2, 6), generator=torch.Generator().manual_seed(9))
+    ones = torch.ones_like(ids)
+    with torch.no_grad():
+        ref = model(ids, output_hidden_states=True)
+        st.patch(model)
+        got = model(ids, attention_mask=ones, output_hidden_states=True)
+        assert len(got.hidden_states) == len(ref.hidden_states) == 4
+        for g, r in zip(got.hidden_states, ref.hidden_states):
+            assert rel(g, r) < 1e-5
+        inner = model.model(ids, output_hidden_states=True)
+        assert rel(inner.last_hidden_state, got.hidden_states[-1]) < 1e-6 and len(inner.hidden_states) == 4
+        assert model(ids).hidden_states is None
+        # return_dict=False goes to HF's forward (over the same Sol layers): a tuple, logits first.
+        assert rel(model(ids, return_dict=False)[0], got.logits) < 1e-6
+        with pytest.raises(sol.Error, match="output_attentions"):
+            model(ids, output_attentions=True)
+        padded = ones.clone()
+        padded[0, :2] = 0
+        for m in (model, model.model):
+            with pytest.raises(sol.Error, match="padding"):
+                m(ids, attention_mask=padded)
+        # A 4-D mask goes through HF's forward and is checked by Sol's attention.
+        mask4 = torch.zeros(2, 1, 6, 6).masked_fill(torch.ones(6, 6, dtype=torch.bool).triu(1), float("-inf"))
+        assert rel(model(ids, attention_mask=mask4).logits, got.logits) < 1e-6
+        mask4[1, 0, :, 0] = float("-inf")
+        with pytest.raises(sol.Error, match="padding"):
+            model(ids, attention_mask=mask4)

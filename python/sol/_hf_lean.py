@@ -1,0 +1,143 @@
+"""A lean forward for a DeepseekV3 model whose every decoder layer is Sol's (sol.torch.patch installs it).
+
+HF's DeepseekV3Model.forward builds a causal mask, position embeddings and an output dataclass per
+call, and each layer returns the residual stream after a torch add of the MoE output. At decode
+(one token) that per-step Python is a fifth of the step. This forward runs the stack on Sol's ops
+with the least Python between them:
+  - no mask tensor: Sol's attention is causal by construction. A 2-D attention_mask is checked
+    (all ones, or sol.Error naming padding); any other mask goes to HF's forward, whose mask
+    reaches Sol's attention and is checked there;
+  - each layer's step() takes and returns (stream, pending): a MoE layer leaves its output
+    pending and the next layer's input add_rmsnorm (or the final norm) adds it to the stream;
+  - the latent rows are appended to HF's own cache (cache.update, one call per layer);
+  - hidden states (output_hidden_states): views of the stream, completed in place;
+    output_attentions is refused (Sol's attention never forms the weights).
+Anything else this forward does not handle (labels, return_dict=False, inputs the HF forward
+alone knows) goes to HF's forward unchanged. unpatch deletes the instance attribute, so the class's
+forward is back as it was.
+"""
+import functools
+import itertools
+import types
+
+import torch
+
+import sol as _sol
+
+# Arguments the lean forwards understand; generate passes these (and nothing else for this model).
+_KNOWN = {"input_ids", "attention_mask", "position_ids", "cache", "past_key_values", "inputs_embeds", "use_cache",
+          "logits_to_keep", "output_hidden_states", "output_attentions", "return_dict"}
+
+
+def install(model):
+    """Puts the lean forwards on model (DeepseekV3ForCausalLM) and model.model when every decoder
+    layer is Sol's; returns the modules given a forward (for unpatch)."""
+    from ._hf_patch import SolDeepseekV3DecoderLayer, SolEmbedding, SolLinear, SolRMSNorm
+    inner = getattr(model, "model", None)
+    if type(model).__name__ != "DeepseekV3ForCausalLM" or type(inner).__name__ != "DeepseekV3Model":
+        return []
+    layers = list(inner.layers)[:inner.config.num_hidden_layers]
+    if not (layers and all(isinstance(m, SolDeepseekV3DecoderLayer) for m in layers)
+            and isinstance(inner.norm, SolRMSNorm) and isinstance(inner.embed_tokens, SolEmbedding)
+            and isinstance(model.lm_head, SolLinear)):
+        return []
+    inner.forward = types.MethodType(functools.wraps(type(inner).forward)(_model_forward), inner)
+    model.forward = types.MethodType(functools.wraps(type(model).forward)(_causal_lm_forward), model)
+    return [model, inner]
+
+
+def uninstall(modules):
+    for m in modules:
+        m.__dict__.pop("forward", None)
+
+
+def _lean_args(module, kwargs):
+    """True when the lean path handles these keyword arguments; refuses output_attentions."""
+    if _flag(module, kwargs, "output_attentions"):
+        raise _sol.Error("sol.torch.patch: output_attentions is not available: Sol's attention never forms the "
+                         "attention weights (unpatch the model to get them)")
+    if kwargs.get("return_dict", getattr(module.config, "return_dict", True)) is False:
+        return False
+    return all(k in _KNOWN for k in kwargs)
+
+
+def _flag(module, kwargs, name):
+    value = kwargs.get(name)
+    return bool(getattr(module.config, name, False) if value is None else value)
+
+
+def _stack(inner, input_ids, inputs_embeds, attention_mask, position_ids, cache, use_cache, hidden_states):
+    """The final-normed hidden states [B, S, hidden] and the cache; appends to hidden_states (a list,
+    or None) the embeddings and every layer's output but the last (HF's convention: the last entry is
+    the normed output)."""
+    if (input_ids is None) == (inputs_embeds is None):
+        raise ValueError("You must specify exactly one of input_ids or inputs_embeds")
+    if use_cache is None:
+        use_cache = inner.config.use_cache
+    if use_cache and cache is None:
+        from transformers import DynamicCache
+        cache = DynamicCache(config=inner.config)
+    x = inner.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds
+    b, s = x.shape[:2]
+    past = cache.get_seq_length() if cache is not None else 0
+    if attention_mask is not None and not bool(attention_mask.all()):
+        raise _sol.Error("sol.torch.patch: the attention_mask pads (zeros) but Sol's patched attention takes "
+                         "sequences of equal length without padding")
+    if position_ids is None:
+        positions = torch.arange(past, past + s, dtype=torch.int32)
+        positions = positions if b == 1 else positions.repeat(b)
+    else:
+        positions = position_ids.expand(b, s).reshape(-1).to(torch.int32)
+    stream = x.reshape(b * s, -1)
+    if inputs_embeds is not None:
+        stream = stream.contiguous()
+    pending = None
+    for layer in itertools.islice(inner.layers, inner.config.num_hidden_layers):  # a ModuleList slice costs more
+        if hidden_states is not None:
+            # A pending MoE output is added into this very tensor by the next add_rmsnorm.
+            hidden_states.append(stream.view(b, s, -1))
+        stream, pending = layer.step(stream, pending, b, s, past, positions, cache)
+    norm = inner.norm
+    weight = norm.weight.detach().to(stream.dtype)
+    if pending is None:
+        out = _sol.rmsnorm(stream, weight, eps=norm.eps)
+    else:
+        out = _sol.add_rmsnorm(pending, stream, weight, eps=norm.eps)
+    out = out.view(b, s, -1)
+    if hidden_states is not None:
+        hidden_states.append(out)
+    return out, cache
+
+
+def _model_forward(self, input_ids=None, attention_mask=None, position_ids=None, cache=None, inputs_embeds=None,
+                   use_cache=None, **kwargs):
+    if not _lean_args(self, kwargs) or (attention_mask is not None and attention_mask.dim() != 2):
+        return type(self).forward(self, input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                                  cache=cache, inputs_embeds=inputs_embeds, use_cache=use_cache, **kwargs)
+    from transformers.modeling_outputs import MoeModelOutputWithPast
+    cache = kwargs.pop("past_key_values", None) if cache is None else cache
+    hidden = [] if _flag(self, kwargs, "output_hidden_states") else None
+    out, cache = _stack(self, input_ids, inputs_embeds, attention_mask, position_ids, cache, use_cache, hidden)
+    result = MoeModelOutputWithPast(last_hidden_state=out, cache=cache)
+    if hidden is not None:
+        result["hidden_states"] = tuple(hidden)
+    return result
+
+
+def _causal_lm_forward(self, input_ids=None, attention_mask=None, position_ids=None, cache=None, inputs_embeds=None,
+                       labels=None, use_cache=None, logits_to_keep=0, **kwargs):
+    if (labels is not None or not _lean_args(self, kwargs)
+            or (attention_mask is not None and attention_mask.dim() != 2)):
+        return type(self).forward(self, input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                                  cache=cache, inputs_embeds=inputs_embeds, labels=labels, use_cache=use_cache,
+                                  logits_to_keep=logits_to_keep, **kwargs)
+    from transformers.modeling_outputs import MoeCausalLMOutputWithPast
+    cache = kwargs.pop("past_key_values", None) if cache is None else cache
+    hidden = [] if _flag(self, kwargs, "output_hidden_states") else None
+    out, cache = _stack(self.model, input_ids, inputs_embeds, attention_mask, position_ids, cache, use_cache, hidden)
+    keep = slice(-logits_to_keep, None) if isinstance(logits_to_keep, int) else logits_to_keep
+    logits = self.lm_head(out[:, keep, :])
+    result = MoeCausalLMOutputWithPast(logits=logits, cache=cache)
+    if hidden is not None:
+        result["hidden_states"] = tuple(hidden)
+    return result
