@@ -8,12 +8,12 @@
 
 namespace sol {
 
-namespace {
-
 const cuda::CudaProgram& activation_program() {
   static const cuda::CudaProgram p{"sol_activation", "#include \"kernels/cuda/activation_kernels.cuh\"\n", {}};
   return p;
 }
+
+namespace {
 
 // gate_up's rows and the start of their up halves are 16-byte aligned.
 bool gate_up_aligned(const Tensor& gu) {

@@ -8,12 +8,12 @@
 
 namespace sol {
 
-namespace {
-
 const cuda::CudaProgram& rmsnorm_program() {
   static const cuda::CudaProgram p{"sol_rmsnorm", "#include \"kernels/cuda/rmsnorm_kernels.cuh\"\n", {}};
   return p;
 }
+
+namespace {
 
 // One 256-thread CTA per row, the row (h elements of `staged`) in dynamic shared memory.
 cuda::LaunchShape row_shape(const char* op, const Tensor& x, DType staged) {

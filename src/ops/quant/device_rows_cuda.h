@@ -11,6 +11,11 @@
 
 namespace sol {
 
+// The row ops' programs (src/kernels/cuda/*_kernels.cuh), one per family.
+const cuda::CudaProgram& quant_program();
+const cuda::CudaProgram& rmsnorm_program();
+const cuda::CudaProgram& activation_program();
+
 // The kernel `name` of `program` on `device`, looked up once per thread (compiled or read from
 // the JIT's disk cache at its first use in the process).
 const cuda::Kernel& device_kernel(const cuda::CudaProgram& program, const std::string& name, Device device);

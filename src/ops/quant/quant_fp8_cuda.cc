@@ -6,14 +6,10 @@
 
 namespace sol {
 
-namespace {
-
 const cuda::CudaProgram& quant_program() {
   static const cuda::CudaProgram p{"sol_quant_fp8", "#include \"kernels/cuda/quant_fp8_kernels.cuh\"\n", {}};
   return p;
 }
-
-}  // namespace
 
 void quant_fp8_per_token_cuda(const Tensor& x, const Tensor& q, const Tensor& scales, const QuantOptions& opt) {
   sol_cuda::QuantOut out = per_token_out("quant_fp8_per_token", q, scales, opt);
