@@ -11,7 +11,7 @@
 namespace sol {
 
 SOL_GPU_TEST(registry_cases_on_device) {
-  for (const char* name : {"copy", "cast"}) {
+  for (const char* name : {"copy", "cast", "rmsnorm"}) {
     const OpInfo& op = find_op(name);
     for (auto given : op.check_table) {
       given["device"] = "cuda";
@@ -30,7 +30,8 @@ SOL_GPU_TEST(bench_cases_on_device) {
     std::map<std::string, std::string> given;
   };
   for (const Case& k : {Case{"copy", {{"n", "28M"}, {"dtype", "bf16"}}}, Case{"copy", {{"n", "1M"}}},
-                        Case{"cast", {{"n", "28M"}, {"from", "f32"}, {"to", "bf16"}}}}) {
+                        Case{"cast", {{"n", "28M"}, {"from", "f32"}, {"to", "bf16"}}}, Case{"rmsnorm", {}},
+                        Case{"rmsnorm", {{"fuse", "residual"}}}, Case{"rmsnorm", {{"fuse", "quant"}}}}) {
     const OpInfo& op = find_op(k.op);
     auto given = k.given;
     given["device"] = "cuda:0";
