@@ -54,8 +54,8 @@ TEST(DeviceTensor, CpuOpRejectsDeviceTensor) {
   const Tensor x = Tensor(unmapped(), DType::f32, {4, 64}).on(Device::cuda(0));
   const Tensor w = Tensor(unmapped(0x1000), DType::f32, {64}).on(Device::cuda(0));
   const Tensor y = Tensor(unmapped(0x2000), DType::f32, {4, 64}).on(Device::cuda(0));
-  // rmsnorm validates with its own helpers; Tensor::data stops it before any read.
-  const std::string e = error_of([&] { rmsnorm(x, w, y); });
+  // layernorm validates with its own helpers; Tensor::data stops it before any read.
+  const std::string e = error_of([&] { layernorm(x, w, nullptr, y); });
   EXPECT_NE(e.find("lives on cuda:0 and host code cannot read device memory"), std::string::npos) << e;
   // Ops that validate with require_data name themselves and the argument.
   const Tensor b = Tensor(unmapped(0x1000), DType::f32, {8, 8}).on(Device::cuda(0));

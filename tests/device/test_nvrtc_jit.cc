@@ -11,6 +11,7 @@
 #include "core/disk_cache.h"
 #include "device/cuda/nvrtc_jit.h"
 #include "ops/copy/copy_cast_cuda.h"
+#include "ops/quant/device_rows_cuda.h"
 #include "sol/error.h"
 
 namespace sol::cuda {
@@ -125,6 +126,30 @@ TEST_F(NvrtcJit, CopyCastProgramBuildsForSm90a) {
   for (int from = 0; from < 5; ++from)
     for (int to = 0; to < 5; ++to)
       EXPECT_TRUE(contains(c.image, "sol_cast_" + std::to_string(from) + "_" + std::to_string(to)));
+}
+
+// The row ops' programs as the JIT builds them (its options: C++17, -lineinfo), every kernel the
+// ops name present.
+TEST_F(NvrtcJit, RowOpProgramsBuildForSm90a) {
+  const Cubin q = compile_cubin(quant_program(), "sm_90a");
+  for (const char* k : {"sol_quant_per_token_0", "sol_quant_per_token_1", "sol_quant_per_block_0", "sol_quant_per_block_1"})
+    EXPECT_TRUE(contains(q.image, k)) << k;
+  const Cubin r = compile_cubin(rmsnorm_program(), "sm_90a");
+  for (int x = 0; x < 2; ++x)
+    for (int w = 0; w < 2; ++w) {
+      const std::string xw = std::to_string(x) + "_" + std::to_string(w);
+      EXPECT_TRUE(contains(r.image, "sol_rmsnorm_quant_" + xw));
+      for (int y = 0; y < 2; ++y) {
+        EXPECT_TRUE(contains(r.image, "sol_rmsnorm_" + xw + "_" + std::to_string(y)));
+        for (int res = 0; res < 2; ++res)
+          EXPECT_TRUE(contains(r.image, "sol_add_rmsnorm_" + std::to_string(x) + "_" + std::to_string(res) + "_" +
+                                            std::to_string(w) + "_" + std::to_string(y)));
+      }
+    }
+  const Cubin a = compile_cubin(activation_program(), "sm_90a");
+  for (const char* k : {"sol_silu_mul_0_0", "sol_silu_mul_1_1", "sol_gelu_0_1", "sol_gelu_1_0", "sol_silu_mul_quant_1",
+                        "sol_gelu_quant_0"})
+    EXPECT_TRUE(contains(a.image, k)) << k;
 }
 
 }  // namespace

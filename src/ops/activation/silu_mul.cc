@@ -8,6 +8,7 @@
 #include "ops/common/rows.h"
 #include "hw/streaming.h"
 #include "ops/common/validate.h"
+#include "ops/activation/activation_backends.h"
 #include "ops/quant/fused_quant.h"
 #include "sol/activation.h"
 #include "sol/error.h"
@@ -37,6 +38,20 @@ const void* next_up(const Tensor& gu, int64_t r, int64_t end, int64_t inter) {
 
 }  // namespace
 
+void silu_mul_cpu(const Tensor& gu, const Tensor& y);
+void silu_mul_quant_fp8_cpu(const Tensor& gu, const Tensor& q, const Tensor& scales, const QuantOptions& qopt);
+void gelu_cpu(const Tensor& x, const Tensor& y, GeluForm form);
+void gelu_quant_fp8_cpu(const Tensor& x, const Tensor& q, const Tensor& scales, GeluForm form,
+                        const QuantOptions& qopt);
+
+const ActivationBackends& activation_backends() {
+  static const ActivationBackends b{{silu_mul_cpu, SOL_CUDA_ENTRY(silu_mul_cuda)},
+                                    {silu_mul_quant_fp8_cpu, SOL_CUDA_ENTRY(silu_mul_quant_fp8_cuda)},
+                                    {gelu_cpu, SOL_CUDA_ENTRY(gelu_cuda)},
+                                    {gelu_quant_fp8_cpu, SOL_CUDA_ENTRY(gelu_quant_fp8_cuda)}};
+  return b;
+}
+
 void silu_mul(const Tensor& gu, const Tensor& y) {
   const char* op = "silu_mul";
   validate_input(op, gu);
@@ -47,6 +62,12 @@ void silu_mul(const Tensor& gu, const Tensor& y) {
         " but must be f32 or bf16");
   check(y.numel() == 0 || y.stride(1) == 1, op, "y rows must be dense (stride(1) = 1)");
   require_no_overlap(op, "gate_up", gu, "y", y);
+  require_same_device(op, "gate_up", gu, "y", y);
+  backend_entry(activation_backends().silu_mul, op, gu.device())(gu, y);
+}
+
+void silu_mul_cpu(const Tensor& gu, const Tensor& y) {
+  const int64_t rows = gu.shape(0), inter = gu.shape(1) / 2;
   const kernels::ActivationKernels& k = activation_kernels();
   const int64_t es = int64_t(dtype_size(gu.dtype()));
   const bool stream = should_stream(y.numel() * int64_t(dtype_size(y.dtype())));
@@ -77,6 +98,13 @@ void silu_mul_quant_fp8(const Tensor& gu, const Tensor& q, const Tensor& scales,
   validate_input(op, gu);
   const int64_t inter = gu.shape(1) / 2;
   validate_fused_quant(op, "inter", gu.shape(0), inter, q, scales, qopt);
+  require_same_device(op, "gate_up", gu, "q", q);
+  require_same_device(op, "gate_up", gu, "scales", scales);
+  backend_entry(activation_backends().silu_mul_quant_fp8, op, gu.device())(gu, q, scales, qopt);
+}
+
+void silu_mul_quant_fp8_cpu(const Tensor& gu, const Tensor& q, const Tensor& scales, const QuantOptions& qopt) {
+  const int64_t inter = gu.shape(1) / 2;
   const kernels::ActivationKernels& k = activation_kernels();
   const int64_t es = int64_t(dtype_size(gu.dtype()));
   const int64_t rows = gu.shape(0);
@@ -107,7 +135,11 @@ void gelu(const Tensor& x, const Tensor& y, GeluForm form) {
   validate_rows(op, "x", x);
   validate_rows(op, "y", y);
   require_same_shape(op, "x", x, "y", y);
-  if (x.data() != y.data()) require_no_overlap(op, "x", x, "y", y);
+  if (x.device_data() != y.device_data()) require_no_overlap(op, "x", x, "y", y);
+  backend_entry(activation_backends().gelu, op, x.device())(x, y, form);
+}
+
+void gelu_cpu(const Tensor& x, const Tensor& y, GeluForm form) {
   const kernels::ActivationKernels& k = activation_kernels();
   const int64_t h = x.shape(1);
   // In place, y's lines were just read: streaming them out gains nothing.
@@ -133,6 +165,14 @@ void gelu_quant_fp8(const Tensor& x, const Tensor& q, const Tensor& scales, Gelu
   validate_rows(op, "x", x);
   const int64_t h = x.shape(1);
   validate_fused_quant(op, "hidden", x.shape(0), h, q, scales, qopt);
+  require_same_device(op, "x", x, "q", q);
+  require_same_device(op, "x", x, "scales", scales);
+  backend_entry(activation_backends().gelu_quant_fp8, op, x.device())(x, q, scales, form, qopt);
+}
+
+void gelu_quant_fp8_cpu(const Tensor& x, const Tensor& q, const Tensor& scales, GeluForm form,
+                        const QuantOptions& qopt) {
+  const int64_t h = x.shape(1);
   const kernels::ActivationKernels& k = activation_kernels();
   const bool erf_form = form == GeluForm::erf, ue8m0 = qopt.scale == ScaleFormat::ue8m0;
   quantize_rows_fp8_fused(

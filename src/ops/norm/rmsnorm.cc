@@ -9,6 +9,7 @@
 #include "ops/common/rows.h"
 #include "hw/streaming.h"
 #include "ops/common/validate.h"
+#include "ops/norm/norm_backends.h"
 #include "ops/quant/fused_quant.h"
 #include "sol/error.h"
 #include "sol/norm.h"
@@ -127,12 +128,30 @@ class F32Vector {
 
 }  // namespace
 
+void rmsnorm_cpu(const Tensor& x, const Tensor& weight, const Tensor& y, const NormOptions& opt);
+void add_rmsnorm_cpu(const Tensor& x, const Tensor& residual, const Tensor& weight, const Tensor& y,
+                     const NormOptions& opt);
+void rmsnorm_quant_fp8_cpu(const Tensor& x, const Tensor& weight, const Tensor& q, const Tensor& scales,
+                           const NormOptions& opt, const QuantOptions& qopt);
+
+const NormBackends& norm_backends() {
+  static const NormBackends b{{rmsnorm_cpu, SOL_CUDA_ENTRY(rmsnorm_cuda)},
+                              {add_rmsnorm_cpu, SOL_CUDA_ENTRY(add_rmsnorm_cuda)},
+                              {rmsnorm_quant_fp8_cpu, SOL_CUDA_ENTRY(rmsnorm_quant_fp8_cuda)}};
+  return b;
+}
+
 void rmsnorm(const Tensor& x, const Tensor& weight, const Tensor& y, const NormOptions& opt) {
   const char* op = "rmsnorm";
   validate(op, x, weight, opt);
   require_rows(op, "y", y);
   require_same_shape(op, "x", x, "y", y);
   require_no_overlap(op, "weight", weight, "y", y);
+  require_same_device(op, "x", x, "weight", weight);
+  backend_entry(norm_backends().rmsnorm, op, x.device())(x, weight, y, opt);
+}
+
+void rmsnorm_cpu(const Tensor& x, const Tensor& weight, const Tensor& y, const NormOptions& opt) {
   const int64_t rows = x.shape(0), h = x.shape(1);
   const kernels::NormKernels& k = norm_kernels();
   // In place (y == x) is allowed: each row is read completely before it is written.
@@ -183,6 +202,12 @@ void add_rmsnorm(const Tensor& x, const Tensor& residual, const Tensor& weight, 
   require_no_overlap(op, "x", x, "residual", residual);
   require_no_overlap(op, "residual", residual, "y", y);
   require_no_overlap(op, "weight", weight, "y", y);
+  require_same_device(op, "x", x, "weight", weight);
+  backend_entry(norm_backends().add_rmsnorm, op, x.device())(x, residual, weight, y, opt);
+}
+
+void add_rmsnorm_cpu(const Tensor& x, const Tensor& residual, const Tensor& weight, const Tensor& y,
+                     const NormOptions& opt) {
   const int64_t rows = x.shape(0), h = x.shape(1);
   const kernels::NormKernels& k = norm_kernels();
   if (k.add_sum_squares && all_bf16(residual, weight, y) && x.dtype() == DType::bf16) {
@@ -304,6 +329,16 @@ void rmsnorm_quant_fp8(const Tensor& x, const Tensor& weight, const Tensor& q, c
   validate(op, x, weight, opt);
   const int64_t h = x.shape(1);
   validate_fused_quant(op, "x.shape[1]", x.shape(0), h, q, scales, qopt);
+  require_same_device(op, "x", x, "weight", weight);
+  require_same_device(op, "x", x, "q", q);
+  require_same_device(op, "x", x, "scales", scales);
+  backend_entry(norm_backends().rmsnorm_quant_fp8, op, x.device())(x, weight, q, scales, opt, qopt);
+}
+
+void rmsnorm_quant_fp8_cpu(const Tensor& x, const Tensor& weight, const Tensor& q, const Tensor& scales,
+                           const NormOptions& opt, const QuantOptions& qopt) {
+  const char* op = "rmsnorm_quant_fp8";
+  const int64_t h = x.shape(1);
   const kernels::NormKernels& k = norm_kernels();
   const kernels::QuantKernels& qk = quant_kernels();
   if (qk.rms_quant_row_bf16 && k.rms_apply && x.dtype() == DType::bf16 && (qopt.group == 64 || qopt.group == 128)) {

@@ -4,6 +4,7 @@
 
 #include "ops/builtin_ops.h"
 #include "ops/common/buffer_sets.h"
+#include "ops/common/case_operand.h"
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
 #include "ops/norm/reference.h"
@@ -28,25 +29,28 @@ double tolerance(DType out) { return out == DType::bf16 ? 8e-3 : 1e-5; }
 
 class RmsNormCase : public OpCase {
  public:
-  RmsNormCase(int64_t rows, int64_t h, DType dt, Fuse fuse, int64_t cold_bytes)
-      : rows_(rows), h_(h), dt_(dt), fuse_(fuse), w_(dt, {h}) {
+  RmsNormCase(int64_t rows, int64_t h, DType dt, Fuse fuse, Device device, int64_t cold_bytes)
+      : rows_(rows), h_(h), dt_(dt), fuse_(fuse), device_(device), w_(device, dt, {h}) {
     sol::check(dt == DType::f32 || dt == DType::bf16, "rmsnorm", "--dtype = ", dtype_name(dt),
                " but must be f32 or bf16");
-    fill_random(w_, 99, 2.0);
+    fill_random(w_.host(), 99, 2.0);
+    w_.upload();
     int64_t es = int64_t(dtype_size(dt));
     int64_t set_bytes = rows * h * (fuse == Fuse::residual ? 3 * es : fuse == Fuse::quant ? es + 1 : 2 * es);
     for (int i = 0; i < sets_for(set_bytes, cold_bytes); ++i) {
-      x_.emplace_back(dt, std::initializer_list<int64_t>{rows, h});
-      fill_random(x_.back(), 31 + uint64_t(i));
+      x_.emplace_back(device, dt, std::initializer_list<int64_t>{rows, h});
+      fill_random(x_.back().host(), 31 + uint64_t(i));
+      x_.back().upload();
       if (fuse == Fuse::quant) {
-        y_.emplace_back(DType::f8e4m3, std::initializer_list<int64_t>{rows, h});
-        s_.emplace_back(DType::f32, std::initializer_list<int64_t>{rows, h / 128});
+        y_.emplace_back(device, DType::f8e4m3, std::initializer_list<int64_t>{rows, h});
+        s_.emplace_back(device, DType::f32, std::initializer_list<int64_t>{rows, h / 128});
       } else {
-        y_.emplace_back(dt, std::initializer_list<int64_t>{rows, h});
+        y_.emplace_back(device, dt, std::initializer_list<int64_t>{rows, h});
       }
       if (fuse == Fuse::residual) {
-        r_.emplace_back(dt, std::initializer_list<int64_t>{rows, h});
-        fill_random(r_.back(), 57 + uint64_t(i));
+        r_.emplace_back(device, dt, std::initializer_list<int64_t>{rows, h});
+        fill_random(r_.back().host(), 57 + uint64_t(i));
+        r_.back().upload();
       }
     }
   }
@@ -55,6 +59,7 @@ class RmsNormCase : public OpCase {
     std::string d(dtype_name(dt_));
     return fuse_ == Fuse::none ? d : fuse_ == Fuse::residual ? d + " +residual" : d + "->f8e4m3";
   }
+  Device device() const override { return device_; }
   Cost cost() const override {
     double n = double(rows_) * double(h_), es = double(dtype_size(dt_));
     double bytes = fuse_ == Fuse::none ? 2 * n * es : fuse_ == Fuse::residual ? 4 * n * es : n * (es + 1) + n / 32;
@@ -70,8 +75,14 @@ class RmsNormCase : public OpCase {
   }
   CheckResult check() override {
     if (fuse_ == Fuse::quant) {
-      return check_fused_quant(rows_, h_, [&](const Tensor& act) { rmsnorm(x_[0], w_, act); }, [&] { run(0); },
-                               y_[0], s_[0]);
+      return check_fused_quant(
+          rows_, h_, [&](const Tensor& act) { rmsnorm(x_[0].host(), w_.host(), act); },
+          [&] {
+            y_[0].upload(), s_[0].upload();
+            run(0);
+            y_[0].download(), s_[0].download();
+          },
+          y_[0].host(), s_[0].host());
     }
     Buffer ref(dt_, {rows_, h_});
     if (fuse_ == Fuse::residual) {
@@ -79,27 +90,32 @@ class RmsNormCase : public OpCase {
       Buffer expect_res(dt_, {rows_, h_});
       for (int64_t i = 0; i < rows_ * h_; ++i)
         store_from_double(expect_res.data(), dt_, size_t(i),
-                          double(float(load_as_double(r_[0].data(), dt_, size_t(i))) +
-                                 float(load_as_double(x_[0].data(), dt_, size_t(i)))));
-      poison(y_[0]);
+                          double(float(load_as_double(r_[0].host().data(), dt_, size_t(i))) +
+                                 float(load_as_double(x_[0].host().data(), dt_, size_t(i)))));
+      poison(y_[0].host());
+      y_[0].upload();
       run(0);
-      CheckResult rr = compare_bitwise(r_[0], expect_res);
+      y_[0].download(), r_[0].download();
+      CheckResult rr = compare_bitwise(r_[0].host(), expect_res);
       if (!rr.pass) return {false, rr.error, 0, "residual: " + rr.detail};
-      reference::rmsnorm(expect_res, w_, ref, 1e-6);
+      reference::rmsnorm(expect_res, w_.host(), ref, 1e-6);
     } else {
-      reference::rmsnorm(x_[0], w_, ref, 1e-6);
-      poison(y_[0]);
+      reference::rmsnorm(x_[0].host(), w_.host(), ref, 1e-6);
+      poison(y_[0].host());
+      y_[0].upload();
       run(0);
+      y_[0].download();
     }
-    return compare_relative(y_[0], ref, tolerance(dt_));
+    return compare_relative(y_[0].host(), ref, tolerance(dt_));
   }
 
  private:
   int64_t rows_, h_;
   DType dt_;
   Fuse fuse_;
-  Buffer w_;
-  std::vector<Buffer> x_, y_, r_, s_;
+  Device device_;
+  CaseOperand w_;
+  std::vector<CaseOperand> x_, y_, r_, s_;
 };
 
 }  // namespace
@@ -114,6 +130,7 @@ void register_norm_ops() {
       {"hidden", "row length", "7168", ParamSpec::size},
       {"dtype", "f32 or bf16 (input and output)", "bf16", ParamSpec::dtype},
       {"fuse", "none | residual | quant", "none", ParamSpec::text},
+      device_param(),
   };
   op.bench_table = {{}, {{"tokens", "16"}}, {{"fuse", "residual"}}, {{"fuse", "quant"}}};
   op.check_table = {{{"tokens", "1"}, {"hidden", "1"}},
@@ -125,7 +142,7 @@ void register_norm_ops() {
                     {{"tokens", "37"}, {"hidden", "1536"}, {"fuse", "quant"}}};
   op.make = [](const OpParams& p, int64_t cold_bytes) -> std::unique_ptr<OpCase> {
     return std::make_unique<RmsNormCase>(p.integer("tokens"), p.integer("hidden"), p.dtype("dtype"),
-                                         parse_fuse(p.text("fuse")), cold_bytes);
+                                         parse_fuse(p.text("fuse")), p.device("device"), cold_bytes);
   };
   register_op(std::move(op));
 }

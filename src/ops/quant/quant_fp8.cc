@@ -12,6 +12,7 @@
 #include "hw/streaming.h"
 #include "ops/common/validate.h"
 #include "ops/quant/fused_quant.h"
+#include "ops/quant/quant_backends.h"
 #include "sol/error.h"
 #include "sol/hw.h"
 
@@ -58,6 +59,16 @@ void validate(const char* op, const Tensor& x, const Tensor& q, const Tensor& sc
 
 }  // namespace
 
+const OpBackends<QuantEntry>& quant_per_token_backends() {
+  static const OpBackends<QuantEntry> b{quant_fp8_per_token_cpu, SOL_CUDA_ENTRY(quant_fp8_per_token_cuda)};
+  return b;
+}
+
+const OpBackends<QuantEntry>& quant_per_block_backends() {
+  static const OpBackends<QuantEntry> b{quant_fp8_per_block_cpu, SOL_CUDA_ENTRY(quant_fp8_per_block_cuda)};
+  return b;
+}
+
 float fp8_scale_from_amax(float amax, ScaleFormat format) {
   float t = amax / 448.0f;
   if (format == ScaleFormat::f32 || std::isnan(t) || std::isinf(t)) return t;
@@ -76,6 +87,11 @@ float fp8_multiplier(float amax, float scale, ScaleFormat format) {
 void quant_fp8_per_token(const Tensor& x, const Tensor& q, const Tensor& scales, const QuantOptions& opt) {
   const char* op = "quant_fp8_per_token";
   validate(op, x, q, scales, opt, x.ndim() == 2 ? x.shape(0) : 0);
+  require_same_device(op, "x", x, "scales", scales);
+  backend_entry(quant_per_token_backends(), op, x.device())(x, q, scales, opt);
+}
+
+void quant_fp8_per_token_cpu(const Tensor& x, const Tensor& q, const Tensor& scales, const QuantOptions& opt) {
   const int64_t rows = x.shape(0), cols = x.shape(1), groups = cols / opt.group;
   if (rows == 0 || cols == 0) return;
   const kernels::QuantKernels& k = quant_kernels();
@@ -126,6 +142,11 @@ void quant_fp8_per_block(const Tensor& w, const Tensor& q, const Tensor& scales,
   const char* op = "quant_fp8_per_block";
   check(opt.group == kBlock, op, "group = ", opt.group, " but weight blocks are 128 x 128");
   validate(op, w, q, scales, opt, w.ndim() == 2 ? (w.shape(0) + kBlock - 1) / kBlock : 0);
+  require_same_device(op, "w", w, "scales", scales);
+  backend_entry(quant_per_block_backends(), op, w.device())(w, q, scales, opt);
+}
+
+void quant_fp8_per_block_cpu(const Tensor& w, const Tensor& q, const Tensor& scales, const QuantOptions& opt) {
   const int64_t rows = w.shape(0), cols = w.shape(1), groups = cols / kBlock;
   if (rows == 0 || cols == 0) return;
   const kernels::QuantKernels& k = quant_kernels();

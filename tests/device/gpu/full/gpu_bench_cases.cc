@@ -18,7 +18,7 @@ SOL_GPU_TEST(registry_cases_on_device) {
     const auto is = [&](const char* k, const char* v) { return given.count(k) && given.at(k) == v; };
     return op == "moe-routing" && (is("scoring", "softmax") || is("experts", "512"));
   };
-  for (const char* name : {"copy", "cast", "rope", "softmax", "moe-routing", "moe-permute", "embedding"}) {
+  for (const char* name : {"copy", "cast", "rmsnorm", "rope", "softmax", "moe-routing", "moe-permute", "embedding"}) {
     const OpInfo& op = find_op(name);
     for (auto given : op.check_table) {
       if (device_lacks(name, given)) continue;
@@ -38,7 +38,8 @@ SOL_GPU_TEST(bench_cases_on_device) {
     std::map<std::string, std::string> given;
   };
   for (const Case& k : {Case{"copy", {{"n", "28M"}, {"dtype", "bf16"}}}, Case{"copy", {{"n", "1M"}}},
-                        Case{"cast", {{"n", "28M"}, {"from", "f32"}, {"to", "bf16"}}}}) {
+                        Case{"cast", {{"n", "28M"}, {"from", "f32"}, {"to", "bf16"}}}, Case{"rmsnorm", {}},
+                        Case{"rmsnorm", {{"fuse", "residual"}}}, Case{"rmsnorm", {{"fuse", "quant"}}}}) {
     const OpInfo& op = find_op(k.op);
     auto given = k.given;
     given["device"] = "cuda:0";
