@@ -6,6 +6,7 @@
 #include "hw/kernel_select.h"
 #include "core/parallel.h"
 #include "hw/streaming.h"
+#include "sol/tuning.h"
 #include "ops/common/validate.h"
 #include "sol/error.h"
 
@@ -30,8 +31,9 @@ void softmax(const Tensor& x, const Tensor& y) {
   // Out of place, the AVX-512 kernels pipeline a thread's rows (the read stream, the
   // arithmetic and the write stream of neighbouring rows at once): 4096 x 7168 bf16 4.2 -> 3.4 ms
   // at one thread (docs/perf/layer-ops.md, session 5). Decode-sized ranges (16 rows, hot in L2)
-  // ran ~5% slower that way, and in place keeps one row per call too.
-  constexpr int64_t kMinPipelinedRows = 32;
+  // ran ~5% slower that way, and in place keeps one row per call too. How many rows a thread
+  // needs is the tuning context's softmax_pipeline_min_rows.
+  const int64_t min_pipelined_rows = tuning().params.softmax_pipeline_min_rows;
   const kernels::SoftmaxKernels& k = select_kernels(kernels::softmax_kernel_table(), "softmax");
   const bool pipelined = x.data() != y.data();
   const char* xp = x.data_as<const char>();
@@ -53,7 +55,7 @@ void softmax(const Tensor& x, const Tensor& y) {
     return;
   }
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
-    if (k.bf16_rows && pipelined && r1 - r0 >= kMinPipelinedRows) {
+    if (k.bf16_rows && pipelined && r1 - r0 >= min_pipelined_rows) {
       // once per thread, left uninitialised (every element is written before it is read)
       const auto scratch = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(2 * n));
       k.bf16_rows(reinterpret_cast<const uint16_t*>(xp + r0 * xs), xs, yp + r0 * ys, ys, y.dtype(), r1 - r0, n,
