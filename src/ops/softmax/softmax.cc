@@ -30,7 +30,7 @@ void softmax(const Tensor& x, const Tensor& y) {
   const bool stream = x.data() != y.data() && should_stream(y.numel() * int64_t(dtype_size(y.dtype())));
   // Out of place, the AVX-512 kernels pipeline a thread's rows (the read stream, the
   // arithmetic and the write stream of neighbouring rows at once): 4096 x 7168 bf16 4.2 -> 3.4 ms
-  // at one thread (docs/perf/layer-ops.md, session 5). Decode-sized ranges (16 rows, hot in L2)
+  // at one thread (docs/perf/layer-ops.md). Decode-sized ranges (16 rows, hot in L2)
   // ran ~5% slower that way, and in place keeps one row per call too. How many rows a thread
   // needs is the tuning context's softmax_pipeline_min_rows.
   const int64_t min_pipelined_rows = tuning().params.softmax_pipeline_min_rows;
@@ -39,7 +39,7 @@ void softmax(const Tensor& x, const Tensor& y) {
   const char* xp = x.data_as<const char>();
   char* yp = y.data_as<char>();
   if (k.f32_row && x.dtype() == DType::f32) {
-    // f32 rows: two passes and no scratch (kernels/softmax.h; session 8: their scratch rows
+    // f32 rows: two passes and no scratch (kernels/softmax.h: their scratch rows
     // did not fit L1 beside the rows, and the three-pass kernel ran at compute + memory time).
     // Pipelined from two rows on: with nothing to keep in L1 between the passes, decode-sized
     // ranges gain too (cold, one thread: 16 rows 31 -> 25 us, 8 rows 14.5 -> 14.0).
