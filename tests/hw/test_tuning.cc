@@ -42,6 +42,8 @@ TEST(Tuning, DefaultsFollowTheCaches) {
   const TuningParams zen5 = default_tuning_params(shape(48 << 10, 1 << 20, 32 << 20));
   EXPECT_EQ(zen5.gemm_mc, 240);   // 256 rows x 4 KiB fill L2, down to a multiple of 48
   EXPECT_EQ(zen5.gemm_nc, 2048);  // 8 MiB = L3/4
+  EXPECT_EQ(zen5.gemm_b_prefetch_bytes, 16384);  // L1d/3
+  EXPECT_EQ(default_tuning_params(shape(32 << 10, 1 << 20, 32 << 20)).gemm_b_prefetch_bytes, 8192);  // Zen 4
   EXPECT_EQ(zen5.stream_min_bytes, 16 << 20);
   const TuningParams big = default_tuning_params(shape(48 << 10, 2 << 20, 300L << 20));
   EXPECT_EQ(big.gemm_mc, 480);

@@ -243,10 +243,16 @@ TEST(TuningBits, ExtremesCoverTheBlockingAndStreamingPaths) {
   EXPECT_GT(hi.stream_min_bytes, 2 * bf16_out);  // ... and do not
   EXPECT_LE(lo.softmax_pipeline_min_rows, kRows / 2);  // two threads' rows pipeline
   EXPECT_GT(hi.softmax_pipeline_min_rows, kRows);      // ... and do not
-  const TuningParams& mix = forced.back().second;
-  EXPECT_EQ(mix.stream_min_bytes, lo.stream_min_bytes);  // the mixtures differ from both ends
-  EXPECT_EQ(mix.gemm_mc, lo.gemm_mc);
-  EXPECT_EQ(mix.gemm_nc, hi.gemm_nc);
+  const TuningParams& mix1 = forced[forced.size() - 2].second;
+  const TuningParams& mix2 = forced.back().second;
+  EXPECT_NE(mix1, lo);
+  EXPECT_NE(mix1, hi);
+  for (const TuningParamInfo& i : tuning_param_infos()) {  // each field at one end in one, the other in the other
+    EXPECT_TRUE((mix1.*i.field == lo.*i.field && mix2.*i.field == hi.*i.field) ||
+                (mix1.*i.field == hi.*i.field && mix2.*i.field == lo.*i.field))
+        << i.name;
+    EXPECT_LT(lo.*i.field, hi.*i.field) << i.name;
+  }
 }
 
 }  // namespace

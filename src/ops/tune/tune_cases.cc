@@ -1,5 +1,5 @@
-// `sol tune`'s workloads: GEMM blocking on a prefill shape, the streaming threshold on copies
-// either side of it, softmax pipelining on short row ranges.
+// `sol tune`'s workloads: GEMM blocking on a prefill shape and B prefetch on a decode, the
+// streaming threshold on copies either side of it, softmax pipelining on short row ranges.
 #include "ops/tune/tune_cases.h"
 
 #include <algorithm>
@@ -36,6 +36,7 @@ std::vector<int64_t> stream_sizes() {
 std::vector<int64_t> tune_candidates(const std::string& param) {
   if (param == "gemm_mc") return {96, 192, 240, 384, 768};
   if (param == "gemm_nc") return {512, 1024, 2048, 4096};
+  if (param == "gemm_b_prefetch_bytes") return {4096, 8192, 16384, 32768};
   if (param == "stream_min_bytes") {
     std::vector<int64_t> c = stream_sizes();
     c.push_back(int64_t(1) << 40);  // never stream
@@ -55,6 +56,12 @@ void add_gemm(TuneWorkspace& w, std::vector<TuneCase>& out) {
   auto run = [a, b, d] { gemm(a, b, d); };
   const std::string shape = "gemm bf16 480x4096x4096";
   for (const char* param : {"gemm_mc", "gemm_nc"}) out.push_back({param, tune_candidates(param), shape, run});
+  // Decode: 16 rows against a pre-packed 7168 x 2048 bf16 B (28 MiB, streamed once a call).
+  const Tensor x = w.add(DType::bf16, {16, 2048}, 4), wt = w.add(DType::bf16, {7168, 2048}, 5);
+  const Tensor y = w.add(DType::f32, {16, 7168}, 6);
+  auto packed = std::make_shared<PackedMatrix>(pack_b(wt, Layout::nt));
+  out.push_back({"gemm_b_prefetch_bytes", tune_candidates("gemm_b_prefetch_bytes"), "gemm bf16 16x7168x2048 packed",
+                 [x, packed, y] { gemm(x, *packed, y); }});
 }
 
 // Copies of 2, 4, ..., 64 MiB: the threshold that minimises their sum is where streaming starts
