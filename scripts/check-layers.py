@@ -21,7 +21,7 @@ FOLDERS = {
 }
 
 PUBLIC = {
-    "core": ["dtype", "tensor", "error", "threads", "isa"],
+    "core": ["dtype", "tensor", "error", "threads", "isa", "reduce_op"],
     "hw": ["hw", "timing", "roofline", "tuning"],
     "device": ["device"],
     "ops": ["activation", "attention", "bench", "copy", "embedding", "gemm", "mla", "moe_permute", "norm",

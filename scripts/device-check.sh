@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One command for a machine with an NVIDIA GPU (an H200 here): build Sol's device parts there,
-# run the `gpu` tests, compute-sanitizer memcheck and racecheck on small shapes, the device
-# benches of copy/cast beside torch on the same shapes, and write $OUT/device-check.json and
-# $OUT/device-check.md. Runs from the repository root; docs/gpu.md says how and why.
+# run the `gpu` tests (the GPU ceilings and the sm90 GEMM against the CPU among them),
+# compute-sanitizer memcheck and racecheck on small shapes, the device benches of copy/cast
+# beside torch on the same shapes, `sol hw` and `sol bench --device cuda` when a full build's
+# CLI runs here, and write $OUT/device-check.json and $OUT/device-check.md. Runs from the
+# repository root; docs/gpu.md says how and why.
 #
 #   scripts/device-check.sh              the real run (budget: under 6 minutes)
 #   scripts/device-check.sh --dry-run    no GPU needed: every step says what it would run, or
@@ -97,6 +99,22 @@ if [[ -x "$TESTS" ]]; then
   else
     step bench skipped "no GPU"
   fi
+  # The CLI needs CLI11, fmt and MPI: a SOL_DEVICE_MINIMAL build has none, a carried full build
+  # runs if its shared libraries are here. Without it the gpu tests `ceilings` and
+  # `bench_cases_on_device` (full builds only) stand in for `sol hw` and `sol bench`.
+  CLI=""
+  for candidate in "$BUILD/bin/sol" "${SOL_CARRIED_BUILD:-build-carried}/bin/sol"; do
+    if [[ -x "$candidate" ]] && "$candidate" --help > /dev/null 2>&1; then CLI=$candidate; break; fi
+  done
+  if [[ -z "$CLI" ]]; then
+    step sol-cli skipped "no runnable sol CLI in $BUILD or ${SOL_CARRIED_BUILD:-build-carried} (the gpu tests ceilings and bench_cases_on_device stand in)"
+  elif (( ! HAVE_GPU )); then
+    step sol-cli skipped "no GPU (would run $CLI hw --json and bench copy/cast --device cuda)"
+  else
+    run sol-hw 90 "$CLI" hw --json
+    run sol-bench-copy 60 "$CLI" bench copy --device cuda --n 28M --dtype bf16 --json --min-time 0.1
+    run sol-bench-cast 60 "$CLI" bench cast --device cuda --n 28M --from f32 --to bf16 --json --min-time 0.1
+  fi
 else
   step gpu-tests failed "no test binary at $TESTS"
 fi
@@ -107,6 +125,8 @@ fi
   (IFS=,; echo "${STEPS_JSON[*]}")
   echo "], \"bench\": ["
   cat "$OUT"/bench-sol.log "$OUT"/bench-torch.log 2>/dev/null | sed -n 's/^BENCH //p' | paste -sd, -
+  echo "], \"ceilings\": ["
+  sed -n 's/^CEILING //p' "$OUT"/gpu-tests.log 2>/dev/null | paste -sd, -
   echo "]}"
 } > "$OUT/device-check.json"
 {
@@ -117,6 +137,12 @@ fi
   echo "| step | status | detail |"
   echo "|---|---|---|"
   printf '%s\n' "${STEPS_MD[@]}"
+  echo
+  echo "GPU ceilings (Sol's loops, raw units/s, datasheet beside; gpu test \`ceilings\`):"
+  echo
+  echo '```'
+  sed -n 's/^CEILING //p' "$OUT"/gpu-tests.log 2>/dev/null
+  echo '```'
   echo
   echo "Benchmarks (one JSON record per line; sol_pct against the copy ceiling measured beside it):"
   echo

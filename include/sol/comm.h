@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sol/error.h"
+#include "sol/reduce_op.h"
 #include "sol/tensor.h"
 
 namespace sol {
@@ -31,7 +32,7 @@ class CommError : public Error {
 
 namespace comm {
 
-enum class ReduceOp { sum, max };
+using ReduceOp = sol::ReduceOp;
 std::string_view reduce_op_name(ReduceOp op);
 ReduceOp parse_reduce_op(std::string_view name);  // "sum" | "max"; throws sol::Error
 

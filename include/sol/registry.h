@@ -11,6 +11,7 @@
 
 #include "sol/dtype.h"
 #include "sol/roofline.h"
+#include "sol/tensor.h"
 
 namespace sol {
 
@@ -18,8 +19,15 @@ struct ParamSpec {
   std::string name;           // "n", "m", "from"
   std::string help;
   std::string default_value;  // used when the user names no value
-  enum Kind { integer, size, dtype, text } kind = integer;  // size accepts K/M/G suffixes
+  enum Kind { integer, size, dtype, text, device } kind = integer;  // size accepts K/M/G suffixes
 };
+
+// The `device` parameter of an op that runs on a GPU too: where its case puts its operands
+// (cpu, cuda = cuda:0, cuda:N). OpCase::device() then says so, and `sol bench` times the case
+// with CUDA events and pairs it with the device's ceilings (docs/howto/add-an-op.md).
+inline ParamSpec device_param() {
+  return {"device", "where the operands live: cpu, cuda, cuda:N", "cpu", ParamSpec::device};
+}
 
 // Parameter values by name, as strings; typed getters validate and throw sol::Error naming the
 // op and the parameter.
@@ -33,6 +41,9 @@ class OpParams {
   const std::string& text(const std::string& name) const;
   int64_t integer(const std::string& name) const;  // accepts K/M/G (binary) suffixes
   DType dtype(const std::string& name) const;
+  // "cpu", "cuda" (cuda:0) or "cuda:N"; a CUDA device that does not exist (or none at all) is a
+  // sol::Error naming the op, the parameter and the reason discovery gave.
+  Device device(const std::string& name) const;
   void set(const std::string& name, std::string value) { values_[name] = std::move(value); }
   const std::map<std::string, std::string>& values() const { return values_; }
 
@@ -43,6 +54,9 @@ class OpParams {
 
 // Parses "64M" -> 67108864; binary suffixes K, M, G (also Ki, Mi, Gi); throws sol::Error.
 int64_t parse_size(const std::string& text, const std::string& what);
+// "cpu" -> cpu, "cuda" -> cuda:0, "cuda:N" -> cuda:N; anything else is a sol::Error. Does not
+// ask whether the device exists (OpParams::device does).
+Device parse_device(const std::string& text, const std::string& what);
 
 struct CheckResult {
   bool pass = false;
@@ -57,6 +71,9 @@ class OpCase {
   virtual std::string shape() const = 0;  // "n=67108864"
   virtual std::string dtype() const = 0;  // "f32" or "f32->bf16"
   virtual Cost cost() const = 0;
+  // Where the operands live. A case on cuda:N is timed with CUDA events on the device's current
+  // stream and held to the device's ceilings; its run() only enqueues work on that stream.
+  virtual Device device() const { return Device::cpu(); }
   // Number of distinct input/output sets the case allocated (cold mode rotates through them).
   virtual int input_sets() const { return 1; }
   virtual void run(int set) = 0;

@@ -1,6 +1,6 @@
 """Tokens/s of a Sol-patched Hugging Face model against torch's own CPU kernels, side by side.
 
-    PYTHONPATH=build/python python3 python/benchmarks/models.py [--threads 1] [--rounds 5] [--compile]
+    PYTHONPATH=build/python python3 python/benchmarks/models.py [--threads 1] [--rounds 5] [--compile] [--profile]
 
 A DeepseekV3 architecture (MLA attention, group-limited sigmoid MoE with a shared expert) with
 random bf16 weights, sized so that kernels, not Python, dominate: hidden 1024, 2 layers (one
@@ -8,7 +8,10 @@ dense, one MoE of 16 experts, top-4). Cases: prefill of 512 tokens (batch 1), de
 and 16 after a 64-token prompt with a KV cache. Rounds interleave the variants (eager torch,
 patched, and torch.compile'd eager with --compile) so that a loaded machine's drift hits each
 alike; each case prints the median and the spread of the rounds. torch and Sol use the same
-thread count."""
+thread count. Timed by default in the calling thread's CPU time (--clock cpu, one thread: all of
+torch's and Sol's work runs on it), so that a loaded machine's descheduling does not land on one
+variant; --clock wall for elapsed time. --profile adds, each round, Sol's share of one profiled step (sol.profile) of the
+patched model for the case."""
 import argparse
 import copy
 import os
@@ -17,6 +20,7 @@ import sys
 import time
 
 import torch
+from transformers import DynamicCache
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 import sol  # noqa: E402
@@ -28,13 +32,17 @@ MID = dict(vocab_size=4096, hidden_size=1024, intermediate_size=2816, moe_interm
            qk_rope_head_dim=32, v_head_dim=64, max_position_embeddings=1024)
 
 
+# Seconds on the clock the run was asked for (--clock): wall time, or this thread's CPU time.
+clock = time.perf_counter
+
+
 def prefill(model, tokens):
     ids = torch.randint(2, MID["vocab_size"], (1, tokens), generator=torch.Generator().manual_seed(0))
 
     def run():
-        start = time.perf_counter()
+        start = clock()
         model(ids, use_cache=False)
-        return tokens / (time.perf_counter() - start)
+        return tokens / (clock() - start)
     return run
 
 
@@ -43,13 +51,34 @@ def decode(model, batch, prompt=64, steps=8):
     kw = dict(attention_mask=torch.ones_like(ids), do_sample=False, use_cache=True, pad_token_id=0)
 
     def timed(n):
-        start = time.perf_counter()
+        start = clock()
         model.generate(ids, max_new_tokens=n, min_new_tokens=n, **kw)
-        return time.perf_counter() - start
+        return clock() - start
 
     def run():  # the prompt's prefill and the first token cancel out
         return batch * (steps - 1) / (timed(steps) - timed(1))
     return run
+
+
+def step_share(model, case):
+    """Sol's share (percent) of one profiled step of the patched model, in wall time and in thread
+    CPU time: the prefill of 512 tokens, or one decode step after a 64-token prompt (the prompt's
+    prefill not profiled)."""
+    if case.startswith("prefill"):
+        ids = torch.randint(2, MID["vocab_size"], (1, 512), generator=torch.Generator().manual_seed(0))
+        step = lambda: model(ids, use_cache=False)  # noqa: E731
+    else:
+        batch = int(case.split("=")[1])
+        ids = torch.randint(2, MID["vocab_size"], (batch, 64), generator=torch.Generator().manual_seed(1))
+        cache = DynamicCache(config=model.config)
+        tok = model(ids, cache=cache, use_cache=True).logits[:, -1:].argmax(-1)
+        model(tok, cache=cache, use_cache=True)  # the first step after a prefill grows scratch buffers
+        step = lambda: model(tok, cache=cache, use_cache=True)  # noqa: E731
+    shares = []
+    for clock in ("wall", "cpu"):
+        _, prof = sol.profile(step, trace=None, roofline=None, quiet=True, clock=clock)
+        shares.append(100.0 * prof.op_time_s / prof.wall_s)
+    return shares
 
 
 def main():
@@ -57,7 +86,15 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--compile", action="store_true", help="also torch.compile the eager model (prefill only)")
+    p.add_argument("--profile", action="store_true", help="also Sol's share of a profiled step, each round")
+    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                   help="cpu (default): this thread's CPU time, needs --threads 1; wall: elapsed time")
     args = p.parse_args()
+    global clock
+    if args.clock == "cpu":
+        if args.threads != 1:
+            p.error("--clock cpu counts the calling thread only: use --threads 1 or --clock wall")
+        clock = time.thread_time
     torch.set_num_threads(args.threads)
     sol.set_num_threads(args.threads)
     eager = deepseek_v3(torch.bfloat16, **MID)
@@ -66,7 +103,8 @@ def main():
     cases = {"prefill 512": lambda m: prefill(m, 512), "decode b=1": lambda m: decode(m, 1),
              "decode b=16": lambda m: decode(m, 16)}
     compiled = torch.compile(eager) if args.compile else None
-    print(f"threads {args.threads}, rounds {args.rounds}, bf16, tokens/s (median [min, max])")
+    print(f"threads {args.threads}, rounds {args.rounds}, bf16, tokens per second of {args.clock} time "
+          f"(median [min, max])")
     with torch.no_grad():
         for case, make in cases.items():
             runs = {name: make(m) for name, m in variants.items()}
@@ -75,13 +113,20 @@ def main():
             for run in runs.values():
                 run()  # warm-up (and compilation)
             rates = {name: [] for name in runs}
+            shares = []
             for _ in range(args.rounds):
                 for name, run in runs.items():
                     rates[name].append(run())
+                if args.profile:
+                    shares.append(step_share(patched, case))
             base = statistics.median(rates["torch eager"])
             for name, r in rates.items():
                 med = statistics.median(r)
                 print(f"{case:<12} {name:<14} {med:>10.1f}  [{min(r):.1f}, {max(r):.1f}]  x{med / base:.2f}")
+            for i, kind in enumerate(("wall time", "thread CPU time") if shares else ()):
+                r = [s[i] for s in shares]
+                print(f"{case:<12} {'Sol share %':<14} {statistics.median(r):>10.1f}  [{min(r):.1f}, {max(r):.1f}]  "
+                      f"of a profiled step's {kind}")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@
     d = sol.gemm(a, b)                      # allocated: a numpy array
     sol.gemm(a, b, out=d)                   # or written into the array you pass
 
-Arrays: anything with the buffer protocol or __dlpack__ on the host (numpy, torch CPU tensors);
+Arrays: anything with the buffer protocol or __dlpack__ on the host (numpy, torch CPU tensors),
+or torch CUDA tensors (DLPack kDLCUDA: ops with a CUDA path run on torch's current stream);
 bf16 and fp8 numpy arrays use ml_dtypes (ml_dtypes.bfloat16, float8_e4m3fn, float8_e5m2).
 Given torch tensors, ops return torch tensors (torch.bfloat16, torch.float8_e4m3fn, ...)
 allocated by torch on the inputs' device; `import sol.torch` adds torch.library custom ops

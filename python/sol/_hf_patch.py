@@ -8,17 +8,21 @@ For inference (the replacements refuse grad through sol's ops). What is swapped:
   DeepseekV3MoE             -> SolDeepseekV3MoE: sol.moe_routing (group-limited sigmoid top-k),
                                sol.moe_permute, experts (bf16: sol.grouped_gemm_contiguous over
                                packed experts; f32: one sol.gemm per expert), sol.moe_unpermute
-  attention                 -> the "sol" attention interface (sol.flash_attention, causal,
+  DeepseekV3DecoderLayer    -> SolDeepseekV3DecoderLayer: the residual adds inside add_rmsnorm and
+                               the MLP's last GEMM; its attention SolDeepseekV3Attention (_hf_mla.py:
+                               MLA on Sol's GEMMs, rope, flash attention, absorbed decode)
+  DeepseekV3RotaryEmbedding -> SolUnusedRotary (the MLA rotates with Sol's own tables)
+  nn.Embedding              -> SolEmbedding: sol.embedding
+  other attention           -> the "sol" attention interface (sol.flash_attention, causal,
                                bottom-right aligned as with a KV cache); config._attn_implementation
-Rotary embeddings stay torch's (Sol's rope rotates in place from its own tables; HF computes
-cos/sin per call and applies them inside the attention module's forward).
+Every replacement is built before any is put in, so a refusal (sol.Error) leaves the model as it was.
 unpatch(model) puts every original module and the attention implementation back.
 """
 import torch
 from torch import nn
 
 import sol as _sol
-
+from ._hf_mla import SolDeepseekV3Attention
 
 
 def _rows(x):
@@ -71,8 +75,11 @@ class SolGatedMLP(nn.Module):
         self.down = _sol.pack_b(down.contiguous(), "nt")
         self.hidden = down.shape[0]
 
-    def forward(self, x):
+    def forward(self, x, residual=None):
+        """down(silu(gate) * up); with residual [T, hidden]: residual += that, in the GEMM's epilogue."""
         h = _sol.silu_mul(_sol.gemm(_rows(x), self.gate_up, out_dtype=x.dtype))
+        if residual is not None:
+            return _sol.gemm(h, self.down, out=residual, beta=1.0)
         return _sol.gemm(h, self.down, out_dtype=x.dtype).view(*x.shape[:-1], self.hidden)
 
 
@@ -80,8 +87,8 @@ class SolDeepseekV3MoE(nn.Module):
     def __init__(self, moe):
         super().__init__()
         gate, experts = moe.gate, moe.experts
-        self.router_weight = gate.weight.detach().float().contiguous()
-        self.router = _sol.pack_b(self.router_weight, "nt")
+        # bf16 x bf16 products are exact in f32 and summed in f32: HF's f32 router on bf16 weights.
+        self.router = _sol.pack_b(gate.weight.detach().contiguous(), "nt")
         self.bias = gate.e_score_correction_bias.detach().float().contiguous()
         self.top_k, self.n_group, self.topk_group = gate.top_k, gate.num_group, gate.topk_group
         self.renormalize, self.scaling = bool(gate.norm_topk_prob), float(gate.routed_scaling_factor)
@@ -97,7 +104,7 @@ class SolDeepseekV3MoE(nn.Module):
         self.shared_experts = SolGatedMLP(moe.shared_experts)
 
     def route(self, x):
-        logits = _sol.gemm(x.float() if x.dtype != torch.float32 else x, self.router)
+        logits = _sol.gemm(x, self.router, out_dtype=torch.float32)
         return _sol.moe_routing(logits, top_k=self.top_k, n_group=self.n_group, topk_group=self.topk_group,
                                 scoring="sigmoid", renormalize=self.renormalize, scaling=self.scaling,
                                 correction_bias=self.bias)
@@ -120,11 +127,55 @@ class SolDeepseekV3MoE(nn.Module):
             start += n
         return _sol.moe_unpermute(y, row_of, weights)
 
-    def forward(self, hidden_states):
+    def forward(self, hidden_states, residual=None):
+        """Routed experts + shared experts; with residual [T, hidden]: residual += that."""
         x = _rows(hidden_states)
         idx, weights = self.route(x)
-        y = self.experts(x, idx, weights).view(hidden_states.shape)
-        return y + self.shared_experts(hidden_states)
+        y = self.experts(x, idx, weights)
+        self.shared_experts(x, residual=y)
+        if residual is not None:
+            return residual.add_(y)
+        return y.view(hidden_states.shape)
+
+
+class SolEmbedding(nn.Module):
+    def __init__(self, emb):
+        super().__init__()
+        self.weight, self.num_embeddings, self.embedding_dim = emb.weight, emb.num_embeddings, emb.embedding_dim
+
+    def forward(self, ids):
+        return _sol.embedding(self.weight.detach(), ids.reshape(-1).to(torch.int32)).view(*ids.shape, -1)
+
+
+class SolDeepseekV3DecoderLayer(nn.Module):
+    """HF's layer with the residual adds inside Sol's ops: add_rmsnorm adds the attention output to
+    the stream before the second norm, the MLP's last GEMM adds its product to the stream."""
+    def __init__(self, layer, rotary):
+        super().__init__()
+        self.self_attn = SolDeepseekV3Attention(layer.self_attn, rotary)
+        self.mlp = _replacement(layer.mlp)
+        if self.mlp is None:
+            raise _sol.Error(f"sol.torch.patch: {type(layer.mlp).__name__} (hidden_act "
+                             f"'{getattr(layer.mlp.config, 'hidden_act', '?')}') has no Sol module")
+        self.input_layernorm = SolRMSNorm(layer.input_layernorm)
+        self.post_attention_layernorm = SolRMSNorm(layer.post_attention_layernorm)
+
+    def forward(self, hidden_states, attention_mask=None, position_ids=None, cache=None, use_cache=False,
+                position_embeddings=None, **kwargs):
+        x = _rows(hidden_states)
+        h = self.input_layernorm(x)
+        a, _ = self.self_attn(h.view(hidden_states.shape), position_embeddings, attention_mask, cache=cache,
+                              position_ids=position_ids)
+        stream = a.view(x.shape)
+        norm = self.post_attention_layernorm
+        h = _sol.add_rmsnorm(x, stream, norm.weight.detach().to(x.dtype), eps=norm.eps)
+        return self.mlp(h, residual=stream).view(hidden_states.shape)
+
+
+class SolUnusedRotary(nn.Module):
+    """Every attention of the model rotates with Sol's own tables: HF's cos/sin are not needed."""
+    def forward(self, x, position_ids):
+        return None, None
 
 
 def sol_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
@@ -162,8 +213,14 @@ def _register_attention():
     AttentionMaskInterface.register("sol", sdpa_mask)
 
 
-def _replacement(module):
+def _replacement(module, rotary=None):
     name = type(module).__name__
+    if name == "DeepseekV3DecoderLayer":
+        return SolDeepseekV3DecoderLayer(module, rotary)
+    if name == "DeepseekV3RotaryEmbedding":
+        return SolUnusedRotary()
+    if isinstance(module, nn.Embedding) and module.max_norm is None:  # max_norm rescales rows in place
+        return SolEmbedding(module)
     if isinstance(module, nn.Linear):
         return SolLinear(module)
     if isinstance(module, nn.LayerNorm) and module.elementwise_affine:
@@ -184,16 +241,21 @@ def patch(model):
     if getattr(model, "_sol_originals", None) is not None:
         return model
     originals = []
+    rotary = next((m for m in model.modules() if type(m).__name__ == "DeepseekV3RotaryEmbedding"), None)
+
+    swaps = []
 
     def visit(parent):
         for child_name, child in list(parent.named_children()):
-            new = _replacement(child)
+            new = _replacement(child, rotary)
             if new is not None:
-                originals.append((parent, child_name, child))
-                setattr(parent, child_name, new)
+                swaps.append((parent, child_name, child, new))
             else:
                 visit(child)
-    visit(model)
+    visit(model)  # every replacement built before any is put in: a refusal leaves the model as it was
+    for parent, child_name, child, new in swaps:
+        originals.append((parent, child_name, child))
+        setattr(parent, child_name, new)
     config = getattr(model, "config", None)
     attn = None
     if config is not None and hasattr(config, "_attn_implementation"):

@@ -136,8 +136,9 @@ def _compute_unit(dtype, ceilings):
 
 
 class Profile:
-    def __init__(self, records, wall_s, ceilings, threads):
+    def __init__(self, records, wall_s, ceilings, threads, clock="wall"):
         self.records, self.wall_s, self.ceilings, self.threads = records, wall_s, ceilings, threads
+        self.clock = clock  # "wall", or "cpu": wall_s and the op times are then this thread's CPU time
 
     @property
     def op_time_s(self):
@@ -172,7 +173,8 @@ class Profile:
         lines.append(f"{'Sol ops':<26}{len(self.records):>6}{self.op_time_s * 1e3:>10.3f}"
                      f"{100 * self.op_time_s / self.wall_s:>7.1f}%")
         lines.append(f"{'the rest (torch, Python)':<26}{'':>6}{rest * 1e3:>10.3f}{100 * rest / self.wall_s:>7.1f}%")
-        lines.append(f"{'wall':<26}{'':>6}{self.wall_s * 1e3:>10.3f}   threads {self.threads}, SOL% against "
+        lines.append(f"{'wall' if self.clock == 'wall' else 'step (thread CPU time)':<26}{'':>6}"
+                     f"{self.wall_s * 1e3:>10.3f}   threads {self.threads}, SOL% against "
                      f"the cached ceilings (sol hw)")
         return "\n".join(lines)
 
@@ -229,14 +231,26 @@ def _ceilings(threads):
             if c.get("available") and c.get(key) and (c["units"] in ("FLOP/s", "OP/s") or c["unit"] == "mem_copy")}
 
 
-def profile(fn, *args, trace="sol-profile.json", roofline="sol-profile.svg", quiet=False, **kwargs):
-    """Runs fn(*args, **kwargs) once with every Sol op recorded; returns (result, Profile)."""
-    threads = _sol.num_threads()
-    ceilings = _ceilings(threads)
-    records = []
-    origin = time.perf_counter()
+def profile(fn, *args, trace="sol-profile.json", roofline="sol-profile.svg", quiet=False, clock="wall", **kwargs):
+    """Runs fn(*args, **kwargs) once with every Sol op recorded; returns (result, Profile).
 
-    def record(name, a, kw, result, start, end):
+    clock="cpu" times the step and each op in this thread's CPU time instead of wall time: on a
+    shared machine, time spent descheduled then counts nowhere. It needs one Sol thread (work
+    on other threads would not be counted) and torch at one thread too."""
+    threads = _sol.num_threads()
+    if clock == "cpu":
+        if threads != 1:
+            raise _sol.Error(f"sol.profile: clock='cpu' counts this thread only but Sol runs {threads} threads; "
+                             f"call sol.set_num_threads(1) first")
+        now = time.thread_time
+    elif clock == "wall":
+        now = time.perf_counter
+    else:
+        raise _sol.Error(f"sol.profile: clock = '{clock}' but must be 'wall' or 'cpu'")
+    ceilings = _ceilings(threads)
+    origin = now()
+
+    def cost(name, a, kw, result, start, end):
         flops, nbytes, dtype = _cost(name, a, kw, result)
         t = end - start
         unit = _compute_unit(dtype, ceilings)
@@ -244,20 +258,25 @@ def profile(fn, *args, trace="sol-profile.json", roofline="sol-profile.svg", qui
         memory_s = nbytes / ceilings["mem_copy"] if nbytes and ceilings.get("mem_copy") else 0.0
         floor = max(compute_s, memory_s)
         first = a[0] if a else None
-        records.append({"op": name, "shape": list(_shape(first)), "dtype": dtype, "start_us": (start - origin) * 1e6,
-                        "time_s": t, "flops": flops, "bytes": nbytes,
-                        "bound": unit if compute_s >= memory_s else "mem_copy", "floor_s": floor,
-                        "sol_pct": 100.0 * floor / t if t > 0 else 0.0})
+        return {"op": name, "shape": list(_shape(first)), "dtype": dtype, "start_us": (start - origin) * 1e6,
+                "time_s": t, "flops": flops, "bytes": nbytes, "bound": unit if compute_s >= memory_s else "mem_copy",
+                "floor_s": floor, "sol_pct": 100.0 * floor / t if t > 0 else 0.0}
 
-    previous = _torch_io.recorder
-    _torch_io.recorder = record
+    calls = []
+
+    def record(*call):
+        calls.append(call)  # costed after the run: the step's wall time holds no profiler work
+
+    previous = _torch_io.recorder, _torch_io.clock
+    _torch_io.recorder, _torch_io.clock = record, now
     try:
-        start = time.perf_counter()
+        start = now()
         result = fn(*args, **kwargs)
-        wall = time.perf_counter() - start
+        wall = now() - start
     finally:
-        _torch_io.recorder = previous
-    prof = Profile(records, wall, ceilings, threads)
+        _torch_io.recorder, _torch_io.clock = previous
+    records = [cost(*call) for call in calls]
+    prof = Profile(records, wall, ceilings, threads, clock)
     if trace:
         with open(trace, "w") as f:
             json.dump(prof.chrome_trace(), f)

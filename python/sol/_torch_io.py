@@ -81,35 +81,39 @@ def _first_device(args, tensor_type):
     return None
 
 
-# While sol.profile runs: called as recorder(name, args, kwargs, result, start_s, end_s) after each op.
+# While sol.profile runs: called as recorder(name, args, kwargs, result, start_s, end_s) after each op,
+# with times from `clock` (wall time, or this thread's CPU time).
 recorder = None
-
-
-def _timed(name, fn, args, kwargs):
-    start = time.perf_counter()
-    result = fn(*args, **kwargs)
-    recorder(name, args, kwargs, result, start, time.perf_counter())
-    return result
+clock = time.perf_counter
 
 
 def torch_aware(fn):
     """fn (an extension op) taking and returning torch tensors when given them."""
     name = fn.__name__
 
-    @functools.wraps(fn)
-    def op(*args, **kwargs):
+    def call(args, kwargs):
         torch = sys.modules.get("torch")
         if torch is None or not _has_torch(args, kwargs, torch.Tensor):
-            return fn(*args, **kwargs) if recorder is None else _timed(name, fn, args, kwargs)
+            return fn(*args, **kwargs)
         grad_on = torch.is_grad_enabled()
         args = tuple(_plain(a, name, f"argument {i}", torch.Tensor, grad_on) for i, a in enumerate(args))
         kwargs = {k: _plain(v, name, k, torch.Tensor, grad_on) for k, v in kwargs.items()}
         device = _first_device(args, torch.Tensor) or _first_device(tuple(kwargs.values()), torch.Tensor)
         previous = _sol._set_output_allocator(_allocator(device))
         try:
-            return fn(*args, **kwargs) if recorder is None else _timed(name, fn, args, kwargs)
+            return fn(*args, **kwargs)
         finally:
             _sol._set_output_allocator(previous)
+
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        if recorder is None:
+            return call(args, kwargs)
+        # Timed as the caller sees the op: the torch plumbing above is Sol's too.
+        start = clock()
+        result = call(args, kwargs)
+        recorder(name, args, kwargs, result, start, clock())
+        return result
     return op
 
 

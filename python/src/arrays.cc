@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "sol/device.h"
 #include "sol/dtype.h"
 
 namespace solpy {
@@ -118,12 +119,40 @@ std::string type_of(nb::handle obj) { return nb::cast<std::string>(nb::type_name
                         "__dlpack__ or the buffer protocol) but got " + type_of(obj)).c_str());
 }
 
-// The Tensor over an imported array: Sol's dtype, shape and strides (in elements).
+// Where an imported array lives: the host, or DLPack's kDLCUDA device N as cuda:N, which must be
+// one this process sees (else sol::Error with discovery's reason).
+sol::Device device_of(int device_type, int device_id, const char* op, const char* name) {
+  if (device_type == nb::device::cpu::value) return sol::Device::cpu();
+  if (device_type != nb::device::cuda::value)
+    sol::fail(op, name, " lives on DLPack device type ", device_type,
+              " but Sol takes host (CPU, type 1) or CUDA (type 2) memory");
+  const sol::Device device = sol::Device::cuda(device_id);
+  const sol::CudaDiscovery& found = sol::cuda_discovery();
+  if (found.devices.empty()) sol::fail(op, name, " lives on ", device, " but there is no CUDA device: ", found.reason);
+  sol::check(device_id >= 0 && device_id < int(found.devices.size()), op, name, " lives on ", device,
+             " but this process sees ", found.devices.size(), " CUDA device(s)");
+  return device;
+}
+
+// Sol's ops on a torch CUDA tensor enqueue on torch's current stream of its device, so they are
+// ordered with the torch work around them as a torch op would be. torch's default stream is the
+// legacy stream (handle 0), which the driver API names CU_STREAM_LEGACY (0x1). Other producers'
+// arrays are synchronized by their __dlpack__ export and run on Sol's own stream.
+void use_torch_stream(nb::handle obj, sol::Device device) {
+  nb::object modules = nb::module_::import_("sys").attr("modules");
+  if (!modules.attr("__contains__")("torch")) return;
+  nb::object torch = modules["torch"];
+  if (!nb::isinstance(obj, torch.attr("Tensor"))) return;
+  const auto handle = nb::cast<uintptr_t>(torch.attr("cuda").attr("current_stream")(device.index).attr("cuda_stream"));
+  sol::set_current_stream(device, reinterpret_cast<void*>(handle ? handle : uintptr_t(0x1)));
+}
+
+// The Tensor over an imported array: Sol's dtype, shape and strides (in elements), on the
+// array's device.
 template <class NdArray>
 sol::Tensor view_of(const NdArray& nd, nb::handle obj, std::optional<sol::DType> tagged, const char* op,
                     const char* name) {
-  if (nd.device_type() != nb::device::cpu::value)
-    sol::fail(op, name, " lives on device type ", nd.device_type(), " but Sol's Python API takes host (CPU) memory");
+  const sol::Device device = device_of(nd.device_type(), nd.device_id(), op, name);
   sol::DType dtype;
   if (tagged) {
     dtype = *tagged;
@@ -157,7 +186,10 @@ sol::Tensor view_of(const NdArray& nd, nb::handle obj, std::optional<sol::DType>
                  " but Sol takes non-negative strides only (pass a copy, e.g. numpy.ascontiguousarray)");
     }
   }
-  return sol::Tensor(const_cast<void*>(static_cast<const void*>(nd.data())), dtype, shape, strides);
+  const sol::Tensor t(const_cast<void*>(static_cast<const void*>(nd.data())), dtype, shape, strides);
+  if (device.is_cpu()) return t;
+  use_torch_stream(obj, device);
+  return t.on(device);
 }
 
 Array import(nb::handle obj, const char* op, const char* name, bool writable) {

@@ -5,7 +5,9 @@
 // protocol: numpy) becomes a Tensor over the same memory, strides included (ops validate what
 // they accept). numpy arrays of ml_dtypes' bfloat16 / float8_e4m3fn / float8_e5m2 speak neither
 // protocol, so they are viewed as uint16 / uint8 of the same memory first and tagged with the
-// Sol dtype. Outputs the caller does not pass are allocated as numpy arrays.
+// Sol dtype. Arrays on a CUDA device (DLPack kDLCUDA) become cuda:N tensors; a torch tensor's
+// current stream becomes Sol's for that device. Outputs the caller does not pass are allocated
+// as numpy arrays (by torch, on the inputs' device, when the inputs are torch tensors).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 

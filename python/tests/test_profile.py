@@ -27,6 +27,25 @@ def test_profile_counts_a_gemm_exactly(rng, tmp_path):
     assert "clock" not in svg.read_text() and "l2_read" not in svg.read_text()
 
 
+def test_profile_in_thread_cpu_time(rng):
+    a, b = randn(rng, (64, 96)), randn(rng, (96, 48))
+    threads = sol.num_threads()
+    try:
+        sol.set_num_threads(1)
+        _, prof = sol.profile(lambda: [sol.gemm(a, b) for _ in range(3)], trace=None, roofline=None, quiet=True,
+                              clock="cpu")
+        assert prof.clock == "cpu" and len(prof.records) == 3
+        assert 0 < prof.op_time_s <= prof.wall_s and "thread CPU time" in prof.table()
+        if threads > 1:
+            sol.set_num_threads(2)
+            with pytest.raises(sol.Error, match="counts this thread only"):
+                sol.profile(lambda: None, trace=None, roofline=None, quiet=True, clock="cpu")
+    finally:
+        sol.set_num_threads(threads)
+    with pytest.raises(sol.Error, match="'wall' or 'cpu'"):
+        sol.profile(lambda: None, trace=None, roofline=None, quiet=True, clock="gpu")
+
+
 def test_profile_outside_records_nothing(rng):
     a = randn(rng, (4, 64))
     _, prof = sol.profile(lambda: sol.rmsnorm(a, np.ones(64, np.float32)), trace=None, roofline=None, quiet=True)

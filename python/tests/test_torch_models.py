@@ -49,8 +49,10 @@ def deepseek_v3(dtype=torch.float32, **config):
 def test_deepseek_v3_patch_swaps_every_kernel_module():
     model = st.patch(deepseek_v3())
     names = {type(m).__name__ for m in model.modules()}
-    assert {"SolLinear", "SolRMSNorm", "SolGatedMLP", "SolDeepseekV3MoE"} <= names
-    assert not names & {"Linear", "DeepseekV3RMSNorm", "DeepseekV3MLP", "DeepseekV3MoE"}
+    assert {"SolLinear", "SolRMSNorm", "SolGatedMLP", "SolDeepseekV3MoE", "SolDeepseekV3Attention",
+            "SolDeepseekV3DecoderLayer", "SolEmbedding", "SolUnusedRotary"} <= names
+    assert not names & {"Linear", "DeepseekV3RMSNorm", "DeepseekV3MLP", "DeepseekV3MoE", "DeepseekV3Attention",
+                        "DeepseekV3DecoderLayer", "Embedding", "DeepseekV3RotaryEmbedding"}
     assert model.config._attn_implementation == "sol"
 
 
@@ -131,3 +133,62 @@ def test_padding_mask_is_refused():
     mask[1, :2] = 0  # left padding
     with torch.no_grad(), pytest.raises(sol.Error, match="padding"):
         model(ids, attention_mask=mask)
+
+
+def decode_logits(model, prompt, steps):
+    """Logits of a prefill then `steps` single-token steps (greedy) over HF's DynamicCache."""
+    cache = transformers.DynamicCache(config=model.config)
+    logits = [model(prompt, cache=cache, use_cache=True).logits[:, -1]]
+    for _ in range(steps):
+        tok = logits[-1].argmax(-1, keepdim=True)
+        logits.append(model(tok, cache=cache, use_cache=True).logits[:, -1])
+    return torch.stack(logits, 1)
+
+
+def test_deepseek_v3_absorbed_decode_steps_match_hf():
+    """The decode steps run Sol's absorbed MLA (latent scores, W_UK / W_UV per head), the prefill
+    the expanded one: both against HF's attention, batch 3, f32 and bf16."""
+    prompt = torch.randint(2, 256, (3, 7), generator=torch.Generator().manual_seed(6))
+    model = deepseek_v3()
+    with torch.no_grad():
+        ref = decode_logits(model, prompt, 6)
+        got = decode_logits(st.patch(model), prompt, 6)
+    assert rel(got[:, 1:], ref[:, 1:]) < 1e-5 and rel(got[:, 0], ref[:, 0]) < 1e-5
+    model = deepseek_v3(torch.bfloat16)
+    model32 = copy.deepcopy(model).float()
+    with torch.no_grad():
+        exact = decode_logits(model32, prompt, 6)
+        hf = decode_logits(model, prompt, 6)
+        got = decode_logits(st.patch(model), prompt, 6)
+    # Greedy paths can part in bf16; compare the steps while both still chose the f32 model's tokens.
+    same = int((hf.argmax(-1) == exact.argmax(-1)).all(0).logical_and((got.argmax(-1) == exact.argmax(-1)).all(0))
+               .long().cumprod(0).sum())
+    assert same >= 3
+    err_sol, err_hf = rel(got[:, :same], exact[:, :same]), rel(hf[:, :same], exact[:, :same])
+    # Last-token logits of a random-weight model in bf16 are far from f32 for HF too (7% here):
+    # the bound is relative to HF's own error, as for the prefill logits.
+    assert err_sol < 2 * err_hf + 1e-3, (err_sol, err_hf)
+
+
+@pytest.mark.parametrize("config", [dict(q_lora_rank=None), dict(rope_interleave=False)])
+def test_deepseek_v3_mla_variants_f32(config):
+    """Without a q LoRA (q_proj) and with HF's half-split rope layout."""
+    model = deepseek_v3(**config)
+    ids = torch.randint(2, 256, (2, 9), generator=torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        ref = decode_logits(model, ids, 2)
+        got = decode_logits(st.patch(model), ids, 2)
+    assert rel(got, ref) < 1e-5
+
+
+def test_patch_refuses_an_unknown_rope_and_leaves_the_model_untouched():
+    model = deepseek_v3(rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0})
+    before = [type(m).__name__ for m in model.modules()]
+    with pytest.raises(sol.Error, match="rope_type 'linear'"):
+        st.patch(model)
+    assert [type(m).__name__ for m in model.modules()] == before
+    model = deepseek_v3(hidden_act="gelu")  # the MLPs have no Sol module: nor has their layer
+    before = [type(m).__name__ for m in model.modules()]
+    with pytest.raises(sol.Error, match="hidden_act 'gelu'"):
+        st.patch(model)
+    assert [type(m).__name__ for m in model.modules()] == before

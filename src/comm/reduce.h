@@ -1,7 +1,8 @@
 #pragma once
 // Element-wise reduction of several sources into one destination, accumulating in f32 and
 // visiting the sources in the given order (so every rank that reduces the same sources gets
-// bit-identical results). f32 and bf16; sum and max.
+// bit-identical results). f32 and bf16; sum and max. The kernels are kernels/reduce.h's, of the
+// ISA level in force when the process first reduces.
 #include <cstdint>
 
 #include "sol/comm.h"
@@ -20,15 +21,5 @@ void reduce_sources(void* dst, const void* const* sources, int count_sources, in
 // at the same position): an allreduce pushes its part into every rank's output at once.
 void reduce_sources_to(void* const* dsts, int count_dsts, const void* const* sources, int count_sources,
                        int64_t elements, DType dtype, ReduceOp op, bool stream = false);
-
-// The two paths behind reduce_sources, chosen at run time (public for the tests).
-void reduce_sources_portable(void* dst, const void* const* sources, int count_sources,
-                             int64_t elements, DType dtype, ReduceOp op);
-void reduce_sources_avx512(void* dst, const void* const* sources, int count_sources,
-                           int64_t elements, DType dtype, ReduceOp op, bool stream);
-void reduce_sources_to_portable(void* const* dsts, int count_dsts, const void* const* sources,
-                                int count_sources, int64_t elements, DType dtype, ReduceOp op);
-void reduce_sources_to_avx512(void* const* dsts, int count_dsts, const void* const* sources,
-                              int count_sources, int64_t elements, DType dtype, ReduceOp op, bool stream);
 
 }  // namespace sol::comm::detail

@@ -1,9 +1,13 @@
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <optional>
 #include <map>
 #include <mutex>
 
+#include "device/gpu_ceilings.h"
 #include "sol/bench.h"
+#include "sol/device.h"
 #include "sol/error.h"
 #include "sol/threads.h"
 
@@ -93,6 +97,97 @@ void time_in_cache(const OpInfo& op, const OpParams& params, const MachineProfil
   r.in_cache_sol_pct = sol_percent(floor_with(cost, machine, threads, paired), t.median_s);
 }
 
+// ---- cases on a GPU: CUDA events on the device's current stream, the device's ceilings ----
+
+// Rotated input sets of a device case cover four times the device's L2 (every set of a run
+// is evicted by the sets after it, so each run reads from HBM as the floor assumes).
+int64_t device_cold_bytes(Device d) { return 4 * std::max<int64_t>(cuda_device(d.index).l2_bytes, 16 << 20); }
+
+// The device ceilings a cost's floor needs: its compute unit when it has FLOPs, its memory
+// level, and for a split cost the read and write terms.
+std::vector<Unit> device_units(const Cost& c) {
+  std::vector<Unit> units;
+  auto add = [&](Unit u) {
+    if (std::find(units.begin(), units.end(), u) == units.end()) units.push_back(u);
+  };
+  if (c.flops > 0) add(c.compute);
+  if (c.bytes > 0) add(c.memory);
+  if (c.split()) {
+    add(Unit::mem_read);
+    if (c.written_bytes() > 0) add(Unit::mem_write);
+  }
+  return units;
+}
+
+double measure_on_device(const OpInfo& op, Unit u, Device d) {
+  const std::string_view name = gpu_ceiling_for(u);
+  check(!name.empty(), op.name, "its cost needs the ", unit_name(u), " ceiling, which Sol does not measure on a GPU");
+  return measure_gpu_ceiling(name, d, 0.05);
+}
+
+// As bench_prepared on the CPU, for a case whose operands are on cuda:N: the ceilings its floor
+// needs are measured on the device before and after the timed runs (the better of the two
+// kept), and the op is timed by time_device_runs. No in-cache figure yet.
+BenchRecord bench_on_device(const OpInfo& op, PreparedCase& p, const BenchOptions& opt) {
+  OpCase* c = p.c.get();
+  const Device d = c->device();
+  BenchRecord r;
+  r.op = op.name;
+  r.shape = c->shape();
+  r.dtype = c->dtype();
+  r.isa = "cuda:" + std::to_string(d.index) + " " + cuda_device(d.index).arch();  // the "isa" column
+  r.threads = 1;
+  r.cold = p.cold;
+  r.input_sets = c->input_sets();
+  r.cost = c->cost();
+  check(opt.timing.clock == TimingOptions::Clock::wall, "bench",
+        "--cpu-time times a host thread; a case on ", d, " is timed with CUDA events");
+  if (opt.run_check) r.check = c->check();
+  // The cached profile (`sol hw`), when there is one, gives the cached SOL%; --no-pair uses it
+  // alone (measuring it first if needed).
+  std::optional<GpuProfile> cached = load_cached_gpu(d);
+  if (!opt.pair_ceiling && !cached) cached = load_or_measure_gpu(d, false);
+  auto cached_value = [&](Unit u) { return cached ? cached->value(gpu_ceiling_for(u)) : 0.0; };
+  std::vector<PairedCeiling> paired;
+  for (Unit u : device_units(r.cost))
+    paired.push_back({u, opt.pair_ceiling ? measure_on_device(op, u, d) : cached_value(u)});
+  TimingOptions topt = opt.timing;
+  topt.input_sets = c->input_sets();
+  r.timing = time_device_runs(d, [&](int set) { c->run(set); }, topt);
+  for (PairedCeiling& pc : paired) {
+    if (!opt.pair_ceiling) break;
+    const double after = measure_on_device(op, pc.unit, d);
+    r.ceiling_moved = std::max(r.ceiling_moved, ceiling_move(pc.value, after));
+    pc.value = std::max(pc.value, after);
+  }
+  auto floor_of = [&](const std::function<double(Unit)>& value) {
+    FloorCeilings k;
+    if (r.cost.flops > 0) k.peak = value(r.cost.compute);
+    k.bandwidth = value(r.cost.memory);
+    if (r.cost.split()) {
+      k.read_bandwidth = value(Unit::mem_read);
+      k.write_bandwidth = value(Unit::mem_write);
+    }
+    return roofline_floor(r.cost, k.peak, k.bandwidth, k.read_bandwidth, k.write_bandwidth);
+  };
+  auto paired_value = [&](Unit u) {
+    for (const PairedCeiling& pc : paired)
+      if (pc.unit == u) return pc.value;
+    return 0.0;
+  };
+  r.floor = floor_of(paired_value);
+  r.ceiling_unit = r.floor.bound == Bound::compute ? r.cost.compute : r.floor.memory_unit;
+  if (opt.pair_ceiling) r.ceiling_paired = paired_value(r.ceiling_unit);
+  r.ceiling_cached = cached_value(r.ceiling_unit);
+  const double t = r.timing.median_s;
+  r.sol_pct = sol_percent(r.floor, t);
+  r.sol_pct_cached = cached ? sol_percent(floor_of(cached_value), t) : r.sol_pct;
+  r.tflops = t > 0 ? r.cost.flops / t / 1e12 : 0;
+  r.gbps = t > 0 ? r.cost.bytes / t / 1e9 : 0;
+  if (has_no_work(op, p.params, r.cost)) r.sol_pct = r.sol_pct_cached = std::nan("");
+  return r;
+}
+
 }  // namespace
 
 // The units to re-measure beside an op: the one that bounds it by the cache, and for a cost
@@ -132,6 +227,16 @@ PreparedCase prepare_case(const OpInfo& op, const OpParams& params, bool cold) {
   // the previous run's data is still cached and a memory-bound op beats the DRAM ceiling.
   const int64_t cold_bytes = 8 * std::max<int64_t>(cpu_features().l3_bytes, 16L << 20);
   PreparedCase p{op.make(params, cold ? cold_bytes : 0), cold, params};
+  if (const Device d = p.c->device(); !d.is_cpu()) {
+    // On a GPU every case rotates sets past L2 unless one set already outgrows it four times.
+    const int64_t device_cold = device_cold_bytes(d);
+    if (cold || p.c->cost().bytes < double(device_cold)) {
+      p.c.reset();  // its device memory is freed before the sets are made
+      p.c = op.make(params, device_cold);
+      p.cold = true;
+    }
+    return p;
+  }
   // The memory floor is taken at DRAM bandwidth, so a case whose bytes would largely stay in
   // the LLC between runs is measured cold: its inputs rotate through sets that exceed it.
   const Cost c = p.c->cost();
@@ -143,6 +248,7 @@ PreparedCase prepare_case(const OpInfo& op, const OpParams& params, bool cold) {
 }
 
 BenchRecord bench_prepared(const OpInfo& op, PreparedCase& p, const MachineProfile& machine, const BenchOptions& opt) {
+  if (!p.c->device().is_cpu()) return bench_on_device(op, p, opt);
   const int threads = opt.threads > 0 ? opt.threads : num_threads();
   check(threads <= 4096, "bench", "--threads = ", threads, " is not plausible");
   ThreadScope scope(threads);

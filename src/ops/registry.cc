@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "ops/builtin_ops.h"
+#include "sol/device.h"
 #include "sol/error.h"
 
 namespace sol {
@@ -66,6 +67,27 @@ int64_t OpParams::integer(const std::string& name) const {
 
 DType OpParams::dtype(const std::string& name) const {
   return parse_dtype(text(name), op_ + ": --" + name);
+}
+
+Device OpParams::device(const std::string& name) const {
+  const Device d = parse_device(text(name), op_ + ": --" + name);
+  if (d.is_cpu()) return d;
+  const CudaDiscovery& found = cuda_discovery();
+  check(!found.devices.empty(), op_, "--", name, " = ", text(name), " but there is no CUDA device: ", found.reason);
+  check(d.index < int(found.devices.size()), op_, "--", name, " = ", text(name), " but there are ",
+        found.devices.size(), " CUDA device(s)");
+  return d;
+}
+
+Device parse_device(const std::string& s, const std::string& what) {
+  if (s == "cpu") return Device::cpu();
+  if (s == "cuda") return Device::cuda(0);
+  const std::string prefix = "cuda:";
+  const std::string digits = s.rfind(prefix, 0) == 0 ? s.substr(prefix.size()) : "";
+  const bool numeric = !digits.empty() && digits.size() <= 4 &&
+                       std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  check(numeric, what, "expected cpu, cuda or cuda:N but got '", s, "'");
+  return Device::cuda(std::stoi(digits));
 }
 
 int64_t parse_size(const std::string& s, const std::string& what) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "comm/reduce.h"
+#include "kernels/reduce.h"
 #include "sol/hw.h"
 
 namespace sol::comm::detail {
@@ -15,8 +16,12 @@ namespace {
 
 using Kernel = void (*)(void*, const void* const*, int, int64_t, DType, ReduceOp, bool);
 
-void portable(void* d, const void* const* s, int n, int64_t e, DType t, ReduceOp op, bool) {
-  reduce_sources_portable(d, s, n, e, t, op);
+void portable(void* d, const void* const* s, int n, int64_t e, DType t, ReduceOp op, bool stream) {
+  kernels::reduce_sources_to_portable(&d, 1, s, n, e, t, op, stream);
+}
+
+void avx512(void* d, const void* const* s, int n, int64_t e, DType t, ReduceOp op, bool stream) {
+  kernels::reduce_sources_to_avx512(&d, 1, s, n, e, t, op, stream);
 }
 
 // Sources stored in dtype t; the reference accumulates in f32 in source order (as specified),
@@ -76,10 +81,10 @@ TEST(CommReduce, PortableMatchesReference) { expect_matches(portable, false, 0);
 
 TEST(CommReduce, Avx512MatchesReference) {
   if (!isa_at_least(Isa::avx512)) GTEST_SKIP() << "no AVX-512 here";
-  expect_matches(reduce_sources_avx512, false, 0);
-  expect_matches(reduce_sources_avx512, true, 0);
+  expect_matches(avx512, false, 0);
+  expect_matches(avx512, true, 0);
   // Misaligned destinations cannot stream: the kernel must fall back, not fault.
-  expect_matches(reduce_sources_avx512, true, 1);
+  expect_matches(avx512, true, 1);
 }
 
 TEST(CommReduce, DestinationMayAliasASource) {
@@ -103,8 +108,8 @@ TEST(CommReduce, EveryDestinationGetsTheResult) {
         std::memset(b.data(), 0xFF, b.size());
         // Aligned, misaligned (no streaming for anyone), and a source as the third destination.
         void* dsts[] = {a.data(), b.data() + dtype_size(t), const_cast<void*>(c.pointers[2])};
-        if (vector_path) reduce_sources_to_avx512(dsts, 3, c.pointers.data(), 3, 1001, t, ReduceOp::max, stream);
-        else reduce_sources_to_portable(dsts, 3, c.pointers.data(), 3, 1001, t, ReduceOp::max);
+        if (vector_path) kernels::reduce_sources_to_avx512(dsts, 3, c.pointers.data(), 3, 1001, t, ReduceOp::max, stream);
+        else kernels::reduce_sources_to_portable(dsts, 3, c.pointers.data(), 3, 1001, t, ReduceOp::max, stream);
         for (void* d : dsts)
           for (int64_t i = 0; i < 1001; ++i)
             ASSERT_EQ(load_as_double(d, t, size_t(i)), ref[size_t(i)]) << dtype_name(t) << " i=" << i;

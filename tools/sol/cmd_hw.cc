@@ -1,9 +1,15 @@
 // sol hw [--json] [--remeasure] — the measured ceilings of this machine.
 #include <fmt/format.h>
 
+#include <optional>
+#include <vector>
+
 #include "cli.h"
+#include "device/gpu_ceilings.h"
 #include "sol/comm_bench.h"
 #include "sol/device.h"
+#include "sol/error.h"
+#include "sol/model.h"
 #include "sol/tuning.h"
 
 namespace sol::cli {
@@ -55,8 +61,7 @@ nlohmann::json tuning_json() {
           {"params", params}};
 }
 
-// One line per CUDA device, or one line saying why there is none. Device ceilings (HBM, L2,
-// FMA, tensor cores) are not measured yet: that lands beside this line.
+// One line per CUDA device, or one line saying why there is none.
 void print_gpus() {
   const CudaDiscovery& found = cuda_discovery();
   if (found.devices.empty()) {
@@ -69,12 +74,72 @@ void print_gpus() {
                found.driver_version);
 }
 
-nlohmann::json gpus_json() {
+// The datasheet figure of each ceiling (raw units/s; 0: none published, or no datasheet).
+double datasheet_value(const std::optional<HardwareSpec>& spec, std::string_view name) {
+  if (!spec) return 0;
+  if (gpu_ceiling_is_memory(name)) return name == "l2_read" ? 0 : spec->memory_bandwidth;
+  if (name == "fma_f32") return spec->flops_f32;
+  if (name == "mma_bf16") return spec->flops_bf16;
+  if (name == "mma_fp8") return spec->flops_fp8;
+  return 0;
+}
+
+std::optional<HardwareSpec> datasheet_of(const CudaDeviceInfo& d) {
+  const std::string name = gpu_datasheet_name(d.name);
+  if (name.empty()) return std::nullopt;
+  try {
+    return load_hardware_spec(name);
+  } catch (const Error&) {
+    return std::nullopt;  // no hardware/ directory next to this binary: no datasheet column
+  }
+}
+
+// Each device's ceilings measured by Sol's loops (cached per device identity), the datasheet
+// figure beside each: HBM in GB/s counting read plus written bytes, compute in TFLOP/s dense.
+struct GpuCeilings {
+  CudaDeviceInfo info;
+  GpuProfile profile;
+  std::optional<HardwareSpec> datasheet;
+};
+std::vector<GpuCeilings> gpu_ceilings(bool remeasure, bool quiet) {
+  std::vector<GpuCeilings> all;
+  for (const CudaDeviceInfo& d : cuda_discovery().devices) {
+    auto progress = [&](std::string_view name) {
+      if (!quiet) fmt::print(stderr, "measuring cuda:{} {}...\n", d.index, name);
+    };
+    all.push_back({d, load_or_measure_gpu(Device::cuda(d.index), remeasure, progress), datasheet_of(d)});
+  }
+  return all;
+}
+
+void print_gpu_ceilings(const std::vector<GpuCeilings>& all) {
+  for (const GpuCeilings& g : all) {
+    fmt::print("\ncuda:{} ceilings (measured {} in {:.1f} s; datasheet: {})\n", g.info.index, g.profile.measured_at,
+               g.profile.measure_seconds, g.datasheet ? "hardware/" + g.datasheet->name + ".json" : "none shipped");
+    fmt::print("  {:<10} {:>10} {:>10} {:>8} {:>6}  {}\n", "ceiling", "measured", "datasheet", "", "%", "loop");
+    for (const GpuCeiling& c : g.profile.ceilings) {
+      const bool memory = gpu_ceiling_is_memory(c.name);
+      const double scale = memory ? 1e9 : 1e12, sheet = datasheet_value(g.datasheet, c.name);
+      fmt::print("  {:<10} {:>10.1f} {:>10} {:>8} {:>6}  {}\n", c.name, c.value / scale,
+                 sheet > 0 ? fmt::format("{:.1f}", sheet / scale) : "-", memory ? "GB/s" : "TFLOP/s",
+                 sheet > 0 ? fmt::format("{:.0f}", 100 * c.value / sheet) : "-", gpu_ceiling_note(c.name));
+    }
+  }
+}
+
+nlohmann::json gpus_json(const std::vector<GpuCeilings>& ceilings) {
   const CudaDiscovery& found = cuda_discovery();
   nlohmann::json devices = nlohmann::json::array();
-  for (const CudaDeviceInfo& d : found.devices)
+  for (const GpuCeilings& g : ceilings) {
+    const CudaDeviceInfo& d = g.info;
+    nlohmann::json rows = nlohmann::json::object();
+    for (const GpuCeiling& c : g.profile.ceilings)
+      rows[c.name] = {{"measured", c.value}, {"datasheet", datasheet_value(g.datasheet, c.name)},
+                      {"unit", gpu_ceiling_is_memory(c.name) ? "B/s" : "FLOP/s"}};
     devices.push_back({{"index", d.index}, {"name", d.name}, {"arch", d.arch()}, {"sm_count", d.sm_count},
-                       {"memory_bytes", d.memory_bytes}, {"l2_bytes", d.l2_bytes}});
+                       {"memory_bytes", d.memory_bytes}, {"l2_bytes", d.l2_bytes}, {"identity", g.profile.identity},
+                       {"measured_at", g.profile.measured_at}, {"ceilings", rows}});
+  }
   return {{"devices", devices}, {"reason", found.reason}, {"driver_version", found.driver_version}};
 }
 
@@ -113,12 +178,13 @@ void add_hw(CLI::App& app, int& exit_code) {
   cmd->callback([=, &exit_code] {
     MachineProfile p = machine_for_cli(*remeasure, *json);
     const std::vector<comm::ShmCopyCeiling> interprocess = comm::shm_copy_ceilings(*remeasure);
+    const std::vector<GpuCeilings> gpus = gpu_ceilings(*remeasure, *json);
     if (*json) {
       nlohmann::json j = nlohmann::json::parse(p.to_json());
       nlohmann::json rows = nlohmann::json::array();
       for (const auto& c : interprocess) rows.push_back({{"ranks", c.ranks}, {"bytes", c.bytes}, {"gbps", c.gbps}});
       j["interprocess_copy"] = rows;
-      j["cuda"] = gpus_json();
+      j["cuda"] = gpus_json(gpus);
       j["tuning"] = tuning_json();
       fmt::print("{}\n", j.dump(2));
     } else {
@@ -126,6 +192,7 @@ void add_hw(CLI::App& app, int& exit_code) {
       print_gpus();
       print_tuning();
       print_ceilings(p);
+      print_gpu_ceilings(gpus);
       print_interprocess(interprocess);
     }
     exit_code = kOk;

@@ -17,7 +17,8 @@ namespace sol::cuda {
   X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)                   \
   X(cuEventElapsedTime) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) \
   X(cuMemcpyDtoDAsync) X(cuMemsetD8Async) X(cuLibraryLoadData) X(cuLibraryUnload)             \
-  X(cuLibraryGetKernel) X(cuKernelGetFunction) X(cuFuncSetAttribute) X(cuLaunchKernelEx)
+  X(cuLibraryGetKernel) X(cuKernelGetFunction) X(cuFuncSetAttribute) X(cuLaunchKernelEx)          \
+  X(cuTensorMapEncodeTiled)
 
 struct Driver {
 #define SOL_CUDA_DECLARE_ENTRY(name) decltype(&::name) name = nullptr;

@@ -1,26 +1,4 @@
-// Instantiations of the sm90 GEMM tile kernel that the offline checks build and inspect
-// (cmake/SolCudaChecks.cmake: nvcc and NVRTC with warnings as errors, the SASS expectations of
-// sm90_gemm_tile_kernels.sass.txt). extern "C" keeps the SASS symbol names plain.
-#include "kernels/cuda/sm90/sm90_gemm_tile.cuh"
-#include "kernels/cuda/sm90/sm90_gemm_tile_fp8.cuh"
-
-using namespace sol::kernels::sm90;
-
-extern "C" __global__ void __launch_bounds__(GemmBf16Plan128x128::threads, 1)
-    sol_sm90_gemm_bf16_128x128x64_s4(const __grid_constant__ TmaDescriptor map_a,
-                                     const __grid_constant__ TmaDescriptor map_b, u16* d, u32 m, u32 n, u32 k) {
-  gemm_tile<GemmBf16Plan128x128>(&map_a, &map_b, d, m, n, k);
-}
-
-extern "C" __global__ void __launch_bounds__(GemmE4m3Plan128x128::threads, 1)
-    sol_sm90_gemm_e4m3_128x128x128_s4(const __grid_constant__ TmaDescriptor map_a,
-                                      const __grid_constant__ TmaDescriptor map_b, u16* d, u32 m, u32 n, u32 k) {
-  gemm_tile<GemmE4m3Plan128x128>(&map_a, &map_b, d, m, n, k);
-}
-
-extern "C" __global__ void __launch_bounds__(GemmE4m3Plan128x128::threads, 1)
-    sol_sm90_gemm_e4m3_scaled_128x128x128_s4(const __grid_constant__ TmaDescriptor map_a,
-                                             const __grid_constant__ TmaDescriptor map_b, const float* scales_a,
-                                             const float* scales_b, u16* d, u32 m, u32 n, u32 k) {
-  gemm_tile_fp8<GemmE4m3Plan128x128>(&map_a, &map_b, scales_a, scales_b, d, m, n, k);
-}
+// The sm90 GEMM tile kernels as Sol's launcher compiles them (one translation unit), for the
+// offline checks (cmake/SolCudaChecks.cmake: nvcc and NVRTC with warnings as errors, the SASS
+// expectations of sm90_gemm_tile_kernels.sass.txt).
+#include "kernels/cuda/sm90/sm90_gemm_tile_kernels.cuh"

@@ -94,6 +94,7 @@ TEST(Sm90GemmModel, E4m3TilesEqualAPlainMatmul) {
 
 // sm90_gemm_tile_fp8.cuh's model against sum_kb sa[row][kb] * sb[col/128][kb] * (block's dot
 // product), in fp64: scale indexing, the per-block restart of the partial sums and the promotion.
+template <class Plan = GemmE4m3Plan128x128>
 double scaled_fp8_model_error(u32 m, u32 n, u32 k, u32 seed) {
   const Operands o = random_operands(m, n, k, 1, seed);
   const u32 kbs = k / 128, nbs = (n + 127) / 128;
@@ -103,7 +104,7 @@ double scaled_fp8_model_error(u32 m, u32 n, u32 k, u32 seed) {
   for (float& x : sa) x = scale(rng);
   for (float& x : sb) x = scale(rng);
   std::vector<u16> d(std::size_t(m) * n, 0xFFFF);
-  model::gemm_tile_model<GemmE4m3Plan128x128>(o.a.data(), o.b.data(), d.data(), m, n, k, seed, sa.data(), sb.data());
+  model::gemm_tile_model<Plan>(o.a.data(), o.b.data(), d.data(), m, n, k, seed, sa.data(), sb.data());
   double err = 0, ref = 0;
   for (u32 i = 0; i < m; ++i)
     for (u32 j = 0; j < n; ++j) {
@@ -124,6 +125,22 @@ TEST(Sm90GemmModel, E4m3BlockScaledTilesEqualTheScaledMatmul) {
   EXPECT_LT(scaled_fp8_model_error(128, 128, 128, 21), 1e-2);
   EXPECT_LT(scaled_fp8_model_error(131, 200, 640, 22), 1e-2);  // partial tiles, a second B scale block
   EXPECT_LT(scaled_fp8_model_error(1, 8, 1152, 23), 1e-2);
+}
+
+// The plans the configuration chooser picks (sm90_gemm_config.h) beyond the 128 x 128 ones:
+// one consumer warpgroup (64-row tiles), 256-wide tiles, rings of 2 to 8 stages lapping K,
+// partial tiles in M and N.
+TEST(Sm90GemmModel, TheChosenConfigurationsPlansEqualAPlainMatmul) {
+  EXPECT_LT((model_error<GemmTilePlan<64, 64, 4, 1, 2>>(131, 152, 640, 31)), 1e-2);
+  EXPECT_LT((model_error<GemmTilePlan<64, 64, 8, 1, 2>>(70, 64, 576, 32)), 1e-2);
+  EXPECT_LT((model_error<GemmTilePlan<64, 256, 5, 1, 2>>(65, 304, 384, 33)), 1e-2);
+  EXPECT_LT((model_error<GemmTilePlan<128, 256, 4, 2, 2>>(129, 264, 320, 34)), 1e-2);
+  EXPECT_LT((model_error<GemmTilePlan<128, 128, 7, 2, 2>>(100, 136, 512, 35)), 1e-2);
+  EXPECT_LT((model_error<GemmTilePlan<64, 64, 2, 1, 1>>(67, 72, 640, 36)), 1e-2);
+  EXPECT_LT((model_error<GemmTilePlan<128, 64, 8, 2, 1>>(130, 72, 1152, 37)), 1e-2);
+  EXPECT_LT((model_error<GemmTilePlan<64, 256, 4, 1, 1>>(64, 264, 640, 38)), 1e-2);
+  EXPECT_LT((scaled_fp8_model_error<GemmTilePlan<64, 128, 2, 1, 1>>(65, 200, 640, 39)), 1e-2);
+  EXPECT_LT((scaled_fp8_model_error<GemmTilePlan<128, 128, 6, 2, 1>>(129, 136, 1024, 40)), 1e-2);
 }
 
 TEST(Sm90GemmModel, TheKernelsShapeRulesAreErrors) {

@@ -13,6 +13,12 @@
 
 namespace sol::kernels::sm90 {
 
+// Register split (setmaxnreg): 128 producer threads keep 40, up to 256 consumer threads take 232
+// (128 * 40 + 256 * 232 = 64512 of the SM's 65536). The configuration chooser
+// (sm90_gemm_config.h) checks its register model against the same numbers.
+inline constexpr u32 kProducerRegs = 40;
+inline constexpr u32 kConsumerRegs = 232;
+
 template <u32 BlockM, u32 BlockN, u32 Stages, u32 Consumers, u32 ElementBytes>
 struct GemmTilePlan {
   static constexpr u32 block_m = BlockM;

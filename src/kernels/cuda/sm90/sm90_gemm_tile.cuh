@@ -21,11 +21,6 @@
 
 namespace sol::kernels::sm90 {
 
-// Register split: 128 producer threads keep 40, 256 consumer threads take 232
-// (128 * 40 + 256 * 232 = 64512 of the SM's 65536).
-constexpr u32 kProducerRegs = 40;
-constexpr u32 kConsumerRegs = 232;
-
 SOL_SM90_DEVICE u32 pack_bf16x2(float lo, float hi) {
   u32 packed;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(hi), "f"(lo));

@@ -10,9 +10,9 @@
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
-#include "comm/reduce.h"
+#include "kernels/reduce.h"
 
-namespace sol::comm::detail {
+namespace sol::kernels {
 
 namespace {
 
@@ -103,9 +103,4 @@ void reduce_sources_to_avx512(void* const* dsts, int count_dsts, const void* con
   }
 }
 
-void reduce_sources_avx512(void* dst, const void* const* sources, int count_sources,
-                           int64_t elements, DType dtype, ReduceOp op, bool stream) {
-  reduce_sources_to_avx512(&dst, 1, sources, count_sources, elements, dtype, op, stream);
-}
-
-}  // namespace sol::comm::detail
+}  // namespace sol::kernels

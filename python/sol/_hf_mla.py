@@ -1,0 +1,193 @@
+"""DeepseekV3's MLA attention on Sol's ops (sol.torch.patch swaps it in for DeepseekV3Attention).
+
+Per token the latent row is [c_kv | k_rope] (kv_lora_rank + qk_rope_head_dim): the kv_a GEMM
+writes it, rmsnorm normalises c_kv in place and Sol's rope rotates k_rope in place (interleaved
+pairs when config.rope_interleave, as DeepSeek's weights are laid out: HF de-interleaves q and k
+alike, so every q.k is the same). The latent rows are what the KV cache holds: HF's own cache
+object (DynamicCache), one [B, 1, L, kv_lora + rope] tensor per layer as its keys and an empty
+[B, 1, L, 0] as its values.
+
+Prefill (or several new tokens): keys and values expanded per head by one GEMM over the latent
+rows with an augmented kv_b matrix whose extra rows copy k_rope into each head (an identity
+block), so each head's [k_nope | k_rope | v] comes out of the GEMM in place and no concatenation
+runs outside Sol; then Sol's causal flash attention (bottom-right aligned).
+Decode (one new token per sequence, a cache behind it): the up-projections absorbed. q's nope part
+goes through W_UK per head (again with an identity block carrying q_rope along) into the latent
+space; scores = scale * q_lat . latent rows, one softmax over every sequence and head, out_lat =
+P . c_kv per sequence, then W_UV per head and o_proj. bf16 runs the per-head and per-sequence
+products as grouped GEMMs (grouped_gemm_masked over strided views, no copies); f32 as one
+sol.gemm per head and per sequence. Sol's mla_decode is not used: it is fixed at
+DeepSeek-V3's 576/512 latent widths over 64-token pages, and HF's DynamicCache grows one
+contiguous tensor by concatenation (no pages); flash attention takes head dims up to 256 while the
+latent row of DeepSeek-V3 is 576 wide.
+"""
+import torch
+from torch import nn
+
+import sol as _sol
+
+
+def _pack(w, layout="nt"):
+    return _sol.pack_b(w.detach().contiguous(), layout)
+
+
+def _rope_config(config, rotary):
+    """Sol's RopeConfig for the model's rotary embedding, checked against HF's own frequencies."""
+    p = dict(getattr(config, "rope_parameters", None) or {})
+    kind = p.get("rope_type", "default")
+    dim = config.qk_rope_head_dim
+    layout = "interleaved" if getattr(config, "rope_interleave", True) else "half"
+    theta = float(p.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
+    if kind == "default":
+        cfg = _sol.RopeConfig(rope_dim=dim, theta=theta, layout=layout)
+    elif kind == "yarn":
+        cfg = _sol.RopeConfig(rope_dim=dim, theta=theta, factor=float(p["factor"]),
+                              original_max_position=float(p.get("original_max_position_embeddings", 4096)),
+                              beta_fast=float(p.get("beta_fast", 32)), beta_slow=float(p.get("beta_slow", 1)),
+                              mscale=float(p.get("mscale", 1) or 1), mscale_all_dim=float(p.get("mscale_all_dim", 0) or 0),
+                              layout=layout)
+    else:
+        raise _sol.Error(f"sol.torch.patch: DeepseekV3 rope_type '{kind}' has no Sol table (default and yarn do)")
+    if rotary is not None:
+        ours = torch.tensor(_sol.rope_inv_freq(cfg), dtype=torch.float64)
+        theirs = rotary.inv_freq.double()
+        # model.to(bfloat16) rounds HF's inv_freq buffer to bf16 too: equal to that rounding.
+        rtol = 2.0 ** -8 if rotary.inv_freq.dtype == torch.bfloat16 else 1e-6
+        factor = _sol.rope_attention_factor(cfg)
+        if not torch.allclose(ours, theirs, rtol=rtol, atol=0) or abs(factor - rotary.attention_scaling) > 1e-6:
+            raise _sol.Error("sol.torch.patch: Sol's rope table differs from the model's rotary embedding "
+                             f"(rope_parameters {p}); the attention was not swapped")
+    return cfg
+
+
+class SolDeepseekV3Attention(nn.Module):
+    def __init__(self, attn, rotary=None):
+        super().__init__()
+        c = attn.config
+        self.layer_idx = attn.layer_idx
+        self.heads, self.nope, self.rope_dim = attn.num_heads, attn.qk_nope_head_dim, attn.qk_rope_head_dim
+        self.v_dim, self.lora = attn.v_head_dim, attn.kv_lora_rank
+        self.qk_dim = self.nope + self.rope_dim
+        self.scaling = float(attn.scaling)
+        dtype = attn.kv_b_proj.weight.dtype
+        if any(m is not None and m.bias is not None for m in (attn.q_a_proj, attn.kv_a_proj_with_mqa, attn.o_proj)):
+            raise _sol.Error("sol.torch.patch: DeepseekV3 attention with attention_bias has no Sol module")
+        if attn.q_lora_rank is None:
+            self.q_a, self.q_norm, self.q_b = None, None, _pack(attn.q_proj.weight)
+        else:
+            self.q_a, self.q_b = _pack(attn.q_a_proj.weight), _pack(attn.q_b_proj.weight)
+            self.q_norm = (attn.q_a_layernorm.weight.detach(), float(attn.q_a_layernorm.variance_epsilon))
+        self.kv_a = _pack(attn.kv_a_proj_with_mqa.weight)
+        self.kv_norm = (attn.kv_a_layernorm.weight.detach(), float(attn.kv_a_layernorm.variance_epsilon))
+        self.o = _pack(attn.o_proj.weight)
+        h, n, r, v, lat = self.heads, self.nope, self.rope_dim, self.v_dim, self.lora
+        w = attn.kv_b_proj.weight.detach().view(h, n + v, lat)
+        eye = torch.eye(r, dtype=dtype)
+        # Prefill: [h: k_nope | k_rope | v] = latent row [c_kv | k_rope] @ this^T, per head.
+        expand = torch.zeros(h, n + r + v, lat + r, dtype=dtype)
+        expand[:, :n, :lat], expand[:, n:n + r, lat:], expand[:, n + r:, :lat] = w[:, :n], eye, w[:, n:]
+        self.expand = _pack(expand.view(h * (n + r + v), lat + r))
+        # Decode: q_lat [c | rope] = q [nope | rope] @ absorb[h] ([n + r, lat + r]) per head, and
+        # out_v [v] = out_lat [lat] @ w_uv[h]^T. f32: one 'nn' / 'nt' pack per head (sol.gemm, exact
+        # as HF's f32 math up to summation order). bf16: all heads in one grouped GEMM each, the
+        # softmax scale folded into W_UK (q_lat is rounded to bf16 either way).
+        absorb = torch.zeros(h, n + r, lat + r, dtype=torch.float32)
+        absorb[:, :n, :lat], absorb[:, n:, lat:] = w[:, :n].float(), torch.eye(r)
+        if dtype == torch.bfloat16:
+            self.absorb = (absorb * self.scaling).transpose(1, 2).to(dtype).contiguous()  # [h, lat + r, n + r]
+            self.unabsorb = w[:, n:].contiguous()  # [h, v, lat]
+        else:
+            self.absorb = [_pack(absorb[hh].to(dtype), "nn") for hh in range(h)]
+            self.unabsorb = [_pack(w[hh, n:], "nt") for hh in range(h)]
+        self._counts = {}
+        self.table = _sol.RopeTable(_rope_config(c, rotary), int(c.max_position_embeddings))
+        self.causal = True
+
+    def _latent(self, x, positions):
+        """Latent rows [T, lora + rope] of x [T, hidden]: normalised c_kv, rotated k_rope."""
+        lat = _sol.gemm(x, self.kv_a, out_dtype=x.dtype)
+        c = lat[:, :self.lora]
+        _sol.rmsnorm(c, self.kv_norm[0], eps=self.kv_norm[1], out=c)
+        _sol.rope(lat.view(lat.shape[0], 1, -1), positions, self.table, self.lora)
+        return lat
+
+    def _query(self, x, positions):
+        """q [T, heads, nope + rope] with the rope part rotated in place."""
+        if self.q_a is None:
+            q = _sol.gemm(x, self.q_b, out_dtype=x.dtype)
+        else:
+            qa = _sol.gemm(x, self.q_a, out_dtype=x.dtype)
+            _sol.rmsnorm(qa, self.q_norm[0], eps=self.q_norm[1], out=qa)
+            q = _sol.gemm(qa, self.q_b, out_dtype=x.dtype)
+        q = q.view(x.shape[0], self.heads, self.qk_dim)
+        _sol.rope(q, positions, self.table, self.nope)
+        return q
+
+    def _expanded(self, q, latent, b, s):
+        """Every head's keys and values from the latent rows [B * L, lora + rope]; causal flash attention."""
+        h, n, r, v = self.heads, self.nope, self.rope_dim, self.v_dim
+        kv = _sol.gemm(latent, self.expand, out_dtype=q.dtype).view(b, -1, h, n + r + v)
+        out, _ = _sol.flash_attention(q.view(b, s, h, n + r), kv[..., :n + r], kv[..., n + r:], causal=self.causal,
+                                      softmax_scale=self.scaling)
+        return out.view(b * s, h * v)
+
+    def _absorbed(self, q, latent, b):
+        """One new token per sequence against its latent rows [B, L, lora + rope]."""
+        h, lat = self.heads, self.lora
+        q_lat = q.new_empty(b, h, lat + self.rope_dim)
+        out_lat = q.new_empty(b, h, lat)
+        out = q.new_empty(b, h, self.v_dim)
+        if q.dtype == torch.bfloat16:
+            per_head, per_seq = self._masked_counts(b)
+            _sol.grouped_gemm_masked(q.transpose(0, 1), self.absorb, per_head, out=q_lat.transpose(0, 1))
+            scores = _sol.grouped_gemm_masked(q_lat, latent, per_seq, out_dtype=torch.float32)  # pre-scaled
+            _sol.softmax(scores, out=scores)
+            p = _sol.cast(scores, dtype=q.dtype)
+            for i in range(b):
+                _sol.gemm(p[i], latent[i, :, :lat], out=out_lat[i])
+            _sol.grouped_gemm_masked(out_lat.transpose(0, 1), self.unabsorb, per_head, out=out.transpose(0, 1))
+            return out.view(b, h * self.v_dim)
+        for hh in range(h):
+            _sol.gemm(q[:, hh], self.absorb[hh], out=q_lat[:, hh])
+        scores = q.new_empty(b, h, latent.shape[1])
+        for i in range(b):
+            _sol.gemm(q_lat[i], latent[i], layout="nt", alpha=self.scaling, out=scores[i])
+        _sol.softmax(scores, out=scores)
+        for i in range(b):
+            _sol.gemm(scores[i], latent[i, :, :lat], out=out_lat[i])
+        for hh in range(h):
+            _sol.gemm(out_lat[:, hh], self.unabsorb[hh], out=out[:, hh])
+        return out.view(b, h * self.v_dim)
+
+    def _masked_counts(self, b):
+        """masked_m of the grouped GEMMs: b rows in each of the heads' groups, heads rows in each
+        sequence's group (made once per batch size)."""
+        counts = self._counts.get(b)
+        if counts is None:
+            counts = self._counts[b] = (torch.full((self.heads,), b, dtype=torch.int32),
+                                        torch.full((b,), self.heads, dtype=torch.int32))
+        return counts
+
+    def forward(self, hidden_states, position_embeddings=None, attention_mask=None, cache=None, position_ids=None,
+                **kwargs):
+        from ._hf_patch import _check_mask
+        b, s = hidden_states.shape[:2]
+        x = hidden_states.reshape(b * s, -1)
+        past = cache.get_seq_length(self.layer_idx) if cache is not None else 0
+        if position_ids is None:
+            position_ids = torch.arange(past, past + s).expand(b, s)
+        positions = position_ids.expand(b, s).reshape(-1).to(torch.int32)
+        _check_mask(attention_mask, True, s, past + s)
+        q = self._query(x, positions)
+        latent = self._latent(x, positions)
+        if cache is not None:
+            keys, _ = cache.update(latent.view(b, 1, s, -1), latent.new_empty(b, 1, s, 0), self.layer_idx)
+            latent = keys.view(b, past + s, -1)
+        else:
+            latent = latent.view(b, s, -1)
+        if s == 1 and past > 0:
+            attn = self._absorbed(q, latent, b)
+        else:
+            attn = self._expanded(q, latent.reshape(-1, latent.shape[-1]), b, s)
+        out = _sol.gemm(attn, self.o, out_dtype=x.dtype)
+        return out.view(b, s, -1), None

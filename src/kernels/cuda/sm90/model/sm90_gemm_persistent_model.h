@@ -1,0 +1,201 @@
+#pragma once
+// CPU model of sm90_gemm_persistent.cuh: each CTA of a persistent grid walks the tiles
+// GemmTileScheduler gives it (index c, c + ctas, ...) with ONE ring for all of them — the
+// producer runs ahead into the next tile while the consumers finish and store the current one —
+// and each consumer frees a tile's last stage after its final wgmma wait, which the one-tile
+// kernel never needs. Roles interleave in a random order from `seed`, as in sm90_gemm_model.h;
+// the stage and parity bookkeeping, the scheduler's tile order, the grouped layouts' row rules,
+// the fp8 scale indexing and the split-K partials are the kernel's own functions.
+// With split_k > 1 a tile's sums go to the f32 workspace [split][rows][n], and
+// gemm_split_reduce_model sums them in split order, as the kernel's reduction pass does.
+
+#include <map>
+#include <random>
+#include <vector>
+
+#include "kernels/cuda/sm90/model/sm90_wgmma_model.h"
+#include "kernels/cuda/sm90/sm90_fp8_promotion.h"
+#include "kernels/cuda/sm90/sm90_fragment.h"
+#include "kernels/cuda/sm90/sm90_gemm_scheduler.h"
+#include "kernels/cuda/sm90/sm90_ring.h"
+
+namespace sol::kernels::sm90::model {
+
+struct GemmOutput {
+  u16* d = nullptr;            // bf16 D, split_k == 1
+  float* workspace = nullptr;  // f32 partials [split_k][rows][n], split_k > 1
+  u32 rows = 0;                // rows of D (groups * m for masked)
+};
+
+template <class Plan, class Scheduler>
+class PersistentGemmCta {
+ public:
+  static constexpr u32 kBase = 2 * swizzle_period_bytes(Plan::swizzle);
+
+  PersistentGemmCta(const GlobalTensor2d& a, const GlobalTensor2d& b, const GemmProblemView& p, u32 cta, u32 ctas,
+                    GemmOutput out, const float* scales_a, const float* scales_b)
+      : a_(a), b_(b), p_(p), out_(out), scales_a_(scales_a), scales_b_(scales_b), smem_(kBase + Plan::used_bytes) {
+    for (u32 t = cta; t < Scheduler::tile_count(p); t += ctas) {
+      const GemmTileWork w = Scheduler::work(p, t);
+      if (!w.skip) tiles_.push_back(w);  // the kernel's roles skip the same tiles
+    }
+    for (u32 s = 0; s < Plan::stages; ++s) {
+      barriers_.emplace(Plan::full_barrier_offset(s), Mbarrier(1));
+      barriers_.emplace(Plan::empty_barrier_offset(s), Mbarrier(Plan::consumers));
+    }
+    for (u32 c = 0; c < Plan::consumers; ++c) consumers_.push_back(Consumer{});
+    producer_.kb = tiles_.empty() ? 0 : tiles_[0].kb_begin;
+    for (Consumer& c : consumers_) c.kb = producer_.kb;
+  }
+
+  void run(std::mt19937& rng) {
+    const u32 roles = 1 + Plan::consumers;
+    for (;;) {
+      bool done = producer_.tile == tiles_.size();
+      for (const Consumer& c : consumers_) done = done && c.tile == tiles_.size();
+      if (done) return;
+      const u32 first = rng() % roles;
+      bool moved = false;
+      for (u32 i = 0; i < roles && !moved; ++i) {
+        const u32 role = (first + i) % roles;
+        moved = role == 0 ? producer_step() : consumer_step(consumers_[role - 1], role - 1);
+      }
+      check(moved, "sm90 model", "persistent GEMM CTA deadlocked: no warpgroup can pass its mbarrier");
+    }
+  }
+
+ private:
+  struct Cursor {
+    std::size_t tile = 0;
+    u32 kb = 0;
+  };
+  struct Consumer : Cursor {
+    RingCursor<Plan::stages> ring;
+    u32 previous_stage = 0;
+    WarpgroupAccum acc = WarpgroupAccum(Plan::block_n);
+    WarpgroupAccum partial = WarpgroupAccum(Plan::block_n);
+  };
+
+  // The cursor's next K block, moving to the next tile after the last one.
+  void advance(Cursor& c) {
+    if (++c.kb == tiles_[c.tile].kb_end && ++c.tile < tiles_.size()) c.kb = tiles_[c.tile].kb_begin;
+  }
+
+  bool producer_step() {
+    if (producer_.tile == tiles_.size()) return false;
+    const GemmTileWork& w = tiles_[producer_.tile];
+    const u32 s = producer_ring_.stage;
+    if (!barriers_.at(Plan::empty_barrier_offset(s)).try_wait(producer_ring_.empty_parity())) return false;
+    Mbarrier& full = barriers_.at(Plan::full_barrier_offset(s));
+    full.arrive_expect_tx(Plan::tx_bytes);
+    const long long k0 = (long long)producer_.kb * Plan::block_k;
+    full.complete_tx(tma_load_2d(smem_, kBase + Plan::a_offset(s), a_, Plan::block_k, Plan::block_m, k0, w.row0, Plan::swizzle));
+    full.complete_tx(tma_load_2d(smem_, kBase + Plan::b_offset(s), b_, Plan::block_k, Plan::block_n, k0, w.b_row0, Plan::swizzle));
+    advance(producer_);
+    producer_ring_.advance();
+    return true;
+  }
+
+  bool consumer_step(Consumer& c, u32 index) {
+    if (c.tile == tiles_.size()) return false;
+    const GemmTileWork& w = tiles_[c.tile];
+    const u32 s = c.ring.stage;
+    if (!barriers_.at(Plan::full_barrier_offset(s)).try_wait(c.ring.full_parity())) return false;
+    const bool first = c.kb == w.kb_begin, last = c.kb + 1 == w.kb_end;
+    if (scales_a_) {
+      for (u32 mma = 0; mma < Plan::mmas_per_k_block; ++mma)
+        wgmma(smem_, Plan::desc_a(kBase, s, index, mma), Plan::desc_b(kBase, s, mma), c.partial, Operand::e4m3,
+              fp8_partial_scale_d(mma) != 0);
+      barriers_.at(Plan::empty_barrier_offset(s)).arrive();  // waited at once: freed at once
+      promote(c, index, w);
+    } else {
+      const Operand t = Plan::element_bytes == 2 ? Operand::bf16 : Operand::e4m3;
+      for (u32 mma = 0; mma < Plan::mmas_per_k_block; ++mma)
+        wgmma(smem_, Plan::desc_a(kBase, s, index, mma), Plan::desc_b(kBase, s, mma), c.acc, t, true);
+      if (!first) barriers_.at(Plan::empty_barrier_offset(c.previous_stage)).arrive();
+      if (last) barriers_.at(Plan::empty_barrier_offset(s)).arrive();  // after the final wait
+    }
+    c.previous_stage = s;
+    c.ring.advance();
+    if (last) {
+      store(c, index, w);
+      c.acc = WarpgroupAccum(Plan::block_n);
+    }
+    advance(c);
+    return true;
+  }
+
+  void promote(Consumer& c, u32 index, const GemmTileWork& w) {
+    for (u32 t = 0; t < 128; ++t)
+      for (u32 i = 0; i < Plan::block_n / 2; ++i) {
+        const u32 row = w.row0 + index * Plan::consumer_rows + accum_row(t, i);
+        const float sa = row < out_.rows ? scales_a_[fp8_scale_a_index(row, c.kb, p_.k_blocks)] : 0.0f;
+        const float sb = scales_b_[Scheduler::scale_b_index(p_, w, w.col0 + accum_col(t, i), c.kb)];
+        c.acc.at(t, i) = fp8_promote(c.acc.at(t, i), c.partial.at(t, i), sa, sb);
+      }
+  }
+
+  // The kernel's epilogue: bf16 pairs to D, or f32 partials to the split's workspace plane;
+  // rows the scheduler does not store for this tile and columns outside D skipped.
+  void store(Consumer& c, u32 index, const GemmTileWork& w) {
+    for (u32 t = 0; t < 128; ++t)
+      for (u32 i = 0; i < Plan::block_n / 2; i += 2) {
+        const u32 row = w.row0 + index * Plan::consumer_rows + accum_row(t, i), col = w.col0 + accum_col(t, i);
+        if (row >= out_.rows || col >= p_.n || !Scheduler::row_stored(p_, w, row)) continue;
+        for (u32 j = 0; j < 2; ++j) {
+          if (p_.split_k == 1)
+            out_.d[u64(row) * p_.n + col + j] = f32_to_bf16(c.acc.at(t, i + j));
+          else
+            out_.workspace[(u64(w.split) * out_.rows + row) * p_.n + col + j] = c.acc.at(t, i + j);
+        }
+      }
+  }
+
+  GlobalTensor2d a_, b_;
+  GemmProblemView p_;
+  GemmOutput out_;
+  const float* scales_a_;
+  const float* scales_b_;
+  SharedMemory smem_;
+  std::map<u32, Mbarrier> barriers_;
+  std::vector<GemmTileWork> tiles_;
+  Cursor producer_;
+  RingCursor<Plan::stages> producer_ring_;
+  std::vector<Consumer> consumers_;
+};
+
+// The split-K reduction pass: D = bf16(sum over splits in order of the f32 partials), for the
+// rows a tile stores (Scheduler::row_valid).
+template <class Scheduler>
+void gemm_split_reduce_model(const GemmProblemView& p, const GemmOutput& out) {
+  for (u32 row = 0; row < out.rows; ++row) {
+    if (!Scheduler::row_valid(p, row)) continue;
+    for (u32 col = 0; col < p.n; ++col) {
+      float sum = 0.0f;
+      for (u32 s = 0; s < p.split_k; ++s) sum += out.workspace[(u64(s) * out.rows + row) * p.n + col];
+      out.d[u64(row) * p.n + col] = f32_to_bf16(sum);
+    }
+  }
+}
+
+// The whole persistent grid of `ctas` CTAs. A: [out.rows, k], B: [groups * n, k], both K-major
+// with Plan::element_bytes per element; `k` a multiple of the K block (fp8 scales) or of 16 bytes.
+template <class Plan, class Scheduler>
+void gemm_persistent_model(const void* a, const void* b, const GemmProblemView& p, u32 k, GemmOutput out, u32 ctas,
+                           u32 seed, const float* scales_a = nullptr, const float* scales_b = nullptr) {
+  check(ctas >= 1, "sm90 gemm", "a persistent grid needs a CTA");
+  check(p.n % 8 == 0, "sm90 gemm", "n = ", p.n, " is not a multiple of 8 (D rows are stored 16-byte aligned)");
+  check(p.split_k >= 1 && p.split_k <= p.k_blocks, "sm90 gemm", "split_k = ", p.split_k, " but K has ", p.k_blocks,
+        " blocks");
+  const u64 row_bytes = u64(k) * Plan::element_bytes;
+  const GlobalTensor2d ga{static_cast<const u8*>(a), Plan::element_bytes, k, out.rows, row_bytes};
+  const GlobalTensor2d gb{static_cast<const u8*>(b), Plan::element_bytes, k, p.groups * p.n, row_bytes};
+  std::mt19937 rng(seed);
+  for (u32 cta = 0; cta < ctas; ++cta) {
+    PersistentGemmCta<Plan, Scheduler> model(ga, gb, p, cta, ctas, out, scales_a, scales_b);
+    model.run(rng);
+  }
+  if (p.split_k > 1) gemm_split_reduce_model<Scheduler>(p, out);
+}
+
+}  // namespace sol::kernels::sm90::model

@@ -1,0 +1,189 @@
+#pragma once
+// Persistent sm_90a GEMM for one GEMM, DeepGEMM's two MoE grouped layouts and split-K: a grid of
+// about one CTA per SM, CTA c taking tiles c, c + gridDim.x, ... in GemmTileScheduler's order.
+// Each CTA keeps ONE ring for all its tiles, so the producer loads the next tile's first stages
+// while the consumers run the current tile's epilogue; a consumer frees a tile's last stage
+// after its final wgmma wait (the one-tile kernel never has to). Operands, ring, descriptors and
+// fp8 promotion are sm90_gemm_tile.cuh's / sm90_gemm_tile_fp8.cuh's; the CPU model
+// (model/sm90_gemm_persistent_model.h) runs this walk.
+//
+// Output: bf16 D [rows, n] where the scheduler says a tile stores a row (padding rows and rows
+// past masked_m untouched), or with split_k > 1 f32 partials into workspace [split_k][rows][n],
+// summed in split order by gemm_split_reduce.
+
+#include "kernels/cuda/sm90/sm90_gemm_scheduler.h"
+#include "kernels/cuda/sm90/sm90_gemm_tile_fp8.cuh"
+
+namespace sol::kernels::sm90 {
+
+struct PersistentGemmArgs {
+  GemmProblemView problem;
+  u32 rows = 0;               // rows of A and D (groups * m for masked)
+  u16* d = nullptr;
+  float* workspace = nullptr;  // split_k > 1
+  const float* scales_a = nullptr;  // block-scaled fp8 only
+  const float* scales_b = nullptr;
+};
+
+template <class Plan, class Scheduler>
+SOL_SM90_DEVICE void persistent_producer(const TmaDescriptor* map_a, const TmaDescriptor* map_b, u32 base,
+                                         const GemmProblemView& p) {
+  RingCursor<Plan::stages> ring;
+#pragma unroll 1
+  for (u32 t = blockIdx.x; t < Scheduler::tile_count(p); t += gridDim.x) {
+    const GemmTileWork w = Scheduler::work(p, t);
+    if (w.skip) continue;
+#pragma unroll 1
+    for (u32 kb = w.kb_begin; kb < w.kb_end; ++kb, ring.advance()) {
+      const u32 full = base + Plan::full_barrier_offset(ring.stage);
+      mbar_wait(base + Plan::empty_barrier_offset(ring.stage), ring.empty_parity());
+      mbar_arrive_expect_tx(full, Plan::tx_bytes);
+      const int k0 = int(kb * Plan::block_k);
+      tma_load_2d(map_a, full, base + Plan::a_offset(ring.stage), k0, int(w.row0));
+      tma_load_2d(map_b, full, base + Plan::b_offset(ring.stage), k0, int(w.b_row0));
+    }
+  }
+}
+
+// One consumer's 64 rows of a finished tile: bf16 pairs to D, or f32 pairs to the split's
+// workspace plane; a thread's two rows are checked against the scheduler once.
+template <class Plan, class Scheduler>
+SOL_SM90_DEVICE void persistent_store(const Accum<Plan::block_n>& acc, u32 consumer, const GemmTileWork& w,
+                                      const PersistentGemmArgs& args) {
+  const GemmProblemView& p = args.problem;
+  const u32 t = thread_in_warpgroup();
+  const u32 row_upper = w.row0 + consumer * Plan::consumer_rows + accum_row(t, 0);
+  const bool stored[2] = {Scheduler::row_stored(p, w, row_upper), Scheduler::row_stored(p, w, row_upper + 8)};
+#pragma unroll
+  for (u32 i = 0; i < Plan::block_n / 2; i += 2) {
+    const u32 row = row_upper + (accum_row_half(i) ? 8u : 0u), col = w.col0 + accum_col(t, i);
+    if (!stored[accum_row_half(i)] || col >= p.n) continue;
+    if (p.split_k == 1) {
+      *reinterpret_cast<u32*>(args.d + u64(row) * p.n + col) = pack_bf16x2(acc.d[i], acc.d[i + 1]);
+    } else {
+      // col is even and n a multiple of 8: the pair is one aligned 8-byte store.
+      *reinterpret_cast<float2*>(args.workspace + (u64(w.split) * args.rows + row) * p.n + col) =
+          make_float2(acc.d[i], acc.d[i + 1]);
+    }
+  }
+}
+
+template <class Plan, class Scheduler>
+SOL_SM90_DEVICE void persistent_consumer(u32 consumer, u32 base, const PersistentGemmArgs& args) {
+  const GemmProblemView& p = args.problem;
+  RingCursor<Plan::stages> ring;
+  Accum<Plan::block_n> acc;
+#pragma unroll 1
+  for (u32 t = blockIdx.x; t < Scheduler::tile_count(p); t += gridDim.x) {
+    const GemmTileWork w = Scheduler::work(p, t);
+    if (w.skip) continue;
+#pragma unroll
+    for (u32 i = 0; i < Plan::block_n / 2; ++i) acc.d[i] = 0.0f;
+    u32 previous_stage = 0;
+#pragma unroll 1
+    for (u32 kb = w.kb_begin; kb < w.kb_end; ++kb, ring.advance()) {
+      mbar_wait(base + Plan::full_barrier_offset(ring.stage), ring.full_parity());
+      fence_accumulator(acc);
+      wgmma_fence();
+#pragma unroll
+      for (u32 mma = 0; mma < Plan::mmas_per_k_block; ++mma) {
+        const u64 a = Plan::desc_a(base, ring.stage, consumer, mma), b = Plan::desc_b(base, ring.stage, mma);
+        if constexpr (Plan::element_bytes == 2)
+          wgmma_bf16<Plan::block_n>(acc, a, b, 1);
+        else
+          wgmma_e4m3<Plan::block_n>(acc, a, b, 1);
+      }
+      wgmma_commit();
+      wgmma_wait<1>();
+      fence_accumulator(acc);
+      if (kb > w.kb_begin && thread_in_warpgroup() == 0) mbar_arrive(base + Plan::empty_barrier_offset(previous_stage));
+      previous_stage = ring.stage;
+    }
+    wgmma_wait<0>();
+    fence_accumulator(acc);
+    if (thread_in_warpgroup() == 0) mbar_arrive(base + Plan::empty_barrier_offset(previous_stage));
+    persistent_store<Plan, Scheduler>(acc, consumer, w, args);
+  }
+}
+
+template <class Plan, class Scheduler>
+SOL_SM90_DEVICE void persistent_fp8_consumer(u32 consumer, u32 base, const PersistentGemmArgs& args) {
+  static_assert(Plan::element_bytes == 1 && Plan::block_k == kFp8ScaleBlock && Plan::block_n == kFp8ScaleBlock,
+                "one 128-K block per stage and one B scale block per tile");
+  const GemmProblemView& p = args.problem;
+  const u32 t = thread_in_warpgroup();
+  RingCursor<Plan::stages> ring;
+  Accum<Plan::block_n> sum, partial;
+#pragma unroll 1
+  for (u32 tile = blockIdx.x; tile < Scheduler::tile_count(p); tile += gridDim.x) {
+    const GemmTileWork w = Scheduler::work(p, tile);
+    if (w.skip) continue;
+#pragma unroll
+    for (u32 i = 0; i < Plan::block_n / 2; ++i) sum.d[i] = 0.0f;
+    const u32 row_upper = w.row0 + consumer * Plan::consumer_rows + accum_row(t, 0);
+    const u32 rows[2] = {row_upper, row_upper + 8};
+#pragma unroll 1
+    for (u32 kb = w.kb_begin; kb < w.kb_end; ++kb, ring.advance()) {
+      float scale_a[2];
+#pragma unroll
+      for (u32 h = 0; h < 2; ++h)
+        scale_a[h] = rows[h] < args.rows ? args.scales_a[fp8_scale_a_index(rows[h], kb, p.k_blocks)] : 0.0f;
+      const float scale_b = args.scales_b[Scheduler::scale_b_index(p, w, w.col0, kb)];
+      mbar_wait(base + Plan::full_barrier_offset(ring.stage), ring.full_parity());
+      fence_accumulator(partial);
+      wgmma_fence();
+#pragma unroll
+      for (u32 mma = 0; mma < Plan::mmas_per_k_block; ++mma)
+        wgmma_e4m3<Plan::block_n>(partial, Plan::desc_a(base, ring.stage, consumer, mma),
+                                  Plan::desc_b(base, ring.stage, mma), fp8_partial_scale_d(mma));
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_accumulator(partial);
+      if (t == 0) mbar_arrive(base + Plan::empty_barrier_offset(ring.stage));
+#pragma unroll
+      for (u32 i = 0; i < Plan::block_n / 2; ++i)
+        sum.d[i] = fp8_promote(sum.d[i], partial.d[i], scale_a[accum_row_half(i)], scale_b);
+    }
+    persistent_store<Plan, Scheduler>(sum, consumer, w, args);
+  }
+}
+
+// The kernel body: every thread of a CTA of Plan::threads calls it; grid: (CTAs, 1, 1).
+template <class Plan, class Scheduler, bool BlockScaled>
+SOL_SM90_DEVICE void gemm_persistent(const TmaDescriptor* map_a, const TmaDescriptor* map_b,
+                                     const PersistentGemmArgs& args) {
+  static_assert(Plan::stages >= 2, "consumers free a stage one K block late: one stage would deadlock");
+  const u32 base = gemm_tile_setup<Plan>(map_a, map_b);
+  if (warpgroup_index() == 0) {
+    setmaxnreg_dec<kProducerRegs>();
+    if (threadIdx.x == 0) persistent_producer<Plan, Scheduler>(map_a, map_b, base, args.problem);
+  } else {
+    setmaxnreg_inc<kConsumerRegs>();
+    if constexpr (BlockScaled)
+      persistent_fp8_consumer<Plan, Scheduler>(warpgroup_index() - 1, base, args);
+    else
+      persistent_consumer<Plan, Scheduler>(warpgroup_index() - 1, base, args);
+  }
+}
+
+// The split-K reduction pass: one thread per pair of columns of a result row, the partials summed
+// in split order (as the CPU model's gemm_split_reduce_model).
+template <class Scheduler>
+SOL_SM90_DEVICE void gemm_split_reduce(const PersistentGemmArgs& args) {
+  const GemmProblemView& p = args.problem;
+  const u64 pairs = u64(args.rows) * (p.n / 2);
+  for (u64 i = u64(blockIdx.x) * blockDim.x + threadIdx.x; i < pairs; i += u64(gridDim.x) * blockDim.x) {
+    const u32 row = u32(i / (p.n / 2)), col = u32(i % (p.n / 2)) * 2;
+    if (!Scheduler::row_valid(p, row)) continue;
+    float lo = 0.0f, hi = 0.0f;
+#pragma unroll 4
+    for (u32 s = 0; s < p.split_k; ++s) {
+      const float2 part = *reinterpret_cast<const float2*>(args.workspace + (u64(s) * args.rows + row) * p.n + col);
+      lo += part.x;
+      hi += part.y;
+    }
+    *reinterpret_cast<u32*>(args.d + u64(row) * p.n + col) = pack_bf16x2(lo, hi);
+  }
+}
+
+}  // namespace sol::kernels::sm90

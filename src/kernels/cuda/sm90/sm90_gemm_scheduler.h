@@ -1,0 +1,118 @@
+#pragma once
+// Which tile of which GEMM a CTA computes next: the block decomposition of the persistent sm90
+// GEMM (sm90_gemm_persistent.cuh) for one GEMM and for the two MoE grouped layouts DeepGEMM
+// defines, with split-K. The kernel and its CPU model (model/sm90_gemm_model.h) both walk it, so
+// a tile visited twice or never, or a padding row written, fails the model's test.
+//
+// Layouts (A and D row-major with K resp. N contiguous; B [groups * n, k], K-major):
+//   single      A [m, k], B [n, k], D [m, n].
+//   contiguous  the groups' rows of A concatenated, each group's segment starting on a multiple
+//               of BlockM; row_group[r] is row r's group, or -1 for a padding row. D [m, n];
+//               padding rows of D are left untouched.
+//   masked      A [groups, m, k], D [groups, m, n]: group g has masked_m[g] valid rows (read on
+//               the device, so the grid covers all m rows of every group and skips the rest).
+// Order: the split is outermost; within it, a group's tiles in bands of RasterRows row tiles,
+// a band walked column tile by column tile: CTAs running at once share the band's A rows and
+// one column tile of B, which the L2 then serves instead of HBM.
+
+#include "kernels/cuda/sm90/sm90_defs.h"
+#include "kernels/cuda/sm90/sm90_fp8_promotion.h"
+
+namespace sol::kernels::sm90 {
+
+enum class GemmGrouping : u32 { single = 0, contiguous = 1, masked = 2 };
+
+struct GemmProblemView {
+  GemmGrouping grouping = GemmGrouping::single;
+  u32 m = 0;       // rows of A (single, contiguous) or rows per group (masked)
+  u32 n = 0, k_blocks = 0;
+  u32 groups = 1;
+  u32 split_k = 1;
+  const int* row_group = nullptr;  // contiguous
+  const int* masked_m = nullptr;   // masked
+};
+
+struct GemmTileWork {
+  u32 group = 0;
+  u32 row0 = 0;    // first row of A and D (in the [groups * m] rows for masked)
+  u32 col0 = 0;    // first column of D
+  u32 b_row0 = 0;  // first row of B: group * n + col0
+  u32 kb_begin = 0, kb_end = 0;
+  u32 split = 0;
+  bool skip = false;  // all padding (contiguous) or past masked_m (masked): nothing to compute
+};
+
+template <u32 BlockM, u32 BlockN, u32 RasterRows = 8>
+struct GemmTileScheduler {
+  static_assert(RasterRows >= 1, "a raster band has a row tile");
+
+  SOL_SM90_HD static u32 m_tiles(const GemmProblemView& p) { return (p.m + BlockM - 1) / BlockM; }
+  SOL_SM90_HD static u32 n_tiles(const GemmProblemView& p) { return (p.n + BlockN - 1) / BlockN; }
+  SOL_SM90_HD static u32 planes(const GemmProblemView& p) {
+    return p.grouping == GemmGrouping::masked ? p.groups : 1u;
+  }
+  SOL_SM90_HD static u32 tiles_per_split(const GemmProblemView& p) { return planes(p) * m_tiles(p) * n_tiles(p); }
+  SOL_SM90_HD static u32 tile_count(const GemmProblemView& p) { return tiles_per_split(p) * p.split_k; }
+
+  SOL_SM90_HD static GemmTileWork work(const GemmProblemView& p, u32 index) {
+    GemmTileWork w;
+    const u32 per_split = tiles_per_split(p), per_plane = m_tiles(p) * n_tiles(p);
+    w.split = index / per_split;
+    const u32 in_split = index % per_split;
+    const u32 plane = in_split / per_plane, t = in_split % per_plane;
+    // Bands of RasterRows row tiles; the last band may be shorter.
+    const u32 band_tiles = RasterRows * n_tiles(p), band = t / band_tiles, in_band = t % band_tiles;
+    const u32 band_rows = m_tiles(p) - band * RasterRows < RasterRows ? m_tiles(p) - band * RasterRows : RasterRows;
+    const u32 mt = band * RasterRows + in_band % band_rows, nt = in_band / band_rows;
+    w.col0 = nt * BlockN;
+    w.kb_begin = u32(u64(p.k_blocks) * w.split / p.split_k);
+    w.kb_end = u32(u64(p.k_blocks) * (w.split + 1) / p.split_k);
+    if (p.grouping == GemmGrouping::masked) {
+      w.group = plane;
+      w.row0 = plane * p.m + mt * BlockM;
+      w.skip = int(mt * BlockM) >= p.masked_m[plane];
+    } else {
+      w.row0 = mt * BlockM;
+      if (p.grouping == GemmGrouping::contiguous) {
+        const int g = p.row_group[w.row0];
+        w.skip = g < 0;
+        w.group = g < 0 ? 0u : u32(g);
+      }
+    }
+    w.b_row0 = w.group * p.n + w.col0;
+    w.skip = w.skip || w.kb_begin == w.kb_end;
+    return w;
+  }
+
+  // Whether row `row` of D is a result at all: inside D, not a padding row (contiguous), within
+  // its group's valid rows (masked). The split-K reduction writes exactly these rows.
+  SOL_SM90_HD static bool row_valid(const GemmProblemView& p, u32 row) {
+    switch (p.grouping) {
+      case GemmGrouping::single: return row < p.m;
+      case GemmGrouping::contiguous: return row < p.m && p.row_group[row] >= 0;
+      case GemmGrouping::masked: return row / p.m < p.groups && int(row % p.m) < p.masked_m[row / p.m];
+    }
+    return false;
+  }
+
+  // Whether tile `w`'s epilogue writes row `row`: a valid row of the tile's own group (a tile's
+  // rows past its group's end belong to no one, or to the next group's tiles).
+  SOL_SM90_HD static bool row_stored(const GemmProblemView& p, const GemmTileWork& w, u32 row) {
+    if (!row_valid(p, row)) return false;
+    switch (p.grouping) {
+      case GemmGrouping::single: return true;
+      case GemmGrouping::contiguous: return p.row_group[row] == int(w.group);
+      case GemmGrouping::masked: return row / p.m == w.group;
+    }
+    return false;
+  }
+
+  // The fp8 B scale of column `col` of D in K block `kb`: B's scales are [groups, ceil(n / 128),
+  // k_blocks], one per 128 x 128 block of each group's weights (DeepGEMM's layout).
+  SOL_SM90_HD static u64 scale_b_index(const GemmProblemView& p, const GemmTileWork& w, u32 col, u32 kb) {
+    const u64 blocks_per_group = (p.n + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
+    return u64(w.group) * blocks_per_group * p.k_blocks + fp8_scale_b_index(col, kb, p.k_blocks);
+  }
+};
+
+}  // namespace sol::kernels::sm90

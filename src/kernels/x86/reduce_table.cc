@@ -1,0 +1,16 @@
+// The reductions' kernel table (kernels/reduce.h).
+#include "kernels/reduce.h"
+
+namespace sol::kernels {
+namespace {
+
+constexpr ReduceKernels kScalar{reduce_sources_to_portable};
+constexpr ReduceKernels kAvx512{reduce_sources_to_avx512};
+constexpr KernelEntry<ReduceKernels> kTable[] = {{Backend::cpu, Isa::scalar, &kScalar},
+                                                 {Backend::cpu, Isa::avx512, &kAvx512}};
+
+}  // namespace
+
+KernelTable<ReduceKernels> reduce_kernel_table() { return kTable; }
+
+}  // namespace sol::kernels

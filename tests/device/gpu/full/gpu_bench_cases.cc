@@ -1,0 +1,51 @@
+// The registry's cases on a device: copy's and cast's check tables with --device cuda must
+// pass against their CPU references, and `sol bench` must time a device case with events and
+// hold it to device ceilings measured beside it (a SOL% in (0, 105]).
+#include <cmath>
+#include <string>
+
+#include "gpu_test.h"
+#include "sol/bench.h"
+#include "sol/registry.h"
+
+namespace sol {
+
+SOL_GPU_TEST(registry_cases_on_device) {
+  for (const char* name : {"copy", "cast"}) {
+    const OpInfo& op = find_op(name);
+    for (auto given : op.check_table) {
+      given["device"] = "cuda";
+      const OpParams p = resolve_params(op, given);
+      const std::unique_ptr<OpCase> c = op.make(p, 0);
+      SOL_EXPECT(c->device() == Device::cuda(0), name, " ", c->shape());
+      const CheckResult r = c->check();
+      SOL_EXPECT(r.pass, name, " ", c->shape(), " ", c->dtype(), ": ", r.detail);
+    }
+  }
+}
+
+SOL_GPU_TEST(bench_cases_on_device) {
+  struct Case {
+    const char* op;
+    std::map<std::string, std::string> given;
+  };
+  for (const Case& k : {Case{"copy", {{"n", "28M"}, {"dtype", "bf16"}}}, Case{"copy", {{"n", "1M"}}},
+                        Case{"cast", {{"n", "28M"}, {"from", "f32"}, {"to", "bf16"}}}}) {
+    const OpInfo& op = find_op(k.op);
+    auto given = k.given;
+    given["device"] = "cuda:0";
+    BenchOptions opt;
+    opt.run_check = true;
+    opt.timing.min_seconds = 0.05;
+    const BenchRecord r = bench_case(op, resolve_params(op, given), MachineProfile{}, opt);
+    SOL_EXPECT(r.check && r.check->pass, k.op, " ", r.shape);
+    SOL_EXPECT(r.isa.rfind("cuda:0 sm_", 0) == 0, r.isa);
+    SOL_EXPECT(r.cold, k.op, " ", r.shape, ": a device case rotates sets past L2");
+    SOL_EXPECT(r.timing.runs >= 10 && r.timing.median_s > 0, r.timing.runs);
+    SOL_EXPECT(r.ceiling_paired > 0, k.op, " ", r.shape);
+    SOL_EXPECT(r.sol_pct > 0 && r.sol_pct <= 105, k.op, " ", r.shape, ": SOL ", r.sol_pct, "%");
+    std::printf("%s %s %s: %.1f GB/s, SOL %.1f%%\n", k.op, r.shape.c_str(), r.dtype.c_str(), r.gbps, r.sol_pct);
+  }
+}
+
+}  // namespace sol

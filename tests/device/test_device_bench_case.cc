@@ -1,0 +1,93 @@
+// The device side of `sol bench` that holds without a GPU: the `device` parameter's parsing,
+// the clear error when a case asks for a device that is not there, and the ceiling names.
+// The timed path itself is the gpu test bench_cases_on_device (tests/device/gpu).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <iterator>
+#include <string>
+
+#include "device/gpu_ceilings.h"
+#include "sol/device.h"
+#include "sol/error.h"
+#include "sol/registry.h"
+
+namespace sol {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(DeviceParam, ParsesCpuCudaAndCudaN) {
+  EXPECT_EQ(parse_device("cpu", "t"), Device::cpu());
+  EXPECT_EQ(parse_device("cuda", "t"), Device::cuda(0));
+  EXPECT_EQ(parse_device("cuda:0", "t"), Device::cuda(0));
+  EXPECT_EQ(parse_device("cuda:13", "t"), Device::cuda(13));
+  for (const char* bad : {"", "gpu", "CUDA", "cuda:", "cuda:-1", "cuda:1x", "cuda:99999", " cuda", "cpu:0"}) {
+    const std::string e = error_of([&] { parse_device(bad, "copy: --device"); });
+    EXPECT_NE(e.find("copy: --device"), std::string::npos) << bad << ": " << e;
+    EXPECT_NE(e.find(std::string("'") + bad + "'"), std::string::npos) << bad << ": " << e;
+  }
+}
+
+TEST(DeviceParam, CopyAndCastDefaultToCpu) {
+  for (const char* name : {"copy", "cast"}) {
+    const OpInfo& op = find_op(name);
+    EXPECT_EQ(op.make(resolve_params(op, {{"n", "5"}}), 0)->device(), Device::cpu()) << name;
+    EXPECT_EQ(op.make(resolve_params(op, {{"n", "5"}, {"device", "cpu"}}), 0)->device(), Device::cpu()) << name;
+  }
+}
+
+// Without a device, a case on one is refused before anything is allocated, with discovery's
+// reason (the gpu test bench_cases_on_device covers the other side).
+TEST(DeviceParam, AskingForAMissingDeviceSaysWhy) {
+  const CudaDiscovery& found = cuda_discovery();
+  if (!found.devices.empty()) GTEST_SKIP() << "this machine has a CUDA device";
+  for (const char* name : {"copy", "cast"}) {
+    const OpInfo& op = find_op(name);
+    for (const char* device : {"cuda", "cuda:7"}) {
+      const OpParams p = resolve_params(op, {{"n", "5"}, {"device", device}});
+      const std::string e = error_of([&] { op.make(p, 0); });
+      EXPECT_NE(e.find(std::string(name) + ": --device = " + device + " but there is no CUDA device: " + found.reason),
+                std::string::npos)
+          << e;
+    }
+  }
+}
+
+TEST(GpuCeilings, EachCostUnitMapsToADeviceCeilingOrNone) {
+  EXPECT_EQ(gpu_ceiling_for(Unit::mem_copy), "hbm_copy");
+  EXPECT_EQ(gpu_ceiling_for(Unit::mem_read), "hbm_read");
+  EXPECT_EQ(gpu_ceiling_for(Unit::mem_write), "hbm_write");
+  EXPECT_EQ(gpu_ceiling_for(Unit::l2_read), "l2_read");
+  EXPECT_EQ(gpu_ceiling_for(Unit::fma_f32), "fma_f32");
+  EXPECT_EQ(gpu_ceiling_for(Unit::amx_bf16), "mma_bf16");
+  EXPECT_EQ(gpu_ceiling_for(Unit::amx_int8), "");
+  for (Unit u : kAllUnits) {
+    const std::string_view name = gpu_ceiling_for(u);
+    if (name.empty()) continue;
+    EXPECT_NE(std::find(std::begin(kGpuCeilingNames), std::end(kGpuCeilingNames), name), std::end(kGpuCeilingNames));
+    EXPECT_EQ(gpu_ceiling_is_memory(name), unit_is_memory(u)) << unit_name(u);
+  }
+}
+
+TEST(GpuCeilings, BadRequestsAreErrors) {
+  EXPECT_NE(error_of([] { measure_gpu_ceiling("hbm_speed", Device::cuda(0)); }).find("unknown ceiling 'hbm_speed'"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { measure_gpu_ceiling("hbm_copy", Device::cpu()); }).find("device = cpu"), std::string::npos);
+  EXPECT_NE(error_of([] { time_device_runs(Device::cpu(), [](int) {}, {}); }).find("device = cpu"), std::string::npos);
+  if (cuda_discovery().devices.empty()) {
+    const std::string e = error_of([] { measure_gpu_ceiling("hbm_copy", Device::cuda(0)); });
+    EXPECT_NE(e.find(cuda_discovery().reason), std::string::npos) << e;
+  }
+}
+
+}  // namespace
+}  // namespace sol
