@@ -22,7 +22,7 @@ FOLDERS = {
 
 PUBLIC = {
     "core": ["dtype", "tensor", "error", "threads", "isa", "reduce_op"],
-    "hw": ["hw", "timing", "roofline"],
+    "hw": ["hw", "timing", "roofline", "tuning"],
     "device": ["device"],
     "ops": ["activation", "attention", "bench", "copy", "embedding", "gemm", "mla", "moe_permute", "norm",
             "quant", "registry", "rope", "routing", "sampling", "softmax"],

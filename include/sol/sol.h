@@ -31,3 +31,4 @@
 #include "sol/tensor.h"
 #include "sol/threads.h"
 #include "sol/timing.h"
+#include "sol/tuning.h"

@@ -165,7 +165,7 @@ FULL_SPEED double copy_streams(float* dst, const float* src, size_t floats, long
 // Each element read and the sum stored back to the same line with a regular store: an op that
 // updates its data in place (rope, the residual of rmsnorm + add) moves the same bytes as a copy
 // (a read and a write-back per line, no write-allocate read since the line is already there),
-// and this machine moves them faster that way than by a streamed copy (session 7). Returns the
+// and this machine moves them faster that way than by a streamed copy. Returns the
 // bytes read plus the bytes written.
 template <int S>
 FULL_SPEED double update_streams(float* a, size_t floats, long passes) {
@@ -177,7 +177,7 @@ FULL_SPEED double update_streams(float* a, size_t floats, long passes) {
 
 // One value per pass, stored non-temporally (the value changes each pass, so no pass can be
 // skipped as a repeat of the one before). Never zero: this guest writes all-zero lines at about
-// twice the rate of any other data (quiet, session 7, one thread: 94-98 GB/s against 44 for
+// twice the rate of any other data (quiet, one thread: 94-98 GB/s against 44 for
 // 1.0f or a copy's real data), so a loop storing 0.0f — as this one did in its first pass, which
 // at one pass per repetition was every pass — measured zeros, not writes. Also keeps zeros out
 // of the arena, which the copy loops read afterwards (a copy of zeros is ~8% faster too).

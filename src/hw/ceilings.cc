@@ -196,7 +196,7 @@ Rate mem_copy_rate(const RateOptions& o) {
 // The ceiling of ops that work in place (rope; decision 13 of docs/ARCHITECTURE.md): each line
 // read, then a regular store to the line just read, written back when evicted. The same DRAM
 // bytes as a copy, but no streamed store and no write-allocate read: on the Zen 5 guests here
-// this moves them faster than any copy (quiet, session 7: 67.7 GB/s on one thread against a
+// this moves them faster than any copy (quiet: 67.7 GB/s on one thread against a
 // streamed copy's 62.2, 141.8 on two against ~123), and rope, held to the copy ceiling,
 // printed 100-115% SOL.
 Rate mem_update_rate(const RateOptions& o) {

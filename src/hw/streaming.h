@@ -1,13 +1,11 @@
 #pragma once
 // Whether an op writing `bytes` should use non-temporal stores: only when the output cannot
 // stay in the last-level cache anyway, so bypassing it costs nothing and saves the RFO reads.
+// The threshold is the tuning context's stream_min_bytes (LLC/2 unless `sol tune` moved it).
 #include <cstdint>
 
-#include "sol/hw.h"
+#include "sol/tuning.h"
 
 namespace sol {
-inline bool should_stream(int64_t bytes) {
-  long llc = cpu_features().l3_bytes > 0 ? cpu_features().l3_bytes : (16L << 20);
-  return bytes >= llc / 2;
-}
+inline bool should_stream(int64_t bytes) { return bytes >= tuning().params.stream_min_bytes; }
 }  // namespace sol

@@ -4,7 +4,7 @@
 // hardware prefetcher restarts at every row; the kernel keeps a software prefetch
 // kGatherPrefetchBytes ahead in the concatenated source stream, running into the next rows.
 // Rows longer than half that distance are copied two at a time, row r with row r + rows / 2
-// (two independent streams each way: docs/perf/layer-ops.md, session 5), each half with its own
+// (two independent streams each way: docs/perf/layer-ops.md), each half with its own
 // prefetch stream. nontemporal as in kernels/copy.h. dst rows and src rows must not overlap.
 #include <cstdint>
 

@@ -61,7 +61,7 @@ void dequant_scale_avx512(const uint8_t* q, float s, float* out, int64_t n);
 // non-temporal stores (when it is 64-byte aligned and the rows are bf16 with groups a multiple
 // of 64), followed by _mm_sfence() unless fence is false: then the caller issues one
 // stream_fence_avx512() (kernels/copy.h) after its batch of rows (a fence per row waits for the
-// row's lines to drain: dequantization -10 to -20% without it, docs/perf/layer-ops.md session 7).
+// row's lines to drain: dequantization -10 to -20% without it, docs/perf/layer-ops.md).
 void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, bool ue8m0,
                            uint8_t* q, float* scales, int64_t scale_stride, bool stream, bool fence = true);
 

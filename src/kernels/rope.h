@@ -19,7 +19,7 @@ void rope_rotate_heads_avx512(void* x, DType t, int64_t head_stride, int64_t hea
                               int64_t d, bool interleaved, const void* next);
 // Two tokens' heads in one call, head h of a then head h of b: two independent streams when the
 // tokens lie far apart (the op pairs token t with one half a thread's range away: see
-// docs/perf/layer-ops.md, session 5). Same results as one call per token.
+// docs/perf/layer-ops.md). Same results as one call per token.
 struct RopeToken {
   void* x;           // the token's first rope slice
   const float* c;    // its position's cos row

@@ -12,7 +12,7 @@ namespace sol::kernels {
 void softmax_row_scalar(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch, bool stream);
 // softmax_row_avx512: the exponential of the per-lane routing kernel, whose scores promise its
 // bits (kernels/route.h); any input dtype. softmax_op_row_avx512: the softmax op's bf16 rows, a
-// cheaper exponential (session 7), the same bits as softmax_rows_avx512. Both to f32 accuracy.
+// cheaper exponential, the same bits as softmax_rows_avx512. Both to f32 accuracy.
 void softmax_row_avx512(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch, bool stream);
 void softmax_op_row_avx512(const uint16_t* x, void* y, DType yt, int64_t n, float* scratch, bool stream);
 // bf16 rows [0, rows) of x (row r at x + r * x_row_bytes) into y likewise, pipelined: row r's
@@ -22,7 +22,7 @@ void softmax_op_row_avx512(const uint16_t* x, void* y, DType yt, int64_t n, floa
 void softmax_rows_avx512(const uint16_t* x, int64_t x_row_bytes, void* y, int64_t y_row_bytes, DType yt, int64_t rows,
                          int64_t n, float* scratch, bool stream);
 // The softmax op's f32 rows: two passes per row and no scratch (the maximum and the sum of
-// exponentials in one read, then the exponentials again for the output; session 8), in one
+// exponentials in one read, then the exponentials again for the output), in one
 // call per row (in place allowed) or pipelined over rows (pass 2 of row r beside pass 1 of row
 // r + 1, row r + 2 requested; out of place only), with the same results.
 void softmax_two_pass_row_avx512(const float* x, void* y, DType yt, int64_t n, bool stream);

@@ -53,6 +53,14 @@ for c in p["ceilings"]:
 PY
 [ -f "$XDG_CACHE_HOME/sol/machine.json" ] && pass "machine.json cached" || fail "machine.json cached"
 
+# The tuning: `sol tune` caches its winners beside machine.json and `sol hw` names them.
+expect_rc 0 "sol tune --family softmax" "$sol" tune --family softmax --rounds 1
+[ -f "$XDG_CACHE_HOME/sol/tuning.json" ] && pass "tuning.json cached" || fail "tuning.json cached"
+expect_rc 0 "sol hw after sol tune" "$sol" hw
+grep -q "softmax_pipeline_min_rows .* tuned" "$tmp/out" && pass "hw names the tuned value" || fail "hw names the tuned value"
+expect_rc 2 "bad SOL_TUNING" env SOL_TUNING=fastest "$sol" hw
+grep -q "SOL_TUNING" "$tmp/err" && pass "bad SOL_TUNING is named" || fail "bad SOL_TUNING is named"
+
 expect_rc 0 "sol bench copy --json" "$sol" bench copy --n 8M --json --min-time 0.05
 python3 - "$tmp/out" <<'PY' && pass "bench record fields" || fail "bench record fields"
 import json, sys

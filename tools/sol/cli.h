@@ -19,6 +19,7 @@ void add_check(CLI::App& app, int& exit_code);
 void add_report(CLI::App& app, int& exit_code);
 void add_model(CLI::App& app, int& exit_code);
 void add_comm(CLI::App& app, int& exit_code);
+void add_tune(CLI::App& app, int& exit_code);
 
 nlohmann::json record_json(const BenchRecord& r);
 // Fixed-width table: op, shape, dtype, threads, median, TFLOP/s, GB/s, bound, SOL%, check.

@@ -10,6 +10,7 @@
 #include "sol/device.h"
 #include "sol/error.h"
 #include "sol/model.h"
+#include "sol/tuning.h"
 
 namespace sol::cli {
 
@@ -28,6 +29,36 @@ void print_features() {
              yes(f.amx_int8), f.amx_status);
   fmt::print("path     best {}, active {}{}\n", isa_name(f.best_isa), isa_name(active_isa()),
              std::getenv("SOL_ISA") ? " (SOL_ISA)" : "");
+}
+
+// The core's shape and each tuning parameter: its value, and whether it is the cache-derived
+// default (with the rule) or `sol tune`'s measured winner (with its speedup over the default).
+void print_tuning() {
+  const Tuning& t = tuning();
+  fmt::print("core     {}, {}-bit vector datapath\n", t.core.microarch, t.core.datapath_bits);
+  fmt::print("\ntuning   {}\n", t.source);
+  for (const TuningChoice& c : t.choices) {
+    std::string why;
+    for (const TuningParamInfo& i : tuning_param_infos())
+      if (c.name == i.name) why = i.rule;
+    if (c.tuned && c.value != c.default_value)
+      why = fmt::format("tuned: {:.2f}x faster than the default {} ({})", c.speedup, c.default_value, c.workload);
+    else if (c.tuned)
+      why = fmt::format("tuned: the default held ({}); default rule: {}", c.workload, why);
+    else
+      why = "default: " + why;
+    fmt::print("  {:<26} {:>12}  {}\n", c.name, c.value, why);
+  }
+}
+
+nlohmann::json tuning_json() {
+  const Tuning& t = tuning();
+  nlohmann::json params = nlohmann::json::array();
+  for (const TuningChoice& c : t.choices)
+    params.push_back({{"name", c.name}, {"value", c.value}, {"default", c.default_value}, {"tuned", c.tuned},
+                      {"speedup", c.speedup}, {"workload", c.workload}});
+  return {{"microarch", t.core.microarch}, {"datapath_bits", t.core.datapath_bits}, {"source", t.source},
+          {"params", params}};
 }
 
 // One line per CUDA device, or one line saying why there is none.
@@ -154,10 +185,12 @@ void add_hw(CLI::App& app, int& exit_code) {
       for (const auto& c : interprocess) rows.push_back({{"ranks", c.ranks}, {"bytes", c.bytes}, {"gbps", c.gbps}});
       j["interprocess_copy"] = rows;
       j["cuda"] = gpus_json(gpus);
+      j["tuning"] = tuning_json();
       fmt::print("{}\n", j.dump(2));
     } else {
       print_features();
       print_gpus();
+      print_tuning();
       print_ceilings(p);
       print_gpu_ceilings(gpus);
       print_interprocess(interprocess);

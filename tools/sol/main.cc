@@ -1,4 +1,4 @@
-// sol — the command line: hw, bench, check, report. Exit codes: 0 success, 1 a check failed,
+// sol — the command line: hw, tune, bench, check, report. Exit codes: 0 success, 1 a check failed,
 // 2 bad usage or bad input.
 #include <cstdio>
 #include <exception>
@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "Show help for every subcommand");
   int exit_code = sol::cli::kOk;
   sol::cli::add_hw(app, exit_code);
+  sol::cli::add_tune(app, exit_code);
   sol::cli::add_bench(app, exit_code);
   sol::cli::add_check(app, exit_code);
   sol::cli::add_report(app, exit_code);

@@ -61,7 +61,7 @@ using kernels::kGemmNR;
 // D rows [m0, m1) x columns [n0, n1); n0 is a multiple of kGemmNR.
 void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   const bool partial_in_d = !p.d_bf16 && !p.c_is_d();
-  const Blocking blk = choose_blocking(p.in, p.m, m1 - m0, n1 - n0, p.k, !partial_in_d);
+  const Blocking blk = choose_blocking(*p.tune, p.in, p.m, m1 - m0, n1 - n0, p.k, !partial_in_d);
   // Bytes of one packed B element in the compute type (every K step is 32 bits per column).
   const int64_t es_in = 4 / k_group(p.in);
   const auto tile_kernel = p.in == DType::bf16 ? p.kern->tile_bf16
@@ -77,11 +77,10 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
   // s8 A rides vpdpbusd as a + 128; the tile starts from -128 * column sums to undo it.
   const bool s8_correction = p.in == DType::i8 && p.a_type == DType::i8;
   // The first A panel's tiles read each B panel first, from DRAM when B is larger than the
-  // caches, in one sequential stream: prefetching 16 KiB ahead took M = 16, N = 7168, K = 2048
-  // bf16 from 2.13 to 1.69 ms, M = 1 from 1.07 to 0.93 ms, and m = 128 n = 32768 k = 512 s8
-  // from 535 to 644 GOP/s (one thread, CPU time; 4 and 8 KiB helped less, 32 KiB no more).
-  // A widened fp8 B was just written into the workspace, in cache.
-  const int64_t b_prefetch = !widen_packed ? 16384 : 0;
+  // caches, in one sequential stream, requested gemm_b_prefetch_bytes ahead (sol/tuning.h;
+  // docs/perf/gemm.md has the measurements). A widened fp8 B was just written into the
+  // workspace, in cache.
+  const int64_t b_prefetch = !widen_packed ? p.tune->gemm_b_prefetch_bytes : 0;
 
   Workspace& ws = thread_workspace();
   const int64_t kc_max = std::min(blk.kc, std::max<int64_t>(p.k, 1));

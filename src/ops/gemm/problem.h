@@ -7,6 +7,7 @@
 #include "sol/dtype.h"
 #include "sol/gemm.h"
 #include "sol/tensor.h"
+#include "sol/tuning.h"
 
 namespace sol::gemm_detail {
 
@@ -21,6 +22,7 @@ struct PlainB {
 struct GemmProblem {
   int64_t m = 0, n = 0, k = 0;
   const kernels::GemmKernels* kern = nullptr;  // the level's kernels, picked once per call
+  const TuningParams* tune = &tuning().params;  // blocking and chunking, read once per call
   // What the micro-kernel multiplies: f32, bf16 (also for fp8 operands, widened while packing)
   // or i8 (u8 x s8 quads); and how A and a plain B are stored.
   DType in = DType::f32;

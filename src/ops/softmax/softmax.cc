@@ -6,6 +6,7 @@
 #include "hw/kernel_select.h"
 #include "core/parallel.h"
 #include "hw/streaming.h"
+#include "sol/tuning.h"
 #include "ops/common/validate.h"
 #include "ops/softmax/softmax_backends.h"
 #include "sol/error.h"
@@ -39,15 +40,16 @@ void softmax_cpu(const Tensor& x, const Tensor& y) {
   const bool stream = x.data() != y.data() && should_stream(y.numel() * int64_t(dtype_size(y.dtype())));
   // Out of place, the AVX-512 kernels pipeline a thread's rows (the read stream, the
   // arithmetic and the write stream of neighbouring rows at once): 4096 x 7168 bf16 4.2 -> 3.4 ms
-  // at one thread (docs/perf/layer-ops.md, session 5). Decode-sized ranges (16 rows, hot in L2)
-  // ran ~5% slower that way, and in place keeps one row per call too.
-  constexpr int64_t kMinPipelinedRows = 32;
+  // at one thread (docs/perf/layer-ops.md). Decode-sized ranges (16 rows, hot in L2)
+  // ran ~5% slower that way, and in place keeps one row per call too. How many rows a thread
+  // needs is the tuning context's softmax_pipeline_min_rows.
+  const int64_t min_pipelined_rows = tuning().params.softmax_pipeline_min_rows;
   const kernels::SoftmaxKernels& k = select_kernels(kernels::softmax_kernel_table(), "softmax");
   const bool pipelined = x.data() != y.data();
   const char* xp = x.data_as<const char>();
   char* yp = y.data_as<char>();
   if (k.f32_row && x.dtype() == DType::f32) {
-    // f32 rows: two passes and no scratch (kernels/softmax.h; session 8: their scratch rows
+    // f32 rows: two passes and no scratch (kernels/softmax.h: their scratch rows
     // did not fit L1 beside the rows, and the three-pass kernel ran at compute + memory time).
     // Pipelined from two rows on: with nothing to keep in L1 between the passes, decode-sized
     // ranges gain too (cold, one thread: 16 rows 31 -> 25 us, 8 rows 14.5 -> 14.0).
@@ -63,7 +65,7 @@ void softmax_cpu(const Tensor& x, const Tensor& y) {
     return;
   }
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
-    if (k.bf16_rows && pipelined && r1 - r0 >= kMinPipelinedRows) {
+    if (k.bf16_rows && pipelined && r1 - r0 >= min_pipelined_rows) {
       // once per thread, left uninitialised (every element is written before it is read)
       const auto scratch = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(2 * n));
       k.bf16_rows(reinterpret_cast<const uint16_t*>(xp + r0 * xs), xs, yp + r0 * ys, ys, y.dtype(), r1 - r0, n,

@@ -37,7 +37,7 @@ template <class V> [[gnu::always_inline]] inline V rcp(V x) {
 // overflow f32 (the callers' tails) 2^m stays finite and the reciprocal's result normal; times
 // 2^-64 by a multiply, not vscalefps: the same bits (both exact, or rounded once
 // to nearest even into the subnormals), and a multiply is an FMA-pipe slot where vscalefps issues
-// at one per cycle at best (docs/perf/layer-ops.md, session 7). m = n + t, n = floor(m), t in
+// at one per cycle at best (docs/perf/layer-ops.md). m = n + t, n = floor(m), t in
 // [0, 1); 2^t by a relative minimax fit (Lawson's iteration, f32 coefficients, Horner): degree
 // 4, 2.7e-6, with a division; for bf16 outputs degree 2, 1.73e-3, with vrcp14ps (2^-14): the
 // logistic takes at most 2^m's relative error, so ~1.8e-3 before the rounding, inside the 2^-8
@@ -124,7 +124,7 @@ template <bool kBf16Out, class V> [[gnu::always_inline]] inline V gelu_tanh(V v)
 // weighted least squares on the relative error; 6.6e-7 with f32 coefficients and f32 Horner;
 // beyond 13.5, where y is below 1e-39, it stays within 2e-6). exp(-a^2 / 2) with p = a^2 exact
 // for bf16 inputs: n = round(-p log2(e) / 2), s = p + 2 n ln2 in one FMA (the product exact, so
-// the reduction adds no error beyond s's own rounding), exp(-s / 2) by session 5's degree-5
+// the reduction adds no error beyond s's own rounding), exp(-s / 2) by the degree-5
 // exp(-x) fit with coefficients times 2^-k (exact), and vscalefps for 2^n. a <= 14.9: h a = 0.
 // This is the f32-output kernel; bf16 outputs take gelu_erf_bf16 below.
 template <class V> [[gnu::always_inline]] inline V gelu_erf_f32(V v) {

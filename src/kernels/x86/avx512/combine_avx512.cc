@@ -4,7 +4,7 @@
 // tracks poorly: each is prefetched ahead by software, one line per row per step.
 //
 // On one core the time of this sweep is close to the time its scattered reads take alone plus
-// the time its instructions take alone (docs/perf/layer-ops.md, session 6): the two overlap
+// the time its instructions take alone (docs/perf/layer-ops.md): the two overlap
 // little. So the instructions per line of each row are what is cut here, without changing which
 // lines are asked for when: bf16 lines are widened even/odd (one shift, one and; pair_avx512.h),
 // and for up to kMaxUnrolled live rows the row loop is unrolled with the row pointers and

@@ -8,7 +8,7 @@
 // e4m3's normal range (2^-6). Activation outputs do that often: GELU's negative tail and
 // silu(g) * u near zero are tiny beside the group's maximum; on the benchmarks' uniform
 // [-6, 6] inputs ~18% of gelu's outputs land there, so practically every block took the slow
-// encoder (docs/perf/layer-ops.md, session 7).
+// encoder (docs/perf/layer-ops.md).
 //
 // The rounding: p = x * m (f32, rounded once, as the reference does), |p| <= 448 (1 + 2^-22).
 // With E = max(exponent(p), -6), C = sign(p) 2^(E + 20) has an ulp of 2^(E - 3), e4m3's

@@ -96,7 +96,7 @@ void gather_rows_avx512(char* dst, int64_t dst_stride, const char* const* src, i
   } else {
     // Two rows per step, row r with row r + half (their destinations half the range apart):
     // two independent streams each way, which this machine reads and writes ~15-20% faster
-    // than one (docs/perf/layer-ops.md, session 5). Each half keeps its own prefetch stream.
+    // than one (docs/perf/layer-ops.md). Each half keeps its own prefetch stream.
     const int64_t half = rows / 2;
     AheadInStream ahead_a{src, half, row_bytes}, ahead_b{src + half, half, row_bytes};
     ahead_a.advance(kGatherPrefetchBytes);

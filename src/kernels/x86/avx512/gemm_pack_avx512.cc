@@ -6,7 +6,7 @@
 // Why it is a kernel and not plain C++: the plain loop moves one 32-bit step per row per
 // iteration, so a cold A row (a different page for each of the 12 rows) is asked for one
 // line at a time and every 16 steps wait for DRAM — 176 round trips for a 256 x 256 bf16
-// block, 18 us of a 100 us 256^3 GEMM (docs/perf/gemm.md, session 4). Here each row is read a
+// block, 18 us of a 100 us 256^3 GEMM (docs/perf/gemm.md). Here each row is read a
 // whole line per load and the lines `kAheadChunks` chunks ahead are requested while this
 // chunk is transposed. B panels from a plain B use the same transpose (nt: 32 rows of [N, K])
 // or pair interleaving (nn: two rows of [K, N]); their scalar loops ran at ~4 cycles per

@@ -37,9 +37,9 @@ template <DType T, int64_t kAhead = kPrefetchBytes, _mm_hint kHint = _MM_HINT_T0
 // the weight and the L1 look-ahead (~50 KiB) overflow the 48 KiB L1 and the output's loads
 // miss it; an L1 miss waits for a miss buffer, and the T0 look-ahead holds those for a DRAM
 // latency when its lines are not in L2 yet. With the lines already on their way to L2, the T0
-// requests finish at L2 latency (probe, session 8: -4 to -16% on 4096 x 7168 rmsnorm, one
+// requests finish at L2 latency (probe: -4 to -16% on 4096 x 7168 rmsnorm, one
 // thread, at 12-16 KiB; `sol bench`: 16 KiB the better for rmsnorm, the two alike for
-// layernorm; T1 instead of T0, session 7, lost).
+// layernorm; T1 instead of T0 lost).
 constexpr int64_t kL2PrefetchBytes = 16384;
 
 // Sum of the 64 partial sums in the scalar path's order: lane k of (a0 + a1) + (a2 + a3), then
@@ -412,7 +412,7 @@ template <class Value32, class Block>
     // The output's whole blocks from the last to the first, while the statistics go forward:
     // the lines of this row that the previous row's loop summed last are read back first, so
     // half the row comes back within half a row's traffic instead of all of it at a whole
-    // row's, past what L1 holds (probe, session 8: -3 to -5% on 4096 x 7168, one thread).
+    // row's, past what L1 holds (probe: -3 to -5% on 4096 x 7168, one thread).
     const int64_t blocks = (n - head) / 64;
     for (int64_t k = blocks - 1; k >= 0; --k, s += 64) {
       block(s);

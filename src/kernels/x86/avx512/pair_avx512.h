@@ -173,7 +173,7 @@ template <DType In, DType Out, class Step, class Single>
 // their 32-element steps issued in turn, so the loads of the two rows are two independent
 // streams for DRAM. Rows far apart in memory (the callers pair row r with one half a thread's
 // range away) read ~10-20% faster this way than one after the other on this machine, while
-// rows 14 KiB apart read slower (docs/perf/layer-ops.md, session 5). Same values as two calls;
+// rows 14 KiB apart read slower (docs/perf/layer-ops.md). Same values as two calls;
 // outputs whose lines start at different offsets take the two calls.
 template <DType In, DType Out, class StepA, class SingleA, class StepB, class SingleB>
 [[gnu::always_inline]] inline void map_two_rows_pairs(void* ya, void* yb, int64_t n, bool stream, StepA&& step_a,

@@ -171,7 +171,7 @@ template <bool kStream, bool kPowerOfTwo>
   if (__builtin_expect(low != 0, 0) && fast_low) {
     // A result below 2^-6 (an e4m3 subnormal or zero): the branch-free encoder of
     // e4m3_encode_avx512.h takes the block at about the normal path's cost, where the exact
-    // encoder below costs ~3x (activation outputs send most blocks here: session 7).
+    // encoder below costs ~3x (activation outputs send most blocks here).
     store_code_line<kStream>(q, e4m3_line64(x, gc.mv, E4m3Encoder{}));
     return;
   }
@@ -358,8 +358,8 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
   // kAhead + 1 slots, its abs-max reduced and its scale divided out, while group g is encoded
   // from the buffer with a multiplier already known. Encoding each group right after its own
   // reduction and division (a ~60-cycle chain) left the vector scheduler full of waiting
-  // encode work: 1.35 us per 7168-wide row against 0.97 for a two-pass code (session 5); one
-  // group of lead recovered that, three gain another 2-3% (session 7; 1, 3, 5 and 7 measured).
+  // encode work: 1.35 us per 7168-wide row against 0.97 for a two-pass code; one
+  // group of lead recovered that, three gain another 2-3% (1, 3, 5 and 7 measured).
   constexpr int kAhead = 3, kSlots = kAhead + 1;
   alignas(64) float buf[kSlots][group];  // f32 scales: f32 values; UE8M0: bf16 in the first half
   const int64_t groups = cols / group;
@@ -422,7 +422,7 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
 // template parameter, so that the plain path's abs-max loop (which issues the row's
 // prefetches) compiles as it did before the fused path existed; with a runtime test in the
 // group loop it ran ~620 ns/row from DRAM in 8 of 8 runs, against ~530 in about half of them
-// without (docs/perf/layer-ops.md, session 4).
+// without (docs/perf/layer-ops.md).
 template <bool kStream, bool kUe8m0, bool kGivenAmax = false>
 void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q, float* scales,
                       int64_t scale_stride, const uint16_t* amax32 = nullptr, bool fence = true) {

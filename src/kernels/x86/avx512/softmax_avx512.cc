@@ -146,7 +146,7 @@ struct Scaled {
 // of `prev`, with kMax pass 1 of `next` (its maximum into *next_max, its lines read as they
 // come in). ahead: bytes from `next` to the row after it (0: none), prefetched. (f32 rows, twice
 // the lines per element, take softmax_two_pass_avx512.cc instead: their scratch rows and the
-// rows around them do not fit L1, session 8.)
+// rows around them do not fit L1.)
 template <DType In, DType Out, bool kStore, bool kMax>
 float sweep(const void* x, float max, float* exps, int64_t n, const Scaled& prev, const void* next, float* next_max,
             int64_t ahead) {
@@ -230,7 +230,7 @@ void softmax_rows(const char* x, int64_t xs, char* y, int64_t ys, int64_t rows, 
     store16_fast(prev.y, Out, i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, prev.exps + i), prev.inv));
   }
   // One fence for all the rows' non-temporal stores, before the caller (or another thread)
-  // reads y: a fence per row waited for each row's lines to drain (session 7).
+  // reads y: a fence per row waited for each row's lines to drain.
   if (stream) _mm_sfence();
 }
 

@@ -12,8 +12,7 @@ namespace {
 // exp(d) = 2^floor(k / 16) * 2^((k mod 16) / 16) * exp(s), so exp(s) needs only a cubic (Taylor,
 // 9e-9 relative on that interval) where the plain reduction needs degree 5: six operations on
 // the FMA pipes per vector instead of seven (those pipes also carry every 512-bit store, and
-// bound this loop by count), and a dependency chain ~10 cycles shorter (docs/perf/layer-ops.md,
-// session 7).
+// bound this loop by count), and a dependency chain ~10 cycles shorter (docs/perf/layer-ops.md).
 //  - k / 16: one fma with the shifter 1.5 * 2^19 rounds d / ln2 to a multiple of 1/16 (its
 //    last ulp while the sum stays in [2^19, 2^20): d / ln2 in [-150, 93] here); subtracting the shifter gives k / 16 exactly, and the low 4 bits of the sum's
 //    bits are k mod 16, which is what vpermps reads as its index (no conversion).

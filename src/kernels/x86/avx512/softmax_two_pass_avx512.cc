@@ -1,4 +1,4 @@
-// AVX-512 softmax of f32 rows in two passes and no scratch row (session 8).
+// AVX-512 softmax of f32 rows in two passes and no scratch row.
 //
 // Why not the three-pass kernel with its scratch rows (softmax_avx512.cc), which computes each
 // exponential once: for f32 rows its memory pattern alone, with the arithmetic taken out, ran as
@@ -7,7 +7,7 @@
 // maximum of the next row, a loop of its own, left DRAM idle. Here pass 1 takes the maximum and
 // the sum of exponentials in one read, and pass 2 computes each exponential again for the
 // output: twice the exponentials, but the arithmetic still fits under the memory time
-// (docs/perf/layer-ops.md, session 8), and many rows run as one sweep per row: pass 2 of row r,
+// (docs/perf/layer-ops.md), and many rows run as one sweep per row: pass 2 of row r,
 // pass 1 of row r + 1, with row r + 2 requested.
 //
 // Pass 1 keeps, per lane, a reference ref and the sum of exp(x - ref). A chunk of 256 elements

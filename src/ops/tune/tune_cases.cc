@@ -1,0 +1,100 @@
+// `sol tune`'s workloads: GEMM blocking on a prefill shape and B prefetch on a decode, the
+// streaming threshold on copies either side of it, softmax pipelining on short row ranges.
+#include "ops/tune/tune_cases.h"
+
+#include <algorithm>
+
+#include "ops/common/fill.h"
+#include "sol/copy.h"
+#include "sol/error.h"
+#include "sol/gemm.h"
+#include "sol/softmax.h"
+#include "sol/tensor.h"
+
+namespace sol {
+
+struct TuneWorkspace {
+  std::vector<Buffer> buffers;
+  Tensor add(DType t, std::initializer_list<int64_t> shape, uint64_t seed) {
+    buffers.emplace_back(t, shape);
+    fill_random(buffers.back(), seed, 1.0);
+    return buffers.back();
+  }
+};
+
+namespace {
+
+// Copies of 2, 4, ..., 64 MiB (add_stream).
+std::vector<int64_t> stream_sizes() {
+  std::vector<int64_t> sizes;
+  for (int64_t s = 2L << 20; s <= (64L << 20); s *= 2) sizes.push_back(s);
+  return sizes;
+}
+
+}  // namespace
+
+std::vector<int64_t> tune_candidates(const std::string& param) {
+  if (param == "gemm_mc") return {96, 192, 240, 384, 768};
+  if (param == "gemm_nc") return {512, 1024, 2048, 4096};
+  if (param == "gemm_b_prefetch_bytes") return {4096, 8192, 16384, 32768};
+  if (param == "stream_min_bytes") {
+    std::vector<int64_t> c = stream_sizes();
+    c.push_back(int64_t(1) << 40);  // never stream
+    return c;
+  }
+  if (param == "softmax_pipeline_min_rows") return {2, 8, 16, 32, 64};
+  fail("sol tune", "no candidates for parameter '", param, "'");
+}
+
+namespace {
+
+// Prefill: 480 rows (several MC blocks at most candidates), K = 4096 bf16 (two K blocks), N =
+// 4096 (1 to 8 NC blocks): ~16 GFLOP, tens of milliseconds a run.
+void add_gemm(TuneWorkspace& w, std::vector<TuneCase>& out) {
+  const Tensor a = w.add(DType::bf16, {480, 4096}, 1), b = w.add(DType::bf16, {4096, 4096}, 2);
+  const Tensor d = w.add(DType::f32, {480, 4096}, 3);
+  auto run = [a, b, d] { gemm(a, b, d); };
+  const std::string shape = "gemm bf16 480x4096x4096";
+  for (const char* param : {"gemm_mc", "gemm_nc"}) out.push_back({param, tune_candidates(param), shape, run});
+  // Decode: 16 rows against a pre-packed 7168 x 2048 bf16 B (28 MiB, streamed once a call).
+  const Tensor x = w.add(DType::bf16, {16, 2048}, 4), wt = w.add(DType::bf16, {7168, 2048}, 5);
+  const Tensor y = w.add(DType::f32, {16, 7168}, 6);
+  auto packed = std::make_shared<PackedMatrix>(pack_b(wt, Layout::nt));
+  out.push_back({"gemm_b_prefetch_bytes", tune_candidates("gemm_b_prefetch_bytes"), "gemm bf16 16x7168x2048 packed",
+                 [x, packed, y] { gemm(x, *packed, y); }});
+}
+
+// Copies of 2, 4, ..., 64 MiB: the threshold that minimises their sum is where streaming starts
+// to pay here. Fixed sizes, not fractions of the LLC: guests may report the host's whole L3.
+void add_stream(TuneWorkspace& w, std::vector<TuneCase>& out) {
+  std::vector<std::pair<Tensor, Tensor>> pairs;
+  for (int64_t s : stream_sizes()) pairs.push_back({w.add(DType::f32, {s / 4}, 7), w.add(DType::f32, {s / 4}, 8)});
+  out.push_back({"stream_min_bytes", tune_candidates("stream_min_bytes"), "copy f32 of 2, 4, .., 64 MiB", [pairs] {
+                   for (const auto& [src, dst] : pairs) copy(src, dst);
+                 }});
+}
+
+// One thread's share of a decode-sized softmax (16 to 64 rows of 7168 bf16), out of place.
+void add_softmax(TuneWorkspace& w, std::vector<TuneCase>& out) {
+  std::vector<std::pair<Tensor, Tensor>> pairs;
+  for (int64_t rows : {16, 24, 48, 64}) pairs.push_back({w.add(DType::bf16, {rows, 7168}, 9), w.add(DType::bf16, {rows, 7168}, 10)});
+  out.push_back({"softmax_pipeline_min_rows", tune_candidates("softmax_pipeline_min_rows"), "softmax bf16 16..64 x 7168, 8 times", [pairs] {
+                   for (int rep = 0; rep < 8; ++rep)
+                     for (const auto& [x, y] : pairs) softmax(x, y);
+                 }});
+}
+
+}  // namespace
+
+TuneCases tune_cases(const std::string& family) {
+  check(family.empty() || family == "gemm" || family == "stream" || family == "softmax", "sol tune",
+        "unknown family '", family, "': expected gemm, stream or softmax");
+  TuneCases c;
+  c.inputs = std::make_shared<TuneWorkspace>();
+  if (family.empty() || family == "gemm") add_gemm(*c.inputs, c.cases);
+  if (family.empty() || family == "stream") add_stream(*c.inputs, c.cases);
+  if (family.empty() || family == "softmax") add_softmax(*c.inputs, c.cases);
+  return c;
+}
+
+}  // namespace sol
