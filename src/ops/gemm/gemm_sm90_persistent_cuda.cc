@@ -7,7 +7,7 @@
 
 #include "device/cuda/context.h"
 #include "device/cuda/launch.h"
-#include "ops/gemm/gemm_sm90_persistent.h"
+#include "ops/gemm/gemm_sm90_persistent_cuda.h"
 #include "ops/gemm/gemm_sm90_tma_map.h"
 #include "sol/device.h"
 #include "sol/error.h"
@@ -25,15 +25,15 @@ Sm90Target target_of(const CudaDeviceInfo& info) {
   return t;
 }
 
-cuda::CudaProgram program_of(const Sm90PersistentPlan& plan) {
+}  // namespace
+
+cuda::CudaProgram sm90_persistent_program(const Sm90PersistentPlan& plan) {
   cuda::CudaProgram p;
-  p.name = plan.kernel;  // the JIT keys loaded programs by name: one per configuration
+  p.name = plan.kernel;
   p.source = "#include \"kernels/cuda/sm90/sm90_gemm_persistent_kernels.cuh\"\n" + plan.instantiation +
              "\nSOL_SM90_SPLIT_REDUCE_KERNEL()\n";
   return p;
 }
-
-}  // namespace
 
 void gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& b, const Tensor& d,
                           const Tensor* group_info, const Tensor* a_scales, const Tensor* b_scales, const char* op) {
@@ -67,7 +67,7 @@ void gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& 
   args.scales_a = a_scales ? static_cast<const float*>(a_scales->device_data()) : nullptr;
   args.scales_b = b_scales ? static_cast<const float*>(b_scales->device_data()) : nullptr;
 
-  const cuda::CudaProgram program = program_of(plan);
+  const cuda::CudaProgram program = sm90_persistent_program(plan);
   void* stream = current_stream(device);
   cuda::LaunchShape shape;
   shape.grid[0] = plan.ctas;
