@@ -10,7 +10,7 @@ set(SOL_SANITIZER_PYTHON_ENV "")
 function(sol_sanitize_exported target)
   if(SOL_SANITIZE)
     target_compile_options(${target} INTERFACE ${SOL_SANITIZER_FLAGS} -fno-omit-frame-pointer)
-    target_link_options(${target} INTERFACE ${SOL_SANITIZER_FLAGS})
+    target_link_options(${target} INTERFACE ${SOL_SANITIZER_FLAGS} -Wl,--as-needed)
   endif()
 endfunction()
 
@@ -19,7 +19,11 @@ if(NOT SOL_SANITIZE)
 endif()
 
 add_compile_options(${SOL_SANITIZER_FLAGS} -fno-omit-frame-pointer)
-add_link_options(${SOL_SANITIZER_FLAGS})
+# Debian's GCC links with --as-needed except under -fsanitize; without it the CUDA driver stub
+# that CUDA::nvrtc drags in (FindCUDAToolkit's cuda_driver) becomes a NEEDED library, and every
+# program fails to load where no driver is installed (Sol reaches the driver by dlopen only).
+# The sanitizer runtimes are linked with --no-as-needed by GCC itself, so they stay.
+add_link_options(${SOL_SANITIZER_FLAGS} -Wl,--as-needed)
 
 # Leaks inside Open MPI, hwloc and PMIx (start-up state they never free) are suppressed by
 # those libraries' own frames only (scripts/sanitize/openmpi-lsan.supp); a leak in Sol's code

@@ -122,8 +122,7 @@ std::unique_ptr<LookupHandle::State> ShardedTable::Impl::exchange_async(const Te
     // A rank may send itself nothing, and an empty plan's row buffers have no storage (null).
     if (r == me) {
       if (send > 0) std::memcpy(dst, src, size_t(send) * row_bytes);
-    }
-    else {
+    } else {
       if (send > 0) ops.push_back({comm::P2POp::send, Tensor(src, dtype, {send * dim}), r});
       if (recv > 0) ops.push_back({comm::P2POp::recv, Tensor(dst, dtype, {recv * dim}), r});
     }

@@ -3,6 +3,7 @@
 // table_impl.h.
 #include <limits>
 
+#include "comm/world.h"
 #include "engram/table_impl.h"
 #include "sol/error.h"
 
@@ -60,9 +61,11 @@ void ShardedTable::Impl::fail_bad_index(const Tensor& indices, int64_t at) const
 namespace {
 
 // A handle dropped (destroyed or overwritten) with its lookup in flight still completes it:
-// peers wait for this rank at the lookup's end, and the table stays usable.
+// peers wait for this rank at the lookup's end, and the table stays usable. Not after a comm
+// failure in this process (as comm::Work): its peers are gone or stopped, and a second wait
+// would only cost another whole SOL_COMM_TIMEOUT_S before the error reaches anyone.
 void finish_dropped(std::unique_ptr<LookupHandle::State>& state) {
-  if (!state || state->done) return;
+  if (!state || state->done || comm::detail::process_failed()) return;
   try {
     state->wait();
   } catch (const std::exception&) {

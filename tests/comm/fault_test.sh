@@ -18,6 +18,12 @@ trap 'rm -f "$log"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 ms() { echo $(($(date +%s%N) / 1000000)); }
+# Under the sanitizer build a finding goes to the log, and mpirun's exit code is not what these
+# cases check: look for the reports themselves.
+sanitizer_clean() {  # sanitizer_clean NAME (reads $log)
+  local pattern="ERROR: [A-Za-z]*Sanitizer\|runtime error:"
+  if grep -q "$pattern" "$log"; then fail "$1: sanitizer report"; grep -A30 "$pattern" "$log" | head -60; fi
+}
 alive() { [ -e "/proc/$1" ] && ! grep -q '^[^)]*) Z' "/proc/$1/stat" 2>/dev/null; }  # zombies are gone
 
 # What a survivor must say after a SIGSTOP of rank 1, per op and phase.
@@ -37,6 +43,7 @@ run_case() {  # run_case OP PHASE SIGNAL MPIRUN-ARGS...
   start=$(ms)
   timeout -k 5 $((SOL_COMM_TIMEOUT_S * 4 + 30)) "${mpirun[@]}" "$@" "$prog" "$op" "$phase" "$sig" >"$log" 2>&1
   took=$(($(ms) - start))
+  sanitizer_clean "$name"
   echo "$name: job ended after ${took} ms"
   grep -E "CAUGHT|teardown" "$log" | sed 's/^/  /'
   [ "$took" -lt $(((SOL_COMM_TIMEOUT_S + margin_s) * 1000)) ] || fail "$name: took ${took} ms"
@@ -101,6 +108,7 @@ if [ -n "${SOL_CLI:-}" ] && [[ " ${ops[*]} " == *" collective "* ]]; then
   fi
   wait $job
   took=$(($(ms) - start))
+  sanitizer_clean "$name"
   echo "$name: job ended ${took} ms after the stop"
   grep -E "timed out|exited" "$log" | sed 's/^/  /'
   [ "$took" -lt $(((SOL_COMM_TIMEOUT_S + margin_s) * 1000)) ] || fail "$name: took ${took} ms"
