@@ -12,18 +12,13 @@
 #include "sol/device.h"
 #include "sol/error.h"
 #include "sol/registry.h"
+#include "ops/error_message.h"
 
 namespace sol {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+// What a call throws, as text (tests/ops/error_message.h).
+std::string error_of(const std::function<void()>& f) { return testing_errors::message_of(f); }
 
 TEST(DeviceParam, ParsesCpuCudaAndCudaN) {
   EXPECT_EQ(parse_device("cpu", "t"), Device::cpu());

@@ -15,6 +15,7 @@
 #include "sol/routing.h"
 #include "sol/softmax.h"
 #include "sol/tensor.h"
+#include "ops/error_message.h"
 
 namespace sol {
 namespace {
@@ -24,14 +25,8 @@ Tensor on_device(uintptr_t offset, DType t, std::initializer_list<int64_t> shape
   return Tensor(unmapped(offset), t, shape).on(Device::cuda(0));
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+// What a call throws, as text (tests/ops/error_message.h).
+std::string error_of(const std::function<void()>& f) { return testing_errors::message_of(f); }
 
 void expect_error(const std::function<void()>& f, const std::string& part) {
   const std::string e = error_of(f);

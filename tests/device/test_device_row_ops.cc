@@ -14,6 +14,7 @@
 #include "sol/error.h"
 #include "sol/norm.h"
 #include "sol/quant.h"
+#include "ops/error_message.h"
 
 namespace sol {
 namespace {
@@ -22,14 +23,8 @@ Tensor on_device(uintptr_t offset, DType t, std::initializer_list<int64_t> shape
   return Tensor(reinterpret_cast<void*>(uintptr_t{0x1000} + offset), t, shape).on(Device::cuda(index));
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+// What a call throws, as text (tests/ops/error_message.h).
+std::string error_of(const std::function<void()>& f) { return testing_errors::message_of(f); }
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 

@@ -13,6 +13,7 @@
 #include "sol/gemm.h"
 #include "sol/norm.h"
 #include "sol/tensor.h"
+#include "ops/error_message.h"
 
 namespace sol {
 namespace {
@@ -20,14 +21,8 @@ namespace {
 // Addresses no host page maps (Linux never maps below vm.mmap_min_addr, 64 KiB by default).
 void* unmapped(uintptr_t offset = 0) { return reinterpret_cast<void*>(uintptr_t{0x200} + offset); }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+// What a call throws, as text (tests/ops/error_message.h).
+std::string error_of(const std::function<void()>& f) { return testing_errors::message_of(f); }
 
 TEST(DeviceTensor, DefaultsToCpuAndKeepsDeviceThroughViews) {
   float host[12];

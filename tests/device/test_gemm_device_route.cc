@@ -10,6 +10,7 @@
 #include "sol/device.h"
 #include "sol/error.h"
 #include "sol/gemm.h"
+#include "ops/error_message.h"
 
 namespace sol {
 namespace {
@@ -18,14 +19,8 @@ Tensor on_device(uintptr_t address, DType t, std::initializer_list<int64_t> shap
   return Tensor(reinterpret_cast<void*>(address), t, shape).on(Device::cuda(0));
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+// What a call throws, as text (tests/ops/error_message.h).
+std::string error_of(const std::function<void()>& f) { return testing_errors::message_of(f); }
 
 struct Operands {
   Tensor a = on_device(0x1000, DType::bf16, {64, 128});

@@ -11,6 +11,7 @@
 #include "ops/gemm/gemm_sm90_persistent.h"
 #include "sol/device.h"
 #include "sol/error.h"
+#include "ops/error_message.h"
 
 namespace sol {
 namespace {
@@ -22,14 +23,8 @@ Tensor dev(uintptr_t address, DType t, std::initializer_list<int64_t> shape) {
   return Tensor(reinterpret_cast<void*>(address), t, shape).on(Device::cuda(0));
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+// What a call throws, as text (tests/ops/error_message.h).
+std::string error_of(const std::function<void()>& f) { return testing_errors::message_of(f); }
 
 Sm90PersistentPlan plan(GemmGrouping g, const Tensor& a, const Tensor& b, const Tensor& d, const Tensor* info = nullptr,
                         std::span<const int32_t> rows = {}, const Tensor* sa = nullptr, const Tensor* sb = nullptr) {
