@@ -5,6 +5,7 @@
 
 #include "ops/builtin_ops.h"
 #include "ops/common/buffer_sets.h"
+#include "ops/common/case_operand.h"
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
 #include "sol/activation.h"
@@ -28,21 +29,23 @@ void gelu_reference(const Tensor& x, const Tensor& y, GeluForm form) {
 
 class GeluCase : public OpCase {
  public:
-  GeluCase(int64_t rows, int64_t h, DType dt, GeluForm form, bool quant, int64_t cold_bytes)
-      : rows_(rows), h_(h), dt_(dt), form_(form), quant_(quant) {
+  GeluCase(int64_t rows, int64_t h, DType dt, GeluForm form, bool quant, Device device, int64_t cold_bytes)
+      : rows_(rows), h_(h), dt_(dt), form_(form), quant_(quant), device_(device) {
     sol::check(dt == DType::f32 || dt == DType::bf16, "gelu", "--dtype = ", dtype_name(dt), " but must be f32 or bf16");
     const int64_t es = int64_t(dtype_size(dt));
     for (int i = 0; i < sets_for(rows * h * (es + (quant ? 1 : es)), cold_bytes); ++i) {
-      x_.emplace_back(dt, std::initializer_list<int64_t>{rows, h});
-      fill_random(x_.back(), 23 + uint64_t(i), 6.0);
-      y_.emplace_back(quant ? DType::f8e4m3 : dt, std::initializer_list<int64_t>{rows, h});
-      if (quant) s_.emplace_back(DType::f32, std::initializer_list<int64_t>{rows, h / 128});
+      x_.emplace_back(device, dt, std::initializer_list<int64_t>{rows, h});
+      fill_random(x_.back().host(), 23 + uint64_t(i), 6.0);
+      x_.back().upload();
+      y_.emplace_back(device, quant ? DType::f8e4m3 : dt, std::initializer_list<int64_t>{rows, h});
+      if (quant) s_.emplace_back(device, DType::f32, std::initializer_list<int64_t>{rows, h / 128});
     }
   }
   std::string shape() const override { return "tokens=" + std::to_string(rows_) + " hidden=" + std::to_string(h_); }
   std::string dtype() const override {
     return std::string(dtype_name(dt_)) + (quant_ ? "->f8e4m3" : "") + (form_ == GeluForm::erf ? " erf" : " tanh");
   }
+  Device device() const override { return device_; }
   Cost cost() const override {
     double n = double(rows_) * double(h_), es = double(dtype_size(dt_));
     return {0, n * es + (quant_ ? n + n / 32 : n * es), Unit::fma_f32, Unit::mem_copy, n * es};
@@ -55,13 +58,21 @@ class GeluCase : public OpCase {
   }
   CheckResult check() override {
     if (quant_)
-      return check_fused_quant(rows_, h_, [&](const Tensor& act) { gelu(x_[0], act, form_); }, [&] { run(0); },
-                               y_[0], s_[0]);
+      return check_fused_quant(
+          rows_, h_, [&](const Tensor& act) { gelu(x_[0].host(), act, form_); },
+          [&] {
+            y_[0].upload(), s_[0].upload();
+            run(0);
+            y_[0].download(), s_[0].download();
+          },
+          y_[0].host(), s_[0].host());
     Buffer ref(dt_, {rows_, h_});
-    gelu_reference(x_[0], ref, form_);
-    poison(y_[0]);
+    gelu_reference(x_[0].host(), ref, form_);
+    poison(y_[0].host());
+    y_[0].upload();
     run(0);
-    return compare_relative(y_[0], ref, dt_ == DType::bf16 ? 1e-2 : 2e-6);
+    y_[0].download();
+    return compare_relative(y_[0].host(), ref, dt_ == DType::bf16 ? 1e-2 : 2e-6);
   }
 
  private:
@@ -69,7 +80,8 @@ class GeluCase : public OpCase {
   DType dt_;
   GeluForm form_;
   bool quant_;
-  std::vector<Buffer> x_, y_, s_;
+  Device device_;
+  std::vector<CaseOperand> x_, y_, s_;
 };
 
 }  // namespace
@@ -85,6 +97,7 @@ void register_gelu_ops() {
       {"dtype", "f32 or bf16", "bf16", ParamSpec::dtype},
       {"form", "tanh | erf", "tanh", ParamSpec::text},
       {"quant", "1: fuse per-token FP8 quantization", "0", ParamSpec::integer},
+      device_param(),
   };
   op.bench_table = {{{"form", "erf"}}, {{"quant", "1"}}};
   op.check_table = {{{"tokens", "1"}, {"hidden", "1"}},
@@ -99,7 +112,8 @@ void register_gelu_ops() {
     int64_t quant = p.integer("quant");
     sol::check(quant == 0 || quant == 1, "gelu", "--quant = ", quant, " but must be 0 or 1");
     return std::make_unique<GeluCase>(p.integer("tokens"), p.integer("hidden"), p.dtype("dtype"),
-                                      f == "erf" ? GeluForm::erf : GeluForm::tanh, quant == 1, cold_bytes);
+                                      f == "erf" ? GeluForm::erf : GeluForm::tanh, quant == 1,
+                                      p.device("device"), cold_bytes);
   };
   register_op(std::move(op));
 }
