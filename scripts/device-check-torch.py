@@ -85,6 +85,15 @@ for name, dt in (("bf16", torch.bfloat16), ("f32", torch.float32)):
     ang = torch.rand(rows, 32, device="cuda", generator=gen) * 1e3
     cos, sin = ang.cos(), ang.sin()
     cases = [("torch rope", "4096x112x64", 2 * x.numel() * es + rows * 64 * 4, lambda: rope_interleaved(x, cos, sin))]
+    rx = torch.randn(rows, cols, device="cuda", dtype=dt)
+    rw = torch.randn(cols, device="cuda", dtype=dt)
+    cases.append(("torch rmsnorm", "4096x7168", 2 * rx.numel() * es + cols * es,
+                  lambda: torch.nn.functional.rms_norm(rx, (cols,), rw, 1e-6)))
+    cases.append(("torch gelu", "4096x7168", 2 * rx.numel() * es,
+                  lambda: torch.nn.functional.gelu(rx, approximate="tanh")))
+    gu = torch.randn(rows, 2 * cols, device="cuda", dtype=dt)
+    cases.append(("torch silu_mul", "4096x(2x7168)", 3 * rx.numel() * es,
+                  lambda: torch.nn.functional.silu(gu[:, :cols]) * gu[:, cols:]))
     s_in = torch.randn(rows, cols, device="cuda", dtype=dt) * 8
     cases.append(("torch softmax", "4096x7168", 2 * s_in.numel() * es, lambda: torch.softmax(s_in, -1)))
     logits = torch.randn(rows, 256, device="cuda", dtype=dt) * 3

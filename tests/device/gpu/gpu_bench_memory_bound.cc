@@ -14,8 +14,11 @@
 #include "gpu_bench.h"
 #include "gpu_test.h"
 #include "ops/common/fill.h"
+#include "sol/activation.h"
 #include "sol/embedding.h"
 #include "sol/moe_permute.h"
+#include "sol/norm.h"
+#include "sol/quant.h"
 #include "sol/rope.h"
 #include "sol/routing.h"
 #include "sol/softmax.h"
@@ -67,6 +70,17 @@ SOL_GPU_TEST(bench_memory_bound) {
       DeviceBuffer dp = ints_on_device(pos, {tokens});
       const double bytes = 2 * double(tokens) * hidden * es + double(tokens) * (4 + 2 * 64 * 4);
       report("rope", "4096x112x64", name, bytes, [&] { rope(x, dp, table); }, flush);
+    }
+    {  // the row ops of issue 22's first half: rmsnorm, per-token fp8 quant, silu-mul, gelu
+      DeviceBuffer x = random_on_device(dt, {tokens, hidden}, 8), w = random_on_device(dt, {hidden}, 9),
+                   y(kDev, dt, {tokens, hidden}), q(kDev, DType::f8e4m3, {tokens, hidden}),
+                   s(kDev, DType::f32, {tokens, hidden / 128});
+      const double n = double(tokens) * hidden;
+      report("rmsnorm", "4096x7168", name, 2 * n * es + hidden * es, [&] { rmsnorm(x, w, y); }, flush);
+      report("quant_fp8_token", "4096x7168", name, n * es + n + n / 32, [&] { quant_fp8_per_token(x, q, s); }, flush);
+      report("gelu", "4096x7168", name, 2 * n * es, [&] { gelu(x, y); }, flush);
+      DeviceBuffer gu = random_on_device(dt, {tokens, 2 * hidden}, 10);
+      report("silu_mul", "4096x(2x7168)", name, 3 * n * es, [&] { silu_mul(gu, y); }, flush);
     }
     {
       DeviceBuffer x = random_on_device(dt, {tokens, hidden}, 2, 8.0), y(kDev, dt, {tokens, hidden});
