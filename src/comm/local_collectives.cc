@@ -19,7 +19,7 @@ namespace {
 // of it: one step, the latency floor. Above it, each rank reduces only its part.
 constexpr size_t kOneShotBytes = size_t(64) << 10;
 // From this size heap buffers take the push path even below the one-shot limit: measured
-// (docs/perf/comm.md, round 2): 32 KiB 2.7 -> 1.7 us, 64 KiB 4.7 -> 2.7 us; equal at 16 KiB.
+// (docs/perf/comm.md): 32 KiB 2.7 -> 1.7 us, 64 KiB 4.7 -> 2.7 us; equal at 16 KiB.
 constexpr size_t kPushMinBytes = size_t(16) << 10;
 
 bool in_heap(const GroupState& s, const void* p, size_t bytes) {
@@ -75,7 +75,7 @@ void local_allreduce(GroupState& s, const void* in, void* out, int64_t count, DT
     // Push: each rank reduces its part of every rank's input and streams the result straight
     // into every rank's output — one read and one write per byte (2 n of traffic, what the
     // copy ceiling moves), where reducing locally and then copying peers' parts costs 2.5 n
-    // (docs/perf/comm.md, round 2). Only rank r touches part r of any buffer, so in and out
+    // (docs/perf/comm.md). Only rank r touches part r of any buffer, so in and out
     // may alias; the second step tells everyone that their output is complete, and since no
     // rank reads or writes peers' buffers after it, no closing step is needed.
     StepRecord& a = begin(true);
@@ -94,7 +94,7 @@ void local_allreduce(GroupState& s, const void* in, void* out, int64_t count, DT
     return;
   }
   // The copy-out of peers' parts streams once the message outgrows half the LLC, even where
-  // each part alone would not (16 MiB, 2 ranks: 8 MiB parts; docs/perf/comm.md, round 2).
+  // each part alone would not (16 MiB, 2 ranks: 8 MiB parts; docs/perf/comm.md).
   const bool stream_out = zero_copy && should_stream(int64_t(bytes));
   // Zero copy: one round over everything. Staged: rounds of one staging slot.
   const int64_t chunk = zero_copy ? count : int64_t(s.staging_bytes() / es);
@@ -177,7 +177,7 @@ void local_all_gather(GroupState& s, const void* in, void* out, size_t bytes) {
   if (zero_copy && in_heap(s, out, bytes * size_t(L))) {
     // Push: each rank writes its block into every rank's output, reading it once per piece
     // that stays in L2 — N/L read and N written per rank instead of N read and N written
-    // (docs/perf/comm.md, round 2). The first step publishes where each output is (and that
+    // (docs/perf/comm.md). The first step publishes where each output is (and that
     // its owner is inside the call); the second, that every block has landed.
     StepRecord& a = s.begin_step(StepOp::all_gather, bytes);
     a.zero_copy = 2;

@@ -194,7 +194,7 @@ BenchRecord bench_on_device(const OpInfo& op, PreparedCase& p, const BenchOption
 // that splits its bytes (decision 12) every memory term of its floor. All from the same
 // minutes: this guest's two-thread memory rates flip between two states (~60 and ~120 GB/s
 // of copy) within minutes, and a floor mixing a paired copy term with a cached read term from
-// the other state printed 105-135% SOL (session 7).
+// the other state printed 105-135% SOL.
 std::vector<Unit> units_to_pair(const Cost& c, Unit bound_unit) {
   std::vector<Unit> units{bound_unit};
   auto add = [&](Unit u) {

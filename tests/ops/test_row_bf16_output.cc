@@ -115,8 +115,8 @@ TEST(RowBf16Output, GeluWithinOneUlpOfFp64) {
   });
 }
 
-// softmax's bf16 outputs from bf16 inputs come from a cheaper exponential (sol/softmax.h,
-// session 8): their yardstick is the correctly rounded fp64 softmax, within 1 ulp, on the
+// softmax's bf16 outputs from bf16 inputs come from a cheaper exponential (sol/softmax.h):
+// their yardstick is the correctly rounded fp64 softmax, within 1 ulp, on the
 // streamed and the off-line paths.
 TEST(RowBf16Output, SoftmaxWithinOneUlpOfFp64) {
   for_each_isa([] {

@@ -22,7 +22,7 @@
 
 namespace sol_rt {
 
-// 3: GemmTile gained the side stream (session 4); 4: and b_widened (session 5)
+// 3: GemmTile gained the side stream; 4: and b_widened
 inline constexpr int kAbiVersion = 4;
 inline constexpr int64_t kPanelRows = 12, kPanelCols = 32;  // kernels::kGemmMR, kGemmNR
 

@@ -3,7 +3,7 @@
 // activations, softmax, embedding): row r0 + k with row r0 + half + k, half the range apart.
 // Two rows read in turn are two independent DRAM streams, which this machine reads ~10-20%
 // faster than one when they lie far apart (and slower when they are neighbours, 14 KiB apart):
-// docs/perf/layer-ops.md, session 5.
+// docs/perf/layer-ops.md.
 #include <cstdint>
 
 namespace sol {
