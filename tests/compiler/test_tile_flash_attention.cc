@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <utility>
 
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
@@ -41,6 +43,17 @@ void expect_matches(const Buffer& o, const Buffer& lse, const Buffer& o_int, con
   EXPECT_TRUE(r.pass) << "o vs sol::flash_attention: " << r.error << " " << r.detail;
   r = compare_relative(lse, lse_ref, 2e-4);
   EXPECT_TRUE(r.pass) << "lse vs sol::flash_attention: " << r.error << " " << r.detail;
+}
+
+// A gtest case name from (prefix, value) pairs, appended in place (GCC 12 reports a false
+// -Wrestrict on chains of `"x" + std::to_string(...)`).
+std::string case_name(std::initializer_list<std::pair<const char*, int64_t>> parts) {
+  std::string name;
+  for (const auto& [prefix, value] : parts) {
+    name += prefix;
+    name += std::to_string(value);
+  }
+  return name;
 }
 
 struct Case {
@@ -82,8 +95,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, TileFlashAttention,
                                            Case{1, 3, 64, 37}),
                          [](const auto& info) {
                            const Case& c = info.param;
-                           return "b" + std::to_string(c.b) + "_h" + std::to_string(c.h) + "_sq" +
-                                  std::to_string(c.sq) + "_skv" + std::to_string(c.skv);
+                           return case_name({{"b", c.b}, {"_h", c.h}, {"_sq", c.sq}, {"_skv", c.skv}});
                          });
 
 // Causal attention with grouped-query heads (examples/tile/flash_attention_causal_gqa.tile):
@@ -157,9 +169,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, TileCausalGqa,
                                            CausalCase{1, 1, 4, 64, 300}, CausalCase{1, 1, 1, 257, 257}),
                          [](const auto& info) {
                            const CausalCase& c = info.param;
-                           return "b" + std::to_string(c.b) + "_g" + std::to_string(c.groups) + "_r" +
-                                  std::to_string(c.rep) + "_sq" + std::to_string(c.sq) + "_skv" +
-                                  std::to_string(c.skv);
+                           return case_name(
+                               {{"b", c.b}, {"_g", c.groups}, {"_r", c.rep}, {"_sq", c.sq}, {"_skv", c.skv}});
                          });
 
 TEST(TileFlashAttentionProgram, IsShortAndRoundTrips) {

@@ -10,8 +10,15 @@ void widen_to_f32_avx512(const void* src, DType t, float* dst, int64_t n) {
   convert_avx512(src, t, dst, DType::f32, n, false);
 }
 
+// The row pipeline's members are null below AVX-512 (named, so -Wextra sees none missing).
 constexpr NormKernels kScalar{sum_squares_scalar, sum_scalar, shifted_sums_scalar, scale_by_weight_scalar,
-                              add_into_scalar,    layernorm_apply_scalar};
+                              add_into_scalar,    layernorm_apply_scalar,
+                              nullptr,            nullptr,
+                              nullptr,            nullptr,
+                              nullptr,            nullptr,
+                              nullptr,            nullptr,
+                              nullptr,            nullptr,
+                              nullptr,            nullptr};
 constexpr NormKernels kAvx512{sum_squares_avx512,
                               sum_avx512,
                               shifted_sums_avx512,
