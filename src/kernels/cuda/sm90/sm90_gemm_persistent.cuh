@@ -76,14 +76,7 @@ SOL_SM90_DEVICE void persistent_consumer(u32 consumer, u32 base, const Persisten
       mbar_wait(base + Plan::full_barrier_offset(ring.stage), ring.full_parity());
       fence_accumulator(acc);
       wgmma_fence();
-#pragma unroll
-      for (u32 mma = 0; mma < Plan::mmas_per_k_block; ++mma) {
-        const u64 a = Plan::desc_a(base, ring.stage, consumer, mma), b = Plan::desc_b(base, ring.stage, mma);
-        if constexpr (Plan::element_bytes == 2)
-          wgmma_bf16<Plan::block_n>(acc, a, b, 1);
-        else
-          wgmma_e4m3<Plan::block_n>(acc, a, b, 1);
-      }
+      gemm_k_block_mmas<Plan>(acc, base, ring.stage, consumer);
       wgmma_commit();
       wgmma_wait<1>();
       fence_accumulator(acc);

@@ -57,6 +57,20 @@ SOL_SM90_DEVICE void gemm_tile_store(const Accum<Plan::block_n>& acc, u32 consum
   }
 }
 
+// One K block of a consumer's wgmmas on ring stage `stage`, accumulating into acc (the one-tile
+// and the persistent kernels issue the same sequence).
+template <class Plan>
+SOL_SM90_DEVICE void gemm_k_block_mmas(Accum<Plan::block_n>& acc, u32 base, u32 stage, u32 consumer) {
+#pragma unroll
+  for (u32 mma = 0; mma < Plan::mmas_per_k_block; ++mma) {
+    const u64 a = Plan::desc_a(base, stage, consumer, mma), b = Plan::desc_b(base, stage, mma);
+    if constexpr (Plan::element_bytes == 2)
+      wgmma_bf16<Plan::block_n>(acc, a, b, 1);
+    else
+      wgmma_e4m3<Plan::block_n>(acc, a, b, 1);
+  }
+}
+
 template <class Plan>
 SOL_SM90_DEVICE void gemm_tile_consumer(u32 consumer, u32 base, u16* d, u32 m, u32 n, u32 k) {
   Accum<Plan::block_n> acc;
@@ -72,14 +86,7 @@ SOL_SM90_DEVICE void gemm_tile_consumer(u32 consumer, u32 base, u16* d, u32 m, u
     mbar_wait(base + Plan::full_barrier_offset(ring.stage), ring.full_parity());
     fence_accumulator(acc);
     wgmma_fence();
-#pragma unroll
-    for (u32 mma = 0; mma < Plan::mmas_per_k_block; ++mma) {
-      const u64 a = Plan::desc_a(base, ring.stage, consumer, mma), b = Plan::desc_b(base, ring.stage, mma);
-      if constexpr (Plan::element_bytes == 2)
-        wgmma_bf16<Plan::block_n>(acc, a, b, 1);
-      else
-        wgmma_e4m3<Plan::block_n>(acc, a, b, 1);
-    }
+    gemm_k_block_mmas<Plan>(acc, base, ring.stage, consumer);
     wgmma_commit();
     wgmma_wait<1>();
     fence_accumulator(acc);
