@@ -33,9 +33,10 @@ struct Operands {
 TEST(GemmDeviceRoute, UnsupportedOptionsAreNamed) {
   Operands o;
   EXPECT_NE(error_of([&] { gemm(o.a, o.b, o.d); }).find("layout nn is not on the device"), std::string::npos);
+  const Tensor a8 = on_device(0x1000, DType::f8e4m3, {64, 128}), b8 = on_device(0x9000, DType::f8e4m3, {256, 128});
+  EXPECT_NE(error_of([&] { gemm(a8, b8, o.d); }).find("fp8 wgmma reads K-major operands only"), std::string::npos);
   GemmOptions nt;
   nt.layout = Layout::nt;
-  const Tensor b8 = on_device(0x9000, DType::f8e4m3, {256, 128});
   EXPECT_NE(error_of([&] { gemm(o.a, b8, o.d, nt); }).find("bf16 x f8e4m3 (weight-only fp8) is not on the device"),
             std::string::npos);
 }

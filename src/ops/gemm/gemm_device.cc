@@ -17,6 +17,10 @@ void gemm_device(const Tensor& a, const Tensor& b, const Tensor& d, const GemmOp
   const char* op = "gemm";
   check(a.device() == b.device() && a.device() == d.device(), op, "a, b, d are on ", a.device(), ", ",
         b.device(), ", ", d.device(), " but must share one device (sol::transfer moves a tensor)");
+  // fp8 wgmma reads both operands K-major from shared memory, so an fp8 B [K, N] would need a
+  // transpose pass first; bf16 could read it MN-major, which the kernel does not do yet.
+  check(opt.layout == Layout::nt || b.dtype() != DType::f8e4m3, op, "on ", a.device(),
+        " an f8e4m3 b must be stored [N, K] (layout nt): fp8 wgmma reads K-major operands only");
   check(opt.layout == Layout::nt, op, "on ", a.device(),
         " b must be stored [N, K] (layout nt, as weights are); layout nn is not on the device yet");
   check(!(a.dtype() == DType::bf16 && b.dtype() == DType::f8e4m3), op, "on ", a.device(),
