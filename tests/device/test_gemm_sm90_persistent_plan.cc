@@ -95,6 +95,14 @@ TEST(GemmSm90PersistentPlan, Fp8NeedsItsBlockScales) {
   const Tensor sb_wrong = dev(0x400000, DType::f32, {4, 4});
   EXPECT_NE(error_of([&] { plan(GemmGrouping::single, a, b, d, nullptr, {}, &sa, &sb_wrong); }).find("b_scales.shape"),
             std::string::npos);
+  // Masked: a_scales [G, m, k/128], as grouped_gemm_masked takes them on the host.
+  const Tensor am = dev(0x100000, DType::f8e4m3, {2, 64, 512}), bm = dev(0x10000000, DType::f8e4m3, {2, 384, 512});
+  const Tensor masked = dev(0x200000, DType::i32, {2}), dm = dev(0x40000000, DType::bf16, {2, 64, 384});
+  const Tensor sam = dev(0x300000, DType::f32, {2, 64, 4}), sbm = dev(0x400000, DType::f32, {2, 3, 4});
+  EXPECT_FALSE(plan(GemmGrouping::masked, am, bm, dm, &masked, {}, &sam, &sbm).kernel.empty());
+  const Tensor sam_flat = dev(0x300000, DType::f32, {128, 4});
+  EXPECT_NE(error_of([&] { plan(GemmGrouping::masked, am, bm, dm, &masked, {}, &sam_flat, &sbm); }).find("a_scales.shape"),
+            std::string::npos);
 }
 
 TEST(GemmSm90PersistentPlan, BadArgumentsAreNamed) {

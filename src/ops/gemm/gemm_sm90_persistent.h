@@ -12,7 +12,8 @@
 //               (moe_permute pads to 128): checked on a host copy of group_info
 //   masked      a [G, m, k], b [G, n, k], group_info int32 [G] = masked_m (read on the device;
 //               values past m act as m), d [G, m, n]
-// fp8 block scales: a_scales f32 [rows of a, k/128]; b_scales f32 [G, ceil(n/128), k/128]
+// fp8 block scales: a_scales f32 [rows of a, k/128] ([G, m, k/128] for masked); b_scales f32
+// [G, ceil(n/128), k/128]
 // ([ceil(n/128), k/128] for single).
 // Epilogue (sol::gemm's, sm90_gemm_epilogue.h): D = act(alpha * A B^T + beta * C + bias); C has
 // D's shape and dtype (null: D's old contents, in place), read only when beta != 0; bias f32 [n].

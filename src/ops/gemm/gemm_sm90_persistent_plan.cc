@@ -136,7 +136,10 @@ Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor
     const int64_t kb = k / kFp8ScaleBlock, nb = (n + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
     for (const Tensor* s : {a_scales, b_scales})
       check(s->dtype() == DType::f32 && s->device() == a.device(), op, "scales must be f32 on ", a.device());
-    check_dense(*a_scales, op, "a_scales", {rows, kb});
+    // One scale per row of a and 128 K: [rows, k/128], or [G, m, k/128] for masked (the CPU API's
+    // shape there; the same bytes).
+    check_dense(*a_scales, op, "a_scales",
+                masked ? std::initializer_list<int64_t>{groups, m, kb} : std::initializer_list<int64_t>{rows, kb});
     check_dense(*b_scales, op, "b_scales",
                 single ? std::initializer_list<int64_t>{nb, kb} : std::initializer_list<int64_t>{groups, nb, kb});
   }

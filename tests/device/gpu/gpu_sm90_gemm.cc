@@ -92,7 +92,7 @@ SOL_GPU_TEST(sm90_gemm_matches_cpu) {
 
 // sol::gemm and the grouped GEMMs on device tensors (the persistent sm90 kernel through
 // gemm_device.cc) against the same calls on the host, by DeepGEMM's metric 1 - 2 sum(xy) /
-// sum(x^2 + y^2): < 1e-5 for bf16 inputs, < 1e-3 for fp8; f32 D much tighter. The epilogue's
+// sum(x^2 + y^2): < 1e-5 for bf16 inputs, < 1e-3 for fp8; f32 D tighter (bound_of). The epilogue's
 // forms (alpha, beta with C or in place, bias, silu, f32 D) at a tile shape, a block-scaled fp8
 // shape and a decode shape the chooser splits along K; the grouped layouts' rows that are no
 // result must keep their 0xFF poison.
@@ -128,6 +128,13 @@ DeviceBuffer poisoned(DType dtype, std::initializer_list<int64_t> shape) {
   std::vector<uint8_t> poison(size_t(d.tensor().nbytes()), 0xFF);
   transfer(Tensor(poison.data(), dtype, shape), d);
   return d;
+}
+
+// DeepGEMM's bounds for bf16 D; f32 D drops D's rounding, so tighter, but the tensor cores'
+// fp8 sums within a 128-K block are narrower than f32 (why the recipe promotes), so not f32-tight.
+double bound_of(DType in, DType out) {
+  if (out == DType::f32) return in == DType::f8e4m3 ? 1e-5 : 1e-8;
+  return in == DType::f8e4m3 ? 1e-3 : 1e-5;
 }
 
 struct EpilogueCase {
@@ -174,7 +181,7 @@ SOL_GPU_TEST(sm90_gemm_device_epilogue_matches_cpu) {
       synchronize(Device::cuda(0));
       gemm(a, b, host_d, opt);
       const double diff = deepgemm_diff(download(dd), host_d, c.n);
-      const double bound = e.d == DType::f32 ? 1e-9 : c.dtype == DType::f8e4m3 ? 1e-3 : 1e-5;
+      const double bound = bound_of(c.dtype, e.d);
       SOL_EXPECT(diff < bound, dtype_name(c.dtype), " m=", c.m, " n=", c.n, " k=", c.k, " alpha=", e.alpha, " beta=",
                  e.beta, e.separate_c ? " c" : "", e.bias ? " bias" : "", e.silu ? " silu" : "", " d=", dtype_name(e.d),
                  ": diff ", diff);
@@ -237,14 +244,17 @@ SOL_GPU_TEST(sm90_grouped_gemm_device_matches_cpu) {
           for (size_t i = 0; i < row_bytes; ++i) untouched = untouched && bytes[size_t(r) * row_bytes + i] == 0xFF;
       }
       double diff = deepgemm_diff(got, host_d, n, result);
-      const double bound = out == DType::f32 ? 1e-9 : fp8 ? 1e-3 : 1e-5;
+      const double bound = bound_of(in, out);
       SOL_EXPECT(untouched, "contiguous ", dtype_name(in), " -> ", dtype_name(out), ": a padding row was written");
       SOL_EXPECT(diff < bound, "contiguous ", dtype_name(in), " -> ", dtype_name(out), ": diff ", diff);
       std::printf("grouped contiguous on cuda:0 %s -> %s: diff %.2e\n", std::string(dtype_name(in)).c_str(),
                   std::string(dtype_name(out)).c_str(), diff);
       // Masked: rows at or past masked_m keep the poison.
       DeviceBuffer dmd = poisoned(out, {groups, max_m, n});
-      if (fp8) dopt.a_scales = &dsam.tensor(), opt.a_scales = &sam.tensor();
+      const Tensor sam3(const_cast<void*>(sam.tensor().data()), DType::f32, {groups, max_m, k / 128});
+      const Tensor dsam3 =
+          Tensor(const_cast<void*>(dsam.tensor().device_data()), DType::f32, {groups, max_m, k / 128}).on(Device::cuda(0));
+      if (fp8) dopt.a_scales = &dsam3, opt.a_scales = &sam3;
       grouped_gemm_masked(dam3, db3, dmasked, dmd, dopt);
       synchronize(Device::cuda(0));
       Buffer host_md(out, {groups, max_m, n});
