@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 import sol as _sol
+from . import _hf_latent_cache as _latent_cache
 
 
 def _pack(w, layout="nt"):
@@ -103,9 +104,13 @@ class SolDeepseekV3Attention(nn.Module):
         self.table = _sol.RopeTable(_rope_config(c, rotary), int(c.max_position_embeddings))
         self.causal = True
 
-    def _latent(self, x, positions):
-        """Latent rows [T, lora + rope] of x [T, hidden]: normalised c_kv, rotated k_rope."""
-        lat = _sol.gemm(x, self.kv_a, out_dtype=x.dtype)
+    def _latent(self, x, positions, out=None):
+        """Latent rows [T, lora + rope] of x [T, hidden] (into out when given, rows of any stride):
+        normalised c_kv, rotated k_rope."""
+        if out is None:
+            lat = _sol.gemm(x, self.kv_a, out_dtype=x.dtype)
+        else:
+            lat = _sol.gemm(x, self.kv_a, out=out)
         c = lat[:, :self.lora]
         _sol.rmsnorm(c, self.kv_norm[0], eps=self.kv_norm[1], out=c)
         _sol.rope(lat.view(lat.shape[0], 1, -1), positions, self.table, self.lora)
@@ -132,31 +137,31 @@ class SolDeepseekV3Attention(nn.Module):
         return out.view(b * s, h * v)
 
     def _absorbed(self, q, latent, b):
-        """One new token per sequence against its latent rows [B, L, lora + rope]."""
+        """One new token per sequence against its latent rows [B, L, lora + rope] (any batch stride)."""
         h, lat = self.heads, self.lora
         q_lat = q.new_empty(b, h, lat + self.rope_dim)
         out_lat = q.new_empty(b, h, lat)
         out = q.new_empty(b, h, self.v_dim)
+        c_kv = latent[..., :lat]
         if q.dtype == torch.bfloat16:
             per_head, per_seq = self._masked_counts(b)
             _sol.grouped_gemm_masked(q.transpose(0, 1), self.absorb, per_head, out=q_lat.transpose(0, 1))
             scores = _sol.grouped_gemm_masked(q_lat, latent, per_seq, out_dtype=torch.float32)  # pre-scaled
-            _sol.softmax(scores, out=scores)
-            p = _sol.cast(scores, dtype=q.dtype)
-            for i in range(b):
-                _sol.gemm(p[i], latent[i, :, :lat], out=out_lat[i])
+            p = _sol.softmax(scores, out=q.new_empty(scores.shape))  # f32 softmax rounded once to bf16
+            for p_i, c_i, out_i in zip(p.unbind(0), c_kv.unbind(0), out_lat.unbind(0)):
+                _sol.gemm(p_i, c_i, out=out_i)
             _sol.grouped_gemm_masked(out_lat.transpose(0, 1), self.unabsorb, per_head, out=out.transpose(0, 1))
             return out.view(b, h * self.v_dim)
-        for hh in range(h):
-            _sol.gemm(q[:, hh], self.absorb[hh], out=q_lat[:, hh])
+        for q_h, absorb, q_lat_h in zip(q.unbind(1), self.absorb, q_lat.unbind(1)):
+            _sol.gemm(q_h, absorb, out=q_lat_h)
         scores = q.new_empty(b, h, latent.shape[1])
-        for i in range(b):
-            _sol.gemm(q_lat[i], latent[i], layout="nt", alpha=self.scaling, out=scores[i])
+        for q_lat_i, latent_i, scores_i in zip(q_lat.unbind(0), latent.unbind(0), scores.unbind(0)):
+            _sol.gemm(q_lat_i, latent_i, layout="nt", alpha=self.scaling, out=scores_i)
         _sol.softmax(scores, out=scores)
-        for i in range(b):
-            _sol.gemm(scores[i], latent[i, :, :lat], out=out_lat[i])
-        for hh in range(h):
-            _sol.gemm(out_lat[:, hh], self.unabsorb[hh], out=out[:, hh])
+        for p_i, c_i, out_i in zip(scores.unbind(0), c_kv.unbind(0), out_lat.unbind(0)):
+            _sol.gemm(p_i, c_i, out=out_i)
+        for out_lat_h, unabsorb, out_h in zip(out_lat.unbind(1), self.unabsorb, out.unbind(1)):
+            _sol.gemm(out_lat_h, unabsorb, out=out_h)
         return out.view(b, h * self.v_dim)
 
     def _masked_counts(self, b):
@@ -184,14 +189,31 @@ class SolDeepseekV3Attention(nn.Module):
         """x [B * S, hidden] (S new tokens per sequence, `past` cached before them) -> [B * S, hidden],
         the new latent rows appended to cache (None: no cache); causal, no mask."""
         q = self._query(x, positions)
-        latent = self._latent(x, positions)
-        if cache is not None:
+        held = None if cache is None else _latent_cache.reserve(cache, self.layer_idx, b, s,
+                                                                self.lora + self.rope_dim, x.dtype)
+        if held is not None:
+            layer, slot = held
+            past = slot.length
+            self._append_in_place(slot, x, b, s, positions)
+            latent = _latent_cache.commit(layer, slot, s)
+        elif cache is not None:
+            latent = self._latent(x, positions)
             keys, _ = cache.update(latent.view(b, 1, s, -1), latent.new_empty(b, 1, s, 0), self.layer_idx)
             latent = keys.view(b, past + s, -1)
         else:
-            latent = latent.view(b, s, -1)
+            latent = self._latent(x, positions).view(b, s, -1)
         if s == 1 and past > 0:
             attn = self._absorbed(q, latent, b)
         else:
             attn = self._expanded(q, latent.reshape(-1, latent.shape[-1]), b, s)
         return _sol.gemm(attn, self.o, out_dtype=x.dtype)
+
+    def _append_in_place(self, slot, x, b, s, positions):
+        """The new latent rows written by the kv_a GEMM straight into the cache buffer's free rows."""
+        past = slot.length
+        if s == 1:
+            self._latent(x, positions, out=slot.rows[:, past])
+        elif b == 1:
+            self._latent(x, positions, out=slot.rows[0, past:past + s])
+        else:  # several tokens of several sequences: not one strided set of rows
+            slot.rows[:, past:past + s].copy_(self._latent(x, positions).view(b, s, -1))
