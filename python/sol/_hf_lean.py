@@ -9,7 +9,9 @@ with the least Python between them:
     reaches Sol's attention and is checked there;
   - each layer's step() takes and returns (stream, pending): a MoE layer leaves its output
     pending and the next layer's input add_rmsnorm (or the final norm) adds it to the stream;
-  - the latent rows are appended to HF's own cache (cache.update, one call per layer);
+  - the latent rows are written into HF's own cache in place (_hf_latent_cache.py);
+  - the embedding, norm weights, layers and LM head are read from plain references gathered at
+    install (_Plan), not through nn.Module attribute lookups and module calls;
   - hidden states (output_hidden_states): views of the stream, completed in place;
     output_attentions is refused (Sol's attention never forms the weights).
 Anything else this forward does not handle (labels, return_dict=False, inputs the HF forward
