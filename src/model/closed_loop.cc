@@ -132,10 +132,13 @@ std::vector<size_t> peers_of(const Records& r, size_t i, std::string& regime) {
 
 std::vector<PredictedOp> predict_loop(const MachineProfile& machine, const std::vector<LoopRecord>& ops) {
   Records r{ops, {}, {}, {}};
+  std::vector<std::string> dropped;
   for (const auto& m : ops) {
     Cost c{m.flops, m.bytes, m.compute, m.memory, m.read_bytes};
     r.floors.push_back(roofline_floor(c, machine, m.threads).floor_s);
-    r.usable.push_back(why_dropped(m).empty());
+    // An op with no work has no floor and no efficiency to lend.
+    dropped.push_back(r.floors.back() > 0 ? why_dropped(m) : "no work: its floor is 0");
+    r.usable.push_back(dropped.back().empty());
     r.classes.push_back(sol_op_work_class(m.op, m.dtype, m.shape, m.bound));
   }
   std::vector<PredictedOp> out;
@@ -143,7 +146,7 @@ std::vector<PredictedOp> predict_loop(const MachineProfile& machine, const std::
     PredictedOp p;
     p.measured = ops[i];
     p.floor_s = r.floors[i];
-    p.dropped = why_dropped(ops[i]);
+    p.dropped = dropped[i];
     if (!p.dropped.empty()) {
       out.push_back(p);
       continue;
@@ -152,7 +155,7 @@ std::vector<PredictedOp> predict_loop(const MachineProfile& machine, const std::
     for (size_t j : peers_of(r, i, p.regime)) eff.push_back(r.floors[j] / ops[j].measured_s);
     p.peers = int(eff.size());
     p.single_peer = p.peers == 1;
-    if (!eff.empty() && p.floor_s > 0) {
+    if (!eff.empty()) {
       p.peer_efficiency = median(eff);
       p.predicted_s = p.floor_s / p.peer_efficiency;
       if (ops[i].bound == "memory" && ops[i].in_cache_s > p.predicted_s) {

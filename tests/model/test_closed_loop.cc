@@ -190,6 +190,12 @@ TEST(ModelLoop, OpsWithoutPeersAreNotPredicted) {
   ops.push_back(copy_op(1e7, 2e-3));
   ops[1].threads = 2;
   for (const auto& p : predict_loop(tiny_machine(), ops)) EXPECT_EQ(p.peers, 0);
+  // An op with no work (floor 0) is dropped, and lends no efficiency of 0 to the others.
+  std::vector<LoopRecord> empty = {copy_op(1e7, 2e-3), copy_op(0, 1e-6), copy_op(2e7, 4e-3)};
+  auto q = predict_loop(tiny_machine(), empty);
+  EXPECT_NE(q[1].dropped.find("no work"), std::string::npos);
+  EXPECT_EQ(q[0].peers, 1);
+  EXPECT_NEAR(q[0].predicted_s, 2e-3, 1e-12);
 }
 
 // ---- through report.json, as `sol model loop` reads it ----

@@ -243,7 +243,7 @@ void run_loop(const ModelArgs& a) {
   };
   auto summary = [&](const std::vector<double>& e, const std::string& what) {
     if (e.empty()) return;
-    fmt::print("{:>3} predicted {:<24} median |error| {:5.1f}%, worst {:5.1f}%\n", e.size(), what,
+    fmt::print("{:>3} ops predicted {:<26} median |error| {:5.1f}%, worst {:5.1f}%\n", e.size(), what + ":",
                median_of(e), *std::max_element(e.begin(), e.end()));
   };
   fmt::print("\n");
