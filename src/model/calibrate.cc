@@ -15,6 +15,9 @@ namespace {
 // A paired ceiling that moved more than this between its measurements before and after the op
 // makes the record's floor uncertain (docs/ARCHITECTURE.md, decision 15).
 constexpr double kCeilingMovedLimit = 1.2;
+// A record whose median run took this much longer than its fastest was cut into by the scheduler
+// in most runs (as `sol model loop` drops it): its time is the machine's load, not the kernel's.
+constexpr double kScheduledOutRatio = 1.5;
 constexpr double kMaxEfficiency = 1.5;  // as parse_efficiency accepts
 
 std::string shape_class(double rows) {
@@ -117,8 +120,11 @@ std::vector<KernelSample> read_kernel_samples(const std::string& path, int threa
                                r.contains("bound") && r["bound"].is_string() ? r["bound"].get<std::string>() : "");
     double moved = r.contains("ceiling_moved") && r["ceiling_moved"].is_number()
                        ? r["ceiling_moved"].get<double>() : 1.0;
+    const double min_s = r.contains("min_s") && r["min_s"].is_number() ? r["min_s"].get<double>() : 0.0;
     if (moved > kCeilingMovedLimit)
       s.dropped = "its paired ceiling moved " + std::to_string(moved) + "x during the run";
+    else if (min_s > 0 && s.time_s > kScheduledOutRatio * min_s)
+      s.dropped = "cut by the scheduler (median " + std::to_string(s.time_s / min_s) + "x the fastest run)";
     else if (s.floor_s <= 0)
       s.dropped = "no floor";
     else if (s.floor_s / s.time_s > kMaxEfficiency)

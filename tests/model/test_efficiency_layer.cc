@@ -107,6 +107,19 @@ std::string record(const std::string& op, const std::string& shape, const std::s
          std::to_string(moved) + "}";
 }
 
+// A record the scheduler cut into (median run 2x its fastest) is no row of the layer.
+TEST(EfficiencyLayer, ScheduledOutRecordsAreDropped) {
+  std::string cut = record("rmsnorm", "tokens=4096", "bf16", 1, 1e-3, 2e-3);
+  cut.insert(cut.size() - 1, R"(, "min_s": 0.001)");
+  std::string kept = record("rmsnorm", "tokens=16", "bf16", 1, 1e-3, 2e-3);
+  kept.insert(kept.size() - 1, R"(, "min_s": 0.0015)");
+  std::vector<KernelSample> samples =
+      read_kernel_samples(write_temp("sol_calibration_cut.json", "[" + cut + "," + kept + "]"));
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_NE(samples[0].dropped.find("scheduler"), std::string::npos);
+  EXPECT_TRUE(samples[1].dropped.empty());  // 2 ms against 1.5 ms: 1.33x
+}
+
 // A calibration made from a report reproduces that report's times: every class here ran at
 // one fraction of its floor, so each record comes back exactly; a class whose records ran at
 // different fractions comes back at its median.
