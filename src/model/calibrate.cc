@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "model/strict_json.h"
 #include "sol/error.h"
 #include "sol/model.h"
 
@@ -90,14 +91,16 @@ std::vector<KernelSample> read_kernel_samples(const std::string& path, int threa
   std::ifstream in(path);
   check(in.good(), "sol model calibrate", "cannot read '", path, "' (write it with `sol report` "
         "or `sol bench OP --json > FILE`)");
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    fail("sol model calibrate", path, ": not valid JSON (", e.what(), ")");
-  }
-  const nlohmann::json* records = doc.is_array() ? &doc : nullptr;
-  if (doc.is_object() && doc.contains("records")) records = &doc["records"];
+  std::stringstream text;
+  text << in.rdbuf();
+  // The model readers' parse (nesting bounded, numbers past double refused, bytes echoed as
+  // ASCII). It takes an object at the top, so a bare array of records is read as one's records.
+  std::string body = text.str();
+  const size_t first = body.find_first_not_of(" \t\r\n");
+  const bool bare_array = first != std::string::npos && body[first] == '[';
+  if (bare_array) body = "{\"records\": " + body + "\n}";
+  nlohmann::json doc = model_json::parse_document(body, path);
+  const nlohmann::json* records = doc.contains("records") ? &doc["records"] : nullptr;
   check(records && records->is_array(), "sol model calibrate", path,
         ": expected report.json (an object with 'records') or an array of records");
   std::vector<KernelSample> out;
@@ -108,7 +111,10 @@ std::vector<KernelSample> read_kernel_samples(const std::string& path, int threa
     s.op = field<std::string>(r, "op", where);
     s.shape = field<std::string>(r, "shape", where);
     s.dtype = field<std::string>(r, "dtype", where);
-    s.threads = field<int>(r, "threads", where);
+    const int64_t record_threads = field<int64_t>(r, "threads", where);  // get<int> would wrap a large one
+    check(record_threads >= 1 && record_threads <= 4096, "sol model calibrate", where, ": threads = ",
+          record_threads, " is not in [1, 4096]");
+    s.threads = int(record_threads);
     s.floor_s = field<double>(r, "floor_s", where);
     s.time_s = field<double>(r, "time_s", where);
     check(s.time_s > 0 && std::isfinite(s.time_s), "sol model calibrate", where, ": time_s = ",
