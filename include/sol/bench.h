@@ -63,7 +63,9 @@ BenchRecord bench_case(const OpInfo& op, const OpParams& params, const MachinePr
 
 // The same in two steps, so one case (its buffers filled once) can be benchmarked at several
 // thread counts. prepare_case decides cold mode: requested, or automatic when the case's bytes
-// would mostly stay in the LLC (floors are taken at DRAM bandwidth).
+// would mostly stay in the LLC (floors are taken at DRAM bandwidth). The cold sets cover
+// `cold_bytes` together; 0 (the default): 8x the LLC. Fewer bytes fill faster but leave part of
+// a memory-bound case's reads to the LLC (`sol report --cold-bytes`, for smoke tests).
 struct PreparedCase {
   std::unique_ptr<OpCase> c;
   bool cold = false;
@@ -75,7 +77,7 @@ struct PreparedCase {
 // minutes. bound_unit first, no unit twice.
 std::vector<Unit> units_to_pair(const Cost& cost, Unit bound_unit);
 
-PreparedCase prepare_case(const OpInfo& op, const OpParams& params, bool cold);
+PreparedCase prepare_case(const OpInfo& op, const OpParams& params, bool cold, int64_t cold_bytes = 0);
 
 // How far a paired ceiling moved between its measurements before and after an op (>= 1), and
 // the ratio above which a record's SOL% is marked uncertain (`~` in tables, "ceiling_moved" in

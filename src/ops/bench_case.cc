@@ -222,10 +222,11 @@ int64_t in_cache_rows(int64_t rows, double bytes, int threads, long l2_bytes) {
   return std::clamp<int64_t>(cut, std::min<int64_t>(threads, rows), rows);
 }
 
-PreparedCase prepare_case(const OpInfo& op, const OpParams& params, bool cold) {
+PreparedCase prepare_case(const OpInfo& op, const OpParams& params, bool cold, int64_t cold_bytes) {
+  check(cold_bytes >= 0, op.name, "cold_bytes = ", cold_bytes, ": must be >= 0 (0: the default)");
   // Cold sets must outgrow the LLC several times over: with only twice its size, a good part of
   // the previous run's data is still cached and a memory-bound op beats the DRAM ceiling.
-  const int64_t cold_bytes = 8 * std::max<int64_t>(cpu_features().l3_bytes, 16L << 20);
+  if (cold_bytes == 0) cold_bytes = 8 * std::max<int64_t>(cpu_features().l3_bytes, 16L << 20);
   PreparedCase p{op.make(params, cold ? cold_bytes : 0), cold, params};
   if (const Device d = p.c->device(); !d.is_cpu()) {
     // On a GPU every case rotates sets past L2 unless one set already outgrows it four times.

@@ -13,6 +13,7 @@
 #include "ops/bf16_ulps.h"
 #include "ops/common/fill.h"
 #include "ops/isa_paths.h"
+#include "ops/stream_threshold.h"
 #include "sol/activation.h"
 #include "sol/hw.h"
 
@@ -104,11 +105,12 @@ TEST(ActivationPaths, EveryDtypePairingLengthAndAlignment) {
   });
 }
 
-// Outputs past half the LLC are written with non-temporal stores in the 32-wide loop.
+// Outputs past the streaming threshold (lowered: ops/stream_threshold.h) are written with
+// non-temporal stores in the 32-wide loop.
 TEST(ActivationPaths, StreamedOutputsFromF32Inputs) {
   if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path";
-  const long llc = cpu_features().l3_bytes > 0 ? cpu_features().l3_bytes : (16L << 20);
-  const int64_t n = 999, rows = llc / 2 / (2 * n) + 3;
+  const testing_stream::LowStreamThreshold low;
+  const int64_t n = 999, rows = testing_stream::kStreamBytes / (2 * n) + 3;
   for (const Case& k : cases())
     for (int64_t offset : {0, 1}) expect_paths_agree(k, DType::f32, rows, n, offset);
 }
@@ -130,8 +132,8 @@ TEST(ActivationPaths, TwoRowsPerCallEveryRowCount) {
 // different offsets (y_pad 8) take two one-row calls.
 TEST(ActivationPaths, TwoRowsPerCallStreamed) {
   if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path";
-  const long llc = cpu_features().l3_bytes > 0 ? cpu_features().l3_bytes : (16L << 20);
-  const int64_t n = 1024, rows = llc / 2 / (2 * (n - 32)) + 5;  // every bf16 output streams
+  const testing_stream::LowStreamThreshold low;
+  const int64_t n = 1024, rows = testing_stream::kStreamBytes / (2 * (n - 32)) + 5;  // every bf16 output streams
   for (const Case& k : cases())
     for (DType in : {DType::f32, DType::bf16}) {
       expect_paths_agree(k, in, rows, n, 0, 0, 0);

@@ -19,6 +19,7 @@
 
 #include "ops/common/fill.h"
 #include "ops/isa_paths.h"
+#include "ops/stream_threshold.h"
 #include "sol/activation.h"
 #include "sol/hw.h"
 #include "sol/quant.h"
@@ -165,8 +166,8 @@ TEST(ActivationQuant, StridedAndStreamedOutputs) {
     for (int64_t q_pad : {0, 64, 5}) expect_fused_equals_composition(a, x, {128, ScaleFormat::f32}, q_pad, 2);
   }
   if (cpu_features().best_isa < Isa::avx512) return;
-  const long llc = cpu_features().l3_bytes > 0 ? cpu_features().l3_bytes : (16L << 20);
-  const int64_t h = 2048, rows = llc / 2 / h + 3;
+  const testing_stream::LowStreamThreshold low;
+  const int64_t h = 2048, rows = testing_stream::kStreamBytes / h + 3;
   Buffer x(DType::bf16, {rows, h});
   fill_random(x, 12, 6.0);
   for (const Act& a : acts())

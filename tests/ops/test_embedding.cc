@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "ops/common/fill.h"
+#include "ops/stream_threshold.h"
 #include "sol/embedding.h"
 #include "sol/error.h"
 #include "sol/hw.h"
@@ -28,9 +29,10 @@ TEST(Embedding, GathersRowsIncludingRepeats) {
 // at different offsets in a line go one at a time. Every token count around the pairing, aligned
 // (2048 bf16) and unaligned (1031 bf16, 2062-byte rows) rows, and a streamed output.
 TEST(Embedding, LongRowsTwoAtATime) {
-  const int64_t llc = cpu_features().l3_bytes > 0 ? cpu_features().l3_bytes : (16L << 20);
+  const testing_stream::LowStreamThreshold low;
   for (int64_t hidden : {2048, 1031})
-    for (int64_t tokens : {int64_t(1), int64_t(2), int64_t(3), int64_t(8), int64_t(13), llc / 2 / (2 * hidden) + 3}) {
+    for (int64_t tokens : {int64_t(1), int64_t(2), int64_t(3), int64_t(8), int64_t(13),
+                           testing_stream::kStreamBytes / (2 * hidden) + 3}) {
       const int64_t vocab = 97, rb = hidden * 2;
       Buffer table(DType::bf16, {vocab, hidden}), ids(DType::i32, {tokens}), out(DType::bf16, {tokens, hidden});
       fill_random(table, uint64_t(hidden));

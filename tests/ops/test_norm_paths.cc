@@ -11,6 +11,7 @@
 #include "kernels/copy.h"
 #include "kernels/norm.h"
 #include "ops/common/fill.h"
+#include "ops/stream_threshold.h"
 #include "sol/hw.h"
 #include "sol/error.h"
 #include "sol/norm.h"
@@ -205,17 +206,18 @@ TEST(NormPaths, OnePassRmsNormQuantRoundsTiesToEven) {
   }
 }
 
-// rmsnorm against the scalar path bit for bit with outputs large enough to be streamed (>= half
-// the LLC) and starting off a line (the output loop then has a head before its whole lines),
-// row lengths with partial blocks, odd row counts over one and two threads, and in place.
+// rmsnorm against the scalar path bit for bit with outputs large enough to be streamed (past the
+// lowered threshold of ops/stream_threshold.h) and starting off a line (the output loop then has
+// a head before its whole lines), row lengths with partial blocks, odd row counts over one and two
+// threads, and in place.
 TEST(NormPaths, RmsNormStreamedOffLineAndInPlace) {
   if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path on this CPU";
-  const long llc = cpu_features().l3_bytes > 0 ? cpu_features().l3_bytes : (16L << 20);
+  const testing_stream::LowStreamThreshold low;
   for (int64_t h : {int64_t(7168), int64_t(7003), int64_t(1), int64_t(95)})
     for (DType yt : {DType::bf16, DType::f32})
       for (int64_t offset : {0, 1})
         for (int threads : {1, 2}) {
-          const int64_t rows = h >= 1000 ? (llc / 2 / (h * int64_t(dtype_size(yt))) + 3) | 1 : 7;
+          const int64_t rows = h >= 1000 ? (testing_stream::kStreamBytes / (h * int64_t(dtype_size(yt))) + 3) | 1 : 7;
           Buffer x = input(DType::bf16, rows, h, uint64_t(h + offset));
           Buffer w(DType::bf16, {h}), a(yt, {rows, h});
           Buffer yb(yt, {rows * h + 1});
@@ -241,17 +243,17 @@ TEST(NormPaths, RmsNormStreamedOffLineAndInPlace) {
 }
 
 // layernorm (bf16 weight and bias: the even/odd kernel; f32 ones; no bias) and add_rmsnorm against
-// the scalar path bit for bit with streamed outputs (>= half the LLC) starting off a line, over
+// the scalar path bit for bit with streamed outputs (past a lowered threshold) starting off a line, over
 // one and two threads: the streamed stores are fenced once per thread, after its last row, and
 // every row of the poisoned output must still hold the scalar path's bits.
 TEST(NormPaths, LayerNormAndAddRmsNormStreamed) {
   if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path on this CPU";
-  const long llc = cpu_features().l3_bytes > 0 ? cpu_features().l3_bytes : (16L << 20);
+  const testing_stream::LowStreamThreshold low;
   for (int64_t h : {int64_t(7168), int64_t(3001)})
     for (int threads : {1, 2})
       for (int variant = 0; variant < 4; ++variant) {  // layernorm bf16 w+b, f32 w+b, no bias; add_rmsnorm (bf16 w)
         const int64_t offset = variant % 2;
-        const int64_t rows = (llc / 2 / (h * 2) + 3) | 1;
+        const int64_t rows = (testing_stream::kStreamBytes / (h * 2) + 3) | 1;
         const DType wt = variant == 1 ? DType::f32 : DType::bf16;
         Buffer x = input(DType::bf16, rows, h, uint64_t(h + variant)), w(wt, {h}), b(wt, {h}), a(DType::bf16, {rows, h});
         fill_random(w, 4, 2.0);

@@ -12,6 +12,7 @@
 #include "ops/bf16_ulps.h"
 #include "ops/common/fill.h"
 #include "ops/isa_paths.h"
+#include "ops/stream_threshold.h"
 #include "sol/activation.h"
 #include "sol/hw.h"
 #include "sol/softmax.h"
@@ -21,12 +22,11 @@ namespace {
 
 using testing_paths::for_each_isa;
 
-// Rows past half the LLC in bf16, so the op streams its output (AVX-512: the other paths
-// do not stream and need not run that long).
+// Rows past the streaming threshold in bf16 (lowered by each test: ops/stream_threshold.h), so
+// the op streams its output (AVX-512: the other paths do not stream and need not run that long).
 int64_t streaming_rows(int64_t n) {
   if (active_isa() < Isa::avx512) return 20;
-  const long llc = cpu_features().l3_bytes > 0 ? cpu_features().l3_bytes : (16L << 20);
-  return llc / 2 / (2 * n) + 3;
+  return testing_stream::kStreamBytes / (2 * n) + 3;
 }
 
 // Inputs with NaN, infinities, subnormals, and products that land in the subnormal range.
@@ -63,6 +63,7 @@ void expect_silu_mul_bf16_within_ulp(const Tensor& gu, int64_t offset) {
 }
 
 TEST(RowBf16Output, SiluMulWithinOneUlpOfFp64) {
+  const testing_stream::LowStreamThreshold low;
   for_each_isa([] {
     for (int64_t offset : {0, 1}) {
       const int64_t inter = 1000, rows = offset ? 9 : streaming_rows(inter);
@@ -105,6 +106,7 @@ void expect_gelu_bf16_within_ulp(const Tensor& x, int64_t offset, GeluForm form)
 
 // Subnormal inputs give subnormal outputs (x / 2), which the guarded conversion must keep.
 TEST(RowBf16Output, GeluWithinOneUlpOfFp64) {
+  const testing_stream::LowStreamThreshold low;
   for_each_isa([] {
     for (GeluForm form : {GeluForm::tanh, GeluForm::erf})
       for (int64_t offset : {0, 1}) {
@@ -119,6 +121,7 @@ TEST(RowBf16Output, GeluWithinOneUlpOfFp64) {
 // their yardstick is the correctly rounded fp64 softmax, within 1 ulp, on the
 // streamed and the off-line paths.
 TEST(RowBf16Output, SoftmaxWithinOneUlpOfFp64) {
+  const testing_stream::LowStreamThreshold low;
   for_each_isa([] {
     for (int64_t offset : {0, 1}) {
       const int64_t n = 1500, rows = offset ? 7 : streaming_rows(n);

@@ -9,6 +9,7 @@
 
 #include "ops/common/fill.h"
 #include "ops/isa_paths.h"
+#include "ops/stream_threshold.h"
 #include "sol/error.h"
 #include "sol/hw.h"
 #include "sol/softmax.h"
@@ -78,11 +79,11 @@ TEST(Softmax, MasksNaNAndInfinityRows) {
 // the rounding of the f32 output bit for bit for f32 input, and within bf16_close of the fp64
 // softmax for bf16 input (its own, cheaper exponential: sol/softmax.h).
 TEST(Softmax, EveryDtypeLengthAndAlignmentMatchesFp64) {
+  const testing_stream::LowStreamThreshold low;
   for_each_isa([] {
     for (DType in : {DType::f32, DType::bf16})
       for (int64_t n : {1, 15, 31, 32, 33, 64, 100, 1031, 999}) {
-        const int64_t llc = cpu_features().l3_bytes > 0 ? cpu_features().l3_bytes : (16L << 20);
-        const int64_t rows = n == 999 && active_isa() >= Isa::avx512 ? llc / 2 / (2 * n) + 3 : 3;
+        const int64_t rows = n == 999 && active_isa() >= Isa::avx512 ? testing_stream::kStreamBytes / (2 * n) + 3 : 3;
         Buffer x(in, {rows, n}), y32(DType::f32, {rows, n}), y16(DType::bf16, {rows * n + 1});
         fill_random(x, uint64_t(n), 12.0);
         poison(y32);
@@ -419,11 +420,11 @@ TEST(Softmax, InPlaceAndHigherRank) {
 // off a line, and streamed outputs.
 TEST(Softmax, PipelinedRowsMatchOneRowAtATime) {
   for_each_isa([] {
-    const int64_t llc = cpu_features().l3_bytes > 0 ? cpu_features().l3_bytes : (16L << 20);
+    const testing_stream::LowStreamThreshold low;
     for (DType in : {DType::bf16, DType::f32})
       for (int64_t n : {33, 64, 1031, 1024})
         for (int64_t rows : {int64_t(1), int64_t(2), int64_t(31), int64_t(32), int64_t(33), int64_t(67),
-                             n == 1024 ? llc / 2 / (2 * n) + 3 : 5})
+                             n == 1024 ? testing_stream::kStreamBytes / (2 * n) + 3 : 5})
           for (int64_t offset : {0, 1}) {
             const int64_t es = int64_t(dtype_size(in));
             Buffer x(in, {rows, n}), ybuf(in, {rows * n + 1}), ref(in, {rows * n + 1});
