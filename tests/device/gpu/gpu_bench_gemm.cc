@@ -337,7 +337,11 @@ void bench_grouped(const Shape& s, DType in, CublasLtFp8Scaling scaling, bool ma
   DeviceBuffer group_info;
   const Tensor a_masked = o.a.tensor().slice(0, 0, g * max_m).reshape(std::vector<int64_t>{g, max_m, s.k});
   const Tensor d_masked = d_sol.tensor().slice(0, 0, g * max_m).reshape(std::vector<int64_t>{g, max_m, s.n});
-  Tensor sa_masked;
+  // The operands hold rows for both layouts; the contiguous one reads its padded rows only.
+  const int64_t contiguous_rows = int64_t(layout.size());
+  const Tensor a_contiguous = o.a.tensor().slice(0, 0, contiguous_rows);
+  const Tensor d_contiguous = d_sol.tensor().slice(0, 0, contiguous_rows);
+  Tensor sa_masked, sa_contiguous;
   if (masked) {
     std::vector<int32_t> mm(s.group_m.begin(), s.group_m.end());
     group_info = DeviceBuffer(kDev, DType::i32, {g});
@@ -349,12 +353,16 @@ void bench_grouped(const Shape& s, DType in, CublasLtFp8Scaling scaling, bool ma
   } else {
     group_info = DeviceBuffer(kDev, DType::i32, {int64_t(layout.size())});
     transfer(Tensor(layout.data(), DType::i32, {int64_t(layout.size())}), group_info);
+    if (in == DType::f8e4m3) {
+      sa_contiguous = o.sa.tensor().slice(0, 0, contiguous_rows);
+      opt.a_scales = &sa_contiguous;
+    }
   }
   p.results.push_back(timed(
       "sol", [&] { return std::string(masked ? "sol::grouped_gemm_masked" : "sol::grouped_gemm_contiguous"); },
       [&] {
         if (masked) grouped_gemm_masked(a_masked, o.b, group_info, d_masked, opt);
-        else grouped_gemm_contiguous(o.a, o.b, group_info, d_sol, opt);
+        else grouped_gemm_contiguous(a_contiguous, o.b, group_info, d_contiguous, opt);
       },
       flush));
   AnchorCalls anchor;
