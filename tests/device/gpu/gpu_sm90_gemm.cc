@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "gpu_gemm_data.h"
 #include "gpu_test.h"
 #include "ops/common/compare.h"
 #include "ops/gemm/gemm_sm90.h"
@@ -19,25 +20,8 @@ namespace sol {
 
 namespace {
 
-// Host values in [-1, 1) (fp8 and bf16 through sol::cast, as the CPU path rounds them).
-Buffer random_host(DType dtype, int64_t rows, int64_t cols, uint64_t seed, float low = -1.f, float high = 1.f) {
-  Buffer f(DType::f32, {rows, cols}), out(dtype, {rows, cols});
-  float* p = static_cast<float*>(f.data());
-  for (int64_t i = 0; i < rows * cols; ++i) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    p[i] = low + (high - low) * float(seed >> 40) / float(1 << 24);
-  }
-  if (dtype == DType::f32) return f;
-  cast(f, out);
-  return out;
-}
-
-DeviceBuffer upload(const Buffer& host) {
-  const Tensor& t = host.tensor();
-  DeviceBuffer d(Device::cuda(0), t.dtype(), {t.shape(0), t.shape(1)});
-  transfer(t, d);
-  return d;
-}
+using gpu_test::random_host;
+using gpu_test::upload;
 
 struct Case {
   DType dtype;
