@@ -2,7 +2,6 @@
 // paired with it in the same run) over its measured time, filed under the work class the
 // co-design model gives the same kind of op.
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -88,19 +87,9 @@ std::string sol_op_work_class(const std::string& op, const std::string& dtype,
 }
 
 std::vector<KernelSample> read_kernel_samples(const std::string& path, int threads) {
-  std::ifstream in(path);
-  check(in.good(), "sol model calibrate", "cannot read '", path, "' (write it with `sol report` "
-        "or `sol bench OP --json > FILE`)");
-  std::stringstream text;
-  text << in.rdbuf();
-  // The model readers' parse (nesting bounded, numbers past double refused, bytes echoed as
-  // ASCII). It takes an object at the top, so a bare array of records is read as one's records.
-  std::string body = text.str();
-  const size_t first = body.find_first_not_of(" \t\r\n");
-  const bool bare_array = first != std::string::npos && body[first] == '[';
-  if (bare_array) body = "{\"records\": " + body + "\n}";
-  nlohmann::json doc = model_json::parse_document(body, path);
-  const nlohmann::json* records = doc.contains("records") ? &doc["records"] : nullptr;
+  const nlohmann::json doc = model_json::read_records_file(
+      path, "sol model calibrate", "write it with `sol report` or `sol bench OP --json > FILE`");
+  const nlohmann::json* records = doc.contains("records") ? &doc.at("records") : nullptr;
   check(records && records->is_array(), "sol model calibrate", path,
         ": expected report.json (an object with 'records') or an array of records");
   std::vector<KernelSample> out;

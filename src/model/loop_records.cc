@@ -1,8 +1,6 @@
 // Reading the records `sol model loop` predicts: report.json, or `sol bench --json`'s array.
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "model/strict_json.h"
 #include "sol/error.h"
@@ -32,17 +30,8 @@ double finite_at_least(const nlohmann::json& r, const char* key, double min_valu
 }  // namespace
 
 void read_loop_records(const std::string& path, MachineProfile& machine, std::vector<LoopRecord>& ops) {
-  std::ifstream f(path);
-  check(bool(f), "sol model loop", "cannot read report '", path, "' (run `sol report` first)");
-  std::stringstream text;
-  text << f.rdbuf();
-  // The readers' parse: nesting bounded (dump() below recurses per level), bytes echoed as ASCII.
-  // It takes an object at the top, so a bare array of records is read as the records of one.
-  std::string body = text.str();
-  const size_t first = body.find_first_not_of(" \t\r\n");
-  const bool bare_array = first != std::string::npos && body[first] == '[';
-  if (bare_array) body = "{\"records\": " + body + "\n}";
-  nlohmann::json doc = model_json::parse_document(body, path);
+  bool bare_array = false;
+  nlohmann::json doc = model_json::read_records_file(path, "sol model loop", "run `sol report` first", &bare_array);
   const nlohmann::json* records = nullptr;
   if (bare_array) {
     records = &doc["records"];

@@ -1,5 +1,6 @@
 #include "model/strict_json.h"
 
+#include <fstream>
 #include <sstream>
 
 #include "core/escaped_text.h"
@@ -47,6 +48,21 @@ json parse_document(const std::string& text, const std::string& origin) {
   }
   check(doc.is_object(), origin, "expected a JSON object at the top, got ", describe(doc));
   return doc;
+}
+
+json read_records_file(const std::string& path, const std::string& who, const std::string& hint,
+                       bool* bare_array) {
+  std::ifstream in(path);
+  check(in.good(), who, "cannot read '", path, "' (", hint, ")");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string body = text.str();
+  const size_t first = body.find_first_not_of(" \t\r\n");
+  const bool bare = first != std::string::npos && body[first] == '[';
+  if (bare_array) *bare_array = bare;
+  // parse_document takes an object at the top, so a bare array is read as one's records.
+  if (bare) body = "{\"records\": " + body + "\n}";
+  return parse_document(body, path);
 }
 
 Fields::Fields(const json& object, std::string where) : object_(object), where_(std::move(where)) {
