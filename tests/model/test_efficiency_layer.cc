@@ -128,6 +128,9 @@ TEST(EfficiencyLayer, RecordsWithHugeIntegersOrDeepNestingAreRefused) {
   huge.replace(huge.find("\"threads\": 1"), 12, "\"threads\": 4294967297");
   test::expect_error([&] { read_kernel_samples(write_temp("sol_calibration_threads.json", "[" + huge + "]")); },
                      {"records[0]", "threads = 4294967297"});
+  // A bare array's parse errors point into the file as written (no wrapper shifts them).
+  test::expect_error([&] { read_kernel_samples(write_temp("sol_calibration_syntax.json", "[1, 2,, 3]")); },
+                     {"sol_calibration_syntax.json", "line 1, column 7"});
   std::string deep = "[" + wrapped + ", " + std::string(200000, '[') + std::string(200000, ']') + "]";
   test::expect_error([&] { read_kernel_samples(write_temp("sol_calibration_deep.json", deep)); },
                      {"sol_calibration_deep.json"});
