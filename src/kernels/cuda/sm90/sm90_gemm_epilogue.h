@@ -4,8 +4,11 @@
 // C * beta added in one fused multiply-add, then bias, then silu(x) = x / (1 + exp(-x)), then
 // one rounding to D's dtype. beta == 0 never reads C (it may hold anything, NaN included).
 // The kernels (registers to D, and the split-K reduction after the sum) and the CPU model both
-// call epilogue_value, so the model checks the same arithmetic on the host.
+// call epilogue_value, so the model checks the same arithmetic on the host. Every rounding is
+// float_ops.cuh's _rn operation: a plain alpha * acc + bias would be contracted into one FMA on
+// the device, while the CPU rounds the product first.
 
+#include "kernels/cuda/float_ops.cuh"
 #include "kernels/cuda/sm90/sm90_defs.h"
 
 namespace sol::kernels::sm90 {
@@ -21,25 +24,6 @@ struct GemmEpilogueParams {
   u32 silu = 0;
 };
 
-SOL_SM90_HD float epilogue_bf16_to_f32(u16 bits) {
-  const u32 wide = u32(bits) << 16;
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(wide);
-#else
-  float f;
-  __builtin_memcpy(&f, &wide, sizeof f);
-  return f;
-#endif
-}
-
-SOL_SM90_HD float epilogue_fma(float a, float b, float c) {
-#if defined(__CUDA_ARCH__)
-  return __fmaf_rn(a, b, c);
-#else
-  return __builtin_fmaf(a, b, c);
-#endif
-}
-
 SOL_SM90_HD float epilogue_silu(float x) {
 #if defined(__CUDA_ARCH__)
   return x / (1.0f + expf(-x));
@@ -51,13 +35,13 @@ SOL_SM90_HD float epilogue_silu(float x) {
 // The value of D at element `index` (= row * n + col) from the f32 sum `acc`, before rounding
 // to D's dtype.
 SOL_SM90_HD float epilogue_value(const GemmEpilogueParams& e, float acc, u64 index, u32 col) {
-  float v = e.alpha * acc;
+  float v = sol_cuda::mul_rn(e.alpha, acc);
   if (e.beta != 0.0f) {
     const float c = e.d_f32 ? static_cast<const float*>(e.c)[index]
-                            : epilogue_bf16_to_f32(static_cast<const u16*>(e.c)[index]);
-    v = epilogue_fma(c, e.beta, v);
+                            : sol_cuda::bf16_to_float(static_cast<const u16*>(e.c)[index]);
+    v = sol_cuda::fma_rn(c, e.beta, v);
   }
-  if (e.bias) v += e.bias[col];
+  if (e.bias) v = sol_cuda::add_rn(v, e.bias[col]);
   if (e.silu) v = epilogue_silu(v);
   return v;
 }
