@@ -85,6 +85,8 @@ double calibrated_time(const Efficiency& e, const KernelSample& s);
 // The work class of a Sol op record (gemm m=16 bf16 -> gemm.bf16.decode, rmsnorm -> memory).
 std::string sol_op_work_class(const std::string& op, const std::string& dtype,
                               const std::string& shape, const std::string& bound);
+// The dtype a record's kernel computes in: its first operand's ("f8e4m3xf8e4m3->bf16" -> f8e4m3).
+std::string sol_op_compute_dtype(const std::string& dtype);
 
 // One accelerator (or this CPU) and the links around it. Rates per device, per direction.
 struct HardwareSpec {
