@@ -247,6 +247,7 @@ struct Prediction {
   double tokens_per_s = 0, tokens_per_s_per_device = 0;
   double model_flops_per_token = 0;  // useful FLOPs (training: fwd + bwd)
   double mfu = 0;                    // model FLOP/s over the plan's GEMM-dtype peak
+  std::string mfu_peak;              // that peak's name: "bf16", "fp8" or "f32"
   double ttft_s = 0, tpot_s = 0;     // inference
   double tpot_link_limit_s = 0;      // decode: TPOT if only link bandwidth counted (no
                                      // compute, no latency): the EP speed limit
