@@ -85,6 +85,8 @@ double calibrated_time(const Efficiency& e, const KernelSample& s);
 // The work class of a Sol op record (gemm m=16 bf16 -> gemm.bf16.decode, rmsnorm -> memory).
 std::string sol_op_work_class(const std::string& op, const std::string& dtype,
                               const std::string& shape, const std::string& bound);
+// The dtype a record's kernel computes in: its first operand's ("f8e4m3xf8e4m3->bf16" -> f8e4m3).
+std::string sol_op_compute_dtype(const std::string& dtype);
 
 // One accelerator (or this CPU) and the links around it. Rates per device, per direction.
 struct HardwareSpec {
@@ -245,6 +247,7 @@ struct Prediction {
   double tokens_per_s = 0, tokens_per_s_per_device = 0;
   double model_flops_per_token = 0;  // useful FLOPs (training: fwd + bwd)
   double mfu = 0;                    // model FLOP/s over the plan's GEMM-dtype peak
+  std::string mfu_peak;              // that peak's name: "bf16", "fp8" or "f32"
   double ttft_s = 0, tpot_s = 0;     // inference
   double tpot_link_limit_s = 0;      // decode: TPOT if only link bandwidth counted (no
                                      // compute, no latency): the EP speed limit

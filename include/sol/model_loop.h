@@ -3,13 +3,17 @@
 // or `sol bench --json` measured is predicted from evidence that never includes its own
 // measured time (leave-one-out), then compared with what was measured:
 // - a memory-bound op: the slower of its bytes at the DRAM efficiency of the *other* memory-
-//   bound ops of its size regime whose time is memory access (measured at least 1.2x their own
-//   in-cache time), and its own code timed in cache (a separate measurement of the same op
-//   shrunk into L2), scaled to its size;
-// - a compute-bound op (or a memory-bound one without an in-cache time): the median efficiency
-//   of the other measurements of the same op, nearest first (same unit and shape class).
-// Samples the scheduler cut into are neither predicted nor peers; the same case measured again
-// (another run of the same op, shape and dtype) is never a peer.
+//   bound ops of its size regime and read/write mix whose time is memory access (measured at
+//   least 1.2x their own in-cache time), and its own code timed in cache (a separate measurement
+//   of the same op shrunk into L2), scaled to its size;
+// - a GEMM, grouped GEMM, attention or MLA decode, on either side of the roofline: its own kernel
+//   (op, compute unit, compute dtype) of its work class, at other shapes, then in the other op
+//   that runs it; never a kernel of another dtype on the same unit before those;
+// - any other op (or a memory-bound one without an in-cache time): the median efficiency of the
+//   other measurements of the same op, nearest first.
+// Samples the scheduler cut into (median run above 1.2x the fastest) are neither predicted nor
+// peers; the same case measured again (another run of the same op, shape and dtype) is never a
+// peer.
 #include <string>
 #include <vector>
 
@@ -37,9 +41,11 @@ struct PredictedOp {
   double floor_s = 0;      // on the report's cached ceilings
   double efficiency = 0;   // floor / predicted; 0 when the op has no peer
   int peers = 0;
-  // Which peers: "dram size" / "dram" (memory-limited ops of any kind, floor within 4x / any);
-  // the same op's "class" (compute unit and work class), "unit", "size" (memory-bound, floor
-  // within 4x), "bound", "op"; "unit, other ops" (compute-bound ops of the unit); "" for none.
+  // Which peers: "dram size mix" / "dram size" / "dram" (memory-limited ops of any kind: floor
+  // within 4x and write share within 0.1 / floor within 4x / any); a kernel's "class" (the same
+  // work class), "kernel" (its other shapes), "kernel, other op"; the same op's "class", "unit",
+  // "size" (memory-bound, floor within 4x), "bound", "op"; "unit, other ops" (compute-bound ops of
+  // the unit and dtype); "" for none.
   std::string regime;
   double peer_efficiency = 0;  // the peers' median floor / time
   bool in_cache_bound = false;  // the op's own in-cache time, slower than its memory, set it

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "model/sample_rules.h"
 #include "model/strict_json.h"
 #include "sol/error.h"
 #include "sol/model.h"
@@ -12,12 +13,8 @@
 namespace sol {
 
 namespace {
-// A paired ceiling that moved more than this between its measurements before and after the op
-// makes the record's floor uncertain (docs/ARCHITECTURE.md, decision 15).
-constexpr double kCeilingMovedLimit = 1.2;
-// A record whose median run took this much longer than its fastest was cut into by the scheduler
-// in most runs (as `sol model loop` drops it): its time is the machine's load, not the kernel's.
-constexpr double kScheduledOutRatio = 1.5;
+using model_detail::kCeilingMovedLimit;
+using model_detail::kScheduledOutRatio;
 constexpr double kMaxEfficiency = 1.5;  // as parse_efficiency accepts
 
 std::string shape_class(double rows) {
@@ -47,16 +44,6 @@ double rows_per_group(const std::string& shape) {
   return total / experts;
 }
 
-// The compute dtype of a record's dtype ("bf16xf8e4m3->bf16" -> bf16, "fp8" -> f8e4m3).
-std::string compute_dtype(const std::string& dtype) {
-  std::string first = dtype.substr(0, dtype.find_first_of("x-, "));
-  try {
-    return std::string(dtype_name(parse_dtype(first, "dtype")));
-  } catch (const Error&) {
-    return first;
-  }
-}
-
 template <class T>
 T field(const nlohmann::json& j, const char* key, const std::string& where) {
   check(j.is_object() && j.contains(key), "sol model calibrate", where, ": missing key '", key,
@@ -70,15 +57,25 @@ T field(const nlohmann::json& j, const char* key, const std::string& where) {
 }
 }  // namespace
 
+// The compute dtype of a record's dtype ("bf16xf8e4m3->bf16" -> bf16, "fp8" -> f8e4m3).
+std::string sol_op_compute_dtype(const std::string& dtype) {
+  std::string first = dtype.substr(0, dtype.find_first_of("x-, "));
+  try {
+    return std::string(dtype_name(parse_dtype(first, "dtype")));
+  } catch (const Error&) {
+    return first;
+  }
+}
+
 std::string sol_op_work_class(const std::string& op, const std::string& dtype,
                               const std::string& shape, const std::string& bound) {
   if (op == "gemm") {
     double m = shape_value(shape, "m");
-    return "gemm." + compute_dtype(dtype) + "." + shape_class(m < 0 ? 0 : m);
+    return "gemm." + sol_op_compute_dtype(dtype) + "." + shape_class(m < 0 ? 0 : m);
   }
   if (op == "gemm-grouped") {
     double rows = rows_per_group(shape);
-    return "grouped_gemm." + compute_dtype(dtype) + "." + shape_class(rows < 0 ? 0 : rows);
+    return "grouped_gemm." + sol_op_compute_dtype(dtype) + "." + shape_class(rows < 0 ? 0 : rows);
   }
   if (op == "attention") return "attention.fwd";
   if (op == "attention-bwd") return "attention.bwd";

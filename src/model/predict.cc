@@ -5,6 +5,17 @@
 
 namespace sol {
 
+namespace {
+// The matrix peak a GEMM dtype runs at, by the name HardwareSpec gives it (f16 at bf16's).
+const char* peak_name(DType t) {
+  switch (t) {
+    case DType::f8e4m3: case DType::f8e5m2: return "fp8";
+    case DType::f32: return "f32";
+    default: return "bf16";
+  }
+}
+}  // namespace
+
 Prediction predict(const ModelConfig& m, const HardwareSpec& hw, const ParallelPlan& p,
                    const Workload& w) {
   validate_plan(m, hw, p, w);
@@ -15,6 +26,7 @@ Prediction predict(const ModelConfig& m, const HardwareSpec& hw, const ParallelP
   out.workload = w.name;
   out.kind = w.kind;
   out.devices = p.devices();
+  out.mfu_peak = peak_name(p.gemm_dtype);
   out.memory = model_detail::memory_per_device(m, hw, p, w);
   model_detail::check_fits(out.memory, hw, p);
   if (w.kind == Workload::Kind::training)

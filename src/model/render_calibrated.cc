@@ -32,7 +32,7 @@ std::string calibrated_table(const Prediction& floor, const Prediction& cal, con
     row("TPOT", floor.tpot_s, cal.tpot_s, "ms", 1e3);
   }
   row("tokens/s per device", floor.tokens_per_s_per_device, cal.tokens_per_s_per_device, "", 1);
-  row("MFU", floor.mfu, cal.mfu, "%", 100);
+  row(format("MFU of the %s peak", floor.mfu_peak.c_str()).c_str(), floor.mfu, cal.mfu, "%", 100);
   if (e.comm_sm_fraction > 0)
     out += format("computation overlapped with communication runs on %.0f%% of the SMs (%s)\n",
                   100 * (1 - e.comm_sm_fraction), e.comm_sm_source.c_str());

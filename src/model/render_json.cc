@@ -23,7 +23,7 @@ std::string prediction_json(const Prediction& p) {
       {"kind", p.kind == Workload::Kind::training ? "training" : "inference"},
       {"devices", p.devices}, {"step_s", p.step_s}, {"tokens_per_s", p.tokens_per_s},
       {"tokens_per_s_per_device", p.tokens_per_s_per_device},
-      {"model_flops_per_token", p.model_flops_per_token}, {"mfu", p.mfu},
+      {"model_flops_per_token", p.model_flops_per_token}, {"mfu", p.mfu}, {"mfu_peak", p.mfu_peak},
       {"memory_bytes", {{"params", m.params}, {"grads", m.grads}, {"optimizer", m.optimizer},
                         {"activations", m.activations}, {"kv_cache", m.kv_cache},
                         {"total", m.total()}, {"capacity", m.capacity}}},

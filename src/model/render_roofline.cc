@@ -46,15 +46,17 @@ struct Roof {
   double peak;
 };
 
-// Op labels must not cover each other: each takes the first of a few places around its dot
-// whose box (10 px text, ~6 px a character) meets no label placed before it.
+// Labels must not cover each other: each op label takes the first of a few places around its dot
+// whose box (10 px text, ~6 px a character) meets no label placed before it, the roofs' included.
+// Boxes closer than a pixel count as meeting, so that no two touch once printed to 0.1 px.
+constexpr double kLabelCharWidth = 6, kLabelHeight = 11, kLabelGap = 1;
 struct LabelBox {
   double x, y, w, h;  // x, y: the text's start and baseline
   bool meets(const LabelBox& o) const {
-    return x < o.x + o.w && o.x < x + w && y - h < o.y && o.y - o.h < y;
+    return x < o.x + o.w + kLabelGap && o.x < x + w + kLabelGap && y - h < o.y + kLabelGap &&
+           o.y - o.h < y + kLabelGap;
   }
 };
-constexpr double kLabelCharWidth = 6, kLabelHeight = 11;
 
 LabelBox place_label(std::vector<LabelBox>& placed, double cx, double cy, double radius,
                      size_t chars) {
@@ -115,25 +117,32 @@ std::string panel(const std::string& phase, const std::vector<const OpRecord*>& 
   svg += fmt("<text x=\"16\" y=\"%d\" transform=\"rotate(-90 16 %d)\" "
              "text-anchor=\"middle\">FLOP/s at the floor</text>\n",
              ax.top + ax.height / 2, ax.top + ax.height / 2);
-  // Memory roof up to each ridge, then the flat compute roof of each dtype.
+  // Memory roof up to each ridge, then the flat compute roof of each dtype. The roofs' labels
+  // are placed first: the op labels go where they meet none of them.
   double lo = std::pow(10.0, ax.x0), hi = std::pow(10.0, ax.x1);
+  std::vector<LabelBox> labels;
   for (const Roof& r : roofs) {
     double knee = r.peak / bandwidth;
     svg += fmt("<polyline data-roof=\"%s\" data-peak=\"%g\" points=\"%.1f,%.1f %.1f,%.1f "
                "%.1f,%.1f\" fill=\"none\" stroke=\"#333\" stroke-width=\"1.2\"/>\n",
                escape(r.label).c_str(), r.peak, ax.px(lo), ax.py(lo * bandwidth), ax.px(knee),
                ax.py(r.peak), ax.px(hi), ax.py(r.peak));
-    svg += fmt("<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%s %.0f "
-               "TFLOP/s (ridge %.0f FLOP/B)</text>\n",
-               ax.px(hi) - 4, ax.py(r.peak) - 4, escape(r.label).c_str(), r.peak / 1e12, knee);
+    const std::string text = fmt("%s %.0f TFLOP/s (ridge %.0f FLOP/B)", r.label.c_str(), r.peak / 1e12, knee);
+    const double w = kLabelCharWidth * double(text.size());
+    const LabelBox b{ax.px(hi) - 4 - w, ax.py(r.peak) - 4, w, kLabelHeight};
+    labels.push_back(b);
+    svg += fmt("<text data-label=\"%.1f %.1f %.1f %.1f\" x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
+               "text-anchor=\"end\">%s</text>\n", b.x, b.y, b.w, b.h, b.x + b.w, b.y, escape(text).c_str());
   }
-  svg += fmt("<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">memory %.0f GB/s</text>\n",
-             ax.px(lo) + 4, ax.py(lo * bandwidth) - 6, bandwidth / 1e9);
+  const std::string memory = fmt("memory %.0f GB/s", bandwidth / 1e9);
+  const LabelBox m{ax.px(lo) + 4, ax.py(lo * bandwidth) - 6, kLabelCharWidth * double(memory.size()), kLabelHeight};
+  labels.push_back(m);
+  svg += fmt("<text data-label=\"%.1f %.1f %.1f %.1f\" x=\"%.1f\" y=\"%.1f\" font-size=\"10\">%s</text>\n",
+             m.x, m.y, m.w, m.h, m.x, m.y, escape(memory).c_str());
   // Biggest ops last, so small ones stay visible; the five largest are named.
   std::vector<const OpRecord*> order = ops;
   std::sort(order.begin(), order.end(),
             [](const OpRecord* a, const OpRecord* b) { return a->floor_s < b->floor_s; });
-  std::vector<LabelBox> labels;
   for (size_t i = 0; i < order.size(); ++i) {
     const OpRecord& op = *order[i];
     double intensity = op.flops / op.bytes, rate = op.flops / op.floor_s;

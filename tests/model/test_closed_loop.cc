@@ -106,6 +106,38 @@ TEST(ModelLoop, MemoryBoundOpsFromDramPeersAndTheirOwnInCacheTime) {
   EXPECT_NEAR(q[3].predicted_s, 12e-6 / 0.75, 1e-15);
 }
 
+// A memory-bound op's DRAM peers share its read/write mix (the write share of their bytes within
+// 0.1): a widening cast, writing twice what it reads, takes the other widening casts' efficiency
+// (above its copy-term floor), not that of the even copies and norms. An op whose floor does not
+// split its bytes has no known mix: it takes the size regime's, as does an op without a peer of
+// its mix.
+LoopRecord mixed_op(const std::string& op, double bytes, double write_share, double seconds) {
+  LoopRecord m = row_op(op, bytes / 1e10, seconds, 100);
+  m.in_cache_s = seconds / 2;  // memory-limited
+  m.read_bytes = bytes * (1 - write_share);
+  return m;
+}
+
+TEST(ModelLoop, DramPeersShareTheReadWriteMix) {
+  std::vector<LoopRecord> ops = {
+      mixed_op("copy", 2e7, 0.5, 2e-3 / 0.8),         // 0: even, 80%
+      mixed_op("rmsnorm", 2e7, 0.5, 2e-3 / 0.7),      // 1: even, 70%
+      mixed_op("cast-a", 3e7, 2.0 / 3, 3e-3 / 1.1),   // 2: widening, 110%
+      mixed_op("cast-b", 3e7, 2.0 / 3, 3e-3 / 1.05),  // 3: widening, 105%
+      mixed_op("cast-c", 3e7, 0.62, 3e-3 / 1.0),      // 4: widening, 100% (0.047 from 2/3)
+      mixed_op("gelu", 2e7, 0.5, 2e-3 / 0.6),         // 5: even, 60%
+  };
+  ops[5].read_bytes = 0;  // 5: its floor does not split reads from writes
+  auto p = predict_loop(tiny_machine(), ops);
+  EXPECT_EQ(p[2].regime, "dram size mix");
+  EXPECT_EQ(p[2].peers, 2);
+  EXPECT_NEAR(p[2].peer_efficiency, 1.025, 1e-12);  // cast-b and cast-c
+  EXPECT_EQ(p[0].peers, 1);  // rmsnorm only: not the casts, nor gelu, whose mix is unknown
+  EXPECT_NEAR(p[0].peer_efficiency, 0.7, 1e-12);
+  EXPECT_EQ(p[5].regime, "dram size");  // no other unsplit op: every memory-limited one
+  EXPECT_EQ(p[5].peers, 5);
+}
+
 // Memory-limited is relative to the op's own code: 2 ms against 1.11 ms in cache is (in-cache
 // SOL% 90, below 100), 1.8 ms against 1.67 ms is not.
 TEST(ModelLoop, MemoryLimitedMeansWellAboveItsOwnInCacheTime) {
@@ -122,8 +154,8 @@ TEST(ModelLoop, MemoryLimitedMeansWellAboveItsOwnInCacheTime) {
 }
 
 // A compute-bound GEMM learns from GEMMs of its unit and work class (dtype and shape class:
-// decode <= 128 rows, mid, large >= 2048), then its unit, then any GEMM; an op no other record
-// shares borrows from the compute-bound ops of its unit, and says so.
+// decode <= 128 rows, mid, large >= 2048), then its kernel (unit and dtype) at other shapes; an op
+// no other record shares borrows from the compute-bound ops of its unit and dtype, then any GEMM.
 TEST(ModelLoop, ComputeBoundOpsFromTheirUnitAndShapeClass) {
   std::vector<LoopRecord> ops = {
       gemm_op("m=4096,n=2112,k=7168", "bf16", 1e8, 1e-2 / 0.6),  // 0: floor 10 ms, large
@@ -138,7 +170,7 @@ TEST(ModelLoop, ComputeBoundOpsFromTheirUnitAndShapeClass) {
   EXPECT_EQ(p[0].regime, "class");
   EXPECT_TRUE(p[0].single_peer);
   EXPECT_NEAR(p[0].predicted_s, 1e-2 / 0.5, 1e-12);  // from the 2048^3 GEMM, not the mid one
-  EXPECT_EQ(p[2].regime, "unit");  // no other mid bf16 GEMM: both large ones, median 0.55
+  EXPECT_EQ(p[2].regime, "kernel");  // no other mid bf16 GEMM: both large ones, median 0.55
   EXPECT_NEAR(p[2].predicted_s, 1e-3 / 0.55, 1e-12);
   EXPECT_EQ(p[3].regime, "op");  // the only f32 GEMM: the bf16 ones, median 0.5
   EXPECT_NEAR(p[3].predicted_s, 1e-2 / 0.5, 1e-12);
@@ -146,9 +178,55 @@ TEST(ModelLoop, ComputeBoundOpsFromTheirUnitAndShapeClass) {
   EXPECT_NEAR(p[4].predicted_s, 3e-3 / 0.5, 1e-12);
 }
 
+// A kernel is its op, unit and compute dtype: an FP8 GEMM that converts its operands before the
+// bf16 unit is no peer of a bf16 GEMM on that unit, even when it is the only other GEMM there.
+// The kernel's records count whichever side of the roofline their floor lands on; a grouped GEMM
+// takes the dense kernel of its dtype and shape class before any DRAM efficiency.
+TEST(ModelLoop, GemmsLearnFromTheirOwnKernel) {
+  std::vector<LoopRecord> ops = {
+      gemm_op("m=2048,n=2048,k=2048", "bf16->f32", 1e8, 1e-2 / 0.4),       // 0: large bf16, 40%
+      gemm_op("m=128,n=7168,k=2048", "f8e4m3->bf16", 1e7, 1e-3 / 0.1),     // 1: decode FP8, 10%
+      gemm_op("m=128,n=7168,k=2048", "bf16->bf16", 2e7, 3e-3 / 0.5),       // 2: decode bf16, 50%
+      gemm_op("experts=8,n=7168,k=2048,rows=64:64:64:64:64:64:64:64", "f8e4m3xf8e4m3->bf16", 3e7,
+              4e-3 / 0.12),                                                 // 3: grouped FP8, 12%
+      copy_op(2e7, 2e-3 / 0.9),                                             // 4: memory-limited
+  };
+  // 2 and 3 have memory floors (3 ms and 4 ms of weights read against 2 ms and 3 ms of flops).
+  for (size_t i : {2, 3}) {
+    ops[i].bound = "memory";
+    ops[i].memory = Unit::mem_read;
+    ops[i].bytes = (i + 1) * 1e7;
+  }
+  ops[3].op = "gemm-grouped";
+  ops[4].bound = "memory";
+  ops[4].in_cache_s = 1e-3;
+  LoopRecord attn = gemm_op("b=1,sq=512,h=16,d=128", "bf16", 3e7, 3e-3 / 0.7);  // 5
+  attn.op = "attention";
+  ops.push_back(attn);
+  auto p = predict_loop(tiny_machine(), ops);
+  // 5: no other attention: the compute-bound ops of its unit and dtype, the bf16 GEMM (not the
+  // FP8 one beside it on the same unit).
+  EXPECT_EQ(p[5].regime, "unit, other ops");
+  EXPECT_NEAR(p[5].peer_efficiency, 0.4, 1e-12);
+  // 0: no other large bf16 GEMM: the bf16 kernel at 128 rows (50%), not the FP8 one (10%).
+  EXPECT_EQ(p[0].regime, "kernel");
+  EXPECT_NEAR(p[0].peer_efficiency, 0.5, 1e-12);
+  // 1: no other FP8 GEMM: the grouped FP8 GEMM of its shape class.
+  EXPECT_EQ(p[1].regime, "kernel, other op");
+  EXPECT_NEAR(p[1].peer_efficiency, 0.12, 1e-12);
+  // 3: memory-floored, no in-cache time: the dense FP8 kernel, not the copy's DRAM efficiency.
+  EXPECT_EQ(p[3].regime, "kernel, other op");
+  EXPECT_NEAR(p[3].peer_efficiency, 0.1, 1e-12);
+  // Without the dense FP8 GEMM the grouped one has no kernel of its own: the memory system.
+  ops.erase(ops.begin() + 1);
+  auto q = predict_loop(tiny_machine(), ops);
+  EXPECT_EQ(q[2].regime, "dram size");
+  EXPECT_NEAR(q[2].peer_efficiency, 0.9, 1e-12);
+}
+
 // Peers come from the op's size regime (floors within 4x): a small copy is predicted from the
 // small one beside it, flagged as a single peer, not from the large ones; a sample whose median
-// run took 1.5x its fastest was cut by the scheduler and is neither predicted nor a peer.
+// run took more than 1.2x its fastest was cut by the scheduler and is neither predicted nor a peer.
 TEST(ModelLoop, PeersFromTheSameSizeRegimeAndScheduledOutSamplesDropped) {
   std::vector<LoopRecord> ops = {copy_op(1e7, 2e-3), copy_op(1.5e7, 3e-3), copy_op(1e9, 0.11),
                                  copy_op(1.2e9, 0.13), copy_op(1.1e9, 0.5)};
@@ -162,6 +240,12 @@ TEST(ModelLoop, PeersFromTheSameSizeRegimeAndScheduledOutSamplesDropped) {
   EXPECT_NEAR(p[2].efficiency, 120.0 / 130, 1e-12);  // only the other large copy: 4 was dropped
   EXPECT_FALSE(p[4].dropped.empty());
   EXPECT_EQ(p[4].peers, 0);
+  // The bound is 1.2x: 1.25x is cut, 1.15x is not.
+  ops[4].min_s = ops[4].measured_s / 1.25;
+  EXPECT_NE(predict_loop(tiny_machine(), ops)[4].dropped.find("scheduler"), std::string::npos);
+  ops[4].min_s = ops[4].measured_s / 1.15;
+  EXPECT_TRUE(predict_loop(tiny_machine(), ops)[4].dropped.empty());
+  ops[4].min_s = 0.2;
   // A paired ceiling that moved past 1.2x drops the sample too.
   ops[3].ceiling_moved = 1.3;
   auto moved = predict_loop(tiny_machine(), ops);

@@ -112,12 +112,12 @@ TEST(EfficiencyLayer, ScheduledOutRecordsAreDropped) {
   std::string cut = record("rmsnorm", "tokens=4096", "bf16", 1, 1e-3, 2e-3);
   cut.insert(cut.size() - 1, R"(, "min_s": 0.001)");
   std::string kept = record("rmsnorm", "tokens=16", "bf16", 1, 1e-3, 2e-3);
-  kept.insert(kept.size() - 1, R"(, "min_s": 0.0015)");
+  kept.insert(kept.size() - 1, R"(, "min_s": 0.0018)");
   std::vector<KernelSample> samples =
       read_kernel_samples(write_temp("sol_calibration_cut.json", "[" + cut + "," + kept + "]"));
   ASSERT_EQ(samples.size(), 2u);
   EXPECT_NE(samples[0].dropped.find("scheduler"), std::string::npos);
-  EXPECT_TRUE(samples[1].dropped.empty());  // 2 ms against 1.5 ms: 1.33x
+  EXPECT_TRUE(samples[1].dropped.empty());  // 2 ms against 1.8 ms: 1.11x, within the 1.2x bound
 }
 
 // The calibration reader takes bad numbers and deep nesting as the model's other readers do:

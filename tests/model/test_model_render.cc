@@ -1,6 +1,7 @@
 // The text renderers: the per-op table lists each phase's largest ops, largest first.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -14,6 +15,35 @@ namespace sol {
 namespace {
 
 using test::shipped;
+
+// MFU names its peak: the plan's GEMM dtype first (an FP8 step's MFU is of the fp8 peak), the
+// other matrix peak after it, labelled for comparison (against bf16 an FP8 step passes 100%).
+TEST(ModelRender, MfuNamesThePeakOfThePlansGemmDtype) {
+  Prediction fp8 = predict(load_model_config(shipped("models", "deepseek-v3")),
+                           load_hardware_spec(shipped("hardware", "h800")),
+                           load_parallel_plan(shipped("plans", "deepseek-v3-train-h800")),
+                           load_workload(shipped("workloads", "pretrain-4k")));
+  EXPECT_EQ(fp8.mfu_peak, "fp8");
+  std::string text = prediction_table(fp8);
+  char headline[64];
+  std::snprintf(headline, sizeof headline, "MFU %.1f%% of the fp8 peak\n", 100 * fp8.mfu);
+  EXPECT_NE(text.find(headline), std::string::npos) << text;
+  const size_t named = text.find("MFU of the fp8 peak (the plan's GEMM dtype): ");
+  const size_t other = text.find("; for comparison, of the bf16 peak: ");
+  ASSERT_NE(named, std::string::npos) << text;
+  ASSERT_NE(other, std::string::npos) << text;
+  EXPECT_LT(named, other);
+  EXPECT_EQ(text.find("MFU of the bf16 peak"), std::string::npos) << text;
+
+  Prediction bf16 = predict(load_model_config(shipped("models", "llama-3-70b")),
+                            load_hardware_spec(shipped("hardware", "h100")),
+                            load_parallel_plan(shipped("plans", "llama-3-70b-train-h100")),
+                            load_workload(shipped("workloads", "pretrain-4k-small")));
+  EXPECT_EQ(bf16.mfu_peak, "bf16");
+  text = prediction_table(bf16);
+  EXPECT_NE(text.find("MFU of the bf16 peak (the plan's GEMM dtype): "), std::string::npos) << text;
+  EXPECT_NE(text.find("; for comparison, of the fp8 peak: "), std::string::npos) << text;
+}
 
 TEST(ModelRender, OpsTableListsTheLargestOpsOfEachPhaseInOrder) {
   Prediction p = predict(load_model_config(shipped("models", "deepseek-v3")),

@@ -1,0 +1,15 @@
+#pragma once
+// When a kernel record is no evidence of its kernel: the rules `sol model loop` and
+// `sol model calibrate` both drop samples by (docs/model.md).
+namespace sol::model_detail {
+
+// A paired ceiling that moved more than this between its measurements before and after the op
+// makes the record's floor uncertain (docs/ARCHITECTURE.md, decision 15). Twice the ~10% spread
+// of repeated runs on a quiet machine: noise alone does not cross it.
+constexpr double kCeilingMovedLimit = 1.2;
+// A record whose median run took this much longer than its fastest was slowed in most of its
+// runs by something other than its kernel (the scheduler, a neighbour's traffic): its time is the
+// machine's state. The same twice-the-spread bound as the ceiling's.
+constexpr double kScheduledOutRatio = 1.2;
+
+}  // namespace sol::model_detail
