@@ -29,7 +29,7 @@ PUBLIC = {
     "comm": ["comm", "comm_bench", "comm_window"],
     "parallel": ["cp", "engram", "ep", "pp"],
     "compiler": ["tile", "tile_ir"],
-    "model": ["model"],
+    "model": ["model", "model_loop"],
     "interfaces": ["sol"],
 }
 PUBLIC_LAYER = {f"sol/{name}.h": layer for layer, names in PUBLIC.items() for name in names}

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # One command for a machine with an NVIDIA GPU (an H200 here): build Sol's device parts there,
 # run the `gpu` tests (the GPU ceilings and the sm90 GEMM against the CPU among them),
-# compute-sanitizer memcheck and racecheck on small shapes, the device benches of copy/cast
-# beside torch on the same shapes, `sol hw` and `sol bench --device cuda` when a full build's
-# CLI runs here, and write $OUT/device-check.json and $OUT/device-check.md. Runs from the
-# repository root; docs/gpu.md says how and why.
+# compute-sanitizer memcheck and racecheck on small shapes, the device benches of copy/cast and
+# the memory-bound ops beside torch on the same shapes, the GEMM table beside cuBLASLt and torch,
+# `sol hw` and `sol bench --device cuda` when a full build's CLI runs here, and write
+# $OUT/device-check.json, $OUT/device-check.md and $OUT/gemm.jsonl. Runs from the repository
+# root; docs/gpu.md says how and why.
 #
-#   scripts/device-check.sh              the real run (budget: under 6 minutes)
+#   scripts/device-check.sh              the real run (budget: under 8 minutes: build ~3, gpu tests
+#                                        ~1, sanitizers ~1, row benches ~1, GEMM table 2.5 at most
+#                                        (it stops starting shapes after SOL_BENCH_GEMM_SECONDS,
+#                                        default 120), torch ~1)
 #   scripts/device-check.sh --dry-run    no GPU needed: every step says what it would run, or
 #                                        why it is skipped; uses an existing build if there is
 #                                        one ($SOL_BUILD_DIR, default build/) for the gpu tests,
@@ -104,9 +108,10 @@ if [[ -x "$TESTS" ]]; then
   if (( HAVE_GPU )); then
     run bench-sol 120 "$TESTS" bench_copy_cast
     run bench-sol-rows 120 "$TESTS" bench_memory_bound
-    run bench-torch 120 python3 scripts/device-check-torch.py
+    SOL_BENCH_GEMM_SECONDS=${SOL_BENCH_GEMM_SECONDS:-120} run bench-gemm 200 "$TESTS" bench_gemm
+    run bench-torch 180 python3 scripts/device-check-torch.py
   else
-    step bench skipped "no GPU"
+    step bench skipped "no GPU (would run $TESTS bench_copy_cast, bench_memory_bound, bench_gemm and scripts/device-check-torch.py)"
   fi
   # The CLI needs CLI11, fmt and MPI: a SOL_DEVICE_MINIMAL build has none, a carried full build
   # runs if its shared libraries are here. Without it the gpu tests `ceilings` and
@@ -133,7 +138,8 @@ fi
   echo "{\"machine\": \"${GPU:-no GPU}\", \"dry_run\": $DRY, \"seconds\": $(( $(date +%s) - START )), \"steps\": ["
   (IFS=,; echo "${STEPS_JSON[*]}")
   echo "], \"bench\": ["
-  cat "$OUT"/bench-sol.log "$OUT"/bench-sol-rows.log "$OUT"/bench-torch.log 2>/dev/null | sed -n 's/^BENCH //p' | paste -sd, -
+  cat "$OUT"/bench-sol.log "$OUT"/bench-sol-rows.log "$OUT"/bench-gemm.log "$OUT"/bench-torch.log 2>/dev/null \
+    | sed -n 's/^BENCH //p' | paste -sd, -
   echo "], \"ceilings\": ["
   sed -n 's/^CEILING //p' "$OUT"/gpu-tests.log 2>/dev/null | paste -sd, -
   echo "]}"
@@ -156,9 +162,25 @@ fi
   echo "Benchmarks (one JSON record per line; sol_pct against the copy ceiling measured beside it):"
   echo
   echo '```'
-  cat "$OUT"/bench-sol.log "$OUT"/bench-sol-rows.log "$OUT"/bench-torch.log 2>/dev/null | sed -n 's/^BENCH //p'
+  cat "$OUT"/bench-sol.log "$OUT"/bench-sol-rows.log "$OUT"/bench-torch.log 2>/dev/null | sed -n 's/^BENCH //p' \
+    | grep -v '"op": "torch \(matmul\|_scaled_mm\)'
+  echo '```'
+  echo
+  echo "GEMM table (\`sol_gpu_tests bench_gemm\`: Sol, cuBLASLt, floor = max(FLOPs / measured wgmma peak,"
+  echo "bytes / measured HBM read); SOL% per implementation; records in gemm.jsonl with torch's):"
+  echo
+  echo '```'
+  sed -n 's/^TABLE //p' "$OUT"/bench-gemm.log 2>/dev/null
+  grep -h '^ceilings\|^device ' "$OUT"/bench-gemm.log 2>/dev/null
+  grep -h '^torch fp8' "$OUT"/bench-torch.log 2>/dev/null
   echo '```'
 } > "$OUT/device-check.md"
+# The GEMM records, one JSON object a line: Sol's and cuBLASLt's (floor, SOL%, check against Sol)
+# and torch's (time only; the floor of the same shape is in Sol's record).
+{
+  sed -n 's/^BENCH //p' "$OUT"/bench-gemm.log 2>/dev/null
+  sed -n 's/^BENCH //p' "$OUT"/bench-torch.log 2>/dev/null | grep '"op": "torch \(matmul\|_scaled_mm\)'
+} > "$OUT/gemm.jsonl"
 echo "report: $OUT/device-check.json, $OUT/device-check.md"
 grep -q '"status": "failed"' "$OUT/device-check.json" && exit 1
 exit 0

@@ -352,39 +352,4 @@ std::string prediction_svg(const Prediction& p);
 // floor) under the device's matrix peaks and memory bandwidth, dot area its share of the phase.
 std::string prediction_roofline_svg(const Prediction& p, const HardwareSpec& hw);
 
-// Closing the loop on this machine. Each op `sol report` measured is predicted from its floor
-// on the report's own ceilings and an efficiency learned from the *other* measurements of the
-// same op at the same thread count (leave-one-out: the op's own time never enters its
-// prediction), then compared with what was measured. Peers are taken from the op's size regime
-// first (same dtype and bound, floor within 4x), widening only when there are none there;
-// samples the scheduler cut into are neither predicted nor peers.
-struct MeasuredOp {
-  std::string op, shape, dtype;
-  int threads = 1;
-  double flops = 0, bytes = 0;
-  Unit compute = Unit::fma_f32, memory = Unit::mem_copy;
-  double measured_s = 0;
-  double min_s = 0;          // fastest run (0: unknown)
-  double ceiling_moved = 1;  // how far the paired ceiling moved during the run
-  std::string bound;         // compute or memory, as measured
-};
-struct LoopPrediction {
-  MeasuredOp measured;
-  double floor_s = 0;      // on the report's cached ceilings
-  double efficiency = 0;   // median floor/time of the peers; 0 when the op has no peer
-  int peers = 0;
-  std::string regime;      // which peers: "size" (same dtype, bound, floor within 4x),
-                           // "dtype" (and bound), "bound", "op"; "" without peers
-  bool single_peer = false;  // one peer only: the prediction is that peer's efficiency
-  std::string dropped;     // why the sample is left out ("" when it is not)
-  double predicted_s = 0;  // floor / efficiency
-  double error_pct = 0;    // 100 * (predicted - measured) / measured
-};
-// Reads report.json (as `sol report` writes it), or the array of records `sol bench --json`
-// prints (then `machine` is left as the caller set it: the cached profile); throws sol::Error
-// naming the file and key.
-void load_report(const std::string& path, MachineProfile& machine, std::vector<MeasuredOp>& ops);
-std::vector<LoopPrediction> predict_measured_ops(const MachineProfile& machine,
-                                                 const std::vector<MeasuredOp>& ops);
-
 }  // namespace sol

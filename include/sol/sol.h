@@ -18,6 +18,7 @@
 #include "sol/hw.h"
 #include "sol/mla.h"
 #include "sol/model.h"
+#include "sol/model_loop.h"
 #include "sol/moe_permute.h"
 #include "sol/norm.h"
 #include "sol/pp.h"

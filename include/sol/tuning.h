@@ -6,7 +6,7 @@
 // candidates of each parameter on this machine and caches the winners in tuning.json beside the
 // machine profile, keyed by the CPU's identity; tuning() applies them. SOL_TUNING=defaults
 // ignores the cache. No parameter may change a result bit: each only moves blocking, row
-// pipelining or store kind (tests/hw/test_tuning_bits.cc sweeps them all). What does fix a
+// pipelining, prefetch distances or store kind (tests/hw/test_tuning_bits.cc sweeps them all). What does fix a
 // summation order (GEMM's KC and decode chunk) is a constant, the same on every machine.
 #include <cstdint>
 #include <functional>
@@ -35,12 +35,17 @@ struct TuningParams {
   int64_t gemm_b_prefetch_bytes = 0;    // how far ahead a B panel's first reader requests it
   int64_t stream_min_bytes = 0;         // outputs this large or larger take non-temporal stores
   int64_t softmax_pipeline_min_rows = 0;  // a thread's rows before bf16 softmax pipelines them
+  int64_t row_prefetch_bytes = 0;       // L1 look-ahead of the elementwise row kernels, per stream
+  int64_t pass_prefetch_bytes = 0;      // L1 look-ahead of a row pass reading from memory
+  int64_t pass_l2_prefetch_bytes = 0;   // L2 look-ahead of the norms' output-and-next-row loop
+  int64_t rope_prefetch_heads = 0;      // rope slices requested ahead of the one rotated
+  int64_t quant_pipeline_groups = 0;    // groups normalised ahead of the one encoded (fused rmsnorm + fp8)
   bool operator==(const TuningParams&) const = default;
 };
 
 // One parameter: its family, name, the field, its valid range, and the rule its default follows.
 struct TuningParamInfo {
-  const char* family;  // "gemm", "stream", "softmax"
+  const char* family;  // "gemm", "stream", "softmax", "rows"
   const char* name;    // the key in tuning.json and `sol hw`
   int64_t TuningParams::*field;
   int64_t min, max, multiple;

@@ -1,6 +1,7 @@
 """Tokens/s of a Sol-patched Hugging Face model against torch's own CPU kernels, side by side.
 
     PYTHONPATH=build/python python3 python/benchmarks/models.py [--threads 1] [--rounds 5] [--compile] [--profile]
+        [--baseline-rev REV]
 
 A DeepseekV3 architecture (MLA attention, group-limited sigmoid MoE with a shared expert) with
 random bf16 weights, sized so that kernels, not Python, dominate: hidden 1024, 2 layers (one
@@ -11,13 +12,19 @@ alike; each case prints the median and the spread of the rounds. torch and Sol u
 thread count. Timed by default in the calling thread's CPU time (--clock cpu, one thread: all of
 torch's and Sol's work runs on it), so that a loaded machine's descheduling does not land on one
 variant; --clock wall for elapsed time. --profile adds, each round, Sol's share of one profiled step (sol.profile) of the
-patched model for the case."""
+patched model for the case. --baseline-rev REV adds a variant patched by the model glue of git
+revision REV (python/sol/_hf_*.py as they were there, over the same Sol ops), so that a change to
+the glue is measured against its predecessor in one interleaved run."""
 import argparse
 import copy
+import importlib
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+import types
 
 import torch
 from transformers import DynamicCache
@@ -81,6 +88,24 @@ def step_share(model, case):
     return shares
 
 
+def baseline_patch(rev):
+    """sol.torch.patch as git revision rev had it: its python/sol/_hf_*.py loaded as the package
+    sol_baseline (they import the current sol for the ops)."""
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    names = subprocess.run(["git", "-C", root, "ls-tree", "--name-only", rev, "python/sol/"], check=True,
+                           capture_output=True, text=True).stdout.split()
+    folder = tempfile.mkdtemp()
+    for name in (n for n in names if os.path.basename(n).startswith("_hf_")):
+        text = subprocess.run(["git", "-C", root, "show", f"{rev}:{name}"], check=True, capture_output=True,
+                              text=True).stdout
+        with open(os.path.join(folder, os.path.basename(name)), "w") as f:
+            f.write(text)
+    package = types.ModuleType("sol_baseline")
+    package.__path__ = [folder]
+    sys.modules["sol_baseline"] = package
+    return importlib.import_module("sol_baseline._hf_patch").patch
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--threads", type=int, default=1)
@@ -89,6 +114,7 @@ def main():
     p.add_argument("--profile", action="store_true", help="also Sol's share of a profiled step, each round")
     p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                    help="cpu (default): this thread's CPU time, needs --threads 1; wall: elapsed time")
+    p.add_argument("--baseline-rev", help="also a model patched by the sol.torch glue of this git revision")
     args = p.parse_args()
     global clock
     if args.clock == "cpu":
@@ -100,6 +126,9 @@ def main():
     eager = deepseek_v3(torch.bfloat16, **MID)
     patched = st.patch(copy.deepcopy(eager))
     variants = {"torch eager": eager, "Sol patched": patched}
+    if args.baseline_rev:
+        variants[f"Sol @{args.baseline_rev}"] = baseline_patch(args.baseline_rev)(copy.deepcopy(eager))
+    profiled = {name: m for name, m in variants.items() if name != "torch eager"}
     cases = {"prefill 512": lambda m: prefill(m, 512), "decode b=1": lambda m: decode(m, 1),
              "decode b=16": lambda m: decode(m, 16)}
     compiled = torch.compile(eager) if args.compile else None
@@ -113,20 +142,21 @@ def main():
             for run in runs.values():
                 run()  # warm-up (and compilation)
             rates = {name: [] for name in runs}
-            shares = []
+            shares = {name: [] for name in profiled}
             for _ in range(args.rounds):
                 for name, run in runs.items():
                     rates[name].append(run())
-                if args.profile:
-                    shares.append(step_share(patched, case))
+                for name, m in profiled.items() if args.profile else ():
+                    shares[name].append(step_share(m, case))
             base = statistics.median(rates["torch eager"])
             for name, r in rates.items():
                 med = statistics.median(r)
                 print(f"{case:<12} {name:<14} {med:>10.1f}  [{min(r):.1f}, {max(r):.1f}]  x{med / base:.2f}")
-            for i, kind in enumerate(("wall time", "thread CPU time") if shares else ()):
-                r = [s[i] for s in shares]
-                print(f"{case:<12} {'Sol share %':<14} {statistics.median(r):>10.1f}  [{min(r):.1f}, {max(r):.1f}]  "
-                      f"of a profiled step's {kind}")
+            for name, got in shares.items() if args.profile else ():
+                for i, kind in enumerate(("wall time", "thread CPU time")):
+                    r = [s[i] for s in got]
+                    print(f"{case:<12} {'Sol share %':<14} {statistics.median(r):>10.1f}  [{min(r):.1f}, {max(r):.1f}]  "
+                          f"of a profiled step's {kind} ({name})")
 
 
 if __name__ == "__main__":

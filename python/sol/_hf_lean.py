@@ -9,7 +9,9 @@ with the least Python between them:
     reaches Sol's attention and is checked there;
   - each layer's step() takes and returns (stream, pending): a MoE layer leaves its output
     pending and the next layer's input add_rmsnorm (or the final norm) adds it to the stream;
-  - the latent rows are appended to HF's own cache (cache.update, one call per layer);
+  - the latent rows are written into HF's own cache in place (_hf_latent_cache.py);
+  - the embedding, norm weights, layers and LM head are read from plain references gathered at
+    install (_Plan), not through nn.Module attribute lookups and module calls;
   - hidden states (output_hidden_states): views of the stream, completed in place;
     output_attentions is refused (Sol's attention never forms the weights).
 Anything else this forward does not handle (labels, return_dict=False, inputs the HF forward
@@ -17,7 +19,6 @@ alone knows) goes to HF's forward unchanged. unpatch deletes the instance attrib
 forward is back as it was.
 """
 import functools
-import itertools
 import types
 
 import torch
@@ -43,12 +44,26 @@ def install(model):
         return []
     inner.forward = types.MethodType(functools.wraps(type(inner).forward)(_model_forward), inner)
     model.forward = types.MethodType(functools.wraps(type(model).forward)(_causal_lm_forward), model)
+    inner._sol_lean = _Plan(inner, model.lm_head)
     return [model, inner]
 
 
 def uninstall(modules):
     for m in modules:
         m.__dict__.pop("forward", None)
+        m.__dict__.pop("_sol_lean", None)
+
+
+class _Plan:
+    """What the lean forward reads on every call, gathered at install as plain attributes: an
+    nn.Module's submodules and parameters are looked up through __getattr__ (microseconds each).
+    The weights are detached views of the parameters (in-place updates show through), fixed at
+    patch time like the packed GEMM weights."""
+    def __init__(self, inner, head):
+        self.layers = tuple(inner.layers)[:inner.config.num_hidden_layers]
+        self.embedding = inner.embed_tokens.weight.detach()
+        self.norm_weight, self.norm_eps = inner.norm.weight.detach(), inner.norm.eps
+        self.head, self.head_bias = head.packed, head.bias_f32
 
 
 def _lean_args(module, kwargs):
@@ -67,46 +82,50 @@ def _flag(module, kwargs, name):
 
 
 def _stack(inner, input_ids, inputs_embeds, attention_mask, position_ids, cache, use_cache, hidden_states):
-    """The final-normed hidden states [B, S, hidden] and the cache; appends to hidden_states (a list,
-    or None) the embeddings and every layer's output but the last (HF's convention: the last entry is
-    the normed output)."""
+    """The final-normed hidden states [B * S, hidden] (dense rows), B, S and the cache; appends to
+    hidden_states (a list, or None) the embeddings and every layer's output but the last (HF's
+    convention: the last entry is the normed output)."""
     if (input_ids is None) == (inputs_embeds is None):
         raise ValueError("You must specify exactly one of input_ids or inputs_embeds")
+    plan = inner._sol_lean
     if use_cache is None:
         use_cache = inner.config.use_cache
     if use_cache and cache is None:
         from transformers import DynamicCache
         cache = DynamicCache(config=inner.config)
-    x = inner.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds
-    b, s = x.shape[:2]
+    if inputs_embeds is None:
+        b, s = input_ids.shape
+        stream = _sol.embedding(plan.embedding, input_ids.reshape(-1).to(torch.int32))
+    else:
+        b, s = inputs_embeds.shape[:2]
+        stream = inputs_embeds.reshape(b * s, -1).contiguous()
     past = cache.get_seq_length() if cache is not None else 0
     if attention_mask is not None and not bool(attention_mask.all()):
         raise _sol.Error("sol.torch.patch: the attention_mask pads (zeros) but Sol's patched attention takes "
                          "sequences of equal length without padding")
-    if position_ids is None:
+    if position_ids is not None:
+        positions = position_ids.expand(b, s).reshape(-1).to(torch.int32)
+    elif s == 1:
+        positions = torch.full((b,), past, dtype=torch.int32)
+    else:
         positions = torch.arange(past, past + s, dtype=torch.int32)
         positions = positions if b == 1 else positions.repeat(b)
-    else:
-        positions = position_ids.expand(b, s).reshape(-1).to(torch.int32)
-    stream = x.reshape(b * s, -1)
-    if inputs_embeds is not None:
-        stream = stream.contiguous()
     pending = None
-    for layer in itertools.islice(inner.layers, inner.config.num_hidden_layers):  # a ModuleList slice costs more
+    for layer in plan.layers:
         if hidden_states is not None:
             # A pending MoE output is added into this very tensor by the next add_rmsnorm.
             hidden_states.append(stream.view(b, s, -1))
         stream, pending = layer.step(stream, pending, b, s, past, positions, cache)
-    norm = inner.norm
-    weight = norm.weight.detach().to(stream.dtype)
+    weight = plan.norm_weight
+    if weight.dtype != stream.dtype:
+        weight = weight.to(stream.dtype)
     if pending is None:
-        out = _sol.rmsnorm(stream, weight, eps=norm.eps)
+        out = _sol.rmsnorm(stream, weight, eps=plan.norm_eps)
     else:
-        out = _sol.add_rmsnorm(pending, stream, weight, eps=norm.eps)
-    out = out.view(b, s, -1)
+        out = _sol.add_rmsnorm(pending, stream, weight, eps=plan.norm_eps)
     if hidden_states is not None:
-        hidden_states.append(out)
-    return out, cache
+        hidden_states.append(out.view(b, s, -1))
+    return out, b, s, cache
 
 
 def _model_forward(self, input_ids=None, attention_mask=None, position_ids=None, cache=None, inputs_embeds=None,
@@ -117,8 +136,8 @@ def _model_forward(self, input_ids=None, attention_mask=None, position_ids=None,
     from transformers.modeling_outputs import MoeModelOutputWithPast
     cache = kwargs.pop("past_key_values", None) if cache is None else cache
     hidden = [] if _flag(self, kwargs, "output_hidden_states") else None
-    out, cache = _stack(self, input_ids, inputs_embeds, attention_mask, position_ids, cache, use_cache, hidden)
-    result = MoeModelOutputWithPast(last_hidden_state=out, cache=cache)
+    out, b, s, cache = _stack(self, input_ids, inputs_embeds, attention_mask, position_ids, cache, use_cache, hidden)
+    result = MoeModelOutputWithPast(last_hidden_state=out.view(b, s, -1), cache=cache)
     if hidden is not None:
         result["hidden_states"] = tuple(hidden)
     return result
@@ -134,9 +153,17 @@ def _causal_lm_forward(self, input_ids=None, attention_mask=None, position_ids=N
     from transformers.modeling_outputs import MoeCausalLMOutputWithPast
     cache = kwargs.pop("past_key_values", None) if cache is None else cache
     hidden = [] if _flag(self, kwargs, "output_hidden_states") else None
-    out, cache = _stack(self.model, input_ids, inputs_embeds, attention_mask, position_ids, cache, use_cache, hidden)
-    keep = slice(-logits_to_keep, None) if isinstance(logits_to_keep, int) else logits_to_keep
-    logits = self.lm_head(out[:, keep, :])
+    inner = self.model
+    out, b, s, cache = _stack(inner, input_ids, inputs_embeds, attention_mask, position_ids, cache, use_cache, hidden)
+    plan = inner._sol_lean
+    if isinstance(logits_to_keep, int) and (logits_to_keep == 0 or logits_to_keep >= s):
+        rows, kept = out, s  # every position (decode: the only one)
+    else:
+        keep = slice(-logits_to_keep, None) if isinstance(logits_to_keep, int) else logits_to_keep
+        rows = out.view(b, s, -1)[:, keep, :]
+        kept = rows.shape[1]
+        rows = rows.reshape(b * kept, -1)
+    logits = _sol.gemm(rows, plan.head, bias=plan.head_bias, out_dtype=out.dtype).view(b, kept, -1)
     result = MoeCausalLMOutputWithPast(logits=logits, cache=cache)
     if hidden is not None:
         result["hidden_states"] = tuple(hidden)

@@ -5,7 +5,8 @@ writes it, rmsnorm normalises c_kv in place and Sol's rope rotates k_rope in pla
 pairs when config.rope_interleave, as DeepSeek's weights are laid out: HF de-interleaves q and k
 alike, so every q.k is the same). The latent rows are what the KV cache holds: HF's own cache
 object (DynamicCache), one [B, 1, L, kv_lora + rope] tensor per layer as its keys and an empty
-[B, 1, L, 0] as its values.
+[B, 1, L, 0] as its values, both views of a buffer with spare rows that the kv_a GEMM writes the
+new rows into (_hf_latent_cache.py: no concatenation per step).
 
 Prefill (or several new tokens): keys and values expanded per head by one GEMM over the latent
 rows with an augmented kv_b matrix whose extra rows copy k_rope into each head (an identity
@@ -17,14 +18,15 @@ space; scores = scale * q_lat . latent rows, one softmax over every sequence and
 P . c_kv per sequence, then W_UV per head and o_proj. bf16 runs the per-head and per-sequence
 products as grouped GEMMs (grouped_gemm_masked over strided views, no copies); f32 as one
 sol.gemm per head and per sequence. Sol's mla_decode is not used: it is fixed at
-DeepSeek-V3's 576/512 latent widths over 64-token pages, and HF's DynamicCache grows one
-contiguous tensor by concatenation (no pages); flash attention takes head dims up to 256 while the
+DeepSeek-V3's 576/512 latent widths over 64-token pages, and the cache is one buffer of rows
+per layer (no pages); flash attention takes head dims up to 256 while the
 latent row of DeepSeek-V3 is 576 wide.
 """
 import torch
 from torch import nn
 
 import sol as _sol
+from . import _hf_latent_cache as _latent_cache
 
 
 def _pack(w, layout="nt"):
@@ -99,13 +101,17 @@ class SolDeepseekV3Attention(nn.Module):
         else:
             self.absorb = [_pack(absorb[hh].to(dtype), "nn") for hh in range(h)]
             self.unabsorb = [_pack(w[hh, n:], "nt") for hh in range(h)]
-        self._counts = {}
+        self._scratches = {}
         self.table = _sol.RopeTable(_rope_config(c, rotary), int(c.max_position_embeddings))
         self.causal = True
 
-    def _latent(self, x, positions):
-        """Latent rows [T, lora + rope] of x [T, hidden]: normalised c_kv, rotated k_rope."""
-        lat = _sol.gemm(x, self.kv_a, out_dtype=x.dtype)
+    def _latent(self, x, positions, out=None):
+        """Latent rows [T, lora + rope] of x [T, hidden] (into out when given, rows of any stride):
+        normalised c_kv, rotated k_rope."""
+        if out is None:
+            lat = _sol.gemm(x, self.kv_a, out_dtype=x.dtype)
+        else:
+            lat = _sol.gemm(x, self.kv_a, out=out)
         c = lat[:, :self.lora]
         _sol.rmsnorm(c, self.kv_norm[0], eps=self.kv_norm[1], out=c)
         _sol.rope(lat.view(lat.shape[0], 1, -1), positions, self.table, self.lora)
@@ -131,42 +137,53 @@ class SolDeepseekV3Attention(nn.Module):
                                       softmax_scale=self.scaling)
         return out.view(b * s, h * v)
 
-    def _absorbed(self, q, latent, b):
-        """One new token per sequence against its latent rows [B, L, lora + rope]."""
+    def _absorbed(self, q, latent, b, c_kv_t=None):
+        """One new token per sequence against its latent rows [B, L, lora + rope] (any batch stride);
+        c_kv_t: their c_kv transposed, [B, lora, L] (bf16: P . c_kv of all sequences in one grouped
+        GEMM), or None (one GEMM per sequence)."""
         h, lat = self.heads, self.lora
+        if q.dtype == torch.bfloat16:
+            per_head, per_seq, q_lat, q_lat_t, out_lat, out_lat_t, out_t, attn = self._scratch(b, q)
+            _sol.grouped_gemm_masked(q.transpose(0, 1), self.absorb, per_head, out=q_lat_t)
+            scores = _sol.grouped_gemm_masked(q_lat, latent, per_seq, out_dtype=torch.float32)  # pre-scaled
+            p = _sol.softmax(scores, out=q.new_empty(scores.shape))  # f32 softmax rounded once to bf16
+            if c_kv_t is not None:
+                _sol.grouped_gemm_masked(p, c_kv_t, per_seq, out=out_lat)
+            else:
+                for p_i, c_i, out_i in zip(p.unbind(0), latent[..., :lat].unbind(0), out_lat.unbind(0)):
+                    _sol.gemm(p_i, c_i, out=out_i)
+            _sol.grouped_gemm_masked(out_lat_t, self.unabsorb, per_head, out=out_t)
+            return attn
         q_lat = q.new_empty(b, h, lat + self.rope_dim)
         out_lat = q.new_empty(b, h, lat)
         out = q.new_empty(b, h, self.v_dim)
-        if q.dtype == torch.bfloat16:
-            per_head, per_seq = self._masked_counts(b)
-            _sol.grouped_gemm_masked(q.transpose(0, 1), self.absorb, per_head, out=q_lat.transpose(0, 1))
-            scores = _sol.grouped_gemm_masked(q_lat, latent, per_seq, out_dtype=torch.float32)  # pre-scaled
-            _sol.softmax(scores, out=scores)
-            p = _sol.cast(scores, dtype=q.dtype)
-            for i in range(b):
-                _sol.gemm(p[i], latent[i, :, :lat], out=out_lat[i])
-            _sol.grouped_gemm_masked(out_lat.transpose(0, 1), self.unabsorb, per_head, out=out.transpose(0, 1))
-            return out.view(b, h * self.v_dim)
-        for hh in range(h):
-            _sol.gemm(q[:, hh], self.absorb[hh], out=q_lat[:, hh])
+        c_kv = latent[..., :lat]
+        for q_h, absorb, q_lat_h in zip(q.unbind(1), self.absorb, q_lat.unbind(1)):
+            _sol.gemm(q_h, absorb, out=q_lat_h)
         scores = q.new_empty(b, h, latent.shape[1])
-        for i in range(b):
-            _sol.gemm(q_lat[i], latent[i], layout="nt", alpha=self.scaling, out=scores[i])
+        for q_lat_i, latent_i, scores_i in zip(q_lat.unbind(0), latent.unbind(0), scores.unbind(0)):
+            _sol.gemm(q_lat_i, latent_i, layout="nt", alpha=self.scaling, out=scores_i)
         _sol.softmax(scores, out=scores)
-        for i in range(b):
-            _sol.gemm(scores[i], latent[i, :, :lat], out=out_lat[i])
-        for hh in range(h):
-            _sol.gemm(out_lat[:, hh], self.unabsorb[hh], out=out[:, hh])
+        for p_i, c_i, out_i in zip(scores.unbind(0), c_kv.unbind(0), out_lat.unbind(0)):
+            _sol.gemm(p_i, c_i, out=out_i)
+        for out_lat_h, unabsorb, out_h in zip(out_lat.unbind(1), self.unabsorb, out.unbind(1)):
+            _sol.gemm(out_lat_h, unabsorb, out=out_h)
         return out.view(b, h * self.v_dim)
 
-    def _masked_counts(self, b):
-        """masked_m of the grouped GEMMs: b rows in each of the heads' groups, heads rows in each
-        sequence's group (made once per batch size)."""
-        counts = self._counts.get(b)
-        if counts is None:
-            counts = self._counts[b] = (torch.full((self.heads,), b, dtype=torch.int32),
-                                        torch.full((b,), self.heads, dtype=torch.int32))
-        return counts
+    def _scratch(self, b, q):
+        """The bf16 absorbed decode's fixed-shape tensors for batch b, made once and reused by every
+        step: masked_m of the grouped GEMMs (b rows in each head's group, heads rows in each
+        sequence's), q_lat [b, h, lat + rope] and out_lat [b, h, lat] with their head-major views,
+        the output's head-major view and the output [b, h * v] (read by o_proj before the next step)."""
+        got = self._scratches.get(b)
+        if got is None or got[2].dtype != q.dtype:
+            h = self.heads
+            q_lat, out_lat = q.new_empty(b, h, self.lora + self.rope_dim), q.new_empty(b, h, self.lora)
+            out = q.new_empty(b, h, self.v_dim)
+            got = self._scratches[b] = (torch.full((h,), b, dtype=torch.int32), torch.full((b,), h, dtype=torch.int32),
+                                        q_lat, q_lat.transpose(0, 1), out_lat, out_lat.transpose(0, 1),
+                                        out.transpose(0, 1), out.view(b, h * self.v_dim))
+        return got
 
     def forward(self, hidden_states, position_embeddings=None, attention_mask=None, cache=None, position_ids=None,
                 **kwargs):
@@ -184,14 +201,34 @@ class SolDeepseekV3Attention(nn.Module):
         """x [B * S, hidden] (S new tokens per sequence, `past` cached before them) -> [B * S, hidden],
         the new latent rows appended to cache (None: no cache); causal, no mask."""
         q = self._query(x, positions)
-        latent = self._latent(x, positions)
-        if cache is not None:
+        held = None if cache is None else _latent_cache.reserve(cache, self.layer_idx, b, s,
+                                                                self.lora + self.rope_dim, x.dtype)
+        c_kv_t = None
+        if held is not None:
+            layer, slot = held
+            past = slot.length
+            self._append_in_place(slot, x, b, s, positions)
+            latent = _latent_cache.commit(layer, slot, s)
+            if s == 1 and past > 0 and b > 1 and x.dtype == torch.bfloat16:
+                c_kv_t = _latent_cache.columns(slot, self.lora)
+        elif cache is not None:
+            latent = self._latent(x, positions)
             keys, _ = cache.update(latent.view(b, 1, s, -1), latent.new_empty(b, 1, s, 0), self.layer_idx)
             latent = keys.view(b, past + s, -1)
         else:
-            latent = latent.view(b, s, -1)
+            latent = self._latent(x, positions).view(b, s, -1)
         if s == 1 and past > 0:
-            attn = self._absorbed(q, latent, b)
+            attn = self._absorbed(q, latent, b, c_kv_t)
         else:
             attn = self._expanded(q, latent.reshape(-1, latent.shape[-1]), b, s)
         return _sol.gemm(attn, self.o, out_dtype=x.dtype)
+
+    def _append_in_place(self, slot, x, b, s, positions):
+        """The new latent rows written by the kv_a GEMM straight into the cache buffer's free rows."""
+        past = slot.length
+        if s == 1:
+            self._latent(x, positions, out=slot.rows[:, past])
+        elif b == 1:
+            self._latent(x, positions, out=slot.rows[0, past:past + s])
+        else:  # several tokens of several sequences: not one strided set of rows
+            slot.rows[:, past:past + s].copy_(self._latent(x, positions).view(b, s, -1))

@@ -81,14 +81,19 @@ class SolGatedMLP(nn.Module):
 
     def forward(self, x, residual=None):
         """down(silu(gate) * up); with residual [T, hidden]: residual += that, in the GEMM's epilogue."""
-        h = _sol.silu_mul(_sol.gemm(_rows(x), self.gate_up, out_dtype=x.dtype))
         if residual is not None:
-            return _sol.gemm(h, self.down, out=residual, beta=1.0)
+            return self.accumulate(_rows(x), residual)
+        h = _sol.silu_mul(_sol.gemm(_rows(x), self.gate_up, out_dtype=x.dtype))
         return _sol.gemm(h, self.down, out_dtype=x.dtype).view(*x.shape[:-1], self.hidden)
+
+    def accumulate(self, x, residual):
+        """residual [T, hidden] += this MLP of the rows x [T, hidden] (dense rows); returns residual."""
+        h = _sol.silu_mul(_sol.gemm(x, self.gate_up, out_dtype=x.dtype))
+        return _sol.gemm(h, self.down, out=residual, beta=1.0)
 
     def add_into(self, x, stream):
         """(stream with this MLP of x [T, hidden] added, None): nothing left to add."""
-        return self(x, residual=stream), None
+        return self.accumulate(x, stream), None
 
 
 class SolDeepseekV3MoE(nn.Module):
@@ -110,6 +115,8 @@ class SolDeepseekV3MoE(nn.Module):
             self.down = [_sol.pack_b(down[e], "nt") for e in range(self.experts_count)]
         self.hidden = down.shape[1]
         self.shared_experts = SolGatedMLP(moe.shared_experts)
+        # A plain reference: an nn.Module's submodule lookup goes through __getattr__ on every call.
+        self._shared = (self.shared_experts,)
 
     def route(self, x):
         logits = _sol.gemm(x, self.router, out_dtype=torch.float32)
@@ -149,8 +156,7 @@ class SolDeepseekV3MoE(nn.Module):
     def _moe(self, x):
         idx, weights = self.route(x)
         y = self.experts(x, idx, weights)
-        self.shared_experts(x, residual=y)
-        return y
+        return self._shared[0].accumulate(x, y)
 
 
 class SolEmbedding(nn.Module):
@@ -174,6 +180,11 @@ class SolDeepseekV3DecoderLayer(nn.Module):
                              f"'{getattr(layer.mlp.config, 'hidden_act', '?')}') has no Sol module")
         self.input_layernorm = SolRMSNorm(layer.input_layernorm)
         self.post_attention_layernorm = SolRMSNorm(layer.post_attention_layernorm)
+        # What step() reads, as plain attributes: nn.Module lookups of submodules and parameters go
+        # through __getattr__ (microseconds each, per call). The norm weights are detached views of
+        # the parameters (in-place updates show through), like the packed weights fixed at patch time.
+        self._step_plan = (self.self_attn, self.mlp, self.input_layernorm.weight.detach(), self.input_layernorm.eps,
+                           self.post_attention_layernorm.weight.detach(), self.post_attention_layernorm.eps)
 
     def forward(self, hidden_states, attention_mask=None, position_ids=None, cache=None, use_cache=False,
                 position_embeddings=None, **kwargs):
@@ -190,15 +201,16 @@ class SolDeepseekV3DecoderLayer(nn.Module):
         """The layer on the residual stream [B * S, hidden] plus `pending` (a product the previous
         layer left to add, or None) -> (stream, pending) for the next layer: the stack's forward
         (_hf_lean.py) adds a pending MoE output inside the next add_rmsnorm instead of a torch add."""
-        norm = self.input_layernorm
+        attn, mlp, w_in, eps_in, w_post, eps_post = self._step_plan
+        if w_in.dtype != stream.dtype:
+            w_in, w_post = w_in.to(stream.dtype), w_post.to(stream.dtype)
         if pending is None:
-            h = _sol.rmsnorm(stream, norm.weight.detach().to(stream.dtype), eps=norm.eps)
+            h = _sol.rmsnorm(stream, w_in, eps=eps_in)
         else:
-            h = _sol.add_rmsnorm(pending, stream, norm.weight.detach().to(stream.dtype), eps=norm.eps)
-        a = self.self_attn.attend(h, b, s, past, positions, cache)
-        norm = self.post_attention_layernorm
-        h = _sol.add_rmsnorm(stream, a, norm.weight.detach().to(stream.dtype), eps=norm.eps)
-        return self.mlp.add_into(h, a)
+            h = _sol.add_rmsnorm(pending, stream, w_in, eps=eps_in)
+        a = attn.attend(h, b, s, past, positions, cache)
+        h = _sol.add_rmsnorm(stream, a, w_post, eps=eps_post)
+        return mlp.add_into(h, a)
 
 
 class SolUnusedRotary(nn.Module):

@@ -35,6 +35,16 @@ constexpr TuningParamInfo kInfos[] = {
      "an output of at least LLC/2 cannot stay in the LLC, so bypassing it costs nothing"},
     {"softmax", "softmax_pipeline_min_rows", &TuningParams::softmax_pipeline_min_rows, 1, 1 << 20, 1,
      "fixed 32: a thread's bf16 rows pipeline when there are enough to fill the pipeline"},
+    {"rows", "row_prefetch_bytes", &TuningParams::row_prefetch_bytes, 0, 64L << 10, 64,
+     "L1d/24 in whole KiB: the elementwise rows stream up to three arrays, an eighth of L1 in flight"},
+    {"rows", "pass_prefetch_bytes", &TuningParams::pass_prefetch_bytes, 0, 64L << 10, 64,
+     "L1d/6 in whole 4 KiB: one or two rows' look-ahead beside the row, its weight and the output in L1"},
+    {"rows", "pass_l2_prefetch_bytes", &TuningParams::pass_l2_prefetch_bytes, 0, 256L << 10, 64,
+     "L1d/3 in whole 4 KiB: twice the L1 look-ahead, so its requests find their lines on the way to L2"},
+    {"rows", "rope_prefetch_heads", &TuningParams::rope_prefetch_heads, 1, 1024, 1,
+     "L1d/768: an L1d/6 look-ahead (the row passes') of 128-byte slices (64-wide bf16)"},
+    {"rows", "quant_pipeline_groups", &TuningParams::quant_pipeline_groups, 1, 4, 1,
+     "fixed 3 (not a cache matter): a group's ~60-cycle reduction and division hide behind encoding"},
 };
 
 unsigned cpuid_family_model(unsigned& model) {
@@ -117,6 +127,11 @@ TuningParams default_tuning_params(const CoreShape& core) {
   p.gemm_b_prefetch_bytes = std::max<int64_t>(4096, round_down(core.l1d_bytes / 3, 4096));
   p.stream_min_bytes = std::max<int64_t>(64L << 10, core.l3_bytes / 2);
   p.softmax_pipeline_min_rows = 32;
+  p.row_prefetch_bytes = std::max<int64_t>(1024, round_down(core.l1d_bytes / 24, 1024));
+  p.pass_prefetch_bytes = std::max<int64_t>(4096, round_down(core.l1d_bytes / 6, 4096));
+  p.pass_l2_prefetch_bytes = std::max<int64_t>(8192, round_down(core.l1d_bytes / 3, 4096));
+  p.rope_prefetch_heads = std::clamp<int64_t>(core.l1d_bytes / 768, 8, 1024);
+  p.quant_pipeline_groups = 3;
   return p;
 }
 

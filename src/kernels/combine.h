@@ -4,14 +4,15 @@
 
 #include "core/kernel_table.h"
 #include "sol/dtype.h"
+#include "sol/tuning.h"
 
 namespace sol::kernels {
 
 // out[c] = round_out(sum over j = 0..k-1 of w[j] * rows[j][c]) for c < h, j in order, in f32 with
 // one fused multiply-add per term (rows[j] == nullptr: no term). rows f32 or bf16, out f32 or
-// bf16; stream as in kernels/activation.h.
+// bf16; stream and tp as in kernels/activation.h.
 void weighted_row_sum_avx512(const void* const* rows, const float* w, int64_t k, DType t, void* out, DType ot,
-                             int64_t h, bool stream);
+                             int64_t h, bool stream, const TuningParams& tp);
 
 // MoE combine's kernels at one ISA level: the weighted row sum (null below AVX-512, where the
 // op sums in f32 through the exact bulk conversions).

@@ -4,6 +4,7 @@
 
 #include "core/kernel_table.h"
 #include "sol/dtype.h"
+#include "sol/tuning.h"
 
 namespace sol::kernels {
 
@@ -12,12 +13,15 @@ namespace sol::kernels {
 // odd elements without a shuffle, element j of each block of 64 goes into 16 (2 (j / 32) +
 // j % 2) + (j % 32) / 2. Partial sums k, k + 16, k + 32, k + 48 combine as (p0 + p1) + (p2 + p3),
 // then the 16 results in order. Every path uses this order, so they agree bit for bit.
-float sum_squares_scalar(const void* x, DType t, int64_t n);
-float sum_squares_avx512(const void* x, DType t, int64_t n);
+// A pass that reads a row from memory requests it tp.pass_prefetch_bytes ahead (every kernel
+// here that takes a TuningParams; the scalar ones ignore it): tp moves speed, never bits.
+float sum_squares_scalar(const void* x, DType t, int64_t n, const TuningParams& tp);
+float sum_squares_avx512(const void* x, DType t, int64_t n, const TuningParams& tp);
 
 // Residual fusion: s[i] = round_rt(r[i] + x[i]) (s may be r itself), and the sum of s[i]^2 as
 // stored, in sum_squares order.
-float add_sum_squares_avx512(const void* x, DType xt, const void* r, DType rt, void* s, int64_t n);
+float add_sum_squares_avx512(const void* x, DType xt, const void* r, DType rt, void* s, int64_t n,
+                             const TuningParams& tp);
 
 // Rows the caller reads next (up to two, any may be null), prefetched by the output passes as
 // they go (the lines of the next row's same 32 elements, per 32 elements of this row): a row's
@@ -42,10 +46,11 @@ void rms_apply_bf16w_avx512(const uint16_t* x, float inv, const uint16_t* w, uin
 
 // rms_apply_bf16w, returning sum_squares of the next row x_next (n elements) taken in the same
 // loop (bit for bit sum_squares_avx512's result). x_next is requested ahead of the loop (into
-// L2 and L1), up to ahead_bytes past its end: the bytes of the caller's following rows when
-// they follow x_next contiguously, 0 when none do.
+// L2 and L1, tp.pass_l2_prefetch_bytes and tp.pass_prefetch_bytes ahead), up to ahead_bytes past
+// its end: the bytes of the caller's following rows when they follow x_next contiguously, 0
+// when none do.
 float rms_apply_bf16w_next_avx512(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
-                                  const uint16_t* x_next, int64_t ahead_bytes = 0);
+                                  const uint16_t* x_next, int64_t ahead_bytes, const TuningParams& tp);
 
 // rms_apply to a bf16 row (no streaming: the row is for the fused quantization, in L1), also
 // giving the largest |y| of each group of `group` elements (n and group multiples of 32) as 32
@@ -62,10 +67,12 @@ void scale_by_weight_scalar(const void* x, DType xt, float inv, const void* w, D
 // of x (of the row's first elements, for the shift), and the sums of d = x - shift and of d^2
 // around that shift (one pass over the row). The caller corrects the shift by the mean of d, so
 // the statistics stay accurate when the mean is large next to the spread.
-float sum_scalar(const void* x, DType t, int64_t n);
-float sum_avx512(const void* x, DType t, int64_t n);
-void shifted_sums_scalar(const void* x, DType t, float shift, int64_t n, float* sum_d, float* sum_d2);
-void shifted_sums_avx512(const void* x, DType t, float shift, int64_t n, float* sum_d, float* sum_d2);
+float sum_scalar(const void* x, DType t, int64_t n, const TuningParams& tp);
+float sum_avx512(const void* x, DType t, int64_t n, const TuningParams& tp);
+void shifted_sums_scalar(const void* x, DType t, float shift, int64_t n, float* sum_d, float* sum_d2,
+                         const TuningParams& tp);
+void shifted_sums_avx512(const void* x, DType t, float shift, int64_t n, float* sum_d, float* sum_d2,
+                         const TuningParams& tp);
 
 // y[i] = round_y(fma(fma(x[i] - shift, inv, -dm_inv), w[i], b[i])) (without b: a product), where
 // the mean is shift + dm, kept in two parts (x - shift is exact for x near the mean; a rounded
@@ -92,7 +99,8 @@ void layernorm_apply_bf16w_avx512(const uint16_t* x, float shift, float dm_inv, 
 // rms_apply_bf16w_next.
 void layernorm_apply_bf16w_next_avx512(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
                                        const uint16_t* b, uint16_t* y, int64_t n, bool stream, const uint16_t* x_next,
-                                       float shift_next, float* sum_d, float* sum_d2, int64_t ahead_bytes = 0);
+                                       float shift_next, float* sum_d, float* sum_d2, int64_t ahead_bytes,
+                                       const TuningParams& tp);
 // out[i] = hi[i] << 16 | lo[i].
 void pack_bf16_pairs_avx512(const uint16_t* hi, const uint16_t* lo, uint32_t* out, int64_t n);
 

@@ -9,6 +9,7 @@
 
 #include "core/kernel_table.h"
 #include "sol/dtype.h"
+#include "sol/tuning.h"
 
 namespace sol::kernels {
 
@@ -61,9 +62,11 @@ void dequant_scale_avx512(const uint8_t* q, float s, float* out, int64_t n);
 // non-temporal stores (when it is 64-byte aligned and the rows are bf16 with groups a multiple
 // of 64), followed by _mm_sfence() unless fence is false: then the caller issues one
 // stream_fence_avx512() (kernels/copy.h) after its batch of rows (a fence per row waits for the
-// row's lines to drain: dequantization -10 to -20% without it, docs/perf/layer-ops.md).
+// row's lines to drain: dequantization -10 to -20% without it, docs/perf/layer-ops.md). The
+// abs-max pass requests the row tp.pass_prefetch_bytes ahead (speed only).
 void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, bool ue8m0,
-                           uint8_t* q, float* scales, int64_t scale_stride, bool stream, bool fence = true);
+                           uint8_t* q, float* scales, int64_t scale_stride, bool stream, const TuningParams& tp,
+                           bool fence = true);
 
 // quant_row_e4m3_avx512 of a bf16 row whose groups' partial maxima of |x| are given (32 bf16
 // magnitude words per group, as rms_apply_bf16_amax_avx512 makes them); group a multiple of 64.
@@ -106,9 +109,10 @@ void even_odd_order_avx512(const float* w, float* w_eo, int64_t n);
 // order. Bit-identical to rms_apply_avx512 into a bf16 row then quant_row_e4m3_avx512. Groups
 // of 64 or 128 only (returns false, touching nothing, otherwise). stream as
 // quant_row_e4m3_avx512; next_row (may be null): a bf16 row of cols elements to prefetch.
+// tp.quant_pipeline_groups: how many groups are normalised ahead of the one encoded.
 bool rms_quant_row_bf16_avx512(const uint16_t* x, float inv, const float* w_eo, int64_t cols, int64_t group,
                                bool ue8m0, uint8_t* q, float* scales, int64_t scale_stride, bool stream,
-                               const uint16_t* next_row);
+                               const uint16_t* next_row, const TuningParams& tp);
 // One row of dequantization: y[i] = round_y(e4m3_to_f32(q[i]) * scales[(i / group) * stride]).
 // Handles groups that are a multiple of 64 (returns false, touching nothing, otherwise);
 // stream and fence as quant_row_e4m3_avx512, for y.

@@ -4,19 +4,19 @@
 // with pair(i) = i ^ 1 (interleaved) or (i + d/2) mod d (half), one fused multiply-add; all heads
 // share one position (c, s). d <= 512. The slices are short runs at a large stride, which the
 // hardware prefetchers do not follow: at head h the kernel prefetches the slice
-// kRopePrefetchHeads heads ahead, into the next token's heads (at next, same head stride; null
-// when there is none) once past this token's last.
+// tp.rope_prefetch_heads heads ahead, into the next token's heads (at next, same head stride;
+// null when there is none) once past this token's last (speed only; the scalar kernel ignores tp).
 #include <cstdint>
 
 #include "core/kernel_table.h"
 #include "sol/dtype.h"
+#include "sol/tuning.h"
 
 namespace sol::kernels {
-constexpr int64_t kRopePrefetchHeads = 64;
 void rope_rotate_heads_scalar(void* x, DType t, int64_t head_stride, int64_t heads, const float* c, const float* s,
-                              int64_t d, bool interleaved, const void* next);
+                              int64_t d, bool interleaved, const void* next, const TuningParams& tp);
 void rope_rotate_heads_avx512(void* x, DType t, int64_t head_stride, int64_t heads, const float* c, const float* s,
-                              int64_t d, bool interleaved, const void* next);
+                              int64_t d, bool interleaved, const void* next, const TuningParams& tp);
 // Two tokens' heads in one call, head h of a then head h of b: two independent streams when the
 // tokens lie far apart (the op pairs token t with one half a thread's range away: see
 // docs/perf/layer-ops.md). Same results as one call per token.
@@ -27,7 +27,7 @@ struct RopeToken {
   const void* next;  // the token this one's prefetches run into (null: none)
 };
 void rope_rotate_two_tokens_avx512(const RopeToken& a, const RopeToken& b, DType t, int64_t head_stride, int64_t heads,
-                                   int64_t d, bool interleaved);
+                                   int64_t d, bool interleaved, const TuningParams& tp);
 // Rope's kernels at one ISA level: one token (every level) and two tokens interleaved (null
 // below AVX-512: tokens go one at a time there).
 struct RopeKernels {

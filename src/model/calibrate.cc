@@ -2,10 +2,10 @@
 // paired with it in the same run) over its measured time, filed under the work class the
 // co-design model gives the same kind of op.
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "model/strict_json.h"
 #include "sol/error.h"
 #include "sol/model.h"
 
@@ -15,6 +15,9 @@ namespace {
 // A paired ceiling that moved more than this between its measurements before and after the op
 // makes the record's floor uncertain (docs/ARCHITECTURE.md, decision 15).
 constexpr double kCeilingMovedLimit = 1.2;
+// A record whose median run took this much longer than its fastest was cut into by the scheduler
+// in most runs (as `sol model loop` drops it): its time is the machine's load, not the kernel's.
+constexpr double kScheduledOutRatio = 1.5;
 constexpr double kMaxEfficiency = 1.5;  // as parse_efficiency accepts
 
 std::string shape_class(double rows) {
@@ -84,17 +87,9 @@ std::string sol_op_work_class(const std::string& op, const std::string& dtype,
 }
 
 std::vector<KernelSample> read_kernel_samples(const std::string& path, int threads) {
-  std::ifstream in(path);
-  check(in.good(), "sol model calibrate", "cannot read '", path, "' (write it with `sol report` "
-        "or `sol bench OP --json > FILE`)");
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    fail("sol model calibrate", path, ": not valid JSON (", e.what(), ")");
-  }
-  const nlohmann::json* records = doc.is_array() ? &doc : nullptr;
-  if (doc.is_object() && doc.contains("records")) records = &doc["records"];
+  const nlohmann::json doc = model_json::read_records_file(
+      path, "sol model calibrate", "write it with `sol report` or `sol bench OP --json > FILE`");
+  const nlohmann::json* records = doc.contains("records") ? &doc.at("records") : nullptr;
   check(records && records->is_array(), "sol model calibrate", path,
         ": expected report.json (an object with 'records') or an array of records");
   std::vector<KernelSample> out;
@@ -105,7 +100,10 @@ std::vector<KernelSample> read_kernel_samples(const std::string& path, int threa
     s.op = field<std::string>(r, "op", where);
     s.shape = field<std::string>(r, "shape", where);
     s.dtype = field<std::string>(r, "dtype", where);
-    s.threads = field<int>(r, "threads", where);
+    const int64_t record_threads = field<int64_t>(r, "threads", where);  // get<int> would wrap a large one
+    check(record_threads >= 1 && record_threads <= 4096, "sol model calibrate", where, ": threads = ",
+          record_threads, " is not in [1, 4096]");
+    s.threads = int(record_threads);
     s.floor_s = field<double>(r, "floor_s", where);
     s.time_s = field<double>(r, "time_s", where);
     check(s.time_s > 0 && std::isfinite(s.time_s), "sol model calibrate", where, ": time_s = ",
@@ -117,8 +115,11 @@ std::vector<KernelSample> read_kernel_samples(const std::string& path, int threa
                                r.contains("bound") && r["bound"].is_string() ? r["bound"].get<std::string>() : "");
     double moved = r.contains("ceiling_moved") && r["ceiling_moved"].is_number()
                        ? r["ceiling_moved"].get<double>() : 1.0;
+    const double min_s = r.contains("min_s") && r["min_s"].is_number() ? r["min_s"].get<double>() : 0.0;
     if (moved > kCeilingMovedLimit)
       s.dropped = "its paired ceiling moved " + std::to_string(moved) + "x during the run";
+    else if (min_s > 0 && s.time_s > kScheduledOutRatio * min_s)
+      s.dropped = "cut by the scheduler (median " + std::to_string(s.time_s / min_s) + "x the fastest run)";
     else if (s.floor_s <= 0)
       s.dropped = "no floor";
     else if (s.floor_s / s.time_s > kMaxEfficiency)

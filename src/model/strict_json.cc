@@ -1,5 +1,6 @@
 #include "model/strict_json.h"
 
+#include <fstream>
 #include <sstream>
 
 #include "core/escaped_text.h"
@@ -27,9 +28,8 @@ std::string describe(const json& v) {
   if (text.size() > 40) text = text.substr(0, 37) + "...";
   return text + " (" + std::string(v.type_name()) + ")";
 }
-}  // namespace
 
-json parse_document(const std::string& text, const std::string& origin) {
+json parse_bounded(const std::string& text, const std::string& origin) {
   // Sol's inputs nest three levels; a deeper document is refused while it is read, because
   // printing it (dump, in messages) recurses once per level and would exhaust the stack.
   constexpr int kMaxDepth = 64;
@@ -45,7 +45,27 @@ json parse_document(const std::string& text, const std::string& origin) {
     // message quotes the bytes last read, which may be anything.
     fail(origin, "not valid JSON: ", ascii_text(e.what()));
   }
+  return doc;
+}
+}  // namespace
+
+json parse_document(const std::string& text, const std::string& origin) {
+  json doc = parse_bounded(text, origin);
   check(doc.is_object(), origin, "expected a JSON object at the top, got ", describe(doc));
+  return doc;
+}
+
+json read_records_file(const std::string& path, const std::string& who, const std::string& hint,
+                       bool* bare_array) {
+  std::ifstream in(path);
+  check(in.good(), who, "cannot read '", path, "' (", hint, ")");
+  std::stringstream text;
+  text << in.rdbuf();
+  json doc = parse_bounded(text.str(), path);
+  const bool bare = doc.is_array();
+  if (bare_array) *bare_array = bare;
+  if (bare) return json{{"records", std::move(doc)}};
+  check(doc.is_object(), path, "expected a JSON object or an array of records at the top, got ", describe(doc));
   return doc;
 }
 

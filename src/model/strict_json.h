@@ -12,6 +12,12 @@ namespace sol::model_json {
 
 nlohmann::json parse_document(const std::string& text, const std::string& origin);
 
+// A file of Sol's measurement records: `sol report`'s report.json (an object) or `sol bench
+// --json`'s bare array, parsed as parse_document parses (messages point into the file as it
+// is); a bare array comes back as {"records": [...]} with *bare_array set. An unreadable file is an error from `who` with `hint`.
+nlohmann::json read_records_file(const std::string& path, const std::string& who, const std::string& hint,
+                                 bool* bare_array = nullptr);
+
 class Fields {
  public:
   // `where` prefixes messages: the file, and the path of a nested object ("a.json: plan.ep").

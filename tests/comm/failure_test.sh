@@ -85,6 +85,11 @@ kill_test() {  # kill_test NAME MPIRUN-ARGS...
   for _ in $(seq 300); do grep -q "rank 1 pid" "$log" && break; sleep 0.1; done
   local victim pids start took
   victim=$(sed -n 's/^rank 1 pid \([0-9]*\)$/\1/p' "$log")
+  if [ -z "$victim" ]; then  # nothing to kill: say so rather than time a kill never sent
+    wait $job
+    fail "$name: rank 1 did not report its pid within 30 s (the machine is too loaded to start the job)"
+    return
+  fi
   sleep 0.5
   pids=$(sed -n 's/^rank [0-9] pid \([0-9]*\)$/\1/p' "$log")
   start=$(ms)

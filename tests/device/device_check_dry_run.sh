@@ -18,6 +18,10 @@ gpu = steps["gpu-tests"]
 assert gpu["status"] in ("ok", "skipped"), gpu
 if gpu["status"] == "skipped":
     assert "no CUDA device" in gpu["detail"], gpu
+# Without a GPU the bench step names what it would run, the GEMM table among it.
+assert "bench_gemm" in steps["bench"]["detail"], steps["bench"]
 print("dry run steps:", ", ".join(f'{s["step"]}={s["status"]}' for s in r["steps"]))
 PY
 grep -q "| gpu-tests |" "$OUT/device-check.md"
+grep -q "^GEMM table" "$OUT/device-check.md"
+test -f "$OUT/gemm.jsonl"

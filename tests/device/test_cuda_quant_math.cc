@@ -164,9 +164,9 @@ TEST(CudaRmsMath, SumOfSquaresOrderIsTheCpus) {
       float partials[64];
       for (int k = 0; k < 64; ++k) partials[k] = rms_partial(k, t == DType::bf16, h, element);
       const float got = rms_combine(partials);
-      EXPECT_EQ(bits_of(got), bits_of(kernels::sum_squares_scalar(x, t, h))) << dtype_name(t) << " h " << h;
+      EXPECT_EQ(bits_of(got), bits_of(kernels::sum_squares_scalar(x, t, h, tuning().params))) << dtype_name(t) << " h " << h;
       if (cpu_features().best_isa >= Isa::avx512) {
-        EXPECT_EQ(bits_of(got), bits_of(kernels::sum_squares_avx512(x, t, h))) << dtype_name(t) << " h " << h;
+        EXPECT_EQ(bits_of(got), bits_of(kernels::sum_squares_avx512(x, t, h, tuning().params))) << dtype_name(t) << " h " << h;
       }
       float sequential = 0.0f;  // the data must tell orders apart, or this test could not fail
       for (int64_t i = 0; i < h; ++i) sequential = std::fma(element(i), element(i), sequential);

@@ -1,11 +1,13 @@
-// sol::gemm given device tensors routes to the sm90 kernels (gemm_device.cc): what they do not
-// implement yet is a clear error naming it, and nothing falls back to the host. The addresses
+// sol::gemm given device tensors routes to the sm90 kernels (gemm_device.cc): the epilogue
+// (alpha, beta with C, bias, silu, f32 D) goes there, what they do not implement yet is a clear
+// error naming it, and nothing falls back to the host. The addresses
 // are never valid host memory, so a host read would crash the test.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "sol/device.h"
 #include "sol/error.h"
@@ -30,17 +32,13 @@ struct Operands {
 
 TEST(GemmDeviceRoute, UnsupportedOptionsAreNamed) {
   Operands o;
+  EXPECT_NE(error_of([&] { gemm(o.a, o.b, o.d); }).find("layout nn is not on the device"), std::string::npos);
+  const Tensor a8 = on_device(0x1000, DType::f8e4m3, {64, 128}), b8 = on_device(0x9000, DType::f8e4m3, {256, 128});
+  EXPECT_NE(error_of([&] { gemm(a8, b8, o.d); }).find("fp8 wgmma reads K-major operands only"), std::string::npos);
   GemmOptions nt;
   nt.layout = Layout::nt;
-  EXPECT_NE(error_of([&] { gemm(o.a, o.b, o.d); }).find("layout nn is not on the device"), std::string::npos);
-  GemmOptions beta = nt;
-  beta.beta = 1.0f;
-  EXPECT_NE(error_of([&] { gemm(o.a, o.b, o.d, beta); }).find("alpha/beta/c are not supported"), std::string::npos);
-  GemmOptions silu = nt;
-  silu.activation = Activation::silu;
-  EXPECT_NE(error_of([&] { gemm(o.a, o.b, o.d, silu); }).find("bias and activation"), std::string::npos);
-  const Tensor d32 = on_device(0x30000, DType::f32, {64, 256});
-  EXPECT_NE(error_of([&] { gemm(o.a, o.b, d32, nt); }).find("d must be bf16"), std::string::npos);
+  EXPECT_NE(error_of([&] { gemm(o.a, b8, o.d, nt); }).find("bf16 x f8e4m3 (weight-only fp8) is not on the device"),
+            std::string::npos);
 }
 
 TEST(GemmDeviceRoute, MixedDevicesAreNamed) {
@@ -51,17 +49,23 @@ TEST(GemmDeviceRoute, MixedDevicesAreNamed) {
   EXPECT_NE(error_of([&] { gemm(o.a, o.b, host_d, nt); }).find("must share one device"), std::string::npos);
 }
 
-// The supported cases reach the persistent sm90 launcher, which needs a device (here:
-// discovery's reason), never the CPU kernels; its argument checks are
-// GemmSm90PersistentPlan's tests.
+// The supported cases (the epilogue's forms and f32 D among them) reach the persistent sm90
+// launcher, which needs a device (here: discovery's reason), never the CPU kernels; its argument
+// checks, the epilogue's operands included, are GemmSm90PersistentPlan's tests.
 TEST(GemmDeviceRoute, SupportedOptionsReachTheSm90Launcher) {
   if (!cuda_discovery().devices.empty()) GTEST_SKIP() << "a device exists: the gpu tests run the launch";
   Operands o;
-  GemmOptions nt;
-  nt.layout = Layout::nt;
-  const std::string e = error_of([&] { gemm(o.a, o.b, o.d, nt); });
-  EXPECT_NE(e.find(cuda_discovery().reason), std::string::npos) << e;
-  EXPECT_EQ(e.find("cpu only"), std::string::npos) << e;
+  const Tensor c = on_device(0x60000, DType::bf16, {64, 256}), bias = on_device(0x70000, DType::f32, {256});
+  const Tensor d32 = on_device(0x80000, DType::f32, {64, 256});
+  GemmOptions nt, full;
+  nt.layout = full.layout = Layout::nt;
+  full.alpha = 0.5f, full.beta = 2.0f, full.c = &c, full.bias = &bias, full.activation = Activation::silu;
+  using Call = std::pair<const Tensor*, GemmOptions>;
+  for (const auto& [d, opt] : std::initializer_list<Call>{{&o.d, nt}, {&o.d, full}, {&d32, nt}}) {
+    const std::string e = error_of([&] { gemm(o.a, o.b, *d, opt); });
+    EXPECT_NE(e.find(cuda_discovery().reason), std::string::npos) << e;
+    EXPECT_EQ(e.find("cpu only"), std::string::npos) << e;
+  }
 }
 
 TEST(GemmDeviceRoute, GroupedGemmsRouteToTheDevice) {

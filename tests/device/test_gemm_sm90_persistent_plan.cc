@@ -95,6 +95,14 @@ TEST(GemmSm90PersistentPlan, Fp8NeedsItsBlockScales) {
   const Tensor sb_wrong = dev(0x400000, DType::f32, {4, 4});
   EXPECT_NE(error_of([&] { plan(GemmGrouping::single, a, b, d, nullptr, {}, &sa, &sb_wrong); }).find("b_scales.shape"),
             std::string::npos);
+  // Masked: a_scales [G, m, k/128], as grouped_gemm_masked takes them on the host.
+  const Tensor am = dev(0x100000, DType::f8e4m3, {2, 64, 512}), bm = dev(0x10000000, DType::f8e4m3, {2, 384, 512});
+  const Tensor masked = dev(0x200000, DType::i32, {2}), dm = dev(0x40000000, DType::bf16, {2, 64, 384});
+  const Tensor sam = dev(0x300000, DType::f32, {2, 64, 4}), sbm = dev(0x400000, DType::f32, {2, 3, 4});
+  EXPECT_FALSE(plan(GemmGrouping::masked, am, bm, dm, &masked, {}, &sam, &sbm).kernel.empty());
+  const Tensor sam_flat = dev(0x300000, DType::f32, {128, 4});
+  EXPECT_NE(error_of([&] { plan(GemmGrouping::masked, am, bm, dm, &masked, {}, &sam_flat, &sbm); }).find("a_scales.shape"),
+            std::string::npos);
 }
 
 TEST(GemmSm90PersistentPlan, BadArgumentsAreNamed) {
@@ -104,7 +112,7 @@ TEST(GemmSm90PersistentPlan, BadArgumentsAreNamed) {
             std::string::npos);
   EXPECT_NE(error_of([&] { plan(GemmGrouping::single, a, dev(0x10000000, DType::f8e4m3, {64, 128}), d); }).find("both must be bf16"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { plan(GemmGrouping::single, a, b, dev(0x40000000, DType::f32, {64, 64})); }).find("must be bf16"),
+  EXPECT_NE(error_of([&] { plan(GemmGrouping::single, a, b, dev(0x40000000, DType::i32, {64, 64})); }).find("must be bf16 or f32"),
             std::string::npos);
   const Tensor host_d(reinterpret_cast<void*>(0x40000000), DType::bf16, {64, 64});
   EXPECT_NE(error_of([&] { plan(GemmGrouping::single, a, b, host_d); }).find("share one CUDA device"), std::string::npos);
@@ -114,6 +122,65 @@ TEST(GemmSm90PersistentPlan, BadArgumentsAreNamed) {
   // Nothing to compute: no kernel.
   EXPECT_TRUE(plan(GemmGrouping::single, dev(0x100000, DType::bf16, {0, 128}), b, dev(0x40000000, DType::bf16, {0, 64}))
                   .kernel.empty());
+}
+
+// The epilogue goes to the kernel as device addresses and flags; C is read only when beta != 0
+// (in place when none is given); f32 D changes the output bytes the chooser models.
+TEST(GemmSm90PersistentPlan, EpilogueBecomesTheKernelsParameters) {
+  const Tensor a = dev(0x100000, DType::bf16, {256, 512}), b = dev(0x10000000, DType::bf16, {384, 512});
+  const Tensor d = dev(0x40000000, DType::bf16, {256, 384}), c = dev(0x50000000, DType::bf16, {256, 384});
+  const Tensor bias = dev(0x60000000, DType::f32, {384});
+  Sm90Epilogue e;
+  e.alpha = 0.5f;
+  e.c = &c;
+  e.bias = &bias;
+  e.silu = true;
+  const auto with = [&](const Tensor& out, const Sm90Epilogue& ep) {
+    return plan_gemm_sm90_persistent(GemmGrouping::single, a, b, out, nullptr, nullptr, nullptr, {},
+                                     Sm90Target::h200(), "test_gemm", ep);
+  };
+  Sm90PersistentPlan p = with(d, e);
+  EXPECT_EQ(p.epilogue.d, d.device_data());
+  EXPECT_EQ(p.epilogue.c, d.device_data());  // beta == 0: C is not read, nor checked
+  EXPECT_EQ(p.epilogue.bias, bias.device_data());
+  EXPECT_EQ(p.epilogue.alpha, 0.5f);
+  EXPECT_EQ(p.epilogue.silu, 1u);
+  EXPECT_EQ(p.epilogue.d_f32, 0u);
+  e.beta = 1.0f;
+  p = with(d, e);
+  EXPECT_EQ(p.epilogue.c, c.device_data());
+  EXPECT_EQ(p.epilogue.beta, 1.0f);
+  e.c = nullptr;
+  EXPECT_EQ(with(d, e).epilogue.c, d.device_data());  // in place
+  const Tensor d32 = dev(0x40000000, DType::f32, {256, 384}), c32 = dev(0x50000000, DType::f32, {256, 384});
+  e.c = &c32;
+  p = with(d32, e);
+  EXPECT_EQ(p.epilogue.d_f32, 1u);
+  EXPECT_EQ(p.epilogue.c, c32.device_data());
+  // Grouped GEMMs take f32 D too (no other epilogue option there).
+  const Tensor bg = dev(0x10000000, DType::bf16, {2, 384, 512}), am = dev(0x100000, DType::bf16, {2, 64, 512});
+  const Tensor masked = dev(0x200000, DType::i32, {2}), dm = dev(0x40000000, DType::f32, {2, 64, 384});
+  EXPECT_EQ(plan(GemmGrouping::masked, am, bg, dm, &masked).epilogue.d_f32, 1u);
+  // Bad epilogue operands are named.
+  e.c = &c;  // bf16 C with f32 D
+  EXPECT_NE(error_of([&] { with(d32, e); }).find("C has D's dtype"), std::string::npos);
+  const Tensor host_bias(reinterpret_cast<void*>(0x60000000), DType::f32, {384});
+  e.c = nullptr;
+  e.bias = &host_bias;
+  EXPECT_NE(error_of([&] { with(d, e); }).find("bias is on"), std::string::npos);
+  const Tensor bias16 = dev(0x60000000, DType::bf16, {384}), bias_short = dev(0x60000000, DType::f32, {383});
+  e.bias = &bias16;
+  EXPECT_NE(error_of([&] { with(d, e); }).find("bias.dtype"), std::string::npos);
+  e.bias = &bias_short;
+  EXPECT_NE(error_of([&] { with(d, e); }).find("bias.shape"), std::string::npos);
+  e.bias = nullptr;
+  const Tensor c_short = dev(0x50000000, DType::bf16, {128, 384}), c_overlap = dev(0x40000000 + 256, DType::bf16, {256, 384});
+  e.c = &c_short;
+  EXPECT_NE(error_of([&] { with(d, e); }).find("c.shape"), std::string::npos);
+  e.c = &c_overlap;
+  EXPECT_NE(error_of([&] { with(d, e); }).find("c overlaps d"), std::string::npos);
+  EXPECT_NE(error_of([&] { with(dev(0x40000000, DType::f16, {256, 384}), {}); }).find("must be bf16 or f32"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -49,8 +49,21 @@ TEST(Tuning, DefaultsFollowTheCaches) {
   EXPECT_EQ(big.gemm_mc, 480);
   EXPECT_EQ(big.gemm_nc, 4096);  // clamped
   EXPECT_EQ(big.stream_min_bytes, 150L << 20);
+  // The row kernels' look-ahead from L1d: the distances the kernels held as constants on a
+  // 48 KiB L1, shorter on Zen 4's 32 KiB.
+  EXPECT_EQ(zen5.row_prefetch_bytes, 2048);       // L1d/24
+  EXPECT_EQ(zen5.pass_prefetch_bytes, 8192);      // L1d/6
+  EXPECT_EQ(zen5.pass_l2_prefetch_bytes, 16384);  // L1d/3
+  EXPECT_EQ(zen5.rope_prefetch_heads, 64);        // L1d/768
+  EXPECT_EQ(zen5.quant_pipeline_groups, 3);
+  const TuningParams zen4 = default_tuning_params(shape(32 << 10, 1 << 20, 32 << 20));
+  EXPECT_EQ(zen4.row_prefetch_bytes, 1024);
+  EXPECT_EQ(zen4.pass_prefetch_bytes, 4096);
+  EXPECT_EQ(zen4.pass_l2_prefetch_bytes, 8192);
+  EXPECT_EQ(zen4.rope_prefetch_heads, 42);
   const TuningParams tiny = default_tuning_params(shape(16 << 10, 128 << 10, 0));
   EXPECT_NO_THROW(validate_tuning_params(tiny));
+  EXPECT_NO_THROW(validate_tuning_params(zen4));
   EXPECT_NO_THROW(validate_tuning_params(zen5));
   EXPECT_NO_THROW(validate_tuning_params(big));
 }

@@ -159,6 +159,63 @@ std::vector<BitCase> bit_cases(Inputs& in) {
                      cast(xb, yf);
                      return take({yf});
                    }});
+  // The row kernels' look-ahead (row_prefetch_bytes, pass_*, rope_prefetch_heads) and the
+  // fused quantizer's pipeline depth, on every op family whose kernels take them.
+  const Tensor bias_b = in.add(DType::bf16, {h}, 31), res0 = in.add(DType::bf16, {rows, h}, 32);
+  const Tensor res = in.add(DType::bf16, {rows, h}, 0);
+  cases.push_back({"add_rmsnorm bf16", [=] {
+                     std::memcpy(res.data(), res0.data(), size_t(res.nbytes()));
+                     poison({yb});
+                     add_rmsnorm(xb, res, wb, yb);
+                     return take({yb, res});
+                   }});
+  cases.push_back({"layernorm bf16 + bias", [=] {
+                     poison({yb});
+                     layernorm(xb, wb, &bias_b, yb);
+                     return take({yb});
+                   }});
+  cases.push_back({"rmsnorm and layernorm f32", [=] {
+                     poison({yf});
+                     rmsnorm(xf, wb, yf);
+                     Bytes b = take({yf});
+                     poison({yf});
+                     layernorm(xf, wb, nullptr, yf);
+                     const Bytes l = take({yf});
+                     b.insert(b.end(), l.begin(), l.end());
+                     return b;
+                   }});
+  cases.push_back({"gelu bf16", [=] {
+                     poison({yb});
+                     gelu(xb, yb);
+                     return take({yb});
+                   }});
+  cases.push_back({"silu_mul + fp8 quant", [=] {
+                     poison({q, qs});
+                     silu_mul_quant_fp8(gu, q, qs);
+                     return take({q, qs});
+                   }});
+  {  // DeepSeek-V3's MLA rope slice (64 of 192 per head), in place from the same input each run
+    const Tensor heads0 = in.add(DType::bf16, {40, 128, 192}, 33), heads = in.add(DType::bf16, {40, 128, 192}, 0);
+    const Tensor pos = in.add(DType::i32, {40}, 0);
+    for (int t = 0; t < 40; ++t) pos.data_as<int32_t>()[t] = t * 97;
+    auto table = std::make_shared<RopeTable>(deepseek_v3_rope(), 4096);
+    cases.push_back({"rope bf16 (MLA slice)", [=] {
+                       std::memcpy(heads.data(), heads0.data(), size_t(heads.nbytes()));
+                       rope(heads, pos, *table, 128);
+                       return take({heads});
+                     }});
+  }
+  {  // MoE combine: 8 rows per token gathered and summed
+    constexpr int64_t tokens = 40, k = 8;
+    const Tensor y_perm = in.add(DType::bf16, {tokens * k, h}, 34), row_of = in.add(DType::i32, {tokens, k}, 0);
+    const Tensor tw = in.add(DType::f32, {tokens, k}, 35, 1.0), comb = in.add(DType::bf16, {tokens, h}, 0);
+    for (int64_t i = 0; i < tokens * k; ++i) row_of.data_as<int32_t>()[i] = int32_t(i * 37 % (tokens * k));
+    cases.push_back({"moe_unpermute bf16", [=] {
+                       poison({comb});
+                       moe_unpermute(y_perm, row_of, tw, comb);
+                       return take({comb});
+                     }});
+  }
   const Tensor logits = in.add(DType::f32, {rows, 256}, 29), bias = in.add(DType::f32, {256}, 30, 0.1);
   const Tensor idx = in.add(DType::i32, {rows, 8}, 0), wts = in.add(DType::f32, {rows, 8}, 0);
   cases.push_back({"moe routing (DeepSeek-V3)", [=] {
@@ -243,6 +300,15 @@ TEST(TuningBits, ExtremesCoverTheBlockingAndStreamingPaths) {
   EXPECT_GT(hi.stream_min_bytes, 2 * bf16_out);  // ... and do not
   EXPECT_LE(lo.softmax_pipeline_min_rows, kRows / 2);  // two threads' rows pipeline
   EXPECT_GT(hi.softmax_pipeline_min_rows, kRows);      // ... and do not
+  EXPECT_EQ(lo.row_prefetch_bytes, 0);                 // look-ahead of none
+  EXPECT_GT(hi.row_prefetch_bytes, kHidden * 2);       // ... and past a whole bf16 row
+  EXPECT_EQ(lo.pass_prefetch_bytes, 0);
+  EXPECT_GT(hi.pass_prefetch_bytes, kHidden * 2);
+  EXPECT_GT(hi.pass_l2_prefetch_bytes, kHidden * 2);
+  EXPECT_LT(lo.rope_prefetch_heads, 128);              // 128 heads: within the token
+  EXPECT_GT(hi.rope_prefetch_heads, 2 * 128);          // ... and past the next token's
+  EXPECT_EQ(lo.quant_pipeline_groups, 1);              // every depth the kernel compiles:
+  EXPECT_EQ(hi.quant_pipeline_groups, 4);              // the ends here, 2 and 3 as candidates
   const TuningParams& mix1 = forced[forced.size() - 2].second;
   const TuningParams& mix2 = forced.back().second;
   EXPECT_NE(mix1, lo);

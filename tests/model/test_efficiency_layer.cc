@@ -107,6 +107,35 @@ std::string record(const std::string& op, const std::string& shape, const std::s
          std::to_string(moved) + "}";
 }
 
+// A record the scheduler cut into (median run 2x its fastest) is no row of the layer.
+TEST(EfficiencyLayer, ScheduledOutRecordsAreDropped) {
+  std::string cut = record("rmsnorm", "tokens=4096", "bf16", 1, 1e-3, 2e-3);
+  cut.insert(cut.size() - 1, R"(, "min_s": 0.001)");
+  std::string kept = record("rmsnorm", "tokens=16", "bf16", 1, 1e-3, 2e-3);
+  kept.insert(kept.size() - 1, R"(, "min_s": 0.0015)");
+  std::vector<KernelSample> samples =
+      read_kernel_samples(write_temp("sol_calibration_cut.json", "[" + cut + "," + kept + "]"));
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_NE(samples[0].dropped.find("scheduler"), std::string::npos);
+  EXPECT_TRUE(samples[1].dropped.empty());  // 2 ms against 1.5 ms: 1.33x
+}
+
+// The calibration reader takes bad numbers and deep nesting as the model's other readers do:
+// a thread count past 32 bits is an error (not wrapped to 1), nesting past the bound is refused.
+TEST(EfficiencyLayer, RecordsWithHugeIntegersOrDeepNestingAreRefused) {
+  const std::string wrapped = record("rmsnorm", "tokens=16", "bf16", 1, 1e-3, 2e-3);
+  std::string huge = wrapped;
+  huge.replace(huge.find("\"threads\": 1"), 12, "\"threads\": 4294967297");
+  test::expect_error([&] { read_kernel_samples(write_temp("sol_calibration_threads.json", "[" + huge + "]")); },
+                     {"records[0]", "threads = 4294967297"});
+  // A bare array's parse errors point into the file as written (no wrapper shifts them).
+  test::expect_error([&] { read_kernel_samples(write_temp("sol_calibration_syntax.json", "[1, 2,, 3]")); },
+                     {"sol_calibration_syntax.json", "line 1, column 7"});
+  std::string deep = "[" + wrapped + ", " + std::string(200000, '[') + std::string(200000, ']') + "]";
+  test::expect_error([&] { read_kernel_samples(write_temp("sol_calibration_deep.json", deep)); },
+                     {"sol_calibration_deep.json"});
+}
+
 // A calibration made from a report reproduces that report's times: every class here ran at
 // one fraction of its floor, so each record comes back exactly; a class whose records ran at
 // different fractions comes back at its median.

@@ -16,6 +16,7 @@
 #include "sol/error.h"
 #include "sol/hw.h"
 #include "sol/model.h"
+#include "sol/model_loop.h"
 
 namespace sol {
 namespace {
@@ -100,8 +101,8 @@ TEST(ModelJsonLimits, LoopReportIsReadLikeTheOtherInputs) {
   const auto load = [&](const std::string& text) {
     std::ofstream(path) << text;
     MachineProfile machine;
-    std::vector<MeasuredOp> ops;
-    return error_of([&] { load_report(path, machine, ops); });
+    std::vector<LoopRecord> ops;
+    return error_of([&] { read_loop_records(path, machine, ops); });
   };
   expect_contains(load(R"({"machine": )" + std::string(100000, '[') + std::string(100000, ']') + R"(, "records": []})"),
                   {path.c_str(), "nested deeper than 64 levels"});

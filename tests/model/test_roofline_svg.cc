@@ -83,11 +83,15 @@ TEST(ModelRoofline, LabelsDoNotOverlap) {
                            load_parallel_plan(shipped("plans", c.plan)),
                            load_workload(shipped("workloads", c.workload)));
     std::string svg = prediction_roofline_svg(p, hw);
-    std::regex group(R"(<g data-phase="[^"]*">[\s\S]*?</g>)");
+    // Each phase's <g> up to its first </g>, found by search: libstdc++'s regex matches a lazy
+    // [\s\S]*? by recursing once per character, which overflows the stack under ASan.
     std::regex label(R"re(data-label="([^ ]+) ([^ ]+) ([^ ]+) ([^"]+)")re");
     int labels = 0;
-    for (auto g = std::sregex_iterator(svg.begin(), svg.end(), group); g != std::sregex_iterator(); ++g) {
-      std::string text = g->str();
+    for (size_t at = svg.find("<g data-phase=\""); at != std::string::npos;
+         at = svg.find("<g data-phase=\"", at + 1)) {
+      const size_t end = svg.find("</g>", at);
+      ASSERT_NE(end, std::string::npos) << c.plan << ": a phase group is not closed";
+      std::string text = svg.substr(at, end + 4 - at);
       std::vector<std::array<double, 4>> boxes;
       for (auto it = std::sregex_iterator(text.begin(), text.end(), label); it != std::sregex_iterator(); ++it)
         boxes.push_back({std::stod((*it)[1]), std::stod((*it)[2]), std::stod((*it)[3]), std::stod((*it)[4])});

@@ -290,9 +290,14 @@ TEST(NormPaths, LayerNormAndAddRmsNormStreamed) {
 // output's alignment (the output loop starts after a head; the statistics from element 0), and
 // the output equal to the plain kernel's. Values span 2^-12 .. 2^12, so a partial sum taken in
 // another order changes the bits of the sum. With and without look-ahead past the next row
-// (ahead: the caller's following rows; the requests are prefetches and must change nothing).
+// (ahead: the caller's following rows; the requests are prefetches and must change nothing),
+// at the default look-ahead distances and at none.
 TEST(NormPaths, FusedNextRowStatisticsEqualTheirPasses) {
   if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path on this CPU";
+  const TuningParams def = default_tuning_params(core_shape());
+  TuningParams near = def;
+  near.pass_prefetch_bytes = near.pass_l2_prefetch_bytes = 0;
+  for (const TuningParams& tp : {def, near})
   for (int64_t h : {1, 31, 32, 33, 63, 64, 65, 95, 127, 128, 1531, 7168})
     for (int64_t offset : {0, 1, 7})
       for (bool stream : {false, true})
@@ -310,13 +315,14 @@ TEST(NormPaths, FusedNextRowStatisticsEqualTheirPasses) {
         const auto* wv = w.tensor().data_as<const uint16_t>();
         auto* out = y.tensor().data_as<uint16_t>() + offset;
         auto* out2 = y2.tensor().data_as<uint16_t>() + offset;
-        const float got = kernels::rms_apply_bf16w_next_avx512(xs, 0.37f, wv, out, h, stream, xs + h, ahead);
+        const float got = kernels::rms_apply_bf16w_next_avx512(xs, 0.37f, wv, out, h, stream, xs + h, ahead, tp);
         kernels::rms_apply_bf16w_avx512(xs, 0.37f, wv, out2, h, stream);
         kernels::stream_fence_avx512();
-        const float want = kernels::sum_squares_avx512(xs + h, DType::bf16, h);
-        const float want_scalar = kernels::sum_squares_scalar(xs + h, DType::bf16, h);
+        const float want = kernels::sum_squares_avx512(xs + h, DType::bf16, h, tp);
+        const float want_scalar = kernels::sum_squares_scalar(xs + h, DType::bf16, h, tp);
         const std::string what = "h " + std::to_string(h) + " offset " + std::to_string(offset) +
-                                 (stream ? " streamed" : "") + " ahead " + std::to_string(ahead);
+                                 (stream ? " streamed" : "") + " ahead " + std::to_string(ahead) +
+                                 " prefetch " + std::to_string(tp.pass_prefetch_bytes);
         EXPECT_EQ(std::memcmp(&got, &want, 4), 0) << what << ": " << got << " vs " << want;
         EXPECT_EQ(std::memcmp(&want, &want_scalar, 4), 0) << what;
         EXPECT_TRUE(same_bytes(y, y2)) << what;
@@ -330,11 +336,11 @@ TEST(NormPaths, FusedNextRowStatisticsEqualTheirPasses) {
         const float shift = 0.75f;
         float sd, sd2, want_d, want_d2, scalar_d, scalar_d2;
         kernels::layernorm_apply_bf16w_next_avx512(xs, 0.5f, 0.125f, 0.37f, wv, bv, out, h, stream, xs + h, shift, &sd,
-                                                   &sd2, ahead);
+                                                   &sd2, ahead, tp);
         kernels::layernorm_apply_bf16w_avx512(xs, 0.5f, 0.125f, 0.37f, wv, bv, out2, h, stream);
         kernels::stream_fence_avx512();
-        kernels::shifted_sums_avx512(xs + h, DType::bf16, shift, h, &want_d, &want_d2);
-        kernels::shifted_sums_scalar(xs + h, DType::bf16, shift, h, &scalar_d, &scalar_d2);
+        kernels::shifted_sums_avx512(xs + h, DType::bf16, shift, h, &want_d, &want_d2, tp);
+        kernels::shifted_sums_scalar(xs + h, DType::bf16, shift, h, &scalar_d, &scalar_d2, tp);
         EXPECT_EQ(std::memcmp(&sd, &want_d, 4), 0) << what << " layernorm: " << sd << " vs " << want_d;
         EXPECT_EQ(std::memcmp(&sd2, &want_d2, 4), 0) << what << " layernorm: " << sd2 << " vs " << want_d2;
         EXPECT_EQ(std::memcmp(&want_d, &scalar_d, 4), 0) << what;

@@ -17,6 +17,7 @@
 #include "model_cli.h"
 #include "sol/error.h"
 #include "sol/model.h"
+#include "sol/model_loop.h"
 
 namespace sol::cli {
 
@@ -187,15 +188,25 @@ void run_sweep(const ModelArgs& a) {
   check(predicted > 0, "sol model sweep", "no value of --param ", a.param, " gave a prediction");
 }
 
+// "dram size, in cache" etc.: where a prediction's numbers came from.
+std::string loop_source(const PredictedOp& p) {
+  std::string s = p.regime;
+  if (p.in_cache_bound) s += ", own in-cache time";
+  if (p.single_peer) s += " (single peer!)";
+  return s;
+}
+
 void run_loop(const ModelArgs& a) {
   MachineProfile machine = load_or_measure_machine(false);  // a bare array of records uses it
-  std::vector<MeasuredOp> ops;
-  load_report(a.report, machine, ops);
-  std::vector<LoopPrediction> preds = predict_measured_ops(machine, ops);
+  std::vector<LoopRecord> ops;
+  read_loop_records(a.report, machine, ops);
+  std::vector<PredictedOp> preds = predict_loop(machine, ops);
   std::vector<double> all_err, multi_err;
+  std::map<std::string, std::vector<double>> by_op;
   for (const auto& p : preds) {
-    if (p.peers == 0) continue;
+    if (p.peers == 0 || !p.dropped.empty()) continue;
     all_err.push_back(std::fabs(p.error_pct));
+    by_op[p.measured.op].push_back(std::fabs(p.error_pct));
     if (!p.single_peer) multi_err.push_back(std::fabs(p.error_pct));
   }
   if (a.json) {
@@ -204,35 +215,41 @@ void run_loop(const ModelArgs& a) {
       rows.push_back({{"op", p.measured.op}, {"shape", p.measured.shape}, {"dtype", p.measured.dtype},
                       {"threads", p.measured.threads}, {"measured_s", p.measured.measured_s},
                       {"floor_s", p.floor_s}, {"efficiency", p.efficiency}, {"peers", p.peers},
-                      {"regime", p.regime}, {"single_peer", p.single_peer}, {"dropped", p.dropped},
+                      {"regime", p.regime}, {"peer_efficiency", p.peer_efficiency},
+                      {"in_cache_s", p.measured.in_cache_s}, {"in_cache_bound", p.in_cache_bound},
+                      {"single_peer", p.single_peer}, {"dropped", p.dropped},
                       {"predicted_s", p.predicted_s}, {"error_pct", p.error_pct}});
     fmt::print("{}\n", rows.dump(2));
     return;
   }
-  fmt::print("{:<13} {:<28} {:<14} {:>3} {:>10} {:>10} {:>10} {:>6} {:>8}  {}\n", "op", "shape",
-             "dtype", "thr", "floor ms", "measured", "predicted", "peers", "error %", "peers from");
+  fmt::print("{:<13} {:<28} {:<18} {:>3} {:>10} {:>10} {:>10} {:>6} {:>8}  {}\n", "op", "shape",
+             "dtype", "thr", "floor ms", "measured", "predicted", "peers", "error %", "from");
   for (const auto& p : preds) {
-    const MeasuredOp& m = p.measured;
+    const LoopRecord& m = p.measured;
     std::string shape = m.shape.size() > 28 ? m.shape.substr(0, 25) + "..." : m.shape;
     if (!p.dropped.empty() || p.peers == 0)
-      fmt::print("{:<13} {:<28} {:<14} {:>3} {:>10.3f} {:>10.3f} {:>10} {:>6} {:>8}  {}\n", m.op,
+      fmt::print("{:<13} {:<28} {:<18} {:>3} {:>10.3f} {:>10.3f} {:>10} {:>6} {:>8}  {}\n", m.op,
                  shape, m.dtype, m.threads, p.floor_s * 1e3, m.measured_s * 1e3, "-", p.peers, "-",
                  p.dropped.empty() ? "no peer" : "dropped: " + p.dropped);
     else
-      fmt::print("{:<13} {:<28} {:<14} {:>3} {:>10.3f} {:>10.3f} {:>10.3f} {:>6} {:>+8.1f}  {}{}\n",
+      fmt::print("{:<13} {:<28} {:<18} {:>3} {:>10.3f} {:>10.3f} {:>10.3f} {:>6} {:>+8.1f}  {}\n",
                  m.op, shape, m.dtype, m.threads, p.floor_s * 1e3, m.measured_s * 1e3,
-                 p.predicted_s * 1e3, p.peers, p.error_pct, p.regime,
-                 p.single_peer ? " (single peer!)" : "");
+                 p.predicted_s * 1e3, p.peers, p.error_pct, loop_source(p));
   }
-  auto summary = [](std::vector<double> e, const char* what) {
-    if (e.empty()) return;
+  auto median_of = [](std::vector<double> e) {
     std::sort(e.begin(), e.end());
-    fmt::print("{} ops predicted {}: median |error| {:.1f}%, worst {:.1f}%\n", e.size(), what,
-               e[e.size() / 2], e.back());
+    size_t h = e.size() / 2;
+    return e.size() % 2 ? e[h] : 0.5 * (e[h - 1] + e[h]);
+  };
+  auto summary = [&](const std::vector<double>& e, const std::string& what) {
+    if (e.empty()) return;
+    fmt::print("{:>3} ops predicted {:<26} median |error| {:5.1f}%, worst {:5.1f}%\n", e.size(), what + ":",
+               median_of(e), *std::max_element(e.begin(), e.end()));
   };
   fmt::print("\n");
   summary(all_err, "(all)");
   summary(multi_err, "from two or more peers");
+  for (const auto& [op, e] : by_op) summary(e, op);
 }
 
 void add_input_options(CLI::App* cmd, ModelArgs& a) {

@@ -17,7 +17,7 @@ void add_tune(CLI::App& app, int& exit_code) {
               "machine profile; SOL_TUNING=defaults ignores it)");
   auto family = std::make_shared<std::string>();
   auto rounds = std::make_shared<int>(7);
-  cmd->add_option("--family", *family, "Only this family: gemm, stream or softmax");
+  cmd->add_option("--family", *family, "Only this family: gemm, stream, softmax or rows");
   cmd->add_option("--rounds", *rounds, "Interleaved rounds per parameter (the median counts)")
       ->check(CLI::Range(1, 99));
   cmd->callback([=, &exit_code] {

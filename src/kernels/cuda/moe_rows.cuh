@@ -3,14 +3,14 @@
 // block per row (grid-stride over rows), its threads over the row's 16-byte vectors when the
 // host found every row start 16-byte aligned and the row a whole number of vectors, else over
 // its bytes (elements for unpermute). Row indices (ids, row_of) are checked by the host first.
-#include "kernels/cuda/rows_common.cuh"
+#include "kernels/cuda/vec_io.cuh"
 
 namespace sol_cuda {
 
 __device__ __forceinline__ void copy_row(const char* src, char* dst, long long bytes, int vectors) {
   if (vectors) {
-    const Bytes16* s = reinterpret_cast<const Bytes16*>(src);
-    Bytes16* d = reinterpret_cast<Bytes16*>(dst);
+    const uint4* s = reinterpret_cast<const uint4*>(src);
+    uint4* d = reinterpret_cast<uint4*>(dst);
     for (long long i = threadIdx.x; i < bytes / 16; i += blockDim.x) d[i] = s[i];
   } else {
     for (long long i = threadIdx.x; i < bytes; i += blockDim.x) dst[i] = src[i];
@@ -22,6 +22,7 @@ __device__ __forceinline__ void copy_row(const char* src, char* dst, long long b
 template <bool kInBf16, bool kOutBf16, bool kVec>
 __device__ __forceinline__ void unpermute_columns(const char* y_perm, long long h, const int* row_of, const float* w,
                                                   int k, char* out_row, long long c) {
+  constexpr int kIn = kCodeOf<kInBf16>, kOut = kCodeOf<kOutBf16>;
   const int ys = kInBf16 ? 2 : 4, os = kOutBf16 ? 2 : 4;
   const int n = kVec ? 8 : 1;
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -30,13 +31,13 @@ __device__ __forceinline__ void unpermute_columns(const char* y_perm, long long 
     if (r < 0) continue;
     const char* y = y_perm + ((long long)r * h + c) * ys;
     float v[8];
-    if (kVec) load8<kInBf16>(y, v);
-    else v[0] = load_elem<kInBf16>(y, 0);
+    if (kVec) load8<kIn>(y, true, v);
+    else v[0] = Elem<kIn>::get(y, 0);
 #pragma unroll
     for (int i = 0; i < n; ++i) acc[i] = __fmaf_rn(w[j], v[i], acc[i]);
   }
-  if (kVec) store8<kOutBf16>(out_row + c * os, acc);
-  else store_elem<kOutBf16>(out_row + c * os, 0, acc[0]);
+  if (kVec) store8<kOut>(out_row + c * os, true, acc);
+  else Elem<kOut>::put(out_row + c * os, 0, acc[0]);
 }
 
 }  // namespace sol_cuda
@@ -59,9 +60,9 @@ extern "C" __global__ void __launch_bounds__(256) sol_permute_rows(const char* x
     const int* rows = row_of + t * k;
     if (vectors) {
       for (long long i = threadIdx.x; i < row_bytes / 16; i += blockDim.x) {
-        const sol_cuda::Bytes16 v = reinterpret_cast<const sol_cuda::Bytes16*>(src)[i];
+        const uint4 v = reinterpret_cast<const uint4*>(src)[i];
         for (int j = 0; j < k; ++j)
-          if (rows[j] >= 0) reinterpret_cast<sol_cuda::Bytes16*>(x_perm + rows[j] * row_bytes)[i] = v;
+          if (rows[j] >= 0) reinterpret_cast<uint4*>(x_perm + rows[j] * row_bytes)[i] = v;
       }
     } else {
       for (long long i = threadIdx.x; i < row_bytes; i += blockDim.x) {
@@ -82,7 +83,7 @@ extern "C" __global__ void __launch_bounds__(256) sol_zero_padding_rows(char* x_
     char* d = x_perm + r * row_bytes;
     if (vectors) {
       for (long long i = threadIdx.x; i < row_bytes / 16; i += blockDim.x)
-        reinterpret_cast<sol_cuda::Bytes16*>(d)[i] = sol_cuda::Bytes16{0, 0, 0, 0};
+        reinterpret_cast<uint4*>(d)[i] = make_uint4(0, 0, 0, 0);
     } else {
       for (long long i = threadIdx.x; i < row_bytes; i += blockDim.x) d[i] = 0;
     }

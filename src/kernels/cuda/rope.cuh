@@ -5,7 +5,7 @@
 // whole pairs; half: 8 elements of the first half and their 8 partners d/2 on) when the host
 // found every slice 16-byte aligned and the unit dividing it, else one pair per thread.
 // Each element is rope_rotate_elem below: the CPU path's formula, so the bits are the CPU's.
-#include "kernels/cuda/rows_common.cuh"
+#include "kernels/cuda/vec_io.cuh"
 
 namespace sol_cuda {
 
@@ -19,6 +19,7 @@ template <bool kBf16, bool kInterleaved, bool kVec>
 __device__ __forceinline__ void rope_tokens(void* x, long long token_stride, long long head_stride, int heads,
                                             const int* positions, long long tokens, const float* cos_table,
                                             const float* sin_table, int d) {
+  constexpr int kX = kCodeOf<kBf16>;
   const int es = kBf16 ? 2 : 4;
   const int unit = kVec ? 8 : (kInterleaved ? 2 : 1);  // elements of the first block per unit
   const int units = (kInterleaved ? d : d / 2) / unit;
@@ -34,32 +35,32 @@ __device__ __forceinline__ void rope_tokens(void* x, long long token_stride, lon
       const int e = u * unit;  // first element of the unit
       if (kVec) {
         float a[8], cs[8], sn[8], r[8];
-        load8<kBf16>(head + e * es, a);
-        load8<false>(c + e, cs);
-        load8<false>(s + e, sn);
+        load8<kX>(head + e * es, true, a);
+        load8<kF32>(c + e, true, cs);
+        load8<kF32>(s + e, true, sn);
         if (kInterleaved) {
 #pragma unroll
           for (int i = 0; i < 8; ++i) r[i] = rope_rotate_elem(a[i], a[i ^ 1], cs[i], sn[i]);
-          store8<kBf16>(head + e * es, r);
+          store8<kX>(head + e * es, true, r);
         } else {
           const int half = d / 2;
           float b[8], cb[8], sb[8], rb[8];
-          load8<kBf16>(head + (e + half) * es, b);
-          load8<false>(c + e + half, cb);
-          load8<false>(s + e + half, sb);
+          load8<kX>(head + (e + half) * es, true, b);
+          load8<kF32>(c + e + half, true, cb);
+          load8<kF32>(s + e + half, true, sb);
 #pragma unroll
           for (int i = 0; i < 8; ++i) {
             r[i] = rope_rotate_elem(a[i], b[i], cs[i], sn[i]);
             rb[i] = rope_rotate_elem(b[i], a[i], cb[i], sb[i]);
           }
-          store8<kBf16>(head + e * es, r);
-          store8<kBf16>(head + (e + half) * es, rb);
+          store8<kX>(head + e * es, true, r);
+          store8<kX>(head + (e + half) * es, true, rb);
         }
       } else {
         const int e2 = kInterleaved ? e + 1 : e + d / 2;  // the pair's second element
-        const float a = load_elem<kBf16>(head, e), b = load_elem<kBf16>(head, e2);
-        store_elem<kBf16>(head, e, rope_rotate_elem(a, b, c[e], s[e]));
-        store_elem<kBf16>(head, e2, rope_rotate_elem(b, a, c[e2], s[e2]));
+        const float a = Elem<kX>::get(head, e), b = Elem<kX>::get(head, e2);
+        Elem<kX>::put(head, e, rope_rotate_elem(a, b, c[e], s[e]));
+        Elem<kX>::put(head, e2, rope_rotate_elem(b, a, c[e2], s[e2]));
       }
     }
   }

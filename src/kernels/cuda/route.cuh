@@ -9,7 +9,7 @@
 // which tests/device/test_cuda_route_math.cc runs against the CPU path: the experts and the
 // weights are the CPU's bits (NaN weights are NaN).
 #include "kernels/cuda/route_math.cuh"
-#include "kernels/cuda/rows_common.cuh"
+#include "kernels/cuda/vec_io.cuh"
 
 namespace sol_cuda {
 
@@ -28,11 +28,11 @@ __device__ __forceinline__ void route_token(const RouteArgs& a, long long t, int
   bool loaded = false;
   if constexpr (kPerLane * (kBf16 ? 2 : 4) % 16 == 0) {  // a lane's experts are whole vectors
     if (a.vectors) {
-      const Bytes16* q = reinterpret_cast<const Bytes16*>(row + first * es);
+      const uint4* q = reinterpret_cast<const uint4*>(row + first * es);
       u32 w[kPerLane * (kBf16 ? 2 : 4) / 4];
 #pragma unroll
       for (int v = 0; v < kPerLane * es / 16; ++v) {
-        const Bytes16 b = q[v];
+        const uint4 b = q[v];
         w[4 * v] = b.x, w[4 * v + 1] = b.y, w[4 * v + 2] = b.z, w[4 * v + 3] = b.w;
       }
 #pragma unroll
@@ -45,7 +45,7 @@ __device__ __forceinline__ void route_token(const RouteArgs& a, long long t, int
   }
   if (!loaded) {
 #pragma unroll
-    for (int j = 0; j < kPerLane; ++j) score[j] = first + j < a.e ? load_elem<kBf16>(row, first + j) : 0.0f;
+    for (int j = 0; j < kPerLane; ++j) score[j] = first + j < a.e ? Elem<kCodeOf<kBf16>>::get(row, first + j) : 0.0f;
   }
 #pragma unroll
   for (int j = 0; j < kPerLane; ++j) {

@@ -10,7 +10,7 @@
 // rounding (~1e-6 relative), not bit for bit. The maximum propagates NaN: a row with a NaN or a
 // +inf becomes NaN, -inf entries get exactly 0 (exp_f32(-inf) underflows to +0), as on the CPU.
 #include "kernels/cuda/device_exp_math.cuh"
-#include "kernels/cuda/rows_common.cuh"
+#include "kernels/cuda/vec_io.cuh"
 
 namespace sol_cuda {
 
@@ -39,6 +39,7 @@ __device__ __forceinline__ float block_reduce(float v, float* shared) {
 template <bool kInBf16, bool kOutBf16, bool kVec>
 __device__ __forceinline__ void softmax_rows(const void* x, void* y, long long rows, long long n) {
   __shared__ float shared[kSoftmaxThreads / 32];
+  constexpr int kIn = kCodeOf<kInBf16>, kOut = kCodeOf<kOutBf16>;
   const int xs = kInBf16 ? 2 : 4, ys = kOutBf16 ? 2 : 4;
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
     const char* xr = static_cast<const char*>(x) + r * n * xs;
@@ -47,37 +48,37 @@ __device__ __forceinline__ void softmax_rows(const void* x, void* y, long long r
     if (kVec) {
       for (long long i = threadIdx.x * 8LL; i < n; i += kSoftmaxThreads * 8LL) {
         float v[8];
-        load8<kInBf16>(xr + i * xs, v);
+        load8<kIn>(xr + i * xs, true, v);
 #pragma unroll
         for (int j = 0; j < 8; ++j) m = max_nan(m, v[j]);
       }
     } else {
-      for (long long i = threadIdx.x; i < n; i += kSoftmaxThreads) m = max_nan(m, load_elem<kInBf16>(xr, i));
+      for (long long i = threadIdx.x; i < n; i += kSoftmaxThreads) m = max_nan(m, Elem<kIn>::get(xr, i));
     }
     m = block_reduce<true>(m, shared);
     float sum = 0;
     if (kVec) {
       for (long long i = threadIdx.x * 8LL; i < n; i += kSoftmaxThreads * 8LL) {
         float v[8];
-        load8<kInBf16>(xr + i * xs, v);
+        load8<kIn>(xr + i * xs, true, v);
 #pragma unroll
         for (int j = 0; j < 8; ++j) sum += exp_f32(v[j] - m);
       }
     } else {
-      for (long long i = threadIdx.x; i < n; i += kSoftmaxThreads) sum += exp_f32(load_elem<kInBf16>(xr, i) - m);
+      for (long long i = threadIdx.x; i < n; i += kSoftmaxThreads) sum += exp_f32(Elem<kIn>::get(xr, i) - m);
     }
     const float inv = 1.0f / block_reduce<false>(sum, shared);
     if (kVec) {
       for (long long i = threadIdx.x * 8LL; i < n; i += kSoftmaxThreads * 8LL) {
         float v[8];
-        load8<kInBf16>(xr + i * xs, v);
+        load8<kIn>(xr + i * xs, true, v);
 #pragma unroll
         for (int j = 0; j < 8; ++j) v[j] = exp_f32(v[j] - m) * inv;
-        store8<kOutBf16>(yr + i * ys, v);
+        store8<kOut>(yr + i * ys, true, v);
       }
     } else {
       for (long long i = threadIdx.x; i < n; i += kSoftmaxThreads)
-        store_elem<kOutBf16>(yr, i, exp_f32(load_elem<kInBf16>(xr, i) - m) * inv);
+        Elem<kOut>::put(yr, i, exp_f32(Elem<kIn>::get(xr, i) - m) * inv);
     }
   }
 }

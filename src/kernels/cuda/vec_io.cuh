@@ -1,14 +1,18 @@
 #pragma once
 // Device-side loads and stores of 8 f32/bf16 elements (as f32) and 16 e4m3 codes: 16-byte
 // vectors (LDG.E.128 / STG.E.128) when the caller's `vec` says the address is 16-byte aligned,
-// element by element otherwise (a view at an odd offset). Also the grid-stride helpers of the
-// row kernels.
+// element by element otherwise (a view at an odd offset). Also the grid-stride helpers. Every
+// row kernel (norms, quant, activations, rope, softmax, routing, MoE rows) moves its elements
+// through these, so a bf16 store rounds the same way (cvt.rn) in all of them.
 #include "kernels/cuda/float_ops.cuh"
 
 namespace sol_cuda {
 
 __device__ __forceinline__ long long global_thread() { return (long long)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ long long global_threads() { return (long long)gridDim.x * blockDim.x; }
+
+// The element code of a kernel's `bf16, else f32` template flag.
+template <bool kBf16> inline constexpr int kCodeOf = kBf16 ? kBF16 : kF32;
 
 template <int kCode> struct Elem;
 template <> struct Elem<kF32> {

@@ -4,7 +4,8 @@
 
 namespace sol::kernels {
 
-void silu_mul_scalar(const void* g, const void* u, DType t, void* y, DType yt, int64_t n, bool, const void*) {
+void silu_mul_scalar(const void* g, const void* u, DType t, void* y, DType yt, int64_t n, bool, const void*,
+                     const TuningParams&) {
   auto get = [t](const void* p, int64_t i) {
     return t == DType::bf16 ? bf16_to_f32(static_cast<const uint16_t*>(p)[i]) : static_cast<const float*>(p)[i];
   };
@@ -16,7 +17,7 @@ void silu_mul_scalar(const void* g, const void* u, DType t, void* y, DType yt, i
   }
 }
 
-void gelu_scalar(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_form, bool) {
+void gelu_scalar(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_form, bool, const TuningParams&) {
   for (int64_t i = 0; i < n; ++i) {
     float v = t == DType::bf16 ? bf16_to_f32(static_cast<const uint16_t*>(x)[i]) : static_cast<const float*>(x)[i];
     // 1 + erf(z) = erfc(-z) and 1 + tanh(u) = 2 / (1 + exp(-2u)): neither cancels in the

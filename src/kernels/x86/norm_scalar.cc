@@ -30,7 +30,7 @@ void put(void* p, DType t, int64_t i, float v) {
 }
 }  // namespace
 
-float sum_squares_scalar(const void* x, DType t, int64_t n) {
+float sum_squares_scalar(const void* x, DType t, int64_t n, const TuningParams&) {
   // The same 64 partial sums, fused multiply-adds and final order as the vector path (four
   // 16-lane accumulators): both paths give the same bits.
   float part[64] = {};
@@ -47,13 +47,14 @@ void scale_by_weight_scalar(const void* x, DType xt, float inv, const void* w, D
   for (int64_t i = 0; i < n; ++i) put(y, yt, i, (get(x, xt, i) * inv) * get(w, wt, i));
 }
 
-float sum_scalar(const void* x, DType t, int64_t n) {
+float sum_scalar(const void* x, DType t, int64_t n, const TuningParams&) {
   float part[64] = {};
   for (int64_t i = 0; i < n; ++i) part[partial(i, t)] += get(x, t, i);
   return combine(part);
 }
 
-void shifted_sums_scalar(const void* x, DType t, float shift, int64_t n, float* sum_d, float* sum_d2) {
+void shifted_sums_scalar(const void* x, DType t, float shift, int64_t n, float* sum_d, float* sum_d2,
+                         const TuningParams&) {
   float p1[64] = {}, p2[64] = {};
   for (int64_t i = 0; i < n; ++i) {
     float d = get(x, t, i) - shift;

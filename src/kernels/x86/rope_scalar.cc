@@ -20,7 +20,7 @@ void rotate(void* x, DType t, const float* c, const float* s, int64_t d, bool in
 }  // namespace
 
 void rope_rotate_heads_scalar(void* x, DType t, int64_t head_stride, int64_t heads, const float* c, const float* s,
-                              int64_t d, bool interleaved, const void*) {
+                              int64_t d, bool interleaved, const void*, const TuningParams&) {
   for (int64_t h = 0; h < heads; ++h) rotate(static_cast<char*>(x) + h * head_stride, t, c, s, d, interleaved);
 }
 

@@ -4,7 +4,8 @@
 
 namespace sol::kernels {
 
-void softmax_row_scalar(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch, bool) {
+void softmax_row_scalar(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch, bool,
+                        const TuningParams&) {
   auto get = [&](int64_t i) {
     return t == DType::bf16 ? bf16_to_f32(static_cast<const uint16_t*>(x)[i]) : static_cast<const float*>(x)[i];
   };

@@ -69,12 +69,13 @@ void silu_mul(const Tensor& gu, const Tensor& y) {
 void silu_mul_cpu(const Tensor& gu, const Tensor& y) {
   const int64_t rows = gu.shape(0), inter = gu.shape(1) / 2;
   const kernels::ActivationKernels& k = activation_kernels();
+  const TuningParams& tp = tuning().params;  // read once per call
   const int64_t es = int64_t(dtype_size(gu.dtype()));
   const bool stream = should_stream(y.numel() * int64_t(dtype_size(y.dtype())));
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     auto one = [&](int64_t r, int64_t end) {
       k.silu_mul(row(gu, r), row(gu, r) + inter * es, gu.dtype(), row(y, r), y.dtype(), inter, stream,
-                 next_up(gu, r, end, inter));
+                 next_up(gu, r, end, inter), tp);
     };
     if (!k.silu_mul2) {
       for (int64_t r = r0; r < r1; ++r) one(r, r1);
@@ -87,7 +88,7 @@ void silu_mul_cpu(const Tensor& gu, const Tensor& y) {
     for_row_pairs(
         r0, r1,
         [&](int64_t a, int64_t b) {
-          k.silu_mul2(side(a, r0 + half), side(b, r0 + 2 * half), gu.dtype(), y.dtype(), inter, stream);
+          k.silu_mul2(side(a, r0 + half), side(b, r0 + 2 * half), gu.dtype(), y.dtype(), inter, stream, tp);
         },
         [&](int64_t r) { one(r, r1); });
   });
@@ -106,6 +107,7 @@ void silu_mul_quant_fp8(const Tensor& gu, const Tensor& q, const Tensor& scales,
 void silu_mul_quant_fp8_cpu(const Tensor& gu, const Tensor& q, const Tensor& scales, const QuantOptions& qopt) {
   const int64_t inter = gu.shape(1) / 2;
   const kernels::ActivationKernels& k = activation_kernels();
+  const TuningParams& tp = tuning().params;  // read once per call
   const int64_t es = int64_t(dtype_size(gu.dtype()));
   const int64_t rows = gu.shape(0);
   const bool ue8m0 = qopt.scale == ScaleFormat::ue8m0;
@@ -113,10 +115,10 @@ void silu_mul_quant_fp8_cpu(const Tensor& gu, const Tensor& q, const Tensor& sca
       quant_kernels(), rows, inter, q, scales, qopt,
       [&](int64_t r, uint16_t* buf, const kernels::QuantRowOut& out) {
         return k.silu_mul_quant_row && k.silu_mul_quant_row(row(gu, r), row(gu, r) + inter * es, gu.dtype(), inter,
-                                                            next_up(gu, r, rows, inter), qopt.group, ue8m0, buf, out);
+                                                            next_up(gu, r, rows, inter), qopt.group, ue8m0, buf, out, tp);
       },
       [&](int64_t r, uint16_t* out) {
-        k.silu_mul(row(gu, r), row(gu, r) + inter * es, gu.dtype(), out, DType::bf16, inter, false, next_up(gu, r, rows, inter));
+        k.silu_mul(row(gu, r), row(gu, r) + inter * es, gu.dtype(), out, DType::bf16, inter, false, next_up(gu, r, rows, inter), tp);
       });
 }
 
@@ -141,12 +143,13 @@ void gelu(const Tensor& x, const Tensor& y, GeluForm form) {
 
 void gelu_cpu(const Tensor& x, const Tensor& y, GeluForm form) {
   const kernels::ActivationKernels& k = activation_kernels();
+  const TuningParams& tp = tuning().params;  // read once per call
   const int64_t h = x.shape(1);
   // In place, y's lines were just read: streaming them out gains nothing.
   const bool stream = x.data() != y.data() && should_stream(y.numel() * int64_t(dtype_size(y.dtype())));
   const bool erf_form = form == GeluForm::erf;
   parallel_ranges(x.shape(0), 1, [&](int64_t r0, int64_t r1) {
-    auto one = [&](int64_t r) { k.gelu(row(x, r), x.dtype(), row(y, r), y.dtype(), h, erf_form, stream); };
+    auto one = [&](int64_t r) { k.gelu(row(x, r), x.dtype(), row(y, r), y.dtype(), h, erf_form, stream, tp); };
     if (!k.gelu2) {
       for (int64_t r = r0; r < r1; ++r) one(r);
       return;
@@ -154,7 +157,7 @@ void gelu_cpu(const Tensor& x, const Tensor& y, GeluForm form) {
     for_row_pairs(
         r0, r1,
         [&](int64_t a, int64_t b) {
-          k.gelu2(row(x, a), row(y, a), row(x, b), row(y, b), x.dtype(), y.dtype(), h, erf_form, stream);
+          k.gelu2(row(x, a), row(y, a), row(x, b), row(y, b), x.dtype(), y.dtype(), h, erf_form, stream, tp);
         },
         one);
   });
@@ -174,13 +177,14 @@ void gelu_quant_fp8_cpu(const Tensor& x, const Tensor& q, const Tensor& scales, 
                         const QuantOptions& qopt) {
   const int64_t h = x.shape(1);
   const kernels::ActivationKernels& k = activation_kernels();
+  const TuningParams& tp = tuning().params;  // read once per call
   const bool erf_form = form == GeluForm::erf, ue8m0 = qopt.scale == ScaleFormat::ue8m0;
   quantize_rows_fp8_fused(
       quant_kernels(), x.shape(0), h, q, scales, qopt,
       [&](int64_t r, uint16_t* buf, const kernels::QuantRowOut& out) {
-        return k.gelu_quant_row && k.gelu_quant_row(row(x, r), x.dtype(), h, erf_form, qopt.group, ue8m0, buf, out);
+        return k.gelu_quant_row && k.gelu_quant_row(row(x, r), x.dtype(), h, erf_form, qopt.group, ue8m0, buf, out, tp);
       },
-      [&](int64_t r, uint16_t* out) { k.gelu(row(x, r), x.dtype(), out, DType::bf16, h, erf_form, false); });
+      [&](int64_t r, uint16_t* out) { k.gelu(row(x, r), x.dtype(), out, DType::bf16, h, erf_form, false, tp); });
 }
 
 }  // namespace sol

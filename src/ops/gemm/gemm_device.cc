@@ -1,7 +1,7 @@
 // sol::gemm and the grouped GEMMs on device tensors: the options the persistent sm90 kernels
-// implement go to them (gemm_sm90_persistent.h);
-// the rest of the CPU API is a clear error naming what the device path lacks, never a silent
-// fallback to the host.
+// implement (the whole epilogue, bf16 or f32 D) go to them (gemm_sm90_persistent.h); the rest of
+// the CPU API (layout nn, bf16 x fp8) is a clear error naming what the device path lacks, never
+// a silent fallback to the host.
 #include "ops/gemm/gemm_device.h"
 
 #include "ops/gemm/gemm_sm90_persistent.h"
@@ -17,14 +17,22 @@ void gemm_device(const Tensor& a, const Tensor& b, const Tensor& d, const GemmOp
   const char* op = "gemm";
   check(a.device() == b.device() && a.device() == d.device(), op, "a, b, d are on ", a.device(), ", ",
         b.device(), ", ", d.device(), " but must share one device (sol::transfer moves a tensor)");
+  // fp8 wgmma reads both operands K-major from shared memory, so an fp8 B [K, N] would need a
+  // transpose pass first; bf16 could read it MN-major, which the kernel does not do yet.
+  check(opt.layout == Layout::nt || b.dtype() != DType::f8e4m3, op, "on ", a.device(),
+        " an f8e4m3 b must be stored [N, K] (layout nt): fp8 wgmma reads K-major operands only");
   check(opt.layout == Layout::nt, op, "on ", a.device(),
         " b must be stored [N, K] (layout nt, as weights are); layout nn is not on the device yet");
-  check(opt.alpha == 1.0f && opt.beta == 0.0f && opt.c == nullptr, op, "on ", a.device(),
-        " alpha/beta/c are not supported yet (alpha = ", opt.alpha, ", beta = ", opt.beta, ")");
-  check(opt.bias == nullptr && opt.activation == Activation::none, op, "on ", a.device(),
-        " bias and activation epilogues are not supported yet");
-  check(d.dtype() == DType::bf16, op, "on ", a.device(), " d must be bf16 (got ", dtype_name(d.dtype()), ")");
-  gemm_sm90_persistent(kernels::sm90::GemmGrouping::single, a, b, d, nullptr, opt.a_scales, opt.b_scales, op);
+  check(!(a.dtype() == DType::bf16 && b.dtype() == DType::f8e4m3), op, "on ", a.device(),
+        " bf16 x f8e4m3 (weight-only fp8) is not on the device yet: quantize a (quant_fp8) or widen b");
+  Sm90Epilogue epilogue;
+  epilogue.alpha = opt.alpha;
+  epilogue.beta = opt.beta;
+  epilogue.c = opt.c;
+  epilogue.bias = opt.bias;
+  epilogue.silu = opt.activation == Activation::silu;
+  gemm_sm90_persistent(kernels::sm90::GemmGrouping::single, a, b, d, nullptr, opt.a_scales, opt.b_scales, op,
+                       epilogue);
 }
 
 bool grouped_on_device(const Tensor& a, const Tensor& b, const Tensor& d) { return gemm_on_device(a, b, d); }

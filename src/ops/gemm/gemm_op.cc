@@ -216,6 +216,7 @@ class GemmCase : public OpCase {
 }  // namespace
 
 void register_grouped_gemm_op();  // grouped_gemm_op.cc
+std::unique_ptr<OpCase> make_gemm_device_case(const OpParams& p, int64_t cold_bytes);  // gemm_device_op.cc
 
 void register_gemm_ops() {
   OpInfo op;
@@ -235,6 +236,9 @@ void register_gemm_ops() {
       {"beta", "scale of C (0: C is not read)", "0", ParamSpec::text},
       {"bias", "1: add a bias [N]", "0", ParamSpec::integer},
       {"act", "none or silu", "none", ParamSpec::text},
+      device_param(),
+      {"anchor", "on a device: sol, or cublaslt (cuBLASLt on the same operands, held to the same floor)", "sol",
+       ParamSpec::text},
   };
   // The bench table: every DeepSeek-V3 GEMM of issue 3 (decode M = 1, 16; prefill M = 128,
   // 4096; weights [N, K] packed once, as a model loads them) in bf16, the same shapes at M = 128
@@ -286,6 +290,9 @@ void register_gemm_ops() {
       {{"m", "1"}, {"n", "2112"}, {"k", "7168"}, {"dtype", "bf16"}, {"out", "bf16"}, {"layout", "nt"}, {"packed", "1"}},
   };
   op.make = [](const OpParams& p, int64_t cold_bytes) -> std::unique_ptr<OpCase> {
+    if (!parse_device(p.text("device"), "gemm --device").is_cpu()) return make_gemm_device_case(p, cold_bytes);
+    sol::check(p.text("anchor") == "sol", "gemm", "--anchor = ", p.text("anchor"),
+               " but anchors are timed on a device (--device cuda)");
     return std::make_unique<GemmCase>(parse_shape(p), cold_bytes);
   };
   register_op(std::move(op));

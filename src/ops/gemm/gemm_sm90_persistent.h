@@ -5,15 +5,18 @@
 // computes the kernel, its JIT instantiation, TMA boxes, grid and split-K workspace with no
 // driver call (unit-tested without a GPU); gemm_sm90_persistent encodes and launches.
 //
-// Shapes (B K-major, weights as stored; D bf16, contiguous):
+// Shapes (B K-major, weights as stored; D bf16 or f32, contiguous):
 //   single      a [m, k], b [n, k], d [m, n]
 //   contiguous  a [M, k], b [G, n, k], group_info int32 [M] (expert of each row, -1 padding),
 //               d [M, n]; each expert's rows must start on a multiple of the tile's rows
 //               (moe_permute pads to 128): checked on a host copy of group_info
 //   masked      a [G, m, k], b [G, n, k], group_info int32 [G] = masked_m (read on the device;
 //               values past m act as m), d [G, m, n]
-// fp8 block scales: a_scales f32 [rows of a, k/128]; b_scales f32 [G, ceil(n/128), k/128]
+// fp8 block scales: a_scales f32 [rows of a, k/128] ([G, m, k/128] for masked); b_scales f32
+// [G, ceil(n/128), k/128]
 // ([ceil(n/128), k/128] for single).
+// Epilogue (sol::gemm's, sm90_gemm_epilogue.h): D = act(alpha * A B^T + beta * C + bias); C has
+// D's shape and dtype (null: D's old contents, in place), read only when beta != 0; bias f32 [n].
 #include <cstdint>
 #include <span>
 #include <string>
@@ -23,6 +26,13 @@
 #include "sol/tensor.h"
 
 namespace sol {
+
+struct Sm90Epilogue {
+  float alpha = 1.0f, beta = 0.0f;
+  const Tensor* c = nullptr;
+  const Tensor* bias = nullptr;
+  bool silu = false;
+};
 
 struct Sm90PersistentPlan {
   std::string kernel;         // extern "C" symbol; empty: nothing to compute
@@ -34,16 +44,19 @@ struct Sm90PersistentPlan {
   uint32_t rows = 0;                        // rows of a and d
   uint32_t ctas = 0;                        // persistent grid
   uint64_t workspace_bytes = 0;             // split-K partials
+  kernels::sm90::GemmEpilogueParams epilogue;  // D, C, bias as device addresses
 };
 
 // host_row_groups: for contiguous, a host copy of group_info (the alignment check reads it).
 Sm90PersistentPlan plan_gemm_sm90_persistent(kernels::sm90::GemmGrouping grouping, const Tensor& a, const Tensor& b,
                                              const Tensor& d, const Tensor* group_info, const Tensor* a_scales,
                                              const Tensor* b_scales, std::span<const int32_t> host_row_groups,
-                                             const kernels::sm90::Sm90Target& target, const char* op);
+                                             const kernels::sm90::Sm90Target& target, const char* op,
+                                             const Sm90Epilogue& epilogue = {});
 
 // Plans on the operands' device and launches on its current stream (CUDA backend only).
 void gemm_sm90_persistent(kernels::sm90::GemmGrouping grouping, const Tensor& a, const Tensor& b, const Tensor& d,
-                          const Tensor* group_info, const Tensor* a_scales, const Tensor* b_scales, const char* op);
+                          const Tensor* group_info, const Tensor* a_scales, const Tensor* b_scales, const char* op,
+                          const Sm90Epilogue& epilogue = {});
 
 }  // namespace sol

@@ -36,7 +36,8 @@ cuda::CudaProgram sm90_persistent_program(const Sm90PersistentPlan& plan) {
 }
 
 void gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& b, const Tensor& d,
-                          const Tensor* group_info, const Tensor* a_scales, const Tensor* b_scales, const char* op) {
+                          const Tensor* group_info, const Tensor* a_scales, const Tensor* b_scales, const char* op,
+                          const Sm90Epilogue& epilogue) {
   const Device device = a.device();
   check(!device.is_cpu(), op, "a is on the host but the sm90 kernels need device memory");
   const CudaDiscovery& found = cuda_discovery();
@@ -51,7 +52,8 @@ void gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& 
     transfer(*group_info, Tensor(host_rows.data(), DType::i32, {group_info->numel()}));
   }
   Sm90PersistentPlan plan =
-      plan_gemm_sm90_persistent(grouping, a, b, d, group_info, a_scales, b_scales, host_rows, target_of(info), op);
+      plan_gemm_sm90_persistent(grouping, a, b, d, group_info, a_scales, b_scales, host_rows, target_of(info), op,
+                                epilogue);
   if (plan.kernel.empty()) return;
   const cuda::Driver& drv = cuda::use_device(device, op);
   CUtensorMap map_a = encode_tensor_map(drv, plan.a, op, "a"), map_b = encode_tensor_map(drv, plan.b, op, "b");
@@ -62,7 +64,7 @@ void gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& 
   if (grouping == GemmGrouping::contiguous) args.problem.row_group = static_cast<const int*>(group_info->device_data());
   if (grouping == GemmGrouping::masked) args.problem.masked_m = static_cast<const int*>(group_info->device_data());
   args.rows = plan.rows;
-  args.d = static_cast<u16*>(d.device_data());
+  args.epilogue = plan.epilogue;
   args.workspace = static_cast<float*>(workspace.device_data());
   args.scales_a = a_scales ? static_cast<const float*>(a_scales->device_data()) : nullptr;
   args.scales_b = b_scales ? static_cast<const float*>(b_scales->device_data()) : nullptr;

@@ -62,17 +62,52 @@ std::vector<int64_t> contiguous_groups(std::span<const int32_t> rows, int64_t gr
   return count;
 }
 
+// The epilogue's operands (as sol::gemm checks them on the host): C like D, read only when
+// beta != 0 and either D itself or apart from it; bias f32 [n].
+GemmEpilogueParams epilogue_params(const Tensor& d, int64_t n, const Sm90Epilogue& e, const char* op) {
+  GemmEpilogueParams p;
+  p.d = d.device_data();
+  p.c = p.d;
+  p.alpha = e.alpha;
+  p.beta = e.beta;
+  p.d_f32 = d.dtype() == DType::f32;
+  p.silu = e.silu;
+  if (e.c && e.beta != 0.0f) {
+    const Tensor& c = *e.c;
+    check(c.device() == d.device(), op, "c is on ", c.device(), " but d on ", d.device());
+    check(c.dtype() == d.dtype(), op, "c.dtype = ", dtype_name(c.dtype()), " but d.dtype = ", dtype_name(d.dtype()),
+          " (C has D's dtype)");
+    check(c.ndim() == d.ndim() && std::equal(c.shape().begin(), c.shape().end(), d.shape().begin()), op,
+          "c.shape = ", shape_text(c), " but d.shape = ", shape_text(d));
+    check(c.is_contiguous(), op, "c must be contiguous");
+    const auto begin = [](const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.device_data()); };
+    const std::uintptr_t bytes = std::uintptr_t(d.numel()) * dtype_size(d.dtype());
+    check(begin(c) == begin(d) || begin(c) + bytes <= begin(d) || begin(d) + bytes <= begin(c), op,
+          "c overlaps d without being d");
+    p.c = c.device_data();
+  }
+  if (e.bias) {
+    const Tensor& bias = *e.bias;
+    check(bias.device() == d.device(), op, "bias is on ", bias.device(), " but d on ", d.device());
+    check(bias.dtype() == DType::f32, op, "bias.dtype = ", dtype_name(bias.dtype()), " but must be f32");
+    check_dense(bias, op, "bias", {n});
+    p.bias = static_cast<const float*>(bias.device_data());
+  }
+  return p;
+}
+
 }  // namespace
 
 Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& b, const Tensor& d,
                                              const Tensor* group_info, const Tensor* a_scales, const Tensor* b_scales,
                                              std::span<const int32_t> host_row_groups, const Sm90Target& target,
-                                             const char* op) {
+                                             const char* op, const Sm90Epilogue& epilogue) {
   check(!a.device().is_cpu() && b.device() == a.device() && d.device() == a.device(), op, "a, b, d are on ",
         a.device(), ", ", b.device(), ", ", d.device(), " but must share one CUDA device");
   check(a.dtype() == b.dtype() && (a.dtype() == DType::bf16 || a.dtype() == DType::f8e4m3), op, "a, b dtypes = ",
         dtype_name(a.dtype()), ", ", dtype_name(b.dtype()), " but on the device both must be bf16 or both f8e4m3");
-  check(d.dtype() == DType::bf16, op, "d.dtype = ", dtype_name(d.dtype()), " but on the device d must be bf16");
+  check(d.dtype() == DType::bf16 || d.dtype() == DType::f32, op, "d.dtype = ", dtype_name(d.dtype()),
+        " but on the device d must be bf16 or f32");
   const bool single = grouping == GemmGrouping::single, masked = grouping == GemmGrouping::masked;
   check(a.ndim() == (masked ? 3 : 2) && b.ndim() == (single ? 2 : 3), op, "a, b have ", a.ndim(), " and ", b.ndim(),
         " dims (", shape_text(a), ", ", shape_text(b), ")");
@@ -101,7 +136,10 @@ Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor
     const int64_t kb = k / kFp8ScaleBlock, nb = (n + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
     for (const Tensor* s : {a_scales, b_scales})
       check(s->dtype() == DType::f32 && s->device() == a.device(), op, "scales must be f32 on ", a.device());
-    check_dense(*a_scales, op, "a_scales", {rows, kb});
+    // One scale per row of a and 128 K: [rows, k/128], or [G, m, k/128] for masked (the CPU API's
+    // shape there; the same bytes).
+    check_dense(*a_scales, op, "a_scales",
+                masked ? std::initializer_list<int64_t>{groups, m, kb} : std::initializer_list<int64_t>{rows, kb});
     check_dense(*b_scales, op, "b_scales",
                 single ? std::initializer_list<int64_t>{nb, kb} : std::initializer_list<int64_t>{groups, nb, kb});
   }
@@ -109,6 +147,7 @@ Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor
         "the kernel indexes rows, n and k with 32 bits");
 
   Sm90PersistentPlan plan;
+  plan.epilogue = epilogue_params(d, n, epilogue, op);
   if (rows == 0 || n == 0 || groups == 0) return plan;
   check(k > 0, op, "k = 0: D would be all zeros, which the device path does not write");
   plan.kind = a.dtype() == DType::bf16 ? GemmKernelKind::bf16 : GemmKernelKind::e4m3_block_scaled;
@@ -116,6 +155,7 @@ Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor
   shape.n = n;
   shape.k = k;
   shape.kind = plan.kind;
+  shape.out_bytes = uint32_t(dtype_size(d.dtype()));
   if (grouping == GemmGrouping::contiguous) {
     check(int64_t(host_row_groups.size()) == m, op, "the host copy of grouped_layout has ", host_row_groups.size(),
           " rows, not ", m);
@@ -155,7 +195,7 @@ Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor
 
 #if !SOL_HAS_CUDA
 void gemm_sm90_persistent(GemmGrouping, const Tensor& a, const Tensor&, const Tensor&, const Tensor*, const Tensor*,
-                          const Tensor*, const char* op) {
+                          const Tensor*, const char* op, const Sm90Epilogue&) {
   fail(op, "operands are on ", a.device(), " but ", cuda_discovery().reason);
 }
 #endif

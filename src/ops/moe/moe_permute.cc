@@ -203,6 +203,7 @@ void moe_unpermute_cpu(const Tensor& y_perm, const Tensor& row_of, const Tensor&
   if (ck.weighted_row_sum) {
     const int64_t ys = h * int64_t(dtype_size(y_perm.dtype()));
     const bool stream = should_stream(out.numel() * int64_t(dtype_size(out.dtype())));
+    const TuningParams& tp = tuning().params;  // read once per call
     parallel_ranges(tokens, 1, [&](int64_t t0, int64_t t1) {
       std::vector<const void*> rows(static_cast<size_t>(k));
       for (int64_t t = t0; t < t1; ++t) {
@@ -211,7 +212,7 @@ void moe_unpermute_cpu(const Tensor& y_perm, const Tensor& row_of, const Tensor&
           rows[size_t(j)] = r < 0 ? nullptr : y_perm.data_as<const char>() + int64_t(r) * ys;
         }
         ck.weighted_row_sum(rows.data(), wt + t * k, k, y_perm.dtype(),
-                            out.data_as<char>() + t * h * int64_t(dtype_size(out.dtype())), out.dtype(), h, stream);
+                            out.data_as<char>() + t * h * int64_t(dtype_size(out.dtype())), out.dtype(), h, stream, tp);
       }
     });
     return;

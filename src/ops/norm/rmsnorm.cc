@@ -13,6 +13,7 @@
 #include "ops/quant/fused_quant.h"
 #include "sol/error.h"
 #include "sol/norm.h"
+#include "sol/tuning.h"
 
 namespace sol {
 
@@ -83,9 +84,9 @@ struct LayerStats {
 };
 
 template <class Sum>
-float layer_shift(const void* x, DType t, int64_t n, Sum&& sum) {
+float layer_shift(const void* x, DType t, int64_t n, Sum&& sum, const TuningParams& tp) {
   const int64_t lead = std::min(n, kShiftSample);
-  return sum(x, t, lead) / float(lead);
+  return sum(x, t, lead, tp) / float(lead);
 }
 
 LayerStats finish_layer_stats(float shift, float sd, float sd2, int64_t n, float eps) {
@@ -98,10 +99,11 @@ LayerStats finish_layer_stats(float shift, float sd, float sd2, int64_t n, float
 }
 
 template <class Sum, class ShiftedSums>
-LayerStats layer_stats(const void* x, DType t, int64_t n, float eps, Sum&& sum, ShiftedSums&& shifted_sums) {
-  const float shift = layer_shift(x, t, n, sum);
+LayerStats layer_stats(const void* x, DType t, int64_t n, float eps, Sum&& sum, ShiftedSums&& shifted_sums,
+                       const TuningParams& tp) {
+  const float shift = layer_shift(x, t, n, sum, tp);
   float sd, sd2;
-  shifted_sums(x, t, shift, n, &sd, &sd2);
+  shifted_sums(x, t, shift, n, &sd, &sd2, tp);
   return finish_layer_stats(shift, sd, sd2, n, eps);
 }
 
@@ -154,16 +156,17 @@ void rmsnorm(const Tensor& x, const Tensor& weight, const Tensor& y, const NormO
 void rmsnorm_cpu(const Tensor& x, const Tensor& weight, const Tensor& y, const NormOptions& opt) {
   const int64_t rows = x.shape(0), h = x.shape(1);
   const kernels::NormKernels& k = norm_kernels();
+  const TuningParams& tp = tuning().params;  // read once per call
   // In place (y == x) is allowed: each row is read completely before it is written.
   if (k.rms_apply_bf16w_next && all_bf16(x, weight, y)) {
     const auto* w = weight.data_as<const uint16_t>();
     const bool stream = should_stream(y.nbytes());
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       auto xrow = [&](int64_t r) { return reinterpret_cast<const uint16_t*>(row(x, r)); };
-      float ss = k.sum_squares(xrow(r0), DType::bf16, h);
+      float ss = k.sum_squares(xrow(r0), DType::bf16, h, tp);
       for (int64_t r = r0; r + 1 < r1; ++r)  // row r's output and row r + 1's statistics in one loop
         ss = k.rms_apply_bf16w_next(xrow(r), inverse_rms(ss, h, opt.eps), w, reinterpret_cast<uint16_t*>(row(y, r)),
-                                    h, stream, xrow(r + 1), rows_after(x, r + 1, r1));
+                                    h, stream, xrow(r + 1), rows_after(x, r + 1, r1), tp);
       k.rms_apply_bf16w(xrow(r1 - 1), inverse_rms(ss, h, opt.eps), w, reinterpret_cast<uint16_t*>(row(y, r1 - 1)), h,
                         stream, {});
       if (stream) k.stream_fence();
@@ -176,7 +179,7 @@ void rmsnorm_cpu(const Tensor& x, const Tensor& weight, const Tensor& y, const N
     const bool stream = should_stream(y.nbytes());
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
-        float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h), h, opt.eps);
+        float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h, tp), h, opt.eps);
         k.rms_apply(row(x, r), x.dtype(), inv, w, row(y, r), y.dtype(), h, stream, next_rows(r + 1 < r1, x, r + 1));
       }
       if (stream) k.stream_fence();  // the rows' streamed stores, once per thread
@@ -185,7 +188,7 @@ void rmsnorm_cpu(const Tensor& x, const Tensor& weight, const Tensor& y, const N
   }
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h), h, opt.eps);
+      float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h, tp), h, opt.eps);
       k.scale_by_weight(row(x, r), x.dtype(), inv, weight.data(), weight.dtype(), row(y, r), y.dtype(), h);
     }
   });
@@ -210,13 +213,14 @@ void add_rmsnorm_cpu(const Tensor& x, const Tensor& residual, const Tensor& weig
                      const NormOptions& opt) {
   const int64_t rows = x.shape(0), h = x.shape(1);
   const kernels::NormKernels& k = norm_kernels();
+  const TuningParams& tp = tuning().params;  // read once per call
   if (k.add_sum_squares && all_bf16(residual, weight, y) && x.dtype() == DType::bf16) {
     const auto* w = weight.data_as<const uint16_t>();
     const bool stream = should_stream(y.nbytes());
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         auto* res = reinterpret_cast<uint16_t*>(row(residual, r));
-        float inv = inverse_rms(k.add_sum_squares(row(x, r), DType::bf16, res, DType::bf16, res, h), h, opt.eps);
+        float inv = inverse_rms(k.add_sum_squares(row(x, r), DType::bf16, res, DType::bf16, res, h, tp), h, opt.eps);
         k.rms_apply_bf16w(res, inv, w, reinterpret_cast<uint16_t*>(row(y, r)), h, stream,
                           next_rows(r + 1 < r1, x, r + 1, &residual));
       }
@@ -234,7 +238,7 @@ void add_rmsnorm_cpu(const Tensor& x, const Tensor& residual, const Tensor& weig
       // the read (no extra read for ownership) and the norm pass reads it back from L1.
       for (int64_t r = r0; r < r1; ++r) {
         void* res = row(residual, r);
-        float inv = inverse_rms(k.add_sum_squares(row(x, r), x.dtype(), res, rt, res, h), h, opt.eps);
+        float inv = inverse_rms(k.add_sum_squares(row(x, r), x.dtype(), res, rt, res, h, tp), h, opt.eps);
         k.rms_apply(res, rt, inv, w, row(y, r), y.dtype(), h, stream, next_rows(r + 1 < r1, x, r + 1, &residual));
       }
       if (stream) k.stream_fence();
@@ -245,7 +249,7 @@ void add_rmsnorm_cpu(const Tensor& x, const Tensor& residual, const Tensor& weig
     for (int64_t r = r0; r < r1; ++r) {
       void* res = row(residual, r);
       k.add_into(row(x, r), x.dtype(), res, residual.dtype(), h);  // the row stays in L1 for the norm
-      float inv = inverse_rms(k.sum_squares(res, residual.dtype(), h), h, opt.eps);
+      float inv = inverse_rms(k.sum_squares(res, residual.dtype(), h, tp), h, opt.eps);
       k.scale_by_weight(res, residual.dtype(), inv, weight.data(), weight.dtype(), row(y, r), y.dtype(), h);
     }
   });
@@ -262,6 +266,7 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
   require_no_overlap(op, "weight", weight, "y", y);
   const int64_t rows = x.shape(0), h = x.shape(1);
   const kernels::NormKernels& k = norm_kernels();
+  const TuningParams& tp = tuning().params;  // read once per call
   if (k.layernorm_apply_bf16w_next && bias && all_bf16(x, weight, y)) {
     const auto* w = weight.data_as<const uint16_t>();
     const auto* b = bias->data_as<const uint16_t>();
@@ -269,12 +274,12 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       auto xrow = [&](int64_t r) { return reinterpret_cast<const uint16_t*>(row(x, r)); };
       auto yrow = [&](int64_t r) { return reinterpret_cast<uint16_t*>(row(y, r)); };
-      LayerStats st = layer_stats(xrow(r0), DType::bf16, h, opt.eps, k.sum, k.shifted_sums);
+      LayerStats st = layer_stats(xrow(r0), DType::bf16, h, opt.eps, k.sum, k.shifted_sums, tp);
       for (int64_t r = r0; r + 1 < r1; ++r) {  // row r's output and row r + 1's statistics in one loop
-        const float shift = layer_shift(xrow(r + 1), DType::bf16, h, k.sum);
+        const float shift = layer_shift(xrow(r + 1), DType::bf16, h, k.sum, tp);
         float sd, sd2;
         k.layernorm_apply_bf16w_next(xrow(r), st.shift, st.dm_inv, st.inv, w, b, yrow(r), h, stream, xrow(r + 1), shift,
-                                     &sd, &sd2, rows_after(x, r + 1, r1));
+                                     &sd, &sd2, rows_after(x, r + 1, r1), tp);
         st = finish_layer_stats(shift, sd, sd2, h, opt.eps);
       }
       k.layernorm_apply_bf16w(xrow(r1 - 1), st.shift, st.dm_inv, st.inv, w, b, yrow(r1 - 1), h, stream, {});
@@ -289,7 +294,7 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
     const bool stream = should_stream(y.nbytes());
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
-        const LayerStats st = layer_stats(row(x, r), x.dtype(), h, opt.eps, k.sum, k.shifted_sums);
+        const LayerStats st = layer_stats(row(x, r), x.dtype(), h, opt.eps, k.sum, k.shifted_sums, tp);
         k.layernorm_apply_packed(row(x, r), x.dtype(), st.shift, st.dm_inv, st.inv, wb.get(), row(y, r), y.dtype(), h,
                                  stream, next_rows(r + 1 < r1, x, r + 1));
       }
@@ -306,7 +311,7 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
     const bool stream = should_stream(y.nbytes());
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
-        const LayerStats st = layer_stats(row(x, r), x.dtype(), h, opt.eps, k.sum, k.shifted_sums);
+        const LayerStats st = layer_stats(row(x, r), x.dtype(), h, opt.eps, k.sum, k.shifted_sums, tp);
         k.layernorm_apply_f32w(row(x, r), x.dtype(), st.shift, st.dm_inv, st.inv, w, b, row(y, r), y.dtype(), h,
                                stream, next_rows(r + 1 < r1, x, r + 1));
       }
@@ -316,7 +321,7 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
   }
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      const LayerStats st = layer_stats(row(x, r), x.dtype(), h, opt.eps, k.sum, k.shifted_sums);
+      const LayerStats st = layer_stats(row(x, r), x.dtype(), h, opt.eps, k.sum, k.shifted_sums, tp);
       k.layernorm_apply(row(x, r), x.dtype(), st.shift, st.dm_inv, st.inv, weight.data(), bias ? bias->data() : nullptr,
                         weight.dtype(), row(y, r), y.dtype(), h);
     }
@@ -340,6 +345,7 @@ void rmsnorm_quant_fp8_cpu(const Tensor& x, const Tensor& weight, const Tensor& 
   const char* op = "rmsnorm_quant_fp8";
   const int64_t h = x.shape(1);
   const kernels::NormKernels& k = norm_kernels();
+  const TuningParams& tp = tuning().params;  // read once per call
   const kernels::QuantKernels& qk = quant_kernels();
   if (qk.rms_quant_row_bf16 && k.rms_apply && x.dtype() == DType::bf16 && (qopt.group == 64 || qopt.group == 128)) {
     // Norm and quantization in one output pass per row, each group's bf16 values kept in
@@ -352,11 +358,11 @@ void rmsnorm_quant_fp8_cpu(const Tensor& x, const Tensor& weight, const Tensor& 
     parallel_ranges(x.shape(0), 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const auto* xr = reinterpret_cast<const uint16_t*>(row(x, r));
-        const float inv = inverse_rms(k.sum_squares(xr, DType::bf16, h), h, opt.eps);
+        const float inv = inverse_rms(k.sum_squares(xr, DType::bf16, h, tp), h, opt.eps);
         const bool done = qk.rms_quant_row_bf16(
             xr, inv, w_eo.get(), h, qopt.group, ue8m0, q.data_as<uint8_t>() + r * q.stride(0),
             scales.data_as<float>() + r * scales.stride(0), scales.stride(1), stream,
-            r + 1 < r1 ? reinterpret_cast<const uint16_t*>(row(x, r + 1)) : nullptr);
+            r + 1 < r1 ? reinterpret_cast<const uint16_t*>(row(x, r + 1)) : nullptr, tp);
         if (!done) fail(op, "internal: the fused row kernel refused group ", qopt.group);
       }
     });
@@ -367,7 +373,7 @@ void rmsnorm_quant_fp8_cpu(const Tensor& x, const Tensor& weight, const Tensor& 
     const F32Vector wf(weight, k);
     const float* w = wf.data();
     quantize_rows_fp8_given_amax(qk, x.shape(0), h, q, scales, qopt, [&](int64_t r, uint16_t* out, uint16_t* amax32) {
-      float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h), h, opt.eps);
+      float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h, tp), h, opt.eps);
       k.rms_apply_bf16_amax(row(x, r), x.dtype(), inv, w, out, h, qopt.group, amax32,
                             next_rows(r + 1 < x.shape(0), x, r + 1));
     });
@@ -377,13 +383,13 @@ void rmsnorm_quant_fp8_cpu(const Tensor& x, const Tensor& weight, const Tensor& 
     const F32Vector wf(weight, k);
     const float* w = wf.data();
     quantize_rows_fp8(qk, x.shape(0), h, q, scales, qopt, [&](int64_t r, uint16_t* out) {
-      float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h), h, opt.eps);
+      float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h, tp), h, opt.eps);
       k.rms_apply(row(x, r), x.dtype(), inv, w, out, DType::bf16, h, false, next_rows(r + 1 < x.shape(0), x, r + 1));
     });
     return;
   }
   quantize_rows_fp8(qk, x.shape(0), h, q, scales, qopt, [&](int64_t r, uint16_t* out) {
-    float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h), h, opt.eps);
+    float inv = inverse_rms(k.sum_squares(row(x, r), x.dtype(), h, tp), h, opt.eps);
     k.scale_by_weight(row(x, r), x.dtype(), inv, weight.data(), weight.dtype(), out, DType::bf16, h);
   });
 }

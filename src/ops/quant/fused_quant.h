@@ -43,9 +43,10 @@ inline void validate_fused_quant(const char* op, const char* h_name, int64_t row
 // Quantizes one bf16 row of h elements into q_row and its scales (stride scale_stride), exactly
 // as quant_fp8_per_token does that row, with the caller's quantization kernels (picked once
 // per call, not per row); stream: q may be written with non-temporal stores (the caller then
-// needs no fence: the row kernel ends with one).
+// needs no fence: the row kernel ends with one); tp: the tuning in force (read once per call).
 void quant_fp8_bf16_row(const kernels::QuantKernels& k, const uint16_t* row, int64_t h, uint8_t* q_row,
-                        float* scales_row, int64_t scale_stride, const QuantOptions& qopt, bool stream);
+                        float* scales_row, int64_t scale_stride, const QuantOptions& qopt, bool stream,
+                        const TuningParams& tp);
 
 // Per-token quantization of rows made one at a time, for ops with a fused row kernel
 // (activations): fused(r, buf, out) produces and quantizes row r in one pass
@@ -56,6 +57,7 @@ template <class FusedRow, class ProduceRow>
 void quantize_rows_fp8_fused(const kernels::QuantKernels& k, int64_t rows, int64_t h, const Tensor& q,
                              const Tensor& scales, const QuantOptions& qopt, FusedRow&& fused, ProduceRow&& produce) {
   const bool stream = should_stream(q.nbytes());
+  const TuningParams& tp = tuning().params;  // read once per call
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     // once per thread, not zeroed; 64-byte aligned for the fused kernels
     const std::unique_ptr<uint16_t[]> storage(new uint16_t[size_t(h) + 32]);
@@ -70,7 +72,7 @@ void quantize_rows_fp8_fused(const kernels::QuantKernels& k, int64_t rows, int64
         continue;
       }
       produce(r, row);
-      quant_fp8_bf16_row(k, row, h, q_row, s_row, scales.stride(1), qopt, stream);
+      quant_fp8_bf16_row(k, row, h, q_row, s_row, scales.stride(1), qopt, stream, tp);
     }
     if (streamed) k.stream_fence();
   });

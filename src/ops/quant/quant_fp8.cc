@@ -98,13 +98,14 @@ void quant_fp8_per_token_cpu(const Tensor& x, const Tensor& q, const Tensor& sca
   const size_t es = dtype_size(x.dtype());
   const bool fused = k.quant_row_e4m3 && opt.group % 16 == 0;
   const bool stream = should_stream(q.nbytes());
+  const TuningParams& tp = tuning().params;  // read once per call
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     if (fused) {
       // Streamed rows are fenced once per thread, not once per row (kernels/quant.h).
       for (int64_t r = r0; r < r1; ++r)
         k.quant_row_e4m3(row_at(x, r), x.dtype(), cols, opt.group, opt.scale == ScaleFormat::ue8m0,
                         reinterpret_cast<uint8_t*>(row_at(q, r)), reinterpret_cast<float*>(row_at(scales, r)),
-                        scales.stride(1), stream, /*fence=*/false);
+                        scales.stride(1), stream, tp, /*fence=*/false);
       if (stream) k.stream_fence();
       return;
     }
@@ -125,10 +126,11 @@ void quant_fp8_per_token_cpu(const Tensor& x, const Tensor& q, const Tensor& sca
 }
 
 void quant_fp8_bf16_row(const kernels::QuantKernels& k, const uint16_t* row, int64_t h, uint8_t* q_row,
-                        float* scales_row, int64_t scale_stride, const QuantOptions& qopt, bool stream) {
+                        float* scales_row, int64_t scale_stride, const QuantOptions& qopt, bool stream,
+                        const TuningParams& tp) {
   if (k.quant_row_e4m3) {
     k.quant_row_e4m3(row, DType::bf16, h, qopt.group, qopt.scale == ScaleFormat::ue8m0, q_row, scales_row,
-                     scale_stride, stream, /*fence=*/true);
+                     scale_stride, stream, tp, /*fence=*/true);
     return;
   }
   Tensor x(const_cast<uint16_t*>(row), DType::bf16, {1, h});

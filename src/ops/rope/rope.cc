@@ -48,12 +48,13 @@ void rope_cpu(const Tensor& x, const Tensor& positions, const RopeTable& table, 
   rope_check_positions(pos, tokens, table);
   const bool inter = c.layout == RopeLayout::interleaved;
   const kernels::RopeKernels& k = select_kernels(kernels::rope_kernel_table(), "rope");
+  const TuningParams& tp = tuning().params;  // read once per call
   const int64_t es = int64_t(dtype_size(x.dtype()));
   auto slices = [&](int64_t t) { return x.data_as<char>() + (t * x.stride(0) + rope_offset) * es; };
   parallel_ranges(tokens, 1, [&](int64_t t0, int64_t t1) {
     auto one = [&](int64_t t, int64_t end) {
       k.rotate_heads(slices(t), x.dtype(), x.stride(1) * es, heads, table.cos_row(pos[t]), table.sin_row(pos[t]), d,
-                     inter, t + 1 < end ? slices(t + 1) : nullptr);
+                     inter, t + 1 < end ? slices(t + 1) : nullptr, tp);
     };
     if (!k.rotate_two_tokens) {
       for (int64_t t = t0; t < t1; ++t) one(t, t1);
@@ -69,7 +70,7 @@ void rope_cpu(const Tensor& x, const Tensor& positions, const RopeTable& table, 
     for_row_pairs(
         t0, t1,
         [&](int64_t a, int64_t b) {
-          k.rotate_two_tokens(token(a, t0 + half), token(b, t0 + 2 * half), x.dtype(), x.stride(1) * es, heads, d, inter);
+          k.rotate_two_tokens(token(a, t0 + half), token(b, t0 + 2 * half), x.dtype(), x.stride(1) * es, heads, d, inter, tp);
         },
         [&](int64_t t) { one(t, t1); });
   });

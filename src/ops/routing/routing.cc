@@ -154,7 +154,7 @@ namespace {
 void route_i32(const Tensor& logits, const Tensor& topk_idx, const Tensor& topk_weights, const RoutingOptions& o) {
   const int64_t tokens = logits.shape(0), e = logits.shape(1), per_group = e / o.n_group;
   const kernels::RoutingKernels& k = routing_detail::routing_kernels();
-  const routing_detail::ScoreRow scores_of{&k};
+  const routing_detail::ScoreRow scores_of{&k, &tuning().params};
   const float* bias = o.correction_bias ? o.correction_bias->data_as<const float>() : nullptr;
   const int64_t row_bytes = e * int64_t(dtype_size(logits.dtype()));
   // The vector choice needs groups of whole 16-lane vectors (DeepSeek-V3: 32 experts), at most

@@ -6,16 +6,19 @@
 
 #include "kernels/route.h"
 #include "sol/routing.h"
+#include "sol/tuning.h"
 
 namespace sol::routing_detail {
-// The selection scores of one token's logits with one level's kernels (picked once per call).
+// The selection scores of one token's logits with one level's kernels and the tuning in force
+// (both picked once per call).
 struct ScoreRow {
   const kernels::RoutingKernels* k;
+  const TuningParams* tp;
   void operator()(const void* logits, DType t, int64_t experts, Scoring s, float* out, float* scratch) const {
     if (s == Scoring::sigmoid) k->sigmoid_row(logits, t, out, experts);
-    else k->softmax_row(logits, t, out, DType::f32, experts, scratch, false);
+    else k->softmax_row(logits, t, out, DType::f32, experts, scratch, false, *tp);
   }
 };
 const kernels::RoutingKernels& routing_kernels();
-inline ScoreRow score_function() { return {&routing_kernels()}; }
+inline ScoreRow score_function() { return {&routing_kernels(), &tuning().params}; }
 }  // namespace sol::routing_detail

@@ -43,7 +43,8 @@ void softmax_cpu(const Tensor& x, const Tensor& y) {
   // at one thread (docs/perf/layer-ops.md). Decode-sized ranges (16 rows, hot in L2)
   // ran ~5% slower that way, and in place keeps one row per call too. How many rows a thread
   // needs is the tuning context's softmax_pipeline_min_rows.
-  const int64_t min_pipelined_rows = tuning().params.softmax_pipeline_min_rows;
+  const TuningParams& tp = tuning().params;  // read once per call
+  const int64_t min_pipelined_rows = tp.softmax_pipeline_min_rows;
   const kernels::SoftmaxKernels& k = select_kernels(kernels::softmax_kernel_table(), "softmax");
   const bool pipelined = x.data() != y.data();
   const char* xp = x.data_as<const char>();
@@ -56,11 +57,11 @@ void softmax_cpu(const Tensor& x, const Tensor& y) {
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       const float* xr = reinterpret_cast<const float*>(xp + r0 * xs);
       if (pipelined && r1 - r0 >= 2) {
-        k.f32_rows(xr, xs, yp + r0 * ys, ys, y.dtype(), r1 - r0, n, stream);
+        k.f32_rows(xr, xs, yp + r0 * ys, ys, y.dtype(), r1 - r0, n, stream, tp);
         return;
       }
       for (int64_t r = r0; r < r1; ++r)
-        k.f32_row(reinterpret_cast<const float*>(xp + r * xs), yp + r * ys, y.dtype(), n, stream);
+        k.f32_row(reinterpret_cast<const float*>(xp + r * xs), yp + r * ys, y.dtype(), n, stream, tp);
     });
     return;
   }
@@ -69,15 +70,15 @@ void softmax_cpu(const Tensor& x, const Tensor& y) {
       // once per thread, left uninitialised (every element is written before it is read)
       const auto scratch = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(2 * n));
       k.bf16_rows(reinterpret_cast<const uint16_t*>(xp + r0 * xs), xs, yp + r0 * ys, ys, y.dtype(), r1 - r0, n,
-                  scratch.get(), stream);
+                  scratch.get(), stream, tp);
       return;
     }
     const auto scratch = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(n));  // once per thread
     for (int64_t r = r0; r < r1; ++r) {
       if (k.bf16_row)
-        k.bf16_row(reinterpret_cast<const uint16_t*>(xp + r * xs), yp + r * ys, y.dtype(), n, scratch.get(), stream);
+        k.bf16_row(reinterpret_cast<const uint16_t*>(xp + r * xs), yp + r * ys, y.dtype(), n, scratch.get(), stream, tp);
       else
-        k.row(xp + r * xs, x.dtype(), yp + r * ys, y.dtype(), n, scratch.get(), stream);
+        k.row(xp + r * xs, x.dtype(), yp + r * ys, y.dtype(), n, scratch.get(), stream, tp);
     }
   });
 }

@@ -1,5 +1,6 @@
 // `sol tune`'s workloads: GEMM blocking on a prefill shape and B prefetch on a decode, the
-// streaming threshold on copies either side of it, softmax pipelining on short row ranges.
+// streaming threshold on copies either side of it, softmax pipelining on short row ranges, the
+// row kernels' look-ahead on row ops whose inputs come from memory.
 #include "ops/tune/tune_cases.h"
 
 #include <algorithm>
@@ -7,7 +8,11 @@
 #include "ops/common/fill.h"
 #include "sol/copy.h"
 #include "sol/error.h"
+#include "sol/activation.h"
 #include "sol/gemm.h"
+#include "sol/norm.h"
+#include "sol/quant.h"
+#include "sol/rope.h"
 #include "sol/softmax.h"
 #include "sol/tensor.h"
 
@@ -43,6 +48,11 @@ std::vector<int64_t> tune_candidates(const std::string& param) {
     return c;
   }
   if (param == "softmax_pipeline_min_rows") return {2, 8, 16, 32, 64};
+  if (param == "row_prefetch_bytes") return {512, 1024, 2048, 4096, 8192};
+  if (param == "pass_prefetch_bytes") return {2048, 4096, 8192, 16384};
+  if (param == "pass_l2_prefetch_bytes") return {8192, 16384, 32768};
+  if (param == "rope_prefetch_heads") return {16, 32, 64, 128};
+  if (param == "quant_pipeline_groups") return {1, 2, 3, 4};
   fail("sol tune", "no candidates for parameter '", param, "'");
 }
 
@@ -84,16 +94,48 @@ void add_softmax(TuneWorkspace& w, std::vector<TuneCase>& out) {
                  }});
 }
 
+// The row kernels' look-ahead: row ops of 1024 x 7168 bf16 (14 MiB a tensor, past L2, so the
+// rows come from memory as in a prefill), each parameter on the ops whose kernels use it.
+void add_rows(TuneWorkspace& w, std::vector<TuneCase>& out) {
+  constexpr int64_t rows = 1024, h = 7168;
+  const Tensor x = w.add(DType::bf16, {rows, h}, 11), y = w.add(DType::bf16, {rows, h}, 12);
+  const Tensor gu = w.add(DType::bf16, {rows, 2 * h}, 13), wt = w.add(DType::bf16, {h}, 14);
+  const Tensor bias = w.add(DType::bf16, {h}, 15);
+  const Tensor q = w.add(DType::f8e4m3, {rows, h}, 16), qs = w.add(DType::f32, {rows, h / 128}, 17);
+  auto param = [&](const char* name, const char* workload, std::function<void()> run) {
+    out.push_back({name, tune_candidates(name), workload, std::move(run)});
+  };
+  param("row_prefetch_bytes", "silu-mul and softmax bf16 1024x7168", [=] {
+    silu_mul(gu, y);
+    softmax(x, y);
+  });
+  param("pass_prefetch_bytes", "rmsnorm and quant-fp8 token bf16 1024x7168", [=] {
+    rmsnorm(x, wt, y);
+    quant_fp8_per_token(x, q, qs);
+  });
+  param("pass_l2_prefetch_bytes", "rmsnorm and layernorm bf16 1024x7168", [=] {
+    rmsnorm(x, wt, y);
+    layernorm(x, wt, &bias, y);
+  });
+  // DeepSeek-V3's MLA slice: 64 of each head's 192 values, 128 heads, 256 tokens (12 MiB).
+  const Tensor heads = w.add(DType::bf16, {256, 128, 192}, 18), pos = w.add(DType::i32, {256}, 0);
+  for (int64_t t = 0; t < 256; ++t) pos.data_as<int32_t>()[t] = int32_t(t * 13 % 4096);
+  auto table = std::make_shared<RopeTable>(deepseek_v3_rope(), 4096);
+  param("rope_prefetch_heads", "rope bf16 256 tokens x 128 heads, 64 of 192", [=] { rope(heads, pos, *table, 128); });
+  param("quant_pipeline_groups", "rmsnorm + fp8 quant bf16 1024x7168", [=] { rmsnorm_quant_fp8(x, wt, q, qs); });
+}
+
 }  // namespace
 
 TuneCases tune_cases(const std::string& family) {
-  check(family.empty() || family == "gemm" || family == "stream" || family == "softmax", "sol tune",
-        "unknown family '", family, "': expected gemm, stream or softmax");
+  check(family.empty() || family == "gemm" || family == "stream" || family == "softmax" || family == "rows",
+        "sol tune", "unknown family '", family, "': expected gemm, stream, softmax or rows");
   TuneCases c;
   c.inputs = std::make_shared<TuneWorkspace>();
   if (family.empty() || family == "gemm") add_gemm(*c.inputs, c.cases);
   if (family.empty() || family == "stream") add_stream(*c.inputs, c.cases);
   if (family.empty() || family == "softmax") add_softmax(*c.inputs, c.cases);
+  if (family.empty() || family == "rows") add_rows(*c.inputs, c.cases);
   return c;
 }
 

@@ -22,7 +22,7 @@ struct TuneCases {
 // tests/hw/test_tuning_bits.cc forces each of them.
 std::vector<int64_t> tune_candidates(const std::string& param);
 
-// The cases of `family` ("gemm", "stream", "softmax"; empty: all).
+// The cases of `family` ("gemm", "stream", "softmax", "rows"; empty: all).
 TuneCases tune_cases(const std::string& family = "");
 
 }  // namespace sol

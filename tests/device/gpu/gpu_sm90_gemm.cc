@@ -7,36 +7,21 @@
 #include <cstdint>
 #include <vector>
 
+#include "gpu_gemm_data.h"
 #include "gpu_test.h"
 #include "ops/common/compare.h"
 #include "ops/gemm/gemm_sm90.h"
 #include "sol/copy.h"
 #include "sol/device.h"
 #include "sol/gemm.h"
+#include "sol/tensor.h"
 
 namespace sol {
 
 namespace {
 
-// Host values in [-1, 1) (fp8 and bf16 through sol::cast, as the CPU path rounds them).
-Buffer random_host(DType dtype, int64_t rows, int64_t cols, uint64_t seed, float low = -1.f, float high = 1.f) {
-  Buffer f(DType::f32, {rows, cols}), out(dtype, {rows, cols});
-  float* p = static_cast<float*>(f.data());
-  for (int64_t i = 0; i < rows * cols; ++i) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    p[i] = low + (high - low) * float(seed >> 40) / float(1 << 24);
-  }
-  if (dtype == DType::f32) return f;
-  cast(f, out);
-  return out;
-}
-
-DeviceBuffer upload(const Buffer& host) {
-  const Tensor& t = host.tensor();
-  DeviceBuffer d(Device::cuda(0), t.dtype(), {t.shape(0), t.shape(1)});
-  transfer(t, d);
-  return d;
-}
+using gpu_test::random_host;
+using gpu_test::upload;
 
 struct Case {
   DType dtype;
@@ -86,6 +71,193 @@ SOL_GPU_TEST(sm90_gemm_matches_cpu) {
     std::printf("sm90 gemm %s%s %lldx%lldx%lld: relative error %.2e\n", std::string(dtype_name(c.dtype)).c_str(),
                 c.scaled ? " scaled" : "", (long long)c.m, (long long)c.n, (long long)c.k, r.error);
   }
+}
+
+
+// sol::gemm and the grouped GEMMs on device tensors (the persistent sm90 kernel through
+// gemm_device.cc) against the same calls on the host, by DeepGEMM's metric 1 - 2 sum(xy) /
+// sum(x^2 + y^2): < 1e-5 for bf16 inputs, < 1e-3 for fp8; f32 D tighter (bound_of). The epilogue's
+// forms (alpha, beta with C or in place, bias, silu, f32 D) at a tile shape, a block-scaled fp8
+// shape and a decode shape the chooser splits along K; the grouped layouts' rows that are no
+// result must keep their 0xFF poison.
+namespace {
+
+std::vector<float> as_f32(const Buffer& b) {
+  Buffer f(DType::f32, {b.tensor().numel()});
+  cast(Tensor(const_cast<void*>(b.tensor().data()), b.tensor().dtype(), {b.tensor().numel()}), f);
+  const float* p = static_cast<const float*>(f.data());
+  return std::vector<float>(p, p + b.tensor().numel());
+}
+
+// Over the elements whose row is a result (all when `result_row` is empty).
+double deepgemm_diff(const Buffer& x, const Buffer& y, int64_t n, const std::vector<bool>& result_row = {}) {
+  const std::vector<float> a = as_f32(x), b = as_f32(y);
+  double xy = 0, sq = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!result_row.empty() && !result_row[i / size_t(n)]) continue;
+    xy += double(a[i]) * b[i];
+    sq += double(a[i]) * a[i] + double(b[i]) * b[i];
+  }
+  return sq == 0 ? 0.0 : 1.0 - 2.0 * xy / sq;  // a NaN anywhere fails the bound
+}
+
+Buffer download(const DeviceBuffer& d) {
+  Buffer h(d.tensor().dtype(), std::span<const int64_t>(d.tensor().shape().data(), size_t(d.tensor().ndim())));
+  transfer(d, h);
+  return h;
+}
+
+DeviceBuffer poisoned(DType dtype, std::initializer_list<int64_t> shape) {
+  DeviceBuffer d(Device::cuda(0), dtype, shape);
+  std::vector<uint8_t> poison(size_t(d.tensor().nbytes()), 0xFF);
+  transfer(Tensor(poison.data(), dtype, shape), d);
+  return d;
+}
+
+// DeepGEMM's bounds for bf16 D; f32 D drops D's rounding, so tighter, but the tensor cores'
+// fp8 sums within a 128-K block are narrower than f32 (why the recipe promotes), so not f32-tight.
+double bound_of(DType in, DType out) {
+  if (out == DType::f32) return in == DType::f8e4m3 ? 1e-5 : 1e-8;
+  return in == DType::f8e4m3 ? 1e-3 : 1e-5;
+}
+
+struct EpilogueCase {
+  float alpha, beta;
+  bool separate_c, bias, silu;
+  DType d;
+};
+
+}  // namespace
+
+SOL_GPU_TEST(sm90_gemm_device_epilogue_matches_cpu) {
+  const CudaDeviceInfo& info = cuda_device(0);
+  if (info.cc_major != 9) {
+    std::printf("skipped: %s is %s, the kernels need sm_90a\n", info.name.c_str(), info.arch().c_str());
+    return;
+  }
+  const EpilogueCase epilogues[] = {{1, 0, false, false, false, DType::bf16},  {0.5f, 0.75f, true, true, true, DType::bf16},
+                                    {1, 1, false, false, false, DType::bf16},  {1, 0, false, false, false, DType::f32},
+                                    {-2, 0.5f, true, true, true, DType::f32}, {1, 1, false, true, false, DType::f32}};
+  for (const Case& c : {Case{DType::bf16, false, 131, 136, 200}, Case{DType::f8e4m3, true, 77, 264, 384},
+                        Case{DType::bf16, false, 1, 2112, 7168}}) {
+    const Buffer a = random_host(c.dtype, c.m, c.k, 21), b = random_host(c.dtype, c.n, c.k, 22);
+    const int64_t kb = std::max<int64_t>(c.k / kFp8ScaleBlock, 1), nb = (c.n + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
+    const Buffer sa = random_host(DType::f32, c.m, kb, 23, 0.5f, 2.f), sb = random_host(DType::f32, nb, kb, 24, 0.5f, 2.f);
+    const Buffer bias = random_host(DType::f32, 1, c.n, 25);
+    const Tensor bias_1d(const_cast<void*>(bias.tensor().data()), DType::f32, {c.n});
+    const DeviceBuffer da = upload(a), db = upload(b), dsa = upload(sa), dsb = upload(sb), dbias = upload(bias);
+    const Tensor dbias_1d = Tensor(const_cast<void*>(dbias.tensor().device_data()), DType::f32, {c.n}).on(Device::cuda(0));
+    for (const EpilogueCase& e : epilogues) {
+      const Buffer cm = random_host(e.d, c.m, c.n, 26);
+      const DeviceBuffer dc = upload(cm);
+      DeviceBuffer dd = e.beta != 0 && !e.separate_c ? upload(cm) : poisoned(e.d, {c.m, c.n});
+      Buffer host_d = random_host(e.d, c.m, c.n, 26);  // C in place on the host, as on the device
+      GemmOptions opt, dopt;
+      opt.layout = Layout::nt;
+      opt.alpha = e.alpha, opt.beta = e.beta;
+      opt.activation = e.silu ? Activation::silu : Activation::none;
+      dopt = opt;
+      if (e.separate_c) opt.c = &cm.tensor(), dopt.c = &dc.tensor();
+      if (e.bias) opt.bias = &bias_1d, dopt.bias = &dbias_1d;
+      if (c.scaled) opt.a_scales = &sa.tensor(), opt.b_scales = &sb.tensor(), dopt.a_scales = &dsa.tensor(),
+                    dopt.b_scales = &dsb.tensor();
+      gemm(da, db, dd, dopt);
+      synchronize(Device::cuda(0));
+      gemm(a, b, host_d, opt);
+      const double diff = deepgemm_diff(download(dd), host_d, c.n);
+      const double bound = bound_of(c.dtype, e.d);
+      SOL_EXPECT(diff < bound, dtype_name(c.dtype), " m=", c.m, " n=", c.n, " k=", c.k, " alpha=", e.alpha, " beta=",
+                 e.beta, e.separate_c ? " c" : "", e.bias ? " bias" : "", e.silu ? " silu" : "", " d=", dtype_name(e.d),
+                 ": diff ", diff);
+      std::printf("sol::gemm on cuda:0 %s %lldx%lldx%lld epilogue %g/%g%s%s%s -> %s: diff %.2e\n",
+                  std::string(dtype_name(c.dtype)).c_str(), (long long)c.m, (long long)c.n, (long long)c.k, e.alpha,
+                  e.beta, e.separate_c ? " c" : "", e.bias ? " bias" : "", e.silu ? " silu" : "",
+                  std::string(dtype_name(e.d)).c_str(), diff);
+    }
+  }
+}
+
+SOL_GPU_TEST(sm90_grouped_gemm_device_matches_cpu) {
+  const CudaDeviceInfo& info = cuda_device(0);
+  if (info.cc_major != 9) {
+    std::printf("skipped: %s is %s, the kernels need sm_90a\n", info.name.c_str(), info.arch().c_str());
+    return;
+  }
+  const int64_t groups = 3, n = 264, k = 512, m = 384, max_m = 136;
+  std::vector<int32_t> layout(size_t(m), -1);  // expert 0: rows 0-69, expert 1 empty, expert 2: 128-249, 256
+  std::fill(layout.begin(), layout.begin() + 70, 0);
+  std::fill(layout.begin() + 128, layout.begin() + 250, 2);
+  layout[256] = 2;
+  std::vector<int32_t> masked = {136, 0, 37};
+  for (DType in : {DType::bf16, DType::f8e4m3})
+    for (DType out : {DType::bf16, DType::f32}) {
+      const bool fp8 = in == DType::f8e4m3;
+      const Buffer a = random_host(in, m, k, 31), am = random_host(in, groups * max_m, k, 32);
+      const Buffer b = random_host(in, groups * n, k, 33);
+      const Tensor b3(const_cast<void*>(b.tensor().data()), in, {groups, n, k});
+      const Buffer sa = random_host(DType::f32, m, k / 128, 34, 0.5f, 2.f);
+      const Buffer sam = random_host(DType::f32, groups * max_m, k / 128, 35, 0.5f, 2.f);
+      const Buffer sb = random_host(DType::f32, groups * ((n + 127) / 128), k / 128, 36, 0.5f, 2.f);
+      const Tensor sb3(const_cast<void*>(sb.tensor().data()), DType::f32, {groups, (n + 127) / 128, k / 128});
+      const DeviceBuffer da = upload(a), dam = upload(am), db = upload(b), dsa = upload(sa), dsam = upload(sam),
+                         dsb = upload(sb);
+      const Tensor db3 = Tensor(const_cast<void*>(db.tensor().device_data()), in, {groups, n, k}).on(Device::cuda(0));
+      const Tensor dsb3 = Tensor(const_cast<void*>(dsb.tensor().device_data()), DType::f32,
+                                 {groups, (n + 127) / 128, k / 128}).on(Device::cuda(0));
+      const Tensor dam3 = Tensor(const_cast<void*>(dam.tensor().device_data()), in, {groups, max_m, k}).on(Device::cuda(0));
+      const Tensor am3(const_cast<void*>(am.tensor().data()), in, {groups, max_m, k});
+      DeviceBuffer dlayout(Device::cuda(0), DType::i32, {m}), dmasked(Device::cuda(0), DType::i32, {groups});
+      transfer(Tensor(layout.data(), DType::i32, {m}), dlayout);
+      transfer(Tensor(masked.data(), DType::i32, {groups}), dmasked);
+      GroupedGemmOptions opt, dopt;
+      if (fp8) opt.a_scales = &sa.tensor(), opt.b_scales = &sb3, dopt.a_scales = &dsa.tensor(), dopt.b_scales = &dsb3;
+      // Contiguous: padding rows keep the poison.
+      DeviceBuffer dd = poisoned(out, {m, n});
+      grouped_gemm_contiguous(da, db3, dlayout, dd, dopt);
+      synchronize(Device::cuda(0));
+      Buffer host_d(out, {m, n});
+      grouped_gemm_contiguous(a, b3, Tensor(layout.data(), DType::i32, {m}), host_d, opt);
+      const Buffer got = download(dd);
+      std::vector<bool> result(static_cast<size_t>(m));
+      bool untouched = true;
+      const uint8_t* bytes = static_cast<const uint8_t*>(got.tensor().data());
+      const size_t row_bytes = size_t(n) * dtype_size(out);
+      for (int64_t r = 0; r < m; ++r) {
+        result[size_t(r)] = layout[size_t(r)] >= 0;
+        if (!result[size_t(r)])
+          for (size_t i = 0; i < row_bytes; ++i) untouched = untouched && bytes[size_t(r) * row_bytes + i] == 0xFF;
+      }
+      double diff = deepgemm_diff(got, host_d, n, result);
+      const double bound = bound_of(in, out);
+      SOL_EXPECT(untouched, "contiguous ", dtype_name(in), " -> ", dtype_name(out), ": a padding row was written");
+      SOL_EXPECT(diff < bound, "contiguous ", dtype_name(in), " -> ", dtype_name(out), ": diff ", diff);
+      std::printf("grouped contiguous on cuda:0 %s -> %s: diff %.2e\n", std::string(dtype_name(in)).c_str(),
+                  std::string(dtype_name(out)).c_str(), diff);
+      // Masked: rows at or past masked_m keep the poison.
+      DeviceBuffer dmd = poisoned(out, {groups, max_m, n});
+      const Tensor sam3(const_cast<void*>(sam.tensor().data()), DType::f32, {groups, max_m, k / 128});
+      const Tensor dsam3 =
+          Tensor(const_cast<void*>(dsam.tensor().device_data()), DType::f32, {groups, max_m, k / 128}).on(Device::cuda(0));
+      if (fp8) dopt.a_scales = &dsam3, opt.a_scales = &sam3;
+      grouped_gemm_masked(dam3, db3, dmasked, dmd, dopt);
+      synchronize(Device::cuda(0));
+      Buffer host_md(out, {groups, max_m, n});
+      grouped_gemm_masked(am3, b3, Tensor(masked.data(), DType::i32, {groups}), host_md, opt);
+      const Buffer got_m = download(dmd);
+      std::vector<bool> valid(static_cast<size_t>(groups * max_m));
+      untouched = true;
+      bytes = static_cast<const uint8_t*>(got_m.tensor().data());
+      for (int64_t r = 0; r < groups * max_m; ++r) {
+        valid[size_t(r)] = r % max_m < masked[size_t(r / max_m)];
+        if (!valid[size_t(r)])
+          for (size_t i = 0; i < row_bytes; ++i) untouched = untouched && bytes[size_t(r) * row_bytes + i] == 0xFF;
+      }
+      diff = deepgemm_diff(got_m, host_md, n, valid);
+      SOL_EXPECT(untouched, "masked ", dtype_name(in), " -> ", dtype_name(out), ": a row past masked_m was written");
+      SOL_EXPECT(diff < bound, "masked ", dtype_name(in), " -> ", dtype_name(out), ": diff ", diff);
+      std::printf("grouped masked on cuda:0 %s -> %s: diff %.2e\n", std::string(dtype_name(in)).c_str(),
+                  std::string(dtype_name(out)).c_str(), diff);
+    }
 }
 
 }  // namespace sol

@@ -7,9 +7,10 @@
 // fp8 promotion are sm90_gemm_tile.cuh's / sm90_gemm_tile_fp8.cuh's; the CPU model
 // (model/sm90_gemm_persistent_model.h) runs this walk.
 //
-// Output: bf16 D [rows, n] where the scheduler says a tile stores a row (padding rows and rows
-// past masked_m untouched), or with split_k > 1 f32 partials into workspace [split_k][rows][n],
-// summed in split order by gemm_split_reduce.
+// Output: D [rows, n] (bf16 or f32) through the epilogue (sm90_gemm_epilogue.h) where the
+// scheduler says a tile stores a row (padding rows and rows past masked_m untouched), or with
+// split_k > 1 f32 partials into workspace [split_k][rows][n], summed in split order by
+// gemm_split_reduce, which applies the epilogue once to the sum.
 
 #include "kernels/cuda/sm90/sm90_gemm_scheduler.h"
 #include "kernels/cuda/sm90/sm90_gemm_tile_fp8.cuh"
@@ -36,11 +37,23 @@ SOL_SM90_DEVICE void persistent_producer(const TmaDescriptor* map_a, const TmaDe
   }
 }
 
-// One consumer's 64 rows of a finished tile: bf16 pairs to D, or f32 pairs to the split's
-// workspace plane; a thread's two rows are checked against the scheduler once.
-template <class Plan, class Scheduler>
-SOL_SM90_DEVICE void persistent_store(const Accum<Plan::block_n>& acc, u32 consumer, const GemmTileWork& w,
-                                      const PersistentGemmArgs& args) {
+// Two adjacent results of D (index even, so the pair is one aligned store) through the
+// epilogue: f32 pairs, or bf16x2 rounded to nearest even as the CPU rounds.
+template <bool DF32>
+SOL_SM90_DEVICE void epilogue_store_pair(const GemmEpilogueParams& e, u64 index, u32 col, float x0, float x1) {
+  const float v0 = epilogue_value(e, x0, index, col), v1 = epilogue_value(e, x1, index + 1, col + 1);
+  if constexpr (DF32)
+    *reinterpret_cast<float2*>(static_cast<float*>(e.d) + index) = make_float2(v0, v1);
+  else
+    *reinterpret_cast<u32*>(static_cast<u16*>(e.d) + index) = pack_bf16x2(v0, v1);
+}
+
+// One consumer's 64 rows of a finished tile: through the epilogue to D, or (split_k > 1) the raw
+// f32 sums to the split's workspace plane, the epilogue then applied once by the reduction; a
+// thread's two rows are checked against the scheduler once.
+template <class Plan, class Scheduler, bool DF32>
+SOL_SM90_DEVICE void persistent_store_as(const Accum<Plan::block_n>& acc, u32 consumer, const GemmTileWork& w,
+                                         const PersistentGemmArgs& args) {
   const GemmProblemView& p = args.problem;
   const u32 t = thread_in_warpgroup();
   const u32 row_upper = w.row0 + consumer * Plan::consumer_rows + accum_row(t, 0);
@@ -50,13 +63,22 @@ SOL_SM90_DEVICE void persistent_store(const Accum<Plan::block_n>& acc, u32 consu
     const u32 row = row_upper + (accum_row_half(i) ? 8u : 0u), col = w.col0 + accum_col(t, i);
     if (!stored[accum_row_half(i)] || col >= p.n) continue;
     if (p.split_k == 1) {
-      *reinterpret_cast<u32*>(args.d + u64(row) * p.n + col) = pack_bf16x2(acc.d[i], acc.d[i + 1]);
+      epilogue_store_pair<DF32>(args.epilogue, u64(row) * p.n + col, col, acc.d[i], acc.d[i + 1]);
     } else {
       // col is even and n a multiple of 8: the pair is one aligned 8-byte store.
       *reinterpret_cast<float2*>(args.workspace + (u64(w.split) * args.rows + row) * p.n + col) =
           make_float2(acc.d[i], acc.d[i + 1]);
     }
   }
+}
+
+template <class Plan, class Scheduler>
+SOL_SM90_DEVICE void persistent_store(const Accum<Plan::block_n>& acc, u32 consumer, const GemmTileWork& w,
+                                      const PersistentGemmArgs& args) {
+  if (args.epilogue.d_f32)
+    persistent_store_as<Plan, Scheduler, true>(acc, consumer, w, args);
+  else
+    persistent_store_as<Plan, Scheduler, false>(acc, consumer, w, args);
 }
 
 template <class Plan, class Scheduler>
@@ -151,9 +173,9 @@ SOL_SM90_DEVICE void gemm_persistent(const TmaDescriptor* map_a, const TmaDescri
 }
 
 // The split-K reduction pass: one thread per pair of columns of a result row, the partials summed
-// in split order (as the CPU model's gemm_split_reduce_model).
-template <class Scheduler>
-SOL_SM90_DEVICE void gemm_split_reduce(const PersistentGemmArgs& args) {
+// in split order (as the CPU model's gemm_split_reduce_model), then the epilogue, once.
+template <class Scheduler, bool DF32>
+SOL_SM90_DEVICE void gemm_split_reduce_as(const PersistentGemmArgs& args) {
   const GemmProblemView& p = args.problem;
   const u64 pairs = u64(args.rows) * (p.n / 2);
   for (u64 i = u64(blockIdx.x) * blockDim.x + threadIdx.x; i < pairs; i += u64(gridDim.x) * blockDim.x) {
@@ -166,8 +188,16 @@ SOL_SM90_DEVICE void gemm_split_reduce(const PersistentGemmArgs& args) {
       lo += part.x;
       hi += part.y;
     }
-    *reinterpret_cast<u32*>(args.d + u64(row) * p.n + col) = pack_bf16x2(lo, hi);
+    epilogue_store_pair<DF32>(args.epilogue, u64(row) * p.n + col, col, lo, hi);
   }
+}
+
+template <class Scheduler>
+SOL_SM90_DEVICE void gemm_split_reduce(const PersistentGemmArgs& args) {
+  if (args.epilogue.d_f32)
+    gemm_split_reduce_as<Scheduler, true>(args);
+  else
+    gemm_split_reduce_as<Scheduler, false>(args);
 }
 
 }  // namespace sol::kernels::sm90

@@ -17,6 +17,7 @@
 
 #include "kernels/cuda/sm90/sm90_defs.h"
 #include "kernels/cuda/sm90/sm90_fp8_promotion.h"
+#include "kernels/cuda/sm90/sm90_gemm_epilogue.h"
 
 namespace sol::kernels::sm90 {
 
@@ -47,7 +48,7 @@ struct GemmTileWork {
 struct PersistentGemmArgs {
   GemmProblemView problem;
   u32 rows = 0;                     // rows of A and D (groups * m for masked)
-  u16* d = nullptr;
+  GemmEpilogueParams epilogue;      // D and what is applied on the way to it
   float* workspace = nullptr;       // split_k > 1: [split_k][rows][n] f32
   const float* scales_a = nullptr;  // block-scaled fp8 only
   const float* scales_b = nullptr;

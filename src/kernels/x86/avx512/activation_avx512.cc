@@ -184,7 +184,7 @@ namespace {
 // The step (32 elements at i) and single (16 at i, lanes m) of one silu-mul row, as lambdas.
 // kBf16Out: the bf16-output kernel (silu_times_bf16).
 template <DType In, bool kBf16Out>
-[[gnu::always_inline]] inline auto silu_mul_row(const void* g, const void* u, int64_t n, const void* next_u) {
+[[gnu::always_inline]] inline auto silu_mul_row(const void* g, const void* u, int64_t n, const void* next_u, int64_t ahead) {
   constexpr int64_t es = In == DType::bf16 ? 2 : 4;
   auto f = [](auto gv, auto uv) __attribute__((always_inline)) {
     if constexpr (kBf16Out) return silu_times_bf16(gv, uv);
@@ -193,10 +193,10 @@ template <DType In, bool kBf16Out>
   // always_inline: GCC otherwise calls one row's step out of line in the two-row loop, its
   // results passed through the stack and the constants reloaded.
   auto step = [=](int64_t i) __attribute__((always_inline)) {
-    if (next_u == nullptr || (i + 32) * es + kPrefetchBytes <= n * es) prefetch_ahead(g, i * es);
-    else prefetch_ahead(next_u, (i - n) * es);  // g's prefetch would land in u, fetched already
-    prefetch_ahead(u, i * es);
-    if constexpr (es == 4) prefetch_ahead(g, i * es + 64), prefetch_ahead(u, i * es + 64);
+    if (next_u == nullptr || (i + 32) * es + ahead <= n * es) prefetch_ahead(g, i * es, ahead);
+    else prefetch_ahead(next_u, (i - n) * es, ahead);  // g's prefetch would land in u, fetched already
+    prefetch_ahead(u, i * es, ahead);
+    if constexpr (es == 4) prefetch_ahead(g, i * es + 64, ahead), prefetch_ahead(u, i * es + 64, ahead);
     return f(load_pair<In>(g, i), load_pair<In>(u, i));
   };
   auto single = [=](int64_t i, __mmask16 m) { return f(load16(g, In, i, m), load16(u, In, i, m)); };
@@ -205,11 +205,11 @@ template <DType In, bool kBf16Out>
 
 // The same for one gelu row (f: gelu_tanh or gelu_erf over V).
 template <DType In, class F>
-[[gnu::always_inline]] inline auto gelu_row(const void* x, F f) {
+[[gnu::always_inline]] inline auto gelu_row(const void* x, int64_t ahead, F f) {
   constexpr int64_t es = In == DType::bf16 ? 2 : 4;
   auto step = [=](int64_t i) {
-    prefetch_ahead(x, i * es);
-    if constexpr (es == 4) prefetch_ahead(x, i * es + 64);
+    prefetch_ahead(x, i * es, ahead);
+    if constexpr (es == 4) prefetch_ahead(x, i * es + 64, ahead);
     return f(load_pair<In>(x, i));
   };
   auto single = [=](int64_t i, __mmask16 m) { return f(load16(x, In, i, m)); };
@@ -254,7 +254,7 @@ template <DType In> [[gnu::always_inline]] inline __m512i bf16_words_for_quant(c
 // group, group a multiple of 64; buf: n words, 64-byte aligned.
 template <DType In, bool kStream, class Step>
 [[gnu::always_inline]] inline void quant_row_fused(Step&& step, int64_t n, int64_t group, bool ue8m0, uint16_t* buf,
-                                                   const QuantRowOut& out) {
+                                                   const QuantRowOut& out, const TuningParams& tp) {
   const E4m3Encoder k;
   const __m512i w7fff = _mm512_set1_epi16(0x7FFF);
   const int64_t groups = n / group;
@@ -299,7 +299,7 @@ template <DType In, bool kStream, class Step>
     for (; special; special &= special - 1) {
       const int64_t g = g0 + __builtin_ctzll(special);
       quant_row_e4m3_avx512(buf + g * group, DType::bf16, group, group, ue8m0, out.q + g * group,
-                            out.scales + g * out.scale_stride, out.scale_stride, false);
+                            out.scales + g * out.scale_stride, out.scale_stride, false, tp);
     }
   }
 }
@@ -307,13 +307,14 @@ template <DType In, bool kStream, class Step>
 // quant_row_fused for the run-time input dtype and streaming.
 template <class MakeStep>
 [[gnu::always_inline]] inline bool quant_row_dispatch(DType t, int64_t n, int64_t group, bool ue8m0, uint16_t* buf,
-                                                      const QuantRowOut& out, MakeStep&& make_step) {
+                                                      const QuantRowOut& out, const TuningParams& tp,
+                                                      MakeStep&& make_step) {
   if (group % 64 != 0 || n % group != 0 || reinterpret_cast<uintptr_t>(buf) % 64 != 0) return false;
   const bool stream = out.stream && reinterpret_cast<uintptr_t>(out.q) % 64 == 0;
   auto run = [&]<DType In>() {
     auto step = make_step.template operator()<In>();
-    if (stream) quant_row_fused<In, true>(step, n, group, ue8m0, buf, out);
-    else quant_row_fused<In, false>(step, n, group, ue8m0, buf, out);
+    if (stream) quant_row_fused<In, true>(step, n, group, ue8m0, buf, out, tp);
+    else quant_row_fused<In, false>(step, n, group, ue8m0, buf, out, tp);
   };
   if (t == DType::bf16) run.template operator()<DType::bf16>();
   else run.template operator()<DType::f32>();
@@ -323,53 +324,61 @@ template <class MakeStep>
 }  // namespace
 
 bool gelu_quant_row_avx512(const void* x, DType t, int64_t n, bool erf_form, int64_t group, bool ue8m0,
-                           uint16_t* buf, const QuantRowOut& out) {
+                           uint16_t* buf, const QuantRowOut& out, const TuningParams& tp) {
+  const int64_t ahead = tp.row_prefetch_bytes;
   if (erf_form)
-    return quant_row_dispatch(t, n, group, ue8m0, buf, out, [&]<DType In>() {
-      return gelu_row<In>(x, [](auto v) { return gelu_erf<true>(v); }).first;
+    return quant_row_dispatch(t, n, group, ue8m0, buf, out, tp, [&]<DType In>() {
+      return gelu_row<In>(x, ahead, [](auto v) { return gelu_erf<true>(v); }).first;
     });
-  return quant_row_dispatch(t, n, group, ue8m0, buf, out, [&]<DType In>() {
-    return gelu_row<In>(x, [](auto v) { return gelu_tanh<true>(v); }).first;
+  return quant_row_dispatch(t, n, group, ue8m0, buf, out, tp, [&]<DType In>() {
+    return gelu_row<In>(x, ahead, [](auto v) { return gelu_tanh<true>(v); }).first;
   });
 }
 
 bool silu_mul_quant_row_avx512(const void* g, const void* u, DType t, int64_t n, const void* next_u, int64_t group,
-                               bool ue8m0, uint16_t* buf, const QuantRowOut& out) {
-  return quant_row_dispatch(t, n, group, ue8m0, buf, out,
-                            [&]<DType In>() { return silu_mul_row<In, true>(g, u, n, next_u).first; });
+                               bool ue8m0, uint16_t* buf, const QuantRowOut& out, const TuningParams& tp) {
+  const int64_t ahead = tp.row_prefetch_bytes;
+  return quant_row_dispatch(t, n, group, ue8m0, buf, out, tp,
+                            [&]<DType In>() { return silu_mul_row<In, true>(g, u, n, next_u, ahead).first; });
 }
 
 void silu_mul_avx512(const void* g, const void* u, DType t, void* y, DType yt, int64_t n, bool stream,
-                     const void* next_u) {
+                     const void* next_u, const TuningParams& tp) {
+  const int64_t ahead = tp.row_prefetch_bytes;
   with_dtypes(t, yt, [&]<DType In, DType Out>() {
-    auto [step, single] = silu_mul_row<In, Out == DType::bf16>(g, u, n, next_u);
+    auto [step, single] = silu_mul_row<In, Out == DType::bf16>(g, u, n, next_u, ahead);
     map_row_pairs<In, Out>(y, n, stream, step, single);
   });
 }
 
-void silu_mul2_avx512(const SiluMulRow& a, const SiluMulRow& b, DType t, DType yt, int64_t n, bool stream) {
+void silu_mul2_avx512(const SiluMulRow& a, const SiluMulRow& b, DType t, DType yt, int64_t n, bool stream,
+                      const TuningParams& tp) {
+  const int64_t ahead = tp.row_prefetch_bytes;
   with_dtypes(t, yt, [&]<DType In, DType Out>() {
-    auto [step_a, single_a] = silu_mul_row<In, Out == DType::bf16>(a.g, a.u, n, a.next_u);
-    auto [step_b, single_b] = silu_mul_row<In, Out == DType::bf16>(b.g, b.u, n, b.next_u);
+    auto [step_a, single_a] = silu_mul_row<In, Out == DType::bf16>(a.g, a.u, n, a.next_u, ahead);
+    auto [step_b, single_b] = silu_mul_row<In, Out == DType::bf16>(b.g, b.u, n, b.next_u, ahead);
     map_two_rows_pairs<In, Out>(a.y, b.y, n, stream, step_a, single_a, step_b, single_b);
   });
 }
 
-void gelu_avx512(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_form, bool stream) {
+void gelu_avx512(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_form, bool stream,
+                 const TuningParams& tp) {
+  const int64_t ahead = tp.row_prefetch_bytes;
   with_dtypes(t, yt, [&]<DType In, DType Out>() {
     with_gelu_form<Out>(erf_form, [&](auto f) {
-      auto [step, single] = gelu_row<In>(x, f);
+      auto [step, single] = gelu_row<In>(x, ahead, f);
       map_row_pairs<In, Out>(y, n, stream, step, single);
     });
   });
 }
 
 void gelu2_avx512(const void* xa, void* ya, const void* xb, void* yb, DType t, DType yt, int64_t n, bool erf_form,
-                  bool stream) {
+                  bool stream, const TuningParams& tp) {
+  const int64_t ahead = tp.row_prefetch_bytes;
   with_dtypes(t, yt, [&]<DType In, DType Out>() {
     with_gelu_form<Out>(erf_form, [&](auto f) {
-      auto [step_a, single_a] = gelu_row<In>(xa, f);
-      auto [step_b, single_b] = gelu_row<In>(xb, f);
+      auto [step_a, single_a] = gelu_row<In>(xa, ahead, f);
+      auto [step_b, single_b] = gelu_row<In>(xb, ahead, f);
       map_two_rows_pairs<In, Out>(ya, yb, n, stream, step_a, single_a, step_b, single_b);
     });
   });

@@ -11,7 +11,8 @@
 // weights in registers (no per-row loop counter, null test or weight broadcast). A line of a
 // bf16 row costs 5 instructions (prefetch, shift and and from memory, two FMAs) instead of ~20.
 // Row-at-a-time sums into an f32 row, two rows at a time, longer or exact-line prefetch
-// distances and prefetching into L2 were all slower.
+// distances and prefetching into L2 were all slower (the distance is the tuning's
+// row_prefetch_bytes).
 #include "kernels/combine.h"
 #include "kernels/x86/avx512/pair_avx512.h"
 
@@ -24,7 +25,8 @@ constexpr int kMaxUnrolled = 8;  // DeepSeek-V3 routes each token to 8 experts
 // out = sum over the rows in order of w[q] * r[q], one fused multiply-add per term from +0.
 // N > 0: exactly N rows, none null (the loop unrolls). N == 0: n rows, null ones skipped.
 template <DType In, DType Out, int N>
-void weighted_sum(const void* const* rows, const float* w, int64_t n, void* out, int64_t h, bool stream) {
+void weighted_sum(const void* const* rows, const float* w, int64_t n, void* out, int64_t h, bool stream,
+                  int64_t ahead) {
   constexpr int64_t es = In == DType::bf16 ? 2 : 4;
   const int64_t count = N > 0 ? N : n;
   // Local copies (N > 0), which the compiler keeps in registers: the output stores could alias
@@ -44,8 +46,8 @@ void weighted_sum(const void* const* rows, const float* w, int64_t n, void* out,
     for (int64_t q = 0; q < count; ++q) {
       if (N == 0 && !r[q]) continue;
       const char* row = static_cast<const char*>(r[q]);
-      prefetch_ahead(row, i * es);
-      if constexpr (In == DType::f32) prefetch_ahead(row, i * es + 64);
+      prefetch_ahead(row, i * es, ahead);
+      if constexpr (In == DType::f32) prefetch_ahead(row, i * es + 64, ahead);
       const Pair x = load_pair<In>(row, i);
       const __m512 wq = weight(q);
       acc = {_mm512_fmadd_ps(wq, x.a, acc.a), _mm512_fmadd_ps(wq, x.b, acc.b)};
@@ -63,8 +65,9 @@ void weighted_sum(const void* const* rows, const float* w, int64_t n, void* out,
 }
 
 template <DType In, DType Out>
-void weighted_sum_dispatch(const void* const* rows, const float* w, int64_t k, void* out, int64_t h, bool stream) {
-  if (k > 2 * kMaxUnrolled) return weighted_sum<In, Out, 0>(rows, w, k, out, h, stream);
+void weighted_sum_dispatch(const void* const* rows, const float* w, int64_t k, void* out, int64_t h, bool stream,
+                           int64_t ahead) {
+  if (k > 2 * kMaxUnrolled) return weighted_sum<In, Out, 0>(rows, w, k, out, h, stream, ahead);
   // The live rows in order: the unrolled sweeps then skip no terms and reorder none.
   const void* live[2 * kMaxUnrolled];
   float lw[2 * kMaxUnrolled];
@@ -72,28 +75,29 @@ void weighted_sum_dispatch(const void* const* rows, const float* w, int64_t k, v
   for (int64_t j = 0; j < k; ++j)
     if (rows[j]) live[n] = rows[j], lw[n++] = w[j];
   switch (n) {
-    case 1: return weighted_sum<In, Out, 1>(live, lw, n, out, h, stream);
-    case 2: return weighted_sum<In, Out, 2>(live, lw, n, out, h, stream);
-    case 3: return weighted_sum<In, Out, 3>(live, lw, n, out, h, stream);
-    case 4: return weighted_sum<In, Out, 4>(live, lw, n, out, h, stream);
-    case 5: return weighted_sum<In, Out, 5>(live, lw, n, out, h, stream);
-    case 6: return weighted_sum<In, Out, 6>(live, lw, n, out, h, stream);
-    case 7: return weighted_sum<In, Out, 7>(live, lw, n, out, h, stream);
-    case 8: return weighted_sum<In, Out, 8>(live, lw, n, out, h, stream);
-    default: return weighted_sum<In, Out, 0>(live, lw, n, out, h, stream);  // 0 rows: zeros
+    case 1: return weighted_sum<In, Out, 1>(live, lw, n, out, h, stream, ahead);
+    case 2: return weighted_sum<In, Out, 2>(live, lw, n, out, h, stream, ahead);
+    case 3: return weighted_sum<In, Out, 3>(live, lw, n, out, h, stream, ahead);
+    case 4: return weighted_sum<In, Out, 4>(live, lw, n, out, h, stream, ahead);
+    case 5: return weighted_sum<In, Out, 5>(live, lw, n, out, h, stream, ahead);
+    case 6: return weighted_sum<In, Out, 6>(live, lw, n, out, h, stream, ahead);
+    case 7: return weighted_sum<In, Out, 7>(live, lw, n, out, h, stream, ahead);
+    case 8: return weighted_sum<In, Out, 8>(live, lw, n, out, h, stream, ahead);
+    default: return weighted_sum<In, Out, 0>(live, lw, n, out, h, stream, ahead);  // 0 rows: zeros
   }
 }
 
 }  // namespace
 
 void weighted_row_sum_avx512(const void* const* rows, const float* w, int64_t k, DType t, void* out, DType ot,
-                             int64_t h, bool stream) {
+                             int64_t h, bool stream, const TuningParams& tp) {
+  const int64_t ahead = tp.row_prefetch_bytes;
   if (t == DType::bf16) {
-    if (ot == DType::bf16) weighted_sum_dispatch<DType::bf16, DType::bf16>(rows, w, k, out, h, stream);
-    else weighted_sum_dispatch<DType::bf16, DType::f32>(rows, w, k, out, h, stream);
+    if (ot == DType::bf16) weighted_sum_dispatch<DType::bf16, DType::bf16>(rows, w, k, out, h, stream, ahead);
+    else weighted_sum_dispatch<DType::bf16, DType::f32>(rows, w, k, out, h, stream, ahead);
   } else {
-    if (ot == DType::bf16) weighted_sum_dispatch<DType::f32, DType::bf16>(rows, w, k, out, h, stream);
-    else weighted_sum_dispatch<DType::f32, DType::f32>(rows, w, k, out, h, stream);
+    if (ot == DType::bf16) weighted_sum_dispatch<DType::f32, DType::bf16>(rows, w, k, out, h, stream, ahead);
+    else weighted_sum_dispatch<DType::f32, DType::f32>(rows, w, k, out, h, stream, ahead);
   }
 }
 

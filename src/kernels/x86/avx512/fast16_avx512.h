@@ -29,12 +29,12 @@ namespace {
   return exp16_clamped(_mm512_max_ps(_mm512_set1_ps(-104.0f), x));
 }
 
-// Software prefetch of the cache line kPrefetchBytes past p + offset. The row kernels stream
-// two or three arrays at once and do enough work per line that the hardware prefetcher falls
-// behind; a line may lie past the row's end (prefetches never fault).
-constexpr int64_t kPrefetchBytes = 2048;
-[[gnu::always_inline]] inline void prefetch_ahead(const void* p, int64_t offset) {
-  __builtin_prefetch(static_cast<const char*>(p) + offset + kPrefetchBytes);
+// Software prefetch of the cache line `ahead` bytes past p + offset (ahead: the tuning's
+// row_prefetch_bytes, read once per call). The row kernels stream two or three arrays at once
+// and do enough work per line that the hardware prefetcher falls behind; a line may lie past
+// the row's end (prefetches never fault).
+[[gnu::always_inline]] inline void prefetch_ahead(const void* p, int64_t offset, int64_t ahead) {
+  __builtin_prefetch(static_cast<const char*>(p) + offset + ahead);
 }
 
 // Writes the row y[0..n) (f32 or bf16) from f(i, m), the f32 results of elements i.. i+15 in

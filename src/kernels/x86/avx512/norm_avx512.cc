@@ -17,22 +17,22 @@ namespace sol::kernels {
 namespace {
 
 // The hardware prefetchers alone leave a streaming row pass short of the copy rate once it does
-// real work (as in the cast kernels); 8 KiB ahead covers the DRAM latency at that rate.
-constexpr int64_t kPrefetchBytes = 8192;
+// real work (as in the cast kernels): each pass that reads a row from memory requests its lines
+// TuningParams::pass_prefetch_bytes ahead (read once per call, passed down as `ahead`).
 
 template <DType T>
 constexpr int64_t kBytes = T == DType::bf16 ? 2 : 4;
 
-// Requests the lines holding 64 elements of type T, kAhead bytes ahead of element i, into the
+// Requests the lines holding 64 elements of type T, `ahead` bytes ahead of element i, into the
 // cache level kHint names (L1 by default).
-template <DType T, int64_t kAhead = kPrefetchBytes, _mm_hint kHint = _MM_HINT_T0>
-[[gnu::always_inline]] inline void prefetch64(const void* p, int64_t i) {
-  const char* c = static_cast<const char*>(p) + i * kBytes<T> + kAhead;
+template <DType T, _mm_hint kHint = _MM_HINT_T0>
+[[gnu::always_inline]] inline void prefetch64(const void* p, int64_t i, int64_t ahead) {
+  const char* c = static_cast<const char*>(p) + i * kBytes<T> + ahead;
   for (int l = 0; l < int(kBytes<T>); ++l) _mm_prefetch(c + 64 * l, kHint);
 }
 
 // The output loops that sum the next row's statistics (write_row_bf16x32_next) also request
-// that row into L2 this far ahead. Those loops touch each row twice (summed from DRAM, then
+// that row into L2, TuningParams::pass_l2_prefetch_bytes ahead. Those loops touch each row twice (summed from DRAM, then
 // read again one row later for the output), so the row being written, the row being summed,
 // the weight and the L1 look-ahead (~50 KiB) overflow the 48 KiB L1 and the output's loads
 // miss it; an L1 miss waits for a miss buffer, and the T0 look-ahead holds those for a DRAM
@@ -40,7 +40,6 @@ template <DType T, int64_t kAhead = kPrefetchBytes, _mm_hint kHint = _MM_HINT_T0
 // requests finish at L2 latency (probe: -4 to -16% on 4096 x 7168 rmsnorm, one
 // thread, at 12-16 KiB; `sol bench`: 16 KiB the better for rmsnorm, the two alike for
 // layernorm; T1 instead of T0 lost).
-constexpr int64_t kL2PrefetchBytes = 16384;
 
 // Sum of the 64 partial sums in the scalar path's order: lane k of (a0 + a1) + (a2 + a3), then
 // the 16 lanes one after another.
@@ -94,11 +93,11 @@ struct Lanes4 {
 };
 
 template <class F>
-[[gnu::always_inline]] inline void bf16_blocks64(const void* x, int64_t n, F&& f) {
+[[gnu::always_inline]] inline void bf16_blocks64(const void* x, int64_t n, int64_t ahead, F&& f) {
   const auto* p = static_cast<const uint16_t*>(x);
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
-    prefetch64<DType::bf16>(x, i);
+    prefetch64<DType::bf16>(x, i, ahead);
     const __m512i z0 = _mm512_loadu_si512(p + i), z1 = _mm512_loadu_si512(p + i + 32);
     f(even_of(z0), odd_of(z0), even_of(z1), odd_of(z1), Lanes4{0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF});
   }
@@ -172,25 +171,25 @@ struct ShiftedSums4 {
 };
 
 template <class Add>
-float reduce_bf16(const void* x, int64_t n) {
+float reduce_bf16(const void* x, int64_t n, int64_t ahead) {
   Reduce4<Add> acc;
-  bf16_blocks64(x, n, [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4 m)
+  bf16_blocks64(x, n, ahead, [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4 m)
                           __attribute__((always_inline)) { acc(e0, o0, e1, o1, m); });
   return acc.result();
 }
 
-float sum_squares_bf16(const void* x, int64_t n) { return reduce_bf16<AddSquare>(x, n); }
-float sum_bf16(const void* x, int64_t n) { return reduce_bf16<AddValue>(x, n); }
+float sum_squares_bf16(const void* x, int64_t n, int64_t ahead) { return reduce_bf16<AddSquare>(x, n, ahead); }
+float sum_bf16(const void* x, int64_t n, int64_t ahead) { return reduce_bf16<AddValue>(x, n, ahead); }
 
-void shifted_sums_bf16(const void* x, float shift, int64_t n, float* sum_d, float* sum_d2) {
+void shifted_sums_bf16(const void* x, float shift, int64_t n, float* sum_d, float* sum_d2, int64_t ahead) {
   ShiftedSums4 acc(shift);
-  bf16_blocks64(x, n, [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4 m)
+  bf16_blocks64(x, n, ahead, [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4 m)
                           __attribute__((always_inline)) { acc(e0, o0, e1, o1, m); });
   acc.result(sum_d, sum_d2);
 }
 
 // s = round_bf16(r + x) stored, and the sum of its squares, for bf16 x and r.
-float add_sum_squares_bf16(const uint16_t* x, const uint16_t* r, uint16_t* s, int64_t n) {
+float add_sum_squares_bf16(const uint16_t* x, const uint16_t* r, uint16_t* s, int64_t n, int64_t ahead) {
   __m512 a0 = _mm512_setzero_ps(), a1 = a0;
   int64_t i = 0;
   // 32 elements at a time; the accumulators of the two halves of a block of 64 alternate.
@@ -206,8 +205,8 @@ float add_sum_squares_bf16(const uint16_t* x, const uint16_t* r, uint16_t* s, in
   };
   __m512 a2 = a0, a3 = a0;
   for (; i + 64 <= n; i += 64) {
-    prefetch64<DType::bf16>(x, i);
-    prefetch64<DType::bf16>(r, i);
+    prefetch64<DType::bf16>(x, i, ahead);
+    prefetch64<DType::bf16>(r, i, ahead);
     step(i, ~__mmask32(0), a0, a1);
     step(i + 32, ~__mmask32(0), a2, a3);
   }
@@ -218,14 +217,14 @@ float add_sum_squares_bf16(const uint16_t* x, const uint16_t* r, uint16_t* s, in
 
 // A row of T reduced into four accumulators (16-lane steps, 64 per iteration), combined.
 template <DType T, class Add>
-float reduce_t(const void* x, int64_t n, Add add) {
+float reduce_t(const void* x, int64_t n, int64_t ahead, Add add) {
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   auto step = [&](int64_t j, __mmask16 m, __m512& acc) __attribute__((always_inline)) {
     acc = add(acc, load16(x, T, j, m));
   };
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
-    prefetch64<T>(x, i);
+    prefetch64<T>(x, i, ahead);
     step(i, 0xFFFF, a0);
     step(i + 16, 0xFFFF, a1);
     step(i + 32, 0xFFFF, a2);
@@ -236,7 +235,7 @@ float reduce_t(const void* x, int64_t n, Add add) {
 }
 
 template <DType XT, DType RT>
-float add_sum_squares_t(const void* x, const void* r, void* s, int64_t n) {
+float add_sum_squares_t(const void* x, const void* r, void* s, int64_t n, int64_t ahead) {
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   // The sum rounded to RT as stored, then squared from the stored value.
   auto step = [&](int64_t j, __mmask16 m, __m512& acc) __attribute__((always_inline)) {
@@ -252,8 +251,8 @@ float add_sum_squares_t(const void* x, const void* r, void* s, int64_t n) {
   };
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
-    prefetch64<XT>(x, i);
-    prefetch64<RT>(r, i);
+    prefetch64<XT>(x, i, ahead);
+    prefetch64<RT>(r, i, ahead);
     step(i, 0xFFFF, a0);
     step(i + 16, 0xFFFF, a1);
     step(i + 32, 0xFFFF, a2);
@@ -388,10 +387,11 @@ template <class F>
 // f(e0, o0, e1, o1, lanes) for each of xn's blocks of 64 in bf16_blocks64's order (from element
 // 0, whatever the output's alignment head; then the masked tail), one block per 64 outputs. The
 // memory then reads row r + 1 while row r is written, instead of idling through a statistics
-// pass that runs from L1; xn is prefetched kPrefetchBytes ahead as the statistics passes do.
+// pass that runs from L1; xn is prefetched as the statistics passes do (tp's pass distances).
 template <class Value32, class Block>
 [[gnu::always_inline]] inline void write_row_bf16x32_next(uint16_t* y, int64_t n, bool stream, Value32&& g,
-                                                          const uint16_t* xn, int64_t ahead_bytes, Block&& f) {
+                                                          const uint16_t* xn, int64_t ahead_bytes,
+                                                          const TuningParams& tp, Block&& f) {
   int64_t head = stream ? elements_to_line(y, DType::bf16) : 0;
   if (head < 0) head = 0, stream = false;
   head = std::min(head, n);
@@ -400,11 +400,12 @@ template <class Value32, class Block>
   // Look-ahead stops where the caller's rows do. The L2 look-ahead is for the streaming case
   // (outputs past half the LLC), where the L1 miss buffers bind; a 16-row call (cold rows, y
   // kept in cache) ran 3-4% slower with it.
-  const int64_t l2_until = stream ? 2 * n + ahead_bytes - kL2PrefetchBytes : INT64_MIN;
-  const int64_t l1_until = 2 * n + ahead_bytes - kPrefetchBytes;
+  const int64_t l1_ahead = tp.pass_prefetch_bytes, l2_ahead = tp.pass_l2_prefetch_bytes;
+  const int64_t l2_until = stream ? 2 * n + ahead_bytes - l2_ahead : INT64_MIN;
+  const int64_t l1_until = 2 * n + ahead_bytes - l1_ahead;
   auto block = [&](int64_t at) __attribute__((always_inline)) {
-    if (2 * at < l2_until) prefetch64<DType::bf16, kL2PrefetchBytes, _MM_HINT_T1>(xn, at);
-    if (2 * at < l1_until) prefetch64<DType::bf16>(xn, at);
+    if (2 * at < l2_until) prefetch64<DType::bf16, _MM_HINT_T1>(xn, at, l2_ahead);
+    if (2 * at < l1_until) prefetch64<DType::bf16>(xn, at, l1_ahead);
     const __m512i z0 = _mm512_loadu_si512(xn + at), z1 = _mm512_loadu_si512(xn + at + 32);
     f(even_of(z0), odd_of(z0), even_of(z1), odd_of(z1), Lanes4{0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF});
   };
@@ -434,7 +435,7 @@ template <class Value32, class Block>
 
 // rms_apply_bf16w for row r, returning row r + 1's sum of squares (sum_squares_bf16's bits).
 float rms_apply_bf16w_next(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
-                           const uint16_t* xn, int64_t ahead_bytes) {
+                           const uint16_t* xn, int64_t ahead_bytes, const TuningParams& tp) {
   const __m512 iv = _mm512_set1_ps(inv);
   auto g = [&](int64_t j, __mmask32 m) __attribute__((always_inline)) {
     const __m512i zx = _mm512_maskz_loadu_epi16(m, x + j), zw = _mm512_maskz_loadu_epi16(m, w + j);
@@ -442,7 +443,7 @@ float rms_apply_bf16w_next(const uint16_t* x, float inv, const uint16_t* w, uint
                                   _mm512_mul_ps(_mm512_mul_ps(odd_of(zx), iv), odd_of(zw)));
   };
   Reduce4<AddSquare> acc;
-  write_row_bf16x32_next(y, n, stream, g, xn, ahead_bytes,
+  write_row_bf16x32_next(y, n, stream, g, xn, ahead_bytes, tp,
                          [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4 m)
                              __attribute__((always_inline)) { acc(e0, o0, e1, o1, m); });
   return acc.result();
@@ -475,10 +476,11 @@ void layernorm_apply_bf16w(const uint16_t* x, float shift, float dm_inv, float i
 // bits) taken in the same loop.
 void layernorm_apply_bf16w_next(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
                                 const uint16_t* b, uint16_t* y, int64_t n, bool stream, const uint16_t* xn,
-                                float shift_n, float* sum_d, float* sum_d2, int64_t ahead_bytes) {
+                                float shift_n, float* sum_d, float* sum_d2, int64_t ahead_bytes,
+                                const TuningParams& tp) {
   const auto g = layernorm_out_bf16w(x, shift, dm_inv, inv, w, b);
   ShiftedSums4 acc(shift_n);
-  write_row_bf16x32_next(y, n, stream, g, xn, ahead_bytes,
+  write_row_bf16x32_next(y, n, stream, g, xn, ahead_bytes, tp,
                          [&](__m512 e0, __m512 o0, __m512 e1, __m512 o1, Lanes4 m)
                              __attribute__((always_inline)) { acc(e0, o0, e1, o1, m); });
   acc.result(sum_d, sum_d2);
@@ -545,7 +547,7 @@ void layernorm_apply_packed_t(const void* x, float shift, float dm_inv, float in
 }
 
 template <DType T>
-void shifted_sums_t(const void* x, float shift, int64_t n, float* sum_d, float* sum_d2) {
+void shifted_sums_t(const void* x, float shift, int64_t n, float* sum_d, float* sum_d2, int64_t ahead) {
   const __m512 sv = _mm512_set1_ps(shift);
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
   auto step = [&](int64_t j, __mmask16 m, __m512& a, __m512& b) __attribute__((always_inline)) {
@@ -555,7 +557,7 @@ void shifted_sums_t(const void* x, float shift, int64_t n, float* sum_d, float* 
   };
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
-    prefetch64<T>(x, i);  // the statistics pass reads the row from memory
+    prefetch64<T>(x, i, ahead);  // the statistics pass reads the row from memory
     step(i, 0xFFFF, a0, b0);
     step(i + 16, 0xFFFF, a1, b1);
     step(i + 32, 0xFFFF, a2, b2);
@@ -571,25 +573,28 @@ void shifted_sums_t(const void* x, float shift, int64_t n, float* sum_d, float* 
 
 }  // namespace
 
-float sum_squares_avx512(const void* x, DType t, int64_t n) {
-  return t == DType::bf16 ? sum_squares_bf16(x, n) : reduce_t<DType::f32>(x, n, AddSquare{});
+float sum_squares_avx512(const void* x, DType t, int64_t n, const TuningParams& tp) {
+  const int64_t ahead = tp.pass_prefetch_bytes;
+  return t == DType::bf16 ? sum_squares_bf16(x, n, ahead) : reduce_t<DType::f32>(x, n, ahead, AddSquare{});
 }
 
-float add_sum_squares_avx512(const void* x, DType xt, const void* r, DType rt, void* s, int64_t n) {
+float add_sum_squares_avx512(const void* x, DType xt, const void* r, DType rt, void* s, int64_t n,
+                             const TuningParams& tp) {
+  const int64_t ahead = tp.pass_prefetch_bytes;
   if (rt == DType::bf16) {
     if (xt == DType::bf16)
       return add_sum_squares_bf16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(r),
-                                  static_cast<uint16_t*>(s), n);
+                                  static_cast<uint16_t*>(s), n, ahead);
     // f32 x into a bf16 residual (rare): two passes keep the bf16 order of the sum.
     if (s != r) {
       for (int64_t i = 0; i < n; i += 16)
         store16(s, rt, i, tail_mask(n - i), load16(r, rt, i, tail_mask(n - i)));
     }
     add_into_avx512(x, xt, s, rt, n);
-    return sum_squares_bf16(s, n);
+    return sum_squares_bf16(s, n, ahead);
   }
-  return xt == DType::bf16 ? add_sum_squares_t<DType::bf16, DType::f32>(x, r, s, n)
-                           : add_sum_squares_t<DType::f32, DType::f32>(x, r, s, n);
+  return xt == DType::bf16 ? add_sum_squares_t<DType::bf16, DType::f32>(x, r, s, n, ahead)
+                           : add_sum_squares_t<DType::f32, DType::f32>(x, r, s, n, ahead);
 }
 
 void rms_apply_avx512(const void* x, DType xt, float inv, const float* w, void* y, DType yt, int64_t n,
@@ -608,8 +613,8 @@ void rms_apply_bf16w_avx512(const uint16_t* x, float inv, const uint16_t* w, uin
 }
 
 float rms_apply_bf16w_next_avx512(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
-                                  const uint16_t* x_next, int64_t ahead_bytes) {
-  return rms_apply_bf16w_next(x, inv, w, y, n, stream, x_next, ahead_bytes);
+                                  const uint16_t* x_next, int64_t ahead_bytes, const TuningParams& tp) {
+  return rms_apply_bf16w_next(x, inv, w, y, n, stream, x_next, ahead_bytes, tp);
 }
 
 void layernorm_apply_bf16w_avx512(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
@@ -619,9 +624,10 @@ void layernorm_apply_bf16w_avx512(const uint16_t* x, float shift, float dm_inv, 
 
 void layernorm_apply_bf16w_next_avx512(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
                                        const uint16_t* b, uint16_t* y, int64_t n, bool stream, const uint16_t* x_next,
-                                       float shift_next, float* sum_d, float* sum_d2, int64_t ahead_bytes) {
+                                       float shift_next, float* sum_d, float* sum_d2, int64_t ahead_bytes,
+                                       const TuningParams& tp) {
   layernorm_apply_bf16w_next(x, shift, dm_inv, inv, w, b, y, n, stream, x_next, shift_next, sum_d, sum_d2,
-                             ahead_bytes);
+                             ahead_bytes, tp);
 }
 
 void rms_apply_bf16_amax_avx512(const void* x, DType xt, float inv, const float* w, uint16_t* y, int64_t n,
@@ -630,13 +636,16 @@ void rms_apply_bf16_amax_avx512(const void* x, DType xt, float inv, const float*
   rms_apply_amax_t<DType::f32>(x, inv, w, y, n, group, amax32, next);
 }
 
-float sum_avx512(const void* x, DType t, int64_t n) {
-  return t == DType::bf16 ? sum_bf16(x, n) : reduce_t<DType::f32>(x, n, AddValue{});
+float sum_avx512(const void* x, DType t, int64_t n, const TuningParams& tp) {
+  const int64_t ahead = tp.pass_prefetch_bytes;
+  return t == DType::bf16 ? sum_bf16(x, n, ahead) : reduce_t<DType::f32>(x, n, ahead, AddValue{});
 }
 
-void shifted_sums_avx512(const void* x, DType t, float shift, int64_t n, float* sum_d, float* sum_d2) {
-  if (t == DType::bf16) return shifted_sums_bf16(x, shift, n, sum_d, sum_d2);
-  return shifted_sums_t<DType::f32>(x, shift, n, sum_d, sum_d2);
+void shifted_sums_avx512(const void* x, DType t, float shift, int64_t n, float* sum_d, float* sum_d2,
+                         const TuningParams& tp) {
+  const int64_t ahead = tp.pass_prefetch_bytes;
+  if (t == DType::bf16) return shifted_sums_bf16(x, shift, n, sum_d, sum_d2, ahead);
+  return shifted_sums_t<DType::f32>(x, shift, n, sum_d, sum_d2, ahead);
 }
 
 void layernorm_apply_f32w_avx512(const void* x, DType xt, float shift, float dm_inv, float inv, const float* w,

@@ -181,13 +181,14 @@ template <bool kStream, bool kPowerOfTwo>
   });
 }
 
-// The largest |x| of one group as bf16 magnitude bits (> 0x7F80: a NaN is present).
-[[gnu::always_inline]] inline uint32_t group_amax_bits(const uint16_t* x, int64_t group) {
+// The largest |x| of one group as bf16 magnitude bits (> 0x7F80: a NaN is present). The pass
+// reads the row from memory, requesting it `ahead` bytes on (the tuning's pass_prefetch_bytes).
+[[gnu::always_inline]] inline uint32_t group_amax_bits(const uint16_t* x, int64_t group, int64_t ahead) {
   const __m512i mask = _mm512_set1_epi16(0x7FFF);
   __m512i m0 = _mm512_setzero_si512(), m1 = m0;
   for (int64_t i = 0; i < group; i += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(x + i) + 8192, _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(x + i) + 8192 + 64, _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(x + i) + ahead, _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(x + i) + ahead + 64, _MM_HINT_T0);
     m0 = _mm512_max_epu16(m0, _mm512_and_si512(_mm512_loadu_si512(x + i), mask));
     m1 = _mm512_max_epu16(m1, _mm512_and_si512(_mm512_loadu_si512(x + i + 32), mask));
   }
@@ -344,7 +345,7 @@ template <bool kUe8m0>
 
 alignas(64) const uint16_t kIdleRow[32] = {};  // what an absent next row prefetches
 
-template <bool kStream, bool kUe8m0, int kBlocks64>
+template <bool kStream, bool kUe8m0, int kBlocks64, int kAhead>
 void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t cols, uint8_t* q, float* scales,
                      int64_t scale_stride, const uint16_t* next_row) {
   constexpr int64_t group = 64 * kBlocks64;
@@ -354,13 +355,14 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
   // The next row's lines, one per 32 elements of this one, as the norms' output passes do.
   const char* next = next_row ? reinterpret_cast<const char*>(next_row) : reinterpret_cast<const char*>(kIdleRow);
   const int64_t next_step = next_row ? group * 2 : 0;
-  // Software-pipelined by kAhead groups: group g + kAhead is normalised into an L1 buffer of
+  // Software-pipelined by kAhead groups (the tuning's quant_pipeline_groups): group g + kAhead
+  // is normalised into an L1 buffer of
   // kAhead + 1 slots, its abs-max reduced and its scale divided out, while group g is encoded
   // from the buffer with a multiplier already known. Encoding each group right after its own
   // reduction and division (a ~60-cycle chain) left the vector scheduler full of waiting
   // encode work: 1.35 us per 7168-wide row against 0.97 for a two-pass code; one
   // group of lead recovered that, three gain another 2-3% (1, 3, 5 and 7 measured).
-  constexpr int kAhead = 3, kSlots = kAhead + 1;
+  constexpr int kSlots = kAhead + 1;
   alignas(64) float buf[kSlots][group];  // f32 scales: f32 values; UE8M0: bf16 in the first half
   const int64_t groups = cols / group;
   // Groups holding NaN or inf are encoded after each run of 64 groups: a call inside the loop
@@ -425,7 +427,7 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
 // without (docs/perf/layer-ops.md).
 template <bool kStream, bool kUe8m0, bool kGivenAmax = false>
 void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q, float* scales,
-                      int64_t scale_stride, const uint16_t* amax32 = nullptr, bool fence = true) {
+                      int64_t scale_stride, int64_t ahead, const uint16_t* amax32 = nullptr, bool fence = true) {
   constexpr bool ue8m0 = kUe8m0;
   constexpr int kLanes = 16;
   alignas(64) uint32_t amax_bits[kLanes];
@@ -436,7 +438,7 @@ void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q
     const int64_t ng = groups - g0 < kLanes ? groups - g0 : kLanes;
     for (int64_t g = 0; g < ng; ++g)
       if constexpr (kGivenAmax) amax_bits[g] = max_of_words(_mm512_loadu_si512(amax32 + (g0 + g) * 32)) << 16;
-      else amax_bits[g] = group_amax_bits(x + (g0 + g) * group, group) << 16;
+      else amax_bits[g] = group_amax_bits(x + (g0 + g) * group, group, ahead) << 16;
     const __m512i ab = _mm512_maskz_load_epi32(tail_mask(ng), amax_bits);
     const __mmask16 nan = _mm512_cmpgt_epu32_mask(ab, _mm512_set1_epi32(0x7F800000));
     const __mmask16 special = _mm512_cmpge_epu32_mask(ab, _mm512_set1_epi32(0x7F800000));
@@ -675,14 +677,16 @@ bool dequant_row_avx512(const uint8_t* q, const float* scales, int64_t scale_str
 }
 
 void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, bool ue8m0,
-                           uint8_t* q, float* scales, int64_t scale_stride, bool stream, bool fence) {
+                           uint8_t* q, float* scales, int64_t scale_stride, bool stream, const TuningParams& tp,
+                           bool fence) {
   if (t == DType::bf16 && group % 64 == 0) {
     const auto* xb = static_cast<const uint16_t*>(x);
     const bool s = stream && reinterpret_cast<uintptr_t>(q) % 64 == 0;
-    if (ue8m0) return s ? quant_row_bf16_t<true, true>(xb, cols, group, q, scales, scale_stride, nullptr, fence)
-                        : quant_row_bf16_t<false, true>(xb, cols, group, q, scales, scale_stride);
-    return s ? quant_row_bf16_t<true, false>(xb, cols, group, q, scales, scale_stride, nullptr, fence)
-             : quant_row_bf16_t<false, false>(xb, cols, group, q, scales, scale_stride);
+    const int64_t ahead = tp.pass_prefetch_bytes;
+    if (ue8m0) return s ? quant_row_bf16_t<true, true>(xb, cols, group, q, scales, scale_stride, ahead, nullptr, fence)
+                        : quant_row_bf16_t<false, true>(xb, cols, group, q, scales, scale_stride, ahead);
+    return s ? quant_row_bf16_t<true, false>(xb, cols, group, q, scales, scale_stride, ahead, nullptr, fence)
+             : quant_row_bf16_t<false, false>(xb, cols, group, q, scales, scale_stride, ahead);
   }
   // Groups are handled 16 at a time so their scales are computed in one vector.
   constexpr int kLanes = 16;
@@ -721,10 +725,11 @@ void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, 
 void quant_row_bf16_amax_avx512(const uint16_t* x, int64_t cols, int64_t group, const uint16_t* amax32, bool ue8m0,
                                 uint8_t* q, float* scales, int64_t scale_stride, bool stream) {
   const bool s = stream && reinterpret_cast<uintptr_t>(q) % 64 == 0;
-  if (ue8m0) return s ? quant_row_bf16_t<true, true, true>(x, cols, group, q, scales, scale_stride, amax32)
-                      : quant_row_bf16_t<false, true, true>(x, cols, group, q, scales, scale_stride, amax32);
-  s ? quant_row_bf16_t<true, false, true>(x, cols, group, q, scales, scale_stride, amax32)
-    : quant_row_bf16_t<false, false, true>(x, cols, group, q, scales, scale_stride, amax32);
+  constexpr int64_t kNoPass = 0;  // the maxima are given: no pass reads the row ahead
+  if (ue8m0) return s ? quant_row_bf16_t<true, true, true>(x, cols, group, q, scales, scale_stride, kNoPass, amax32)
+                      : quant_row_bf16_t<false, true, true>(x, cols, group, q, scales, scale_stride, kNoPass, amax32);
+  s ? quant_row_bf16_t<true, false, true>(x, cols, group, q, scales, scale_stride, kNoPass, amax32)
+    : quant_row_bf16_t<false, false, true>(x, cols, group, q, scales, scale_stride, kNoPass, amax32);
 }
 
 void even_odd_order_avx512(const float* w, float* w_eo, int64_t n) {
@@ -739,12 +744,23 @@ void even_odd_order_avx512(const float* w, float* w_eo, int64_t n) {
 
 bool rms_quant_row_bf16_avx512(const uint16_t* x, float inv, const float* w_eo, int64_t cols, int64_t group,
                                bool ue8m0, uint8_t* q, float* scales, int64_t scale_stride, bool stream,
-                               const uint16_t* next_row) {
+                               const uint16_t* next_row, const TuningParams& tp) {
   if ((group != 64 && group != 128) || cols % group != 0) return false;
   const bool s = stream && reinterpret_cast<uintptr_t>(q) % 64 == 0;
+  auto at_depth = [&]<bool kS, bool kU, int kBlocks64>() {
+    auto one = [&]<int kAhead>() {
+      rms_quant_row_t<kS, kU, kBlocks64, kAhead>(x, inv, w_eo, cols, q, scales, scale_stride, next_row);
+    };
+    switch (tp.quant_pipeline_groups) {  // validated to [1, 4] (sol/tuning.h)
+      case 1: return one.template operator()<1>();
+      case 2: return one.template operator()<2>();
+      case 4: return one.template operator()<4>();
+      default: return one.template operator()<3>();
+    }
+  };
   auto run = [&]<bool kS, bool kU>() {
-    if (group == 128) rms_quant_row_t<kS, kU, 2>(x, inv, w_eo, cols, q, scales, scale_stride, next_row);
-    else rms_quant_row_t<kS, kU, 1>(x, inv, w_eo, cols, q, scales, scale_stride, next_row);
+    if (group == 128) at_depth.template operator()<kS, kU, 2>();
+    else at_depth.template operator()<kS, kU, 1>();
   };
   if (ue8m0) s ? run.template operator()<true, true>() : run.template operator()<false, true>();
   else s ? run.template operator()<true, false>() : run.template operator()<false, false>();

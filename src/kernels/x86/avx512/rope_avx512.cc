@@ -70,12 +70,12 @@ struct TokenHeads {
   TokenHeads(void* x_, const float* c_, const float* s_, const void* next_, int64_t split_d)
       : x(static_cast<char*>(x_)), c(c_), s(s_), next(static_cast<const char*>(next_)), tables(c_, s_, split_d) {}
 
-  // Head h: prefetch the slice kRopePrefetchHeads ahead (into the next token's heads past the
-  // last), then rotate.
+  // Head h: prefetch the slice ahead_heads ahead (into the next token's heads past the last),
+  // then rotate.
   [[gnu::always_inline]] void head(int64_t h, DType t, int64_t head_stride, int64_t heads, int64_t d, bool interleaved,
-                                   bool by_lines, int64_t bytes) const {
+                                   bool by_lines, int64_t bytes, int64_t ahead_heads) const {
     char* slice = x + h * head_stride;
-    const int64_t ahead = h + kRopePrefetchHeads;
+    const int64_t ahead = h + ahead_heads;
     const char* fetch = ahead < heads ? x + ahead * head_stride : next ? next + (ahead - heads) * head_stride : nullptr;
     if (fetch && (ahead < heads || ahead - heads < heads))
       for (int64_t b = 0; b < bytes; b += 64) _mm_prefetch(fetch + b, _MM_HINT_T0);
@@ -88,22 +88,24 @@ struct TokenHeads {
 }  // namespace
 
 void rope_rotate_heads_avx512(void* x, DType t, int64_t head_stride, int64_t heads, const float* c, const float* s,
-                              int64_t d, bool interleaved, const void* next) {
+                              int64_t d, bool interleaved, const void* next, const TuningParams& tp) {
+  const int64_t ahead_heads = tp.rope_prefetch_heads;
   const int64_t bytes = d * int64_t(dtype_size(t));
   const bool by_lines = interleaved && t == DType::bf16 && d % 32 == 0;
   alignas(64) const TokenHeads tok(x, c, s, next, by_lines ? d : 0);
-  for (int64_t h = 0; h < heads; ++h) tok.head(h, t, head_stride, heads, d, interleaved, by_lines, bytes);
+  for (int64_t h = 0; h < heads; ++h) tok.head(h, t, head_stride, heads, d, interleaved, by_lines, bytes, ahead_heads);
 }
 
 void rope_rotate_two_tokens_avx512(const RopeToken& a, const RopeToken& b, DType t, int64_t head_stride, int64_t heads,
-                                   int64_t d, bool interleaved) {
+                                   int64_t d, bool interleaved, const TuningParams& tp) {
+  const int64_t ahead_heads = tp.rope_prefetch_heads;
   const int64_t bytes = d * int64_t(dtype_size(t));
   const bool by_lines = interleaved && t == DType::bf16 && d % 32 == 0;
   alignas(64) const TokenHeads ta(a.x, a.c, a.s, a.next, by_lines ? d : 0);
   alignas(64) const TokenHeads tb(b.x, b.c, b.s, b.next, by_lines ? d : 0);
   for (int64_t h = 0; h < heads; ++h) {
-    ta.head(h, t, head_stride, heads, d, interleaved, by_lines, bytes);
-    tb.head(h, t, head_stride, heads, d, interleaved, by_lines, bytes);
+    ta.head(h, t, head_stride, heads, d, interleaved, by_lines, bytes, ahead_heads);
+    tb.head(h, t, head_stride, heads, d, interleaved, by_lines, bytes, ahead_heads);
   }
 }
 

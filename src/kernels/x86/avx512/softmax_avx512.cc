@@ -15,7 +15,7 @@ namespace {
 // pair_avx512.h's exp_neg_of_nonnegative on max - x, the bits route_softmax_lanes promises
 // (kernels/route.h).
 template <DType In, DType Out, bool kTableExp>
-void softmax_row(const void* x, void* y, int64_t n, float* scratch, bool stream) {
+void softmax_row(const void* x, void* y, int64_t n, float* scratch, bool stream, int64_t ahead) {
   constexpr int64_t es = In == DType::bf16 ? 2 : 4;
   const __m512 minus_inf = _mm512_set1_ps(-INFINITY);
   // Pass 1: the maximum of the numbers (vmaxps drops NaN). A NaN, +inf or an all -inf row
@@ -25,8 +25,8 @@ void softmax_row(const void* x, void* y, int64_t n, float* scratch, bool stream)
   __m512 mx0 = minus_inf, mx1 = minus_inf;
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    prefetch_ahead(x, i * es);  // passes 2 and 3 run from L1/L2; this one streams from memory
-    if constexpr (es == 4) prefetch_ahead(x, i * es + 64);
+    prefetch_ahead(x, i * es, ahead);  // passes 2 and 3 run from L1/L2; this one streams from memory
+    if constexpr (es == 4) prefetch_ahead(x, i * es + 64, ahead);
     const Pair v = load_pair<In>(x, i);
     mx0 = _mm512_max_ps(mx0, v.a);
     mx1 = _mm512_max_ps(mx1, v.b);
@@ -189,7 +189,8 @@ float sweep(const void* x, float max, float* exps, int64_t n, const Scaled& prev
 }
 
 template <DType In, DType Out>
-void softmax_rows(const char* x, int64_t xs, char* y, int64_t ys, int64_t rows, int64_t n, float* scratch, bool stream) {
+void softmax_rows(const char* x, int64_t xs, char* y, int64_t ys, int64_t rows, int64_t n, float* scratch, bool stream,
+                  int64_t ahead) {
   static_assert(In == DType::bf16, "f32 rows take softmax_two_pass_avx512.cc");
   if (rows <= 0) return;
   constexpr int64_t es = 2;
@@ -198,7 +199,7 @@ void softmax_rows(const char* x, int64_t xs, char* y, int64_t ys, int64_t rows, 
     Bf16Max row_max;
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
-      prefetch_ahead(x, i * es);
+      prefetch_ahead(x, i * es, ahead);
       if (rows > 1) __builtin_prefetch(x + xs + i * es);
       row_max.line(x, i);
     }
@@ -236,13 +237,17 @@ void softmax_rows(const char* x, int64_t xs, char* y, int64_t ys, int64_t rows, 
 
 }  // namespace
 
-void softmax_row_avx512(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch, bool stream) {
-  with_dtypes(t, yt, [&]<DType In, DType Out>() { softmax_row<In, Out, false>(x, y, n, scratch, stream); });
+void softmax_row_avx512(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch, bool stream,
+                        const TuningParams& tp) {
+  const int64_t ahead = tp.row_prefetch_bytes;
+  with_dtypes(t, yt, [&]<DType In, DType Out>() { softmax_row<In, Out, false>(x, y, n, scratch, stream, ahead); });
 }
 
-void softmax_op_row_avx512(const uint16_t* x, void* y, DType yt, int64_t n, float* scratch, bool stream) {
-  if (yt == DType::bf16) softmax_row<DType::bf16, DType::bf16, true>(x, y, n, scratch, stream);
-  else softmax_row<DType::bf16, DType::f32, true>(x, y, n, scratch, stream);
+void softmax_op_row_avx512(const uint16_t* x, void* y, DType yt, int64_t n, float* scratch, bool stream,
+                           const TuningParams& tp) {
+  const int64_t ahead = tp.row_prefetch_bytes;
+  if (yt == DType::bf16) softmax_row<DType::bf16, DType::bf16, true>(x, y, n, scratch, stream, ahead);
+  else softmax_row<DType::bf16, DType::f32, true>(x, y, n, scratch, stream, ahead);
 }
 
 }  // namespace sol::kernels
@@ -250,11 +255,13 @@ void softmax_op_row_avx512(const uint16_t* x, void* y, DType yt, int64_t n, floa
 namespace sol::kernels {
 
 void softmax_rows_avx512(const uint16_t* x, int64_t x_row_bytes, void* y, int64_t y_row_bytes, DType yt, int64_t rows,
-                         int64_t n, float* scratch, bool stream) {
+                         int64_t n, float* scratch, bool stream, const TuningParams& tp) {
   const char* xc = reinterpret_cast<const char*>(x);
   char* yc = static_cast<char*>(y);
-  if (yt == DType::bf16) softmax_rows<DType::bf16, DType::bf16>(xc, x_row_bytes, yc, y_row_bytes, rows, n, scratch, stream);
-  else softmax_rows<DType::bf16, DType::f32>(xc, x_row_bytes, yc, y_row_bytes, rows, n, scratch, stream);
+  const int64_t ahead = tp.row_prefetch_bytes;
+  if (yt == DType::bf16)
+    softmax_rows<DType::bf16, DType::bf16>(xc, x_row_bytes, yc, y_row_bytes, rows, n, scratch, stream, ahead);
+  else softmax_rows<DType::bf16, DType::f32>(xc, x_row_bytes, yc, y_row_bytes, rows, n, scratch, stream, ahead);
 }
 
 }  // namespace sol::kernels

@@ -129,9 +129,9 @@ template <DType Out>
 }
 
 template <DType Out>
-void two_pass_row(const float* x, void* y, int64_t n, bool stream) {
+void two_pass_row(const float* x, void* y, int64_t n, bool stream, int64_t ahead) {
   LaneSums s = start_sums();
-  sum_row(s, x, n, [&](int64_t j) { prefetch_step(reinterpret_cast<const char*>(x + j) + kPrefetchBytes); });
+  sum_row(s, x, n, [&](int64_t j) { prefetch_step(reinterpret_cast<const char*>(x + j) + ahead); });
   float sum;
   const __m512 max = _mm512_set1_ps(finish_sums(s, &sum)), inv = _mm512_set1_ps(1.0f / sum);
   // Pass 2 runs from cache; rows are contiguous (the op takes contiguous tensors), so the next
@@ -148,11 +148,12 @@ void two_pass_row(const float* x, void* y, int64_t n, bool stream) {
 }
 
 template <DType Out>
-void two_pass_rows(const char* x, int64_t xs, char* y, int64_t ys, int64_t rows, int64_t n, bool stream) {
+void two_pass_rows(const char* x, int64_t xs, char* y, int64_t ys, int64_t rows, int64_t n, bool stream,
+                   int64_t ahead) {
   if (rows <= 0) return;
   LaneSums s = start_sums();
   sum_row(s, reinterpret_cast<const float*>(x), n, [&](int64_t j) {  // pass 1 of row 0 alone
-    prefetch_step(x + j * 4 + kPrefetchBytes);
+    prefetch_step(x + j * 4 + ahead);
     if (rows > 1) prefetch_step(x + xs + j * 4);
   });
   float sum;
@@ -187,14 +188,17 @@ template <class Kernel> [[gnu::always_inline]] inline void with_out_dtype(DType 
 
 }  // namespace
 
-void softmax_two_pass_row_avx512(const float* x, void* y, DType yt, int64_t n, bool stream) {
-  with_out_dtype(yt, [&]<DType Out>() { two_pass_row<Out>(x, y, n, stream); });
+void softmax_two_pass_row_avx512(const float* x, void* y, DType yt, int64_t n, bool stream, const TuningParams& tp) {
+  const int64_t ahead = tp.row_prefetch_bytes;
+  with_out_dtype(yt, [&]<DType Out>() { two_pass_row<Out>(x, y, n, stream, ahead); });
 }
 
 void softmax_two_pass_rows_avx512(const float* x, int64_t x_row_bytes, void* y, int64_t y_row_bytes, DType yt,
-                                  int64_t rows, int64_t n, bool stream) {
+                                  int64_t rows, int64_t n, bool stream, const TuningParams& tp) {
+  const int64_t ahead = tp.row_prefetch_bytes;
   with_out_dtype(yt, [&]<DType Out>() {
-    two_pass_rows<Out>(reinterpret_cast<const char*>(x), x_row_bytes, static_cast<char*>(y), y_row_bytes, rows, n, stream);
+    two_pass_rows<Out>(reinterpret_cast<const char*>(x), x_row_bytes, static_cast<char*>(y), y_row_bytes, rows, n, stream,
+                       ahead);
   });
 }
 

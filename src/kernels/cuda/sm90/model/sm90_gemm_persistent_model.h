@@ -16,16 +16,27 @@
 #include "kernels/cuda/sm90/model/sm90_wgmma_model.h"
 #include "kernels/cuda/sm90/sm90_fp8_promotion.h"
 #include "kernels/cuda/sm90/sm90_fragment.h"
+#include "kernels/cuda/sm90/sm90_gemm_epilogue.h"
 #include "kernels/cuda/sm90/sm90_gemm_scheduler.h"
 #include "kernels/cuda/sm90/sm90_ring.h"
 
 namespace sol::kernels::sm90::model {
 
 struct GemmOutput {
-  u16* d = nullptr;            // bf16 D, split_k == 1
-  float* workspace = nullptr;  // f32 partials [split_k][rows][n], split_k > 1
-  u32 rows = 0;                // rows of D (groups * m for masked)
+  GemmEpilogueParams epilogue;  // D (bf16 or f32) and the epilogue applied on the way
+  float* workspace = nullptr;   // f32 partials [split_k][rows][n], split_k > 1
+  u32 rows = 0;                 // rows of D (groups * m for masked)
 };
+
+// One result through the kernel's epilogue arithmetic, rounded to D's dtype as the kernel's
+// cvt.rn.bf16x2 does (nearest even).
+inline void store_result(const GemmEpilogueParams& e, u64 index, u32 col, float acc) {
+  const float v = epilogue_value(e, acc, index, col);
+  if (e.d_f32)
+    static_cast<float*>(e.d)[index] = v;
+  else
+    static_cast<u16*>(e.d)[index] = f32_to_bf16(v);
+}
 
 template <class Plan, class Scheduler>
 class PersistentGemmCta {
@@ -135,7 +146,8 @@ class PersistentGemmCta {
       }
   }
 
-  // The kernel's epilogue: bf16 pairs to D, or f32 partials to the split's workspace plane;
+  // The kernel's store: results through the epilogue to D, or raw f32 partials to the split's
+  // workspace plane (the reduction applies the epilogue);
   // rows the scheduler does not store for this tile and columns outside D skipped.
   void store(Consumer& c, u32 index, const GemmTileWork& w) {
     for (u32 t = 0; t < 128; ++t)
@@ -144,7 +156,7 @@ class PersistentGemmCta {
         if (row >= out_.rows || col >= p_.n || !Scheduler::row_stored(p_, w, row)) continue;
         for (u32 j = 0; j < 2; ++j) {
           if (p_.split_k == 1)
-            out_.d[u64(row) * p_.n + col + j] = f32_to_bf16(c.acc.at(t, i + j));
+            store_result(out_.epilogue, u64(row) * p_.n + col + j, col + j, c.acc.at(t, i + j));
           else
             out_.workspace[(u64(w.split) * out_.rows + row) * p_.n + col + j] = c.acc.at(t, i + j);
         }
@@ -164,8 +176,8 @@ class PersistentGemmCta {
   std::vector<Consumer> consumers_;
 };
 
-// The split-K reduction pass: D = bf16(sum over splits in order of the f32 partials), for the
-// rows a tile stores (Scheduler::row_valid).
+// The split-K reduction pass: D = epilogue(sum over splits in order of the f32 partials), for
+// the rows a tile stores (Scheduler::row_valid); the epilogue runs once, on the sum.
 template <class Scheduler>
 void gemm_split_reduce_model(const GemmProblemView& p, const GemmOutput& out) {
   for (u32 row = 0; row < out.rows; ++row) {
@@ -173,7 +185,7 @@ void gemm_split_reduce_model(const GemmProblemView& p, const GemmOutput& out) {
     for (u32 col = 0; col < p.n; ++col) {
       float sum = 0.0f;
       for (u32 s = 0; s < p.split_k; ++s) sum += out.workspace[(u64(s) * out.rows + row) * p.n + col];
-      out.d[u64(row) * p.n + col] = f32_to_bf16(sum);
+      store_result(out.epilogue, u64(row) * p.n + col, col, sum);
     }
   }
 }

@@ -1,0 +1,125 @@
+"""MLA latent rows appended to Hugging Face's own DynamicCache in place, without a torch.cat per step.
+
+HF's DynamicLayer.update appends by concatenation, so every decode step copies the layer's whole
+cache (O(B L) per step and layer). Here a DynamicLayer's keys are a view of a buffer with spare
+rows, [B, 1, capacity, width] (capacity doubled when full): the kv_a GEMM writes the new tokens'
+latent rows straight into the rows after the last one, and the layer's keys and values ([B, 1, L, 0])
+become views one step longer. The layer stays HF's DynamicLayer, so generate(), get_seq_length,
+crop, reorder_cache (beam search), batch_select_indices, batch_repeat_interleave and reset keep
+working: each of them reads layer.keys or replaces it, and a keys tensor that is not this
+buffer's last view (replaced by any of them) is copied into a fresh buffer before the next append.
+Rows past a view's end are never read. Other cache layers (sliding window, static, quantized) and
+offloading caches take HF's own cache.update.
+"""
+import torch
+
+import sol as _sol
+
+# The first buffer of a layer holds this many rows at least beyond what its first append needs.
+_MIN_SPARE = 64
+
+
+class _Slot:
+    """A layer's buffer: keys [B, 1, capacity, width] (rows: the same as [B, capacity, width]),
+    values [B, 1, capacity, 0], the rows in use, and the keys view last handed to the layer
+    (identity tells whether HF replaced it)."""
+    __slots__ = ("keys", "rows", "values", "length", "view", "columns", "mirrored", "rows_t")
+
+    def __init__(self, keys, values, length):
+        self.keys, self.values, self.length, self.view = keys, values, length, None
+        self.rows = keys.view(keys.shape[0], keys.shape[2], keys.shape[3])
+        self.columns, self.mirrored, self.rows_t = None, 0, None
+
+
+def reserve(cache, layer_idx, b, s, width, dtype):
+    """(layer, slot): the layer's buffer with room for s more rows per sequence, or None when the
+    layer is not a plain DynamicLayer (the caller then appends through cache.update)."""
+    layer = cache.layers[layer_idx] if layer_idx < len(cache.layers) else None
+    slot = None if layer is None else layer.__dict__.get("_sol_latent")
+    if slot is None or layer.keys is not slot.view:
+        layer = _latent_layer(cache, layer_idx)
+        if layer is None:
+            return None
+        slot = layer._sol_latent = _adopt(layer, layer_idx, b, width, dtype, s)
+    else:
+        held = slot.rows
+        if held.shape[0] != b or held.shape[2] != width or held.dtype != dtype:
+            _refuse(layer_idx, (held.shape[0], 1, slot.length, held.shape[2]), held.dtype, b, s, width, dtype)
+        if slot.length + s > held.shape[1]:
+            slot = layer._sol_latent = _grown(slot, slot.length + s)
+    return layer, slot
+
+
+def commit(layer, slot, s):
+    """Makes the s rows written after slot.length part of the layer; returns every row [B, L, width]."""
+    slot.length = length = slot.length + s
+    rows = slot.rows[:, :length]
+    layer.keys = slot.view = rows.unsqueeze(1)
+    layer.values = slot.values[:, :, :length]
+    return rows
+
+
+def columns(slot, width):
+    """The first `width` entries of every row, transposed: [B, width, L] (a view of a [B, width,
+    capacity] buffer), for products that take them as the dense-K operand (P . c_kv of every
+    sequence as one grouped GEMM). Kept in step with the rows: a decode step's new row is copied
+    in by Sol; the buffer is filled whole when first asked for or after rows it has not seen."""
+    cols, done, length = slot.columns, slot.mirrored, slot.length
+    if cols is None or cols.shape[1] != width:
+        cols = slot.columns = slot.rows.new_empty(slot.rows.shape[0], width, slot.rows.shape[1])
+        slot.rows_t = slot.rows[:, :, :width].transpose(1, 2)
+        done = 0
+    if length - done == 1:
+        _sol.copy(slot.rows_t[:, :, done:length], out=cols[:, :, done:length])
+    elif length > done:
+        cols[:, :, done:length].copy_(slot.rows_t[:, :, done:length])
+    slot.mirrored = length
+    return cols[:, :, :length]
+
+
+def _latent_layer(cache, layer_idx):
+    """cache.layers[layer_idx] when the latent rows can be appended in place (a plain DynamicLayer,
+    created here as Cache.update would for a cache built without a config), else None."""
+    from transformers.cache_utils import DynamicLayer
+    layers = getattr(cache, "layers", None)
+    if layers is None or getattr(cache, "offloading", False):
+        return None
+    if layer_idx >= len(layers):
+        if getattr(cache, "layer_class_to_replicate", None) is not DynamicLayer:
+            return None
+        while len(layers) <= layer_idx:
+            layers.append(DynamicLayer())
+    layer = layers[layer_idx]
+    return layer if type(layer) is DynamicLayer else None
+
+
+def _capacity(rows):
+    return max(2 * rows, rows + _MIN_SPARE)
+
+
+def _refuse(layer_idx, shape, held_dtype, b, s, width, dtype):
+    raise _sol.Error(f"sol MLA cache: layer {layer_idx} holds keys of shape {tuple(shape)} ({held_dtype}) but "
+                     f"this step appends latent rows of shape ({b}, 1, {s}, {width}) ({dtype})")
+
+
+def _adopt(layer, layer_idx, b, width, dtype, s):
+    """A fresh slot holding what the layer's keys hold now (nothing, or a tensor HF put there)."""
+    keys = layer.keys if layer.is_initialized else None
+    length = 0 if keys is None or keys.numel() == 0 else keys.shape[-2]
+    if length and (tuple(keys.shape) != (b, 1, length, width) or keys.dtype != dtype):
+        _refuse(layer_idx, keys.shape, keys.dtype, b, s, width, dtype)
+    slot = _Slot(torch.empty(b, 1, _capacity(length + s), width, dtype=dtype),
+                 torch.empty(b, 1, _capacity(length + s), 0, dtype=dtype), length)
+    if length:
+        slot.keys[:, :, :length].copy_(keys)
+    if not layer.is_initialized:
+        layer.lazy_initialization(slot.keys, slot.values)
+    return slot
+
+
+def _grown(slot, rows):
+    b, _, _, width = slot.keys.shape
+    grown = _Slot(slot.keys.new_empty(b, 1, _capacity(rows), width), slot.keys.new_empty(b, 1, _capacity(rows), 0),
+                  slot.length)
+    grown.keys[:, :, :slot.length].copy_(slot.keys[:, :, :slot.length])
+    return grown
