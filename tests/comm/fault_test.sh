@@ -98,7 +98,11 @@ if [ -n "${SOL_CLI:-}" ] && [[ " ${ops[*]} " == *" collective "* ]]; then
     [ -n "$victim" ] && break
     sleep 0.1
   done
-  sleep 1
+  # Stop it in the sweep, not in MPI's start-up (which no deadline of Sol's covers): wait for
+  # rank 0's progress line, which it prints once the ranks have set up together.
+  for _ in $(seq 600); do grep -q "started; measuring" "$log" && break; sleep 0.1; done
+  grep -q "started; measuring" "$log" || fail "$name: rank 0 never printed its progress line"
+  sleep 0.5
   if [ -z "$victim" ]; then
     fail "$name: rank 1 not found"
     kill -- "$job"
