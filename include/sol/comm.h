@@ -9,7 +9,10 @@
 //
 // Every wait has a deadline (SOL_COMM_TIMEOUT_S, default 60 s) and a dead peer is noticed
 // while waiting: either way the call throws sol::CommError naming the op, the peer (by world
-// rank) and what it waited for. Collectives are called by every rank of the group in the same order with
+// rank) and what it waited for. Waits inside MPI itself (start-up, creating a group, window
+// set-up, MPI_Finalize) cannot throw: a watchdog ends the process with a message instead, after
+// SOL_COMM_STARTUP_TIMEOUT_S for start-up (default max(60 s, SOL_COMM_TIMEOUT_S)) and
+// SOL_COMM_TIMEOUT_S for the rest. Collectives are called by every rank of the group in the same order with
 // agreeing sizes and dtypes; disagreements the protocol can see are reported, not corrupted.
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,9 @@
 // Group: accessors, split, and the symmetric heap's allocator.
+#include <memory>
 #include <string>
 
 #include "comm/group_state.h"
+#include "comm/mpi_deadline.h"
 #include "sol/comm.h"
 
 namespace sol::comm {
@@ -20,9 +22,14 @@ const Group& Group::cross() const { return *state_->cross_group; }
 
 Group Group::split(int color, int key) const {
   check(color >= 0, "split", "color = ", color, " but must be >= 0");
-  MPI_Comm sub = MPI_COMM_NULL;
-  MPI_Comm_split(state_->comm, color, key, &sub);
-  return Group(std::make_shared<GroupState>(sub, state_->node_id));
+  std::shared_ptr<GroupState> state;
+  detail::with_mpi_deadline("split (MPI_Comm_split and the new group's set-up)", timeout_seconds(),
+                            "SOL_COMM_TIMEOUT_S", [&] {
+                              MPI_Comm sub = MPI_COMM_NULL;
+                              MPI_Comm_split(state_->comm, color, key, &sub);
+                              state = std::make_shared<GroupState>(sub, state_->node_id);
+                            });
+  return Group(std::move(state));
 }
 
 std::string_view reduce_op_name(ReduceOp op) { return op == ReduceOp::sum ? "sum" : "max"; }

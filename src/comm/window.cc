@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "comm/group_state.h"
+#include "comm/mpi_deadline.h"
 #include "comm/move_bytes.h"
 #include "comm/shared_segments.h"
 #include "comm/wait.h"
@@ -33,13 +34,19 @@ struct Window::Impl {
     const detail::GroupState& s = g.state();
     sizes.resize(size_t(s.size));
     const uint64_t mine = bytes;
-    if (MPI_Allgather(&mine, 1, MPI_UINT64_T, sizes.data(), 1, MPI_UINT64_T, s.comm) != MPI_SUCCESS)
-      detail::comm_failure("comm window: exchanging the region sizes failed (a peer is gone)");
-    detail::SegmentLayout layout;
-    layout.ring_bytes = 0;
-    layout.staging_slot_bytes = 0;
-    layout.heap_bytes = detail::round_up(*std::max_element(sizes.begin(), sizes.end()), detail::kPage);
-    shm = std::make_unique<detail::SharedSegments>(s.comm, layout);
+    int rc = MPI_SUCCESS;
+    detail::with_mpi_deadline("comm window set-up (region sizes and shared segments)", timeout_seconds(),
+                              "SOL_COMM_TIMEOUT_S", [&] {
+                                rc = MPI_Allgather(&mine, 1, MPI_UINT64_T, sizes.data(), 1, MPI_UINT64_T, s.comm);
+                                if (rc != MPI_SUCCESS) return;
+                                detail::SegmentLayout layout;
+                                layout.ring_bytes = 0;
+                                layout.staging_slot_bytes = 0;
+                                layout.heap_bytes =
+                                    detail::round_up(*std::max_element(sizes.begin(), sizes.end()), detail::kPage);
+                                shm = std::make_unique<detail::SharedSegments>(s.comm, layout);
+                              });
+    if (rc != MPI_SUCCESS) detail::comm_failure("comm window: exchanging the region sizes failed (a peer is gone)");
   }
 
   std::byte* region(int rank) const { return shm->base(rank) + shm->layout().heap_offset(); }

@@ -1,4 +1,4 @@
-// MPI start-up and shutdown (bounded by the comm deadline), and the world group with its
+// MPI start-up and shutdown (bounded by watchdogs and the comm deadline), and the world group with its
 // (emulated) nodes.
 #include "comm/world.h"
 
@@ -10,13 +10,12 @@
 #include <cstdlib>
 #include <exception>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 
 #include "comm/group_state.h"
+#include "comm/mpi_deadline.h"
 #include "sol/comm.h"
-#include "sol/timing.h"
 
 namespace sol::comm {
 
@@ -66,7 +65,7 @@ int world_node_id() {
 
 // MPI_Finalize waits for every peer and never returns if one of them has stopped (SIGSTOP, a
 // debugger, a hung thread). A barrier with the comm deadline first names such a peer; a peer
-// that stops between that barrier and its own MPI_Finalize is caught by a watchdog.
+// that stops between that barrier and its own MPI_Finalize is caught by the watchdog.
 void finalize_with_deadline() {
   try {
     world_group->barrier();
@@ -74,22 +73,8 @@ void finalize_with_deadline() {
     exit_failed(std::string("the barrier before MPI_Finalize failed: ") + e.what());
   }
   world_group.reset();
-  static std::atomic<bool> finalized{false};
-  const double limit = timeout_seconds();
-  std::thread([limit] {
-    const double start = now_seconds();
-    while (!finalized.load()) {
-      if (now_seconds() - start > limit) {
-        std::ostringstream os;
-        os << "MPI_Finalize did not return within " << limit
-           << " s (SOL_COMM_TIMEOUT_S): a peer stopped after the final barrier";
-        exit_failed(os.str());
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }).detach();
-  MPI_Finalize();
-  finalized = true;
+  with_mpi_deadline("MPI_Finalize after the final barrier", timeout_seconds(), "SOL_COMM_TIMEOUT_S",
+                    [] { MPI_Finalize(); });
 }
 
 void shut_down() {
@@ -108,16 +93,20 @@ bool process_failed() { return failed; }
 Group& Group::world() {
   using namespace detail;
   if (!world_group) {
-    int initialised = 0;
-    MPI_Initialized(&initialised);
-    if (!initialised) {
-      int provided = 0;
-      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-      initialised_here = true;
-    }
-    MPI_Comm comm = MPI_COMM_NULL;
-    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-    world_group = std::make_unique<Group>(std::make_shared<GroupState>(comm, world_node_id()));
+    // Start-up waits for every rank inside MPI; a rank that never arrives must not hang the rest.
+    with_mpi_deadline("start-up (MPI_Init, node discovery, shared segments)", startup_timeout_seconds(),
+                      "SOL_COMM_STARTUP_TIMEOUT_S", [] {
+                        int initialised = 0;
+                        MPI_Initialized(&initialised);
+                        if (!initialised) {
+                          int provided = 0;
+                          MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+                          initialised_here = true;
+                        }
+                        MPI_Comm comm = MPI_COMM_NULL;
+                        MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+                        world_group = std::make_unique<Group>(std::make_shared<GroupState>(comm, world_node_id()));
+                      });
     std::atexit(shut_down);
   }
   return *world_group;

@@ -98,7 +98,11 @@ if [ -n "${SOL_CLI:-}" ] && [[ " ${ops[*]} " == *" collective "* ]]; then
     [ -n "$victim" ] && break
     sleep 0.1
   done
-  sleep 1
+  # Stop it in the sweep, not in start-up (bounded by its own, longer deadline: the next case):
+  # wait for rank 0's progress line, which it prints once the ranks have set up together.
+  for _ in $(seq 600); do grep -q "started; measuring" "$log" && break; sleep 0.1; done
+  grep -q "started; measuring" "$log" || fail "$name: rank 0 never printed its progress line"
+  sleep 0.5
   if [ -z "$victim" ]; then
     fail "$name: rank 1 not found"
     kill -- "$job"
@@ -118,6 +122,29 @@ if [ -n "${SOL_CLI:-}" ] && [[ " ${ops[*]} " == *" collective "* ]]; then
     fail "$name: rank 1 ($victim) is still there"
     kill -9 "$victim"
   fi
+fi
+
+# A rank that never starts: rank 1 stops itself before exec, so rank 0 waits inside MPI_Init,
+# where only the start-up watchdog (SOL_COMM_STARTUP_TIMEOUT_S) can end the wait.
+if [ -n "${SOL_CLI:-}" ] && [[ " ${ops[*]} " == *" collective "* ]]; then
+  name="start-up, rank 1 stopped before MPI_Init"
+  startup_s=8
+  start=$(ms)
+  SOL_COMM_STARTUP_TIMEOUT_S=$startup_s timeout -k 5 $((startup_s * 4 + 60)) "${mpirun[@]}" \
+    -x SOL_COMM_STARTUP_TIMEOUT_S -np 1 "$SOL_CLI" comm bench allreduce --min-bytes 1M --max-bytes 1M : \
+    -np 1 bash -c 'kill -STOP $$; exec "$0" comm bench allreduce --min-bytes 1M --max-bytes 1M' "$SOL_CLI" \
+    >"$log" 2>&1
+  took=$(($(ms) - start))
+  sanitizer_clean "$name"
+  echo "$name: job ended after ${took} ms"
+  grep -E "did not complete" "$log" | sed 's/^/  /'
+  [ "$took" -lt $(((startup_s + margin_s) * 1000)) ] || fail "$name: took ${took} ms"
+  grep -q "start-up .* did not complete within $startup_s s (SOL_COMM_STARTUP_TIMEOUT_S)" "$log" ||
+    { fail "$name: no start-up deadline message"; cat "$log"; }
+  for p in $(pgrep -f "kill -STOP" 2>/dev/null); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SOL_COMM_STARTUP_TIMEOUT_S=$startup_s" &&
+      { fail "$name: rank 1 ($p) is still there"; kill -9 "$p"; }
+  done
 fi
 
 [ $failures = 0 ] && echo "fault tests passed" || echo "$failures fault test(s) failed"

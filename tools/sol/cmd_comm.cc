@@ -3,6 +3,7 @@
 // --anchor mpi, Open MPI's own collective on the same buffers beside it.
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 
@@ -109,6 +110,12 @@ void add_comm(CLI::App& app, int& exit_code) {
     // The ranks of a node share its cores: one rank's copies must not take its neighbours'.
     if (!std::getenv("SOL_NUM_THREADS"))
       set_num_threads(std::max(1, hardware_threads() / world.local().size()));
+    // Progress before the sweep, which can run for minutes (rank 0 is past the collective start-up).
+    if (world.rank() == 0) {
+      fmt::print(stderr, "sol comm bench {}: {} ranks on {} node(s) started; measuring\n", o.op, world.size(),
+                 world.num_nodes());
+      std::fflush(stderr);
+    }
     if (comm::is_cp_bench_op(o.op)) {  // its own table: time against the attention floor
       exit_code = comm::cp_bench(world, o, a->json) > 0 ? kCheckFailed : kOk;
       return;

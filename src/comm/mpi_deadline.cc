@@ -1,0 +1,61 @@
+#include "comm/mpi_deadline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+#include "sol/comm.h"
+#include "sol/error.h"
+
+namespace sol::comm::detail {
+
+double startup_timeout_seconds() {
+  static const double seconds = [] {
+    const char* text = std::getenv("SOL_COMM_STARTUP_TIMEOUT_S");
+    if (!text || !*text) return std::max(60.0, timeout_seconds());
+    char* end = nullptr;
+    double v = std::strtod(text, &end);
+    check(end && *end == 0 && v > 0, "SOL_COMM_STARTUP_TIMEOUT_S",
+          "expected a positive number of seconds, got '", text, "'");
+    return v;
+  }();
+  return seconds;
+}
+
+void with_mpi_deadline(const std::string& what, double limit_s, const char* setting,
+                       const std::function<void()>& fn) {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread watchdog([&] {
+    std::unique_lock lock(m);
+    if (cv.wait_for(lock, std::chrono::duration<double>(limit_s), [&] { return done; })) return;
+    std::fprintf(stderr,
+                 "sol::comm: %s did not complete within %g s (%s): a peer has not started, has "
+                 "stopped or has died\n",
+                 what.c_str(), limit_s, setting);
+    std::fflush(stderr);
+    std::_Exit(EXIT_FAILURE);
+  });
+  struct Release {  // also when fn throws
+    std::mutex& m;
+    std::condition_variable& cv;
+    bool& done;
+    std::thread& t;
+    ~Release() {
+      {
+        std::lock_guard lock(m);
+        done = true;
+      }
+      cv.notify_one();
+      t.join();
+    }
+  } release{m, cv, done, watchdog};
+  fn();
+}
+
+}  // namespace sol::comm::detail
