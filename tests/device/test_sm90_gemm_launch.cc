@@ -67,7 +67,7 @@ TEST(Sm90GemmLaunch, Bf16LayoutNn) {
   EXPECT_EQ(p.launch.b.swizzle, Swizzle::b128);
   EXPECT_EQ(p.launch.a.dims[0], 200u);
   EXPECT_NE(message_of([&] { plan_gemm_sm90(a, on_device(kBase, DType::bf16, {136, 200}), d, nullptr, nullptr, Layout::nn); })
-                .find("b.shape = [136, 200] but must be [200, 136]"),
+                .find("b.shape = [136, 200] but must be [200, 200]"),
             std::string::npos);
   const Tensor a8 = on_device(kBase, DType::f8e4m3, {64, 256}), b8 = on_device(kBase, DType::f8e4m3, {256, 128});
   EXPECT_NE(message_of([&] { plan_gemm_sm90(a8, b8, on_device(kBase, DType::bf16, {64, 128}), nullptr, nullptr, Layout::nn); })
