@@ -10,7 +10,8 @@
                                           resource usage
 
 TABLE rows: `kernel OPCODE=count ... max_reg=N max_stack=N max_shared=N`. Every opcode named is
-counted exactly (SASS text, e.g. HGMMA.64x128x16.F32.BF16); opcodes of the watched families
+counted exactly (SASS text, e.g. HGMMA.64x128x16.F32.BF16; HGMMA:tnspB counts the wgmmas that read
+B MN-major, the .tnspB on their descriptor); opcodes of the watched families
 (*GMMA*, UTMA*) that the row does not name must not occur; LDL/STL (local memory) never may.
 Adding a kernel to the checks is a row in TABLE, not code.
 """
@@ -22,6 +23,7 @@ import sys
 NVCC_FLAGS = ["-std=c++20", "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-Werror", "all-warnings",
               "-Xptxas", "--warn-on-spills,--warn-on-local-memory-usage,-Werror", "--resource-usage"]
 WATCHED = re.compile(r"^([HQIB]GMMA|UTMA(LDG|STG|REDG|PF|CCTL)|UBLKCP)")
+GMMA = re.compile(r"^[HQIB]GMMA\.")
 LOCAL = re.compile(r"^(LDL|STL)(\.|$)")
 
 
@@ -73,6 +75,10 @@ def sass_by_function(text):
         m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.x]*)", line)
         if m and name:
             funcs[name].append(m.group(1))
+            # A wgmma reading an operand MN-major carries .tnspA / .tnspB on its descriptor: counted
+            # as the pseudo-opcode FAMILY:tnspB (a watched family, so only rows that name it may have it).
+            if GMMA.match(m.group(1)):
+                funcs[name] += ["%s:%s" % (m.group(1).split(".")[0], t) for t in re.findall(r"\.(tnsp[AB])\b", line)]
     return funcs
 
 

@@ -122,6 +122,22 @@ TEST(CublasLtAnchor, OperandChecksNameTheArgument) {
             std::string::npos);
 }
 
+// Layout nn (B [k, n]): bf16 only, its B checked in that shape.
+TEST(CublasLtAnchor, LayoutNnIsBf16WithBStoredKByN) {
+  using S = CublasLtFp8Scaling;
+  const CublasLtProblem nn{DType::bf16, 17, 256, 384, S::none, Layout::nn};
+  EXPECT_EQ(error_of([&] { check_cublaslt_problem(nn); }), "(no error)");
+  EXPECT_NE(error_of([] { check_cublaslt_problem({DType::f8e4m3, 16, 256, 512, S::per_tensor, Layout::nn}); })
+                .find("cuBLASLt's fp8 kernels take B stored [N, K] only"),
+            std::string::npos);
+  const Tensor a = on_device(0x1000, DType::bf16, {17, 384}), b_kn = on_device(0x9000, DType::bf16, {384, 256}),
+               b_nk = on_device(0x9000, DType::bf16, {256, 384}), d = on_device(0x90000, DType::bf16, {17, 256});
+  EXPECT_EQ(error_of([&] { check_cublaslt_operands(nn, a, b_kn, d, nullptr, nullptr); }), "(no error)");
+  EXPECT_NE(error_of([&] { check_cublaslt_operands(nn, a, b_nk, d, nullptr, nullptr); })
+                .find("b must be [384, 256] (layout nn: B stored [K, N])"),
+            std::string::npos);
+}
+
 // The library is found through dlopen or its absence is a sentence; preparing an anchor without
 // a device is a sol::Error naming why, never a crash (this machine has cuBLAS but no driver).
 TEST(CublasLtAnchor, LoadsOrSaysWhyAndNeedsADevice) {

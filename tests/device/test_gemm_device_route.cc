@@ -1,5 +1,5 @@
 // sol::gemm given device tensors routes to the sm90 kernels (gemm_device.cc): the epilogue
-// (alpha, beta with C, bias, silu, f32 D) goes there, what they do not implement yet is a clear
+// (alpha, beta with C, bias, silu, f32 D) and bf16 layout nn go there, what they do not implement yet is a clear
 // error naming it, and nothing falls back to the host. The addresses
 // are never valid host memory, so a host read would crash the test.
 #include <gtest/gtest.h>
@@ -32,9 +32,10 @@ struct Operands {
 
 TEST(GemmDeviceRoute, UnsupportedOptionsAreNamed) {
   Operands o;
-  EXPECT_NE(error_of([&] { gemm(o.a, o.b, o.d); }).find("layout nn is not on the device"), std::string::npos);
-  const Tensor a8 = on_device(0x1000, DType::f8e4m3, {64, 128}), b8 = on_device(0x9000, DType::f8e4m3, {256, 128});
-  EXPECT_NE(error_of([&] { gemm(a8, b8, o.d); }).find("fp8 wgmma reads K-major operands only"), std::string::npos);
+  const Tensor a8 = on_device(0x1000, DType::f8e4m3, {64, 128}), b8 = on_device(0x9000, DType::f8e4m3, {128, 256});
+  EXPECT_NE(error_of([&] { gemm(a8, b8, o.d); }).find("an f8e4m3 b must be stored [N, K] (layout nt): fp8 wgmma reads "
+                                                      "K-major operands only"),
+            std::string::npos);
   GemmOptions nt;
   nt.layout = Layout::nt;
   EXPECT_NE(error_of([&] { gemm(o.a, b8, o.d, nt); }).find("bf16 x f8e4m3 (weight-only fp8) is not on the device"),
@@ -65,6 +66,14 @@ TEST(GemmDeviceRoute, SupportedOptionsReachTheSm90Launcher) {
     const std::string e = error_of([&] { gemm(o.a, o.b, *d, opt); });
     EXPECT_NE(e.find(cuda_discovery().reason), std::string::npos) << e;
     EXPECT_EQ(e.find("cpu only"), std::string::npos) << e;
+  }
+  // Layout nn (the default) with bf16: B [K, N] goes to the same launcher, epilogue and all.
+  const Tensor b_kn = on_device(0x9000, DType::bf16, {128, 256});
+  GemmOptions nn = full;
+  nn.layout = Layout::nn;
+  for (const GemmOptions& opt : {GemmOptions{}, nn}) {
+    const std::string e = error_of([&] { gemm(o.a, b_kn, o.d, opt); });
+    EXPECT_NE(e.find(cuda_discovery().reason), std::string::npos) << e;
   }
 }
 

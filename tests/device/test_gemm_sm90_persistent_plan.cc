@@ -46,6 +46,52 @@ TEST(GemmSm90PersistentPlan, OneGemmGetsTheChoosersConfigurationAndItsKernel) {
   EXPECT_EQ(p.problem.k_blocks, 7168u / 64u);
 }
 
+// Layout nn: B [k, n] as stored, planned as MN-major boxes (64 columns by one K block of rows)
+// for the bf16_nn kernel; fp8 and the grouped layouts with nn are refused by name.
+TEST(GemmSm90PersistentPlan, LayoutNnPlansMnMajorBoxesOfB) {
+  const auto nn = [](GemmGrouping g, const Tensor& a, const Tensor& b, const Tensor& d, const Tensor* info = nullptr) {
+    return plan_gemm_sm90_persistent(g, a, b, d, info, nullptr, nullptr, {}, Sm90Target::h200(), "test_gemm", {},
+                                     Layout::nn);
+  };
+  const Tensor a = dev(0x100000, DType::bf16, {127, 704}), b = dev(0x10000000, DType::bf16, {704, 200});
+  const Tensor d = dev(0x40000000, DType::bf16, {127, 200});
+  const Sm90PersistentPlan p = nn(GemmGrouping::single, a, b, d);
+  EXPECT_EQ(p.kernel, "sol_sm90_gemm_persistent_bf16_nn_" + std::to_string(p.config.block_m) + "x" +
+                          std::to_string(p.config.block_n) + "_s" + std::to_string(p.config.stages));
+  EXPECT_EQ(p.instantiation, "SOL_SM90_PERSISTENT_KERNEL(bf16_nn, " + std::to_string(p.config.block_m) + ", " +
+                                 std::to_string(p.config.block_n) + ", " + std::to_string(p.config.stages) +
+                                 ", 2, false, mn)");
+  EXPECT_EQ(p.b.dims[0], 200u);  // N innermost
+  EXPECT_EQ(p.b.dims[1], 704u);
+  EXPECT_EQ(p.b.strides_bytes[1], 400u);
+  EXPECT_EQ(p.b.box[0], 64u);  // one 128-byte swizzled row of N
+  EXPECT_EQ(p.b.box[1], p.config.block_k);
+  EXPECT_EQ(p.a.dims[0], 704u);
+  EXPECT_EQ(p.problem.n, 200u);
+  EXPECT_EQ(p.problem.k_blocks, 11u);
+  // The nt plan of the same product reads B [n, k]: same configuration, other boxes and kernel.
+  const Sm90PersistentPlan t = plan(GemmGrouping::single, a, dev(0x10000000, DType::bf16, {200, 704}), d);
+  EXPECT_EQ(t.config.block_n, p.config.block_n);
+  EXPECT_EQ(t.instantiation.find("bf16_nn"), std::string::npos);
+  EXPECT_NE(t.instantiation.find(", k)"), std::string::npos);
+  EXPECT_NE(error_of([&] { nn(GemmGrouping::single, a, dev(0x10000000, DType::bf16, {200, 704}), d); })
+                .find("a's K = 704 but b's K = 200"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              nn(GemmGrouping::single, a, dev(0x10000000, DType::bf16, {704, 100}), dev(0x40000000, DType::bf16, {127, 100}));
+            }).find("n = 100 is not a multiple of 8"),
+            std::string::npos);
+  const Tensor a8 = dev(0x100000, DType::f8e4m3, {128, 256}), b8 = dev(0x10000000, DType::f8e4m3, {256, 128});
+  EXPECT_NE(error_of([&] { nn(GemmGrouping::single, a8, b8, dev(0x40000000, DType::bf16, {128, 128})); })
+                .find("fp8 wgmma reads K-major operands only"),
+            std::string::npos);
+  const Tensor am = dev(0x100000, DType::bf16, {2, 64, 512}), bg = dev(0x10000000, DType::bf16, {2, 512, 384});
+  const Tensor masked = dev(0x200000, DType::i32, {2});
+  EXPECT_NE(error_of([&] { nn(GemmGrouping::masked, am, bg, dev(0x40000000, DType::bf16, {2, 64, 384}), &masked); })
+                .find("layout nn is for one GEMM"),
+            std::string::npos);
+}
+
 TEST(GemmSm90PersistentPlan, DecodeShapesSplitKWithAWorkspace) {
   const Tensor a = dev(0x100000, DType::bf16, {1, 7168}), b = dev(0x10000000, DType::bf16, {2112, 7168});
   const Tensor d = dev(0x40000000, DType::bf16, {1, 2112});

@@ -42,12 +42,12 @@ TEST_F(JitPrograms, CeilingLoopsCompileForSm90a) {
 }
 
 TEST_F(JitPrograms, Sm90GemmTileKernelsCompileForSm90a) {
-  expect_kernels(sm90_gemm_program(), {"sol_sm90_gemm_bf16_128x128x64_s4", "sol_sm90_gemm_e4m3_128x128x128_s4",
-                                       "sol_sm90_gemm_e4m3_scaled_128x128x128_s4"});
+  expect_kernels(sm90_gemm_program(), {"sol_sm90_gemm_bf16_128x128x64_s4", "sol_sm90_gemm_bf16_nn_128x128x64_s4",
+                                       "sol_sm90_gemm_e4m3_128x128x128_s4", "sol_sm90_gemm_e4m3_scaled_128x128x128_s4"});
 }
 
 // The persistent GEMM's programs for configurations the chooser picks: decode with split-K,
-// a large bf16 GEMM, block-scaled fp8, and the masked grouped layout.
+// a large bf16 GEMM, block-scaled fp8, the masked grouped layout, and layout nn (B [k, n]).
 TEST_F(JitPrograms, Sm90PersistentGemmConfigurationsCompileForSm90a) {
   using kernels::sm90::GemmGrouping;
   const auto dev = [](uintptr_t at, DType t, std::initializer_list<int64_t> shape) {
@@ -71,6 +71,12 @@ TEST_F(JitPrograms, Sm90PersistentGemmConfigurationsCompileForSm90a) {
   const Sm90PersistentPlan grouped =
       plan_gemm_sm90_persistent(GemmGrouping::masked, am, bm, dm, &masked, nullptr, nullptr, {}, target, "test");
   expect_kernels(sm90_persistent_program(grouped), {grouped.kernel.c_str()});
+  const Tensor a3 = dev(0x100000, DType::bf16, {2048, 2048}), b3 = dev(0x10000000, DType::bf16, {2048, 2048});
+  const Tensor d3 = dev(0x40000000, DType::bf16, {2048, 2048});
+  const Sm90PersistentPlan nn = plan_gemm_sm90_persistent(GemmGrouping::single, a3, b3, d3, nullptr, nullptr, nullptr,
+                                                          {}, target, "test", {}, Layout::nn);
+  ASSERT_NE(nn.kernel.find("_bf16_nn_"), std::string::npos);
+  expect_kernels(sm90_persistent_program(nn), {nn.kernel.c_str()});
 }
 
 }  // namespace

@@ -48,6 +48,33 @@ TEST(Sm90GemmLaunch, Bf16OddShape) {
   EXPECT_EQ(p.launch.b.swizzle, Swizzle::b128);
 }
 
+// Layout nn: B [k, n] (any row stride) as MN-major boxes of 64 columns by one K block of rows;
+// fp8 with nn is refused (fp8 wgmma reads K-major operands only).
+TEST(Sm90GemmLaunch, Bf16LayoutNn) {
+  const Tensor a = on_device(kBase, DType::bf16, {131, 200});
+  const Tensor b = on_device(kBase + (1 << 20), DType::bf16, {200, 256}).slice(1, 0, 136);  // rows 512 bytes apart
+  const Tensor d = on_device(kBase + (2 << 20), DType::bf16, {131, 136});
+  const Sm90GemmLaunch p = plan_gemm_sm90(a, b, d, nullptr, nullptr, Layout::nn);
+  EXPECT_STREQ(p.kernel, "sol_sm90_gemm_bf16_nn_128x128x64_s4");
+  EXPECT_EQ(p.launch.grid[0], 2u);
+  EXPECT_EQ(p.launch.grid[1], 2u);
+  EXPECT_EQ(p.launch.dynamic_shared_bytes, kernels::sm90::GemmBf16NnPlan128x128::smem_bytes);
+  EXPECT_EQ(p.launch.b.dims[0], 136u);  // N innermost
+  EXPECT_EQ(p.launch.b.dims[1], 200u);
+  EXPECT_EQ(p.launch.b.strides_bytes[1], 512u);
+  EXPECT_EQ(p.launch.b.box[0], 64u);
+  EXPECT_EQ(p.launch.b.box[1], 64u);
+  EXPECT_EQ(p.launch.b.swizzle, Swizzle::b128);
+  EXPECT_EQ(p.launch.a.dims[0], 200u);
+  EXPECT_NE(message_of([&] { plan_gemm_sm90(a, on_device(kBase, DType::bf16, {136, 200}), d, nullptr, nullptr, Layout::nn); })
+                .find("b.shape = [136, 200] but must be [200, 200]"),
+            std::string::npos);
+  const Tensor a8 = on_device(kBase, DType::f8e4m3, {64, 256}), b8 = on_device(kBase, DType::f8e4m3, {256, 128});
+  EXPECT_NE(message_of([&] { plan_gemm_sm90(a8, b8, on_device(kBase, DType::bf16, {64, 128}), nullptr, nullptr, Layout::nn); })
+                .find("fp8 wgmma reads K-major operands only"),
+            std::string::npos);
+}
+
 TEST(Sm90GemmLaunch, Fp8ScaledAndRowStrides) {
   const Tensor wide = on_device(kBase, DType::f8e4m3, {77, 512});
   const Tensor a = wide.slice(1, 0, 384);  // rows 512 bytes apart

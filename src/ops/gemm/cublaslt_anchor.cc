@@ -74,6 +74,8 @@ void check_cublaslt_problem(const CublasLtProblem& p) {
         " but the anchor multiplies bf16 or f8e4m3");
   check(p.m >= 1 && p.n >= 1 && p.k >= 1, kOp, "m, n, k = ", p.m, ", ", p.n, ", ", p.k,
         " but each must be >= 1 (an empty product has nothing to time)");
+  check(p.layout == Layout::nt || p.in == DType::bf16, kOp,
+        "layout nn with f8e4m3: cuBLASLt's fp8 kernels take B stored [N, K] only (the TN form)");
   if (p.in == DType::bf16) {
     check(p.scaling == CublasLtFp8Scaling::none, kOp, "bf16 operands take no scales but the scaling is ",
           cublaslt_fp8_scaling_name(p.scaling));
@@ -98,7 +100,10 @@ void check_cublaslt_operands(const CublasLtProblem& p, const Tensor& a, const Te
   check(d.dtype() == DType::bf16, kOp, "d is ", dtype_name(d.dtype()), " but must be bf16");
   auto shaped = [](const Tensor& t, int64_t r, int64_t c) { return t.ndim() == 2 && t.shape(0) == r && t.shape(1) == c; };
   check(shaped(a, p.m, p.k), kOp, "a must be [", p.m, ", ", p.k, "] as prepared");
-  check(shaped(b, p.n, p.k), kOp, "b must be [", p.n, ", ", p.k, "] (weights stored [N, K]) as prepared");
+  if (p.layout == Layout::nn)
+    check(shaped(b, p.k, p.n), kOp, "b must be [", p.k, ", ", p.n, "] (layout nn: B stored [K, N]) as prepared");
+  else
+    check(shaped(b, p.n, p.k), kOp, "b must be [", p.n, ", ", p.k, "] (weights stored [N, K]) as prepared");
   check(shaped(d, p.m, p.n), kOp, "d must be [", p.m, ", ", p.n, "] as prepared");
   check(a.is_contiguous() && b.is_contiguous() && d.is_contiguous(), kOp, "a, b and d must be contiguous");
   switch (p.scaling) {

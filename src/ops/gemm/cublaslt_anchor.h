@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "sol/gemm.h"
 #include "sol/tensor.h"
 
 namespace sol {
@@ -55,13 +56,17 @@ struct CublasLtProblem {
   DType in = DType::bf16;  // A and B: bf16 or f8e4m3; D is bf16
   int64_t m = 0, n = 0, k = 0;
   CublasLtFp8Scaling scaling = CublasLtFp8Scaling::none;  // none for bf16
+  // nt: B [N, K] (TN in cuBLASLt's terms); nn (bf16 only: its fp8 kernels take TN alone): B
+  // [K, N], stated as column-major D^T = B' A' with both untransposed (NN).
+  Layout layout = Layout::nt;
 };
 // sol::Error naming "cublaslt" and the argument for a problem the anchor cannot state (a dtype
 // other than bf16/e4m3, a scaling that does not fit the dtype, empty or misaligned dimensions).
 void check_cublaslt_problem(const CublasLtProblem& p);
 // sol::Error for operands that do not match the prepared problem: shapes, dtypes, one CUDA
 // device, contiguity, and the scale tensors the scaling needs in cuBLASLt's layout (block:
-// [k/128, m] and [ceil(n/128), round_up(k/128, 4)]; per-tensor: one f32 each; bf16: none).
+// [k/128, m] and [ceil(n/128), round_up(k/128, 4)]; per-tensor: one f32 each; bf16: none); b is
+// [n, k], or [k, n] for layout nn.
 void check_cublaslt_operands(const CublasLtProblem& p, const Tensor& a, const Tensor& b, const Tensor& d,
                              const Tensor* a_scales, const Tensor* b_scales);
 

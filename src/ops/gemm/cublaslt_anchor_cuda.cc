@@ -142,11 +142,15 @@ CublasLtGemm::CublasLtGemm(Device device, const CublasLtProblem& p) : problem_(p
   check_status(t.cublasLtCreate(&s.handle), "cublasLtCreate");
   check_status(t.cublasLtMatmulDescCreate(&s.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
   // Row-major D[m, n] = A[m, k] B[n, k]^T is column-major D'[n, m] = op(B') A' with B' the
-  // weights as stored (k x n, transposed: the TN form), A' the activations (k x m).
-  set(t, s.desc, CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T, "setting transa");
+  // weights as stored (k x n, transposed: the TN form), A' the activations (k x m). Layout nn's
+  // B [k, n] is column-major n x k as stored: no transpose (NN).
+  const bool nn = p.layout == Layout::nn;
+  set(t, s.desc, CUBLASLT_MATMUL_DESC_TRANSA, nn ? CUBLAS_OP_N : CUBLAS_OP_T, "setting transa");
   set(t, s.desc, CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N, "setting transb");
   const cudaDataType in = p.in == DType::bf16 ? CUDA_R_16BF : CUDA_R_8F_E4M3;
-  check_status(t.cublasLtMatrixLayoutCreate(&s.a, in, uint64_t(p.k), uint64_t(p.n), p.k), "layout of b");
+  check_status(nn ? t.cublasLtMatrixLayoutCreate(&s.a, in, uint64_t(p.n), uint64_t(p.k), p.n)
+                  : t.cublasLtMatrixLayoutCreate(&s.a, in, uint64_t(p.k), uint64_t(p.n), p.k),
+               "layout of b");
   check_status(t.cublasLtMatrixLayoutCreate(&s.b, in, uint64_t(p.k), uint64_t(p.m), p.k), "layout of a");
   check_status(t.cublasLtMatrixLayoutCreate(&s.d, CUDA_R_16BF, uint64_t(p.n), uint64_t(p.m), p.n), "layout of d");
   if (p.scaling == CublasLtFp8Scaling::block_1x128_128x128) {
@@ -199,7 +203,7 @@ void CublasLtGemm::run(const Tensor& a, const Tensor& b, const Tensor& d, const 
 
 std::string CublasLtGemm::describe() const {
   std::string s = "cuBLASLt " + cublaslt_library().version_text();
-  if (problem_.in == DType::bf16) return s + " bf16";
+  if (problem_.in == DType::bf16) return s + (problem_.layout == Layout::nn ? " bf16 nn" : " bf16");
   return s + " fp8 " + std::string(cublaslt_fp8_scaling_name(problem_.scaling));
 }
 

@@ -52,8 +52,9 @@ CUtensorMap encode_tensor_map(const cuda::Driver& d, const kernels::sm90::TmaBox
   return map;
 }
 
-void gemm_sm90(const Tensor& a, const Tensor& b, const Tensor& d, const Tensor* a_scales, const Tensor* b_scales) {
-  const Sm90GemmLaunch plan = plan_gemm_sm90(a, b, d, a_scales, b_scales);
+void gemm_sm90(const Tensor& a, const Tensor& b, const Tensor& d, const Tensor* a_scales, const Tensor* b_scales,
+               Layout layout) {
+  const Sm90GemmLaunch plan = plan_gemm_sm90(a, b, d, a_scales, b_scales, layout);
   if (!plan.kernel) return;
   const Device device = a.device();
   const CudaDeviceInfo& info = cuda_device(device.index);
@@ -73,7 +74,7 @@ void gemm_sm90(const Tensor& a, const Tensor& b, const Tensor& d, const Tensor* 
   void* out = d.device_data();
   const void* sa = a_scales ? a_scales->device_data() : nullptr;
   const void* sb = b_scales ? b_scales->device_data() : nullptr;
-  unsigned m = unsigned(a.shape(0)), n = unsigned(b.shape(0)), k = unsigned(a.shape(1));
+  unsigned m = unsigned(a.shape(0)), n = unsigned(d.shape(1)), k = unsigned(a.shape(1));
   void* plain[] = {&map_a, &map_b, &out, &m, &n, &k};
   void* scaled[] = {&map_a, &map_b, &sa, &sb, &out, &m, &n, &k};
   const cuda::Kernel kernel = cuda::get_kernel(sm90_gemm_program(), plan.kernel, device);

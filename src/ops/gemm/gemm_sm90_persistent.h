@@ -6,7 +6,9 @@
 // driver call (unit-tested without a GPU); gemm_sm90_persistent encodes and launches.
 //
 // Shapes (B K-major, weights as stored; D bf16 or f32, contiguous):
-//   single      a [m, k], b [n, k], d [m, n]
+//   single      a [m, k], b [n, k], d [m, n]; with b_layout nn (bf16 only: fp8 wgmma reads
+//               K-major operands only) b [k, n], read MN-major by the kernel
+
 //   contiguous  a [M, k], b [G, n, k], group_info int32 [M] (expert of each row, -1 padding),
 //               d [M, n]; each expert's rows must start on a multiple of the tile's rows
 //               (moe_permute pads to 128): checked on a host copy of group_info
@@ -23,6 +25,7 @@
 
 #include "kernels/cuda/sm90/sm90_gemm_config.h"
 #include "kernels/cuda/sm90/sm90_gemm_scheduler.h"
+#include "sol/gemm.h"
 #include "sol/tensor.h"
 
 namespace sol {
@@ -52,11 +55,11 @@ Sm90PersistentPlan plan_gemm_sm90_persistent(kernels::sm90::GemmGrouping groupin
                                              const Tensor& d, const Tensor* group_info, const Tensor* a_scales,
                                              const Tensor* b_scales, std::span<const int32_t> host_row_groups,
                                              const kernels::sm90::Sm90Target& target, const char* op,
-                                             const Sm90Epilogue& epilogue = {});
+                                             const Sm90Epilogue& epilogue = {}, Layout b_layout = Layout::nt);
 
 // Plans on the operands' device and launches on its current stream (CUDA backend only).
 void gemm_sm90_persistent(kernels::sm90::GemmGrouping grouping, const Tensor& a, const Tensor& b, const Tensor& d,
                           const Tensor* group_info, const Tensor* a_scales, const Tensor* b_scales, const char* op,
-                          const Sm90Epilogue& epilogue = {});
+                          const Sm90Epilogue& epilogue = {}, Layout b_layout = Layout::nt);
 
 }  // namespace sol

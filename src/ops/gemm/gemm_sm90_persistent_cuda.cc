@@ -37,7 +37,7 @@ cuda::CudaProgram sm90_persistent_program(const Sm90PersistentPlan& plan) {
 
 void gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& b, const Tensor& d,
                           const Tensor* group_info, const Tensor* a_scales, const Tensor* b_scales, const char* op,
-                          const Sm90Epilogue& epilogue) {
+                          const Sm90Epilogue& epilogue, Layout b_layout) {
   const Device device = a.device();
   check(!device.is_cpu(), op, "a is on the host but the sm90 kernels need device memory");
   const CudaDiscovery& found = cuda_discovery();
@@ -53,7 +53,7 @@ void gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& 
   }
   Sm90PersistentPlan plan =
       plan_gemm_sm90_persistent(grouping, a, b, d, group_info, a_scales, b_scales, host_rows, target_of(info), op,
-                                epilogue);
+                                epilogue, b_layout);
   if (plan.kernel.empty()) return;
   const cuda::Driver& drv = cuda::use_device(device, op);
   CUtensorMap map_a = encode_tensor_map(drv, plan.a, op, "a"), map_b = encode_tensor_map(drv, plan.b, op, "b");

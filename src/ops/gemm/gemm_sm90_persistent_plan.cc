@@ -24,10 +24,13 @@ void check_dense(const Tensor& t, const char* op, const char* name, std::initial
   check(t.is_contiguous(), op, name, " must be contiguous");
 }
 
-const char* kind_token(GemmKernelKind k) {
+const char* kind_token(GemmKernelKind k, bool nn) {
+  if (nn) return "bf16_nn";
   return k == GemmKernelKind::bf16 ? "bf16" : k == GemmKernelKind::e4m3 ? "e4m3" : "e4m3_scaled";
 }
 
+// A 2-d operand of `rows` rows of `k` contiguous elements, loaded in boxes of one 128-byte
+// swizzled row by box_rows rows (B [k, n] of layout nn: rows = k, 64 columns by block_k rows).
 TmaBox operand_box(const Tensor& t, uint64_t rows, uint64_t k, uint32_t element_bytes, uint32_t box_rows,
                    const char* op) {
   TmaBox box;
@@ -101,7 +104,7 @@ GemmEpilogueParams epilogue_params(const Tensor& d, int64_t n, const Sm90Epilogu
 Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& b, const Tensor& d,
                                              const Tensor* group_info, const Tensor* a_scales, const Tensor* b_scales,
                                              std::span<const int32_t> host_row_groups, const Sm90Target& target,
-                                             const char* op, const Sm90Epilogue& epilogue) {
+                                             const char* op, const Sm90Epilogue& epilogue, Layout b_layout) {
   check(!a.device().is_cpu() && b.device() == a.device() && d.device() == a.device(), op, "a, b, d are on ",
         a.device(), ", ", b.device(), ", ", d.device(), " but must share one CUDA device");
   check(a.dtype() == b.dtype() && (a.dtype() == DType::bf16 || a.dtype() == DType::f8e4m3), op, "a, b dtypes = ",
@@ -109,9 +112,14 @@ Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor
   check(d.dtype() == DType::bf16 || d.dtype() == DType::f32, op, "d.dtype = ", dtype_name(d.dtype()),
         " but on the device d must be bf16 or f32");
   const bool single = grouping == GemmGrouping::single, masked = grouping == GemmGrouping::masked;
+  const bool nn = b_layout == Layout::nn;
+  check(!nn || single, op, "layout nn is for one GEMM: the grouped GEMMs take B [G, N, K]");
+  check(!nn || a.dtype() == DType::bf16, op, "layout nn with ", dtype_name(a.dtype()),
+        ": fp8 wgmma reads K-major operands only, so an f8e4m3 b must be stored [N, K] (layout nt)");
   check(a.ndim() == (masked ? 3 : 2) && b.ndim() == (single ? 2 : 3), op, "a, b have ", a.ndim(), " and ", b.ndim(),
         " dims (", shape_text(a), ", ", shape_text(b), ")");
-  const int64_t groups = single ? 1 : b.shape(0), n = b.shape(single ? 0 : 1), k = b.shape(single ? 1 : 2);
+  const int64_t groups = single ? 1 : b.shape(0), n = b.shape(single ? (nn ? 1 : 0) : 1),
+                k = b.shape(single ? (nn ? 0 : 1) : 2);
   const int64_t m = masked ? a.shape(1) : a.shape(0), rows = masked ? groups * m : m;
   check(a.shape(a.ndim() - 1) == k, op, "a's K = ", a.shape(a.ndim() - 1), " but b's K = ", k);
   if (masked) {
@@ -121,7 +129,10 @@ Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor
     check_dense(d, op, "d", {m, n});
   }
   check_dense(a, op, "a", masked ? std::initializer_list<int64_t>{groups, m, k} : std::initializer_list<int64_t>{m, k});
-  check_dense(b, op, "b", single ? std::initializer_list<int64_t>{n, k} : std::initializer_list<int64_t>{groups, n, k});
+  check_dense(b, op, "b",
+              nn       ? std::initializer_list<int64_t>{k, n}
+              : single ? std::initializer_list<int64_t>{n, k}
+                       : std::initializer_list<int64_t>{groups, n, k});
   if (!single) {
     check(group_info != nullptr && group_info->dtype() == DType::i32 && group_info->device() == a.device(), op,
           masked ? "masked_m" : "grouped_layout", " must be an int32 tensor on ", a.device());
@@ -132,8 +143,8 @@ Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor
   check(!scaled || a.dtype() == DType::f8e4m3, op, "block scales are for f8e4m3 operands");
   check(scaled || a.dtype() != DType::f8e4m3, op, "f8e4m3 operands need a_scales and b_scales (block scales)");
   if (scaled) {
-    check(k % kFp8ScaleBlock == 0, op, "k = ", k, " but fp8 block scales need a multiple of ", kFp8ScaleBlock);
-    const int64_t kb = k / kFp8ScaleBlock, nb = (n + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
+    check(k % sol::kFp8ScaleBlock == 0, op, "k = ", k, " but fp8 block scales need a multiple of ", sol::kFp8ScaleBlock);
+    const int64_t kb = k / sol::kFp8ScaleBlock, nb = (n + sol::kFp8ScaleBlock - 1) / sol::kFp8ScaleBlock;
     for (const Tensor* s : {a_scales, b_scales})
       check(s->dtype() == DType::f32 && s->device() == a.device(), op, "scales must be f32 on ", a.device());
     // One scale per row of a and 128 K: [rows, k/128], or [G, m, k/128] for masked (the CPU API's
@@ -156,6 +167,7 @@ Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor
   shape.k = k;
   shape.kind = plan.kind;
   shape.out_bytes = uint32_t(dtype_size(d.dtype()));
+  shape.b_major = nn ? OperandMajor::mn : OperandMajor::k;
   if (grouping == GemmGrouping::contiguous) {
     check(int64_t(host_row_groups.size()) == m, op, "the host copy of grouped_layout has ", host_row_groups.size(),
           " rows, not ", m);
@@ -170,7 +182,8 @@ Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor
     contiguous_groups(host_row_groups, groups, plan.config.block_m, op);
   const uint32_t eb = element_bytes(plan.kind);
   plan.a = operand_box(a, uint64_t(rows), uint64_t(k), eb, plan.config.block_m, op);
-  plan.b = operand_box(b, uint64_t(groups * n), uint64_t(k), eb, plan.config.block_n, op);
+  plan.b = nn ? operand_box(b, uint64_t(k), uint64_t(n), eb, plan.config.block_k, op)
+              : operand_box(b, uint64_t(groups * n), uint64_t(k), eb, plan.config.block_n, op);
   plan.rows = uint32_t(rows);
   GemmProblemView& p = plan.problem;
   p.grouping = grouping;
@@ -183,19 +196,20 @@ Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor
                          ((n + plan.config.block_n - 1) / plan.config.block_n) * plan.config.split_k;
   plan.ctas = uint32_t(std::min<uint64_t>(tiles, target.sms));
   plan.workspace_bytes = plan.config.split_k > 1 ? uint64_t(plan.config.split_k) * rows * n * 4 : 0;
-  const std::string tag = std::string(kind_token(plan.kind)) + "_" + std::to_string(plan.config.block_m) + "x" +
+  const std::string token = kind_token(plan.kind, nn);
+  const std::string tag = token + "_" + std::to_string(plan.config.block_m) + "x" +
                           std::to_string(plan.config.block_n) + "_s" + std::to_string(plan.config.stages);
   plan.kernel = "sol_sm90_gemm_persistent_" + tag;
-  plan.instantiation = "SOL_SM90_PERSISTENT_KERNEL(" + std::string(kind_token(plan.kind)) + ", " +
-                       std::to_string(plan.config.block_m) + ", " + std::to_string(plan.config.block_n) + ", " +
-                       std::to_string(plan.config.stages) + ", " + std::to_string(eb) + ", " +
-                       (plan.kind == GemmKernelKind::e4m3_block_scaled ? "true" : "false") + ")";
+  plan.instantiation = "SOL_SM90_PERSISTENT_KERNEL(" + token + ", " + std::to_string(plan.config.block_m) + ", " +
+                       std::to_string(plan.config.block_n) + ", " + std::to_string(plan.config.stages) + ", " +
+                       std::to_string(eb) + ", " + (plan.kind == GemmKernelKind::e4m3_block_scaled ? "true" : "false") +
+                       ", " + (nn ? "mn" : "k") + ")";
   return plan;
 }
 
 #if !SOL_HAS_CUDA
 void gemm_sm90_persistent(GemmGrouping, const Tensor& a, const Tensor&, const Tensor&, const Tensor*, const Tensor*,
-                          const Tensor*, const char* op, const Sm90Epilogue&) {
+                          const Tensor*, const char* op, const Sm90Epilogue&, Layout) {
   fail(op, "operands are on ", a.device(), " but ", cuda_discovery().reason);
 }
 #endif

@@ -1,7 +1,8 @@
 // Sol's device GEMM beside its anchors on the GEMM table, for scripts/device-check.sh (not a test:
 // `sol_gpu_tests bench_gemm`, never by ctest). Shapes: the layout-nt rows of bench/gemm_shapes.json
 // (DeepSeek-V3 at M = 1, 16, 128, 4096, and the grouped MoE shapes in the contiguous and masked
-// layouts), each in bf16 and in fp8 e4m3 with DeepGEMM's block scales. Anchors, in the same run on
+// layouts), each in bf16 and in fp8 e4m3 with DeepGEMM's block scales; then its layout-nn squares
+// in bf16 (B stored [K, N]; cuBLASLt in the same NN form). Anchors, in the same run on
 // the same operands: cuBLASLt bf16 (TN, weights as stored) and cuBLASLt fp8 with the scaling its
 // version offers on this device (named in every record: "block 1x128/128x128" or "per-tensor", the
 // latter a cheaper product than Sol's); a grouped shape runs one cuBLASLt call per non-empty expert.
@@ -42,11 +43,12 @@ struct Shape {
   std::string name;
   int64_t n, k;
   std::vector<int64_t> group_m;  // one entry: a plain GEMM
+  std::string layout = "nt";     // nn: B stored [K, N] (the squares; bf16 only)
 };
 
-// bench/gemm_shapes.json's layout-nt rows (the squares are nn, not on the device yet), in the
-// order issue 23 judges them: M = 4096 (the compute-bound targets), the grouped shapes, then
-// M = 128, 16, 1 (memory-bound decode), so a time budget cuts the least telling ones.
+// bench/gemm_shapes.json's rows in the order issue 23 judges them: M = 4096 (the compute-bound
+// targets), the grouped shapes, then M = 128, 16, 1 (memory-bound decode), then the nn squares,
+// so a time budget cuts the least telling ones.
 std::vector<Shape> table() {
   std::vector<Shape> t;
   const std::pair<const char*, std::pair<int64_t, int64_t>> dsv3[] = {
@@ -63,6 +65,7 @@ std::vector<Shape> table() {
   t.push_back({"dsv3.moe_up.g8.m128", 4096, 7168, decode});
   t.push_back({"dsv3.moe_down.g8.m128", 7168, 2048, decode});
   for (int64_t m : {128, 16, 1}) plain(m);
+  for (int64_t sq : {256, 512, 1024, 2048, 4096}) t.push_back({"square." + std::to_string(sq), sq, sq, {sq}, "nn"});
   return t;
 }
 
@@ -278,7 +281,7 @@ std::string dims_of(const Shape& s) {
   if (s.group_m.size() > 1) os << "g" << s.group_m.size() << " m=[";
   else os << "m=";
   for (size_t i = 0; i < s.group_m.size(); ++i) os << (i ? "," : "") << s.group_m[i];
-  os << (s.group_m.size() > 1 ? "]" : "") << ",n=" << s.n << ",k=" << s.k << ",nt";
+  os << (s.group_m.size() > 1 ? "]" : "") << ",n=" << s.n << ",k=" << s.k << "," << s.layout;
   return os.str();
 }
 
@@ -306,6 +309,33 @@ void bench_plain(const Shape& s, DType in, CublasLtFp8Scaling scaling, const Dev
       [&] { anchor.run(); }, flush);
   if (r.error.empty() && p.results[0].error.empty() && scaling != CublasLtFp8Scaling::per_tensor)
     note_check(r, relative_difference(d_anchor, d_sol, {{0, m}}));
+  p.results.push_back(std::move(r));
+  pending.push_back(std::move(p));
+}
+
+// A layout-nn square: B [K, N] as stored, bf16 (fp8 wgmma reads K-major operands only, so Sol
+// has no fp8 nn); the anchor is cuBLASLt in the same op form (NN in its column-major terms).
+void bench_square_nn(const Shape& s, const DeviceBuffer& flush) {
+  const int64_t m = s.group_m[0];
+  Operands o(DType::bf16, s, 300);
+  const Tensor b = o.b.tensor().reshape(std::vector<int64_t>{s.k, s.n});  // the same random bytes, [K, N]
+  DeviceBuffer d_sol(kDev, DType::bf16, {m, s.n}), d_anchor(kDev, DType::bf16, {m, s.n});
+  Pending p;
+  p.w = {"gemm", s.name, dims_of(s), "bf16", 2.0 * double(m) * double(s.n) * double(s.k), cost_bytes(o, m, 1)};
+  GemmOptions opt;
+  opt.layout = Layout::nn;
+  p.results.push_back(timed(
+      "sol", [] { return std::string("sol::gemm nn (sm90 persistent, B MN-major)"); },
+      [&] { gemm(o.a, b, d_sol, opt); }, flush));
+  std::optional<CublasLtGemm> anchor;
+  Result r = timed(
+      "cublaslt",
+      [&] {
+        anchor.emplace(kDev, CublasLtProblem{DType::bf16, m, s.n, s.k, CublasLtFp8Scaling::none, Layout::nn});
+        return anchor->describe();
+      },
+      [&] { anchor->run(o.a, b, d_anchor); }, flush);
+  if (r.error.empty() && p.results[0].error.empty()) note_check(r, relative_difference(d_anchor, d_sol, {{0, m}}));
   p.results.push_back(std::move(r));
   pending.push_back(std::move(p));
 }
@@ -409,8 +439,10 @@ SOL_GPU_TEST(bench_gemm) {
         continue;
       }
       const CublasLtFp8Scaling scaling = in == DType::bf16 ? CublasLtFp8Scaling::none : fp8;
+      if (s.layout == "nn" && in != DType::bf16) continue;
       try {
-        if (s.group_m.size() == 1) bench_plain(s, in, scaling, flush);
+        if (s.layout == "nn") bench_square_nn(s, flush);
+        else if (s.group_m.size() == 1) bench_plain(s, in, scaling, flush);
         else
           for (bool masked : {false, true}) bench_grouped(s, in, scaling, masked, flush);
       } catch (const std::exception& e) {

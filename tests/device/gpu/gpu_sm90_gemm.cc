@@ -5,6 +5,7 @@
 // relative error norm against the CPU's f32 result must stay within bf16's rounding of D.
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "gpu_gemm_data.h"
@@ -13,6 +14,7 @@
 #include "ops/gemm/gemm_sm90.h"
 #include "sol/copy.h"
 #include "sol/device.h"
+#include "sol/error.h"
 #include "sol/gemm.h"
 #include "sol/tensor.h"
 
@@ -258,6 +260,66 @@ SOL_GPU_TEST(sm90_grouped_gemm_device_matches_cpu) {
       std::printf("grouped masked on cuda:0 %s -> %s: diff %.2e\n", std::string(dtype_name(in)).c_str(),
                   std::string(dtype_name(out)).c_str(), diff);
     }
+}
+
+// Layout nn (B stored [K, N], read MN-major by the wgmma) in both kernels against the CPU's
+// sol::gemm with layout nn on the same inputs, by DeepGEMM's metric (< 1e-5 bf16 D, tighter for
+// f32 D): the one-tile kernel through gemm_sm90, the persistent one through sol::gemm with its
+// epilogue, at odd M (17, 131), N no multiple of the tile, K no multiple of the K block, and an
+// M = 1 decode shape the chooser splits along K. D is poisoned first and must hold no poison after.
+// fp8 with layout nn stays a clear error.
+SOL_GPU_TEST(sm90_gemm_nn_matches_cpu) {
+  const CudaDeviceInfo& info = cuda_device(0);
+  if (info.cc_major != 9) {
+    std::printf("skipped: %s is %s, the kernels need sm_90a\n", info.name.c_str(), info.arch().c_str());
+    return;
+  }
+  struct Shape {
+    int64_t m, n, k;
+  };
+  // Three shapes only: each persistent configuration is one more NVRTC program on a fresh device
+  // (device-check.sh gives all gpu tests 180 s); M = 1 and 127 are in the CPU model's tests.
+  for (const Shape& c : {Shape{17, 200, 640}, Shape{131, 264, 1000}, Shape{1, 2112, 7168}}) {
+    const Buffer a = random_host(DType::bf16, c.m, c.k, 41), b = random_host(DType::bf16, c.k, c.n, 42);
+    const Buffer cm = random_host(DType::bf16, c.m, c.n, 43), bias = random_host(DType::f32, 1, c.n, 44);
+    const Tensor bias_1d(const_cast<void*>(bias.tensor().data()), DType::f32, {c.n});
+    const DeviceBuffer da = upload(a), db = upload(b), dc = upload(cm), dbias = upload(bias);
+    const Tensor dbias_1d = Tensor(const_cast<void*>(dbias.tensor().device_data()), DType::f32, {c.n}).on(Device::cuda(0));
+    GemmOptions plain;
+    plain.layout = Layout::nn;
+    GemmOptions full = plain;
+    full.alpha = 0.5f, full.beta = 0.75f, full.activation = Activation::silu;
+    for (int form = 0; form < 4; ++form) {
+      // 0: the one-tile kernel; 1: sol::gemm; 2: sol::gemm with the whole epilogue; 3: f32 D.
+      const DType out = form == 3 ? DType::f32 : DType::bf16;
+      GemmOptions opt = form == 2 ? full : plain, dopt = opt;
+      if (form == 2) opt.c = &cm.tensor(), dopt.c = &dc.tensor(), opt.bias = &bias_1d, dopt.bias = &dbias_1d;
+      DeviceBuffer dd = poisoned(out, {c.m, c.n});
+      if (form == 0)
+        gemm_sm90(da, db, dd, nullptr, nullptr, Layout::nn);
+      else
+        gemm(da, db, dd, dopt);
+      synchronize(Device::cuda(0));
+      Buffer host_d(out, {c.m, c.n});
+      gemm(a, b, host_d, opt);
+      const double diff = deepgemm_diff(download(dd), host_d, c.n);
+      const double bound = bound_of(DType::bf16, out);
+      SOL_EXPECT(diff < bound, "nn form ", form, " m=", c.m, " n=", c.n, " k=", c.k, ": diff ", diff);
+      std::printf("layout nn on cuda:0 form %d %lldx%lldx%lld -> %s: diff %.2e\n", form, (long long)c.m,
+                  (long long)c.n, (long long)c.k, std::string(dtype_name(out)).c_str(), diff);
+    }
+  }
+  const DeviceBuffer a8(Device::cuda(0), DType::f8e4m3, {64, 256}), b8(Device::cuda(0), DType::f8e4m3, {256, 128});
+  DeviceBuffer d8(Device::cuda(0), DType::bf16, {64, 128});
+  bool refused = false;
+  try {
+    GemmOptions nn;
+    nn.layout = Layout::nn;
+    gemm(a8, b8, d8, nn);
+  } catch (const Error& e) {
+    refused = std::string(e.what()).find("fp8 wgmma reads K-major operands only") != std::string::npos;
+  }
+  SOL_EXPECT(refused, "fp8 with layout nn must be refused by name");
 }
 
 }  // namespace sol

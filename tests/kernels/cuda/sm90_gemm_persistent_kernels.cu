@@ -4,8 +4,11 @@
 // use. One kernel serves one GEMM and both grouped layouts (the grouping is an argument).
 #include "kernels/cuda/sm90/sm90_gemm_persistent_kernels.cuh"
 
-SOL_SM90_PERSISTENT_KERNEL(bf16, 128, 256, 4, 2, false)
-SOL_SM90_PERSISTENT_KERNEL(bf16, 64, 128, 8, 2, false)
-SOL_SM90_PERSISTENT_KERNEL(e4m3, 128, 256, 4, 1, false)
-SOL_SM90_PERSISTENT_KERNEL(e4m3_scaled, 128, 128, 6, 1, true)
+SOL_SM90_PERSISTENT_KERNEL(bf16, 128, 256, 4, 2, false, k)
+SOL_SM90_PERSISTENT_KERNEL(bf16, 64, 128, 8, 2, false, k)
+SOL_SM90_PERSISTENT_KERNEL(e4m3, 128, 256, 4, 1, false, k)
+SOL_SM90_PERSISTENT_KERNEL(e4m3_scaled, 128, 128, 6, 1, true, k)
+// Layout nn (B [K, N] read MN-major): 4 (or 2) B boxes per stage.
+SOL_SM90_PERSISTENT_KERNEL(bf16_nn, 128, 256, 4, 2, false, mn)
+SOL_SM90_PERSISTENT_KERNEL(bf16_nn, 64, 128, 8, 2, false, mn)
 SOL_SM90_SPLIT_REDUCE_KERNEL()

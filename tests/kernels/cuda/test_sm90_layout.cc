@@ -7,6 +7,8 @@
 
 #include "kernels/cuda/sm90/sm90_descriptor.h"
 #include "kernels/cuda/sm90/sm90_fragment.h"
+#include "kernels/cuda/sm90/sm90_gemm_boxes.h"
+#include "kernels/cuda/sm90/sm90_gemm_plan.h"
 #include "kernels/cuda/sm90/sm90_ring.h"
 
 namespace sol::kernels::sm90 {
@@ -77,6 +79,81 @@ TEST(Sm90Descriptor, KMajorTilesStepEightRowsByOnePeriod) {
   EXPECT_EQ(kmajor_desc(0x1000, Swizzle::b64), (2ull << 62) | (32ull << 32) | 0x100ull);
   EXPECT_EQ(kmajor_desc(0x1000, Swizzle::b32), (3ull << 62) | (16ull << 32) | 0x100ull);
   EXPECT_EQ(advance_smem_desc(kmajor_desc(0x1000, Swizzle::b128), 96), kmajor_desc(0x1060, Swizzle::b128));
+}
+
+TEST(Sm90Descriptor, MnMajorTilesStrideKByOnePeriodAndMnByTheirBox) {
+  // PTX ISA, strides of swizzled MN-major layouts: SBO is the offset between 8 columns (rows of
+  // K, W bytes each: one period), LBO the offset between (W/16)-row groups of 16-byte MN units,
+  // i.e. from one W-byte stretch of MN to the next (here one TMA box of 64 rows of K apart).
+  EXPECT_EQ(mnmajor_desc(0x2000, Swizzle::b128, 8192), (1ull << 62) | (64ull << 32) | (512ull << 16) | 0x200ull);
+  EXPECT_EQ(mnmajor_desc(0x2000, Swizzle::b64, 4096), (2ull << 62) | (32ull << 32) | (256ull << 16) | 0x200ull);
+  EXPECT_EQ(mnmajor_desc(0x2000, Swizzle::b32, 2048), (3ull << 62) | (16ull << 32) | (128ull << 16) | 0x200ull);
+}
+
+// Where the tensor core reads element (mn, k) of a bf16 MN-major operand through descriptor
+// `desc`: the fields as "Matrix Descriptor Format" places them, the canonical layout of the
+// "Shared Memory Matrix Layout" section for swizzled MN-major operands, ((T, W/16, m), (8, k)) :
+// ((1, T, LBO), (W/16 * T, SBO)) with T = 8 bf16 (16 bytes), then the swizzle of the absolute
+// address.
+u32 documented_mn_major_read(u64 desc, u32 mn, u32 k) {
+  const u32 start = u32(desc & 0x3FFF) << 4, lbo = u32((desc >> 16) & 0x3FFF) << 4;
+  const u32 sbo = u32((desc >> 32) & 0x3FFF) << 4, type = u32(desc >> 62);
+  const u32 span = type == 1 ? 128 : type == 2 ? 64 : 32, t = 8, units = span / 16;
+  const u32 element = (mn % t) + ((mn / t) % units) * t + (k % 8) * units * t;  // inside one atom
+  return documented_swizzle(span, start + (mn / (t * units)) * lbo + (k / 8) * sbo + 2 * element);
+}
+
+// Where a 2-d TMA load of a bf16 box (box_inner elements wide, rows packed) at global origin
+// (c0 innermost, c1) into `dst` with 128B swizzle puts global element (row g1, column g0).
+u32 documented_tma_write(u32 dst, u32 box_inner, int c0, int c1, u32 g0, u32 g1) {
+  return dst + documented_swizzle(128, (g1 - u32(c1)) * box_inner * 2 + (g0 - u32(c0)) * 2);
+}
+
+// Layout nn: B [K, N] as stored. For each wgmma of a K block, every element (k, n) it reads of B
+// must be where the plan's TMA boxes wrote global element (k0 + k, n0 + n): box order, box
+// offsets and coordinates, LBO, SBO, the K step and the swizzle all enter.
+template <class Plan>
+void expect_mn_major_b_reads_what_tma_wrote() {
+  static_assert(Plan::b_mn_major);
+  constexpr u32 base = 3 * 1024;
+  const int k0 = 3 * int(Plan::block_k), n0 = 2 * int(Plan::block_n);
+  for (u32 stage : {0u, Plan::stages - 1})
+    for (u32 mma = 0; mma < Plan::mmas_per_k_block; ++mma) {
+      const u64 desc = Plan::desc_b(base, stage, mma);
+      for (u32 n = 0; n < Plan::block_n; ++n)
+        for (u32 k = 0; k < Plan::mma_k; ++k) {
+          const u32 gk = u32(k0) + mma * Plan::mma_k + k, gn = u32(n0) + n;
+          int holders = 0;
+          u32 written = 0;
+          for (u32 box = 0; box < Plan::b_boxes; ++box) {
+            const int c0 = Plan::b_box_c0(k0, n0, box), c1 = Plan::b_box_c1(k0, n0, box);
+            if (gn < u32(c0) || gn >= u32(c0) + Plan::b_box_inner || gk < u32(c1) || gk >= u32(c1) + Plan::b_box_outer)
+              continue;
+            ++holders;
+            written = documented_tma_write(base + Plan::b_box_offset(stage, box), Plan::b_box_inner, c0, c1, gn, gk);
+          }
+          ASSERT_EQ(holders, 1) << "element (" << gk << ", " << gn << ") is in " << holders << " boxes";
+          ASSERT_EQ(documented_mn_major_read(desc, n, k), written)
+              << "block_n " << Plan::block_n << " stage " << stage << " mma " << mma << " (k " << k << ", n " << n << ")";
+        }
+    }
+  // Each box is one 128-byte swizzled row of N by one K block, within TMA's rules; together they
+  // are exactly the stage the full barrier expects.
+  const TmaBox box = gemm_tile_b_box<Plan>(reinterpret_cast<const void*>(std::uintptr_t(1) << 20), 1000, 4000, 1000,
+                                           "test");
+  EXPECT_EQ(box.dims[0], 1000u);  // N innermost
+  EXPECT_EQ(box.dims[1], 4000u);
+  EXPECT_EQ(box.strides_bytes[1], 2000u);
+  EXPECT_EQ(box.box[0] * box.element_bytes, 128u);
+  EXPECT_EQ(box.box[1], Plan::block_k);
+  EXPECT_EQ(box.swizzle, Swizzle::b128);
+  EXPECT_EQ(Plan::b_boxes * box.box[0] * box.box[1] * box.element_bytes, Plan::b_stage_bytes);
+}
+
+TEST(Sm90GemmPlanNn, EveryElementOfAnMnMajorBIsReadWhereTmaWroteIt) {
+  expect_mn_major_b_reads_what_tma_wrote<GemmBf16NnPlan128x128>();
+  expect_mn_major_b_reads_what_tma_wrote<GemmTilePlan<64, 64, 2, 1, 2, OperandMajor::mn>>();
+  expect_mn_major_b_reads_what_tma_wrote<GemmTilePlan<128, 256, 3, 2, 2, OperandMajor::mn>>();
 }
 
 TEST(Sm90Fragment, DocumentedRegistersOfTheM64nNk16Accumulator) {

@@ -10,10 +10,20 @@
 //   swizzle: swizzle(start + (r / 8) * SBO + (r % 8) * W + kb),  W = swizzle width, kb < W
 // so a TMA box of rows W bytes wide lands as 8-row groups SBO = 8 * W apart, and stepping K
 // inside the swizzle width only moves the start address (the hardware swizzles the sum).
+// For an MN-major operand (B stored [K, N], read with the instruction's transpose flag; PTX ISA
+// "Shared Memory Matrix Layout", canonical layout ((T, W/16, m), (8, k)) : ((1, T, LBO),
+// (W/16 T, SBO)), T = 16 bytes of elements) the tensor core reads column n, row k of K at
+//   swizzle(start + (n / E) * LBO + (n % E) * e + (k / 8) * SBO + (k % 8) * W),  E = W / e
+// (e bytes per element): rows of K are W bytes of MN, 8 rows of K one SBO apart, and each
+// W-byte stretch of MN ("(swizzle-byte-size / 16) rows" of 16 bytes) one LBO from the next.
 
 #include "kernels/cuda/sm90/sm90_swizzle.h"
 
 namespace sol::kernels::sm90 {
+
+// Which dimension of an operand is contiguous in shared memory: K (K-major, wgmma's default) or
+// M / N (MN-major: the instruction's imm-trans flag set; bf16 and f16 only).
+enum class OperandMajor : u32 { k = 0, mn = 1 };
 
 struct SmemDescFields {
   u32 start_address = 0;  // bytes, shared window
@@ -34,6 +44,13 @@ SOL_SM90_HD constexpr u64 encode_smem_desc(const SmemDescFields& f) {
 // never leaves a swizzled row); it is left 0 as the PTX ISA permits.
 SOL_SM90_HD constexpr u64 kmajor_desc(u32 smem_address, Swizzle s) {
   return encode_smem_desc({smem_address, 0u, swizzle_period_bytes(s), 0u, s});
+}
+
+// An MN-major operand tile written by TMA with `s` swizzle as boxes of swizzle_bytes(s) of MN by
+// rows of K: 8 rows of K one period apart (SBO), and the next W bytes of MN in the next box,
+// `mn_stride_bytes` on (LBO: one box's bytes when the boxes are packed back to back).
+SOL_SM90_HD constexpr u64 mnmajor_desc(u32 smem_address, Swizzle s, u32 mn_stride_bytes) {
+  return encode_smem_desc({smem_address, mn_stride_bytes, swizzle_period_bytes(s), 0u, s});
 }
 
 // The address field moves by 16 bytes per unit: stepping a descriptor by `bytes` along K adds

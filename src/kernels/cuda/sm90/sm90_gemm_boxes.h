@@ -1,7 +1,8 @@
 #pragma once
 // Host side of the GEMM tile kernels' TMA: the box each operand's tensor map must describe for a
-// GemmTilePlan (K innermost, one 128-byte swizzled row of K per box row), checked against the
-// driver's rules before cuTensorMapEncodeTiled sees it.
+// GemmTilePlan (K-major: K innermost, one 128-byte swizzled row of K per box row; an MN-major B
+// [K, N]: N innermost, one 128-byte swizzled row of N per row of K), checked against the driver's
+// rules before cuTensorMapEncodeTiled sees it.
 
 #include <cstdint>
 
@@ -27,6 +28,29 @@ TmaBox gemm_tile_operand_box(const void* data, std::uint64_t rows, std::uint64_t
   t.swizzle = Plan::swizzle;
   check_tma_box(t, op);
   return t;
+}
+
+// B for Plan: [n, k] rows `ldb` elements apart (K-major), or, when Plan::b_mn_major, [k, n] rows
+// `ldb` elements apart, loaded as Plan::b_box_inner columns of N by Plan::b_box_outer rows of K
+// (the kernel issues Plan::b_boxes of them per stage, sm90_gemm_plan.h).
+template <class Plan>
+TmaBox gemm_tile_b_box(const void* data, std::uint64_t n, std::uint64_t k, std::uint64_t ldb, std::string_view op) {
+  if constexpr (!Plan::b_mn_major) {
+    return gemm_tile_operand_box<Plan>(data, n, k, ldb, Plan::block_n, op);
+  } else {
+    TmaBox t;
+    t.global_address = reinterpret_cast<std::uintptr_t>(data);
+    t.rank = 2;
+    t.element_bytes = Plan::element_bytes;
+    t.dims[0] = n;
+    t.dims[1] = k;
+    t.strides_bytes[1] = ldb * Plan::element_bytes;
+    t.box[0] = Plan::b_box_inner;
+    t.box[1] = Plan::b_box_outer;
+    t.swizzle = Plan::swizzle;
+    check_tma_box(t, op);
+    return t;
+  }
 }
 
 }  // namespace sol::kernels::sm90

@@ -69,6 +69,9 @@ struct GemmProblem {
   std::int64_t n = 0, k = 0;
   GemmKernelKind kind = GemmKernelKind::bf16;
   std::uint32_t out_bytes = 2;  // bf16 D
+  // B [n, k] (K-major, layout nt) or, bf16 only, B [k, n] read MN-major (layout nn): the same
+  // stage bytes and wgmma count, B's TMA boxes differ (64 columns by block_k rows of K each).
+  OperandMajor b_major = OperandMajor::k;
 };
 
 struct Sm90GemmConfig {
@@ -188,6 +191,16 @@ inline void check_config(const Sm90GemmConfig& c, const GemmProblem& p, const Sm
   a.box[1] = c.block_m;
   b.box[1] = c.block_n;
   a.swizzle = b.swizzle = Swizzle::b128;
+  if (p.b_major == OperandMajor::mn) {
+    check(p.kind == GemmKernelKind::bf16, op, "B stored [K, N] with ", kernel_kind_name(p.kind),
+          ": fp8 wgmma reads K-major operands only");
+    check(c.block_n % 64 == 0, op, "block_n = ", c.block_n, " is not whole 64-column boxes of an MN-major B");
+    b.dims[0] = std::uint64_t(p.n);
+    b.dims[1] = std::uint64_t(p.k);
+    b.strides_bytes[1] = std::uint64_t(p.n) * element_bytes(p.kind);
+    b.box[0] = 128 / element_bytes(p.kind);
+    b.box[1] = c.block_k;
+  }
   check_tma_box(a, "sm90 gemm config: A");
   check_tma_box(b, "sm90 gemm config: B");
 }

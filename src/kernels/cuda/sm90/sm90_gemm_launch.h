@@ -13,7 +13,8 @@
 namespace sol::kernels::sm90 {
 
 // D [m, n] bf16 row-major = A [m, k] * B [n, k]^T, A and B K-major with rows lda / ldb elements
-// apart; `scaled`: DeepGEMM's fp8 block scales (K a multiple of 128).
+// apart, or (a Plan whose B is MN-major: layout nn) D = A [m, k] * B [k, n], B's rows ldb apart;
+// `scaled`: DeepGEMM's fp8 block scales (K a multiple of 128).
 struct GemmTileProblem {
   const void* a = nullptr;
   const void* b = nullptr;
@@ -31,7 +32,8 @@ struct GemmTileLaunch {
 
 // Throws sol::Error naming `op`, the argument, expected and got. m, n, k >= 1 (the caller skips
 // an empty product); n a multiple of 8 (the epilogue stores bf16 pairs, and D's rows must keep
-// them 4-byte aligned); k's bytes a multiple of 16 (TMA's stride rule); lda, ldb >= k.
+// them 4-byte aligned; also TMA's stride rule for a B [k, n]); k's bytes a multiple of 16 (TMA's
+// stride rule); lda >= k, ldb >= k (B [n, k]) or >= n (B [k, n]).
 template <class Plan>
 GemmTileLaunch plan_gemm_tile_launch(const GemmTileProblem& p, std::string_view op) {
   check(p.m >= 1 && p.n >= 1 && p.k >= 1, op, "m, n, k = ", p.m, ", ", p.n, ", ", p.k, " but each must be >= 1");
@@ -42,10 +44,12 @@ GemmTileLaunch plan_gemm_tile_launch(const GemmTileProblem& p, std::string_view 
         " bytes) but a row of A and B must be a multiple of 16 bytes (TMA)");
   if (p.scaled)
     check(p.k % kFp8ScaleBlock == 0, op, "k = ", p.k, " but fp8 block scales need a multiple of ", kFp8ScaleBlock);
-  check(p.lda >= p.k && p.ldb >= p.k, op, "lda, ldb = ", p.lda, ", ", p.ldb, " but each must be >= k = ", p.k);
+  check(p.lda >= p.k, op, "lda = ", p.lda, " but it must be >= k = ", p.k);
+  const std::uint64_t b_row = Plan::b_mn_major ? p.n : p.k;
+  check(p.ldb >= b_row, op, "ldb = ", p.ldb, " but it must be >= ", Plan::b_mn_major ? "n = " : "k = ", b_row);
   GemmTileLaunch l;
   l.a = gemm_tile_operand_box<Plan>(p.a, p.m, p.k, p.lda, Plan::block_m, op);
-  l.b = gemm_tile_operand_box<Plan>(p.b, p.n, p.k, p.ldb, Plan::block_n, op);
+  l.b = gemm_tile_b_box<Plan>(p.b, p.n, p.k, p.ldb, op);
   const std::uint64_t tiles_m = (p.m + Plan::block_m - 1) / Plan::block_m;
   check(tiles_m <= 65535, op, "m = ", p.m, " needs ", tiles_m, " row tiles but a grid's y is at most 65535");
   l.grid[0] = std::uint32_t((p.n + Plan::block_n - 1) / Plan::block_n);

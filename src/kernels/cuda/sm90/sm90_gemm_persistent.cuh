@@ -1,5 +1,6 @@
 #pragma once
-// Persistent sm_90a GEMM for one GEMM, DeepGEMM's two MoE grouped layouts and split-K: a grid of
+// Persistent sm_90a GEMM for one GEMM (B [N, K], or bf16 B [K, N] with an MN-major plan: layout
+// nn, where b_row0 is the tile's first column), DeepGEMM's two MoE grouped layouts and split-K: a grid of
 // about one CTA per SM, CTA c taking tiles c, c + gridDim.x, ... in GemmTileScheduler's order.
 // Each CTA keeps ONE ring for all its tiles, so the producer loads the next tile's first stages
 // while the consumers run the current tile's epilogue; a consumer frees a tile's last stage
@@ -32,7 +33,7 @@ SOL_SM90_DEVICE void persistent_producer(const TmaDescriptor* map_a, const TmaDe
       mbar_arrive_expect_tx(full, Plan::tx_bytes);
       const int k0 = int(kb * Plan::block_k);
       tma_load_2d(map_a, full, base + Plan::a_offset(ring.stage), k0, int(w.row0));
-      tma_load_2d(map_b, full, base + Plan::b_offset(ring.stage), k0, int(w.b_row0));
+      gemm_load_b<Plan>(map_b, full, base, ring.stage, k0, int(w.b_row0));
     }
   }
 }

@@ -2,17 +2,20 @@
 // The persistent sm90 GEMM as kernels: one macro line per configuration, written by the launcher
 // (src/ops/gemm/gemm_sm90_persistent*.cc) into the JIT program of that configuration and by the
 // offline checks (tests/kernels/cuda/sm90_gemm_persistent_kernels.cu) into theirs, so both build
-// the same text. Symbols: sol_sm90_gemm_persistent_<kind>_<block_m>x<block_n>_s<stages>.
+// the same text. Symbols: sol_sm90_gemm_persistent_<kind>_<block_m>x<block_n>_s<stages>; b_major
+// is B's OperandMajor (k, or mn for a bf16 B stored [K, N], whose kind is bf16_nn).
 #include "kernels/cuda/sm90/sm90_gemm_persistent.cuh"
 
-#define SOL_SM90_PERSISTENT_KERNEL(kind, bm, bn, st, bytes, scaled)                                          \
+#define SOL_SM90_PERSISTENT_KERNEL(kind, bm, bn, st, bytes, scaled, b_major)                                 \
   extern "C" __global__ void __launch_bounds__(                                                             \
-      sol::kernels::sm90::GemmTilePlan<bm, bn, st, bm / 64, bytes>::threads, 1)                              \
+      sol::kernels::sm90::GemmTilePlan<bm, bn, st, bm / 64, bytes,                                          \
+                                       sol::kernels::sm90::OperandMajor::b_major>::threads, 1)              \
       sol_sm90_gemm_persistent_##kind##_##bm##x##bn##_s##st(                                                 \
           const __grid_constant__ sol::kernels::sm90::TmaDescriptor map_a,                                   \
           const __grid_constant__ sol::kernels::sm90::TmaDescriptor map_b,                                   \
           const __grid_constant__ sol::kernels::sm90::PersistentGemmArgs args) {                             \
-    using Plan = sol::kernels::sm90::GemmTilePlan<bm, bn, st, bm / 64, bytes>;                               \
+    using Plan =                                                                                             \
+        sol::kernels::sm90::GemmTilePlan<bm, bn, st, bm / 64, bytes, sol::kernels::sm90::OperandMajor::b_major>; \
     sol::kernels::sm90::gemm_persistent<Plan, sol::kernels::sm90::GemmTileScheduler<bm, bn>, scaled>(       \
         &map_a, &map_b, args);                                                                               \
   }

@@ -4,10 +4,13 @@
 // The kernel and its CPU model (sm90_gemm_model.h) both read it, so the model runs the
 // kernel's own addresses and a mistake here fails the model's test.
 //
-// D[M, N] = A[M, K] * B[N, K]^T, A and B K-major (B as weights are stored). One CTA computes a
+// D[M, N] = A[M, K] * B[N, K]^T, A K-major, B K-major (layout nt: weights as stored) or, with
+// BMajor = mn (bf16 only), B stored [K, N] (layout nn) and read MN-major. One CTA computes a
 // BlockM x BlockN tile: warpgroup 0 is the producer (one thread issues the TMA loads), the
 // Consumers warpgroups after it each own BlockM / Consumers rows (one m64 wgmma row block).
-// A K block is one 128-byte swizzled row per tile row: 64 bf16 or 128 fp8 elements.
+// A K block is one 128-byte swizzled row per tile row: 64 bf16 or 128 fp8 elements. An MN-major
+// B stage is BlockN / 64 TMA boxes, each block_k rows of K by one 128-byte swizzled row of 64
+// columns of N, packed back to back: the same bytes as the K-major stage, the same tx count.
 
 #include "kernels/cuda/sm90/sm90_descriptor.h"
 
@@ -19,7 +22,7 @@ namespace sol::kernels::sm90 {
 inline constexpr u32 kProducerRegs = 40;
 inline constexpr u32 kConsumerRegs = 232;
 
-template <u32 BlockM, u32 BlockN, u32 Stages, u32 Consumers, u32 ElementBytes>
+template <u32 BlockM, u32 BlockN, u32 Stages, u32 Consumers, u32 ElementBytes, OperandMajor BMajor = OperandMajor::k>
 struct GemmTilePlan {
   static constexpr u32 block_m = BlockM;
   static constexpr u32 block_n = BlockN;
@@ -34,6 +37,8 @@ struct GemmTilePlan {
   static constexpr u32 mmas_per_k_block = row_bytes / mma_k_bytes;
   static constexpr u32 consumer_rows = BlockM / Consumers;
   static constexpr u32 threads = 128 * (1 + Consumers);
+  static constexpr OperandMajor b_major = BMajor;
+  static constexpr bool b_mn_major = BMajor == OperandMajor::mn;
 
   static constexpr u32 a_stage_bytes = BlockM * row_bytes;
   static constexpr u32 b_stage_bytes = BlockN * row_bytes;
@@ -51,12 +56,29 @@ struct GemmTilePlan {
   static_assert(a_stage_bytes % swizzle_period_bytes(swizzle) == 0 && b_stage_bytes % swizzle_period_bytes(swizzle) == 0,
                 "every stage buffer starts on the swizzle period");
   static_assert(smem_bytes <= 227 * 1024, "sm_90 gives a CTA at most 227 KiB of shared memory");
+  static_assert(!b_mn_major || ElementBytes == 2, "fp8 wgmma reads K-major operands only");
+
+  // B's TMA boxes of one stage, in the tensor's own order (innermost first): K-major, one box of
+  // block_k x BlockN over B [N, K]; MN-major, b_boxes boxes of 64 columns x block_k rows over
+  // B [K, N], box j holding columns 64 j .. 64 j + 63 of the tile.
+  static constexpr u32 b_box_inner = b_mn_major ? row_bytes / ElementBytes : block_k;
+  static constexpr u32 b_box_outer = b_mn_major ? block_k : BlockN;
+  static constexpr u32 b_boxes = b_mn_major ? BlockN / b_box_inner : 1;
+  static constexpr u32 b_box_bytes = b_box_outer * row_bytes;
+  static_assert(b_boxes * b_box_bytes == b_stage_bytes, "B's boxes fill its stage exactly");
 
   // Offsets from the aligned shared base.
   SOL_SM90_HD static constexpr u32 a_offset(u32 stage) { return stage * a_stage_bytes; }
   SOL_SM90_HD static constexpr u32 b_offset(u32 stage) { return Stages * a_stage_bytes + stage * b_stage_bytes; }
   SOL_SM90_HD static constexpr u32 full_barrier_offset(u32 stage) { return barrier_offset + 8 * stage; }
   SOL_SM90_HD static constexpr u32 empty_barrier_offset(u32 stage) { return barrier_offset + 8 * (Stages + stage); }
+  SOL_SM90_HD static constexpr u32 b_box_offset(u32 stage, u32 box) { return b_offset(stage) + box * b_box_bytes; }
+  // Coordinates (innermost first) of B's box `box` for the K block at element k0 and the tile's
+  // first column n0 (a row of B [N, K] when K-major).
+  SOL_SM90_HD static constexpr int b_box_c0(int k0, int n0, u32 box) {
+    return b_mn_major ? n0 + int(box * b_box_inner) : k0;
+  }
+  SOL_SM90_HD static constexpr int b_box_c1(int k0, int n0, u32 /*box*/) { return b_mn_major ? k0 : n0; }
 
   // Operands of consumer `consumer`'s mma `mma` (0 .. mmas_per_k_block-1) on ring stage `stage`:
   // its 64 rows of A and all BlockN rows of B, K advanced inside the swizzled row.
@@ -64,8 +86,13 @@ struct GemmTilePlan {
     return kmajor_desc(smem_base + a_offset(stage) + consumer * consumer_rows * row_bytes + mma * mma_k_bytes,
                        swizzle);
   }
+  // B: K-major steps inside the swizzled row; MN-major steps mma_k rows of K (2 KiB, two whole
+  // 8-row groups: the start stays on the swizzle period) and reaches the next 64 columns one box on.
   SOL_SM90_HD static constexpr u64 desc_b(u32 smem_base, u32 stage, u32 mma) {
-    return kmajor_desc(smem_base + b_offset(stage) + mma * mma_k_bytes, swizzle);
+    if constexpr (b_mn_major)
+      return mnmajor_desc(smem_base + b_offset(stage) + mma * mma_k * row_bytes, swizzle, b_box_bytes);
+    else
+      return kmajor_desc(smem_base + b_offset(stage) + mma * mma_k_bytes, swizzle);
   }
 
   SOL_SM90_HD static constexpr u32 k_blocks(u32 k) { return (k + block_k - 1) / block_k; }
@@ -74,5 +101,6 @@ struct GemmTilePlan {
 
 using GemmBf16Plan128x128 = GemmTilePlan<128, 128, 4, 2, 2>;
 using GemmE4m3Plan128x128 = GemmTilePlan<128, 128, 4, 2, 1>;
+using GemmBf16NnPlan128x128 = GemmTilePlan<128, 128, 4, 2, 2, OperandMajor::mn>;
 
 }  // namespace sol::kernels::sm90

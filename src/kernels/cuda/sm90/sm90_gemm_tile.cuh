@@ -1,6 +1,7 @@
 #pragma once
 // One-CTA-per-tile sm_90a GEMM: D[M, N] (bf16, row-major) = A[M, K] * B[N, K]^T with f32
-// accumulation, A and B K-major, bf16 or fp8 e4m3 operands. The block decomposition and the
+// accumulation, A and B K-major, bf16 or fp8 e4m3 operands; or, for bf16 with an MN-major plan,
+// D = A[M, K] * B[K, N] with B as stored (layout nn). The block decomposition and the
 // shared-memory map are GemmTilePlan's (sm90_gemm_plan.h); the CPU model runs the same plan.
 //
 // Roles: warpgroup 0 gives its registers back and one of its threads walks the K blocks,
@@ -27,6 +28,15 @@ SOL_SM90_DEVICE u32 pack_bf16x2(float lo, float hi) {
   return packed;
 }
 
+// One stage's B: one K-major box, or Plan::b_boxes MN-major ones, all credited to `full`.
+template <class Plan>
+SOL_SM90_DEVICE void gemm_load_b(const TmaDescriptor* map_b, u32 full, u32 base, u32 stage, int k0, int n0) {
+#pragma unroll
+  for (u32 box = 0; box < Plan::b_boxes; ++box)
+    tma_load_2d(map_b, full, base + Plan::b_box_offset(stage, box), Plan::b_box_c0(k0, n0, box),
+                Plan::b_box_c1(k0, n0, box));
+}
+
 template <class Plan>
 SOL_SM90_DEVICE void gemm_tile_producer(const TmaDescriptor* map_a, const TmaDescriptor* map_b, u32 base, u32 k) {
   const int m0 = int(blockIdx.y * Plan::block_m), n0 = int(blockIdx.x * Plan::block_n);
@@ -38,7 +48,7 @@ SOL_SM90_DEVICE void gemm_tile_producer(const TmaDescriptor* map_a, const TmaDes
     mbar_arrive_expect_tx(full, Plan::tx_bytes);
     const int k0 = int(kb * Plan::block_k);
     tma_load_2d(map_a, full, base + Plan::a_offset(ring.stage), k0, m0);
-    tma_load_2d(map_b, full, base + Plan::b_offset(ring.stage), k0, n0);
+    gemm_load_b<Plan>(map_b, full, base, ring.stage, k0, n0);
   }
 }
 
@@ -65,7 +75,7 @@ SOL_SM90_DEVICE void gemm_k_block_mmas(Accum<Plan::block_n>& acc, u32 base, u32 
   for (u32 mma = 0; mma < Plan::mmas_per_k_block; ++mma) {
     const u64 a = Plan::desc_a(base, stage, consumer, mma), b = Plan::desc_b(base, stage, mma);
     if constexpr (Plan::element_bytes == 2)
-      wgmma_bf16<Plan::block_n>(acc, a, b, 1);
+      wgmma_bf16<Plan::block_n, Plan::b_mn_major>(acc, a, b, 1);
     else
       wgmma_e4m3<Plan::block_n>(acc, a, b, 1);
   }

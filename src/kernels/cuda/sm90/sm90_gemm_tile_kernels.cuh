@@ -6,6 +6,7 @@
 #include "kernels/cuda/sm90/sm90_gemm_tile.cuh"
 #include "kernels/cuda/sm90/sm90_gemm_tile_fp8.cuh"
 
+using sol::kernels::sm90::GemmBf16NnPlan128x128;
 using sol::kernels::sm90::GemmBf16Plan128x128;
 using sol::kernels::sm90::GemmE4m3Plan128x128;
 using sol::kernels::sm90::TmaDescriptor;
@@ -16,6 +17,13 @@ extern "C" __global__ void __launch_bounds__(GemmBf16Plan128x128::threads, 1)
     sol_sm90_gemm_bf16_128x128x64_s4(const __grid_constant__ TmaDescriptor map_a,
                                      const __grid_constant__ TmaDescriptor map_b, u16* d, u32 m, u32 n, u32 k) {
   sol::kernels::sm90::gemm_tile<GemmBf16Plan128x128>(&map_a, &map_b, d, m, n, k);
+}
+
+// Layout nn: B stored [K, N], read MN-major (map_b is over B [K, N]).
+extern "C" __global__ void __launch_bounds__(GemmBf16NnPlan128x128::threads, 1)
+    sol_sm90_gemm_bf16_nn_128x128x64_s4(const __grid_constant__ TmaDescriptor map_a,
+                                        const __grid_constant__ TmaDescriptor map_b, u16* d, u32 m, u32 n, u32 k) {
+  sol::kernels::sm90::gemm_tile<GemmBf16NnPlan128x128>(&map_a, &map_b, d, m, n, k);
 }
 
 extern "C" __global__ void __launch_bounds__(GemmE4m3Plan128x128::threads, 1)

@@ -1,8 +1,9 @@
 #pragma once
 // wgmma: warpgroup matrix multiply-accumulate with both operands in shared memory, addressed
 // by descriptors (sm90_descriptor.h), and f32 accumulators in registers (sm90_fragment.h says
-// which thread holds which element). D += A * B^T with A M x K and B N x K, both K-major:
-//   bf16:     m64nNk16, 32 bytes of K per instruction
+// which thread holds which element). D += A * B^T with A M x K K-major and B N x K:
+//   bf16:     m64nNk16, 32 bytes of K per instruction; B K-major, or MN-major (imm-trans-b 1:
+//             B stored [K, N], layout nn)
 //   fp8 e4m3: m64nNk32, 32 bytes of K per instruction (fp8 operands must be K-major)
 // The order of one K step: wgmma_fence, the instructions, wgmma_commit, wgmma_wait<n>. Between
 // fence and wait the accumulator registers belong to the tensor cores: touching them there
@@ -56,7 +57,8 @@ SOL_SM90_DEVICE void fence_accumulator(Accum<N>& acc) {
       "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
 
 // scale_d 0 makes the instruction overwrite D instead of adding to it. bf16 takes the operand
-// scales (+1) and "transpose" flags (0: K-major) as immediates; e4m3 has no transpose flags.
+// scales (+1) and "transpose" flags (0: K-major, 1: MN-major) as immediates; e4m3 has no
+// transpose flags.
 #define SOL_WGMMA_ASM(SHAPE_TYPES, REGS, OUTS, IA, IB, IS, TAIL)                                  \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #IS ", 0;\n"                                \
                "wgmma.mma_async.sync.aligned." SHAPE_TYPES " " REGS ", %" #IA ", %" #IB ", p" TAIL \
@@ -64,10 +66,20 @@ SOL_SM90_DEVICE void fence_accumulator(Accum<N>& acc) {
                : OUTS                                                                            \
                : "l"(desc_a), "l"(desc_b), "r"(scale_d))
 
-template <u32 N>
+// BMnMajor: B is read MN-major (imm-trans-b = 1), its descriptor built by mnmajor_desc.
+template <u32 N, bool BMnMajor = false>
 SOL_SM90_DEVICE void wgmma_bf16(Accum<N>& acc, u64 desc_a, u64 desc_b, u32 scale_d) {
   float* d = acc.d;
-  if constexpr (N == 64) {
+  if constexpr (BMnMajor) {
+    if constexpr (N == 64) {
+      SOL_WGMMA_ASM("m64n64k16.f32.bf16.bf16", SOL_WG_REGS_32, SOL_WG_OUTS_32, 32, 33, 34, ", 1, 1, 0, 1");
+    } else if constexpr (N == 128) {
+      SOL_WGMMA_ASM("m64n128k16.f32.bf16.bf16", SOL_WG_REGS_64, SOL_WG_OUTS_64, 64, 65, 66, ", 1, 1, 0, 1");
+    } else {
+      static_assert(N == 256, "wgmma_bf16: N is 64, 128 or 256");
+      SOL_WGMMA_ASM("m64n256k16.f32.bf16.bf16", SOL_WG_REGS_128, SOL_WG_OUTS_128, 128, 129, 130, ", 1, 1, 0, 1");
+    }
+  } else if constexpr (N == 64) {
     SOL_WGMMA_ASM("m64n64k16.f32.bf16.bf16", SOL_WG_REGS_32, SOL_WG_OUTS_32, 32, 33, 34, ", 1, 1, 0, 0");
   } else if constexpr (N == 128) {
     SOL_WGMMA_ASM("m64n128k16.f32.bf16.bf16", SOL_WG_REGS_64, SOL_WG_OUTS_64, 64, 65, 66, ", 1, 1, 0, 0");

@@ -93,7 +93,10 @@ class GemmTileCta {
     full.arrive_expect_tx(Plan::tx_bytes);
     const long long k0 = (long long)producer_kb_ * Plan::block_k;
     full.complete_tx(tma_load_2d(smem_, kBase + Plan::a_offset(s), a_, Plan::block_k, Plan::block_m, k0, m0_, Plan::swizzle));
-    full.complete_tx(tma_load_2d(smem_, kBase + Plan::b_offset(s), b_, Plan::block_k, Plan::block_n, k0, n0_, Plan::swizzle));
+    for (u32 box = 0; box < Plan::b_boxes; ++box)
+      full.complete_tx(tma_load_2d(smem_, kBase + Plan::b_box_offset(s, box), b_, Plan::b_box_inner, Plan::b_box_outer,
+                                   Plan::b_box_c0(int(k0), int(n0_), box), Plan::b_box_c1(int(k0), int(n0_), box),
+                                   Plan::swizzle));
     ++producer_kb_;
     producer_ring_.advance();
     return true;
@@ -109,7 +112,7 @@ class GemmTileCta {
       return true;
     }
     for (u32 mma = 0; mma < Plan::mmas_per_k_block; ++mma)
-      wgmma(smem_, Plan::desc_a(kBase, s, index, mma), Plan::desc_b(kBase, s, mma), c.acc, t, true);
+      wgmma(smem_, Plan::desc_a(kBase, s, index, mma), Plan::desc_b(kBase, s, mma), c.acc, t, true, Plan::b_mn_major);
     // As the kernel: the previous block's stage is freed after this block's wgmmas are issued.
     if (c.kb > 0) barrier(Plan::empty_barrier_offset(c.previous_stage)).arrive();
     c.previous_stage = s;
@@ -149,7 +152,8 @@ class GemmTileCta {
 };
 
 // The whole grid: D[m, n] (bf16 bits) = A[m, k] * B[n, k]^T, A and B K-major with
-// Plan::element_bytes per element. The kernel's shape rules hold here too.
+// Plan::element_bytes per element, or, for an MN-major plan, D = A[m, k] * B[k, n] (B as stored,
+// layout nn). The kernel's shape rules hold here too.
 template <class Plan>
 void gemm_tile_model(const void* a, const void* b, u16* d, u32 m, u32 n, u32 k, u32 seed,
                      const float* scales_a = nullptr, const float* scales_b = nullptr) {
@@ -161,7 +165,9 @@ void gemm_tile_model(const void* a, const void* b, u16* d, u32 m, u32 n, u32 k, 
         16 / Plan::element_bytes, " (TMA row strides are multiples of 16 bytes)");
   const u64 row_bytes = u64(k) * Plan::element_bytes;
   const GlobalTensor2d ga{static_cast<const u8*>(a), Plan::element_bytes, k, m, row_bytes};
-  const GlobalTensor2d gb{static_cast<const u8*>(b), Plan::element_bytes, k, n, row_bytes};
+  const GlobalTensor2d gb = Plan::b_mn_major
+                               ? GlobalTensor2d{static_cast<const u8*>(b), Plan::element_bytes, n, k, u64(n) * Plan::element_bytes}
+                               : GlobalTensor2d{static_cast<const u8*>(b), Plan::element_bytes, k, n, row_bytes};
   std::mt19937 rng(seed);
   for (u32 tm = 0; tm < Plan::tiles(m, Plan::block_m); ++tm)
     for (u32 tn = 0; tn < Plan::tiles(n, Plan::block_n); ++tn) {

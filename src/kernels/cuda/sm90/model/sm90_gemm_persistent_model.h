@@ -101,7 +101,10 @@ class PersistentGemmCta {
     full.arrive_expect_tx(Plan::tx_bytes);
     const long long k0 = (long long)producer_.kb * Plan::block_k;
     full.complete_tx(tma_load_2d(smem_, kBase + Plan::a_offset(s), a_, Plan::block_k, Plan::block_m, k0, w.row0, Plan::swizzle));
-    full.complete_tx(tma_load_2d(smem_, kBase + Plan::b_offset(s), b_, Plan::block_k, Plan::block_n, k0, w.b_row0, Plan::swizzle));
+    for (u32 box = 0; box < Plan::b_boxes; ++box)
+      full.complete_tx(tma_load_2d(smem_, kBase + Plan::b_box_offset(s, box), b_, Plan::b_box_inner, Plan::b_box_outer,
+                                   Plan::b_box_c0(int(k0), int(w.b_row0), box),
+                                   Plan::b_box_c1(int(k0), int(w.b_row0), box), Plan::swizzle));
     advance(producer_);
     producer_ring_.advance();
     return true;
@@ -122,7 +125,8 @@ class PersistentGemmCta {
     } else {
       const Operand t = Plan::element_bytes == 2 ? Operand::bf16 : Operand::e4m3;
       for (u32 mma = 0; mma < Plan::mmas_per_k_block; ++mma)
-        wgmma(smem_, Plan::desc_a(kBase, s, index, mma), Plan::desc_b(kBase, s, mma), c.acc, t, true);
+        wgmma(smem_, Plan::desc_a(kBase, s, index, mma), Plan::desc_b(kBase, s, mma), c.acc, t, true,
+              Plan::b_mn_major);
       if (!first) barriers_.at(Plan::empty_barrier_offset(c.previous_stage)).arrive();
       if (last) barriers_.at(Plan::empty_barrier_offset(s)).arrive();  // after the final wait
     }
@@ -191,7 +195,8 @@ void gemm_split_reduce_model(const GemmProblemView& p, const GemmOutput& out) {
 }
 
 // The whole persistent grid of `ctas` CTAs. A: [out.rows, k], B: [groups * n, k], both K-major
-// with Plan::element_bytes per element; `k` a multiple of the K block (fp8 scales) or of 16 bytes.
+// with Plan::element_bytes per element, or for an MN-major plan (one GEMM) B [k, n] as stored;
+// `k` a multiple of the K block (fp8 scales) or of 16 bytes.
 template <class Plan, class Scheduler>
 void gemm_persistent_model(const void* a, const void* b, const GemmProblemView& p, u32 k, GemmOutput out, u32 ctas,
                            u32 seed, const float* scales_a = nullptr, const float* scales_b = nullptr) {
@@ -201,7 +206,12 @@ void gemm_persistent_model(const void* a, const void* b, const GemmProblemView& 
         " blocks");
   const u64 row_bytes = u64(k) * Plan::element_bytes;
   const GlobalTensor2d ga{static_cast<const u8*>(a), Plan::element_bytes, k, out.rows, row_bytes};
-  const GlobalTensor2d gb{static_cast<const u8*>(b), Plan::element_bytes, k, p.groups * p.n, row_bytes};
+  if (Plan::b_mn_major)
+    check(p.grouping == GemmGrouping::single, "sm90 gemm", "an MN-major B (layout nn) is for one GEMM");
+  const GlobalTensor2d gb =
+      Plan::b_mn_major
+          ? GlobalTensor2d{static_cast<const u8*>(b), Plan::element_bytes, p.n, k, u64(p.n) * Plan::element_bytes}
+          : GlobalTensor2d{static_cast<const u8*>(b), Plan::element_bytes, k, p.groups * p.n, row_bytes};
   std::mt19937 rng(seed);
   for (u32 cta = 0; cta < ctas; ++cta) {
     PersistentGemmCta<Plan, Scheduler> model(ga, gb, p, cta, ctas, out, scales_a, scales_b);
