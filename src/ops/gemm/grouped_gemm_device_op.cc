@@ -49,6 +49,7 @@ Device validated_device(const OpParams& p) {
   sol::check(p.integer("n") >= 1 && p.integer("k") >= 1, kOp, "n, k must be >= 1");
   sol::check(!fp8 || p.integer("k") % kFp8ScaleBlock == 0, kOp, "--k = ", p.integer("k"),
              " but fp8 needs k % 128 == 0");
+  parse_grouped_rows(p.text("rows"));
   parse_gemm_scales(kOp, p.text("scales"), fp8);
   parse_device_gemm_anchor(kOp, p.text("anchor"));
   const Device d = p.device("device");
