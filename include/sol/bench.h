@@ -56,7 +56,20 @@ struct BenchRecord {
   std::string in_cache_shape;
   double in_cache_s = 0;
   double in_cache_sol_pct = 0;
+  // The case's anchor (OpCase::anchor), timed right after the op on the same operands with the
+  // same clock, between the same ceiling measurements, and held to the same floor; absent when
+  // the case has none.
+  struct Anchor {
+    std::string name;    // "cuBLASLt 13.1.0 fp8 block 1x128/128x128"
+    Timing timing;
+    double sol_pct = 0;  // the anchor's time against the op's floor
+  };
+  std::optional<Anchor> anchor;
 };
+
+// The anchor's median over Sol's: Sol's speed relative to its anchor (> 1: Sol is faster).
+// NaN without an anchor or a time.
+double anchor_speedup(const BenchRecord& r);
 
 BenchRecord bench_case(const OpInfo& op, const OpParams& params, const MachineProfile& machine,
                        const BenchOptions& opt);
@@ -92,6 +105,13 @@ inline constexpr double kCeilingMovedLimit = 1.2;
 int64_t in_cache_rows(int64_t rows, double bytes, int threads, long l2_bytes);
 BenchRecord bench_prepared(const OpInfo& op, PreparedCase& p, const MachineProfile& machine,
                            const BenchOptions& opt);
+
+// The anchor's columns of `sol bench`'s table (fixed width, after SOL%): its median, its SOL%
+// and Sol/anc (anchor_speedup), dashes for a record without one; and the legend under the table
+// that names each dtype's anchor ("" when no record has one).
+std::string anchor_table_header();
+std::string anchor_table_cells(const BenchRecord& r);
+std::string anchor_table_legend(const std::vector<BenchRecord>& records);
 
 // The record as one JSON object: the form `sol bench --json` prints and the Python API returns.
 std::string bench_record_json(const BenchRecord& r);

@@ -58,9 +58,10 @@ enum class Unit {
   clock,      // core clock from a dependent integer chain
   mem_write,  // DRAM write (non-temporal stores)
   mem_update, // DRAM in-place update (each line read, then written back from the cache)
+  mma_fp8,    // a GPU's dense fp8 e4m3 tensor-core peak (wgmma); no CPU has one (unit_is_device_only)
 };
 inline constexpr Unit kAllUnits[] = {Unit::fma_f32,  Unit::dot_bf16, Unit::dot_s8,
-                                     Unit::amx_bf16, Unit::amx_int8, Unit::mem_read,
+                                     Unit::amx_bf16, Unit::amx_int8, Unit::mma_fp8, Unit::mem_read,
                                      Unit::mem_copy, Unit::mem_update, Unit::mem_write, Unit::mem_triad,
                                      Unit::l2_read, Unit::clock};
 std::string_view unit_name(Unit u);   // "fma_f32", ...
@@ -68,6 +69,10 @@ std::string_view unit_label(Unit u);  // "GFLOP/s", "GB/s", "GHz" (display scale
 double unit_display_scale(Unit u);    // divide a raw value by this for display (1e9)
 bool unit_is_memory(Unit u);
 Unit parse_unit(std::string_view name);
+// A unit only a GPU has (mma_fp8): a CPU profile holds it as unavailable with
+// device_only_ceiling's note, and a profile cached before the unit existed reads as if it held
+// that entry (the measurement could give nothing else), so it is not measured again.
+bool unit_is_device_only(Unit u);
 
 struct Ceiling {
   Unit unit{};
@@ -77,6 +82,9 @@ struct Ceiling {
   double all_threads = 0;
   int threads = 0;           // thread count of all_threads
 };
+
+// The CPU profile's entry for a device-only unit: unavailable, with the reason.
+Ceiling device_only_ceiling(Unit u);
 
 struct MachineProfile {
   std::string cpu_model;

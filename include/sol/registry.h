@@ -79,6 +79,12 @@ class OpCase {
   virtual void run(int set) = 0;
   // Poison outputs, run the op, compare with the reference.
   virtual CheckResult check() = 0;
+  // Another implementation of the same op on the same operands (cuBLASLt for a GEMM on a GPU),
+  // which `sol bench` times right beside the op and holds to the op's floor, on one row with it:
+  // its name ("cuBLASLt 13.1.0 bf16"), or "" when the case has none. run_anchor enqueues one run
+  // of it on input set `set` (a case without an anchor throws sol::Error).
+  virtual std::string anchor() const { return ""; }
+  virtual void run_anchor(int set);
 };
 
 struct OpInfo {

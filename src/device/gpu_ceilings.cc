@@ -41,6 +41,7 @@ std::string_view gpu_ceiling_for(Unit u) {
     case Unit::fma_f32: return "fma_f32";
     case Unit::dot_bf16:
     case Unit::amx_bf16: return "mma_bf16";
+    case Unit::mma_fp8: return "mma_fp8";
     case Unit::dot_s8:
     case Unit::amx_int8:
     case Unit::clock: return "";

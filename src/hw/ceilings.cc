@@ -32,6 +32,7 @@ std::optional<std::string> unavailable_reason(Unit u) {
   const CpuFeatures& f = cpu_features();
   switch (u) {
     case Unit::clock: return std::nullopt;
+    case Unit::mma_fp8: return device_only_ceiling(u).note;
     case Unit::amx_bf16:
     case Unit::amx_int8:
       if (!enable_amx()) return "AMX: " + f.amx_status;
@@ -273,6 +274,7 @@ Rate measure_rate(Unit u, int threads, double seconds) {
     case Unit::mem_update: return mem_update_rate(o);
     case Unit::l2_read: return l2_read_rate(o);
     case Unit::clock: return clock_rate(o);
+    case Unit::mma_fp8: break;  // unavailable_reason stops it before here
   }
   fail("measure_ceiling", "unknown unit ", int(u));
 }

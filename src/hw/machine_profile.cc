@@ -123,9 +123,14 @@ MachineProfile MachineProfile::from_json(const std::string& text) {
           " appears twice");
     read.push_back(c);
   }
-  // Stored in kAllUnits order whatever the file's order; a missing unit means the file
-  // predates it and must be re-measured.
+  // Stored in kAllUnits order whatever the file's order. A missing unit means the file predates
+  // it: a device-only unit reads as what measuring it on this CPU gives (unavailable), any other
+  // must be re-measured.
   for (Unit u : kAllUnits) {
+    if (seen.count(u) == 0 && unit_is_device_only(u)) {
+      p.ceilings.push_back(device_only_ceiling(u));
+      continue;
+    }
     check(seen.count(u) == 1, "machine profile", "no ceiling for ", unit_name(u));
     for (const Ceiling& c : read)
       if (c.unit == u) p.ceilings.push_back(c);

@@ -20,6 +20,7 @@ std::string_view unit_name(Unit u) {
     case Unit::mem_update: return "mem_update";
     case Unit::l2_read: return "l2_read";
     case Unit::clock: return "clock";
+    case Unit::mma_fp8: return "mma_fp8";
   }
   return "unknown";
 }
@@ -37,6 +38,16 @@ double unit_display_scale(Unit) { return 1e9; }
 bool unit_is_memory(Unit u) {
   return u == Unit::mem_read || u == Unit::mem_copy || u == Unit::mem_triad ||
          u == Unit::mem_write || u == Unit::mem_update || u == Unit::l2_read;
+}
+
+bool unit_is_device_only(Unit u) { return u == Unit::mma_fp8; }
+
+Ceiling device_only_ceiling(Unit u) {
+  check(unit_is_device_only(u), "device_only_ceiling", unit_name(u), " is measured on the CPU");
+  Ceiling c;
+  c.unit = u;
+  c.note = "a GPU tensor-core unit: no CPU has one (fp8 GEMM on the CPU is widened to bf16: dot_bf16 or amx_bf16)";
+  return c;
 }
 
 Unit parse_unit(std::string_view name) {

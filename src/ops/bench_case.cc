@@ -75,6 +75,12 @@ bool has_no_work(const OpInfo& op, const OpParams& params, const Cost& c) {
   return counts_flops(op);
 }
 
+// The record's anchor, once its floor is known: held to the op's floor (no SOL% where the op has
+// none).
+void record_anchor(BenchRecord& r, const std::string& name, const Timing& t) {
+  r.anchor = BenchRecord::Anchor{name, t, std::isnan(r.sol_pct) ? std::nan("") : sol_percent(r.floor, t.median_s)};
+}
+
 // The op again at in_cache_rows rows, one input set, warmed into cache by the harness's warm-up
 // runs, timed as the case was and held to the same ceilings (see BenchRecord::in_cache_*).
 void time_in_cache(const OpInfo& op, const OpParams& params, const MachineProfile& machine, int threads,
@@ -154,6 +160,9 @@ BenchRecord bench_on_device(const OpInfo& op, PreparedCase& p, const BenchOption
   TimingOptions topt = opt.timing;
   topt.input_sets = c->input_sets();
   r.timing = time_device_runs(d, [&](int set) { c->run(set); }, topt);
+  const std::string anchor = c->anchor();
+  Timing anchor_timing;
+  if (!anchor.empty()) anchor_timing = time_device_runs(d, [&](int set) { c->run_anchor(set); }, topt);
   for (PairedCeiling& pc : paired) {
     if (!opt.pair_ceiling) break;
     const double after = measure_on_device(op, pc.unit, d);
@@ -185,6 +194,7 @@ BenchRecord bench_on_device(const OpInfo& op, PreparedCase& p, const BenchOption
   r.tflops = t > 0 ? r.cost.flops / t / 1e12 : 0;
   r.gbps = t > 0 ? r.cost.bytes / t / 1e9 : 0;
   if (has_no_work(op, p.params, r.cost)) r.sol_pct = r.sol_pct_cached = std::nan("");
+  if (!anchor.empty()) record_anchor(r, anchor, anchor_timing);
   return r;
 }
 
@@ -206,6 +216,11 @@ std::vector<Unit> units_to_pair(const Cost& c, Unit bound_unit) {
     if (c.written_bytes() > 0) add(Unit::mem_write);
   }
   return units;
+}
+
+double anchor_speedup(const BenchRecord& r) {
+  if (!r.anchor || !(r.timing.median_s > 0) || !(r.anchor->timing.median_s > 0)) return std::nan("");
+  return r.anchor->timing.median_s / r.timing.median_s;
 }
 
 double ceiling_move(double before, double after) {
@@ -283,6 +298,9 @@ BenchRecord bench_prepared(const OpInfo& op, PreparedCase& p, const MachineProfi
   if (pair)
     for (Unit u : units_to_pair(r.cost, cached_bound)) paired.push_back({u, measure_now(u, threads)});
   r.timing = time_runs([&](int set) { c->run(set); }, topt);
+  const std::string anchor = c->anchor();
+  Timing anchor_timing;
+  if (!anchor.empty()) anchor_timing = time_runs([&](int set) { c->run_anchor(set); }, topt);
   // A ceiling is a maximum: the better of the two pairings is the closer estimate of it.
   for (PairedCeiling& pc : paired) {
     const double after = measure_now(pc.unit, threads);
@@ -303,10 +321,10 @@ BenchRecord bench_prepared(const OpInfo& op, PreparedCase& p, const MachineProfi
   r.sol_pct_cached = sol_percent(cached, t);
   r.tflops = t > 0 ? r.cost.flops / t / 1e12 : 0;
   r.gbps = t > 0 ? r.cost.bytes / t / 1e9 : 0;
-  if (has_no_work(op, p.params, r.cost)) {
-    r.sol_pct = r.sol_pct_cached = std::nan("");  // printed "-", null in JSON
-    return r;
-  }
+  const bool no_work = has_no_work(op, p.params, r.cost);
+  if (no_work) r.sol_pct = r.sol_pct_cached = std::nan("");  // printed "-", null in JSON
+  if (!anchor.empty()) record_anchor(r, anchor, anchor_timing);
+  if (no_work) return r;
   if (opt.in_cache && r.floor.bound == Bound::memory) time_in_cache(op, p.params, machine, threads, paired, topt, r);
   return r;
 }

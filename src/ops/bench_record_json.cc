@@ -39,6 +39,15 @@ std::string bench_record_json(const BenchRecord& r) {
       {"in_cache_s", r.in_cache_s},
       {"in_cache_sol_pct", r.in_cache_sol_pct},
   };
+  // Absent without an anchor, so every reader of records older than anchors reads these too.
+  if (r.anchor)
+    j["anchor"] = {{"name", r.anchor->name},
+                   {"time_s", r.anchor->timing.median_s},
+                   {"min_s", r.anchor->timing.min_s},
+                   {"max_s", r.anchor->timing.max_s},
+                   {"runs", r.anchor->timing.runs},
+                   {"sol_pct", r.anchor->sol_pct},
+                   {"sol_speedup", anchor_speedup(r)}};  // anchor time / Sol time: > 1, Sol is faster
   if (r.check)
     j["check"] = {{"pass", r.check->pass}, {"error", r.check->error},
                   {"tolerance", r.check->tolerance}, {"detail", r.check->detail}};

@@ -65,6 +65,7 @@ TEST(GpuCeilings, EachCostUnitMapsToADeviceCeilingOrNone) {
   EXPECT_EQ(gpu_ceiling_for(Unit::fma_f32), "fma_f32");
   EXPECT_EQ(gpu_ceiling_for(Unit::amx_bf16), "mma_bf16");
   EXPECT_EQ(gpu_ceiling_for(Unit::amx_int8), "");
+  EXPECT_EQ(gpu_ceiling_for(Unit::mma_fp8), "mma_fp8");  // the device fp8 GEMM's floor
   for (Unit u : kAllUnits) {
     const std::string_view name = gpu_ceiling_for(u);
     if (name.empty()) continue;

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <unistd.h>
 
@@ -200,6 +201,83 @@ TEST_F(MachineCache, LoadOrMeasureUsesTheCache) {
   MachineProfile got = load_or_measure_machine(false, [&](Unit) { measured = true; });
   EXPECT_FALSE(measured);
   expect_same(got, p);
+}
+
+}  // namespace
+}  // namespace sol
+
+namespace sol {
+namespace {
+
+// The fp8 tensor-core unit is a GPU's: on the CPU it is unavailable, with the reason, and a
+// profile cached before it existed still loads (and is not measured again).
+MachineProfile without(MachineProfile p, Unit u) {
+  p.ceilings.erase(std::remove_if(p.ceilings.begin(), p.ceilings.end(), [&](const Ceiling& c) { return c.unit == u; }),
+                   p.ceilings.end());
+  return p;
+}
+
+TEST(DeviceOnlyUnit, Fp8TensorCoresAreNamedAndUnavailableOnTheCpu) {
+  EXPECT_EQ(unit_name(Unit::mma_fp8), "mma_fp8");
+  EXPECT_EQ(parse_unit("mma_fp8"), Unit::mma_fp8);
+  EXPECT_EQ(unit_label(Unit::mma_fp8), "GFLOP/s");
+  EXPECT_FALSE(unit_is_memory(Unit::mma_fp8));
+  EXPECT_TRUE(unit_is_device_only(Unit::mma_fp8));
+  for (Unit u : kAllUnits) EXPECT_EQ(unit_is_device_only(u), u == Unit::mma_fp8) << unit_name(u);
+  const Ceiling c = measure_ceiling(Unit::mma_fp8, 1, 0.01);
+  EXPECT_FALSE(c.available);
+  EXPECT_EQ(c.note, device_only_ceiling(Unit::mma_fp8).note);
+  EXPECT_NE(c.note.find("no CPU"), std::string::npos) << c.note;
+  EXPECT_THROW(device_only_ceiling(Unit::dot_bf16), Error);
+  MachineProfile m = synthetic_profile();
+  for (Ceiling& x : m.ceilings)
+    if (x.unit == Unit::mma_fp8) x = device_only_ceiling(Unit::mma_fp8);
+  try {
+    m.value(Unit::mma_fp8, 1);
+    ADD_FAILURE() << "an unavailable unit has no value";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("mma_fp8 is not available"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DeviceOnlyUnit, AProfileWrittenBeforeTheFp8UnitStillReads) {
+  const MachineProfile old = without(synthetic_profile(), Unit::mma_fp8);
+  ASSERT_EQ(old.to_json().find("mma_fp8"), std::string::npos);
+  const MachineProfile read = MachineProfile::from_json(old.to_json());
+  ASSERT_EQ(read.ceilings.size(), std::size(kAllUnits));
+  for (size_t i = 0; i < read.ceilings.size(); ++i) EXPECT_EQ(read.ceilings[i].unit, kAllUnits[i]);
+  const Ceiling& fp8 = read.get(Unit::mma_fp8);
+  EXPECT_FALSE(fp8.available);
+  EXPECT_EQ(fp8.note, device_only_ceiling(Unit::mma_fp8).note);
+  EXPECT_DOUBLE_EQ(read.get(Unit::dot_bf16).one_thread, synthetic_profile().get(Unit::dot_bf16).one_thread);
+  // Written again, it carries the unit; read again, the same.
+  const MachineProfile again = MachineProfile::from_json(read.to_json());
+  expect_same(again, read);
+  // Any other unit missing still means the file must be measured again.
+  try {
+    MachineProfile::from_json(without(synthetic_profile(), Unit::dot_s8).to_json());
+    ADD_FAILURE() << "a profile without dot_s8 read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no ceiling for dot_s8"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(MachineCache, ACacheWithoutTheFp8UnitIsUsedNotRemeasured) {
+  save_cached_machine(without(synthetic_profile(), Unit::mma_fp8));
+  ASSERT_EQ(read_cache().find("mma_fp8"), std::string::npos);
+  ::testing::internal::CaptureStderr();
+  // Measuring would take minutes: the first progress call stops it and fails the test.
+  MachineProfile got;
+  try {
+    got = load_or_measure_machine(false, [](Unit u) { throw std::runtime_error(std::string(unit_name(u))); });
+  } catch (const std::runtime_error& e) {
+    ::testing::internal::GetCapturedStderr();
+    FAIL() << "the cache was not used: measuring began with " << e.what();
+  }
+  const std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(warnings, "");
+  EXPECT_FALSE(got.get(Unit::mma_fp8).available);
+  EXPECT_DOUBLE_EQ(got.get(Unit::mem_read).all_threads, synthetic_profile().get(Unit::mem_read).all_threads);
 }
 
 }  // namespace

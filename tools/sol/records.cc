@@ -13,9 +13,11 @@ bool in_cache_measured(const BenchRecord& r) { return r.in_cache_s > 0; }
 nlohmann::json record_json(const BenchRecord& r) { return nlohmann::json::parse(bench_record_json(r)); }
 
 std::string records_table(const std::vector<BenchRecord>& records) {
-  std::string out = fmt::format("{:<8} {:<18} {:<14} {:>3} {:>11} {:>9} {:>8} {:<8} {:>7} {:>9} {:<6}\n",
+  bool any_anchor = false;
+  for (const auto& r : records) any_anchor |= r.anchor.has_value();
+  std::string out = fmt::format("{:<8} {:<18} {:<14} {:>3} {:>11} {:>9} {:>8} {:<8} {:>7}{} {:>9} {:<6}\n",
                                 "op", "shape", "dtype", "thr", "median", "TFLOP/s", "GB/s",
-                                "bound", "SOL%", "in-cache%", "check");
+                                "bound", "SOL%", any_anchor ? anchor_table_header() : "", "in-cache%", "check");
   bool any_in_cache = false, any_unsteady = false;
   for (const auto& r : records) {
     std::string check = !r.check ? "-" : r.check->pass ? "ok" : "FAIL";
@@ -25,10 +27,11 @@ std::string records_table(const std::vector<BenchRecord>& records) {
     any_unsteady |= ceiling_unsteady(r);
     std::string in_cache = in_cache_measured(r) ? fmt::format("{:.1f}", r.in_cache_sol_pct) : "-";
     any_in_cache |= in_cache_measured(r);
-    out += fmt::format("{:<8} {:<18} {:<14} {:>3} {:>9.3f}ms {:>9.3f} {:>8.1f} {:<8} {:>7} {:>9} {:<6}\n",
+    out += fmt::format("{:<8} {:<18} {:<14} {:>3} {:>9.3f}ms {:>9.3f} {:>8.1f} {:<8} {:>7}{} {:>9} {:<6}\n",
                        r.op, r.shape, r.dtype, r.threads, r.timing.median_s * 1e3, r.tflops, r.gbps,
-                       bound_name(r.floor.bound), sol, in_cache, check);
+                       bound_name(r.floor.bound), sol, any_anchor ? anchor_table_cells(r) : "", in_cache, check);
   }
+  out += anchor_table_legend(records);
   if (any_unsteady)
     out += fmt::format("~: a paired ceiling moved by more than {:.0f}% between its measurements before and after the "
                        "op (the machine's memory state changed): that SOL% is uncertain, run it again\n",

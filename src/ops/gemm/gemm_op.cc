@@ -12,6 +12,7 @@
 #include "ops/common/buffer_sets.h"
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
+#include "ops/gemm/gemm_device_bench.h"
 #include "ops/gemm/problem.h"
 #include "ops/gemm/reference.h"
 #include "sol/error.h"
@@ -29,6 +30,7 @@ struct GemmShape {
   Layout layout;
   bool packed, bias, silu;
   float alpha, beta;
+  ScaleFormat scales;  // how the fp8 scales are rounded (quant_fp8_*)
 };
 
 float parse_float(const OpParams& p, const std::string& name) {
@@ -74,6 +76,7 @@ GemmShape parse_shape(const OpParams& p) {
   s.bias = p.integer("bias") != 0;
   s.alpha = parse_float(p, "alpha");
   s.beta = parse_float(p, "beta");
+  s.scales = parse_gemm_scales("gemm", p.text("scales"), s.in == DType::f8e4m3 || s.b_in == DType::f8e4m3);
   return s;
 }
 
@@ -83,6 +86,8 @@ class GemmCase : public OpCase {
     const int64_t bk = s.layout == Layout::nn ? s.k : s.n, bn = s.layout == Layout::nn ? s.n : s.k;
     const int64_t set_bytes = int64_t(cost().bytes);
     const bool a_fp8 = s.in == DType::f8e4m3, b_fp8 = s.b_in == DType::f8e4m3;
+    QuantOptions quant;
+    quant.scale = s.scales;
     sol::check(!(a_fp8 || b_fp8) || s.k % kFp8ScaleBlock == 0, "gemm", "--k = ", s.k,
           " but fp8 block scales need k % 128 == 0");
     for (int i = 0; i < sets_for(set_bytes, cold_bytes); ++i) {
@@ -97,7 +102,7 @@ class GemmCase : public OpCase {
         Buffer f(DType::f32, {s.m, s.k});
         fill_random(f, seed + 1, 2.0);
         a_scales_.emplace_back(DType::f32, std::initializer_list<int64_t>{s.m, s.k / kFp8ScaleBlock});
-        quant_fp8_per_token(f, a_.back(), a_scales_.back());
+        quant_fp8_per_token(f, a_.back(), a_scales_.back(), quant);
       } else {
         fill_random(a_.back(), seed + 1, range);
       }
@@ -106,7 +111,7 @@ class GemmCase : public OpCase {
         Buffer f(DType::f32, {s.n, s.k});
         fill_random(f, seed + 2, 0.1);
         b_scales_.emplace_back(DType::f32, std::initializer_list<int64_t>{(s.n + 127) / 128, s.k / kFp8ScaleBlock});
-        quant_fp8_per_block(f, b_.back(), b_scales_.back());
+        quant_fp8_per_block(f, b_.back(), b_scales_.back(), quant);
       } else {
         fill_random(b_.back(), seed + 2, range);
       }
@@ -130,6 +135,7 @@ class GemmCase : public OpCase {
     if (s_.alpha != 1.0f || s_.beta != 0.0f) os << ",alpha=" << s_.alpha << ",beta=" << s_.beta;
     if (s_.bias) os << ",bias";
     if (s_.silu) os << ",silu";
+    if (s_.scales == ScaleFormat::ue8m0) os << ",ue8m0";
     return os.str();
   }
   std::string dtype() const override {
@@ -237,7 +243,8 @@ void register_gemm_ops() {
       {"bias", "1: add a bias [N]", "0", ParamSpec::integer},
       {"act", "none or silu", "none", ParamSpec::text},
       device_param(),
-      {"anchor", "on a device: sol, or cublaslt (cuBLASLt on the same operands, held to the same floor)", "sol",
+      {"scales", "fp8 scale rounding: f32, or ue8m0 (powers of two, as UE8M0 stores them)", "f32", ParamSpec::text},
+      {"anchor", "on a device: none, or cublaslt (cuBLASLt on the same operands, on Sol's row, same floor)", "none",
        ParamSpec::text},
   };
   // The bench table: every DeepSeek-V3 GEMM of issue 3 (decode M = 1, 16; prefill M = 128,
@@ -291,7 +298,7 @@ void register_gemm_ops() {
   };
   op.make = [](const OpParams& p, int64_t cold_bytes) -> std::unique_ptr<OpCase> {
     if (!parse_device(p.text("device"), "gemm --device").is_cpu()) return make_gemm_device_case(p, cold_bytes);
-    sol::check(p.text("anchor") == "sol", "gemm", "--anchor = ", p.text("anchor"),
+    sol::check(p.text("anchor") == "none", "gemm", "--anchor = ", p.text("anchor"),
                " but anchors are timed on a device (--device cuda)");
     return std::make_unique<GemmCase>(parse_shape(p), cold_bytes);
   };

@@ -11,6 +11,7 @@
 
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
+#include "ops/gemm/gemm_device_bench.h"
 #include "ops/gemm/problem.h"
 #include "ops/gemm/reference.h"
 #include "ops/common/rows.h"
@@ -21,9 +22,8 @@
 
 namespace sol {
 
-namespace {
-
-std::vector<int64_t> parse_rows(const std::string& text) {
+// --rows: one row count per expert, comma-separated (the device case reads it too).
+std::vector<int64_t> parse_grouped_rows(const std::string& text) {
   std::vector<int64_t> rows;
   std::stringstream in(text);
   std::string item;
@@ -41,9 +41,11 @@ std::vector<int64_t> parse_rows(const std::string& text) {
   return rows;
 }
 
+namespace {
+
 class GroupedCase : public OpCase {
  public:
-  explicit GroupedCase(const OpParams& p) : rows_(parse_rows(p.text("rows"))) {
+  explicit GroupedCase(const OpParams& p) : rows_(parse_grouped_rows(p.text("rows"))) {
     n_ = p.integer("n");
     k_ = p.integer("k");
     masked_ = p.text("layout") == "masked";
@@ -55,6 +57,10 @@ class GroupedCase : public OpCase {
     a_type_ = dtype == "fp8" ? DType::f8e4m3 : DType::bf16;
     b_type_ = dtype == "bf16" ? DType::bf16 : DType::f8e4m3;
     sol::check(b_type_ == DType::bf16 || k_ % 128 == 0, "gemm-grouped", "--k = ", k_, " but fp8 needs k % 128 == 0");
+    QuantOptions quant;
+    quant.scale = parse_gemm_scales("gemm-grouped", p.text("scales"), b_type_ == DType::f8e4m3);
+    sol::check(p.text("anchor") == "none", "gemm-grouped", "--anchor = ", p.text("anchor"),
+               " but anchors are timed on a device (--device cuda)");
     const int64_t g = int64_t(rows_.size());
     max_m_ = std::max<int64_t>(1, *std::max_element(rows_.begin(), rows_.end()));
     // The rows of A: contiguous stacks each expert's block padded to the alignment; masked
@@ -72,7 +78,7 @@ class GroupedCase : public OpCase {
       for (int64_t e = 0; e < g; ++e) {
         Buffer w(DType::f32, {n_, k_});
         fill_random(w, 100 + uint64_t(e), 0.1);
-        quant_fp8_per_block(w, plane(b_, e), plane(b_scales_, e));
+        quant_fp8_per_block(w, plane(b_, e), plane(b_scales_, e), quant);
       }
     } else {
       fill_random(b_, 100, 0.5);
@@ -82,7 +88,7 @@ class GroupedCase : public OpCase {
       Buffer f(DType::f32, {m_, k_});
       fill_random(f, 200, 2.0);
       a_scales_ = Buffer(DType::f32, {m_, k_ / 128});
-      quant_fp8_per_token(f, a_, a_scales_);
+      quant_fp8_per_token(f, a_, a_scales_, quant);
     } else {
       fill_random(a_, 200, 2.0);
     }
@@ -187,6 +193,8 @@ class GroupedCase : public OpCase {
 
 }  // namespace
 
+std::unique_ptr<OpCase> make_grouped_gemm_device_case(const OpParams& p, int64_t cold_bytes);  // grouped_gemm_device_op.cc
+
 void register_grouped_gemm_op() {
   OpInfo op;
   op.name = "gemm-grouped";
@@ -198,6 +206,10 @@ void register_grouped_gemm_op() {
       {"k", "columns of A", "7168", ParamSpec::size},
       {"dtype", "bf16, fp8 (e4m3 x e4m3, block scales) or bf16xfp8", "bf16", ParamSpec::text},
       {"layout", "contiguous (expert id per row, padded to 128) or masked (valid rows per expert)", "contiguous",
+       ParamSpec::text},
+      {"scales", "fp8 scale rounding: f32, or ue8m0 (powers of two, as UE8M0 stores them)", "f32", ParamSpec::text},
+      device_param(),
+      {"anchor", "on a device: none, or cublaslt (one cuBLASLt call per expert, on Sol's row, same floor)", "none",
        ParamSpec::text},
   };
   // Issue 3's grouped shapes: 8 experts of N=4096, K=7168 (gate/up) and N=7168, K=2048 (down),
@@ -219,7 +231,11 @@ void register_grouped_gemm_op() {
       Case{{"rows", "3,9,0"}, {"n", "130"}, {"k", "128"}, {"dtype", "bf16xfp8"}, {"layout", "masked"}},
       Case{{"rows", "0,0"}, {"n", "16"}, {"k", "128"}, {"dtype", "fp8"}, {"layout", "masked"}},
   };
-  op.make = [](const OpParams& p, int64_t) -> std::unique_ptr<OpCase> { return std::make_unique<GroupedCase>(p); };
+  op.make = [](const OpParams& p, int64_t cold_bytes) -> std::unique_ptr<OpCase> {
+    if (!parse_device(p.text("device"), "gemm-grouped --device").is_cpu())
+      return make_grouped_gemm_device_case(p, cold_bytes);
+    return std::make_unique<GroupedCase>(p);
+  };
   register_op(std::move(op));
 }
 
