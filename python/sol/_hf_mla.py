@@ -12,15 +12,12 @@ Prefill (or several new tokens): keys and values expanded per head by one GEMM o
 rows with an augmented kv_b matrix whose extra rows copy k_rope into each head (an identity
 block), so each head's [k_nope | k_rope | v] comes out of the GEMM in place and no concatenation
 runs outside Sol; then Sol's causal flash attention (bottom-right aligned).
-Decode (one new token per sequence, a cache behind it): the up-projections absorbed. q's nope part
-goes through W_UK per head (again with an identity block carrying q_rope along) into the latent
-space; scores = scale * q_lat . latent rows, one softmax over every sequence and head, out_lat =
-P . c_kv per sequence, then W_UV per head and o_proj. bf16 runs the per-head and per-sequence
-products as grouped GEMMs (grouped_gemm_masked over strided views, no copies); f32 as one
-sol.gemm per head and per sequence. Sol's mla_decode is not used: it is fixed at
-DeepSeek-V3's 576/512 latent widths over 64-token pages, and the cache is one buffer of rows
-per layer (no pages); flash attention takes head dims up to 256 while the
-latent row of DeepSeek-V3 is 576 wide.
+Decode (one new token per sequence, a cache behind it): the up-projections absorbed, the whole
+layer's attention one sol.mla_decode_absorbed call: q through W_UK per head (an identity block
+carrying q_rope along) into the latent space, scores against the latent rows, softmax, P . c_kv,
+W_UV per head. Sol's mla_decode_with_kvcache is not used: it is fixed at DeepSeek-V3's 576/512
+latent widths over 64-token pages, and the cache here is one buffer of rows per layer (no pages);
+flash attention takes head dims up to 256 while the latent row of DeepSeek-V3 is 576 wide.
 """
 import torch
 from torch import nn
