@@ -17,6 +17,7 @@
 #include "sol/gemm.h"
 #include "sol/hw.h"
 #include "sol/mla.h"
+#include "sol/mla_absorbed.h"
 #include "sol/model.h"
 #include "sol/model_loop.h"
 #include "sol/moe_permute.h"

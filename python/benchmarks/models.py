@@ -115,6 +115,8 @@ def main():
     p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                    help="cpu (default): this thread's CPU time, needs --threads 1; wall: elapsed time")
     p.add_argument("--baseline-rev", help="also a model patched by the sol.torch glue of this git revision")
+    p.add_argument("--cases", default="prefill 512,decode b=1,decode b=16",
+                   help="comma-separated subset of: prefill 512, decode b=1, decode b=16")
     args = p.parse_args()
     global clock
     if args.clock == "cpu":
@@ -131,6 +133,10 @@ def main():
     profiled = {name: m for name, m in variants.items() if name != "torch eager"}
     cases = {"prefill 512": lambda m: prefill(m, 512), "decode b=1": lambda m: decode(m, 1),
              "decode b=16": lambda m: decode(m, 16)}
+    wanted = [c.strip() for c in args.cases.split(",")]
+    if any(c not in cases for c in wanted):
+        p.error(f"--cases: {args.cases!r} names a case other than {', '.join(cases)}")
+    cases = {c: cases[c] for c in wanted}
     compiled = torch.compile(eager) if args.compile else None
     print(f"threads {args.threads}, rounds {args.rounds}, bf16, tokens per second of {args.clock} time "
           f"(median [min, max])")

@@ -23,12 +23,11 @@ class _Slot:
     """A layer's buffer: keys [B, 1, capacity, width] (rows: the same as [B, capacity, width]),
     values [B, 1, capacity, 0], the rows in use, and the keys view last handed to the layer
     (identity tells whether HF replaced it)."""
-    __slots__ = ("keys", "rows", "values", "length", "view", "columns", "mirrored", "rows_t")
+    __slots__ = ("keys", "rows", "values", "length", "view")
 
     def __init__(self, keys, values, length):
         self.keys, self.values, self.length, self.view = keys, values, length, None
         self.rows = keys.view(keys.shape[0], keys.shape[2], keys.shape[3])
-        self.columns, self.mirrored, self.rows_t = None, 0, None
 
 
 def reserve(cache, layer_idx, b, s, width, dtype):
@@ -57,24 +56,6 @@ def commit(layer, slot, s):
     layer.keys = slot.view = rows.unsqueeze(1)
     layer.values = slot.values[:, :, :length]
     return rows
-
-
-def columns(slot, width):
-    """The first `width` entries of every row, transposed: [B, width, L] (a view of a [B, width,
-    capacity] buffer), for products that take them as the dense-K operand (P . c_kv of every
-    sequence as one grouped GEMM). Kept in step with the rows: a decode step's new row is copied
-    in by Sol; the buffer is filled whole when first asked for or after rows it has not seen."""
-    cols, done, length = slot.columns, slot.mirrored, slot.length
-    if cols is None or cols.shape[1] != width:
-        cols = slot.columns = slot.rows.new_empty(slot.rows.shape[0], width, slot.rows.shape[1])
-        slot.rows_t = slot.rows[:, :, :width].transpose(1, 2)
-        done = 0
-    if length - done == 1:
-        _sol.copy(slot.rows_t[:, :, done:length], out=cols[:, :, done:length])
-    elif length > done:
-        cols[:, :, done:length].copy_(slot.rows_t[:, :, done:length])
-    slot.mirrored = length
-    return cols[:, :, :length]
 
 
 def _latent_layer(cache, layer_idx):

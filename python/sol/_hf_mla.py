@@ -12,15 +12,12 @@ Prefill (or several new tokens): keys and values expanded per head by one GEMM o
 rows with an augmented kv_b matrix whose extra rows copy k_rope into each head (an identity
 block), so each head's [k_nope | k_rope | v] comes out of the GEMM in place and no concatenation
 runs outside Sol; then Sol's causal flash attention (bottom-right aligned).
-Decode (one new token per sequence, a cache behind it): the up-projections absorbed. q's nope part
-goes through W_UK per head (again with an identity block carrying q_rope along) into the latent
-space; scores = scale * q_lat . latent rows, one softmax over every sequence and head, out_lat =
-P . c_kv per sequence, then W_UV per head and o_proj. bf16 runs the per-head and per-sequence
-products as grouped GEMMs (grouped_gemm_masked over strided views, no copies); f32 as one
-sol.gemm per head and per sequence. Sol's mla_decode is not used: it is fixed at
-DeepSeek-V3's 576/512 latent widths over 64-token pages, and the cache is one buffer of rows
-per layer (no pages); flash attention takes head dims up to 256 while the
-latent row of DeepSeek-V3 is 576 wide.
+Decode (one new token per sequence, a cache behind it): the up-projections absorbed, the whole
+layer's attention one sol.mla_decode_absorbed call: q through W_UK per head (an identity block
+carrying q_rope along) into the latent space, scores against the latent rows, softmax, P . c_kv,
+W_UV per head. Sol's mla_decode_with_kvcache is not used: it is fixed at DeepSeek-V3's 576/512
+latent widths over 64-token pages, and the cache here is one buffer of rows per layer (no pages);
+flash attention takes head dims up to 256 while the latent row of DeepSeek-V3 is 576 wide.
 """
 import torch
 from torch import nn
@@ -89,19 +86,17 @@ class SolDeepseekV3Attention(nn.Module):
         expand = torch.zeros(h, n + r + v, lat + r, dtype=dtype)
         expand[:, :n, :lat], expand[:, n:n + r, lat:], expand[:, n + r:, :lat] = w[:, :n], eye, w[:, n:]
         self.expand = _pack(expand.view(h * (n + r + v), lat + r))
-        # Decode: q_lat [c | rope] = q [nope | rope] @ absorb[h] ([n + r, lat + r]) per head, and
-        # out_v [v] = out_lat [lat] @ w_uv[h]^T. f32: one 'nn' / 'nt' pack per head (sol.gemm, exact
-        # as HF's f32 math up to summation order). bf16: all heads in one grouped GEMM each, the
-        # softmax scale folded into W_UK (q_lat is rounded to bf16 either way).
-        absorb = torch.zeros(h, n + r, lat + r, dtype=torch.float32)
-        absorb[:, :n, :lat], absorb[:, n:, lat:] = w[:, :n].float(), torch.eye(r)
-        if dtype == torch.bfloat16:
-            self.absorb = (absorb * self.scaling).transpose(1, 2).to(dtype).contiguous()  # [h, lat + r, n + r]
-            self.unabsorb = w[:, n:].contiguous()  # [h, v, lat]
-        else:
-            self.absorb = [_pack(absorb[hh].to(dtype), "nn") for hh in range(h)]
-            self.unabsorb = [_pack(w[hh, n:], "nt") for hh in range(h)]
-        self._scratches = {}
+        # Decode: one sol.mla_decode_absorbed per layer. Head h's q [nope | rope] goes into the
+        # latent space through w_uk[h] ([lat + r, n + r]: W_UK^T with an identity block carrying
+        # q_rope along) and its latent output out through w_uv[h] = W_UV ([v, lat]). bf16: the
+        # softmax scale folded into w_uk (q_lat is rounded to bf16 either way); f32: applied to
+        # the scores, exact as HF's f32 math up to summation order.
+        absorb = torch.zeros(h, lat + r, n + r, dtype=torch.float32)
+        absorb[:, :lat, :n], absorb[:, lat:, n:] = w[:, :n].float().transpose(1, 2), torch.eye(r)
+        folded = dtype == torch.bfloat16
+        self.absorbed_scale = 1.0 if folded else self.scaling
+        self.w_uk = _sol.pack_experts((absorb * self.scaling if folded else absorb).to(dtype).contiguous())
+        self.w_uv = _sol.pack_experts(w[:, n:].contiguous())
         self.table = _sol.RopeTable(_rope_config(c, rotary), int(c.max_position_embeddings))
         self.causal = True
 
@@ -137,53 +132,11 @@ class SolDeepseekV3Attention(nn.Module):
                                       softmax_scale=self.scaling)
         return out.view(b * s, h * v)
 
-    def _absorbed(self, q, latent, b, c_kv_t=None):
-        """One new token per sequence against its latent rows [B, L, lora + rope] (any batch stride);
-        c_kv_t: their c_kv transposed, [B, lora, L] (bf16: P . c_kv of all sequences in one grouped
-        GEMM), or None (one GEMM per sequence)."""
-        h, lat = self.heads, self.lora
-        if q.dtype == torch.bfloat16:
-            per_head, per_seq, q_lat, q_lat_t, out_lat, out_lat_t, out_t, attn = self._scratch(b, q)
-            _sol.grouped_gemm_masked(q.transpose(0, 1), self.absorb, per_head, out=q_lat_t)
-            scores = _sol.grouped_gemm_masked(q_lat, latent, per_seq, out_dtype=torch.float32)  # pre-scaled
-            p = _sol.softmax(scores, out=q.new_empty(scores.shape))  # f32 softmax rounded once to bf16
-            if c_kv_t is not None:
-                _sol.grouped_gemm_masked(p, c_kv_t, per_seq, out=out_lat)
-            else:
-                for p_i, c_i, out_i in zip(p.unbind(0), latent[..., :lat].unbind(0), out_lat.unbind(0)):
-                    _sol.gemm(p_i, c_i, out=out_i)
-            _sol.grouped_gemm_masked(out_lat_t, self.unabsorb, per_head, out=out_t)
-            return attn
-        q_lat = q.new_empty(b, h, lat + self.rope_dim)
-        out_lat = q.new_empty(b, h, lat)
-        out = q.new_empty(b, h, self.v_dim)
-        c_kv = latent[..., :lat]
-        for q_h, absorb, q_lat_h in zip(q.unbind(1), self.absorb, q_lat.unbind(1)):
-            _sol.gemm(q_h, absorb, out=q_lat_h)
-        scores = q.new_empty(b, h, latent.shape[1])
-        for q_lat_i, latent_i, scores_i in zip(q_lat.unbind(0), latent.unbind(0), scores.unbind(0)):
-            _sol.gemm(q_lat_i, latent_i, layout="nt", alpha=self.scaling, out=scores_i)
-        _sol.softmax(scores, out=scores)
-        for p_i, c_i, out_i in zip(scores.unbind(0), c_kv.unbind(0), out_lat.unbind(0)):
-            _sol.gemm(p_i, c_i, out=out_i)
-        for out_lat_h, unabsorb, out_h in zip(out_lat.unbind(1), self.unabsorb, out.unbind(1)):
-            _sol.gemm(out_lat_h, unabsorb, out=out_h)
-        return out.view(b, h * self.v_dim)
-
-    def _scratch(self, b, q):
-        """The bf16 absorbed decode's fixed-shape tensors for batch b, made once and reused by every
-        step: masked_m of the grouped GEMMs (b rows in each head's group, heads rows in each
-        sequence's), q_lat [b, h, lat + rope] and out_lat [b, h, lat] with their head-major views,
-        the output's head-major view and the output [b, h * v] (read by o_proj before the next step)."""
-        got = self._scratches.get(b)
-        if got is None or got[2].dtype != q.dtype:
-            h = self.heads
-            q_lat, out_lat = q.new_empty(b, h, self.lora + self.rope_dim), q.new_empty(b, h, self.lora)
-            out = q.new_empty(b, h, self.v_dim)
-            got = self._scratches[b] = (torch.full((h,), b, dtype=torch.int32), torch.full((b,), h, dtype=torch.int32),
-                                        q_lat, q_lat.transpose(0, 1), out_lat, out_lat.transpose(0, 1),
-                                        out.transpose(0, 1), out.view(b, h * self.v_dim))
-        return got
+    def _absorbed(self, q, latent, b):
+        """One new token per sequence against its latent rows [B, L, lora + rope] (any batch and
+        row stride): one Sol op, q [B, heads, nope + rope] -> [B, heads * v]."""
+        out = _sol.mla_decode_absorbed(q, self.w_uk, latent, self.w_uv, self.absorbed_scale)
+        return out.view(b, self.heads * self.v_dim)
 
     def forward(self, hidden_states, position_embeddings=None, attention_mask=None, cache=None, position_ids=None,
                 **kwargs):
@@ -203,14 +156,11 @@ class SolDeepseekV3Attention(nn.Module):
         q = self._query(x, positions)
         held = None if cache is None else _latent_cache.reserve(cache, self.layer_idx, b, s,
                                                                 self.lora + self.rope_dim, x.dtype)
-        c_kv_t = None
         if held is not None:
             layer, slot = held
             past = slot.length
             self._append_in_place(slot, x, b, s, positions)
             latent = _latent_cache.commit(layer, slot, s)
-            if s == 1 and past > 0 and b > 1 and x.dtype == torch.bfloat16:
-                c_kv_t = _latent_cache.columns(slot, self.lora)
         elif cache is not None:
             latent = self._latent(x, positions)
             keys, _ = cache.update(latent.view(b, 1, s, -1), latent.new_empty(b, 1, s, 0), self.layer_idx)
@@ -218,7 +168,7 @@ class SolDeepseekV3Attention(nn.Module):
         else:
             latent = self._latent(x, positions).view(b, s, -1)
         if s == 1 and past > 0:
-            attn = self._absorbed(q, latent, b, c_kv_t)
+            attn = self._absorbed(q, latent, b)
         else:
             attn = self._expanded(q, latent.reshape(-1, latent.shape[-1]), b, s)
         return _sol.gemm(attn, self.o, out_dtype=x.dtype)

@@ -9,6 +9,7 @@
 
 #include "arrays.h"
 #include "bindings.h"
+#include "packed_experts.h"
 #include "sol/gemm.h"
 
 namespace solpy {
@@ -25,14 +26,6 @@ sol::DType default_out_dtype(sol::DType a) {
   if (name == "f8e4m3") return sol::DType::bf16;
   return a;
 }
-
-// Each expert's weights packed once (for the grouped GEMMs): sol.pack_experts.
-struct PackedExperts {
-  std::vector<sol::PackedMatrix> experts;
-  PackedExperts() = default;
-  PackedExperts(const PackedExperts&) = delete;  // std::vector would claim to be copyable
-  PackedExperts& operator=(const PackedExperts&) = delete;
-};
 
 // Expert g of a [G, ...] tensor, as a view with one dimension less.
 sol::Tensor expert(const sol::Tensor& t, int64_t g) {

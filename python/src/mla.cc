@@ -1,7 +1,10 @@
-// MLA decode over a paged latent cache (FlashMLA's interface): metadata, decode, FP8 cache.
+// MLA decode over a paged latent cache (FlashMLA's interface): metadata, decode, FP8 cache; and
+// the absorbed decode of one layer over a dense latent cache of any widths.
 #include "arrays.h"
 #include "bindings.h"
+#include "packed_experts.h"
 #include "sol/mla.h"
+#include "sol/mla_absorbed.h"
 
 namespace solpy {
 
@@ -45,6 +48,19 @@ void bind_mla(nb::module_& m) {
     return O.object;
   }, "kv_bf16"_a, nb::kw_only(), "out"_a = nb::none(),
   "bf16 cache [N, 64, 1, 576] -> FlashMLA's FP8 cache [N, 64, 1, 656] (float8_e4m3fn bytes).");
+
+  m.def("mla_decode_absorbed", [](nb::handle q, const PackedExperts& w_uk, nb::handle latent,
+                                  const PackedExperts& w_uv, float softmax_scale, nb::handle out) {
+    const char* op = "mla_decode_absorbed";
+    Array Q = input(q, op, "q"), L = input(latent, op, "latent");
+    sol::check(!w_uv.experts.empty(), op, "w_uv holds no packed matrices (one per head)");
+    Array O = output_or_new(out, op, "out", {Q.dim(0), Q.dim(1), w_uv.experts[0].n()}, Q->dtype());
+    released([&] { sol::mla_decode_absorbed(*Q, w_uk.experts, *L, w_uv.experts, softmax_scale, *O); });
+    return O.object;
+  }, "q"_a, "w_uk"_a, "latent"_a, "w_uv"_a, "softmax_scale"_a, nb::kw_only(), "out"_a = nb::none(),
+  "One MLA layer's decode with absorbed up-projections: q [B, H, Dq] (rope applied), w_uk and w_uv "
+  "from sol.pack_experts ([H, Dk, Dq] and [H, Dv, Dl]), latent rows [B, L, Dk] -> out [B, H, Dv]; "
+  "out = (softmax(scale * (q . w_uk) . latent^T) . latent[..., :Dl]) . w_uv per head.");
 }
 
 }  // namespace solpy

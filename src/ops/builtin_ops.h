@@ -17,6 +17,7 @@ void register_moe_permute_ops();
 void register_sampling_ops();
 void register_attention_ops();
 void register_mla_ops();
+void register_mla_absorbed_ops();
 void register_dsl_gemm_ops();  // src/compiler/bench: the tile DSL's GEMM
 void register_engram_ops();
 
@@ -37,6 +38,7 @@ inline void register_builtin_ops() {
   register_sampling_ops();
   register_attention_ops();
   register_mla_ops();
+  register_mla_absorbed_ops();
   register_dsl_gemm_ops();
   register_engram_ops();
 }
