@@ -4,6 +4,7 @@
 #include "ops/tune/tune_cases.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "ops/common/fill.h"
 #include "sol/copy.h"
@@ -48,10 +49,12 @@ std::vector<int64_t> tune_candidates(const std::string& param) {
     return c;
   }
   if (param == "softmax_pipeline_min_rows") return {2, 8, 16, 32, 64};
-  if (param == "row_prefetch_bytes") return {512, 1024, 2048, 4096, 8192};
-  if (param == "pass_prefetch_bytes") return {2048, 4096, 8192, 16384};
-  if (param == "pass_l2_prefetch_bytes") return {8192, 16384, 32768};
-  if (param == "rope_prefetch_heads") return {16, 32, 64, 128};
+  // The look-ahead ranges reach past the defaults' rules by 4-8x: a core whose one thread sees a
+  // long memory latency (a loaded guest) may need far more in flight than its L1 suggests.
+  if (param == "row_prefetch_bytes") return {0, 512, 1024, 2048, 4096, 8192, 16384, 32768};
+  if (param == "pass_prefetch_bytes") return {0, 2048, 4096, 8192, 16384, 32768, 65536};
+  if (param == "pass_l2_prefetch_bytes") return {0, 8192, 16384, 32768, 65536, 131072};
+  if (param == "rope_prefetch_heads") return {4, 8, 16, 32, 64, 128, 256};
   if (param == "quant_pipeline_groups") return {1, 2, 3, 4};
   fail("sol tune", "no candidates for parameter '", param, "'");
 }
@@ -94,35 +97,83 @@ void add_softmax(TuneWorkspace& w, std::vector<TuneCase>& out) {
                  }});
 }
 
-// The row kernels' look-ahead: row ops of 1024 x 7168 bf16 (14 MiB a tensor, past L2, so the
-// rows come from memory as in a prefill), each parameter on the ops whose kernels use it.
+// Memory past the LLC that the row cases take their tensors from, in turn: a run's tensors were
+// last touched more than an LLC of traffic earlier, so they come from DRAM as in a prefill,
+// whatever the LLC (a guest may report the host's whole L3, hundreds of MiB). Inputs and outputs
+// have rings of their own, so no op reads another's codes as bf16 (NaNs, subnormals).
+class ColdRing {
+ public:
+  ColdRing(int64_t bytes, bool random) : buf_(size_t(bytes)), bytes_(bytes) {
+    if (!random) {
+      std::memset(buf_.data(), 0, size_t(bytes));  // page faults here, not in a timed run
+      return;
+    }
+    // One random 16 MiB piece, repeated: the values only need to be ordinary numbers.
+    constexpr int64_t piece = 16L << 20;
+    const Tensor first(buf_.data(), DType::bf16, {std::min(piece, bytes) / 2});
+    fill_random(first, 11, 1.0);
+    for (int64_t at = piece; at < bytes; at += piece)
+      std::memcpy(static_cast<char*>(buf_.data()) + at, buf_.data(), size_t(std::min(piece, bytes - at)));
+  }
+  // The next `shape` of `t`, 4 KiB-aligned, wrapping to the start when the ring runs out.
+  Tensor take(DType t, std::initializer_list<int64_t> shape) {
+    int64_t n = int64_t(dtype_size(t));
+    for (int64_t d : shape) n *= d;
+    n = (n + 4095) / 4096 * 4096;
+    check(n <= bytes_, "sol tune", "a tensor of ", n, " bytes does not fit the ", bytes_, "-byte ring");
+    if (next_ + n > bytes_) next_ = 0;
+    void* p = static_cast<char*>(buf_.data()) + next_;
+    next_ += n;
+    return Tensor(p, t, shape);
+  }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  Buffer buf_;
+  int64_t bytes_, next_ = 0;
+};
+
+// 5/4 of the LLC for inputs (in-place rope returns to a slice after that much traffic), 5/8 for
+// outputs (each output's return is paced by its inputs too); at least 64 MiB, at most 1 GiB.
+int64_t cold_ring_bytes(const CoreShape& core) {
+  return std::clamp<int64_t>(core.l3_bytes / 4 * 5, 64L << 20, 1L << 30);
+}
+
+// The row kernels' look-ahead: row ops of 1024 x 7168 bf16 (14 MiB a tensor) on tensors taken
+// from the cold rings, each parameter on the ops whose kernels use it.
 void add_rows(TuneWorkspace& w, std::vector<TuneCase>& out) {
   constexpr int64_t rows = 1024, h = 7168;
-  const Tensor x = w.add(DType::bf16, {rows, h}, 11), y = w.add(DType::bf16, {rows, h}, 12);
-  const Tensor gu = w.add(DType::bf16, {rows, 2 * h}, 13), wt = w.add(DType::bf16, {h}, 14);
-  const Tensor bias = w.add(DType::bf16, {h}, 15);
-  const Tensor q = w.add(DType::f8e4m3, {rows, h}, 16), qs = w.add(DType::f32, {rows, h / 128}, 17);
-  auto param = [&](const char* name, const char* workload, std::function<void()> run) {
-    out.push_back({name, tune_candidates(name), workload, std::move(run)});
+  const int64_t ring = cold_ring_bytes(core_shape());
+  auto in = std::make_shared<ColdRing>(ring, true), res = std::make_shared<ColdRing>(ring / 2, false);
+  const Tensor wt = w.add(DType::bf16, {h}, 14), bias = w.add(DType::bf16, {h}, 15);  // small: cached in use too
+  const std::string cold = ", tensors from a " + std::to_string(ring >> 20) + " MiB ring (LLC " +
+                           std::to_string(core_shape().l3_bytes >> 20) + " MiB)";
+  auto param = [&](const char* name, const std::string& workload, std::function<void()> run) {
+    out.push_back({name, tune_candidates(name), workload + cold, std::move(run)});
   };
   param("row_prefetch_bytes", "silu-mul and softmax bf16 1024x7168", [=] {
-    silu_mul(gu, y);
-    softmax(x, y);
+    silu_mul(in->take(DType::bf16, {rows, 2 * h}), res->take(DType::bf16, {rows, h}));
+    softmax(in->take(DType::bf16, {rows, h}), res->take(DType::bf16, {rows, h}));
   });
   param("pass_prefetch_bytes", "rmsnorm and quant-fp8 token bf16 1024x7168", [=] {
-    rmsnorm(x, wt, y);
-    quant_fp8_per_token(x, q, qs);
+    rmsnorm(in->take(DType::bf16, {rows, h}), wt, res->take(DType::bf16, {rows, h}));
+    quant_fp8_per_token(in->take(DType::bf16, {rows, h}), res->take(DType::f8e4m3, {rows, h}),
+                        res->take(DType::f32, {rows, h / 128}));
   });
   param("pass_l2_prefetch_bytes", "rmsnorm and layernorm bf16 1024x7168", [=] {
-    rmsnorm(x, wt, y);
-    layernorm(x, wt, &bias, y);
+    rmsnorm(in->take(DType::bf16, {rows, h}), wt, res->take(DType::bf16, {rows, h}));
+    layernorm(in->take(DType::bf16, {rows, h}), wt, &bias, res->take(DType::bf16, {rows, h}));
   });
-  // DeepSeek-V3's MLA slice: 64 of each head's 192 values, 128 heads, 256 tokens (12 MiB).
-  const Tensor heads = w.add(DType::bf16, {256, 128, 192}, 18), pos = w.add(DType::i32, {256}, 0);
+  // DeepSeek-V3's MLA slice: 64 of each head's 192 values, 128 heads, 256 tokens (12 MiB), in place.
+  const Tensor pos = w.add(DType::i32, {256}, 0);
   for (int64_t t = 0; t < 256; ++t) pos.data_as<int32_t>()[t] = int32_t(t * 13 % 4096);
   auto table = std::make_shared<RopeTable>(deepseek_v3_rope(), 4096);
-  param("rope_prefetch_heads", "rope bf16 256 tokens x 128 heads, 64 of 192", [=] { rope(heads, pos, *table, 128); });
-  param("quant_pipeline_groups", "rmsnorm + fp8 quant bf16 1024x7168", [=] { rmsnorm_quant_fp8(x, wt, q, qs); });
+  param("rope_prefetch_heads", "rope bf16 256 tokens x 128 heads, 64 of 192",
+        [=] { rope(in->take(DType::bf16, {256, 128, 192}), pos, *table, 128); });
+  param("quant_pipeline_groups", "rmsnorm + fp8 quant bf16 1024x7168", [=] {
+    rmsnorm_quant_fp8(in->take(DType::bf16, {rows, h}), wt, res->take(DType::f8e4m3, {rows, h}),
+                      res->take(DType::f32, {rows, h / 128}));
+  });
 }
 
 }  // namespace
