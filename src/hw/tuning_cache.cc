@@ -16,8 +16,9 @@ namespace {
 
 using nlohmann::json;
 
-// Bump when a parameter's meaning changes: an older entry is then stale and ignored.
-constexpr int kSchema = 1;
+// Bump when a parameter's meaning or the workload that judges it changes: an older entry is
+// then stale and ignored.
+constexpr int kSchema = 2;
 
 std::vector<TuningChoice> default_choices(const TuningParams& d) {
   std::vector<TuningChoice> out;

@@ -14,7 +14,8 @@
 // nontemporal: the caller streams a tensor much larger than the caches. The kernel then
 // writes whole 64-byte lines with streaming stores (after a short head that brings dst to a
 // 64-byte boundary; a dst that is not even element-aligned gets ordinary stores) and ends with
-// _mm_sfence() itself, so the data is globally visible in order when it returns.
+// _mm_sfence() itself, so the data is globally visible in order when it returns. Its reads then
+// request the source prefetch_bytes ahead of the block converted (0: none; speed only).
 //
 // The vector paths assume nothing about MXCSR: they use explicit-rounding instructions and
 // integer code, so FTZ, DAZ and the rounding-control field do not change their results.
@@ -28,8 +29,9 @@ namespace sol::kernels {
 bool convert_supported(DType from, DType to);
 
 void convert_scalar(const void* src, DType from, void* dst, DType to, int64_t n);
-void convert_avx2(const void* src, DType from, void* dst, DType to, int64_t n, bool nontemporal);
-void convert_avx512(const void* src, DType from, void* dst, DType to, int64_t n,
-                    bool nontemporal);
+void convert_avx2(const void* src, DType from, void* dst, DType to, int64_t n, bool nontemporal,
+                  int64_t prefetch_bytes);
+void convert_avx512(const void* src, DType from, void* dst, DType to, int64_t n, bool nontemporal,
+                    int64_t prefetch_bytes);
 
 }  // namespace sol::kernels

@@ -535,7 +535,7 @@ std::vector<uint8_t> expected_output(const std::vector<uint8_t>& src, DType from
   return out;
 }
 
-using ConvertFn = void (*)(const void*, DType, void*, DType, int64_t, bool);
+using ConvertFn = void (*)(const void*, DType, void*, DType, int64_t, bool, int64_t);
 
 struct KernelPath {
   const char* name;
@@ -558,7 +558,7 @@ void PrintTo(const KernelPath& path, std::ostream* os) { *os << path.name; }
 
 const KernelPath kPaths[] = {
     {"scalar",
-     [](const void* s, DType from, void* d, DType to, int64_t n, bool) {
+     [](const void* s, DType from, void* d, DType to, int64_t n, bool, int64_t) {
        kernels::convert_scalar(s, from, d, to, n);
      },
      [] { return true; }},
@@ -595,7 +595,7 @@ bool run_and_check(const KernelPath& path, DType from, DType to, const std::vect
   std::memset(guarded, kPoison, region);
   uint8_t* d = guarded + kGuardBytes + layout.dst_offset_bytes;
 
-  path.convert(s, from, d, to, int64_t(n), nontemporal);
+  path.convert(s, from, d, to, int64_t(n), nontemporal, 8192);
 
   const std::string where = std::string(path.name) + " " + std::string(dtype_name(from)) + "->" +
                             std::string(dtype_name(to)) + " n=" + std::to_string(n) +
@@ -707,8 +707,8 @@ TEST_P(ConvertKernel, EncodesMillionsOfF32LikeTheScalarFunctions) {
 
 TEST_P(ConvertKernel, RejectsIntegerTypes) {
   int8_t src[4] = {}, dst[4] = {};
-  EXPECT_THROW(GetParam().convert(src, DType::i8, dst, DType::f32, 4, false), Error);
-  EXPECT_THROW(GetParam().convert(src, DType::f32, dst, DType::i32, 1, false), Error);
+  EXPECT_THROW(GetParam().convert(src, DType::i8, dst, DType::f32, 4, false, 0), Error);
+  EXPECT_THROW(GetParam().convert(src, DType::f32, dst, DType::i32, 1, false, 0), Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, ConvertKernel, testing::ValuesIn(kPaths),

@@ -168,7 +168,7 @@ TEST(Tuning, CorruptOrStaleCacheFallsBackWithAMessage) {
     EXPECT_NE(at, std::string::npos) << from;
     return s.replace(at, from.size(), to);
   };
-  EXPECT_NE(expect_fallback(edited("\"schema\": 1", "\"schema\": 0"), "old schema").find("stale"), std::string::npos);
+  EXPECT_NE(expect_fallback(edited("\"schema\": 2", "\"schema\": 1"), "old schema").find("stale"), std::string::npos);
   EXPECT_NE(expect_fallback(edited("\"cpu_identity\": \"cpu A\"", "\"cpu_identity\": \"cpu Z\""), "other CPU")
                 .find("another CPU"),
             std::string::npos);

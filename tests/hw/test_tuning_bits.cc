@@ -159,6 +159,17 @@ std::vector<BitCase> bit_cases(Inputs& in) {
                      cast(xb, yf);
                      return take({yf});
                    }});
+  // A cast whose output streams whatever the threshold, so every pass_prefetch_bytes candidate
+  // runs its look-ahead (odd length: a masked tail after the streamed blocks).
+  const Tensor xf8 = in.add(DType::f32, {rows * h - 37}, 36), q8 = in.add(DType::f8e4m3, {rows * h - 37}, 0);
+  cases.push_back({"cast f32 -> f8e4m3, streamed", [=] {
+                     TuningParams p = tuning().params;
+                     p.stream_min_bytes = 64L << 10;
+                     const ScopedTuning streamed(p);
+                     poison({q8});
+                     cast(xf8, q8);
+                     return take({q8});
+                   }});
   // The row kernels' look-ahead (row_prefetch_bytes, pass_*, rope_prefetch_heads) and the
   // fused quantizer's pipeline depth, on every op family whose kernels take them.
   const Tensor bias_b = in.add(DType::bf16, {h}, 31), res0 = in.add(DType::bf16, {rows, h}, 32);

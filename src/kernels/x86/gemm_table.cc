@@ -6,7 +6,7 @@ namespace sol::kernels {
 namespace {
 
 void widen_e4m3_avx512(const void* src, uint16_t* dst, int64_t n) {
-  convert_avx512(src, DType::f8e4m3, dst, DType::bf16, n, false);
+  convert_avx512(src, DType::f8e4m3, dst, DType::bf16, n, false, 0);
 }
 
 constexpr GemmKernels kScalar{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};

@@ -7,7 +7,7 @@ namespace sol::kernels {
 namespace {
 
 void widen_to_f32_avx512(const void* src, DType t, float* dst, int64_t n) {
-  convert_avx512(src, t, dst, DType::f32, n, false);
+  convert_avx512(src, t, dst, DType::f32, n, false, 0);
 }
 
 // The row pipeline's members are null below AVX-512 (named, so -Wextra sees none missing).

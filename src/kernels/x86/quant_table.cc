@@ -14,7 +14,7 @@ void from_f32_scalar(const float* in, void* out, DType t, int64_t n) {
 }
 void from_f32_avx512(const float* in, void* out, DType t, int64_t n) {
   if (t == DType::f32) std::memcpy(out, in, size_t(n) * 4);
-  else convert_avx512(in, DType::f32, out, t, n, false);
+  else convert_avx512(in, DType::f32, out, t, n, false, 0);
 }
 
 constexpr QuantKernels kScalar{abs_max_scalar, scale_to_f32_scalar, dequant_scale_scalar, from_f32_scalar,

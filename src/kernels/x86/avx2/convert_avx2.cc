@@ -234,12 +234,11 @@ void stream_copy(const uint8_t* src, uint8_t* dst, int64_t bytes) {
 }
 
 // Streaming from DRAM, the hardware prefetchers alone leave the read side short of the copy
-// rate once a block carries real work.
-constexpr int64_t kPrefetchBytes = 8192;
-
-[[gnu::always_inline]] inline void prefetch_ahead(const uint8_t* block, int64_t lines) {
+// rate once a block carries real work; how far ahead is the caller's
+// (cast: TuningParams::pass_prefetch_bytes).
+[[gnu::always_inline]] inline void prefetch_ahead(const uint8_t* block, int64_t ahead, int64_t lines) {
   for (int64_t line = 0; line < lines; ++line) {
-    _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + 64 * line), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(block + ahead + 64 * line), _MM_HINT_T0);
   }
 }
 
@@ -256,7 +255,7 @@ void convert_with_plain_stores(const uint8_t* src, uint8_t* dst, int64_t n) {
 }
 
 template <DType From, DType To>
-void convert_pair(const uint8_t* src, uint8_t* dst, int64_t n, bool nontemporal) {
+void convert_pair(const uint8_t* src, uint8_t* dst, int64_t n, bool nontemporal, int64_t ahead) {
   constexpr int64_t kIn = element_bytes(From);
   constexpr int64_t kOut = element_bytes(To);
   if (!nontemporal || reinterpret_cast<uintptr_t>(dst) % kOut != 0) {
@@ -266,7 +265,7 @@ void convert_pair(const uint8_t* src, uint8_t* dst, int64_t n, bool nontemporal)
   convert_with_plain_stores<From, To>(src, dst, head);
   int64_t i = head;
   for (; i + kBlock <= n; i += kBlock) {
-    prefetch_ahead(src + i * kIn, (kBlock * kIn + 63) / 64);
+    if (ahead > 0) prefetch_ahead(src + i * kIn, ahead, (kBlock * kIn + 63) / 64);
     convert_block<From, To, true>(src + i * kIn, dst + i * kOut);
   }
   convert_with_plain_stores<From, To>(src + i * kIn, dst + i * kOut, n - i);
@@ -275,40 +274,41 @@ void convert_pair(const uint8_t* src, uint8_t* dst, int64_t n, bool nontemporal)
 
 // The identity pair is a copy; every other pair converts.
 template <DType From, DType To>
-void convert_or_copy(const uint8_t* src, uint8_t* dst, int64_t n, bool nontemporal) {
+void convert_or_copy(const uint8_t* src, uint8_t* dst, int64_t n, bool nontemporal, int64_t ahead) {
   if constexpr (From == To) {
     if (nontemporal) return stream_copy(src, dst, n * element_bytes(From));
     std::memcpy(dst, src, size_t(n * element_bytes(From)));
   } else {
-    convert_pair<From, To>(src, dst, n, nontemporal);
+    convert_pair<From, To>(src, dst, n, nontemporal, ahead);
   }
 }
 
 template <DType From>
-void convert_from(const uint8_t* src, uint8_t* dst, DType to, int64_t n, bool nontemporal) {
+void convert_from(const uint8_t* src, uint8_t* dst, DType to, int64_t n, bool nontemporal, int64_t ahead) {
   switch (to) {
-    case DType::f32: return convert_or_copy<From, DType::f32>(src, dst, n, nontemporal);
-    case DType::bf16: return convert_or_copy<From, DType::bf16>(src, dst, n, nontemporal);
-    case DType::f16: return convert_or_copy<From, DType::f16>(src, dst, n, nontemporal);
-    case DType::f8e4m3: return convert_or_copy<From, DType::f8e4m3>(src, dst, n, nontemporal);
-    case DType::f8e5m2: return convert_or_copy<From, DType::f8e5m2>(src, dst, n, nontemporal);
+    case DType::f32: return convert_or_copy<From, DType::f32>(src, dst, n, nontemporal, ahead);
+    case DType::bf16: return convert_or_copy<From, DType::bf16>(src, dst, n, nontemporal, ahead);
+    case DType::f16: return convert_or_copy<From, DType::f16>(src, dst, n, nontemporal, ahead);
+    case DType::f8e4m3: return convert_or_copy<From, DType::f8e4m3>(src, dst, n, nontemporal, ahead);
+    case DType::f8e5m2: return convert_or_copy<From, DType::f8e5m2>(src, dst, n, nontemporal, ahead);
     default: return;
   }
 }
 
 }  // namespace
 
-void convert_avx2(const void* src, DType from, void* dst, DType to, int64_t n, bool nontemporal) {
+void convert_avx2(const void* src, DType from, void* dst, DType to, int64_t n, bool nontemporal,
+                  int64_t prefetch_bytes) {
   if (!convert_supported(from, to)) return convert_scalar(src, from, dst, to, n);
   if (n <= 0) return;
   const auto* in = static_cast<const uint8_t*>(src);
   auto* out = static_cast<uint8_t*>(dst);
   switch (from) {
-    case DType::f32: return convert_from<DType::f32>(in, out, to, n, nontemporal);
-    case DType::bf16: return convert_from<DType::bf16>(in, out, to, n, nontemporal);
-    case DType::f16: return convert_from<DType::f16>(in, out, to, n, nontemporal);
-    case DType::f8e4m3: return convert_from<DType::f8e4m3>(in, out, to, n, nontemporal);
-    case DType::f8e5m2: return convert_from<DType::f8e5m2>(in, out, to, n, nontemporal);
+    case DType::f32: return convert_from<DType::f32>(in, out, to, n, nontemporal, prefetch_bytes);
+    case DType::bf16: return convert_from<DType::bf16>(in, out, to, n, nontemporal, prefetch_bytes);
+    case DType::f16: return convert_from<DType::f16>(in, out, to, n, nontemporal, prefetch_bytes);
+    case DType::f8e4m3: return convert_from<DType::f8e4m3>(in, out, to, n, nontemporal, prefetch_bytes);
+    case DType::f8e5m2: return convert_from<DType::f8e5m2>(in, out, to, n, nontemporal, prefetch_bytes);
     default: return;
   }
 }

@@ -361,7 +361,7 @@ void mla_chunk_avx512(const MlaChunk& c) {
         qk_pass<kBf16Row, Into::store>(page, sc.qt, mp, kPairs, sc.s, page, n_hi, pf);
       } else {
         for (int t = 0; t < n_hi; ++t)
-          convert_avx512(page + t * kFp8Row, DType::f8e4m3, sc.kb + t * kMlaDv, DType::bf16, kMlaDv, false);
+          convert_avx512(page + t * kFp8Row, DType::f8e4m3, sc.kb + t * kMlaDv, DType::bf16, kMlaDv, false, 0);
         latent = reinterpret_cast<const uint8_t*>(sc.kb);
         latent_bytes = 2 * kMlaDv;
         for (int g = 0; g < 4; ++g) {
