@@ -26,6 +26,17 @@ double startup_timeout_seconds() {
   return seconds;
 }
 
+namespace {
+[[noreturn]] void exit_past_deadline(const std::string& what, double limit_s, const char* setting) {
+  std::fprintf(stderr,
+               "sol::comm: %s did not complete within %g s (%s): a peer has not started, has stopped "
+               "or has died\n",
+               what.c_str(), limit_s, setting);
+  std::fflush(stderr);
+  std::_Exit(EXIT_FAILURE);
+}
+}  // namespace
+
 void with_mpi_deadline(const std::string& what, double limit_s, const char* setting,
                        const std::function<void()>& fn) {
   std::mutex m;
@@ -34,12 +45,7 @@ void with_mpi_deadline(const std::string& what, double limit_s, const char* sett
   std::thread watchdog([&] {
     std::unique_lock lock(m);
     if (cv.wait_for(lock, std::chrono::duration<double>(limit_s), [&] { return done; })) return;
-    std::fprintf(stderr,
-                 "sol::comm: %s did not complete within %g s (%s): a peer has not started, has "
-                 "stopped or has died\n",
-                 what.c_str(), limit_s, setting);
-    std::fflush(stderr);
-    std::_Exit(EXIT_FAILURE);
+    exit_past_deadline(what, limit_s, setting);
   });
   struct Release {  // also when fn throws
     std::mutex& m;
@@ -56,6 +62,35 @@ void with_mpi_deadline(const std::string& what, double limit_s, const char* sett
     }
   } release{m, cv, done, watchdog};
   fn();
+}
+
+MpiProgressDeadline::MpiProgressDeadline(std::string what, double limit_s, const char* setting) {
+  watchdog_ = std::thread([this, what = std::move(what), limit_s, setting] {
+    using clock = std::chrono::steady_clock;
+    const auto limit = std::chrono::duration<double>(limit_s);
+    const auto poll = std::min<std::chrono::duration<double>>(limit, std::chrono::milliseconds(100));
+    uint64_t seen = ticks_.load(std::memory_order_relaxed);
+    auto since = clock::now();
+    std::unique_lock lock(m_);
+    while (!cv_.wait_for(lock, poll, [this] { return done_; })) {
+      const uint64_t now_ticks = ticks_.load(std::memory_order_relaxed);
+      if (now_ticks != seen) {
+        seen = now_ticks;
+        since = clock::now();
+      } else if (clock::now() - since > limit) {
+        exit_past_deadline(what, limit_s, setting);
+      }
+    }
+  });
+}
+
+MpiProgressDeadline::~MpiProgressDeadline() {
+  {
+    std::lock_guard lock(m_);
+    done_ = true;
+  }
+  cv_.notify_one();
+  watchdog_.join();
 }
 
 }  // namespace sol::comm::detail

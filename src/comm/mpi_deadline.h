@@ -3,8 +3,13 @@
 // no deadline of their own, and the thread inside one cannot be interrupted. A watchdog thread
 // bounds them instead: if the call has not returned in time it says what was waited for and
 // ends the process, and mpirun then ends the job.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
+#include <thread>
 
 namespace sol::comm::detail {
 
@@ -17,5 +22,24 @@ double startup_timeout_seconds();
 // within <limit_s> s (<setting>): ..." to stderr and exits with EXIT_FAILURE.
 void with_mpi_deadline(const std::string& what, double limit_s, const char* setting,
                        const std::function<void()>& fn);
+
+// For a loop of blocking MPI calls (a benchmark's MPI anchor): ends the process, as above, when
+// no call has returned for limit_s. tick() after each call costs one relaxed atomic add, so the
+// timed loop is not slowed the way a watchdog per call would slow it.
+class MpiProgressDeadline {
+ public:
+  MpiProgressDeadline(std::string what, double limit_s, const char* setting);
+  ~MpiProgressDeadline();
+  MpiProgressDeadline(const MpiProgressDeadline&) = delete;
+  MpiProgressDeadline& operator=(const MpiProgressDeadline&) = delete;
+  void tick() { ticks_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> ticks_{0};
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread watchdog_;
+};
 
 }  // namespace sol::comm::detail

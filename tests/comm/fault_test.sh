@@ -124,6 +124,43 @@ if [ -n "${SOL_CLI:-}" ] && [[ " ${ops[*]} " == *" collective "* ]]; then
   fi
 fi
 
+# Open MPI's own collective, timed as `sol comm bench --anchor mpi`, waits inside MPI: rank 1 is
+# stopped once rank 0 says the anchor's timing began, and the progress watchdog must end the job.
+if [ -n "${SOL_CLI:-}" ] && [[ " ${ops[*]} " == *" collective "* ]]; then
+  name="comm bench --anchor mpi, stop in Open MPI's allreduce"
+  timeout -k 5 $((SOL_COMM_TIMEOUT_S * 4 + 60)) "${mpirun[@]}" -np 2 "$SOL_CLI" comm bench allreduce \
+    --anchor mpi --min-bytes 16M --max-bytes 16M --iters 200 >"$log" 2>&1 &
+  job=$!
+  for _ in $(seq 900); do grep -q "timing Open MPI's anchor" "$log" && break; sleep 0.1; done
+  victim=
+  for m in $(ps -o pid= --ppid "$job" 2>/dev/null); do
+    for p in $(ps -o pid= --ppid "$m" 2>/dev/null); do
+      tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && victim=$p
+    done
+  done
+  start=$(ms)
+  if grep -q "timing Open MPI's anchor" "$log" && [ -n "$victim" ]; then
+    sleep 0.2
+    kill -STOP "$victim"
+    start=$(ms)
+  else
+    fail "$name: rank 0 never began the anchor, or rank 1 was not found"
+    kill -- "$job"
+  fi
+  wait $job
+  took=$(($(ms) - start))
+  sanitizer_clean "$name"
+  echo "$name: job ended ${took} ms after the stop"
+  grep -E "did not complete|timed out|exited" "$log" | sed 's/^/  /'
+  [ "$took" -lt $(((SOL_COMM_TIMEOUT_S + margin_s) * 1000)) ] || fail "$name: took ${took} ms"
+  grep -q "the MPI anchor of allreduce did not complete within" "$log" ||
+    { fail "$name: no watchdog message"; cat "$log"; }
+  if [ -n "$victim" ]; then
+    for _ in $(seq 100); do alive "$victim" || break; sleep 0.1; done
+    alive "$victim" && { fail "$name: rank 1 ($victim) is still there"; kill -9 "$victim"; }
+  fi
+fi
+
 # A rank that never starts: rank 1 stops itself before exec, so rank 0 waits inside MPI_Init,
 # where only the start-up watchdog (SOL_COMM_STARTUP_TIMEOUT_S) can end the wait.
 if [ -n "${SOL_CLI:-}" ] && [[ " ${ops[*]} " == *" collective "* ]]; then

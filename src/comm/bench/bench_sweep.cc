@@ -2,11 +2,15 @@
 // and timed in batches (batch_timing.h).
 
 #include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "comm/bench/agree.h"
 #include "comm/bench/batch_timing.h"
 #include "comm/bench/bench_case.h"
+#include "comm/mpi_deadline.h"
 #include "sol/comm_bench.h"
 #include "sol/timing.h"
 
@@ -73,7 +77,20 @@ std::vector<CommBenchRecord> comm_bench(const Group& g, const CommBenchOptions& 
     r.ceiling_gbps = ceiling / 1e9;
     r.sol = detail::measure(g, *c, c->run_sol, r.bytes, factor, iters, o.batches);
     r.sol_pct = r.ceiling_gbps > 0 ? 100 * r.sol.busbw / r.ceiling_gbps : 0;
-    if (o.anchor_mpi && c->run_mpi) r.mpi = detail::measure(g, *c, c->run_mpi, r.bytes, factor, iters, o.batches);
+    if (o.anchor_mpi && c->run_mpi) {
+      // Open MPI's collective waits inside MPI, where no deadline of Sol's reaches: a stopped
+      // peer would hang it for good, so a watchdog ends the run when no call returns in time.
+      if (g.rank() == 0) {
+        std::fprintf(stderr, "sol comm bench %s: %zu bytes: timing Open MPI's anchor\n", o.op.c_str(), r.bytes);
+        std::fflush(stderr);
+      }
+      detail::MpiProgressDeadline deadline("the MPI anchor of " + o.op, timeout_seconds(), "SOL_COMM_TIMEOUT_S");
+      const std::function<void()> run = [&] {
+        c->run_mpi();
+        deadline.tick();
+      };
+      r.mpi = detail::measure(g, *c, run, r.bytes, factor, iters, o.batches);
+    }
     records.push_back(r);
     c.reset();
     if (o.heap) g.heap_reset();
