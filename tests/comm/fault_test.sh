@@ -24,6 +24,15 @@ sanitizer_clean() {  # sanitizer_clean NAME (reads $log)
   local pattern="ERROR: [A-Za-z]*Sanitizer\|runtime error:"
   if grep -q "$pattern" "$log"; then fail "$1: sanitizer report"; grep -A30 "$pattern" "$log" | head -60; fi
 }
+rank1_of() {  # rank1_of JOB: the pid of rank 1, the grandchild (timeout, mpirun) whose environment says so
+  local m p
+  for m in $(ps -o pid= --ppid "$1" 2>/dev/null); do
+    for p in $(ps -o pid= --ppid "$m" 2>/dev/null); do
+      tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && echo "$p"
+    done
+  done
+  true
+}
 alive() { [ -e "/proc/$1" ] && ! grep -q '^[^)]*) Z' "/proc/$1/stat" 2>/dev/null; }  # zombies are gone
 
 # What a survivor must say after a SIGSTOP of rank 1, per op and phase.
@@ -89,12 +98,8 @@ if [ -n "${SOL_CLI:-}" ] && [[ " ${ops[*]} " == *" collective "* ]]; then
     --min-bytes 64M --max-bytes 64M --iters 100000 >"$log" 2>&1 &
   job=$!
   victim=
-  for _ in $(seq 300); do  # rank 1: the grandchild (timeout, mpirun) whose environment says so
-    for m in $(ps -o pid= --ppid "$job" 2>/dev/null); do
-      for p in $(ps -o pid= --ppid "$m" 2>/dev/null); do
-        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && victim=$p
-      done
-    done
+  for _ in $(seq 300); do
+    victim=$(rank1_of "$job")
     [ -n "$victim" ] && break
     sleep 0.1
   done
@@ -132,12 +137,7 @@ if [ -n "${SOL_CLI:-}" ] && [[ " ${ops[*]} " == *" collective "* ]]; then
     --anchor mpi --min-bytes 16M --max-bytes 16M --iters 200 >"$log" 2>&1 &
   job=$!
   for _ in $(seq 900); do grep -q "timing Open MPI's anchor" "$log" && break; sleep 0.1; done
-  victim=
-  for m in $(ps -o pid= --ppid "$job" 2>/dev/null); do
-    for p in $(ps -o pid= --ppid "$m" 2>/dev/null); do
-      tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && victim=$p
-    done
-  done
+  victim=$(rank1_of "$job")
   start=$(ms)
   if grep -q "timing Open MPI's anchor" "$log" && [ -n "$victim" ]; then
     sleep 0.2
