@@ -37,30 +37,10 @@ namespace {
 }
 }  // namespace
 
+// One call is a loop of one: the limit runs from the start, since nothing ticks.
 void with_mpi_deadline(const std::string& what, double limit_s, const char* setting,
                        const std::function<void()>& fn) {
-  std::mutex m;
-  std::condition_variable cv;
-  bool done = false;
-  std::thread watchdog([&] {
-    std::unique_lock lock(m);
-    if (cv.wait_for(lock, std::chrono::duration<double>(limit_s), [&] { return done; })) return;
-    exit_past_deadline(what, limit_s, setting);
-  });
-  struct Release {  // also when fn throws
-    std::mutex& m;
-    std::condition_variable& cv;
-    bool& done;
-    std::thread& t;
-    ~Release() {
-      {
-        std::lock_guard lock(m);
-        done = true;
-      }
-      cv.notify_one();
-      t.join();
-    }
-  } release{m, cv, done, watchdog};
+  MpiProgressDeadline deadline(what, limit_s, setting);  // stopped on return and on a throw
   fn();
 }
 
