@@ -37,6 +37,13 @@ CublasLtFp8Scaling device_gemm_anchor_scaling(const char* op, const CublasLtLibr
   return s;
 }
 
+std::optional<CublasLtFp8Scaling> requested_anchor_scaling(const char* op, const std::string& anchor, Device d,
+                                                           bool fp8) {
+  if (parse_device_gemm_anchor(op, anchor) != DeviceGemmAnchor::cublaslt) return std::nullopt;
+  const CudaDeviceInfo& info = cuda_device(d.index);
+  return device_gemm_anchor_scaling(op, cublaslt_library(), info.cc_major, info.cc_minor, fp8);
+}
+
 void CublasLtAnchorCalls::add(int set, const Tensor& a_rows, const Tensor& b, const Tensor& d_rows,
                               const Tensor* a_scales, const Tensor* b_scales) {
   check(set >= 0, "cublaslt", "set = ", set, " but must be >= 0");

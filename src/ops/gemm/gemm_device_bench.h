@@ -5,6 +5,7 @@
 // cuBLASLt fp8 scaling the anchor can use; and the anchor's calls themselves (gemm_device_bench.cc).
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,11 @@ void check_device_gemm_arch(const char* op, Device d, int cc_major, int cc_minor
 // --anchor when the library is not loaded or the device has no fp8 for it.
 CublasLtFp8Scaling device_gemm_anchor_scaling(const char* op, const CublasLtLibrary& lib, int cc_major, int cc_minor,
                                               bool fp8);
+
+// What `--anchor` asks of a case on device d: the cuBLASLt scaling (as above) for cublaslt,
+// nothing for none; the errors are those of parse_device_gemm_anchor and the function above.
+std::optional<CublasLtFp8Scaling> requested_anchor_scaling(const char* op, const std::string& anchor, Device d,
+                                                           bool fp8);
 
 // The anchor of one case: for each input set, one cuBLASLt call per non-empty group of rows (a
 // plain GEMM has one), each over rows [start, start + m) of A and D with one expert's weights.

@@ -70,11 +70,7 @@ class GemmDeviceCase : public OpCase {
     QuantOptions quant;
     quant.scale = parse_gemm_scales(kOp, p.text("scales"), fp8);
     const int64_t kb = k_ / kFp8ScaleBlock, nb = (n_ + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
-    std::optional<CublasLtFp8Scaling> scaling;
-    if (parse_device_gemm_anchor(kOp, p.text("anchor")) == DeviceGemmAnchor::cublaslt) {
-      const CudaDeviceInfo& info = cuda_device(device_.index);
-      scaling = device_gemm_anchor_scaling(kOp, cublaslt_library(), info.cc_major, info.cc_minor, fp8);
-    }
+    const std::optional<CublasLtFp8Scaling> scaling = requested_anchor_scaling(kOp, p.text("anchor"), device_, fp8);
     const int64_t set_bytes = int64_t(cost().bytes);
     for (int i = 0; i < sets_for(set_bytes, cold_bytes); ++i) {
       const uint64_t seed = 1000 * uint64_t(i);

@@ -83,11 +83,7 @@ class GroupedDeviceCase : public OpCase {
       at += padded;
     }
     m_ = masked_ ? g * max_m_ : int64_t(ids_.size());
-    std::optional<CublasLtFp8Scaling> scaling;
-    if (parse_device_gemm_anchor(kOp, p.text("anchor")) == DeviceGemmAnchor::cublaslt) {
-      const CudaDeviceInfo& info = cuda_device(device_.index);
-      scaling = device_gemm_anchor_scaling(kOp, cublaslt_library(), info.cc_major, info.cc_minor, fp8);
-    }
+    const std::optional<CublasLtFp8Scaling> scaling = requested_anchor_scaling(kOp, p.text("anchor"), device_, fp8);
     layout_.emplace(device_, DType::i32, std::initializer_list<int64_t>{masked_ ? g : m_});
     int32_t* info = layout_->host().tensor().data_as<int32_t>();
     for (int64_t i = 0; i < (masked_ ? g : m_); ++i) info[i] = masked_ ? int32_t(rows_[size_t(i)]) : ids_[size_t(i)];
