@@ -33,6 +33,12 @@ rank1_of() {  # rank1_of JOB: the pid of rank 1, the grandchild (timeout, mpirun
   done
   true
 }
+# ended_within NAME TOOK_MS LIMIT_S PATTERN WHAT: the job ended within LIMIT_S plus the start-up
+# margin, and its log ($log) says PATTERN (else "NAME: no WHAT").
+ended_within() {
+  [ "$2" -lt $((($3 + margin_s) * 1000)) ] || fail "$1: took $2 ms"
+  grep -q "$4" "$log" || { fail "$1: no $5"; cat "$log"; }
+}
 alive() { [ -e "/proc/$1" ] && ! grep -q '^[^)]*) Z' "/proc/$1/stat" 2>/dev/null; }  # zombies are gone
 
 # What a survivor must say after a SIGSTOP of rank 1, per op and phase.
@@ -91,7 +97,11 @@ done
 
 # `sol comm bench` with a huge --iters: rank 1 is stopped while the ranks measure the copy
 # ceiling, which must notice within the timeout instead of copying --iters times first.
-if [ -n "${SOL_CLI:-}" ] && [[ " ${ops[*]} " == *" collective "* ]]; then
+# The CLI's cases: when the test is given the CLI (SOL_CLI) and runs the collective cases.
+cli_cases=false
+[ -n "${SOL_CLI:-}" ] && [[ " ${ops[*]} " == *" collective "* ]] && cli_cases=true
+
+if $cli_cases; then
   name="comm bench ceiling, --iters 100000, stop"
   start=$(ms)
   timeout -k 5 $((SOL_COMM_TIMEOUT_S * 4 + 60)) "${mpirun[@]}" -np 2 "$SOL_CLI" comm bench allreduce \
@@ -120,8 +130,7 @@ if [ -n "${SOL_CLI:-}" ] && [[ " ${ops[*]} " == *" collective "* ]]; then
   sanitizer_clean "$name"
   echo "$name: job ended ${took} ms after the stop"
   grep -E "timed out|exited" "$log" | sed 's/^/  /'
-  [ "$took" -lt $(((SOL_COMM_TIMEOUT_S + margin_s) * 1000)) ] || fail "$name: took ${took} ms"
-  grep -q "timed out .* waiting for rank 1" "$log" || { fail "$name: no rank named rank 1"; cat "$log"; }
+  ended_within "$name" "$took" "$SOL_COMM_TIMEOUT_S" "timed out .* waiting for rank 1" "rank named rank 1"
   [ -z "$victim" ] || for _ in $(seq 100); do alive "$victim" || break; sleep 0.1; done
   if [ -n "$victim" ] && alive "$victim"; then
     fail "$name: rank 1 ($victim) is still there"
@@ -131,7 +140,7 @@ fi
 
 # Open MPI's own collective, timed as `sol comm bench --anchor mpi`, waits inside MPI: rank 1 is
 # stopped once rank 0 says the anchor's timing began, and the progress watchdog must end the job.
-if [ -n "${SOL_CLI:-}" ] && [[ " ${ops[*]} " == *" collective "* ]]; then
+if $cli_cases; then
   name="comm bench --anchor mpi, stop in Open MPI's allreduce"
   timeout -k 5 $((SOL_COMM_TIMEOUT_S * 4 + 60)) "${mpirun[@]}" -np 2 "$SOL_CLI" comm bench allreduce \
     --anchor mpi --min-bytes 16M --max-bytes 16M --iters 200 >"$log" 2>&1 &
@@ -152,9 +161,8 @@ if [ -n "${SOL_CLI:-}" ] && [[ " ${ops[*]} " == *" collective "* ]]; then
   sanitizer_clean "$name"
   echo "$name: job ended ${took} ms after the stop"
   grep -E "did not complete|timed out|exited" "$log" | sed 's/^/  /'
-  [ "$took" -lt $(((SOL_COMM_TIMEOUT_S + margin_s) * 1000)) ] || fail "$name: took ${took} ms"
-  grep -q "the MPI anchor of allreduce did not complete within" "$log" ||
-    { fail "$name: no watchdog message"; cat "$log"; }
+  ended_within "$name" "$took" "$SOL_COMM_TIMEOUT_S" "the MPI anchor of allreduce did not complete within" \
+    "watchdog message"
   if [ -n "$victim" ]; then
     for _ in $(seq 100); do alive "$victim" || break; sleep 0.1; done
     alive "$victim" && { fail "$name: rank 1 ($victim) is still there"; kill -9 "$victim"; }
@@ -163,7 +171,7 @@ fi
 
 # A rank that never starts: rank 1 stops itself before exec, so rank 0 waits inside MPI_Init,
 # where only the start-up watchdog (SOL_COMM_STARTUP_TIMEOUT_S) can end the wait.
-if [ -n "${SOL_CLI:-}" ] && [[ " ${ops[*]} " == *" collective "* ]]; then
+if $cli_cases; then
   name="start-up, rank 1 stopped before MPI_Init"
   startup_s=8
   start=$(ms)
@@ -175,9 +183,8 @@ if [ -n "${SOL_CLI:-}" ] && [[ " ${ops[*]} " == *" collective "* ]]; then
   sanitizer_clean "$name"
   echo "$name: job ended after ${took} ms"
   grep -E "did not complete" "$log" | sed 's/^/  /'
-  [ "$took" -lt $(((startup_s + margin_s) * 1000)) ] || fail "$name: took ${took} ms"
-  grep -q "start-up .* did not complete within $startup_s s (SOL_COMM_STARTUP_TIMEOUT_S)" "$log" ||
-    { fail "$name: no start-up deadline message"; cat "$log"; }
+  ended_within "$name" "$took" "$startup_s" \
+    "start-up .* did not complete within $startup_s s (SOL_COMM_STARTUP_TIMEOUT_S)" "start-up deadline message"
   for p in $(pgrep -f "kill -STOP" 2>/dev/null); do
     tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SOL_COMM_STARTUP_TIMEOUT_S=$startup_s" &&
       { fail "$name: rank 1 ($p) is still there"; kill -9 "$p"; }
