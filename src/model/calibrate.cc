@@ -13,8 +13,7 @@
 namespace sol {
 
 namespace {
-using model_detail::kCeilingMovedLimit;
-using model_detail::kScheduledOutRatio;
+using model_detail::why_not_evidence;
 constexpr double kMaxEfficiency = 1.5;  // as parse_efficiency accepts
 
 std::string shape_class(double rows) {
@@ -110,16 +109,13 @@ std::vector<KernelSample> read_kernel_samples(const std::string& path, int threa
     if (threads > 0 && s.threads != threads) continue;
     s.work = sol_op_work_class(s.op, s.dtype, s.shape,
                                r.contains("bound") && r["bound"].is_string() ? r["bound"].get<std::string>() : "");
-    double moved = r.contains("ceiling_moved") && r["ceiling_moved"].is_number()
+    const double moved = r.contains("ceiling_moved") && r["ceiling_moved"].is_number()
                        ? r["ceiling_moved"].get<double>() : 1.0;
     const double min_s = r.contains("min_s") && r["min_s"].is_number() ? r["min_s"].get<double>() : 0.0;
-    if (moved > kCeilingMovedLimit)
-      s.dropped = "its paired ceiling moved " + std::to_string(moved) + "x during the run";
-    else if (min_s > 0 && s.time_s > kScheduledOutRatio * min_s)
-      s.dropped = "cut by the scheduler (median " + std::to_string(s.time_s / min_s) + "x the fastest run)";
-    else if (s.floor_s <= 0)
+    s.dropped = why_not_evidence(s.time_s, min_s, moved);
+    if (s.dropped.empty() && s.floor_s <= 0)
       s.dropped = "no floor";
-    else if (s.floor_s / s.time_s > kMaxEfficiency)
+    else if (s.dropped.empty() && s.floor_s / s.time_s > kMaxEfficiency)
       s.dropped = "faster than 1.5x its floor: the ceiling under it is wrong";
     out.push_back(s);
   }

@@ -20,8 +20,7 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
 }
 
-using model_detail::kCeilingMovedLimit;
-using model_detail::kScheduledOutRatio;
+using model_detail::why_not_evidence;
 // Floors within this factor are one size regime: a 16-row norm pays per-call costs and the read
 // for ownership of its output that a 4096-row one spreads out; a 16-row GEMM streams its weights.
 constexpr double kRegimeFactor = 4;
@@ -35,12 +34,7 @@ constexpr double kMemoryLimitedRatio = 1.2;
 // error of their floor, ops of different mixes do not.
 constexpr double kMixTolerance = 0.1;
 
-std::string why_dropped(const LoopRecord& m) {
-  if (m.min_s > 0 && m.measured_s > kScheduledOutRatio * m.min_s)
-    return "cut by the scheduler (median " + std::to_string(m.measured_s / m.min_s) + "x the fastest run)";
-  if (m.ceiling_moved > kCeilingMovedLimit) return "its paired ceiling moved during the run";
-  return "";
-}
+std::string why_dropped(const LoopRecord& m) { return why_not_evidence(m.measured_s, m.min_s, m.ceiling_moved); }
 
 bool same_regime(double a, double b) { return a <= kRegimeFactor * b && b <= kRegimeFactor * a; }
 
