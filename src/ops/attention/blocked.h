@@ -11,6 +11,7 @@
 #include "kernels/attention.h"
 #include "ops/attention/packing.h"
 #include "ops/attention/problem.h"
+#include "ops/common/thread_workspace.h"
 #include "hw/kernel_select.h"
 #include "sol/tensor.h"
 #include "sol/threads.h"
@@ -124,14 +125,6 @@ struct BlockRows {
 // L1 set and evict each other between the k steps of a tile.
 inline void gather_rows(const char* first, int64_t stride_bytes, int64_t rows, int64_t row_bytes, char* dst) {
   for (int64_t i = 0; i < rows; ++i) std::memcpy(dst + i * row_bytes, first + i * stride_bytes, size_t(row_bytes));
-}
-
-// The packing workspace of the calling thread, kept between calls and grown to the largest one:
-// allocating and faulting in tens of MiB per call cost 10% of a backward at S = 2048.
-inline char* workspace(size_t bytes) {
-  thread_local Buffer buf;
-  if (buf.bytes() < bytes) buf = Buffer(bytes);
-  return static_cast<char*>(buf.data());
 }
 
 // Runs body(begin, end) on contiguous task ranges of near-equal total cost, one per thread.

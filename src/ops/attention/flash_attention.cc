@@ -120,7 +120,7 @@ void flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Te
       f.kv_offset[i + 1] = f.kv_offset[i] + f.k_elems(sq) + f.v_elems(sq);
       pack_cost.push_back(double(sq.skv) * double(p.dqk + p.dv) + 1);
     }
-  f.work = workspace(size_t(std::max<int64_t>(f.kv_offset.back(), 1) * f.es));
+  f.work = thread_workspace(size_t(std::max<int64_t>(f.kv_offset.back(), 1) * f.es));
   run_balanced(pack_cost, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) f.pack(i / p.hkv, i % p.hkv);
   });

@@ -261,7 +261,7 @@ void flash_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
       stats += 2 * round_up(sq.sq, 32);
     }
   }
-  bw.work = workspace(size_t(std::max<int64_t>(elems, 1) * bw.es));
+  bw.work = thread_workspace(size_t(std::max<int64_t>(elems, 1) * bw.es));
   bw.lse_delta.assign(size_t(stats), 0.0f);
 
   // Packing jobs: (sequence, kv head) first, then (sequence, q head).

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/common/thread_workspace.h"
 #include "ops/common/validate.h"
 #include "sol/dtype.h"
 #include "sol/error.h"
@@ -53,13 +54,6 @@ void check_rows(const char* name, const Tensor& t, DType dtype) {
   require_data(kOp, name, t);
 }
 
-// Per-calling-thread scratch, grown on demand: the op allocates nothing in the steady state.
-char* reserve_scratch(int64_t bytes) {
-  thread_local Buffer buffer;
-  if (int64_t(buffer.bytes()) < bytes) buffer = Buffer(size_t(bytes));
-  return static_cast<char*>(buffer.data());
-}
-
 int64_t align64(int64_t n) { return (n + 63) / 64 * 64; }
 
 }  // namespace
@@ -100,7 +94,7 @@ void mla_decode_absorbed(const Tensor& q, std::span<const PackedMatrix> w_uk, co
   const int64_t esize = int64_t(dtype_size(t)), rows = batch * heads;
   const int64_t q_lat_bytes = align64(rows * dk * esize), scores_bytes = align64(rows * len * 4);
   const int64_t p_bytes = t == DType::f32 ? 0 : align64(rows * len * esize);
-  char* scratch = reserve_scratch(q_lat_bytes + scores_bytes + p_bytes + rows * dl * esize);
+  char* scratch = thread_workspace(size_t(q_lat_bytes + scores_bytes + p_bytes + rows * dl * esize));
   const Tensor q_lat(scratch, t, {batch, heads, dk});
   const Tensor scores(scratch + q_lat_bytes, DType::f32, {rows, len});
   // f32: the probabilities overwrite the scores (softmax in place).

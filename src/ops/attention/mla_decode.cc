@@ -10,6 +10,7 @@
 
 #include "kernels/x86/avx512/mla_chunk_avx512.h"
 #include "core/parallel.h"
+#include "ops/common/thread_workspace.h"
 #include "ops/common/validate.h"
 #include "sol/dtype.h"
 #include "sol/error.h"
@@ -142,13 +143,6 @@ Problem validate(const Tensor& q, const Tensor& kv, const Tensor& block_table, c
   return p;
 }
 
-// Per-calling-thread scratch, grown on demand: the op allocates nothing in the steady state.
-void* reserve_scratch(int64_t bytes) {
-  thread_local Buffer buffer;
-  if (int64_t(buffer.bytes()) < bytes) buffer = Buffer(size_t(bytes));
-  return buffer.data();
-}
-
 int64_t align64(int64_t n) { return (n + 63) / 64 * 64; }
 
 
@@ -236,7 +230,7 @@ void mla_decode_with_kvcache(const Tensor& q, const Tensor& kv_cache, const Tens
   const int workers = std::max(1, std::min(meta.threads, num_threads()));
   const int64_t partial_bytes = align64(Partial::floats(rows) * 4);
   const int64_t per_worker = align64(kernels::mla_scratch_bytes(rows)) + 2 * partial_bytes;
-  char* base = static_cast<char*>(reserve_scratch(per_worker * workers + partial_bytes * slots));
+  char* base = thread_workspace(size_t(per_worker * workers + partial_bytes * slots));
   float* slot_base = reinterpret_cast<float*>(base + per_worker * workers);
   auto slot = [&](int64_t b, int64_t c) {
     return Partial::at(slot_base + (slot_of_batch[size_t(b)] + c - meta.batch_chunks[size_t(b)]) *
