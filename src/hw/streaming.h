@@ -1,7 +1,8 @@
 #pragma once
 // Whether an op writing `bytes` should use non-temporal stores: only when the output cannot
 // stay in the last-level cache anyway, so bypassing it costs nothing and saves the RFO reads.
-// The threshold is the tuning context's stream_min_bytes (LLC/2 unless `sol tune` moved it).
+// The threshold is the tuning context's stream_min_bytes (the smaller of LLC/2 and 4 x L2 unless
+// `sol tune` moved it).
 #include <cstdint>
 
 #include "sol/tuning.h"

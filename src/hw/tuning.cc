@@ -32,7 +32,7 @@ constexpr TuningParamInfo kInfos[] = {
     {"gemm", "gemm_b_prefetch_bytes", &TuningParams::gemm_b_prefetch_bytes, 0, 256L << 10, 64,
      "L1d/3 in whole 4 KiB: the lines requested ahead stay in L1 beside the A panel and the tile"},
     {"stream", "stream_min_bytes", &TuningParams::stream_min_bytes, 64L << 10, int64_t(1) << 40, 1,
-     "an output of at least LLC/2 cannot stay in the LLC, so bypassing it costs nothing"},
+     "the smaller of LLC/2 and 4 x L2: an output that large cannot stay in the LLC, or in the LLC share a shared host leaves one core"},
     {"softmax", "softmax_pipeline_min_rows", &TuningParams::softmax_pipeline_min_rows, 1, 1 << 20, 1,
      "fixed 32: a thread's bf16 rows pipeline when there are enough to fill the pipeline"},
     {"rows", "row_prefetch_bytes", &TuningParams::row_prefetch_bytes, 0, 64L << 10, 64,
@@ -125,7 +125,10 @@ TuningParams default_tuning_params(const CoreShape& core) {
   p.gemm_mc = std::clamp<int64_t>(round_down(core.l2_bytes / kGemmKcBytes, 48), 48, 1536);
   p.gemm_nc = std::clamp<int64_t>(round_down(core.l3_bytes / 4 / kGemmKcBytes, 32), 256, 4096);
   p.gemm_b_prefetch_bytes = std::max<int64_t>(4096, round_down(core.l1d_bytes / 3, 4096));
-  p.stream_min_bytes = std::max<int64_t>(64L << 10, core.l3_bytes / 2);
+  // A guest reports the host socket's whole L3, shared with tenants it cannot see; what stays
+  // cached for an op's consumer is its private L2 and a core's share of the LLC, about one to
+  // three L2s on current server parts. So the LLC/2 rule holds only up to 4 x L2.
+  p.stream_min_bytes = std::max<int64_t>(64L << 10, std::min<int64_t>(core.l3_bytes / 2, 4 * core.l2_bytes));
   p.softmax_pipeline_min_rows = 32;
   p.row_prefetch_bytes = std::max<int64_t>(1024, round_down(core.l1d_bytes / 24, 1024));
   p.pass_prefetch_bytes = std::max<int64_t>(4096, round_down(core.l1d_bytes / 6, 4096));

@@ -44,11 +44,12 @@ TEST(Tuning, DefaultsFollowTheCaches) {
   EXPECT_EQ(zen5.gemm_nc, 2048);  // 8 MiB = L3/4
   EXPECT_EQ(zen5.gemm_b_prefetch_bytes, 16384);  // L1d/3
   EXPECT_EQ(default_tuning_params(shape(32 << 10, 1 << 20, 32 << 20)).gemm_b_prefetch_bytes, 8192);  // Zen 4
-  EXPECT_EQ(zen5.stream_min_bytes, 16 << 20);
+  EXPECT_EQ(zen5.stream_min_bytes, 4 << 20);  // 4 x L2 under LLC/2
+  EXPECT_EQ(default_tuning_params(shape(48 << 10, 1 << 20, 6 << 20)).stream_min_bytes, 3 << 20);  // LLC/2
   const TuningParams big = default_tuning_params(shape(48 << 10, 2 << 20, 300L << 20));
   EXPECT_EQ(big.gemm_mc, 480);
   EXPECT_EQ(big.gemm_nc, 4096);  // clamped
-  EXPECT_EQ(big.stream_min_bytes, 150L << 20);
+  EXPECT_EQ(big.stream_min_bytes, 8 << 20);  // a guest's reported 300 MiB L3 is not all its own
   // The row kernels' look-ahead from L1d: the distances the kernels held as constants on a
   // 48 KiB L1, shorter on Zen 4's 32 KiB.
   EXPECT_EQ(zen5.row_prefetch_bytes, 2048);       // L1d/24
@@ -168,7 +169,7 @@ TEST(Tuning, CorruptOrStaleCacheFallsBackWithAMessage) {
     EXPECT_NE(at, std::string::npos) << from;
     return s.replace(at, from.size(), to);
   };
-  EXPECT_NE(expect_fallback(edited("\"schema\": 2", "\"schema\": 1"), "old schema").find("stale"), std::string::npos);
+  EXPECT_NE(expect_fallback(edited("\"schema\": 3", "\"schema\": 2"), "old schema").find("stale"), std::string::npos);
   EXPECT_NE(expect_fallback(edited("\"cpu_identity\": \"cpu A\"", "\"cpu_identity\": \"cpu Z\""), "other CPU")
                 .find("another CPU"),
             std::string::npos);

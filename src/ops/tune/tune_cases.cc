@@ -1,5 +1,5 @@
 // `sol tune`'s workloads: GEMM blocking on a prefill shape and B prefetch on a decode, the
-// streaming threshold on copies either side of it, softmax pipelining on short row ranges, the
+// streaming threshold on chains of copies from L2-sized to past the LLC, softmax pipelining on short row ranges, the
 // row kernels' look-ahead on row ops whose inputs come from memory.
 #include "ops/tune/tune_cases.h"
 
@@ -30,10 +30,14 @@ struct TuneWorkspace {
 
 namespace {
 
-// Copies of 2, 4, ..., 64 MiB (add_stream).
+// Output sizes of the stream case: 512 KiB (an L2 holds it) up to the first power of two whose
+// chain of three buffers is past the reported LLC, at least 64 MiB, at most 256 MiB (768 MiB of
+// buffers).
 std::vector<int64_t> stream_sizes() {
+  int64_t top = 64L << 20;
+  while (top < (256L << 20) && 3 * top <= core_shape().l3_bytes) top *= 2;
   std::vector<int64_t> sizes;
-  for (int64_t s = 2L << 20; s <= (64L << 20); s *= 2) sizes.push_back(s);
+  for (int64_t s = 512L << 10; s <= top; s *= 2) sizes.push_back(s);
   return sizes;
 }
 
@@ -77,13 +81,33 @@ void add_gemm(TuneWorkspace& w, std::vector<TuneCase>& out) {
                  [x, packed, y] { gemm(x, *packed, y); }});
 }
 
-// Copies of 2, 4, ..., 64 MiB: the threshold that minimises their sum is where streaming starts
-// to pay here. Fixed sizes, not fractions of the LLC: guests may report the host's whole L3.
+// Chains of copies a -> b -> c -> a at each size, each copy reading what the one before wrote,
+// as a layer's ops read their producer's output: while the three buffers stay cached, plain
+// stores win (streaming sends the consumer to DRAM); once they do not, streaming does (no read
+// for ownership). The same bytes at every size (at least one turn of the chain), so each size
+// weighs alike and the threshold that minimises the sum is where streaming stops losing. The
+// largest chain is past the reported LLC; where the host's other tenants take most of it (a
+// guest), the crossover comes far below and the tune sees it.
 void add_stream(TuneWorkspace& w, std::vector<TuneCase>& out) {
-  std::vector<std::pair<Tensor, Tensor>> pairs;
-  for (int64_t s : stream_sizes()) pairs.push_back({w.add(DType::f32, {s / 4}, 7), w.add(DType::f32, {s / 4}, 8)});
-  out.push_back({"stream_min_bytes", tune_candidates("stream_min_bytes"), "copy f32 of 2, 4, .., 64 MiB", [pairs] {
-                   for (const auto& [src, dst] : pairs) copy(src, dst);
+  constexpr int64_t bytes_per_size = 64L << 20;
+  struct Chain {
+    Tensor a, b, c;
+    int turns;
+  };
+  std::vector<Chain> chains;
+  for (int64_t s : stream_sizes())
+    chains.push_back({w.add(DType::f32, {s / 4}, 7), w.add(DType::f32, {s / 4}, 8), w.add(DType::f32, {s / 4}, 9),
+                      int(std::max<int64_t>(1, bytes_per_size / (3 * s)))});
+  const std::string sizes = std::to_string(stream_sizes().front() >> 10) + " KiB .. " +
+                            std::to_string(stream_sizes().back() >> 20) + " MiB";
+  out.push_back({"stream_min_bytes", tune_candidates("stream_min_bytes"),
+                 "copy chains a -> b -> c -> a of f32, " + sizes + ", 64 MiB copied at each", [chains] {
+                   for (const Chain& ch : chains)
+                     for (int t = 0; t < ch.turns; ++t) {
+                       copy(ch.a, ch.b);
+                       copy(ch.b, ch.c);
+                       copy(ch.c, ch.a);
+                     }
                  }});
 }
 
