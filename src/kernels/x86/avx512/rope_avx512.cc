@@ -1,4 +1,5 @@
 // AVX-512 rope rotation of one token's heads (helpers in fast16_avx512.h).
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/rope.h"
@@ -42,6 +43,66 @@ struct SplitTables {
     const Pair r{_mm512_fmadd_ps(v.b, _mm512_load_ps(tb.s_even + j), _mm512_mul_ps(v.a, _mm512_load_ps(tb.c_even + j))),
                  _mm512_fmadd_ps(v.a, _mm512_load_ps(tb.s_odd + j), _mm512_mul_ps(v.b, _mm512_load_ps(tb.c_odd + j)))};
     store_pair<DType::bf16, DType::bf16>(x, i, r, false);
+  }
+}
+
+// bf16 interleaved slices of exactly L lines (MLA's 64-wide slice: L = 2), two tokens at a
+// time: both tokens' tables stay in registers (4 L each), every loop over lines and prefetches
+// is unrolled, and each prefetch address steps by one head stride. What is left per head and
+// line is the load, the two multiplies and two FMAs of rotate_interleaved_bf16_lines (same
+// operands, same order: the same bits), the narrowing and the store.
+template <int L>
+struct LineTables {
+  __m512 c_even[L], c_odd[L], s_even[L], s_odd[L];
+  explicit LineTables(const SplitTables& t) {
+    for (int l = 0; l < L; ++l) {
+      c_even[l] = _mm512_load_ps(t.c_even + 16 * l), c_odd[l] = _mm512_load_ps(t.c_odd + 16 * l);
+      s_even[l] = _mm512_load_ps(t.s_even + 16 * l), s_odd[l] = _mm512_load_ps(t.s_odd + 16 * l);
+    }
+  }
+  [[gnu::always_inline]] void rotate(char* slice) const {
+    for (int l = 0; l < L; ++l) {
+      const Pair v = load_pair<DType::bf16>(slice, 32 * l);
+      const Pair r{_mm512_fmadd_ps(v.b, s_even[l], _mm512_mul_ps(v.a, c_even[l])),
+                   _mm512_fmadd_ps(v.a, s_odd[l], _mm512_mul_ps(v.b, c_odd[l]))};
+      store_pair<DType::bf16, DType::bf16>(slice, 32 * l, r, false);
+    }
+  }
+};
+
+template <int L>
+[[gnu::always_inline]] inline void prefetch_lines(const char* p) {
+  for (int l = 0; l < L; ++l) _mm_prefetch(p + 64 * l, _MM_HINT_T0);
+}
+
+// The same prefetches as TokenHeads::head, in three runs of heads: while the slice ahead is in
+// this token, while it is in the next token's heads (when there is one), and past those.
+template <int L>
+void rotate_two_tokens_lines(const RopeToken& a, const RopeToken& b, int64_t stride, int64_t heads, int64_t ahead) {
+  const LineTables<L> ta(SplitTables(a.c, a.s, 32 * L)), tb(SplitTables(b.c, b.s, 32 * L));
+  char* xa = static_cast<char*>(a.x);
+  char* xb = static_cast<char*>(b.x);
+  const int64_t in_token = std::max<int64_t>(0, heads - ahead);
+  const int64_t in_next = std::clamp<int64_t>(2 * heads - ahead, in_token, heads);
+  int64_t h = 0;
+  for (; h < in_token; ++h) {
+    prefetch_lines<L>(xa + (h + ahead) * stride);
+    ta.rotate(xa + h * stride);
+    prefetch_lines<L>(xb + (h + ahead) * stride);
+    tb.rotate(xb + h * stride);
+  }
+  const char* na = static_cast<const char*>(a.next);
+  const char* nb = static_cast<const char*>(b.next);
+  for (; h < in_next; ++h) {
+    const int64_t j = h + ahead - heads;  // the next token's head
+    if (na) prefetch_lines<L>(na + j * stride);
+    ta.rotate(xa + h * stride);
+    if (nb) prefetch_lines<L>(nb + j * stride);
+    tb.rotate(xb + h * stride);
+  }
+  for (; h < heads; ++h) {
+    ta.rotate(xa + h * stride);
+    tb.rotate(xb + h * stride);
   }
 }
 
@@ -101,6 +162,8 @@ void rope_rotate_two_tokens_avx512(const RopeToken& a, const RopeToken& b, DType
   const int64_t ahead_heads = tp.rope_prefetch_heads;
   const int64_t bytes = d * int64_t(dtype_size(t));
   const bool by_lines = interleaved && t == DType::bf16 && d % 32 == 0;
+  if (by_lines && d == 64) return rotate_two_tokens_lines<2>(a, b, head_stride, heads, ahead_heads);
+  if (by_lines && d == 32) return rotate_two_tokens_lines<1>(a, b, head_stride, heads, ahead_heads);
   alignas(64) const TokenHeads ta(a.x, a.c, a.s, a.next, by_lines ? d : 0);
   alignas(64) const TokenHeads tb(b.x, b.c, b.s, b.next, by_lines ? d : 0);
   for (int64_t h = 0; h < heads; ++h) {
