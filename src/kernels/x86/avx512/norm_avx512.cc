@@ -398,8 +398,8 @@ template <class Value32, class Block>
   if (head > 0) _mm512_mask_storeu_epi16(y, mask32(head), g(0, mask32(head)));
   int64_t i = head, s = 0;  // s <= i - head: a whole block of xn exists at s in both loops
   // Look-ahead stops where the caller's rows do. The L2 look-ahead is for the streaming case
-  // (outputs past half the LLC), where the L1 miss buffers bind; a 16-row call (cold rows, y
-  // kept in cache) ran 3-4% slower with it.
+  // (outputs past the streaming threshold), where the L1 miss buffers bind; a 16-row call (cold
+  // rows, y kept in cache) ran 3-4% slower with it.
   const int64_t l1_ahead = tp.pass_prefetch_bytes, l2_ahead = tp.pass_l2_prefetch_bytes;
   const int64_t l2_until = stream ? 2 * n + ahead_bytes - l2_ahead : INT64_MIN;
   const int64_t l1_until = 2 * n + ahead_bytes - l1_ahead;
