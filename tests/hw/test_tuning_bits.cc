@@ -117,7 +117,7 @@ std::vector<BitCase> bit_cases(Inputs& in) {
                      }});
   }
   // Row ops whose stores stream from stream_min_bytes on: 2.1 MiB of bf16 output, streamed at
-  // the smallest `sol tune` candidate (2 MiB) and at the range's minimum, not at the maximum.
+  // the smallest `sol tune` candidate (512 KiB) and at the range's minimum, not at the maximum.
   const int64_t rows = kRows, h = kHidden;
   const Tensor xb = in.add(DType::bf16, {rows, h}, 25), wb = in.add(DType::bf16, {h}, 26);
   const Tensor yb = in.add(DType::bf16, {rows, h}, 0), yf = in.add(DType::f32, {rows, h}, 0);
