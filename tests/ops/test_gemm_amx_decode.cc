@@ -65,6 +65,12 @@ struct Operands {
   std::string kind;
   int64_t m = 0, n = 0, k = 0;
   Buffer a, a_scales, b_nt, b_nn, b_scales;
+  // With strided(): A and B as views into larger buffers whose padding is poison.
+  Buffer a_big, b_nt_big, b_nn_big;
+  Tensor a_view, b_nt_view, b_nn_view;
+  Tensor A() const { return a_big.bytes() ? a_view : a.tensor(); }
+  Tensor Bnt() const { return b_nt_big.bytes() ? b_nt_view : b_nt.tensor(); }
+  Tensor Bnn() const { return b_nn_big.bytes() ? b_nn_view : b_nn.tensor(); }
   bool fp8_b() const { return kind == "fp8" || kind == "bf16xfp8"; }
   bool int8() const { return kind == "s8" || kind == "u8xs8"; }
 };
@@ -114,6 +120,21 @@ Operands make_operands(const std::string& kind, int64_t m, int64_t n, int64_t k,
   return o;
 }
 
+// The same operands in buffers `pad` columns wider (and B's nn buffer wider along N), the
+// padding 0xFF bytes (NaN in bf16 and e4m3, -1 in int8): a read past K or N changes D.
+void make_strided(Operands& o, int64_t pad) {
+  const auto view_of = [pad](const Buffer& dense, Buffer& big, Tensor& view) {
+    const Tensor d = dense.tensor();
+    big = Buffer(d.dtype(), {d.shape(0), d.shape(1) + pad});
+    poison(big);
+    view = big.tensor().slice(1, 0, d.shape(1));
+    copy(d, view);
+  };
+  view_of(o.a, o.a_big, o.a_view);
+  view_of(o.b_nt, o.b_nt_big, o.b_nt_view);
+  view_of(o.b_nn, o.b_nn_big, o.b_nn_view);
+}
+
 enum class Source { packed, nt, nn };
 const char* source_name(Source s) { return s == Source::packed ? "packed" : s == Source::nt ? "nt" : "nn"; }
 
@@ -138,7 +159,7 @@ std::string describe(const Operands& o, const Spec& s, int64_t r0 = 0, int64_t r
 Buffer run(const Operands& o, const Spec& s, bool check, int64_t r0 = 0, int64_t r1 = -1) {
   if (r1 < 0) r1 = o.m;
   const int64_t m = r1 - r0, n = o.n, ld = n + 3;
-  const Tensor a = o.a.tensor().slice(0, r0, r1);
+  const Tensor a = o.A().slice(0, r0, r1);
   const Tensor a_scales = o.kind == "fp8" ? o.a_scales.tensor().slice(0, r0, r1) : Tensor();
   Buffer d_buf(s.out, {m + 2, ld}), c_buf(s.out, {m, n}), bias(DType::f32, {n});
   const Tensor d = d_buf.tensor().slice(0, 1, m + 1).slice(1, 0, n);
@@ -157,11 +178,11 @@ Buffer run(const Operands& o, const Spec& s, bool check, int64_t r0 = 0, int64_t
   opt.a_scales = o.kind == "fp8" ? &a_scales : nullptr;
   const Tensor* b_scales = o.fp8_b() ? &o.b_scales.tensor() : nullptr;
   if (s.source == Source::packed) {
-    gemm(a, pack_b(o.b_nt, Layout::nt, b_scales), d, opt);
+    gemm(a, pack_b(o.Bnt(), Layout::nt, b_scales), d, opt);
   } else {
     opt.layout = s.source == Source::nt ? Layout::nt : Layout::nn;
     opt.b_scales = b_scales;
-    gemm(a, s.source == Source::nt ? o.b_nt.tensor() : o.b_nn.tensor(), d, opt);
+    gemm(a, s.source == Source::nt ? o.Bnt() : o.Bnn(), d, opt);
   }
 
   const size_t es = dtype_size(s.out);
@@ -336,6 +357,31 @@ TEST(GemmAmxDecode, Int8Exact) {
               s.beta = beta;
               check_all_sources(o, s);
             }
+  });
+}
+
+// A and B read where they are stored with row strides past K (and nn B's past N), the padding
+// poison: nothing past K may reach D (the rows kernel assembles a partial chunk of W rather
+// than load past the row), and the bits are those of dense operands.
+TEST(GemmAmxDecode, StridedOperandsPoisonedPadding) {
+  OneThread one;
+  for_each_amx_path([] {
+    for (const char* kind : {"bf16", "bf16xfp8", "fp8", "u8xs8"})
+      for (int64_t m : {1, 7, 16})
+        for (int64_t k : {31, 97, 256}) {
+          const bool fp8 = std::string(kind).find("fp8") != std::string::npos;
+          if (fp8 != (k == 256)) continue;  // fp8: K % 128
+          Operands o = make_operands(kind, m, 47, k, uint64_t(m * 5 + k));
+          for (Source src : {Source::packed, Source::nt, Source::nn}) {
+            Spec s;
+            s.source = src;
+            s.out = o.int8() ? DType::i32 : DType::f32;
+            const Buffer dense = run(o, s, false);
+            make_strided(o, 9);
+            EXPECT_TRUE(same_bits(dense, run(o, s, true))) << describe(o, s) << ": strided operands differ";
+            o.a_big = Buffer(), o.b_nt_big = Buffer(), o.b_nn_big = Buffer();
+          }
+        }
   });
 }
 
