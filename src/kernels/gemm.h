@@ -129,6 +129,35 @@ struct AmxKernelSet {
 extern const AmxKernelSet kAmxHardware;
 extern const AmxKernelSet kAmxModel;
 
+// AMX decode (M <= 16 rows of D, kernels/x86/amx/gemm_decode_amx.h): one call is a strip of
+// up to 16 rows x 32 columns of D over all of K, ending in the epilogue (t.first, t.last set).
+//   bf16_panel / s8_panel: t.b is a 32-column panel in the layout above (bf16 pairs, int8
+//     quads, or with t.b_fp8 e4m3 bytes in the pair order, 64 bytes a step); t.a is X as rows
+//     a_row_bytes apart, zero-padded to whole chunks of 16 steps (64 bytes).
+//   bf16_rows: B as stored, [N, K]: t.n rows of `k` bf16 (or e4m3 with w_fp8) values,
+//     w_stride bytes apart; t.a is X as K-pair rows, [ceil(steps / 16) * 16][t.m] 32-bit pairs
+//     (zero past K); fp8 A scales as sa_lanes [groups][16] (row i of D in lane i), null for 1.
+// Both orientations sum every element of D in one order (bitwise the same results).
+struct AmxDecodeTile {
+  GemmTile t;
+  int64_t a_row_bytes = 0;
+  bool a_unsigned = false;  // s8_panel: X is u8 (TDPBUSD), else s8 (TDPBSSD)
+  const void* w = nullptr;
+  int64_t w_stride = 0;
+  int64_t k = 0;
+  bool w_fp8 = false;
+  const float* sa_lanes = nullptr;
+};
+struct AmxDecodeSet {
+  void (*configure)(int m, bool rows);  // tiles for m rows of D in one orientation
+  void (*release)();
+  void (*bf16_panel)(const AmxDecodeTile& t);
+  void (*s8_panel)(const AmxDecodeTile& t);
+  void (*bf16_rows)(const AmxDecodeTile& t);
+};
+extern const AmxDecodeSet kAmxDecodeHardware;
+extern const AmxDecodeSet kAmxDecodeModel;
+
 // GEMM's kernels at one ISA level: the register-tile kernels and packers of the blocked
 // driver (null at the scalar level, where the op runs its plain loops), the AMX tile kernels
 // (null below the amx level) and the scalar model of the AMX tiles (tests force it where the
@@ -143,6 +172,8 @@ struct GemmKernels {
   void (*widen_e4m3)(const void* src, uint16_t* dst, int64_t n);
   const AmxKernelSet* amx;
   const AmxKernelSet* amx_model;
+  const AmxDecodeSet* amx_decode;        // with amx: the decode kernels on the matrix unit
+  const AmxDecodeSet* amx_decode_model;  // with amx_model: the same on the tile model
 };
 KernelTable<GemmKernels> gemm_kernel_table();
 

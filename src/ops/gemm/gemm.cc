@@ -1,4 +1,5 @@
-// sol::gemm: validation, then the AVX-512 blocked path or the scalar one (include/sol/gemm.h).
+// sol::gemm: validation, then the AMX paths (decode or blocked), the AVX-512 blocked path or
+// the scalar one (include/sol/gemm.h).
 #include "sol/gemm.h"
 
 #include <algorithm>
@@ -127,8 +128,10 @@ GemmProblem describe(const Tensor& a, int64_t n, DType b_dtype, const Tensor& d,
 
 void run(const GemmProblem& p) {
   if (p.m == 0 || p.n == 0) return;
-  if (gemm_detail::amx_runs(*p.kern, p.m, p.in)) gemm_detail::gemm_amx_blocked(p);
-  else if (p.kern->tile_f32) gemm_detail::gemm_blocked_tiles(p);
+  if (gemm_detail::amx_runs(*p.kern, p.m, p.in)) {
+    if (p.m <= gemm_detail::kAmxDecodeRows) gemm_detail::gemm_amx_decode(p);
+    else gemm_detail::gemm_amx_blocked(p);
+  } else if (p.kern->tile_f32) gemm_detail::gemm_blocked_tiles(p);
   else gemm_detail::gemm_scalar(p);
 }
 

@@ -101,7 +101,7 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
 bool force_amx_model(bool on) { return g_force_model.exchange(on); }
 
 bool amx_runs(const kernels::GemmKernels& k, int64_t m, DType in) {
-  if (m <= 16 || in == DType::f32) return false;
+  if (m < 1 || in == DType::f32) return false;
   return k.amx || (g_force_model.load() && k.amx_model);
 }
 

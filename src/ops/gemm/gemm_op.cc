@@ -152,9 +152,11 @@ class GemmCase : public OpCase {
     c.bytes = m * k * in + k * n * b_in + m * n * out * (s_.beta != 0.0f ? 2 : 1) + (s_.bias ? 4 * n : 0);
     if (s_.in == DType::f8e4m3) c.bytes += m * k / 128 * 4;
     if (s_.b_in == DType::f8e4m3) c.bytes += std::ceil(n / 128) * k / 128 * 4;
-    // fp8 runs on the bf16 unit (no CPU here multiplies fp8), int8 on VNNI — or on the AMX
-    // tiles, where the op takes them (more than 16 rows on a CPU with AMX).
-    const bool amx = gemm_detail::amx_runs(gemm_detail::gemm_kernels(), s_.m, s_.b_in == DType::i8 ? DType::i8 : s_.in);
+    // The floor is the best unit the machine has for the dtype, whichever kernel runs: the AMX
+    // tiles wherever the level has them (the op takes them at any M), else the vector dot
+    // products; fp8 on the bf16 units (no CPU here multiplies fp8).
+    const bool amx = gemm_detail::amx_runs(gemm_detail::gemm_kernels(), std::max<int64_t>(s_.m, 1),
+                                           s_.b_in == DType::i8 ? DType::i8 : s_.in);
     c.compute = s_.in == DType::f32 ? Unit::fma_f32
                 : s_.b_in == DType::i8 ? (amx ? Unit::amx_int8 : Unit::dot_s8)
                                         : (amx ? Unit::amx_bf16 : Unit::dot_bf16);

@@ -124,10 +124,9 @@ class GroupedCase : public OpCase {
     c.bytes = experts * n * k * double(dtype_size(b_type_)) + rows * k * double(dtype_size(a_type_)) + rows * n * 2;
     if (b_type_ == DType::f8e4m3) c.bytes += experts * std::ceil(n / 128) * (k / 128) * 4;
     if (a_type_ == DType::f8e4m3) c.bytes += rows * (k / 128) * 4;
-    // Each expert's rows run as one GEMM: on the AMX tiles when an average expert has more
-    // than 16 rows (on a CPU with AMX), else on the vector unit.
-    const int64_t rows_per_expert = experts > 0 ? int64_t(rows / experts) : 0;
-    c.compute = gemm_detail::amx_runs(gemm_detail::gemm_kernels(), rows_per_expert, DType::bf16) ? Unit::amx_bf16 : Unit::dot_bf16;
+    // The best unit the machine has for bf16 (and fp8, widened), whichever kernel each
+    // expert's GEMM takes: the AMX tiles wherever the level has them, else vdpbf16ps.
+    c.compute = gemm_detail::amx_runs(gemm_detail::gemm_kernels(), 1, DType::bf16) ? Unit::amx_bf16 : Unit::dot_bf16;
     c.memory = Unit::mem_read;
     return c;
   }

@@ -60,10 +60,14 @@ const kernels::GemmKernels& gemm_kernels();
 // The blocked driver over the register-tile kernels (levels whose set has them).
 void gemm_blocked_tiles(const GemmProblem& p);
 
-// The AMX path: bf16 (and fp8, widened) and int8 with more than 16 rows, where the level's set
-// has AMX kernels — or the tile model while it is forced (tests).
+// The AMX paths: bf16 (and fp8, widened) and int8 at any M, where the level's set has AMX
+// kernels — or the tile model while it is forced (tests). Up to kAmxDecodeRows rows (one
+// accumulator tile's height) run the decode kernels, one strip of D per call over all of K;
+// more run the blocked ones.
+inline constexpr int64_t kAmxDecodeRows = 16;
 bool amx_runs(const kernels::GemmKernels& k, int64_t m, DType in);
 void gemm_amx_blocked(const GemmProblem& p);
+void gemm_amx_decode(const GemmProblem& p);
 // Tests only: run the AMX path on the scalar tile model (kernels::kAmxModel) even where the
 // CPU has no AMX. Process-wide; returns the previous setting.
 bool force_amx_model(bool on);
