@@ -25,12 +25,32 @@ class _Slot:
     (identity tells whether HF replaced it). Made once per buffer, so that a step takes one view
     of each for its new rows: the rows' first `split` columns (c_kv, [B, capacity, split]) and
     the rest as one head ([B, capacity, 1, width - split], what rope writes)."""
-    __slots__ = ("keys", "rows", "values", "length", "view", "split", "head", "tail")
+    __slots__ = ("keys", "rows", "values", "length", "view", "split", "head", "tail", "chunk", "scratch")
 
-    def __init__(self, keys, values, length, split):
+    def __init__(self, keys, values, length, split, scratch=None):
         self.keys, self.values, self.length, self.view, self.split = keys, values, length, None, split
         self.rows = keys.view(keys.shape[0], keys.shape[2], keys.shape[3])
         self.head, self.tail = self.rows[:, :, :split], self.rows[:, :, split:].unsqueeze(2)
+        self.chunk = (0, (), ())
+        # What the layer's decode steps write besides the cache (its fixed-shape tensors, made
+        # once by the attention module): per slot, so that two caches never share them.
+        self.scratch = scratch
+
+
+# Single-row views of a buffer are made this many rows at a time (one unbind instead of two
+# indexing ops per step and layer).
+_CHUNK = 64
+
+
+def row(slot, i):
+    """Row i of the slot's buffer as (its first `split` columns [B, split], the rest as one head
+    [B, 1, width - split]): views made _CHUNK rows at a time, the last chunk kept."""
+    start, heads, tails = slot.chunk
+    j = i - start
+    if not 0 <= j < len(heads):
+        heads, tails = slot.head[:, i:i + _CHUNK].unbind(1), slot.tail[:, i:i + _CHUNK].unbind(1)
+        slot.chunk, j = (i, heads, tails), 0
+    return heads[j], tails[j]
 
 
 def reserve(cache, layer_idx, b, s, width, split, dtype):
@@ -59,12 +79,11 @@ def reserve_step(cache, layer_ids, b, s, width, split, dtype):
 
 
 def commit(layer, slot, s):
-    """Makes the s rows written after slot.length part of the layer; returns every row [B, L, width]."""
+    """Makes the s rows written after slot.length part of the layer (its keys and values one step
+    longer); the rows in use are then slot.rows[:, :slot.length]."""
     slot.length = length = slot.length + s
-    rows = slot.rows[:, :length]
-    layer.keys = slot.view = rows.unsqueeze(1)
+    layer.keys = slot.view = slot.keys[:, :, :length]
     layer.values = slot.values[:, :, :length]
-    return rows
 
 
 def _latent_layer(cache, layer_idx):
@@ -110,6 +129,6 @@ def _adopt(layer, layer_idx, b, width, split, dtype, s):
 def _grown(slot, rows):
     b, _, _, width = slot.keys.shape
     grown = _Slot(slot.keys.new_empty(b, 1, _capacity(rows), width), slot.keys.new_empty(b, 1, _capacity(rows), 0),
-                  slot.length, slot.split)
+                  slot.length, slot.split, slot.scratch)
     grown.keys[:, :, :slot.length].copy_(slot.keys[:, :, :slot.length])
     return grown

@@ -110,32 +110,44 @@ class SolDeepseekV3Attention(nn.Module):
         self.table = _sol.RopeTable(_rope_config(c, rotary), int(c.max_position_embeddings))
         self.causal = True
 
-    def _projected(self, x, positions):
-        """(qkv_a, q): the fused q_a | kv_a GEMM's rows [T, q_lora + lora + rope] (the latent part
-        raw, for _latent) and q [T, heads, nope + rope] with the rope part rotated in place."""
-        qkv = _sol.gemm(x, self.qkv_a, out_dtype=x.dtype)
-        if self.q_norm is None:
-            q = _sol.gemm(x, self.q_b, out_dtype=x.dtype)
-        else:
-            qa = qkv[:, :self.q_cols]
-            _sol.rmsnorm(qa, self.q_norm[0], eps=self.q_norm[1], out=qa)
-            q = _sol.gemm(qa, self.q_b, out_dtype=x.dtype)
-        q = q.view(x.shape[0], self.heads, self.qk_dim)
-        _sol.rope(q, positions, self.table, self.nope)
-        return qkv, q
+    def _step_tensors(self, x, t):
+        """The tensors one step of t rows writes, with the views its ops read them through:
+        (qkv [T, q_lora + lora + rope] for the fused q_a | kv_a GEMM, its q_a part, its c_kv part,
+        its k_rope part as one head [T, 1, rope]; q [T, heads * (nope + rope)] and as
+        [T, heads, nope + rope]; the attention's output [T, heads, v] and as [T, heads * v]).
+        A decode step takes the ones its cache slot keeps (made once per slot: a torch view costs
+        as much as a small Sol op's launch, and a step would make eight)."""
+        c, lat = self.q_cols, self.q_cols + self.lora
+        qkv = x.new_empty(t, lat + self.rope_dim)
+        q = x.new_empty(t, self.heads * self.qk_dim)
+        out = x.new_empty(t, self.heads, self.v_dim)
+        return (qkv, qkv[:, :c], qkv[:, c:lat], qkv[:, lat:].unsqueeze(1), q, q.view(t, self.heads, self.qk_dim),
+                out, out.view(t, self.heads * self.v_dim))
 
-    def _latent(self, qkv, positions, c_out, rope_out):
+    def _projected(self, x, positions, buffers):
+        """The fused q_a | kv_a GEMM into buffers' qkv (its latent part raw, for _latent) and q with
+        its rope part rotated, into buffers' q."""
+        qkv, qa, _, _, q2, q, _, _ = buffers
+        _sol.gemm(x, self.qkv_a, out=qkv)
+        if self.q_norm is None:
+            _sol.gemm(x, self.q_b, out=q2)
+        else:
+            _sol.rmsnorm(qa, self.q_norm[0], eps=self.q_norm[1], out=qa)
+            _sol.gemm(qa, self.q_b, out=q2)
+        _sol.rope(q, positions, self.table, self.nope)
+
+    def _latent(self, buffers, positions, c_out, rope_out):
         """The latent row [c_kv | k_rope] of each of the fused GEMM's rows, written where the caller
         says (the cache's free rows, strided): rmsnorm writes c_kv to c_out [T, lora], rope writes
         the rotated k_rope to rope_out [T, 1, rope]."""
-        c, lat = self.q_cols, self.q_cols + self.lora
-        _sol.rmsnorm(qkv[:, c:lat], self.kv_norm[0], eps=self.kv_norm[1], out=c_out)
-        _sol.rope(qkv[:, lat:].unsqueeze(1), positions, self.table, out=rope_out)
+        _sol.rmsnorm(buffers[2], self.kv_norm[0], eps=self.kv_norm[1], out=c_out)
+        _sol.rope(buffers[3], positions, self.table, out=rope_out)
 
-    def _new_latent(self, qkv, positions):
+    def _new_latent(self, buffers, positions):
         """The latent rows [T, lora + rope] of the fused GEMM's rows, in a tensor of their own."""
+        qkv = buffers[0]
         rows = qkv.new_empty(qkv.shape[0], self.lora + self.rope_dim)
-        self._latent(qkv, positions, rows[:, :self.lora], rows[:, self.lora:].unsqueeze(1))
+        self._latent(buffers, positions, rows[:, :self.lora], rows[:, self.lora:].unsqueeze(1))
         return rows
 
     def _expanded(self, q, latent, b, s):
@@ -146,11 +158,13 @@ class SolDeepseekV3Attention(nn.Module):
                                       softmax_scale=self.scaling)
         return out.view(b * s, h * v)
 
-    def _absorbed(self, q, latent, b):
+    def _absorbed(self, buffers, latent, seqlen):
         """One new token per sequence against its latent rows [B, L, lora + rope] (any batch and
-        row stride): one Sol op, q [B, heads, nope + rope] -> [B, heads * v]."""
-        out = _sol.mla_decode_absorbed(q, self.w_uk, latent, self.w_uv, self.absorbed_scale)
-        return out.view(b, self.heads * self.v_dim)
+        row stride; seqlen >= 0: the first seqlen of them): one Sol op, q [B, heads, nope + rope]
+        -> [B, heads * v]."""
+        _sol.mla_decode_absorbed(buffers[5], self.w_uk, latent, self.w_uv, self.absorbed_scale, out=buffers[6],
+                                 seqlen=seqlen)
+        return buffers[7]
 
     def forward(self, hidden_states, position_embeddings=None, attention_mask=None, cache=None, position_ids=None,
                 **kwargs):
@@ -169,34 +183,44 @@ class SolDeepseekV3Attention(nn.Module):
         the new latent rows appended to cache (None: no cache); causal, no mask. held: what
         _latent_cache.reserve gave for this layer, when the caller reserved every layer's rows
         for the step at once."""
-        qkv, q = self._projected(x, positions)
         if held is _UNRESERVED:
             held = None if cache is None else _latent_cache.reserve(cache, self.layer_idx, b, s, self.lora + self.rope_dim,
                                                                     self.lora, x.dtype)
+        if held is not None and s == 1:
+            slot = held[1]
+            buffers = slot.scratch
+            if buffers is None:
+                buffers = slot.scratch = self._step_tensors(x, b)
+        else:
+            buffers = self._step_tensors(x, b * s)
+        self._projected(x, positions, buffers)
         if held is not None:
             layer, slot = held
             past = slot.length
-            self._append_in_place(slot, qkv, b, s, positions)
-            latent = _latent_cache.commit(layer, slot, s)
+            self._append_in_place(slot, buffers, b, s, positions)
+            _latent_cache.commit(layer, slot, s)
+            if s == 1 and past > 0:  # the buffer's rows in use, without a view of them
+                return _sol.gemm(self._absorbed(buffers, slot.rows, past + 1), self.o, out_dtype=x.dtype)
+            latent = slot.rows[:, :past + s]
         else:
-            latent = self._new_latent(qkv, positions)
+            latent = self._new_latent(buffers, positions)
             if cache is not None:
                 keys, _ = cache.update(latent.view(b, 1, s, -1), latent.new_empty(b, 1, s, 0), self.layer_idx)
                 latent = keys.view(b, past + s, -1)
             else:
                 latent = latent.view(b, s, -1)
         if s == 1 and past > 0:
-            attn = self._absorbed(q, latent, b)
+            attn = self._absorbed(buffers, latent, -1)
         else:
-            attn = self._expanded(q, latent.reshape(-1, latent.shape[-1]), b, s)
+            attn = self._expanded(buffers[5], latent.reshape(-1, latent.shape[-1]), b, s)
         return _sol.gemm(attn, self.o, out_dtype=x.dtype)
 
-    def _append_in_place(self, slot, qkv, b, s, positions):
+    def _append_in_place(self, slot, buffers, b, s, positions):
         """The new latent rows written by rmsnorm and rope straight into the cache buffer's free rows."""
         past = slot.length
         if s == 1:
-            self._latent(qkv, positions, slot.head[:, past], slot.tail[:, past])
+            self._latent(buffers, positions, *_latent_cache.row(slot, past))
         elif b == 1:
-            self._latent(qkv, positions, slot.head[0, past:past + s], slot.tail[0, past:past + s])
+            self._latent(buffers, positions, slot.head[0, past:past + s], slot.tail[0, past:past + s])
         else:  # several tokens of several sequences: not one strided set of rows
-            slot.rows[:, past:past + s].copy_(self._new_latent(qkv, positions).view(b, s, -1))
+            slot.rows[:, past:past + s].copy_(self._new_latent(buffers, positions).view(b, s, -1))
