@@ -147,3 +147,23 @@ def test_patched_model_returns_hfs_output_class_and_generate_reads_it():
         tokens = model.generate(ids, max_new_tokens=3, do_sample=False, pad_token_id=0,
                                 attention_mask=torch.ones_like(ids))
     assert tokens.shape == (2, 7)
+
+
+@pytest.mark.parametrize("chunk", [1, 3])
+def test_row_views_across_chunks_match_hf(monkeypatch, chunk):
+    """Decode steps whose new rows cross many chunks of row views (and a buffer growth) give HF's
+    logits (f32)."""
+    from test_torch_models import rel
+    monkeypatch.setattr(_hf_latent_cache, "_CHUNK", chunk)
+    monkeypatch.setattr(_hf_latent_cache, "_MIN_SPARE", 2)
+    ref, model = deepseek_v3(), st.patch(deepseek_v3())
+    prompt = torch.randint(2, 256, (2, 3), generator=torch.Generator().manual_seed(7))
+    new = torch.randint(2, 256, (2, 9), generator=torch.Generator().manual_seed(8))
+    logits = []
+    with torch.no_grad():
+        for m in (ref, model):
+            cache = DynamicCache(config=m.config)
+            out = [m(prompt, cache=cache, use_cache=True).logits[:, -1]]
+            out += [m(new[:, i:i + 1], cache=cache, use_cache=True).logits[:, -1] for i in range(new.shape[1])]
+            logits.append(torch.stack(out, 1))
+    assert rel(logits[1], logits[0]) < 1e-5
