@@ -81,7 +81,7 @@ def _first_device(args, tensor_type):
     return None
 
 
-# While sol.profile runs: called as recorder(name, args, kwargs, result, start_s, end_s) after each op,
+# While sol.profile runs: called as recorder((name, args, kwargs, result, start_s, end_s)) after each op,
 # with times from `clock` (wall time, or this thread's CPU time).
 recorder = None
 clock = time.perf_counter
@@ -112,7 +112,7 @@ def torch_aware(fn):
         # Timed as the caller sees the op: the torch plumbing above is Sol's too.
         start = clock()
         result = call(args, kwargs)
-        recorder(name, args, kwargs, result, start, clock())
+        recorder((name, args, kwargs, result, start, clock()))
         return result
     return op
 
