@@ -24,6 +24,7 @@ import dataclasses
 import functools
 import types
 
+import numpy
 import torch
 
 import sol as _sol
@@ -108,14 +109,25 @@ def _lean_args(module, kwargs):
     if _flag(module, kwargs, "output_attentions"):
         raise _sol.Error("sol.torch.patch: output_attentions is not available: Sol's attention never forms the "
                          "attention weights (unpatch the model to get them)")
-    if kwargs.get("return_dict", getattr(module.config, "return_dict", True)) is False:
+    if kwargs.get("return_dict", _config(module.config, "return_dict", True)) is False:
         return False
     return all(k in _KNOWN for k in kwargs)
 
 
 def _flag(module, kwargs, name):
     value = kwargs.get(name)
-    return bool(getattr(module.config, name, False) if value is None else value)
+    return bool(_config(module.config, name, False) if value is None else value)
+
+
+def _config(config, name, default):
+    """getattr(config, name, default) without PretrainedConfig's Python-level __getattribute__ (a
+    few frames per read, four reads per step), which only renames the keys of attribute_map."""
+    if name in type(config).attribute_map:
+        return getattr(config, name, default)
+    try:
+        return object.__getattribute__(config, name)
+    except AttributeError:
+        return default
 
 
 def _stack(module, plan, input_ids, inputs_embeds, attention_mask, position_ids, cache, use_cache, hidden_states):
@@ -125,13 +137,13 @@ def _stack(module, plan, input_ids, inputs_embeds, attention_mask, position_ids,
     if (input_ids is None) == (inputs_embeds is None):
         raise ValueError("You must specify exactly one of input_ids or inputs_embeds")
     if use_cache is None:
-        use_cache = module.config.use_cache
+        use_cache = _config(module.config, "use_cache", False)
     if use_cache and cache is None:
         from transformers import DynamicCache
         cache = DynamicCache(config=module.config)
     if inputs_embeds is None:
         b, s = input_ids.shape
-        stream = _sol.embedding(plan.embedding, input_ids.reshape(-1).to(torch.int32))
+        stream = _sol.embedding(plan.embedding, _int32_rows(input_ids))
     else:
         b, s = inputs_embeds.shape[:2]
         stream = inputs_embeds.reshape(b * s, -1).contiguous()
@@ -140,12 +152,13 @@ def _stack(module, plan, input_ids, inputs_embeds, attention_mask, position_ids,
         raise _sol.Error("sol.torch.patch: the attention_mask pads (zeros) but Sol's patched attention takes "
                          "sequences of equal length without padding")
     if position_ids is not None:
-        positions = position_ids.expand(b, s).reshape(-1).to(torch.int32)
-    elif s == 1:
-        positions = torch.full((b,), past, dtype=torch.int32)
+        positions = _int32_rows(position_ids.expand(b, s))
+    elif not stream.is_cpu:
+        positions = torch.arange(past, past + s, dtype=torch.int32, device=stream.device).repeat(b)
+    elif s == 1:  # host positions as numpy: Sol's ops read any array, without torch's dispatch
+        positions = numpy.full(b, past, numpy.int32)
     else:
-        positions = torch.arange(past, past + s, dtype=torch.int32)
-        positions = positions if b == 1 else positions.repeat(b)
+        positions = numpy.tile(numpy.arange(past, past + s, dtype=numpy.int32), b)
     layer_ids, width, split = plan.latent
     helds = (_latent_cache.reserve_step(cache, layer_ids, b, s, width, split, stream.dtype) if cache is not None
              else (None,) * len(layer_ids))
@@ -165,6 +178,15 @@ def _stack(module, plan, input_ids, inputs_embeds, attention_mask, position_ids,
     if hidden_states is not None:
         hidden_states.append(out.view(b, s, -1))
     return out, b, s, cache
+
+
+def _int32_rows(ids):
+    """ids [B, S] (any integer dtype) as the int32 vector [B * S] Sol's ops take. On the host through
+    numpy: a torch reshape and cast are two dispatcher calls, each slower than a small Sol op's
+    launch between the step's GEMMs (docs/perf/models.md)."""
+    if ids.is_cpu:
+        return ids.numpy().reshape(-1).astype(numpy.int32)
+    return ids.reshape(-1).to(torch.int32)
 
 
 def _model_forward(self, input_ids=None, attention_mask=None, position_ids=None, cache=None, inputs_embeds=None,

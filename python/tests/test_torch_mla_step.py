@@ -65,7 +65,7 @@ def test_decode_writes_the_latent_row_into_its_cache_row_only(monkeypatch, b):
     attend = SolDeepseekV3Attention.attend
 
     def spy(self, x, *args):
-        seen.append((self, x.clone(), args[3].clone()))  # args: b, s, past, positions, ...
+        seen.append((self, x.clone(), torch.as_tensor(args[3]).clone()))  # args: b, s, past, positions, ...
         return attend(self, x, *args)
     with torch.no_grad():
         cache, tok = decode(model, b)
