@@ -106,6 +106,10 @@ struct OpInfo {
   std::string rows_param;
   // Builds one case. `cold_bytes` > 0 asks for enough input sets to cover that many bytes.
   std::function<std::unique_ptr<OpCase>(const OpParams&, int64_t cold_bytes)> make;
+  // The cost of the case `make` would build for these (resolved) parameters, without building
+  // it (no buffers): for costing a workload's calls of the op (sol.op_cost, sol.profile). Empty:
+  // only a built case knows its cost.
+  std::function<Cost(const OpParams&)> cost;
 };
 
 void register_op(OpInfo info);                // throws on a duplicate name

@@ -2,7 +2,7 @@
 
 HF's DynamicLayer.update appends by concatenation, so every decode step copies the layer's whole
 cache (O(B L) per step and layer). Here a DynamicLayer's keys are a view of a buffer with spare
-rows, [B, 1, capacity, width] (capacity doubled when full): the kv_a GEMM writes the new tokens'
+rows, [B, 1, capacity, width] (capacity doubled when full): rmsnorm and rope write the new tokens'
 latent rows straight into the rows after the last one, and the layer's keys and values ([B, 1, L, 0])
 become views one step longer. The layer stays HF's DynamicLayer, so generate(), get_seq_length,
 crop, reorder_cache (beam search), batch_select_indices, batch_repeat_interleave and reset keep
@@ -22,15 +22,38 @@ _MIN_SPARE = 64
 class _Slot:
     """A layer's buffer: keys [B, 1, capacity, width] (rows: the same as [B, capacity, width]),
     values [B, 1, capacity, 0], the rows in use, and the keys view last handed to the layer
-    (identity tells whether HF replaced it)."""
-    __slots__ = ("keys", "rows", "values", "length", "view")
+    (identity tells whether HF replaced it). Made once per buffer, so that a step takes one view
+    of each for its new rows: the rows' first `split` columns (c_kv, [B, capacity, split]) and
+    the rest as one head ([B, capacity, 1, width - split], what rope writes)."""
+    __slots__ = ("keys", "rows", "values", "length", "view", "split", "head", "tail", "chunk", "scratch")
 
-    def __init__(self, keys, values, length):
-        self.keys, self.values, self.length, self.view = keys, values, length, None
+    def __init__(self, keys, values, length, split, scratch=None):
+        self.keys, self.values, self.length, self.view, self.split = keys, values, length, None, split
         self.rows = keys.view(keys.shape[0], keys.shape[2], keys.shape[3])
+        self.head, self.tail = self.rows[:, :, :split], self.rows[:, :, split:].unsqueeze(2)
+        self.chunk = (0, (), ())
+        # What the layer's decode steps write besides the cache (its fixed-shape tensors, made
+        # once by the attention module): per slot, so that two caches never share them.
+        self.scratch = scratch
 
 
-def reserve(cache, layer_idx, b, s, width, dtype):
+# Single-row views of a buffer are made this many rows at a time (one unbind instead of two
+# indexing ops per step and layer).
+_CHUNK = 64
+
+
+def row(slot, i):
+    """Row i of the slot's buffer as (its first `split` columns [B, split], the rest as one head
+    [B, 1, width - split]): views made _CHUNK rows at a time, the last chunk kept."""
+    start, heads, tails = slot.chunk
+    j = i - start
+    if not 0 <= j < len(heads):
+        heads, tails = slot.head[:, i:i + _CHUNK].unbind(1), slot.tail[:, i:i + _CHUNK].unbind(1)
+        slot.chunk, j = (i, heads, tails), 0
+    return heads[j], tails[j]
+
+
+def reserve(cache, layer_idx, b, s, width, split, dtype):
     """(layer, slot): the layer's buffer with room for s more rows per sequence, or None when the
     layer is not a plain DynamicLayer (the caller then appends through cache.update)."""
     layer = cache.layers[layer_idx] if layer_idx < len(cache.layers) else None
@@ -39,7 +62,7 @@ def reserve(cache, layer_idx, b, s, width, dtype):
         layer = _latent_layer(cache, layer_idx)
         if layer is None:
             return None
-        slot = layer._sol_latent = _adopt(layer, layer_idx, b, width, dtype, s)
+        slot = layer._sol_latent = _adopt(layer, layer_idx, b, width, split, dtype, s)
     else:
         held = slot.rows
         if held.shape[0] != b or held.shape[2] != width or held.dtype != dtype:
@@ -49,13 +72,18 @@ def reserve(cache, layer_idx, b, s, width, dtype):
     return layer, slot
 
 
+def reserve_step(cache, layer_ids, b, s, width, split, dtype):
+    """reserve() for every MLA layer of a model at once, before its step runs: a tuple of
+    (layer, slot) or None, one per entry of layer_ids."""
+    return tuple(reserve(cache, i, b, s, width, split, dtype) for i in layer_ids)
+
+
 def commit(layer, slot, s):
-    """Makes the s rows written after slot.length part of the layer; returns every row [B, L, width]."""
+    """Makes the s rows written after slot.length part of the layer (its keys and values one step
+    longer); the rows in use are then slot.rows[:, :slot.length]."""
     slot.length = length = slot.length + s
-    rows = slot.rows[:, :length]
-    layer.keys = slot.view = rows.unsqueeze(1)
+    layer.keys = slot.view = slot.keys[:, :, :length]
     layer.values = slot.values[:, :, :length]
-    return rows
 
 
 def _latent_layer(cache, layer_idx):
@@ -83,14 +111,14 @@ def _refuse(layer_idx, shape, held_dtype, b, s, width, dtype):
                      f"this step appends latent rows of shape ({b}, 1, {s}, {width}) ({dtype})")
 
 
-def _adopt(layer, layer_idx, b, width, dtype, s):
+def _adopt(layer, layer_idx, b, width, split, dtype, s):
     """A fresh slot holding what the layer's keys hold now (nothing, or a tensor HF put there)."""
     keys = layer.keys if layer.is_initialized else None
     length = 0 if keys is None or keys.numel() == 0 else keys.shape[-2]
     if length and (tuple(keys.shape) != (b, 1, length, width) or keys.dtype != dtype):
         _refuse(layer_idx, keys.shape, keys.dtype, b, s, width, dtype)
     slot = _Slot(torch.empty(b, 1, _capacity(length + s), width, dtype=dtype),
-                 torch.empty(b, 1, _capacity(length + s), 0, dtype=dtype), length)
+                 torch.empty(b, 1, _capacity(length + s), 0, dtype=dtype), length, split)
     if length:
         slot.keys[:, :, :length].copy_(keys)
     if not layer.is_initialized:
@@ -101,6 +129,6 @@ def _adopt(layer, layer_idx, b, width, dtype, s):
 def _grown(slot, rows):
     b, _, _, width = slot.keys.shape
     grown = _Slot(slot.keys.new_empty(b, 1, _capacity(rows), width), slot.keys.new_empty(b, 1, _capacity(rows), 0),
-                  slot.length)
+                  slot.length, slot.split, slot.scratch)
     grown.keys[:, :, :slot.length].copy_(slot.keys[:, :, :slot.length])
     return grown

@@ -9,7 +9,8 @@ with the least Python between them:
     reaches Sol's attention and is checked there;
   - each layer's step() takes and returns (stream, pending): a MoE layer leaves its output
     pending and the next layer's input add_rmsnorm (or the final norm) adds it to the stream;
-  - the latent rows are written into HF's own cache in place (_hf_latent_cache.py);
+  - the latent rows are written into HF's own cache in place (_hf_latent_cache.py), every
+    layer's rows reserved (checked, grown) once per step before the layers run;
   - the embedding, norm weights, layers and LM head are read from plain references gathered at
     install (_Plan), not through nn.Module attribute lookups and module calls;
   - hidden states (output_hidden_states): views of the stream, completed in place;
@@ -18,12 +19,16 @@ Anything else this forward does not handle (labels, return_dict=False, inputs th
 alone knows) goes to HF's forward unchanged. unpatch deletes the instance attribute, so the class's
 forward is back as it was.
 """
+import collections
+import dataclasses
 import functools
 import types
 
+import numpy
 import torch
 
 import sol as _sol
+from . import _hf_latent_cache as _latent_cache
 
 # Arguments the lean forwards understand; generate passes these (and nothing else for this model).
 _KNOWN = {"input_ids", "attention_mask", "position_ids", "cache", "past_key_values", "inputs_embeds", "use_cache",
@@ -44,7 +49,7 @@ def install(model):
         return []
     inner.forward = types.MethodType(functools.wraps(type(inner).forward)(_model_forward), inner)
     model.forward = types.MethodType(functools.wraps(type(model).forward)(_causal_lm_forward), model)
-    inner._sol_lean = _Plan(inner, model.lm_head)
+    model._sol_lean = inner._sol_lean = _Plan(inner, model.lm_head)
     return [model, inner]
 
 
@@ -61,9 +66,42 @@ class _Plan:
     patch time like the packed GEMM weights."""
     def __init__(self, inner, head):
         self.layers = tuple(inner.layers)[:inner.config.num_hidden_layers]
+        attn = self.layers[0].self_attn
+        # The latent cache rows of every layer, reserved once per step (_hf_latent_cache.reserve_step).
+        self.latent = (tuple(m.self_attn.layer_idx for m in self.layers), attn.lora + attn.rope_dim, attn.lora)
         self.embedding = inner.embed_tokens.weight.detach()
         self.norm_weight, self.norm_eps = inner.norm.weight.detach(), inner.norm.eps
         self.head, self.head_bias = head.packed, head.bias_f32
+        from transformers.modeling_outputs import MoeCausalLMOutputWithPast, MoeModelOutputWithPast
+        self.causal_lm_output = _output_builder(MoeCausalLMOutputWithPast)
+        self.model_output = _output_builder(MoeModelOutputWithPast)
+
+
+def _output_builder(cls):
+    """cls(**values) for a transformers ModelOutput dataclass without its constructor: the dataclass
+    __init__ goes through ModelOutput.__setattr__ once per field (each scanning fields(self)), then
+    __post_init__ (tens of microseconds per step). What it leaves is an OrderedDict holding the
+    non-None fields in field order plus every field as an instance attribute: built here directly.
+    Checked once against the constructor (items, attributes, tuple form); if transformers builds
+    something else, the constructor is used."""
+    names = tuple(f.name for f in dataclasses.fields(cls))
+    setitem = collections.OrderedDict.__setitem__
+
+    def build(**values):
+        out = cls.__new__(cls)
+        attrs = out.__dict__
+        for name in names:
+            value = values.get(name)
+            attrs[name] = value
+            if value is not None:
+                setitem(out, name, value)
+        return out
+
+    sample = {name: (i, name) for i, name in enumerate(names) if i % 2}  # some fields set, some left None
+    real, fast = cls(**sample), build(**sample)
+    same = (type(real) is type(fast) and list(real.items()) == list(fast.items()) and real.__dict__ == fast.__dict__
+            and real.to_tuple() == fast.to_tuple())
+    return build if same else cls
 
 
 def _lean_args(module, kwargs):
@@ -71,31 +109,41 @@ def _lean_args(module, kwargs):
     if _flag(module, kwargs, "output_attentions"):
         raise _sol.Error("sol.torch.patch: output_attentions is not available: Sol's attention never forms the "
                          "attention weights (unpatch the model to get them)")
-    if kwargs.get("return_dict", getattr(module.config, "return_dict", True)) is False:
+    if kwargs.get("return_dict", _config(module.config, "return_dict", True)) is False:
         return False
     return all(k in _KNOWN for k in kwargs)
 
 
 def _flag(module, kwargs, name):
     value = kwargs.get(name)
-    return bool(getattr(module.config, name, False) if value is None else value)
+    return bool(_config(module.config, name, False) if value is None else value)
 
 
-def _stack(inner, input_ids, inputs_embeds, attention_mask, position_ids, cache, use_cache, hidden_states):
+def _config(config, name, default):
+    """getattr(config, name, default) without PretrainedConfig's Python-level __getattribute__ (a
+    few frames per read, four reads per step), which only renames the keys of attribute_map."""
+    if name in type(config).attribute_map:
+        return getattr(config, name, default)
+    try:
+        return object.__getattribute__(config, name)
+    except AttributeError:
+        return default
+
+
+def _stack(module, plan, input_ids, inputs_embeds, attention_mask, position_ids, cache, use_cache, hidden_states):
     """The final-normed hidden states [B * S, hidden] (dense rows), B, S and the cache; appends to
     hidden_states (a list, or None) the embeddings and every layer's output but the last (HF's
     convention: the last entry is the normed output)."""
     if (input_ids is None) == (inputs_embeds is None):
         raise ValueError("You must specify exactly one of input_ids or inputs_embeds")
-    plan = inner._sol_lean
     if use_cache is None:
-        use_cache = inner.config.use_cache
+        use_cache = _config(module.config, "use_cache", False)
     if use_cache and cache is None:
         from transformers import DynamicCache
-        cache = DynamicCache(config=inner.config)
+        cache = DynamicCache(config=module.config)
     if inputs_embeds is None:
         b, s = input_ids.shape
-        stream = _sol.embedding(plan.embedding, input_ids.reshape(-1).to(torch.int32))
+        stream = _sol.embedding(plan.embedding, _int32_rows(input_ids))
     else:
         b, s = inputs_embeds.shape[:2]
         stream = inputs_embeds.reshape(b * s, -1).contiguous()
@@ -104,18 +152,22 @@ def _stack(inner, input_ids, inputs_embeds, attention_mask, position_ids, cache,
         raise _sol.Error("sol.torch.patch: the attention_mask pads (zeros) but Sol's patched attention takes "
                          "sequences of equal length without padding")
     if position_ids is not None:
-        positions = position_ids.expand(b, s).reshape(-1).to(torch.int32)
-    elif s == 1:
-        positions = torch.full((b,), past, dtype=torch.int32)
+        positions = _int32_rows(position_ids.expand(b, s))
+    elif not stream.is_cpu:
+        positions = torch.arange(past, past + s, dtype=torch.int32, device=stream.device).repeat(b)
+    elif s == 1:  # host positions as numpy: Sol's ops read any array, without torch's dispatch
+        positions = numpy.full(b, past, numpy.int32)
     else:
-        positions = torch.arange(past, past + s, dtype=torch.int32)
-        positions = positions if b == 1 else positions.repeat(b)
+        positions = numpy.tile(numpy.arange(past, past + s, dtype=numpy.int32), b)
+    layer_ids, width, split = plan.latent
+    helds = (_latent_cache.reserve_step(cache, layer_ids, b, s, width, split, stream.dtype) if cache is not None
+             else (None,) * len(layer_ids))
     pending = None
-    for layer in plan.layers:
+    for layer, held in zip(plan.layers, helds):
         if hidden_states is not None:
             # A pending MoE output is added into this very tensor by the next add_rmsnorm.
             hidden_states.append(stream.view(b, s, -1))
-        stream, pending = layer.step(stream, pending, b, s, past, positions, cache)
+        stream, pending = layer.step(stream, pending, b, s, past, positions, cache, held)
     weight = plan.norm_weight
     if weight.dtype != stream.dtype:
         weight = weight.to(stream.dtype)
@@ -128,19 +180,27 @@ def _stack(inner, input_ids, inputs_embeds, attention_mask, position_ids, cache,
     return out, b, s, cache
 
 
+def _int32_rows(ids):
+    """ids [B, S] (any integer dtype) as the int32 vector [B * S] Sol's ops take. On the host through
+    numpy: a torch reshape and cast are two dispatcher calls, each slower than a small Sol op's
+    launch between the step's GEMMs (docs/perf/models.md)."""
+    if ids.is_cpu:
+        return ids.numpy().reshape(-1).astype(numpy.int32)
+    return ids.reshape(-1).to(torch.int32)
+
+
 def _model_forward(self, input_ids=None, attention_mask=None, position_ids=None, cache=None, inputs_embeds=None,
                    use_cache=None, **kwargs):
     if not _lean_args(self, kwargs) or (attention_mask is not None and attention_mask.dim() != 2):
         return type(self).forward(self, input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
                                   cache=cache, inputs_embeds=inputs_embeds, use_cache=use_cache, **kwargs)
-    from transformers.modeling_outputs import MoeModelOutputWithPast
     cache = kwargs.pop("past_key_values", None) if cache is None else cache
     hidden = [] if _flag(self, kwargs, "output_hidden_states") else None
-    out, b, s, cache = _stack(self, input_ids, inputs_embeds, attention_mask, position_ids, cache, use_cache, hidden)
-    result = MoeModelOutputWithPast(last_hidden_state=out.view(b, s, -1), cache=cache)
-    if hidden is not None:
-        result["hidden_states"] = tuple(hidden)
-    return result
+    plan = self._sol_lean
+    out, b, s, cache = _stack(self, plan, input_ids, inputs_embeds, attention_mask, position_ids, cache, use_cache,
+                              hidden)
+    return plan.model_output(last_hidden_state=out.view(b, s, -1), cache=cache,
+                             hidden_states=None if hidden is None else tuple(hidden))
 
 
 def _causal_lm_forward(self, input_ids=None, attention_mask=None, position_ids=None, cache=None, inputs_embeds=None,
@@ -150,12 +210,11 @@ def _causal_lm_forward(self, input_ids=None, attention_mask=None, position_ids=N
         return type(self).forward(self, input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
                                   cache=cache, inputs_embeds=inputs_embeds, labels=labels, use_cache=use_cache,
                                   logits_to_keep=logits_to_keep, **kwargs)
-    from transformers.modeling_outputs import MoeCausalLMOutputWithPast
     cache = kwargs.pop("past_key_values", None) if cache is None else cache
     hidden = [] if _flag(self, kwargs, "output_hidden_states") else None
-    inner = self.model
-    out, b, s, cache = _stack(inner, input_ids, inputs_embeds, attention_mask, position_ids, cache, use_cache, hidden)
-    plan = inner._sol_lean
+    plan = self._sol_lean
+    out, b, s, cache = _stack(self, plan, input_ids, inputs_embeds, attention_mask, position_ids, cache, use_cache,
+                              hidden)
     if isinstance(logits_to_keep, int) and (logits_to_keep == 0 or logits_to_keep >= s):
         rows, kept = out, s  # every position (decode: the only one)
     else:
@@ -164,7 +223,4 @@ def _causal_lm_forward(self, input_ids=None, attention_mask=None, position_ids=N
         kept = rows.shape[1]
         rows = rows.reshape(b * kept, -1)
     logits = _sol.gemm(rows, plan.head, bias=plan.head_bias, out_dtype=out.dtype).view(b, kept, -1)
-    result = MoeCausalLMOutputWithPast(logits=logits, cache=cache)
-    if hidden is not None:
-        result["hidden_states"] = tuple(hidden)
-    return result
+    return plan.causal_lm_output(logits=logits, cache=cache, hidden_states=None if hidden is None else tuple(hidden))

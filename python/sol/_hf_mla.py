@@ -1,12 +1,13 @@
 """DeepseekV3's MLA attention on Sol's ops (sol.torch.patch swaps it in for DeepseekV3Attention).
 
-Per token the latent row is [c_kv | k_rope] (kv_lora_rank + qk_rope_head_dim): the kv_a GEMM
-writes it, rmsnorm normalises c_kv in place and Sol's rope rotates k_rope in place (interleaved
+Per token the latent row is [c_kv | k_rope] (kv_lora_rank + qk_rope_head_dim): one GEMM over
+q_a and kv_a stacked gives [q_a | c_kv | k_rope] raw, rmsnorm writes the normalised c_kv and
+Sol's rope the rotated k_rope straight into the row's place in the cache (interleaved
 pairs when config.rope_interleave, as DeepSeek's weights are laid out: HF de-interleaves q and k
 alike, so every q.k is the same). The latent rows are what the KV cache holds: HF's own cache
 object (DynamicCache), one [B, 1, L, kv_lora + rope] tensor per layer as its keys and an empty
-[B, 1, L, 0] as its values, both views of a buffer with spare rows that the kv_a GEMM writes the
-new rows into (_hf_latent_cache.py: no concatenation per step).
+[B, 1, L, 0] as its values, both views of a buffer with spare rows that the new rows are written
+into (_hf_latent_cache.py: no concatenation per step).
 
 Prefill (or several new tokens): keys and values expanded per head by one GEMM over the latent
 rows with an augmented kv_b matrix whose extra rows copy k_rope into each head (an identity
@@ -59,6 +60,10 @@ def _rope_config(config, rotary):
     return cfg
 
 
+# attend() without rows reserved by its caller: it reserves its layer's rows itself.
+_UNRESERVED = object()
+
+
 class SolDeepseekV3Attention(nn.Module):
     def __init__(self, attn, rotary=None):
         super().__init__()
@@ -71,12 +76,17 @@ class SolDeepseekV3Attention(nn.Module):
         dtype = attn.kv_b_proj.weight.dtype
         if any(m is not None and m.bias is not None for m in (attn.q_a_proj, attn.kv_a_proj_with_mqa, attn.o_proj)):
             raise _sol.Error("sol.torch.patch: DeepseekV3 attention with attention_bias has no Sol module")
+        # q_a and kv_a read the same input: one GEMM over their weights stacked [q_a; kv_a] gives
+        # each output column the same dot product (a column's sum never depends on the others),
+        # so the row [q_a | c_kv | k_rope] equals the two GEMMs' outputs side by side.
+        kv_a = attn.kv_a_proj_with_mqa.weight.detach()
         if attn.q_lora_rank is None:
-            self.q_a, self.q_norm, self.q_b = None, None, _pack(attn.q_proj.weight)
+            self.q_cols, self.q_norm, self.q_b = 0, None, _pack(attn.q_proj.weight)
+            self.qkv_a = _pack(kv_a)
         else:
-            self.q_a, self.q_b = _pack(attn.q_a_proj.weight), _pack(attn.q_b_proj.weight)
+            self.q_cols, self.q_b = attn.q_lora_rank, _pack(attn.q_b_proj.weight)
             self.q_norm = (attn.q_a_layernorm.weight.detach(), float(attn.q_a_layernorm.variance_epsilon))
-        self.kv_a = _pack(attn.kv_a_proj_with_mqa.weight)
+            self.qkv_a = _pack(torch.cat([attn.q_a_proj.weight.detach(), kv_a], 0))
         self.kv_norm = (attn.kv_a_layernorm.weight.detach(), float(attn.kv_a_layernorm.variance_epsilon))
         self.o = _pack(attn.o_proj.weight)
         h, n, r, v, lat = self.heads, self.nope, self.rope_dim, self.v_dim, self.lora
@@ -100,29 +110,45 @@ class SolDeepseekV3Attention(nn.Module):
         self.table = _sol.RopeTable(_rope_config(c, rotary), int(c.max_position_embeddings))
         self.causal = True
 
-    def _latent(self, x, positions, out=None):
-        """Latent rows [T, lora + rope] of x [T, hidden] (into out when given, rows of any stride):
-        normalised c_kv, rotated k_rope."""
-        if out is None:
-            lat = _sol.gemm(x, self.kv_a, out_dtype=x.dtype)
-        else:
-            lat = _sol.gemm(x, self.kv_a, out=out)
-        c = lat[:, :self.lora]
-        _sol.rmsnorm(c, self.kv_norm[0], eps=self.kv_norm[1], out=c)
-        _sol.rope(lat.view(lat.shape[0], 1, -1), positions, self.table, self.lora)
-        return lat
+    def _step_tensors(self, x, t):
+        """The tensors one step of t rows writes, with the views its ops read them through:
+        (qkv [T, q_lora + lora + rope] for the fused q_a | kv_a GEMM, its q_a part, its c_kv part,
+        its k_rope part as one head [T, 1, rope]; q [T, heads * (nope + rope)] and as
+        [T, heads, nope + rope]; the attention's output [T, heads, v] and as [T, heads * v]).
+        A decode step takes the ones its cache slot keeps (made once per slot: a torch view costs
+        as much as a small Sol op's launch, and a step would make eight)."""
+        c, lat = self.q_cols, self.q_cols + self.lora
+        qkv = x.new_empty(t, lat + self.rope_dim)
+        q = x.new_empty(t, self.heads * self.qk_dim)
+        out = x.new_empty(t, self.heads, self.v_dim)
+        return (qkv, qkv[:, :c], qkv[:, c:lat], qkv[:, lat:].unsqueeze(1), q, q.view(t, self.heads, self.qk_dim),
+                out, out.view(t, self.heads * self.v_dim))
 
-    def _query(self, x, positions):
-        """q [T, heads, nope + rope] with the rope part rotated in place."""
-        if self.q_a is None:
-            q = _sol.gemm(x, self.q_b, out_dtype=x.dtype)
+    def _projected(self, x, positions, buffers):
+        """The fused q_a | kv_a GEMM into buffers' qkv (its latent part raw, for _latent) and q with
+        its rope part rotated, into buffers' q."""
+        qkv, qa, _, _, q2, q, _, _ = buffers
+        _sol.gemm(x, self.qkv_a, out=qkv)
+        if self.q_norm is None:
+            _sol.gemm(x, self.q_b, out=q2)
         else:
-            qa = _sol.gemm(x, self.q_a, out_dtype=x.dtype)
             _sol.rmsnorm(qa, self.q_norm[0], eps=self.q_norm[1], out=qa)
-            q = _sol.gemm(qa, self.q_b, out_dtype=x.dtype)
-        q = q.view(x.shape[0], self.heads, self.qk_dim)
+            _sol.gemm(qa, self.q_b, out=q2)
         _sol.rope(q, positions, self.table, self.nope)
-        return q
+
+    def _latent(self, buffers, positions, c_out, rope_out):
+        """The latent row [c_kv | k_rope] of each of the fused GEMM's rows, written where the caller
+        says (the cache's free rows, strided): rmsnorm writes c_kv to c_out [T, lora], rope writes
+        the rotated k_rope to rope_out [T, 1, rope]."""
+        _sol.rmsnorm(buffers[2], self.kv_norm[0], eps=self.kv_norm[1], out=c_out)
+        _sol.rope(buffers[3], positions, self.table, out=rope_out)
+
+    def _new_latent(self, buffers, positions):
+        """The latent rows [T, lora + rope] of the fused GEMM's rows, in a tensor of their own."""
+        qkv = buffers[0]
+        rows = qkv.new_empty(qkv.shape[0], self.lora + self.rope_dim)
+        self._latent(buffers, positions, rows[:, :self.lora], rows[:, self.lora:].unsqueeze(1))
+        return rows
 
     def _expanded(self, q, latent, b, s):
         """Every head's keys and values from the latent rows [B * L, lora + rope]; causal flash attention."""
@@ -132,11 +158,13 @@ class SolDeepseekV3Attention(nn.Module):
                                       softmax_scale=self.scaling)
         return out.view(b * s, h * v)
 
-    def _absorbed(self, q, latent, b):
+    def _absorbed(self, buffers, latent, seqlen):
         """One new token per sequence against its latent rows [B, L, lora + rope] (any batch and
-        row stride): one Sol op, q [B, heads, nope + rope] -> [B, heads * v]."""
-        out = _sol.mla_decode_absorbed(q, self.w_uk, latent, self.w_uv, self.absorbed_scale)
-        return out.view(b, self.heads * self.v_dim)
+        row stride; seqlen >= 0: the first seqlen of them): one Sol op, q [B, heads, nope + rope]
+        -> [B, heads * v]."""
+        _sol.mla_decode_absorbed(buffers[5], self.w_uk, latent, self.w_uv, self.absorbed_scale, out=buffers[6],
+                                 seqlen=seqlen)
+        return buffers[7]
 
     def forward(self, hidden_states, position_embeddings=None, attention_mask=None, cache=None, position_ids=None,
                 **kwargs):
@@ -150,35 +178,49 @@ class SolDeepseekV3Attention(nn.Module):
         out = self.attend(hidden_states.reshape(b * s, -1), b, s, past, positions, cache)
         return out.view(b, s, -1), None
 
-    def attend(self, x, b, s, past, positions, cache):
+    def attend(self, x, b, s, past, positions, cache, held=_UNRESERVED):
         """x [B * S, hidden] (S new tokens per sequence, `past` cached before them) -> [B * S, hidden],
-        the new latent rows appended to cache (None: no cache); causal, no mask."""
-        q = self._query(x, positions)
-        held = None if cache is None else _latent_cache.reserve(cache, self.layer_idx, b, s,
-                                                                self.lora + self.rope_dim, x.dtype)
+        the new latent rows appended to cache (None: no cache); causal, no mask. held: what
+        _latent_cache.reserve gave for this layer, when the caller reserved every layer's rows
+        for the step at once."""
+        if held is _UNRESERVED:
+            held = None if cache is None else _latent_cache.reserve(cache, self.layer_idx, b, s, self.lora + self.rope_dim,
+                                                                    self.lora, x.dtype)
+        if held is not None and s == 1:
+            slot = held[1]
+            buffers = slot.scratch
+            if buffers is None:
+                buffers = slot.scratch = self._step_tensors(x, b)
+        else:
+            buffers = self._step_tensors(x, b * s)
+        self._projected(x, positions, buffers)
         if held is not None:
             layer, slot = held
             past = slot.length
-            self._append_in_place(slot, x, b, s, positions)
-            latent = _latent_cache.commit(layer, slot, s)
-        elif cache is not None:
-            latent = self._latent(x, positions)
-            keys, _ = cache.update(latent.view(b, 1, s, -1), latent.new_empty(b, 1, s, 0), self.layer_idx)
-            latent = keys.view(b, past + s, -1)
+            self._append_in_place(slot, buffers, b, s, positions)
+            _latent_cache.commit(layer, slot, s)
+            if s == 1 and past > 0:  # the buffer's rows in use, without a view of them
+                return _sol.gemm(self._absorbed(buffers, slot.rows, past + 1), self.o, out_dtype=x.dtype)
+            latent = slot.rows[:, :past + s]
         else:
-            latent = self._latent(x, positions).view(b, s, -1)
+            latent = self._new_latent(buffers, positions)
+            if cache is not None:
+                keys, _ = cache.update(latent.view(b, 1, s, -1), latent.new_empty(b, 1, s, 0), self.layer_idx)
+                latent = keys.view(b, past + s, -1)
+            else:
+                latent = latent.view(b, s, -1)
         if s == 1 and past > 0:
-            attn = self._absorbed(q, latent, b)
+            attn = self._absorbed(buffers, latent, -1)
         else:
-            attn = self._expanded(q, latent.reshape(-1, latent.shape[-1]), b, s)
+            attn = self._expanded(buffers[5], latent.reshape(-1, latent.shape[-1]), b, s)
         return _sol.gemm(attn, self.o, out_dtype=x.dtype)
 
-    def _append_in_place(self, slot, x, b, s, positions):
-        """The new latent rows written by the kv_a GEMM straight into the cache buffer's free rows."""
+    def _append_in_place(self, slot, buffers, b, s, positions):
+        """The new latent rows written by rmsnorm and rope straight into the cache buffer's free rows."""
         past = slot.length
         if s == 1:
-            self._latent(x, positions, out=slot.rows[:, past])
+            self._latent(buffers, positions, *_latent_cache.row(slot, past))
         elif b == 1:
-            self._latent(x, positions, out=slot.rows[0, past:past + s])
+            self._latent(buffers, positions, slot.head[0, past:past + s], slot.tail[0, past:past + s])
         else:  # several tokens of several sequences: not one strided set of rows
-            slot.rows[:, past:past + s].copy_(self._latent(x, positions).view(b, s, -1))
+            slot.rows[:, past:past + s].copy_(self._new_latent(buffers, positions).view(b, s, -1))

@@ -197,10 +197,11 @@ class SolDeepseekV3DecoderLayer(nn.Module):
         h = _sol.add_rmsnorm(x, stream, norm.weight.detach().to(x.dtype), eps=norm.eps)
         return self.mlp(h, residual=stream).view(hidden_states.shape)
 
-    def step(self, stream, pending, b, s, past, positions, cache):
+    def step(self, stream, pending, b, s, past, positions, cache, held):
         """The layer on the residual stream [B * S, hidden] plus `pending` (a product the previous
         layer left to add, or None) -> (stream, pending) for the next layer: the stack's forward
-        (_hf_lean.py) adds a pending MoE output inside the next add_rmsnorm instead of a torch add."""
+        (_hf_lean.py) adds a pending MoE output inside the next add_rmsnorm instead of a torch add.
+        held: this layer's cache rows as the stack reserved them for the step (or None)."""
         attn, mlp, w_in, eps_in, w_post, eps_post = self._step_plan
         if w_in.dtype != stream.dtype:
             w_in, w_post = w_in.to(stream.dtype), w_post.to(stream.dtype)
@@ -208,7 +209,7 @@ class SolDeepseekV3DecoderLayer(nn.Module):
             h = _sol.rmsnorm(stream, w_in, eps=eps_in)
         else:
             h = _sol.add_rmsnorm(pending, stream, w_in, eps=eps_in)
-        a = attn.attend(h, b, s, past, positions, cache)
+        a = attn.attend(h, b, s, past, positions, cache, held)
         h = _sol.add_rmsnorm(stream, a, w_post, eps=eps_post)
         return mlp.add_into(h, a)
 

@@ -11,6 +11,7 @@ SOL% is against the cached ceiling (quote sol bench for single-op claims).
 Writes a Chrome-trace / Perfetto JSON (chrome://tracing, ui.perfetto.dev) and a roofline SVG, and
 returns a Profile whose table() says where the step's time went: Sol ops by name, and the rest.
 """
+import functools
 import json
 import math
 import time
@@ -98,6 +99,25 @@ def _attention_cost(args, kwargs, result):
     return 2.0 * pairs * (d + dv), sum(_nbytes(x) for x in (q, k, v)) + _nbytes(o), _dtype_name(q)
 
 
+@functools.lru_cache(maxsize=256)
+def _registry_cost(op, **params):
+    """The C++ registry's cost of one case (sol.op_cost): the formula `sol bench` uses, not a copy."""
+    c = _sol.op_cost(op, **params)
+    return c["flops"], c["bytes"], c["compute"], c["memory"]
+
+
+def _mla_absorbed_cost(args, kwargs, result):
+    q, latent, w_uv = _arg(args, kwargs, 0, "q"), _arg(args, kwargs, 2, "latent"), _arg(args, kwargs, 3, "w_uv")
+    (b, h, dq), (length, dk) = _shape(q), _shape(latent)[1:]
+    if kwargs.get("seqlen", -1) >= 0:  # the first seqlen rows of a cache buffer
+        length = kwargs["seqlen"]
+    rope = dk - w_uv.k
+    flops, nbytes, compute, memory = _registry_cost(
+        "mla-decode-absorbed", batch=b, seqlen=length, heads=h, nope=dq - rope, rope=rope, latent=w_uv.k,
+        v=_shape(_outputs(result)[0])[-1], dtype=_dtype_name(q))
+    return flops, nbytes, _dtype_name(q), compute, memory
+
+
 def _streaming_cost(flops_per_element):
     def cost(args, kwargs, result):
         inputs = [a for a in args if hasattr(a, "shape")] + [v for v in kwargs.values() if hasattr(v, "shape")]
@@ -113,18 +133,22 @@ _COSTS = {
     "grouped_gemm_contiguous": _grouped_cost,
     "grouped_gemm_masked": _grouped_cost,
     "flash_attention": _attention_cost,
+    "mla_decode_absorbed": _mla_absorbed_cost,
 }
 
 
 def _cost(name, args, kwargs, result):
+    """(flops, bytes, dtype, compute unit, memory unit) of one call; a unit None: the profiler's
+    choice (compute by dtype, memory mem_copy)."""
     fn = _COSTS.get(name)
     if fn is None:
         # Row ops are memory-bound: their FLOPs do not place them, bytes do.
         fn = _streaming_cost(0.0)
     try:
-        return fn(args, kwargs, result)
+        cost = fn(args, kwargs, result)
     except Exception:  # an op whose arguments this table does not know: time only
-        return 0.0, 0, ""
+        return 0.0, 0, "", None, None
+    return cost if len(cost) == 5 else (*cost, None, None)
 
 
 def _compute_unit(dtype, ceilings):
@@ -225,10 +249,11 @@ class Profile:
 
 
 def _ceilings(threads):
-    """{unit: ceiling} at this thread count: the compute units (FLOP/s, OP/s) and mem_copy."""
+    """{unit: ceiling} at this thread count: the compute units (FLOP/s, OP/s) and the memory ones
+    (mem_*: mem_copy for the ops costed here, another where the registry's cost names it)."""
     key = "one_thread" if threads == 1 else "all_threads"
     return {c["unit"]: c[key] for c in _sol.hw()["ceilings"]
-            if c.get("available") and c.get(key) and (c["units"] in ("FLOP/s", "OP/s") or c["unit"] == "mem_copy")}
+            if c.get("available") and c.get(key) and (c["units"] in ("FLOP/s", "OP/s") or c["unit"].startswith("mem_"))}
 
 
 def profile(fn, *args, trace="sol-profile.json", roofline="sol-profile.svg", quiet=False, clock="wall", **kwargs):
@@ -251,24 +276,21 @@ def profile(fn, *args, trace="sol-profile.json", roofline="sol-profile.svg", qui
     origin = now()
 
     def cost(name, a, kw, result, start, end):
-        flops, nbytes, dtype = _cost(name, a, kw, result)
+        flops, nbytes, dtype, unit, memory = _cost(name, a, kw, result)
         t = end - start
-        unit = _compute_unit(dtype, ceilings)
+        unit = unit or _compute_unit(dtype, ceilings)
+        memory = memory or "mem_copy"
         compute_s = flops / ceilings[unit] if flops and ceilings.get(unit) else 0.0
-        memory_s = nbytes / ceilings["mem_copy"] if nbytes and ceilings.get("mem_copy") else 0.0
+        memory_s = nbytes / ceilings[memory] if nbytes and ceilings.get(memory) else 0.0
         floor = max(compute_s, memory_s)
         first = a[0] if a else None
         return {"op": name, "shape": list(_shape(first)), "dtype": dtype, "start_us": (start - origin) * 1e6,
-                "time_s": t, "flops": flops, "bytes": nbytes, "bound": unit if compute_s >= memory_s else "mem_copy",
+                "time_s": t, "flops": flops, "bytes": nbytes, "bound": unit if compute_s >= memory_s else memory,
                 "floor_s": floor, "sol_pct": 100.0 * floor / t if t > 0 else 0.0}
 
-    calls = []
-
-    def record(*call):
-        calls.append(call)  # costed after the run: the step's wall time holds no profiler work
-
+    calls = []  # costed after the run: the step's time holds no profiler work but one append per op
     previous = _torch_io.recorder, _torch_io.clock
-    _torch_io.recorder, _torch_io.clock = record, now
+    _torch_io.recorder, _torch_io.clock = calls.append, now
     try:
         start = now()
         result = fn(*args, **kwargs)

@@ -81,7 +81,7 @@ def _first_device(args, tensor_type):
     return None
 
 
-# While sol.profile runs: called as recorder(name, args, kwargs, result, start_s, end_s) after each op,
+# While sol.profile runs: called as recorder((name, args, kwargs, result, start_s, end_s)) after each op,
 # with times from `clock` (wall time, or this thread's CPU time).
 recorder = None
 clock = time.perf_counter
@@ -112,7 +112,7 @@ def torch_aware(fn):
         # Timed as the caller sees the op: the torch plumbing above is Sol's too.
         start = clock()
         result = call(args, kwargs)
-        recorder(name, args, kwargs, result, start, clock())
+        recorder((name, args, kwargs, result, start, clock()))
         return result
     return op
 
@@ -120,7 +120,7 @@ def torch_aware(fn):
 # Functions of the extension that take no arrays (the machine, the registry, configs).
 _NOT_OPS = {"hw", "bench", "check", "report", "ops", "num_threads", "set_num_threads",
             "deepseek_v3_rope", "rope_inv_freq", "rope_attention_factor", "fp8_scale_from_amax",
-            "sampling_uniform", "_set_output_allocator"}
+            "sampling_uniform", "_set_output_allocator", "op_cost"}
 
 
 def wrap_module_ops(namespace):

@@ -365,6 +365,42 @@ def mla_decode(q, kv_cache, block_table, cache_seqlens, *, head_dim_v, softmax_s
     return _mla_decode(q, kv_cache, block_table, cache_seqlens, head_dim_v, softmax_scale, causal)
 
 
+# The absorbed decode's weights packed once per weight tensor (the op takes them unpacked so that
+# torch.compile traces plain tensors): keyed by storage, offset, shape, strides, dtype and the
+# version counter (an in-place update repacks). The entry keeps the tensor, so its memory cannot
+# be reused by another tensor while the key lives.
+_packed = {}
+_PACKED_MAX = 512
+
+
+def _packed_experts(w):
+    key = (w.untyped_storage().data_ptr(), w.storage_offset(), tuple(w.shape), w.stride(), w.dtype, w._version)
+    hit = _packed.get(key)
+    if hit is None:
+        if len(_packed) >= _PACKED_MAX:
+            _packed.pop(next(iter(_packed)))
+        hit = _packed[key] = (w, _sol_pkg.pack_experts(w.contiguous()))
+    return hit[1]
+
+
+@_library.custom_op("sol::mla_decode_absorbed", mutates_args=())
+def _mla_decode_absorbed(q: Tensor, w_uk: Tensor, latent: Tensor, w_uv: Tensor, softmax_scale: float) -> Tensor:
+    return _ops.mla_decode_absorbed(_d(q), _packed_experts(_d(w_uk)), _d(latent), _packed_experts(_d(w_uv)),
+                                    softmax_scale)
+
+
+@_mla_decode_absorbed.register_fake
+def _(q, w_uk, latent, w_uv, softmax_scale):
+    return q.new_empty((q.shape[0], q.shape[1], w_uv.shape[1]))
+
+
+def mla_decode_absorbed(q, w_uk, latent, w_uv, *, softmax_scale):
+    """One MLA layer's decode with absorbed up-projections (sol.mla_decode_absorbed): q [B, H, Dq],
+    w_uk [H, Dk, Dq] and w_uv [H, Dv, Dl] (per head, as sol.pack_experts takes them; packed once
+    per tensor and version), latent [B, L, Dk] -> [B, H, Dv] in q's dtype. No backward."""
+    return _mla_decode_absorbed(q, w_uk, latent, w_uv, softmax_scale)
+
+
 # ---------------------------------------------------------------------------------- quantization
 def _quant_op(name, scale_rows):
     @_library.custom_op(f"sol::{name}", mutates_args=())
@@ -491,8 +527,8 @@ def embedding(table, ids):
     return _embedding(table, ids)
 
 
-for _op in (_layernorm, _gelu, _softmax, _flash_attention_backward, _mla_decode, _moe_routing, _moe_permute,
-            _moe_unpermute, _grouped_gemm_contiguous, _grouped_gemm_masked, _embedding):
+for _op in (_layernorm, _gelu, _softmax, _flash_attention_backward, _mla_decode, _mla_decode_absorbed, _moe_routing,
+            _moe_permute, _moe_unpermute, _grouped_gemm_contiguous, _grouped_gemm_masked, _embedding):
     _refuse_grad(_op)
 
 

@@ -135,7 +135,11 @@ void bind_gemm(nb::module_& m) {
   "float8_e4m3fn with its 128 x 128 b_scales) for repeated gemm calls.");
 
   nb::class_<PackedExperts>(m, "PackedExperts", "One PackedMatrix per expert (sol.pack_experts), for the grouped GEMMs.")
-      .def("__len__", [](const PackedExperts& p) { return p.experts.size(); });
+      .def("__len__", [](const PackedExperts& p) { return p.experts.size(); })
+      .def_prop_ro("k", [](const PackedExperts& p) { return p.experts.empty() ? int64_t(0) : p.experts[0].k(); },
+                   "Each matrix's K (they share their shape; 0 when empty).")
+      .def_prop_ro("n", [](const PackedExperts& p) { return p.experts.empty() ? int64_t(0) : p.experts[0].n(); },
+                   "Each matrix's N.");
 
   m.def("pack_experts", [](nb::handle b, nb::handle b_scales) {
     const char* op = "pack_experts";

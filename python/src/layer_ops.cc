@@ -7,6 +7,7 @@
 #include "bindings.h"
 #include "quant_args.h"
 #include "sol/activation.h"
+#include "sol/copy.h"
 #include "sol/norm.h"
 #include "sol/rope.h"
 #include "sol/softmax.h"
@@ -152,13 +153,26 @@ void bind_rope(nb::module_& m) {
   m.def("rope_inv_freq", &sol::rope_inv_freq, "config"_a, "The per-pair frequencies (after YaRN).");
   m.def("rope_attention_factor", &sol::rope_attention_factor, "config"_a, "The cos/sin multiplier (YaRN mscale).");
 
-  m.def("rope", [](nb::handle x, nb::handle positions, const sol::RopeTable& table, int64_t rope_offset) {
-    Array X = output(x, "rope", "x"), P = input(positions, "rope", "positions");
-    released([&] { sol::rope(*X, *P, table, rope_offset); });
-    return X.object;
-  }, "x"_a, "positions"_a, "table"_a, "rope_offset"_a = 0,
+  m.def("rope", [](nb::handle x, nb::handle positions, const sol::RopeTable& table, int64_t rope_offset,
+                   nb::handle out) {
+    Array P = input(positions, "rope", "positions");
+    if (out.is_none()) {
+      Array X = output(x, "rope", "x");
+      released([&] { sol::rope(*X, *P, table, rope_offset); });
+      return X.object;
+    }
+    // Out of place: out = x, then rotated there (e.g. a latent row's rope part written straight
+    // into a KV cache row). sol::copy checks that the shapes and dtypes match.
+    Array X = input(x, "rope", "x"), O = output(out, "rope", "out");
+    released([&] {
+      sol::copy(*X, *O);
+      sol::rope(*O, *P, table, rope_offset);
+    });
+    return O.object;
+  }, "x"_a, "positions"_a, "table"_a, "rope_offset"_a = 0, nb::kw_only(), "out"_a = nb::none(),
   "Rotates x [T, heads, head_dim] in place on dims [rope_offset, rope_offset + rope_dim) of every head; "
-  "positions [T] int32. Returns x.");
+  "positions [T] int32. With out (x's shape and dtype, any strides, not overlapping x): x is read, out = x rotated. Returns "
+  "x, or out.");
 }
 
 }  // namespace

@@ -50,17 +50,25 @@ void bind_mla(nb::module_& m) {
   "bf16 cache [N, 64, 1, 576] -> FlashMLA's FP8 cache [N, 64, 1, 656] (float8_e4m3fn bytes).");
 
   m.def("mla_decode_absorbed", [](nb::handle q, const PackedExperts& w_uk, nb::handle latent,
-                                  const PackedExperts& w_uv, float softmax_scale, nb::handle out) {
+                                  const PackedExperts& w_uv, float softmax_scale, nb::handle out, int64_t seqlen) {
     const char* op = "mla_decode_absorbed";
     Array Q = input(q, op, "q"), L = input(latent, op, "latent");
     sol::check(!w_uv.experts.empty(), op, "w_uv holds no packed matrices (one per head)");
+    sol::Tensor rows = *L;
+    if (seqlen >= 0) {  // the first seqlen rows of a buffer with spare rows (a cache's)
+      sol::check(rows.ndim() == 3 && seqlen <= rows.shape(1), op, "seqlen = ", seqlen, " but latent is ",
+                 rows.describe());
+      rows = rows.slice(1, 0, seqlen);
+    }
     Array O = output_or_new(out, op, "out", {Q.dim(0), Q.dim(1), w_uv.experts[0].n()}, Q->dtype());
-    released([&] { sol::mla_decode_absorbed(*Q, w_uk.experts, *L, w_uv.experts, softmax_scale, *O); });
+    released([&] { sol::mla_decode_absorbed(*Q, w_uk.experts, rows, w_uv.experts, softmax_scale, *O); });
     return O.object;
   }, "q"_a, "w_uk"_a, "latent"_a, "w_uv"_a, "softmax_scale"_a, nb::kw_only(), "out"_a = nb::none(),
+  "seqlen"_a = -1,
   "One MLA layer's decode with absorbed up-projections: q [B, H, Dq] (rope applied), w_uk and w_uv "
   "from sol.pack_experts ([H, Dk, Dq] and [H, Dv, Dl]), latent rows [B, L, Dk] -> out [B, H, Dv]; "
-  "out = (softmax(scale * (q . w_uk) . latent^T) . latent[..., :Dl]) . w_uv per head.");
+  "out = (softmax(scale * (q . w_uk) . latent^T) . latent[..., :Dl]) . w_uv per head. seqlen >= 0: "
+  "only the first seqlen rows of latent (a cache buffer with spare rows) are the sequence's.");
 }
 
 }  // namespace solpy

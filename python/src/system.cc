@@ -199,6 +199,20 @@ void bind_system(nb::module_& m) {
   m.def("check", &check, "op"_a = nb::none(),
         "The correctness cases of every op (or one), as `sol check`: one dict per case.");
   m.def("ops", &ops, "The registered ops: name, summary, parameters, shape tables.");
+  m.def("op_cost", [](const std::string& op_name, const nb::kwargs& kwargs) {
+    const sol::OpInfo& op = sol::find_op(op_name);
+    if (!op.cost) sol::fail("op_cost", "op '", op_name, "' has no cost without building a case");
+    const sol::Cost c = op.cost(sol::resolve_params(op, op_params(op, kwargs)));
+    nb::dict d;
+    d["flops"] = c.flops;
+    d["bytes"] = c.bytes;
+    d["compute"] = std::string(sol::unit_name(c.compute));
+    d["memory"] = std::string(sol::unit_name(c.memory));
+    return d;
+  }, "op"_a, "params"_a,
+  "The registry's cost of one case of op for these parameters (sol.op_cost('mla-decode-absorbed', batch=1, "
+  "seqlen=72, ...)), without running it: {'flops', 'bytes', 'compute', 'memory'} (the units' names as in "
+  "sol.hw()). sol.Error for an op whose cost needs a built case.");
 }
 
 }  // namespace solpy

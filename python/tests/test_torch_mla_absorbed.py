@@ -46,6 +46,11 @@ def test_matches_float64_math(dtype, b, length):
     assert rel(got, want) < (1e-2 if dtype == torch.bfloat16 else 1e-5)
     allocated = sol.mla_decode_absorbed(q, sol.pack_experts(w_uk), latent, sol.pack_experts(w_uv), 0.4)
     assert isinstance(allocated, torch.Tensor) and allocated.shape == out.shape and torch.equal(allocated, got)
+    # seqlen: the first rows of the buffer the view was cut from (its NaN rows past length unread).
+    buffer = latent.as_strided((b, length + 3, latent.shape[2]), latent.stride())
+    assert torch.isnan(buffer[:, length:].float()).all()
+    prefix = sol.mla_decode_absorbed(q, sol.pack_experts(w_uk), buffer, sol.pack_experts(w_uv), 0.4, seqlen=length)
+    assert torch.equal(prefix, got)
 
 
 def test_bad_input_is_a_sol_error():
@@ -57,6 +62,8 @@ def test_bad_input_is_a_sol_error():
         sol.mla_decode_absorbed(q, uk, latent.float(), uv, 1.0)
     with pytest.raises(sol.Error, match=r"mla_decode_absorbed: latent.shape = \[2, 5, 13\]"):
         sol.mla_decode_absorbed(q, uk, latent[..., :13], uv, 1.0)
+    with pytest.raises(sol.Error, match=r"mla_decode_absorbed: seqlen = 6 but latent is \[2, 5, 14\] bf16"):
+        sol.mla_decode_absorbed(q, uk, latent, uv, 1.0, seqlen=6)
     with pytest.raises(sol.Error, match=r"mla_decode_absorbed: out.shape"):
         sol.mla_decode_absorbed(q, uk, latent, uv, 1.0, out=torch.empty(2, 3, 4, dtype=torch.bfloat16))
 
@@ -93,7 +100,8 @@ def test_patched_decode_equals_the_layer_math_in_float64(monkeypatch):
 
     def spy(q, w_uk, latent, w_uv, scale, **kw):
         out = original(q, w_uk, latent, w_uv, scale, **kw)
-        calls.append((q.clone(), latent.clone(), out.clone(), scale))
+        rows = latent if kw.get("seqlen", -1) < 0 else latent[:, :kw["seqlen"]]
+        calls.append((q.clone(), rows.clone(), out.clone(), scale))
         return out
     monkeypatch.setattr(sol, "mla_decode_absorbed", spy)
     decode_ops(model, 2, torch.bfloat16)
@@ -105,3 +113,80 @@ def test_patched_decode_equals_the_layer_math_in_float64(monkeypatch):
     w_uk[:, :lat, :n], w_uk[:, lat:, n:] = w[:, :n].transpose(1, 2), torch.eye(r, dtype=torch.float64)
     want = reference(q, latent, w_uk, w[:, n:], hf.scaling)
     assert rel(out, want) < 1e-2
+
+
+# ------------------------------------------------------------------ torch.library op sol::mla_decode_absorbed
+def op_args(dtype=torch.bfloat16, b=2, length=9):
+    q, latent, w_uk, w_uv = layer(dtype, b, length, seed=5)
+    return q, w_uk, latent, w_uv
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_torch_op_equals_the_direct_call(dtype):
+    q, w_uk, latent, w_uv = op_args(dtype)
+    got = st.mla_decode_absorbed(q, w_uk, latent, w_uv, softmax_scale=0.4)
+    want = sol.mla_decode_absorbed(q, sol.pack_experts(w_uk), latent, sol.pack_experts(w_uv), 0.4)
+    assert got.dtype == dtype and torch.equal(got, want)
+    assert torch.ops.sol.mla_decode_absorbed.default(q, w_uk, latent, w_uv, 0.4).equal(want)
+
+
+def test_torch_op_passes_opcheck_and_its_fake_kernel_gives_the_real_shape():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    args = (*op_args(), 0.4)
+    torch.library.opcheck(st._mla_decode_absorbed, args,
+                          test_utils=("test_schema", "test_faketensor", "test_autograd_registration"))
+    real = st._mla_decode_absorbed(*args)
+    with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        fake = st._mla_decode_absorbed(*(mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args))
+    assert (tuple(fake.shape), fake.dtype) == (tuple(real.shape), real.dtype) == ((2, 3, 5), torch.bfloat16)
+
+
+def attention_then_projection(q, w_uk, latent, w_uv, w_o):
+    out = st.mla_decode_absorbed(q, w_uk, latent, w_uv, softmax_scale=0.4)
+    return st.gemm(out.reshape(out.shape[0], -1), w_o, layout="nt")
+
+
+def test_torch_compile_traces_it_without_graph_breaks():
+    torch._dynamo.reset()
+    args = (*op_args(torch.float32), torch.randn(7, 15, generator=torch.Generator().manual_seed(6)))
+    explanation = torch._dynamo.explain(attention_then_projection)(*args)
+    assert explanation.graph_break_count == 0, explanation.break_reasons
+    compiled = torch.compile(attention_then_projection, fullgraph=True, backend="aot_eager")
+    assert torch.equal(compiled(*args), attention_then_projection(*args))
+
+
+def test_torch_op_refuses_grad_and_repacks_a_weight_updated_in_place():
+    q, w_uk, latent, w_uv = op_args(torch.float32)
+    with pytest.raises(sol.Error, match="sol::mla_decode_absorbed: q requires grad but sol::mla_decode_absorbed "
+                                        "has no backward"):
+        st.mla_decode_absorbed(q.clone().requires_grad_(), w_uk, latent, w_uv, softmax_scale=0.4)
+    with pytest.raises(sol.Error, match="w_uv requires grad"):
+        st.mla_decode_absorbed(q, w_uk, latent, w_uv.clone().requires_grad_(), softmax_scale=0.4)
+    before = st.mla_decode_absorbed(q, w_uk, latent, w_uv, softmax_scale=0.4)
+    w_uv.mul_(2)  # same tensor, new version: packed again
+    after = st.mla_decode_absorbed(q, w_uk, latent, w_uv, softmax_scale=0.4)
+    assert torch.equal(after, sol.mla_decode_absorbed(q, sol.pack_experts(w_uk), latent, sol.pack_experts(w_uv), 0.4))
+    assert rel(after, 2 * before) < 1e-6
+
+
+def test_profile_costs_it_with_the_registry_formula():
+    q, w_uk, latent, w_uv = op_args(torch.bfloat16, b=2, length=9)  # H 3, nope 6, rope 4, latent 10, v 5
+    uk, uv = sol.pack_experts(w_uk), sol.pack_experts(w_uv)
+    assert (uv.k, uv.n, len(uv)) == (10, 5, 3)
+    _, prof = sol.profile(lambda: sol.mla_decode_absorbed(q, uk, latent, uv, 0.4), trace=None, roofline=None,
+                          quiet=True)
+    (r,) = prof.records
+    b, h, dq, dk, dl, dv, length = 2, 3, 10, 14, 10, 5, 9
+    assert r["flops"] == 2 * b * h * (dq * dk + length * (dk + dl) + dl * dv)
+    assert r["bytes"] == 2 * (b * h * dq + b * length * dk + h * (dq * dk + dl * dv) + b * h * dv)
+    assert r["bound"] in ("dot_bf16", "mem_read") and r["sol_pct"] > 0
+    # The first seqlen rows of a longer buffer cost what a view of them costs.
+    buffer = torch.cat([latent, latent], 1)
+    _, prof = sol.profile(lambda: sol.mla_decode_absorbed(q, uk, buffer, uv, 0.4, seqlen=length), trace=None,
+                          roofline=None, quiet=True)
+    assert (prof.records[0]["flops"], prof.records[0]["bytes"]) == (r["flops"], r["bytes"])
+    assert sol.op_cost("mla-decode-absorbed", batch=b, seqlen=length, heads=h, nope=6, rope=4, latent=dl, v=dv,
+                       dtype="bf16") == {"flops": r["flops"], "bytes": r["bytes"], "compute": "dot_bf16",
+                                         "memory": "mem_read"}
+    with pytest.raises(sol.Error, match="op_cost: op 'gemm' has no cost without building a case"):
+        sol.op_cost("gemm", m=4)

@@ -27,7 +27,43 @@ struct AbsorbedShape {
   DType dtype;
   int64_t dq() const { return nope + rope; }
   int64_t dk() const { return latent + rope; }
+  // What the op reads: q, each sequence's L cached rows (the spare rows are not read) and every
+  // head's two weight matrices, once each.
+  double bytes_read() const {
+    const double e = double(dtype_size(dtype)), b = double(batch), h = double(heads);
+    return e * (b * h * double(dq()) + b * double(seqlen * dk()) + h * double(dq() * dk() + latent * v));
+  }
 };
+
+AbsorbedShape absorbed_shape(const OpParams& p) {
+  AbsorbedShape s;
+  s.batch = p.integer("batch");
+  s.seqlen = p.integer("seqlen");
+  s.heads = p.integer("heads");
+  s.nope = p.integer("nope");
+  s.rope = p.integer("rope");
+  s.latent = p.integer("latent");
+  s.v = p.integer("v");
+  s.dtype = p.dtype("dtype");
+  sol::check(s.batch >= 0 && s.seqlen >= 0 && s.heads >= 1 && s.nope >= 0 && s.rope >= 0 && s.latent >= 1 &&
+                 s.v >= 1 && s.dq() >= 1,
+             "mla-decode-absorbed", "batch, seqlen, nope, rope >= 0 and heads, latent, v, nope + rope >= 1 required");
+  sol::check(s.dtype == DType::bf16 || s.dtype == DType::f32, "mla-decode-absorbed", "--dtype = ",
+             dtype_name(s.dtype), " but must be bf16 or f32");
+  return s;
+}
+
+Cost absorbed_cost(const AbsorbedShape& s) {
+  const double b = double(s.batch), h = double(s.heads), l = double(s.seqlen);
+  Cost c;
+  c.flops = 2 * b * h * (double(s.dq() * s.dk()) + l * double(s.dk() + s.latent) + double(s.latent * s.v));
+  c.bytes = s.bytes_read() + b * h * double(s.v) * double(dtype_size(s.dtype));
+  // Decode products have few rows (B per head, H per sequence): the vector dot unit, not AMX
+  // tiles; the weights and the cache make the op memory-bound at every decode shape.
+  c.compute = s.dtype == DType::f32 ? Unit::fma_f32 : Unit::dot_bf16;
+  c.memory = Unit::mem_read;
+  return c;
+}
 
 // One input set: the query, the cache rows (with spare rows past seqlen, poisoned, as a cache
 // buffer has them) and the weights, plain (for the reference) and packed.
@@ -39,11 +75,6 @@ struct Operands {
 class MlaAbsorbedCase : public OpCase {
  public:
   MlaAbsorbedCase(const AbsorbedShape& s, int64_t cold_bytes) : s_(s) {
-    sol::check(s.batch >= 0 && s.seqlen >= 0 && s.heads >= 1 && s.nope >= 0 && s.rope >= 0 && s.latent >= 1 &&
-                   s.v >= 1 && s.dq() >= 1,
-               "mla-decode-absorbed", "batch, seqlen, nope, rope >= 0 and heads, latent, v, nope + rope >= 1 required");
-    sol::check(s.dtype == DType::bf16 || s.dtype == DType::f32, "mla-decode-absorbed", "--dtype = ",
-               dtype_name(s.dtype), " but must be bf16 or f32");
     const int sets = sets_for(int64_t(bytes_read()), cold_bytes);
     for (int k = 0; k < sets; ++k) sets_.push_back(make_set(uint64_t(k)));
     out_ = Buffer(s.dtype, {s.batch, s.heads, s.v});
@@ -56,17 +87,7 @@ class MlaAbsorbedCase : public OpCase {
     return os.str();
   }
   std::string dtype() const override { return std::string(dtype_name(s_.dtype)); }
-  Cost cost() const override {
-    const double b = double(s_.batch), h = double(s_.heads), l = double(s_.seqlen);
-    Cost c;
-    c.flops = 2 * b * h * (double(s_.dq() * s_.dk()) + l * double(s_.dk() + s_.latent) + double(s_.latent * s_.v));
-    c.bytes = bytes_read() + b * h * double(s_.v) * double(dtype_size(s_.dtype));
-    // Decode products have few rows (B per head, H per sequence): the vector dot unit, not AMX
-    // tiles; the weights and the cache make the op memory-bound at every decode shape.
-    c.compute = s_.dtype == DType::f32 ? Unit::fma_f32 : Unit::dot_bf16;
-    c.memory = Unit::mem_read;
-    return c;
-  }
+  Cost cost() const override { return absorbed_cost(s_); }
   int input_sets() const override { return int(sets_.size()); }
   void run(int set) override {
     const Operands& o = sets_[size_t(set)];
@@ -84,11 +105,7 @@ class MlaAbsorbedCase : public OpCase {
  private:
   float scale() const { return 1.0f / float(std::sqrt(double(s_.dq()))); }
   int64_t spare() const { return 3; }  // rows past seqlen in each sequence's block, never read
-  double bytes_read() const {
-    const double e = double(dtype_size(s_.dtype)), b = double(s_.batch), h = double(s_.heads);
-    return e * (b * h * double(s_.dq()) + b * double(s_.seqlen * s_.dk()) +
-                h * double(s_.dq() * s_.dk() + s_.latent * s_.v));
-  }
+  double bytes_read() const { return s_.bytes_read(); }
   Tensor latent(const Operands& o) const {
     const int64_t rows = s_.seqlen + spare();
     const int64_t shape[3] = {s_.batch, s_.seqlen, s_.dk()}, strides[3] = {rows * s_.dk(), s_.dk(), 1};
@@ -167,17 +184,9 @@ void register_mla_absorbed_ops() {
   };
   op.rows_param = "batch";
   op.make = [](const OpParams& p, int64_t cold_bytes) -> std::unique_ptr<OpCase> {
-    AbsorbedShape s;
-    s.batch = p.integer("batch");
-    s.seqlen = p.integer("seqlen");
-    s.heads = p.integer("heads");
-    s.nope = p.integer("nope");
-    s.rope = p.integer("rope");
-    s.latent = p.integer("latent");
-    s.v = p.integer("v");
-    s.dtype = p.dtype("dtype");
-    return std::make_unique<MlaAbsorbedCase>(s, cold_bytes);
+    return std::make_unique<MlaAbsorbedCase>(absorbed_shape(p), cold_bytes);
   };
+  op.cost = [](const OpParams& p) { return absorbed_cost(absorbed_shape(p)); };
   register_op(std::move(op));
 }
 
