@@ -47,6 +47,8 @@ TEST(Tuning, DefaultsFollowTheCaches) {
   EXPECT_EQ(zen5.stream_min_bytes, 16 << 20);
   const TuningParams big = default_tuning_params(shape(48 << 10, 2 << 20, 300L << 20));
   EXPECT_EQ(big.gemm_mc, 480);
+  EXPECT_EQ(big.gemm_amx_mc, 256);   // 256 rows x 4 KiB fill half of L2, a multiple of 32
+  EXPECT_EQ(zen5.gemm_amx_mc, 128);
   EXPECT_EQ(big.gemm_nc, 4096);  // clamped
   EXPECT_EQ(big.stream_min_bytes, 150L << 20);
   // The row kernels' look-ahead from L1d: the distances the kernels held as constants on a
