@@ -33,6 +33,7 @@ struct TuningParams {
   int64_t gemm_mc = 0;                  // rows of A packed per GEMM block (a multiple of 48)
   int64_t gemm_nc = 0;                  // columns of B per GEMM block (a multiple of 32)
   int64_t gemm_b_prefetch_bytes = 0;    // how far ahead a B panel's first reader requests it
+  int64_t gemm_amx_mc = 0;              // rows of A packed per AMX GEMM block (a multiple of 32)
   int64_t stream_min_bytes = 0;         // outputs this large or larger take non-temporal stores
   int64_t softmax_pipeline_min_rows = 0;  // a thread's rows before bf16 softmax pipelines them
   int64_t row_prefetch_bytes = 0;       // L1 look-ahead of the elementwise row kernels, per stream

@@ -31,6 +31,8 @@ constexpr TuningParamInfo kInfos[] = {
      "the packed B block (KC x NC columns) is L3/4, at most 4096 columns"},
     {"gemm", "gemm_b_prefetch_bytes", &TuningParams::gemm_b_prefetch_bytes, 0, 256L << 10, 64,
      "L1d/3 in whole 4 KiB: the lines requested ahead stay in L1 beside the A panel and the tile"},
+    {"gemm", "gemm_amx_mc", &TuningParams::gemm_amx_mc, 32, 3072, 32,
+     "the packed A block (MC rows x KC) fills half of L2, the B panel in use and the next one the rest"},
     {"stream", "stream_min_bytes", &TuningParams::stream_min_bytes, 64L << 10, int64_t(1) << 40, 1,
      "the smaller of LLC/2 and 4 x L2: an output that large cannot stay in the LLC, or in the LLC share a shared host leaves one core"},
     {"softmax", "softmax_pipeline_min_rows", &TuningParams::softmax_pipeline_min_rows, 1, 1 << 20, 1,
@@ -124,6 +126,7 @@ TuningParams default_tuning_params(const CoreShape& core) {
   TuningParams p;
   p.gemm_mc = std::clamp<int64_t>(round_down(core.l2_bytes / kGemmKcBytes, 48), 48, 1536);
   p.gemm_nc = std::clamp<int64_t>(round_down(core.l3_bytes / 4 / kGemmKcBytes, 32), 256, 4096);
+  p.gemm_amx_mc = std::clamp<int64_t>(round_down(core.l2_bytes / 2 / kGemmKcBytes, 32), 32, 1536);
   p.gemm_b_prefetch_bytes = std::max<int64_t>(4096, round_down(core.l1d_bytes / 3, 4096));
   // A guest reports the host socket's whole L3, shared with tenants it cannot see; what stays
   // cached for an op's consumer is its private L2 and a core's share of the LLC, about one to

@@ -48,6 +48,8 @@ TEST(Tuning, DefaultsFollowTheCaches) {
   EXPECT_EQ(default_tuning_params(shape(48 << 10, 1 << 20, 6 << 20)).stream_min_bytes, 3 << 20);  // LLC/2
   const TuningParams big = default_tuning_params(shape(48 << 10, 2 << 20, 300L << 20));
   EXPECT_EQ(big.gemm_mc, 480);
+  EXPECT_EQ(big.gemm_amx_mc, 256);   // 256 rows x 4 KiB fill half of L2, a multiple of 32
+  EXPECT_EQ(zen5.gemm_amx_mc, 128);
   EXPECT_EQ(big.gemm_nc, 4096);  // clamped
   EXPECT_EQ(big.stream_min_bytes, 8 << 20);  // a guest's reported 300 MiB L3 is not all its own
   // The row kernels' look-ahead from L1d: the distances the kernels held as constants on a

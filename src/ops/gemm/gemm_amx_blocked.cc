@@ -1,6 +1,8 @@
-// The blocked AMX GEMM: the AVX-512 driver's loops (NC -> KC -> MC -> NR) and B packing, with
-// 32-row tiles instead of 12-row panels and A packed as rows. Threads own disjoint blocks of D
-// and K blocks start at multiples of KC, so results do not depend on the thread count.
+// The blocked AMX GEMM: the AVX-512 driver's loops (NC -> KC -> MC -> NR) with 32-row tiles
+// instead of 12-row panels and A packed as rows. MC is its own (gemm_amx_mc): the A block
+// shares L2 with the B panel the tiles read and the one requested next. Threads own disjoint
+// blocks of D and K blocks start at multiples of KC, so results do not depend on the thread
+// count; packing order and MC move no bits.
 // M <= 16 stays on the AVX-512 kernels: there the op streams B from memory, and a 16-row tile
 // would waste the matrix unit on padding rows without moving the bytes any faster.
 #include <algorithm>
@@ -34,12 +36,59 @@ struct TileSession {
   ~TileSession() { k.release(); }
 };
 
+// What a B panel's tiles read for the next panel, requested into L2 while their TDPs run:
+// `rows` rows row_stride bytes apart, `lines` lines of each (kernels/gemm.h, GemmTile::side).
+struct NextPanel {
+  const char* base = nullptr;
+  int64_t rows = 0, row_stride = 0, lines = 0;
+};
+
+// The source of plain B's columns [n0, n0 + 32) x K [k0, k0 + kc), which the next panel's
+// packing reads: 32 rows of kc values (nt) or kc rows of 32 values (nn).
+NextPanel plain_panel_source(const GemmProblem& p, int64_t k0, int64_t kc, int64_t n0) {
+  const int64_t es = int64_t(dtype_size(p.b_type));
+  const bool nt = p.b.layout == Layout::nt;
+  const int64_t cols = std::min<int64_t>(kGemmNR, p.n - n0);
+  NextPanel r;
+  r.base = static_cast<const char*>(p.b.data) + p.b.offset(k0, n0) * es;
+  r.rows = nt ? cols : kc;
+  r.row_stride = p.b.ld * es;
+  r.lines = ((nt ? kc : cols) * es + 63) / 64 + 1;  // +1: a row need not start on a line
+  return r;
+}
+
+// Tile `i` of `tiles` over one panel takes an equal share of the next panel's bytes: whole
+// rows of a plain source, or a run of lines of a packed panel (one row).
+void share_next(const NextPanel& next, int64_t i, int64_t tiles, GemmTile& t) {
+  t.side = nullptr;
+  t.side_l2 = true;
+  if (!next.base) return;
+  if (next.rows > 1) {
+    const int64_t r0 = next.rows * i / tiles, r1 = next.rows * (i + 1) / tiles;
+    t.side = next.base + r0 * next.row_stride;
+    t.side_rows = r1 - r0;
+    t.side_row_stride = next.row_stride;
+    t.side_lines = next.lines;
+  } else {
+    const int64_t l0 = next.lines * i / tiles, l1 = next.lines * (i + 1) / tiles;
+    t.side = next.base + l0 * 64;
+    t.side_rows = 1;
+    t.side_row_stride = 0;
+    t.side_lines = l1 - l0;
+  }
+}
+
 void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   const bool partial_in_d = !p.d_bf16 && !p.c_is_d();
-  const Blocking blk = choose_blocking(*p.tune, p.in, p.m, m1 - m0, n1 - n0, p.k, !partial_in_d);
+  Blocking blk = choose_blocking(*p.tune, p.in, p.m, m1 - m0, n1 - n0, p.k, !partial_in_d);
+  blk.mc = p.tune->gemm_amx_mc;
   const auto tile_kernel = p.in == DType::i8 ? kernels.s8 : kernels.bf16;
   // A packed fp8 B is widened to bf16 once per (NC, KC) block into the workspace.
   const bool widen_packed = p.packed && p.packed->dtype == DType::f8e4m3;
+  // A plain B is packed a panel at a time, just before the first M block's tiles over it, while
+  // the previous panel's tiles request its source: reading B from memory overlaps the TDPs
+  // instead of running as one pass over the whole block before them.
+  const bool pack_lazily = !p.packed;
 
   Workspace& ws = thread_workspace();
   const int64_t kc_max = std::min(blk.kc, std::max<int64_t>(p.k, 1));
@@ -60,8 +109,10 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
     const int64_t nc = std::min(blk.nc, n1 - jc);
     for (int64_t pc = 0; pc == 0 || pc < p.k; pc += blk.kc) {
       const int64_t kc = std::min(blk.kc, p.k - pc), steps = k_steps(p.in, kc);
-      int64_t panel_elems;
-      const void* b_base = b_block(p, widen_packed, pc, kc, jc, nc, b_pack, nullptr, panel_elems);
+      int64_t panel_elems = steps * k_group(p.in) * kGemmNR;
+      const void* b_base =
+          pack_lazily ? b_pack : b_block(p, widen_packed, pc, kc, jc, nc, b_pack, nullptr, panel_elems);
+      const int64_t panel_bytes = panel_elems * b_elem_bytes;
       const bool first = pc == 0, last = pc + kc >= p.k;
 
       for (int64_t ic = m0; ic < m1; ic += blk.mc) {
@@ -71,21 +122,38 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
           packed_ic = ic;
           packed_pc = pc;
         }
+        const bool packing_b = pack_lazily && ic == m0;
+        const int64_t tiles = (mc + kAmxMR - 1) / kAmxMR;
         for (int64_t jr = 0; jr < nc; jr += kGemmNR) {
           const int64_t col = jc + jr;
+          char* panel = const_cast<char*>(static_cast<const char*>(b_base)) + (jr / kGemmNR) * panel_bytes;
+          if (packing_b)
+            pack_b_block(*p.kern, p.b, p.b_type, p.n, pc, kc, col, std::min<int64_t>(kGemmNR, nc - jr), panel,
+                         panel_elems, nullptr);
+          NextPanel next;
+          if (jr + kGemmNR < nc) {
+            if (packing_b) {
+              next = plain_panel_source(p, pc, kc, col + kGemmNR);
+            } else {
+              next.base = panel + panel_bytes;
+              next.rows = 1;
+              next.lines = (steps * kGemmNR * 4 + 63) / 64;
+            }
+          }
           AmxGemmTile at;
           at.a_row_bytes = a_row_bytes;
           at.a_unsigned = p.a_type == DType::u8;
           GemmTile& t = at.t;
           t.n = int(std::min<int64_t>(kGemmNR, nc - jr));
           t.k_steps = steps;
-          t.b = static_cast<const char*>(b_base) + (jr / kGemmNR) * panel_elems * b_elem_bytes;
+          t.b = panel;
           t.first = first;
           if (p.b_scales) t.sb = p.b_scales + (col / kFp8ScaleBlock) * p.lds_b + pc / kFp8ScaleBlock;
           for (int64_t ir = 0; ir < mc; ir += kAmxMR) {
             const int64_t row = ic + ir;
             t.m = int(std::min<int64_t>(kAmxMR, mc - ir));
             t.a = static_cast<const char*>(a_pack) + ir * a_row_bytes;
+            share_next(next, ir / kAmxMR, tiles, t);
             GemmEpilogue e;
             place_tile(p, row, col, pc, last, partial_in_d, partial, m0, jc, blk.nc, t, e);
             tile_kernel(at);

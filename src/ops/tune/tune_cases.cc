@@ -11,6 +11,7 @@
 #include "sol/error.h"
 #include "sol/activation.h"
 #include "sol/gemm.h"
+#include "sol/hw.h"
 #include "sol/norm.h"
 #include "sol/quant.h"
 #include "sol/rope.h"
@@ -46,6 +47,7 @@ std::vector<int64_t> stream_sizes() {
 std::vector<int64_t> tune_candidates(const std::string& param) {
   if (param == "gemm_mc") return {96, 192, 240, 384, 768};
   if (param == "gemm_nc") return {512, 1024, 2048, 4096};
+  if (param == "gemm_amx_mc") return {64, 128, 256, 384, 512};
   if (param == "gemm_b_prefetch_bytes") return {4096, 8192, 16384, 32768};
   if (param == "stream_min_bytes") {
     std::vector<int64_t> c = stream_sizes();
@@ -73,6 +75,8 @@ void add_gemm(TuneWorkspace& w, std::vector<TuneCase>& out) {
   auto run = [a, b, d] { gemm(a, b, d); };
   const std::string shape = "gemm bf16 480x4096x4096";
   for (const char* param : {"gemm_mc", "gemm_nc"}) out.push_back({param, tune_candidates(param), shape, run});
+  // The same shape runs on the AMX tiles where the core has them; elsewhere MC for AMX moves nothing.
+  if (cpu_features().best_isa >= Isa::amx) out.push_back({"gemm_amx_mc", tune_candidates("gemm_amx_mc"), shape, run});
   // Decode: 16 rows against a pre-packed 7168 x 2048 bf16 B (28 MiB, streamed once a call).
   const Tensor x = w.add(DType::bf16, {16, 2048}, 4), wt = w.add(DType::bf16, {7168, 2048}, 5);
   const Tensor y = w.add(DType::f32, {16, 7168}, 6);

@@ -6,7 +6,11 @@
 //
 // Per 16 K steps (32 bf16 or 64 int8 of K): 2 A and 2 B tile loads (4 KiB) feed 4 TDPs of
 // 16 x 16 x 16 steps each; one TDPBF16PS takes 16 cycles on Sapphire Rapids, so a chunk is 64
-// cycles for 4 KiB of loads, 64 bytes per cycle, within what L1 and L2 deliver.
+// cycles for 4 KiB of loads, 64 bytes per cycle. The loads may come from L2 (a kernel-only
+// loop keeps most of the TDP rate with both operands there, docs/perf/gemm.md) but not from
+// further out: the driver keeps the A block and the B panel in L2, and the tile requests what
+// the driver reads next (GemmTile::side) into L2 while its TDPs run.
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/gemm.h"
@@ -58,6 +62,41 @@ void load_accumulators(const void* sums) {
   }
 }
 
+// The side stream (GemmTile::side: rows interleaved, every row's first lines first) spread
+// evenly over the tile's chunks, so that a DRAM stream the size of the next B panel runs at
+// the pace of the TDPs instead of in a burst. Into L2 (side_l2) or L1.
+class ChunkSideWalk {
+ public:
+  explicit ChunkSideWalk(const GemmTile& t)
+      : line_(t.side), first_(t.side), rows_(t.side_rows), row_stride_(t.side_row_stride),
+        left_(t.side ? t.side_rows * t.side_lines : 0), l2_(t.side_l2) {
+    const int64_t chunks = std::max<int64_t>(1, (t.k_steps + 15) / 16);
+    per_chunk_ = (left_ + chunks - 1) / chunks;
+  }
+  __attribute__((always_inline)) void chunk() {
+    for (int64_t i = 0; i < per_chunk_ && left_ > 0; ++i) one();
+  }
+
+ private:
+  __attribute__((always_inline)) void one() {
+    if (l2_) _mm_prefetch(line_, _MM_HINT_T1);
+    else _mm_prefetch(line_, _MM_HINT_T0);
+    --left_;
+    if (++row_ == rows_) {
+      row_ = 0;
+      first_ += 64;  // the rows' next line
+      line_ = first_;
+    } else {
+      line_ += row_stride_;
+    }
+  }
+
+  const char* line_;
+  const char* first_;
+  int64_t row_ = 0, rows_, row_stride_, left_, per_chunk_ = 0;
+  bool l2_;
+};
+
 // One chunk of K steps (16, or fewer under a tail configuration): A rows at a_stride, B one K
 // step per 128 bytes with columns 0..15 in its first 64 bytes and 16..31 in its second.
 template <class U, Dot kDot, bool kTwo>
@@ -79,10 +118,14 @@ __attribute__((always_inline)) inline void multiply_chunk(const char* a, int64_t
 // tile, so the accumulators wait in memory meanwhile. Blocks of DL shapes (K a multiple of 32
 // or 64) never take this path.
 template <class U, Dot kDot, bool kTwo>
-void multiply_steps(const char* a, int64_t a_stride, const char* b, int64_t steps) {
+void multiply_steps(const char* a, int64_t a_stride, const char* b, int64_t steps, ChunkSideWalk& side) {
   int64_t s = 0;
-  for (; s + 16 <= steps; s += 16) multiply_chunk<U, kDot, kTwo>(a + 4 * s, a_stride, b + 128 * s);
+  for (; s + 16 <= steps; s += 16) {
+    side.chunk();
+    multiply_chunk<U, kDot, kTwo>(a + 4 * s, a_stride, b + 128 * s);
+  }
   if (s == steps) return;
+  side.chunk();
   alignas(64) char saved[kAmxMR * 128];
   store_accumulators<U, kTwo>(saved);
   U::configure(gemm_tile_config(int(steps - s)));
@@ -98,9 +141,10 @@ void bf16_block(const AmxGemmTile& at, float (&sums)[kAmxMR][32]) {
   const GemmTile& t = at.t;
   const char* a = static_cast<const char*>(t.a);
   const char* b = static_cast<const char*>(t.b);
+  ChunkSideWalk side(t);
   if (!t.sb) {
     zero_accumulators<U, kTwo>();
-    multiply_steps<U, Dot::bf16, kTwo>(a, at.a_row_bytes, b, t.k_steps);
+    multiply_steps<U, Dot::bf16, kTwo>(a, at.a_row_bytes, b, t.k_steps, side);
     store_accumulators<U, kTwo>(sums);
     return;
   }
@@ -111,7 +155,7 @@ void bf16_block(const AmxGemmTile& at, float (&sums)[kAmxMR][32]) {
   for (int64_t g = 0; g < groups; ++g) {
     zero_accumulators<U, kTwo>();
     multiply_steps<U, Dot::bf16, kTwo>(a + 4 * kScaleGroupSteps * g, at.a_row_bytes,
-                                       b + 128 * kScaleGroupSteps * g, kScaleGroupSteps);
+                                       b + 128 * kScaleGroupSteps * g, kScaleGroupSteps, side);
     store_accumulators<U, kTwo>(sums);
     for (int i = 0; i < t.m; ++i) {
       const __m512 s = _mm512_set1_ps((t.sa ? t.sa[i * t.lds_a + g] : 1.0f) * t.sb[g]);
@@ -150,8 +194,9 @@ void s8_block(const AmxGemmTile& at, int32_t (&sums)[kAmxMR][32]) {
   zero_accumulators<U, kTwo>();
   const char* a = static_cast<const char*>(t.a);
   const char* b = static_cast<const char*>(t.b);
-  if (at.a_unsigned) multiply_steps<U, Dot::u8s8, kTwo>(a, at.a_row_bytes, b, t.k_steps);
-  else multiply_steps<U, Dot::s8s8, kTwo>(a, at.a_row_bytes, b, t.k_steps);
+  ChunkSideWalk side(t);
+  if (at.a_unsigned) multiply_steps<U, Dot::u8s8, kTwo>(a, at.a_row_bytes, b, t.k_steps, side);
+  else multiply_steps<U, Dot::s8s8, kTwo>(a, at.a_row_bytes, b, t.k_steps, side);
   store_accumulators<U, kTwo>(sums);
 }
 
