@@ -42,7 +42,9 @@ CUtensorMap encode_tensor_map(const cuda::Driver& d, const kernels::sm90::TmaBox
     element_strides[i] = t.element_strides[i];
     if (i > 0) strides[i - 1] = t.strides_bytes[i];
   }
-  const CUtensorMapDataType type = t.element_bytes == 2 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  const CUtensorMapDataType type = t.element_bytes == 4   ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                   : t.element_bytes == 2 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                          : CU_TENSOR_MAP_DATA_TYPE_UINT8;
   CUtensorMap map;
   const CUresult r = d.cuTensorMapEncodeTiled(&map, type, cuuint32_t(t.rank), reinterpret_cast<void*>(t.global_address),
                                               dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
@@ -63,7 +65,8 @@ void gemm_sm90(const Tensor& a, const Tensor& b, const Tensor& d, const Tensor* 
         plan.launch.dynamic_shared_bytes, " bytes of shared memory but ", device, " allows ", info.max_shared_per_block);
   const cuda::Driver& drv = cuda::use_device(device, "gemm_sm90");
   CUtensorMap map_a = encode_tensor_map(drv, plan.launch.a, "gemm_sm90", "a"),
-              map_b = encode_tensor_map(drv, plan.launch.b, "gemm_sm90", "b");
+              map_b = encode_tensor_map(drv, plan.launch.b, "gemm_sm90", "b"),
+              map_d = encode_tensor_map(drv, plan.launch.d, "gemm_sm90", "d");
   cuda::LaunchShape shape;
   for (int i = 0; i < 3; ++i) {
     shape.grid[size_t(i)] = plan.launch.grid[i];
@@ -71,12 +74,11 @@ void gemm_sm90(const Tensor& a, const Tensor& b, const Tensor& d, const Tensor* 
     shape.cluster[size_t(i)] = plan.launch.cluster[i];
   }
   shape.dynamic_shared_bytes = plan.launch.dynamic_shared_bytes;
-  void* out = d.device_data();
   const void* sa = a_scales ? a_scales->device_data() : nullptr;
   const void* sb = b_scales ? b_scales->device_data() : nullptr;
   unsigned m = unsigned(a.shape(0)), n = unsigned(d.shape(1)), k = unsigned(a.shape(1));
-  void* plain[] = {&map_a, &map_b, &out, &m, &n, &k};
-  void* scaled[] = {&map_a, &map_b, &sa, &sb, &out, &m, &n, &k};
+  void* plain[] = {&map_a, &map_b, &map_d, &m, &n, &k};
+  void* scaled[] = {&map_a, &map_b, &map_d, &sa, &sb, &m, &n, &k};
   const cuda::Kernel kernel = cuda::get_kernel(sm90_gemm_program(), plan.kernel, device);
   cuda::launch(kernel, shape, current_stream(device), a_scales ? scaled : plain);
 }

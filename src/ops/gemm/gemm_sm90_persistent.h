@@ -42,7 +42,7 @@ struct Sm90PersistentPlan {
   std::string instantiation;  // its SOL_SM90_PERSISTENT_KERNEL line
   kernels::sm90::GemmKernelKind kind = kernels::sm90::GemmKernelKind::bf16;
   kernels::sm90::Sm90GemmConfig config;
-  kernels::sm90::TmaBox a, b;
+  kernels::sm90::TmaBox a, b, d;  // d: the TMA-store epilogue's box over D [rows, n]
   kernels::sm90::GemmProblemView problem;  // device pointers filled by the launcher
   uint32_t rows = 0;                        // rows of a and d
   uint32_t ctas = 0;                        // persistent grid

@@ -56,7 +56,8 @@ void gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& 
                                 epilogue, b_layout);
   if (plan.kernel.empty()) return;
   const cuda::Driver& drv = cuda::use_device(device, op);
-  CUtensorMap map_a = encode_tensor_map(drv, plan.a, op, "a"), map_b = encode_tensor_map(drv, plan.b, op, "b");
+  CUtensorMap map_a = encode_tensor_map(drv, plan.a, op, "a"), map_b = encode_tensor_map(drv, plan.b, op, "b"),
+              map_d = encode_tensor_map(drv, plan.d, op, "d");
   DeviceBuffer workspace;
   if (plan.workspace_bytes) workspace = DeviceBuffer(device, plan.workspace_bytes);
   PersistentGemmArgs args;
@@ -75,7 +76,7 @@ void gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& 
   shape.grid[0] = plan.ctas;
   shape.block[0] = plan.config.threads;
   shape.dynamic_shared_bytes = plan.config.smem_bytes;
-  void* gemm_args[] = {&map_a, &map_b, &args};
+  void* gemm_args[] = {&map_a, &map_b, &map_d, &args};
   cuda::launch(cuda::get_kernel(program, plan.kernel.c_str(), device), shape, stream, gemm_args);
   if (plan.config.split_k > 1) {
     cuda::LaunchShape reduce;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/cuda/sm90/sm90_fp8_promotion.h"
+#include "kernels/cuda/sm90/sm90_gemm_boxes.h"
 #include "ops/gemm/gemm_sm90_persistent.h"
 #include "sol/device.h"
 #include "sol/error.h"
@@ -184,6 +185,7 @@ Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor
   plan.a = operand_box(a, uint64_t(rows), uint64_t(k), eb, plan.config.block_m, op);
   plan.b = nn ? operand_box(b, uint64_t(k), uint64_t(n), eb, plan.config.block_k, op)
               : operand_box(b, uint64_t(groups * n), uint64_t(k), eb, plan.config.block_n, op);
+  plan.d = gemm_store_box(d.device_data(), uint64_t(rows), uint64_t(n), uint32_t(dtype_size(d.dtype())), op);
   plan.rows = uint32_t(rows);
   GemmProblemView& p = plan.problem;
   p.grouping = grouping;

@@ -59,6 +59,7 @@ Sm90GemmLaunch plan_gemm_sm90(const Tensor& a, const Tensor& b, const Tensor& d,
   GemmTileProblem p;
   p.a = a.device_data();
   p.b = b.device_data();
+  p.d = d.device_data();
   p.m = uint64_t(m), p.n = uint64_t(n), p.k = uint64_t(k);
   p.lda = uint64_t(m > 1 ? a.stride(0) : k);
   p.ldb = uint64_t(nn ? (k > 1 ? b.stride(0) : n) : (n > 1 ? b.stride(0) : k));

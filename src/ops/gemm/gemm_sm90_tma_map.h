@@ -8,7 +8,7 @@
 
 namespace sol {
 
-// bf16 as itself, fp8 as bytes (TMA only moves them). Rows and K past the tensor are filled with
+// f32 and bf16 as themselves, fp8 as bytes (TMA only moves them). Rows and K past the tensor are filled with
 // zeros (OOB_FILL_NONE), which the kernels' edge handling relies on. sol::Error naming `op` and
 // the operand when the driver refuses.
 CUtensorMap encode_tensor_map(const cuda::Driver& d, const kernels::sm90::TmaBox& t, const char* op,

@@ -99,14 +99,18 @@ Result run_epilogue(Case& c, const Epilogue& e, u32 ctas, u32 seed) {
   out.epilogue.silu = e.silu;
   out.workspace = workspace.empty() ? nullptr : workspace.data();
   out.rows = c.rows;
+  std::vector<u32> writes(size, 0);
+  out.writes = &writes;
   const bool scaled = !c.sa.empty();
   model::gemm_persistent_model<Plan, Scheduler>(c.a.bytes.data(), c.b.bytes.data(), c.p, c.k, out, ctas, seed,
                                                 scaled ? c.sa.data() : nullptr, scaled ? c.sb.data() : nullptr);
   Diff diff;
+  u32 wrong_writes = 0;
   for (u32 row = 0; row < c.rows; ++row) {
     const int g = group_of(c, row);
     for (u32 col = 0; col < c.p.n; ++col) {
       const u64 i = u64(row) * c.p.n + col;
+      wrong_writes += writes[i] != (g < 0 ? 0u : 1u);  // each result once, by TMA or from registers
       if (g < 0) {
         EXPECT_EQ(r.d.bits(i), poison.bits(i)) << "row " << row << " is no result but was written";
         continue;
@@ -118,6 +122,7 @@ Result run_epilogue(Case& c, const Epilogue& e, u32 ctas, u32 seed) {
       diff.add(r.d.at(i), v);
     }
   }
+  EXPECT_EQ(wrong_writes, 0u) << "elements of D not written exactly once (results) or never (the rest)";
   r.diff_reference = diff.value();
   return r;
 }

@@ -3,6 +3,7 @@
 // data, for bf16 and fp8 e4m3, on shapes that leave partial tiles in M, N and K.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -52,7 +53,10 @@ template <class Plan>
 double model_error(u32 m, u32 n, u32 k, u32 seed) {
   const Operands o = random_operands(m, n, k, Plan::element_bytes, seed);
   std::vector<u16> d(std::size_t(m) * n, 0xFFFF);  // poisoned: NaN in bf16
-  model::gemm_tile_model<Plan>(o.a.data(), o.b.data(), d.data(), m, n, k, seed);
+  std::vector<u32> writes;
+  model::gemm_tile_model<Plan>(o.a.data(), o.b.data(), d.data(), m, n, k, seed, nullptr, nullptr, &writes);
+  // The TMA store boxes, clipped at D's edges, write each element of D exactly once.
+  EXPECT_EQ(std::count(writes.begin(), writes.end(), 1u), std::ptrdiff_t(writes.size()));
   double err = 0, ref = 0;
   for (u32 i = 0; i < m; ++i)
     for (u32 j = 0; j < n; ++j) {
@@ -135,7 +139,7 @@ TEST(Sm90GemmModel, TheChosenConfigurationsPlansEqualAPlainMatmul) {
   EXPECT_LT((model_error<GemmTilePlan<64, 64, 8, 1, 2>>(70, 64, 576, 32)), 1e-2);
   EXPECT_LT((model_error<GemmTilePlan<64, 256, 5, 1, 2>>(65, 304, 384, 33)), 1e-2);
   EXPECT_LT((model_error<GemmTilePlan<128, 256, 4, 2, 2>>(129, 264, 320, 34)), 1e-2);
-  EXPECT_LT((model_error<GemmTilePlan<128, 128, 7, 2, 2>>(100, 136, 512, 35)), 1e-2);
+  EXPECT_LT((model_error<GemmTilePlan<128, 128, 6, 2, 2>>(100, 136, 512, 35)), 1e-2);
   EXPECT_LT((model_error<GemmTilePlan<64, 64, 2, 1, 1>>(67, 72, 640, 36)), 1e-2);
   EXPECT_LT((model_error<GemmTilePlan<128, 64, 8, 2, 1>>(130, 72, 1152, 37)), 1e-2);
   EXPECT_LT((model_error<GemmTilePlan<64, 256, 4, 1, 1>>(64, 264, 640, 38)), 1e-2);

@@ -34,14 +34,19 @@ double run_error(Case& c, u32 ctas, u32 seed) {
   out.epilogue.d = d.data();
   out.workspace = workspace.empty() ? nullptr : workspace.data();
   out.rows = c.rows;
+  std::vector<u32> writes(u64(c.rows) * c.p.n, 0);
+  out.writes = &writes;
   const bool scaled = !c.sa.empty();
   model::gemm_persistent_model<Plan, Scheduler>(c.a.bytes.data(), c.b.bytes.data(), c.p, c.k, out, ctas, seed,
                                                 scaled ? c.sa.data() : nullptr, scaled ? c.sb.data() : nullptr);
   double err = 0, ref = 0;
   const u32 n = c.p.n;
+  u32 wrong_writes = 0;
   for (u32 row = 0; row < c.rows; ++row) {
     const int g = group_of(c, row);
     for (u32 col = 0; col < n; ++col) {
+      // Every result written exactly once (TMA boxes and register stores together), nothing else.
+      wrong_writes += writes[u64(row) * n + col] != (g < 0 ? 0u : 1u);
       const u16 got = d[u64(row) * n + col];
       if (g < 0) {
         EXPECT_EQ(got, kPoison) << "row " << row << " is no result but was written";
@@ -53,6 +58,7 @@ double run_error(Case& c, u32 ctas, u32 seed) {
       ref += r * r;
     }
   }
+  EXPECT_EQ(wrong_writes, 0u) << "elements of D not written exactly once (results) or never (the rest)";
   return ref > 0 ? std::sqrt(err / ref) : std::sqrt(err);
 }
 
@@ -151,6 +157,10 @@ TEST(Sm90GemmPersistentModel, MaskedGroupsStopAtTheirValidRows) {
   EXPECT_LT(run_error<Bf16Plan128>(c, 3, 17), 1e-2);
   Case s = make_case<E4m3Plan>(GemmGrouping::masked, 100, 256, 256, {100, 3}, 2, true, 8);
   EXPECT_LT(run_error<E4m3Plan>(s, 2, 18), 1e-2);
+  // m = 100 of 128-row tiles, both groups full: group 0's second consumer holds rows 64-127, of
+  // which 100-127 are group 1's valid rows. They must not leave in group 0's TMA box.
+  Case full = make_case<Bf16Plan128>(GemmGrouping::masked, 100, 136, 192, {100, 100}, 1, false, 9);
+  EXPECT_LT(run_error<Bf16Plan128>(full, 2, 19), 1e-2);
 }
 
 // Many schedules of a 2-stage ring carried over many short tiles: a stage freed too early or

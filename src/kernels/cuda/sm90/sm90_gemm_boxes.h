@@ -1,8 +1,8 @@
 #pragma once
 // Host side of the GEMM tile kernels' TMA: the box each operand's tensor map must describe for a
 // GemmTilePlan (K-major: K innermost, one 128-byte swizzled row of K per box row; an MN-major B
-// [K, N]: N innermost, one 128-byte swizzled row of N per row of K), checked against the driver's
-// rules before cuTensorMapEncodeTiled sees it.
+// [K, N]: N innermost, one 128-byte swizzled row of N per row of K) and the box the TMA-store
+// epilogue writes D in, checked against the driver's rules before cuTensorMapEncodeTiled sees it.
 
 #include <cstdint>
 
@@ -51,6 +51,25 @@ TmaBox gemm_tile_b_box(const void* data, std::uint64_t n, std::uint64_t k, std::
     check_tma_box(t, op);
     return t;
   }
+}
+
+// D [rows, n] (row-major, dense, out_bytes 2 for bf16 or 4 for f32) as the TMA-store epilogue
+// writes it: boxes of one 128-byte swizzled row of columns by one consumer's 64 rows
+// (sm90_gemm_store.h); TMA clips a box at rows and n.
+inline TmaBox gemm_store_box(const void* data, std::uint64_t rows, std::uint64_t n, std::uint32_t out_bytes,
+                             std::string_view op) {
+  TmaBox t;
+  t.global_address = reinterpret_cast<std::uintptr_t>(data);
+  t.rank = 2;
+  t.element_bytes = out_bytes;
+  t.dims[0] = n;
+  t.dims[1] = rows;
+  t.strides_bytes[1] = n * out_bytes;
+  t.box[0] = store_box_cols(out_bytes);
+  t.box[1] = kStoreBoxRows;
+  t.swizzle = kStoreSwizzle;
+  check_tma_box(t, op);
+  return t;
 }
 
 }  // namespace sol::kernels::sm90

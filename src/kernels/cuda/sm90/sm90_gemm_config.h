@@ -110,13 +110,15 @@ inline bool kind_allows(GemmKernelKind kind, const TileCandidate& t) {
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // Shared memory of a ring of `stages` for a tile: A and B stages (one 128-byte swizzled row of K
-// per tile row), the per-row A scales of the block-scaled kernel, two mbarriers per stage, and
-// one swizzle period to align the base (as GemmTilePlan::smem_bytes).
+// per tile row), the per-row A scales of the block-scaled kernel, two mbarriers per stage, the
+// TMA-store epilogue's staging (kStoreBuffers boxes of 8 KiB per consumer: 16 KiB per m64 row
+// block, for bf16 and f32 D alike) and one swizzle period to align the base (as
+// GemmTilePlan::smem_bytes).
 inline std::uint32_t ring_smem_bytes(GemmKernelKind kind, std::uint32_t block_m, std::uint32_t block_n,
                                      std::uint32_t stages) {
   std::uint32_t per_stage = (block_m + block_n) * 128 + kBarrierBytesPerStage;
   if (kind == GemmKernelKind::e4m3_block_scaled) per_stage += block_m * 4;
-  return stages * per_stage + 1024;
+  return stages * per_stage + store_staging_bytes(block_m) + 1024;
 }
 
 inline std::uint32_t consumer_regs_needed(GemmKernelKind kind, std::uint32_t block_n) {
@@ -203,6 +205,11 @@ inline void check_config(const Sm90GemmConfig& c, const GemmProblem& p, const Sm
   }
   check_tma_box(a, "sm90 gemm config: A");
   check_tma_box(b, "sm90 gemm config: B");
+  check(p.out_bytes == 2 || p.out_bytes == 4, op, "D has ", p.out_bytes, "-byte elements but must be bf16 or f32");
+  check(c.block_n % store_box_cols(p.out_bytes) == 0, op, "block_n = ", c.block_n, " is not whole ",
+        store_box_cols(p.out_bytes), "-column boxes of the TMA-store epilogue");
+  gemm_store_box(reinterpret_cast<const void*>(std::uintptr_t(1024)), std::uint64_t(std::max<std::int64_t>(rows, 1)),
+                 std::uint64_t(p.n), p.out_bytes, "sm90 gemm config: D");
 }
 
 // The modelled time of one candidate (microseconds), with its tiles and waves.

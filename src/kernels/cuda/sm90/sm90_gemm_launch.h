@@ -1,6 +1,6 @@
 #pragma once
 // Host side of one launch of the sm90 GEMM tile kernels (sm90_gemm_tile_kernels.cuh): the
-// problem's limits, both operands' TMA boxes (checked by sm90_tma_rules.h before the driver
+// problem's limits, the TMA boxes of both operands and of D (checked by sm90_tma_rules.h before the driver
 // encodes them) and the launch shape. No driver call here, so it is unit-tested without a GPU;
 // src/ops/gemm/gemm_sm90_cuda.cc encodes the boxes and launches.
 
@@ -18,12 +18,13 @@ namespace sol::kernels::sm90 {
 struct GemmTileProblem {
   const void* a = nullptr;
   const void* b = nullptr;
+  void* d = nullptr;  // D [m, n] bf16, dense: the epilogue's TMA store box covers it
   std::uint64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0;
   bool scaled = false;
 };
 
 struct GemmTileLaunch {
-  TmaBox a, b;
+  TmaBox a, b, d;
   std::uint32_t grid[3] = {1, 1, 1};     // (tiles along N, tiles along M, 1)
   std::uint32_t block[3] = {1, 1, 1};    // Plan::threads
   std::uint32_t cluster[3] = {1, 1, 1};  // one CTA per tile, no cluster
@@ -50,6 +51,7 @@ GemmTileLaunch plan_gemm_tile_launch(const GemmTileProblem& p, std::string_view 
   GemmTileLaunch l;
   l.a = gemm_tile_operand_box<Plan>(p.a, p.m, p.k, p.lda, Plan::block_m, op);
   l.b = gemm_tile_b_box<Plan>(p.b, p.n, p.k, p.ldb, op);
+  l.d = gemm_store_box(p.d, p.m, p.n, 2, op);
   const std::uint64_t tiles_m = (p.m + Plan::block_m - 1) / Plan::block_m;
   check(tiles_m <= 65535, op, "m = ", p.m, " needs ", tiles_m, " row tiles but a grid's y is at most 65535");
   l.grid[0] = std::uint32_t((p.n + Plan::block_n - 1) / Plan::block_n);

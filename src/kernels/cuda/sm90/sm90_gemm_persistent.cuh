@@ -11,7 +11,11 @@
 // Output: D [rows, n] (bf16 or f32) through the epilogue (sm90_gemm_epilogue.h) where the
 // scheduler says a tile stores a row (padding rows and rows past masked_m untouched), or with
 // split_k > 1 f32 partials into workspace [split_k][rows][n], summed in split order by
-// gemm_split_reduce, which applies the epilogue once to the sum.
+// gemm_split_reduce, which applies the epilogue once to the sum. A consumer whose 64 rows are
+// all stored rows of its tile or past D's end (every row of one GEMM; all but a group's last
+// tile in the grouped layouts) stores them by TMA through map_d (sm90_gemm_store.cuh), which
+// clips at D's edges; one whose rows include a padding row, a row past masked_m or the next
+// group's rows writes its stored rows from registers, as TMA cannot skip rows inside a box.
 
 #include "kernels/cuda/sm90/sm90_gemm_scheduler.h"
 #include "kernels/cuda/sm90/sm90_gemm_tile_fp8.cuh"
@@ -73,19 +77,45 @@ SOL_SM90_DEVICE void persistent_store_as(const Accum<Plan::block_n>& acc, u32 co
   }
 }
 
+// Whether consumer `consumer`'s rows of tile `w` may leave by TMA: each is a stored row of the
+// tile or lies past D (clipped); the same answer on every thread of the warpgroup.
 template <class Plan, class Scheduler>
-SOL_SM90_DEVICE void persistent_store(const Accum<Plan::block_n>& acc, u32 consumer, const GemmTileWork& w,
-                                      const PersistentGemmArgs& args) {
-  if (args.epilogue.d_f32)
-    persistent_store_as<Plan, Scheduler, true>(acc, consumer, w, args);
-  else
-    persistent_store_as<Plan, Scheduler, false>(acc, consumer, w, args);
+SOL_SM90_DEVICE bool persistent_tma_rows(u32 consumer, const GemmTileWork& w, const PersistentGemmArgs& args) {
+  const GemmProblemView& p = args.problem;
+  if (p.split_k > 1) return false;
+  if (p.grouping == GemmGrouping::single) return true;
+  const u32 row_upper = w.row0 + consumer * Plan::consumer_rows + accum_row(thread_in_warpgroup(), 0);
+  const bool ok = Scheduler::row_tma_storable(p, w, row_upper, args.rows) &&
+                  Scheduler::row_tma_storable(p, w, row_upper + 8, args.rows);
+  return warpgroup_all(consumer, ok);
 }
 
 template <class Plan, class Scheduler>
-SOL_SM90_DEVICE void persistent_consumer(u32 consumer, u32 base, const PersistentGemmArgs& args) {
+SOL_SM90_DEVICE void persistent_store(const Accum<Plan::block_n>& acc, u32 consumer, u32 base,
+                                      const TmaDescriptor* map_d, const GemmTileWork& w,
+                                      const PersistentGemmArgs& args, u32& stored_boxes) {
+  const GemmEpilogueParams& e = args.epilogue;
+  if (persistent_tma_rows<Plan, Scheduler>(consumer, w, args)) {
+    const u32 n = args.problem.n;
+    const auto value = [&](float x, u32 row, u32 col) { return epilogue_value(e, x, u64(row) * n + col, col); };
+    const u32 row0 = w.row0 + consumer * Plan::consumer_rows;
+    if (e.d_f32)
+      tma_store_block<Plan, 4>(acc, consumer, base, map_d, row0, w.col0, args.rows, n, stored_boxes, value);
+    else
+      tma_store_block<Plan, 2>(acc, consumer, base, map_d, row0, w.col0, args.rows, n, stored_boxes, value);
+  } else if (e.d_f32) {
+    persistent_store_as<Plan, Scheduler, true>(acc, consumer, w, args);
+  } else {
+    persistent_store_as<Plan, Scheduler, false>(acc, consumer, w, args);
+  }
+}
+
+template <class Plan, class Scheduler>
+SOL_SM90_DEVICE void persistent_consumer(u32 consumer, u32 base, const TmaDescriptor* map_d,
+                                         const PersistentGemmArgs& args) {
   const GemmProblemView& p = args.problem;
   RingCursor<Plan::stages> ring;
+  u32 stored_boxes = 0;
   Accum<Plan::block_n> acc;
 #pragma unroll 1
   for (u32 t = blockIdx.x; t < Scheduler::tile_count(p); t += gridDim.x) {
@@ -93,6 +123,7 @@ SOL_SM90_DEVICE void persistent_consumer(u32 consumer, u32 base, const Persisten
     if (w.skip) continue;
 #pragma unroll
     for (u32 i = 0; i < Plan::block_n / 2; ++i) acc.d[i] = 0.0f;
+    fence_accumulator(acc);  // as in gemm_tile_consumer: keeps the zeros out of the wgmma pipeline
     u32 previous_stage = 0;
 #pragma unroll 1
     for (u32 kb = w.kb_begin; kb < w.kb_end; ++kb, ring.advance()) {
@@ -109,17 +140,20 @@ SOL_SM90_DEVICE void persistent_consumer(u32 consumer, u32 base, const Persisten
     wgmma_wait<0>();
     fence_accumulator(acc);
     if (thread_in_warpgroup() == 0) mbar_arrive(base + Plan::empty_barrier_offset(previous_stage));
-    persistent_store<Plan, Scheduler>(acc, consumer, w, args);
+    persistent_store<Plan, Scheduler>(acc, consumer, base, map_d, w, args, stored_boxes);
   }
+  tma_store_drain();
 }
 
 template <class Plan, class Scheduler>
-SOL_SM90_DEVICE void persistent_fp8_consumer(u32 consumer, u32 base, const PersistentGemmArgs& args) {
+SOL_SM90_DEVICE void persistent_fp8_consumer(u32 consumer, u32 base, const TmaDescriptor* map_d,
+                                             const PersistentGemmArgs& args) {
   static_assert(Plan::element_bytes == 1 && Plan::block_k == kFp8ScaleBlock && Plan::block_n == kFp8ScaleBlock,
                 "one 128-K block per stage and one B scale block per tile");
   const GemmProblemView& p = args.problem;
   const u32 t = thread_in_warpgroup();
   RingCursor<Plan::stages> ring;
+  u32 stored_boxes = 0;
   Accum<Plan::block_n> sum, partial;
 #pragma unroll 1
   for (u32 tile = blockIdx.x; tile < Scheduler::tile_count(p); tile += gridDim.x) {
@@ -151,25 +185,26 @@ SOL_SM90_DEVICE void persistent_fp8_consumer(u32 consumer, u32 base, const Persi
       for (u32 i = 0; i < Plan::block_n / 2; ++i)
         sum.d[i] = fp8_promote(sum.d[i], partial.d[i], scale_a[accum_row_half(i)], scale_b);
     }
-    persistent_store<Plan, Scheduler>(sum, consumer, w, args);
+    persistent_store<Plan, Scheduler>(sum, consumer, base, map_d, w, args, stored_boxes);
   }
+  tma_store_drain();
 }
 
 // The kernel body: every thread of a CTA of Plan::threads calls it; grid: (CTAs, 1, 1).
 template <class Plan, class Scheduler, bool BlockScaled>
 SOL_SM90_DEVICE void gemm_persistent(const TmaDescriptor* map_a, const TmaDescriptor* map_b,
-                                     const PersistentGemmArgs& args) {
+                                     const TmaDescriptor* map_d, const PersistentGemmArgs& args) {
   static_assert(Plan::stages >= 2, "consumers free a stage one K block late: one stage would deadlock");
-  const u32 base = gemm_tile_setup<Plan>(map_a, map_b);
+  const u32 base = gemm_tile_setup<Plan>(map_a, map_b, map_d);
   if (warpgroup_index() == 0) {
     setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x == 0) persistent_producer<Plan, Scheduler>(map_a, map_b, base, args.problem);
   } else {
     setmaxnreg_inc<kConsumerRegs>();
     if constexpr (BlockScaled)
-      persistent_fp8_consumer<Plan, Scheduler>(warpgroup_index() - 1, base, args);
+      persistent_fp8_consumer<Plan, Scheduler>(warpgroup_index() - 1, base, map_d, args);
     else
-      persistent_consumer<Plan, Scheduler>(warpgroup_index() - 1, base, args);
+      persistent_consumer<Plan, Scheduler>(warpgroup_index() - 1, base, map_d, args);
   }
 }
 

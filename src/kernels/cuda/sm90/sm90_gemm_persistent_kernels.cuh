@@ -3,7 +3,8 @@
 // (src/ops/gemm/gemm_sm90_persistent*.cc) into the JIT program of that configuration and by the
 // offline checks (tests/kernels/cuda/sm90_gemm_persistent_kernels.cu) into theirs, so both build
 // the same text. Symbols: sol_sm90_gemm_persistent_<kind>_<block_m>x<block_n>_s<stages>; b_major
-// is B's OperandMajor (k, or mn for a bf16 B stored [K, N], whose kind is bf16_nn).
+// is B's OperandMajor (k, or mn for a bf16 B stored [K, N], whose kind is bf16_nn); map_d is D
+// [rows, n] in boxes of one 128-byte swizzled row by 64 rows (sm90_gemm_store.h).
 #include "kernels/cuda/sm90/sm90_gemm_persistent.cuh"
 
 #define SOL_SM90_PERSISTENT_KERNEL(kind, bm, bn, st, bytes, scaled, b_major)                                 \
@@ -13,11 +14,12 @@
       sol_sm90_gemm_persistent_##kind##_##bm##x##bn##_s##st(                                                 \
           const __grid_constant__ sol::kernels::sm90::TmaDescriptor map_a,                                   \
           const __grid_constant__ sol::kernels::sm90::TmaDescriptor map_b,                                   \
+          const __grid_constant__ sol::kernels::sm90::TmaDescriptor map_d,                                   \
           const __grid_constant__ sol::kernels::sm90::PersistentGemmArgs args) {                             \
     using Plan =                                                                                             \
         sol::kernels::sm90::GemmTilePlan<bm, bn, st, bm / 64, bytes, sol::kernels::sm90::OperandMajor::b_major>; \
     sol::kernels::sm90::gemm_persistent<Plan, sol::kernels::sm90::GemmTileScheduler<bm, bn>, scaled>(       \
-        &map_a, &map_b, args);                                                                               \
+        &map_a, &map_b, &map_d, args);                                                                               \
   }
 
 // The split-K reduction; the scheduler's tile shape does not enter row_valid.

@@ -13,6 +13,7 @@
 // columns of N, packed back to back: the same bytes as the K-major stage, the same tx count.
 
 #include "kernels/cuda/sm90/sm90_descriptor.h"
+#include "kernels/cuda/sm90/sm90_gemm_store.h"
 
 namespace sol::kernels::sm90 {
 
@@ -43,7 +44,11 @@ struct GemmTilePlan {
   static constexpr u32 a_stage_bytes = BlockM * row_bytes;
   static constexpr u32 b_stage_bytes = BlockN * row_bytes;
   static constexpr u32 tx_bytes = a_stage_bytes + b_stage_bytes;  // what a full barrier waits for
-  static constexpr u32 barrier_offset = Stages * (a_stage_bytes + b_stage_bytes);
+  // The TMA-store epilogue's staging buffers (sm90_gemm_store.h) follow the ring: kStoreBuffers
+  // boxes of 64 rows x 128 bytes per consumer, 16 KiB each, for bf16 and f32 D alike.
+  static constexpr u32 staging_offset = Stages * (a_stage_bytes + b_stage_bytes);
+  static constexpr u32 staging_bytes = store_staging_bytes(BlockM);
+  static constexpr u32 barrier_offset = staging_offset + staging_bytes;
   static constexpr u32 used_bytes = barrier_offset + 2 * 8 * Stages;
   // Dynamic shared memory is only 16-byte aligned; the kernel rounds its base up to the
   // swizzle period, so it asks for one period more than it uses.
@@ -73,6 +78,9 @@ struct GemmTilePlan {
   SOL_SM90_HD static constexpr u32 full_barrier_offset(u32 stage) { return barrier_offset + 8 * stage; }
   SOL_SM90_HD static constexpr u32 empty_barrier_offset(u32 stage) { return barrier_offset + 8 * (Stages + stage); }
   SOL_SM90_HD static constexpr u32 b_box_offset(u32 stage, u32 box) { return b_offset(stage) + box * b_box_bytes; }
+  SOL_SM90_HD static constexpr u32 store_buffer_offset(u32 consumer, u32 buffer) {
+    return staging_offset + (consumer * kStoreBuffers + buffer) * kStoreBoxBytes;
+  }
   // Coordinates (innermost first) of B's box `box` for the K block at element k0 and the tile's
   // first column n0 (a row of B [N, K] when K-major).
   SOL_SM90_HD static constexpr int b_box_c0(int k0, int n0, u32 box) {

@@ -119,6 +119,13 @@ struct GemmTileScheduler {
     return false;
   }
 
+  // Whether row `row` may lie in a TMA store box of tile `w` (sm90_gemm_store.h): a row the tile
+  // stores, or one past D's `rows`, which the store clips. A consumer stores its 64 rows by TMA
+  // only when every one of them may.
+  SOL_SM90_HD static bool row_tma_storable(const GemmProblemView& p, const GemmTileWork& w, u32 row, u32 rows) {
+    return row >= rows || row_stored(p, w, row);
+  }
+
   // The fp8 B scale of column `col` of D in K block `kb`: B's scales are [groups, ceil(n / 128),
   // k_blocks], one per 128 x 128 block of each group's weights (DeepGEMM's layout).
   SOL_SM90_HD static u64 scale_b_index(const GemmProblemView& p, const GemmTileWork& w, u32 col, u32 kb) {

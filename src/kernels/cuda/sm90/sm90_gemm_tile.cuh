@@ -8,25 +8,19 @@
 // waiting for a free ring stage and loading A's and B's boxes into it with TMA; consumer
 // warpgroups 1..Consumers wait for a full stage, issue one wgmma per 32 bytes of K on it and
 // free the stage before it once those wgmmas have read it (a ring needs two stages or more).
-// The epilogue stores each accumulator pair as one bf16x2.
-// Edges: TMA zero-fills rows and K beyond the tensor, and the epilogue skips rows and columns
-// outside D, so any M, any N that is a multiple of 8 and any K that is a multiple of 16 bytes
-// (the TMA stride rule) works. Grid: (tiles along N, tiles along M); block: Plan::threads.
+// The epilogue rounds each accumulator pair to one bf16x2 in a staging buffer and stores D by
+// TMA (sm90_gemm_store.cuh; map_d: D [m, n] bf16 in boxes of 64 columns x 64 rows).
+// Edges: TMA zero-fills rows and K beyond the tensor on load and clips the store at D's edges,
+// so any M, any N that is a multiple of 8 and any K that is a multiple of 16 bytes (the TMA
+// stride rule) works. Grid: (tiles along N, tiles along M); block: Plan::threads.
 
 #include "kernels/cuda/sm90/sm90_fragment.h"
 #include "kernels/cuda/sm90/sm90_gemm_plan.h"
 #include "kernels/cuda/sm90/sm90_mbarrier.cuh"
 #include "kernels/cuda/sm90/sm90_ring.h"
-#include "kernels/cuda/sm90/sm90_tma.cuh"
-#include "kernels/cuda/sm90/sm90_wgmma.cuh"
+#include "kernels/cuda/sm90/sm90_gemm_store.cuh"
 
 namespace sol::kernels::sm90 {
-
-SOL_SM90_DEVICE u32 pack_bf16x2(float lo, float hi) {
-  u32 packed;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(hi), "f"(lo));
-  return packed;
-}
 
 // One stage's B: one K-major box, or Plan::b_boxes MN-major ones, all credited to `full`.
 template <class Plan>
@@ -52,19 +46,15 @@ SOL_SM90_DEVICE void gemm_tile_producer(const TmaDescriptor* map_a, const TmaDes
   }
 }
 
-// Each accumulator pair of one consumer's 64 rows to one bf16x2 of D, rows and columns outside D
-// skipped.
+// One consumer's 64 rows of the tile to D (bf16, no epilogue) by TMA store.
 template <class Plan>
-SOL_SM90_DEVICE void gemm_tile_store(const Accum<Plan::block_n>& acc, u32 consumer, u16* d, u32 m, u32 n) {
-  const u32 t = thread_in_warpgroup();
-  const u32 row0 = blockIdx.y * Plan::block_m + consumer * Plan::consumer_rows;
-  const u32 col0 = blockIdx.x * Plan::block_n;
-#pragma unroll
-  for (u32 i = 0; i < Plan::block_n / 2; i += 2) {
-    const u32 row = row0 + accum_row(t, i), col = col0 + accum_col(t, i);
-    if (row < m && col < n)
-      *reinterpret_cast<u32*>(d + u64(row) * n + col) = pack_bf16x2(acc.d[i], acc.d[i + 1]);
-  }
+SOL_SM90_DEVICE void gemm_tile_store(const Accum<Plan::block_n>& acc, u32 consumer, u32 base,
+                                     const TmaDescriptor* map_d, u32 m, u32 n) {
+  u32 stored_boxes = 0;
+  tma_store_block<Plan, 2>(acc, consumer, base, map_d, blockIdx.y * Plan::block_m + consumer * Plan::consumer_rows,
+                           blockIdx.x * Plan::block_n, m, n, stored_boxes,
+                           [](float x, u32, u32) { return x; });
+  tma_store_drain();
 }
 
 // One K block of a consumer's wgmmas on ring stage `stage`, accumulating into acc (the one-tile
@@ -82,10 +72,13 @@ SOL_SM90_DEVICE void gemm_k_block_mmas(Accum<Plan::block_n>& acc, u32 base, u32 
 }
 
 template <class Plan>
-SOL_SM90_DEVICE void gemm_tile_consumer(u32 consumer, u32 base, u16* d, u32 m, u32 n, u32 k) {
+SOL_SM90_DEVICE void gemm_tile_consumer(u32 consumer, u32 base, const TmaDescriptor* map_d, u32 m, u32 n, u32 k) {
   Accum<Plan::block_n> acc;
 #pragma unroll
   for (u32 i = 0; i < Plan::block_n / 2; ++i) acc.d[i] = 0.0f;
+  // Pins the zeros here: sunk past the loop's exit test, ptxas finds them defining accumulator
+  // registers inside the wgmma pipeline and serialises it (C7515).
+  fence_accumulator(acc);
   // A stage is freed one K block late: after committing block kb, waiting until one group is
   // in flight proves block kb-1's wgmmas have read their stage, while kb's keep the tensor
   // cores busy.
@@ -105,19 +98,21 @@ SOL_SM90_DEVICE void gemm_tile_consumer(u32 consumer, u32 base, u16* d, u32 m, u
   }
   wgmma_wait<0>();
   fence_accumulator(acc);
-  gemm_tile_store<Plan>(acc, consumer, d, m, n);
+  gemm_tile_store<Plan>(acc, consumer, base, map_d, m, n);
 }
 
 // Aligns the shared base to the swizzle period, initialises the ring's barriers and returns the
 // base; every thread of the CTA calls it.
 template <class Plan>
-SOL_SM90_DEVICE u32 gemm_tile_setup(const TmaDescriptor* map_a, const TmaDescriptor* map_b) {
+SOL_SM90_DEVICE u32 gemm_tile_setup(const TmaDescriptor* map_a, const TmaDescriptor* map_b,
+                                    const TmaDescriptor* map_d) {
   extern __shared__ __align__(1024) u8 smem[];
   constexpr u32 period = swizzle_period_bytes(Plan::swizzle);
   const u32 base = (smem_address(smem) + period - 1) & ~(period - 1);
   if (threadIdx.x == 0) {
     tma_prefetch_descriptor(map_a);
     tma_prefetch_descriptor(map_b);
+    tma_prefetch_descriptor(map_d);
     for (u32 s = 0; s < Plan::stages; ++s) {
       mbar_init(base + Plan::full_barrier_offset(s), 1);
       mbar_init(base + Plan::empty_barrier_offset(s), Plan::consumers);
@@ -129,15 +124,16 @@ SOL_SM90_DEVICE u32 gemm_tile_setup(const TmaDescriptor* map_a, const TmaDescrip
 }
 
 template <class Plan>
-SOL_SM90_DEVICE void gemm_tile(const TmaDescriptor* map_a, const TmaDescriptor* map_b, u16* d, u32 m, u32 n, u32 k) {
+SOL_SM90_DEVICE void gemm_tile(const TmaDescriptor* map_a, const TmaDescriptor* map_b, const TmaDescriptor* map_d,
+                               u32 m, u32 n, u32 k) {
   static_assert(Plan::stages >= 2, "consumers free a stage one K block late: one stage would deadlock");
-  const u32 base = gemm_tile_setup<Plan>(map_a, map_b);
+  const u32 base = gemm_tile_setup<Plan>(map_a, map_b, map_d);
   if (warpgroup_index() == 0) {
     setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x == 0) gemm_tile_producer<Plan>(map_a, map_b, base, k);
   } else {
     setmaxnreg_inc<kConsumerRegs>();
-    gemm_tile_consumer<Plan>(warpgroup_index() - 1, base, d, m, n, k);
+    gemm_tile_consumer<Plan>(warpgroup_index() - 1, base, map_d, m, n, k);
   }
 }
 

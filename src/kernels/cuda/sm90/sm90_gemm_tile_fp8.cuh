@@ -14,7 +14,7 @@ namespace sol::kernels::sm90 {
 
 template <class Plan>
 SOL_SM90_DEVICE void gemm_tile_fp8_consumer(u32 consumer, u32 base, const float* scales_a, const float* scales_b,
-                                            u16* d, u32 m, u32 n, u32 k) {
+                                            const TmaDescriptor* map_d, u32 m, u32 n, u32 k) {
   static_assert(Plan::element_bytes == 1 && Plan::block_k == kFp8ScaleBlock && Plan::block_n == kFp8ScaleBlock,
                 "one 128-K block per stage and one B scale block per tile");
   Accum<Plan::block_n> sum, partial;
@@ -46,19 +46,19 @@ SOL_SM90_DEVICE void gemm_tile_fp8_consumer(u32 consumer, u32 base, const float*
     for (u32 i = 0; i < Plan::block_n / 2; ++i)
       sum.d[i] = fp8_promote(sum.d[i], partial.d[i], scale_a[accum_row_half(i)], scale_b);
   }
-  gemm_tile_store<Plan>(sum, consumer, d, m, n);
+  gemm_tile_store<Plan>(sum, consumer, base, map_d, m, n);
 }
 
 template <class Plan>
-SOL_SM90_DEVICE void gemm_tile_fp8(const TmaDescriptor* map_a, const TmaDescriptor* map_b, const float* scales_a,
-                                   const float* scales_b, u16* d, u32 m, u32 n, u32 k) {
-  const u32 base = gemm_tile_setup<Plan>(map_a, map_b);
+SOL_SM90_DEVICE void gemm_tile_fp8(const TmaDescriptor* map_a, const TmaDescriptor* map_b, const TmaDescriptor* map_d,
+                                   const float* scales_a, const float* scales_b, u32 m, u32 n, u32 k) {
+  const u32 base = gemm_tile_setup<Plan>(map_a, map_b, map_d);
   if (warpgroup_index() == 0) {
     setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x == 0) gemm_tile_producer<Plan>(map_a, map_b, base, k);
   } else {
     setmaxnreg_inc<kConsumerRegs>();
-    gemm_tile_fp8_consumer<Plan>(warpgroup_index() - 1, base, scales_a, scales_b, d, m, n, k);
+    gemm_tile_fp8_consumer<Plan>(warpgroup_index() - 1, base, scales_a, scales_b, map_d, m, n, k);
   }
 }
 

@@ -10,31 +10,34 @@ using sol::kernels::sm90::GemmBf16NnPlan128x128;
 using sol::kernels::sm90::GemmBf16Plan128x128;
 using sol::kernels::sm90::GemmE4m3Plan128x128;
 using sol::kernels::sm90::TmaDescriptor;
-using sol::kernels::sm90::u16;
 using sol::kernels::sm90::u32;
 
 extern "C" __global__ void __launch_bounds__(GemmBf16Plan128x128::threads, 1)
     sol_sm90_gemm_bf16_128x128x64_s4(const __grid_constant__ TmaDescriptor map_a,
-                                     const __grid_constant__ TmaDescriptor map_b, u16* d, u32 m, u32 n, u32 k) {
-  sol::kernels::sm90::gemm_tile<GemmBf16Plan128x128>(&map_a, &map_b, d, m, n, k);
+                                     const __grid_constant__ TmaDescriptor map_b,
+                                     const __grid_constant__ TmaDescriptor map_d, u32 m, u32 n, u32 k) {
+  sol::kernels::sm90::gemm_tile<GemmBf16Plan128x128>(&map_a, &map_b, &map_d, m, n, k);
 }
 
 // Layout nn: B stored [K, N], read MN-major (map_b is over B [K, N]).
 extern "C" __global__ void __launch_bounds__(GemmBf16NnPlan128x128::threads, 1)
     sol_sm90_gemm_bf16_nn_128x128x64_s4(const __grid_constant__ TmaDescriptor map_a,
-                                        const __grid_constant__ TmaDescriptor map_b, u16* d, u32 m, u32 n, u32 k) {
-  sol::kernels::sm90::gemm_tile<GemmBf16NnPlan128x128>(&map_a, &map_b, d, m, n, k);
+                                        const __grid_constant__ TmaDescriptor map_b,
+                                     const __grid_constant__ TmaDescriptor map_d, u32 m, u32 n, u32 k) {
+  sol::kernels::sm90::gemm_tile<GemmBf16NnPlan128x128>(&map_a, &map_b, &map_d, m, n, k);
 }
 
 extern "C" __global__ void __launch_bounds__(GemmE4m3Plan128x128::threads, 1)
     sol_sm90_gemm_e4m3_128x128x128_s4(const __grid_constant__ TmaDescriptor map_a,
-                                      const __grid_constant__ TmaDescriptor map_b, u16* d, u32 m, u32 n, u32 k) {
-  sol::kernels::sm90::gemm_tile<GemmE4m3Plan128x128>(&map_a, &map_b, d, m, n, k);
+                                      const __grid_constant__ TmaDescriptor map_b,
+                                     const __grid_constant__ TmaDescriptor map_d, u32 m, u32 n, u32 k) {
+  sol::kernels::sm90::gemm_tile<GemmE4m3Plan128x128>(&map_a, &map_b, &map_d, m, n, k);
 }
 
 extern "C" __global__ void __launch_bounds__(GemmE4m3Plan128x128::threads, 1)
     sol_sm90_gemm_e4m3_scaled_128x128x128_s4(const __grid_constant__ TmaDescriptor map_a,
-                                             const __grid_constant__ TmaDescriptor map_b, const float* scales_a,
-                                             const float* scales_b, u16* d, u32 m, u32 n, u32 k) {
-  sol::kernels::sm90::gemm_tile_fp8<GemmE4m3Plan128x128>(&map_a, &map_b, scales_a, scales_b, d, m, n, k);
+                                             const __grid_constant__ TmaDescriptor map_b,
+                                             const __grid_constant__ TmaDescriptor map_d, const float* scales_a,
+                                             const float* scales_b, u32 m, u32 n, u32 k) {
+  sol::kernels::sm90::gemm_tile_fp8<GemmE4m3Plan128x128>(&map_a, &map_b, &map_d, scales_a, scales_b, m, n, k);
 }

@@ -1,7 +1,8 @@
 #pragma once
 // CPU model of sm90_gemm_tile.cuh: every CTA of the grid run with the kernel's plan — its
 // shared-memory map, TMA boxes, mbarrier ring (RingCursor parities), wgmma descriptors and the
-// epilogue's fragment map — on the models of sm90_smem_model.h and sm90_wgmma_model.h. The
+// TMA-store epilogue (sm90_store_model.h) — on the models of sm90_smem_model.h and
+// sm90_wgmma_model.h. The
 // producer and consumer warpgroups are interleaved in a random order drawn from `seed`, one
 // ring step at a time, so a stage freed too early (a wrong parity or arrival count) gets
 // overwritten before a consumer reads it and the result goes wrong; a schedule where no role
@@ -16,6 +17,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cuda/sm90/model/sm90_store_model.h"
 #include "kernels/cuda/sm90/model/sm90_wgmma_model.h"
 #include "kernels/cuda/sm90/sm90_fp8_promotion.h"
 #include "kernels/cuda/sm90/sm90_fragment.h"
@@ -34,6 +36,9 @@ class GemmTileCta {
               const float* scales_a = nullptr, const float* scales_b = nullptr)
       : a_(a), b_(b), m_(m), k_blocks_(Plan::k_blocks(k)), m0_(tile_m * Plan::block_m), n0_(tile_n * Plan::block_n),
         scales_a_(scales_a), scales_b_(scales_b), smem_(kBase + Plan::used_bytes) {
+    static_assert(Plan::staging_offset >= Plan::stages * (Plan::a_stage_bytes + Plan::b_stage_bytes) &&
+                      Plan::staging_offset + Plan::staging_bytes <= Plan::barrier_offset,
+                  "the staging buffers overlap the ring or the barriers");
     for (u32 s = 0; s < Plan::stages; ++s) {
       add_barrier(Plan::full_barrier_offset(s), 1);
       add_barrier(Plan::empty_barrier_offset(s), Plan::consumers);
@@ -56,17 +61,14 @@ class GemmTileCta {
     }
   }
 
-  // The kernel's epilogue: each accumulator pair to one bf16x2 of D (row-major, n columns).
-  void store(u16* d, u32 m, u32 n) {
-    for (u32 c = 0; c < Plan::consumers; ++c)
-      for (u32 t = 0; t < 128; ++t)
-        for (u32 i = 0; i < Plan::block_n / 2; i += 2) {
-          const u32 row = m0_ + c * Plan::consumer_rows + accum_row(t, i), col = n0_ + accum_col(t, i);
-          if (row < m && col < n) {
-            d[u64(row) * n + col] = f32_to_bf16(consumers_[c].acc.at(t, i));
-            d[u64(row) * n + col + 1] = f32_to_bf16(consumers_[c].acc.at(t, i + 1));
-          }
-        }
+  // The kernel's epilogue: each consumer's rows through its staging buffers to D (bf16 [m, n]) by
+  // TMA store, boxes clipped at D's edges.
+  void store(const GlobalOut2d& d, u32 m, u32 n) {
+    for (u32 c = 0; c < Plan::consumers; ++c) {
+      u32 stored_boxes = 0;
+      tma_store_block_model<Plan>(smem_, kBase, consumers_[c].acc, c, m0_ + c * Plan::consumer_rows, n0_, m, n,
+                                  stored_boxes, d, [](float x, u32, u32) { return x; });
+    }
   }
 
  private:
@@ -153,10 +155,12 @@ class GemmTileCta {
 
 // The whole grid: D[m, n] (bf16 bits) = A[m, k] * B[n, k]^T, A and B K-major with
 // Plan::element_bytes per element, or, for an MN-major plan, D = A[m, k] * B[k, n] (B as stored,
-// layout nn). The kernel's shape rules hold here too.
+// layout nn). The kernel's shape rules hold here too. `writes`, when given, counts the stores of
+// every element of D (m * n counters).
 template <class Plan>
 void gemm_tile_model(const void* a, const void* b, u16* d, u32 m, u32 n, u32 k, u32 seed,
-                     const float* scales_a = nullptr, const float* scales_b = nullptr) {
+                     const float* scales_a = nullptr, const float* scales_b = nullptr,
+                     std::vector<u32>* writes = nullptr) {
   if (scales_a) check(Plan::element_bytes == 1 && scales_b, "sm90 gemm", "block scales need fp8 operands and both scales");
   if (scales_a)
     check(k % kFp8ScaleBlock == 0, "sm90 gemm", "k = ", k, " but fp8 block scales need k % ", kFp8ScaleBlock, " == 0");
@@ -168,12 +172,14 @@ void gemm_tile_model(const void* a, const void* b, u16* d, u32 m, u32 n, u32 k, 
   const GlobalTensor2d gb = Plan::b_mn_major
                                ? GlobalTensor2d{static_cast<const u8*>(b), Plan::element_bytes, n, k, u64(n) * Plan::element_bytes}
                                : GlobalTensor2d{static_cast<const u8*>(b), Plan::element_bytes, k, n, row_bytes};
+  if (writes) writes->assign(u64(m) * n, 0);
+  const GlobalOut2d gd{reinterpret_cast<u8*>(d), 2, n, m, u64(n) * 2, writes};
   std::mt19937 rng(seed);
   for (u32 tm = 0; tm < Plan::tiles(m, Plan::block_m); ++tm)
     for (u32 tn = 0; tn < Plan::tiles(n, Plan::block_n); ++tn) {
       GemmTileCta<Plan> cta(ga, gb, m, k, tm, tn, scales_a, scales_b);
       cta.run(rng);
-      cta.store(d, m, n);
+      cta.store(gd, m, n);
     }
 }
 

@@ -7,12 +7,14 @@
 // the stage and parity bookkeeping, the scheduler's tile order, the grouped layouts' row rules,
 // the fp8 scale indexing and the split-K partials are the kernel's own functions.
 // With split_k > 1 a tile's sums go to the f32 workspace [split][rows][n], and
-// gemm_split_reduce_model sums them in split order, as the kernel's reduction pass does.
+// gemm_split_reduce_model sums them in split order, as the kernel's reduction pass does. The
+// epilogue's TMA stores run on sm90_store_model.h.
 
 #include <map>
 #include <random>
 #include <vector>
 
+#include "kernels/cuda/sm90/model/sm90_store_model.h"
 #include "kernels/cuda/sm90/model/sm90_wgmma_model.h"
 #include "kernels/cuda/sm90/sm90_fp8_promotion.h"
 #include "kernels/cuda/sm90/sm90_fragment.h"
@@ -26,6 +28,7 @@ struct GemmOutput {
   GemmEpilogueParams epilogue;  // D (bf16 or f32) and the epilogue applied on the way
   float* workspace = nullptr;   // f32 partials [split_k][rows][n], split_k > 1
   u32 rows = 0;                 // rows of D (groups * m for masked)
+  std::vector<u32>* writes = nullptr;  // stores of each element of D (rows * n counters), or null
 };
 
 // One result through the kernel's epilogue arithmetic, rounded to D's dtype as the kernel's
@@ -57,6 +60,8 @@ class PersistentGemmCta {
     for (u32 c = 0; c < Plan::consumers; ++c) consumers_.push_back(Consumer{});
     producer_.kb = tiles_.empty() ? 0 : tiles_[0].kb_begin;
     for (Consumer& c : consumers_) c.kb = producer_.kb;
+    if (out_.writes) check(out_.writes->size() == u64(out_.rows) * p.n, "sm90 model", "write counters for ",
+                           out_.writes->size(), " elements of a ", out_.rows, " x ", p.n, " D");
   }
 
   void run(std::mt19937& rng) {
@@ -83,6 +88,7 @@ class PersistentGemmCta {
   struct Consumer : Cursor {
     RingCursor<Plan::stages> ring;
     u32 previous_stage = 0;
+    u32 stored_boxes = 0;  // the TMA store's box counter: picks the staging buffer
     WarpgroupAccum acc = WarpgroupAccum(Plan::block_n);
     WarpgroupAccum partial = WarpgroupAccum(Plan::block_n);
   };
@@ -150,18 +156,34 @@ class PersistentGemmCta {
       }
   }
 
-  // The kernel's store: results through the epilogue to D, or raw f32 partials to the split's
-  // workspace plane (the reduction applies the epilogue);
-  // rows the scheduler does not store for this tile and columns outside D skipped.
+  // The kernel's store: a consumer whose 64 rows may all leave by TMA (one GEMM; grouped tiles
+  // without padding rows, rows past masked_m or another group's rows) stages them and stores by
+  // TMA; otherwise results through the epilogue to D from registers, or raw f32 partials to the
+  // split's workspace plane (the reduction applies the epilogue); rows the scheduler does not
+  // store for this tile and columns outside D skipped.
   void store(Consumer& c, u32 index, const GemmTileWork& w) {
+    const u32 row0 = w.row0 + index * Plan::consumer_rows;
+    bool tma = p_.split_k == 1;
+    for (u32 r = row0; r < row0 + Plan::consumer_rows && tma; ++r)
+      tma = Scheduler::row_tma_storable(p_, w, r, out_.rows);
+    if (tma) {
+      const GemmEpilogueParams& e = out_.epilogue;
+      const u32 ob = e.d_f32 ? 4 : 2;
+      const GlobalOut2d d{static_cast<u8*>(e.d), ob, p_.n, out_.rows, u64(p_.n) * ob, out_.writes};
+      const u32 n = p_.n;
+      tma_store_block_model<Plan>(smem_, kBase, c.acc, index, row0, w.col0, out_.rows, n, c.stored_boxes, d,
+                                  [&](float x, u32 row, u32 col) { return epilogue_value(e, x, u64(row) * n + col, col); });
+      return;
+    }
     for (u32 t = 0; t < 128; ++t)
       for (u32 i = 0; i < Plan::block_n / 2; i += 2) {
         const u32 row = w.row0 + index * Plan::consumer_rows + accum_row(t, i), col = w.col0 + accum_col(t, i);
         if (row >= out_.rows || col >= p_.n || !Scheduler::row_stored(p_, w, row)) continue;
         for (u32 j = 0; j < 2; ++j) {
-          if (p_.split_k == 1)
+          if (p_.split_k == 1) {
             store_result(out_.epilogue, u64(row) * p_.n + col + j, col + j, c.acc.at(t, i + j));
-          else
+            if (out_.writes) ++(*out_.writes)[u64(row) * p_.n + col + j];
+          } else
             out_.workspace[(u64(w.split) * out_.rows + row) * p_.n + col + j] = c.acc.at(t, i + j);
         }
       }
@@ -190,6 +212,7 @@ void gemm_split_reduce_model(const GemmProblemView& p, const GemmOutput& out) {
       float sum = 0.0f;
       for (u32 s = 0; s < p.split_k; ++s) sum += out.workspace[(u64(s) * out.rows + row) * p.n + col];
       store_result(out.epilogue, u64(row) * p.n + col, col, sum);
+      if (out.writes) ++(*out.writes)[u64(row) * p.n + col];
     }
   }
 }

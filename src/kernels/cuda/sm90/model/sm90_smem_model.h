@@ -99,4 +99,45 @@ inline u32 tma_load_2d(SharedMemory& smem, u32 dst, const GlobalTensor2d& g, u32
   return row_bytes * box_rows;
 }
 
+// A row-major 2D global tensor a TMA store writes, with one write counter per element (the
+// models check that every result is written exactly once).
+struct GlobalOut2d {
+  u8* data;
+  u32 element_bytes;
+  u64 cols;
+  u64 rows;
+  u64 row_stride_bytes;
+  std::vector<u32>* writes = nullptr;  // cols * rows counters, or null
+};
+
+// cp.async.bulk.tensor.2d.global.shared::cta: the box of box_cols x box_rows elements at `src`,
+// laid out as a load lands it (rows one after another, each row's 16-byte chunks permuted by the
+// swizzle), written to the tensor at (c0, c1); elements outside the tensor are not written.
+inline void tma_store_2d(SharedMemory& smem, u32 src, const GlobalOut2d& g, u32 box_cols, u32 box_rows, long long c0,
+                         long long c1, Swizzle swizzle) {
+  const u32 row_bytes = box_cols * g.element_bytes;
+  const u32 span = swizzle == Swizzle::none ? row_bytes : swizzle_bytes(swizzle);
+  if (swizzle != Swizzle::none) {
+    check(row_bytes == span, "sm90 model", "TMA store box rows of ", row_bytes, " bytes with a ", span,
+          "-byte swizzle (only full-span rows are modelled)");
+    check(src % (8 * 128) == 0, "sm90 model", "swizzled TMA store source ", src, " is not 1024-byte aligned");
+  }
+  const u32 chunks = span / 16, rows_per_line = 128 / span;
+  const u8* in = smem.at(src, row_bytes * box_rows);
+  for (u32 r = 0; r < box_rows; ++r) {
+    const long long gr = c1 + r;
+    for (u32 e = 0; e < box_cols; ++e) {
+      const long long gc = c0 + e;
+      if (gr < 0 || gc < 0 || u64(gr) >= g.rows || u64(gc) >= g.cols) continue;
+      for (u32 b = e * g.element_bytes; b < (e + 1) * g.element_bytes; ++b) {
+        u32 chunk = b / 16;
+        if (swizzle != Swizzle::none) chunk ^= (r / rows_per_line) % chunks;
+        g.data[u64(gr) * g.row_stride_bytes + u64(gc) * g.element_bytes + b % g.element_bytes] =
+            in[r * row_bytes + chunk * 16 + b % 16];
+      }
+      if (g.writes) ++(*g.writes)[u64(gr) * g.cols + u64(gc)];
+    }
+  }
+}
+
 }  // namespace sol::kernels::sm90::model
