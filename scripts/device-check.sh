@@ -102,8 +102,9 @@ if [[ -x "$TESTS" ]]; then
     done
     SOL_GPU_TEST_SMALL=1 run sanitizer-racecheck-softmax 120 compute-sanitizer --tool racecheck --error-exitcode 1 \
       "$TESTS" softmax_matches_cpu_within_f32_rounding
-    # The sm90 GEMMs' TMA-store epilogue (staging buffers written by the consumers, read by TMA):
-    # memcheck and racecheck on its small guarded shapes (its JIT programs are cached by now).
+    # The sm90 GEMMs' TMA-store epilogue (staging buffers written by the consumers, read by TMA)
+    # and the fp8 consumers' issue turns: memcheck and racecheck on the small guarded shapes (the
+    # JIT programs are cached by the gpu-tests step).
     for tool in memcheck racecheck; do
       run "sanitizer-$tool-gemm-store" 120 compute-sanitizer --tool "$tool" --error-exitcode 1 \
         "$TESTS" sm90_gemm_tma_store_stays_inside_d

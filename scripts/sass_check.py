@@ -11,7 +11,7 @@
 
 TABLE rows: `kernel OPCODE=count ... max_reg=N max_stack=N max_shared=N`. Every opcode named is
 counted exactly (SASS text, e.g. HGMMA.64x128x16.F32.BF16; HGMMA:tnspB counts the wgmmas that read
-B MN-major, the .tnspB on their descriptor); opcodes of the watched families
+B MN-major, the .tnspB on their descriptor; USETMAXREG:N the setmaxnreg instructions to N registers); opcodes of the watched families
 (*GMMA*, UTMA*) that the row does not name must not occur; LDL/STL (local memory) never may.
 Adding a kernel to the checks is a row in TABLE, not code.
 """
@@ -79,6 +79,10 @@ def sass_by_function(text):
             # as the pseudo-opcode FAMILY:tnspB (a watched family, so only rows that name it may have it).
             if GMMA.match(m.group(1)):
                 funcs[name] += ["%s:%s" % (m.group(1).split(".")[0], t) for t in re.findall(r"\.(tnsp[AB])\b", line)]
+            # setmaxnreg's register count, counted as USETMAXREG:<count> (e.g. USETMAXREG:232), so a
+            # row can state the intended producer / consumer split.
+            if m.group(1).startswith("USETMAXREG"):
+                funcs[name] += ["USETMAXREG:%d" % int(v, 16) for v in re.findall(r"(0x[0-9a-f]+)\s*;", line)[-1:]]
     return funcs
 
 

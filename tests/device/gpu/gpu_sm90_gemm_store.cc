@@ -2,7 +2,8 @@
 // at shapes whose last row and column tiles are partial (a 64-column box half outside D, M one
 // short of a tile, M = 1). TMA must clip every box at D's edges: the guard rows after D keep
 // their 0xFF poison, and D equals the CPU path's result (the one-tile kernel through gemm_sm90,
-// bf16 D; the persistent kernel through sol::gemm, bf16 and f32 D with an epilogue).
+// bf16 D; the persistent kernel through sol::gemm, bf16 and f32 D with an epilogue), and the fp8
+// block-scaled kernels, whose two consumers take turns to issue.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -84,6 +85,27 @@ SOL_GPU_TEST(sm90_gemm_tma_store_stays_inside_d) {
     const Buffer tile = run_guarded(DType::bf16, c.m, c.n, "one-tile kernel " + shape,
                                     [&](const Tensor& d) { gemm_sm90(da, db, d); });
     expect_close(tile, ref, "one-tile kernel bf16 D " + shape, 1e-2);
+
+    // fp8 block-scaled: the two consumers' issue turns (named barriers 3 and 4) on the device, in
+    // both kernels, K long enough for many turns.
+    {
+      const int64_t k8 = 1024, kb = k8 / 128, nb = (c.n + 127) / 128;
+      const Buffer a8 = random_host(DType::f8e4m3, c.m, k8, 44), b8 = random_host(DType::f8e4m3, c.n, k8, 45);
+      const Buffer sa = random_host(DType::f32, c.m, kb, 46, 0.5f, 2.f), sb = random_host(DType::f32, nb, kb, 47, 0.5f, 2.f);
+      const DeviceBuffer da8 = upload(a8), db8 = upload(b8), dsa = upload(sa), dsb = upload(sb);
+      GemmOptions opt = plain, dopt = plain;
+      opt.a_scales = &sa.tensor(), opt.b_scales = &sb.tensor();
+      dopt.a_scales = &dsa.tensor(), dopt.b_scales = &dsb.tensor();
+      Buffer ref8(DType::bf16, {c.m, c.n});
+      gemm(a8, b8, ref8, opt);
+      const std::string s8 = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(k8);
+      const Buffer t8 = run_guarded(DType::bf16, c.m, c.n, "one-tile fp8 " + s8,
+                                    [&](const Tensor& d) { gemm_sm90(da8, db8, d, &dsa.tensor(), &dsb.tensor()); });
+      expect_close(t8, ref8, "one-tile kernel fp8 block-scaled " + s8, 1e-2);
+      const Buffer p8 = run_guarded(DType::bf16, c.m, c.n, "persistent fp8 " + s8,
+                                    [&](const Tensor& d) { gemm(da8, db8, d, dopt); });
+      expect_close(p8, ref8, "persistent kernel fp8 block-scaled " + s8, 1e-2);
+    }
 
     for (DType out : {DType::bf16, DType::f32}) {
       GemmOptions opt = plain, dopt = plain;

@@ -148,12 +148,10 @@ SOL_SM90_DEVICE void persistent_consumer(u32 consumer, u32 base, const TmaDescri
 template <class Plan, class Scheduler>
 SOL_SM90_DEVICE void persistent_fp8_consumer(u32 consumer, u32 base, const TmaDescriptor* map_d,
                                              const PersistentGemmArgs& args) {
-  static_assert(Plan::element_bytes == 1 && Plan::block_k == kFp8ScaleBlock && Plan::block_n == kFp8ScaleBlock,
-                "one 128-K block per stage and one B scale block per tile");
   const GemmProblemView& p = args.problem;
   const u32 t = thread_in_warpgroup();
   RingCursor<Plan::stages> ring;
-  u32 stored_boxes = 0;
+  u32 stored_boxes = 0, issued = 0;
   Accum<Plan::block_n> sum, partial;
 #pragma unroll 1
   for (u32 tile = blockIdx.x; tile < Scheduler::tile_count(p); tile += gridDim.x) {
@@ -170,23 +168,12 @@ SOL_SM90_DEVICE void persistent_fp8_consumer(u32 consumer, u32 base, const TmaDe
       for (u32 h = 0; h < 2; ++h)
         scale_a[h] = rows[h] < args.rows ? args.scales_a[fp8_scale_a_index(rows[h], kb, p.k_blocks)] : 0.0f;
       const float scale_b = args.scales_b[Scheduler::scale_b_index(p, w, w.col0, kb)];
-      mbar_wait(base + Plan::full_barrier_offset(ring.stage), ring.full_parity());
-      fence_accumulator(partial);
-      wgmma_fence();
-#pragma unroll
-      for (u32 mma = 0; mma < Plan::mmas_per_k_block; ++mma)
-        wgmma_e4m3<Plan::block_n>(partial, Plan::desc_a(base, ring.stage, consumer, mma),
-                                  Plan::desc_b(base, ring.stage, mma), fp8_partial_scale_d(mma));
-      wgmma_commit();
-      wgmma_wait<0>();
-      fence_accumulator(partial);
-      if (t == 0) mbar_arrive(base + Plan::empty_barrier_offset(ring.stage));
-#pragma unroll
-      for (u32 i = 0; i < Plan::block_n / 2; ++i)
-        sum.d[i] = fp8_promote(sum.d[i], partial.d[i], scale_a[accum_row_half(i)], scale_b);
+      fp8_consumer_k_block<Plan>(sum, partial, base, consumer, ring.stage, ring.full_parity(), issued, scale_a,
+                                 scale_b);
     }
     persistent_store<Plan, Scheduler>(sum, consumer, base, map_d, w, args, stored_boxes);
   }
+  fp8_consumer_finish<Plan>(consumer, issued);
   tma_store_drain();
 }
 

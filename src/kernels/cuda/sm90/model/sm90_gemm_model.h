@@ -8,7 +8,7 @@
 // overwritten before a consumer reads it and the result goes wrong; a schedule where no role
 // can move is a deadlock and throws, as the device would hang. With fp8 scales it models
 // sm90_gemm_tile_fp8.cuh instead: a fresh partial per K block, promoted at once, the stage freed
-// right after its wgmmas. Limit: a modelled wgmma reads
+// right after its wgmmas, two consumers issuing in turns (sm90_fp8_order_model.h). Limit: a modelled wgmma reads
 // its operands when issued, so freeing a stage that the hardware's asynchronous wgmmas may still
 // be reading (before their wgmma.wait_group) is not caught here; the kernel's one-block release
 // lag is mirrored by hand in consumer_step.
@@ -17,6 +17,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cuda/sm90/model/sm90_fp8_order_model.h"
 #include "kernels/cuda/sm90/model/sm90_store_model.h"
 #include "kernels/cuda/sm90/model/sm90_wgmma_model.h"
 #include "kernels/cuda/sm90/sm90_fp8_promotion.h"
@@ -51,7 +52,10 @@ class GemmTileCta {
     for (;;) {
       bool done = producer_kb_ == k_blocks_, moved = false;
       for (const Consumer& c : consumers_) done = done && c.kb == k_blocks_;
-      if (done) return;
+      if (done) {
+        turns_.finish();
+        return;
+      }
       const u32 first = rng() % roles;  // try the roles from a random one on
       for (u32 i = 0; i < roles && !moved; ++i) {
         const u32 role = (first + i) % roles;
@@ -110,6 +114,7 @@ class GemmTileCta {
     if (!barrier(Plan::full_barrier_offset(s)).try_wait(c.ring.full_parity())) return false;
     const Operand t = Plan::element_bytes == 2 ? Operand::bf16 : Operand::e4m3;
     if (scales_a_) {
+      if (!turns_.try_take(index)) return false;
       promoted_step(c, index, s);
       return true;
     }
@@ -130,6 +135,7 @@ class GemmTileCta {
     for (u32 mma = 0; mma < Plan::mmas_per_k_block; ++mma)
       wgmma(smem_, Plan::desc_a(kBase, s, index, mma), Plan::desc_b(kBase, s, mma), partial, Operand::e4m3,
             fp8_partial_scale_d(mma) != 0);
+    turns_.passed(index);
     barrier(Plan::empty_barrier_offset(s)).arrive();
     for (u32 t = 0; t < 128; ++t)
       for (u32 i = 0; i < Plan::block_n / 2; ++i) {
@@ -151,6 +157,7 @@ class GemmTileCta {
   u32 producer_kb_ = 0;
   RingCursor<Plan::stages> producer_ring_;
   std::vector<Consumer> consumers_;
+  Fp8Turns turns_{Plan::consumers};
 };
 
 // The whole grid: D[m, n] (bf16 bits) = A[m, k] * B[n, k]^T, A and B K-major with

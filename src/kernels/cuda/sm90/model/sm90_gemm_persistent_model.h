@@ -14,6 +14,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cuda/sm90/model/sm90_fp8_order_model.h"
 #include "kernels/cuda/sm90/model/sm90_store_model.h"
 #include "kernels/cuda/sm90/model/sm90_wgmma_model.h"
 #include "kernels/cuda/sm90/sm90_fp8_promotion.h"
@@ -69,7 +70,10 @@ class PersistentGemmCta {
     for (;;) {
       bool done = producer_.tile == tiles_.size();
       for (const Consumer& c : consumers_) done = done && c.tile == tiles_.size();
-      if (done) return;
+      if (done) {
+        turns_.finish();
+        return;
+      }
       const u32 first = rng() % roles;
       bool moved = false;
       for (u32 i = 0; i < roles && !moved; ++i) {
@@ -123,9 +127,11 @@ class PersistentGemmCta {
     if (!barriers_.at(Plan::full_barrier_offset(s)).try_wait(c.ring.full_parity())) return false;
     const bool first = c.kb == w.kb_begin, last = c.kb + 1 == w.kb_end;
     if (scales_a_) {
+      if (!turns_.try_take(index)) return false;
       for (u32 mma = 0; mma < Plan::mmas_per_k_block; ++mma)
         wgmma(smem_, Plan::desc_a(kBase, s, index, mma), Plan::desc_b(kBase, s, mma), c.partial, Operand::e4m3,
               fp8_partial_scale_d(mma) != 0);
+      turns_.passed(index);
       barriers_.at(Plan::empty_barrier_offset(s)).arrive();  // waited at once: freed at once
       promote(c, index, w);
     } else {
@@ -200,6 +206,7 @@ class PersistentGemmCta {
   Cursor producer_;
   RingCursor<Plan::stages> producer_ring_;
   std::vector<Consumer> consumers_;
+  Fp8Turns turns_{Plan::consumers};
 };
 
 // The split-K reduction pass: D = epilogue(sum over splits in order of the f32 partials), for
