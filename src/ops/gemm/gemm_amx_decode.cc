@@ -9,6 +9,7 @@
 #include "core/parallel.h"
 #include "ops/gemm/block_parts.h"
 #include "ops/gemm/packing.h"
+#include "sol/hw.h"
 #include "sol/tensor.h"
 
 namespace sol::gemm_detail {
@@ -78,9 +79,14 @@ void run_strips(const GemmProblem& p, const Shared& sh, int64_t n0, int64_t n1) 
   const bool plain_panels = !sh.rows && !p.packed;
   void* b_pack = plain_panels ? Workspace::reserve(thread_workspace().b, std::max<int64_t>(steps, 1) * 4 * kGemmNR)
                               : nullptr;
+  // The next strip's B is requested into L2 only while it, this strip's and X's rows fit there
+  // together: a longer K (a 1 MiB panel at K = 16384) pushed out the strip being read.
+  const int64_t strip_bytes = p.packed ? p.packed->panel_elems * int64_t(dtype_size(p.packed->dtype))
+                                       : kGemmNR * p.k * b_es;
+  const bool stream_next = 2 * strip_bytes + p.m * steps * 4 <= cpu_features().l2_bytes;
   DecodeSession session(*sh.kernels, int(p.m), sh.rows);
   for (int64_t col = n0; col < n1; col += kGemmNR) {
-    const int64_t next = col + kGemmNR < n1 ? col + kGemmNR : -1;
+    const int64_t next = col + kGemmNR < n1 && stream_next ? col + kGemmNR : -1;
     AmxDecodeTile at;
     kernels::GemmTile& t = at.t;
     t.n = int(std::min<int64_t>(kGemmNR, n1 - col));
