@@ -3,8 +3,7 @@
 // shares L2 with the B panel the tiles read and the one requested next. Threads own disjoint
 // blocks of D and K blocks start at multiples of KC, so results do not depend on the thread
 // count; packing order and MC move no bits.
-// M <= 16 stays on the AVX-512 kernels: there the op streams B from memory, and a 16-row tile
-// would waste the matrix unit on padding rows without moving the bytes any faster.
+// M <= 16 takes the decode kernels instead (gemm_amx_decode.cc): one strip over all of K.
 #include <algorithm>
 #include <atomic>
 
