@@ -167,3 +167,19 @@ def test_row_views_across_chunks_match_hf(monkeypatch, chunk):
             out += [m(new[:, i:i + 1], cache=cache, use_cache=True).logits[:, -1] for i in range(new.shape[1])]
             logits.append(torch.stack(out, 1))
     assert rel(logits[1], logits[0]) < 1e-5
+
+
+def test_lean_forward_reads_the_config_flags_of_the_moment():
+    model = st.patch(deepseek_v3())
+    ids = torch.randint(2, 256, (1, 4), generator=torch.Generator().manual_seed(9))
+    with torch.no_grad():
+        assert model(ids).hidden_states is None
+        model.config.output_hidden_states = True
+        assert len(model(ids).hidden_states) == model.config.num_hidden_layers + 1
+        model.config.output_hidden_states = False
+        model.config.use_cache = False
+        assert model(ids).cache is None
+        model.config._output_attentions = True  # the property's setter refuses it for the "sol" attention
+        with pytest.raises(sol.Error, match="output_attentions is not available"):
+            model(ids)
+    assert _hf_lean._config(model.config, "num_local_experts", None) == model.config.n_routed_experts
