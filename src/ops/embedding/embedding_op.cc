@@ -87,7 +87,7 @@ void register_embedding_ops() {
                     {{"tokens", "37"}, {"vocab", "100"}, {"hidden", "129"}, {"dtype", "f32"}},
                     {{"tokens", "0"}, {"vocab", "10"}, {"hidden", "16"}},
                     {{"tokens", "300"}, {"vocab", "50"}, {"hidden", "7168"}},
-                    // Past half the LLC: streaming stores, rows of 14000 B (off 64-byte lines).
+                    // Past stream_min_bytes: streaming stores, rows of 14000 B (off 64-byte lines).
                     {{"tokens", "1300"}, {"vocab", "64"}, {"hidden", "7000"}}};
   op.make = [](const OpParams& p, int64_t cold_bytes) -> std::unique_ptr<OpCase> {
     return std::make_unique<EmbeddingCase>(p.integer("tokens"), p.integer("vocab"), p.integer("hidden"), p.dtype("dtype"),

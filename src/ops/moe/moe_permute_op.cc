@@ -133,7 +133,7 @@ void register_moe_permute_ops() {
                     {{"tokens", "33"}, {"hidden", "64"}, {"experts", "256"}, {"k", "8"}, {"inverse", "1"}},
                     {{"tokens", "37"}, {"hidden", "129"}, {"experts", "16"}, {"k", "3"}, {"alignment", "8"}, {"inverse", "1"}},
                     {{"tokens", "0"}, {"hidden", "8"}, {"experts", "4"}, {"k", "2"}},
-                    // Past half the LLC: streaming stores, rows of 7000 B (off 64-byte lines).
+                    // Past stream_min_bytes: streaming stores, rows of 7000 B (off 64-byte lines).
                     {{"tokens", "300"}, {"hidden", "3500"}, {"experts", "16"}, {"k", "8"}}};
   op.make = [](const OpParams& p, int64_t) -> std::unique_ptr<OpCase> {
     int64_t inv = p.integer("inverse");
