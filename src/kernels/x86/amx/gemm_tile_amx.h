@@ -67,34 +67,17 @@ void load_accumulators(const void* sums) {
 // the pace of the TDPs instead of in a burst. Into L2 (side_l2) or L1.
 class ChunkSideWalk {
  public:
-  explicit ChunkSideWalk(const GemmTile& t)
-      : line_(t.side), first_(t.side), rows_(t.side_rows), row_stride_(t.side_row_stride),
-        left_(t.side ? t.side_rows * t.side_lines : 0), l2_(t.side_l2) {
+  explicit ChunkSideWalk(const GemmTile& t) : lines_(t) {
     const int64_t chunks = std::max<int64_t>(1, (t.k_steps + 15) / 16);
-    per_chunk_ = (left_ + chunks - 1) / chunks;
+    per_chunk_ = (lines_.left() + chunks - 1) / chunks;
   }
   __attribute__((always_inline)) void chunk() {
-    for (int64_t i = 0; i < per_chunk_ && left_ > 0; ++i) one();
+    for (int64_t i = 0; i < per_chunk_ && lines_.left() > 0; ++i) lines_.one();
   }
 
  private:
-  __attribute__((always_inline)) void one() {
-    if (l2_) _mm_prefetch(line_, _MM_HINT_T1);
-    else _mm_prefetch(line_, _MM_HINT_T0);
-    --left_;
-    if (++row_ == rows_) {
-      row_ = 0;
-      first_ += 64;  // the rows' next line
-      line_ = first_;
-    } else {
-      line_ += row_stride_;
-    }
-  }
-
-  const char* line_;
-  const char* first_;
-  int64_t row_ = 0, rows_, row_stride_, left_, per_chunk_ = 0;
-  bool l2_;
+  SideLines lines_;
+  int64_t per_chunk_ = 0;
 };
 
 // One chunk of K steps (16, or fewer under a tail configuration): A rows at a_stride, B one K

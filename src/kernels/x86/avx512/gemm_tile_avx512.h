@@ -202,23 +202,14 @@ inline void finish_rows_s32(const int32_t (*sums)[32], int m, const GemmTile& t,
     for (int h = 0; h < 2; ++h) finish_vector_s32(_mm512_load_si512(&sums[i][16 * h]), i, h, t, mask);
 }
 
-// The side stream (GemmTile::side), rows interleaved, one line per K step. One contiguous run
-// longer than the tile's steps (a whole next B panel: two lines a step) takes two lines a
-// step; interleaved rows keep one, even when that leaves some unrequested: rows pages apart
-// cost a page walk each, and requesting all of decode's plain nn B rows took 16 x 7168 x 2048
-// from 2.9 to 3.6 ms.
-class SideWalk {
+// The side stream's lines (GemmTile::side: rows interleaved, every row's first lines first).
+class SideLines {
  public:
-  explicit SideWalk(const GemmTile& t)
+  explicit SideLines(const GemmTile& t)
       : line_(t.side), first_(t.side), rows_(t.side_rows), row_stride_(t.side_row_stride),
-        left_(t.side ? t.side_rows * t.side_lines : 0), l2_(t.side_l2), two_(t.side_rows == 1 && left_ > t.k_steps) {}
-  __attribute__((always_inline)) void step() {
-    if (left_ <= 0) return;
-    one();
-    if (two_ && left_ > 0) one();
-  }
-
- private:
+        left_(t.side ? t.side_rows * t.side_lines : 0), l2_(t.side_l2) {}
+  int64_t left() const { return left_; }
+  // Requests the next line: down the rows, then every row's next line.
   __attribute__((always_inline)) void one() {
     if (l2_) _mm_prefetch(line_, _MM_HINT_T1);
     else _mm_prefetch(line_, _MM_HINT_T0);
@@ -232,10 +223,30 @@ class SideWalk {
     }
   }
 
+ private:
   const char* line_;
   const char* first_;
   int64_t row_ = 0, rows_, row_stride_, left_;
-  bool l2_, two_;
+  bool l2_;
+};
+
+// The side stream (GemmTile::side), rows interleaved, one line per K step. One contiguous run
+// longer than the tile's steps (a whole next B panel: two lines a step) takes two lines a
+// step; interleaved rows keep one, even when that leaves some unrequested: rows pages apart
+// cost a page walk each, and requesting all of decode's plain nn B rows took 16 x 7168 x 2048
+// from 2.9 to 3.6 ms.
+class SideWalk {
+ public:
+  explicit SideWalk(const GemmTile& t) : lines_(t), two_(t.side_rows == 1 && lines_.left() > t.k_steps) {}
+  __attribute__((always_inline)) void step() {
+    if (lines_.left() <= 0) return;
+    lines_.one();
+    if (two_ && lines_.left() > 0) lines_.one();
+  }
+
+ private:
+  SideLines lines_;
+  bool two_;
 };
 
 // Every K step of a B panel is 128 bytes (32 columns x 4 bytes: f32, a bf16 pair, an int8
