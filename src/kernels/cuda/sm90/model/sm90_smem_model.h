@@ -69,21 +69,39 @@ struct GlobalTensor2d {
   u64 row_stride_bytes;
 };
 
+// Where byte b of row r of a TMA box lies in shared memory: rows one after another, each row's
+// 16-byte chunks permuted by the swizzle (the same layout for loads and stores). The
+// constructor checks what the model covers: full-span rows, 1024-byte aligned swizzled boxes.
+struct BoxLayout {
+  u32 row_bytes, chunks, rows_per_line;
+  Swizzle swizzle;
+  BoxLayout(u32 box_cols, u32 element_bytes, u32 smem_addr, Swizzle sw, const char* what) : swizzle(sw) {
+    row_bytes = box_cols * element_bytes;
+    const u32 span = sw == Swizzle::none ? row_bytes : swizzle_bytes(sw);
+    if (sw != Swizzle::none) {
+      check(row_bytes == span, "sm90 model", what, " box rows of ", row_bytes, " bytes with a ", span,
+            "-byte swizzle (only full-span rows are modelled)");
+      check(smem_addr % (8 * 128) == 0, "sm90 model", "swizzled ", what, " shared address ", smem_addr,
+            " is not 1024-byte aligned");
+    }
+    chunks = span / 16;           // 16-byte chunks in one swizzled row
+    rows_per_line = 128 / span;   // rows sharing one 128-byte line of the pattern
+  }
+  u32 at(u32 r, u32 b) const {
+    u32 chunk = b / 16;
+    if (swizzle != Swizzle::none) chunk ^= (r / rows_per_line) % chunks;
+    return r * row_bytes + chunk * 16 + b % 16;
+  }
+};
+
 // cp.async.bulk.tensor.2d with a box of box_cols x box_rows elements at element coordinates
 // (c0 along cols, c1 along rows): elements outside the tensor arrive as zero bytes, the box
 // lands row after row from `dst`, each row's 16-byte chunks permuted by the swizzle. Returns the
 // bytes credited to the mbarrier (the whole box, in or out of bounds).
 inline u32 tma_load_2d(SharedMemory& smem, u32 dst, const GlobalTensor2d& g, u32 box_cols, u32 box_rows, long long c0,
                        long long c1, Swizzle swizzle) {
-  const u32 row_bytes = box_cols * g.element_bytes;
-  const u32 span = swizzle == Swizzle::none ? row_bytes : swizzle_bytes(swizzle);
-  if (swizzle != Swizzle::none) {
-    check(row_bytes == span, "sm90 model", "TMA box rows of ", row_bytes, " bytes with a ", span,
-          "-byte swizzle (only full-span rows are modelled)");
-    check(dst % (8 * 128) == 0, "sm90 model", "swizzled TMA destination ", dst, " is not 1024-byte aligned");
-  }
-  const u32 chunks = span / 16;           // 16-byte chunks in one swizzled row
-  const u32 rows_per_line = 128 / span;   // rows sharing one 128-byte line of the pattern
+  const BoxLayout box(box_cols, g.element_bytes, dst, swizzle, "TMA load");
+  const u32 row_bytes = box.row_bytes;
   u8* out = smem.at(dst, row_bytes * box_rows);
   for (u32 r = 0; r < box_rows; ++r) {
     const long long gr = c1 + r;
@@ -91,9 +109,7 @@ inline u32 tma_load_2d(SharedMemory& smem, u32 dst, const GlobalTensor2d& g, u32
       const long long gc = c0 + b / g.element_bytes;
       const bool inside = gr >= 0 && gc >= 0 && u64(gr) < g.rows && u64(gc) < g.cols;
       const u8 v = inside ? g.data[u64(gr) * g.row_stride_bytes + u64(gc) * g.element_bytes + b % g.element_bytes] : 0;
-      u32 chunk = b / 16;
-      if (swizzle != Swizzle::none) chunk ^= (r / rows_per_line) % chunks;
-      out[r * row_bytes + chunk * 16 + b % 16] = v;
+      out[box.at(r, b)] = v;
     }
   }
   return row_bytes * box_rows;
@@ -115,14 +131,8 @@ struct GlobalOut2d {
 // swizzle), written to the tensor at (c0, c1); elements outside the tensor are not written.
 inline void tma_store_2d(SharedMemory& smem, u32 src, const GlobalOut2d& g, u32 box_cols, u32 box_rows, long long c0,
                          long long c1, Swizzle swizzle) {
-  const u32 row_bytes = box_cols * g.element_bytes;
-  const u32 span = swizzle == Swizzle::none ? row_bytes : swizzle_bytes(swizzle);
-  if (swizzle != Swizzle::none) {
-    check(row_bytes == span, "sm90 model", "TMA store box rows of ", row_bytes, " bytes with a ", span,
-          "-byte swizzle (only full-span rows are modelled)");
-    check(src % (8 * 128) == 0, "sm90 model", "swizzled TMA store source ", src, " is not 1024-byte aligned");
-  }
-  const u32 chunks = span / 16, rows_per_line = 128 / span;
+  const BoxLayout box(box_cols, g.element_bytes, src, swizzle, "TMA store");
+  const u32 row_bytes = box.row_bytes;
   const u8* in = smem.at(src, row_bytes * box_rows);
   for (u32 r = 0; r < box_rows; ++r) {
     const long long gr = c1 + r;
@@ -130,10 +140,7 @@ inline void tma_store_2d(SharedMemory& smem, u32 src, const GlobalOut2d& g, u32 
       const long long gc = c0 + e;
       if (gr < 0 || gc < 0 || u64(gr) >= g.rows || u64(gc) >= g.cols) continue;
       for (u32 b = e * g.element_bytes; b < (e + 1) * g.element_bytes; ++b) {
-        u32 chunk = b / 16;
-        if (swizzle != Swizzle::none) chunk ^= (r / rows_per_line) % chunks;
-        g.data[u64(gr) * g.row_stride_bytes + u64(gc) * g.element_bytes + b % g.element_bytes] =
-            in[r * row_bytes + chunk * 16 + b % 16];
+        g.data[u64(gr) * g.row_stride_bytes + u64(gc) * g.element_bytes + b % g.element_bytes] = in[box.at(r, b)];
       }
       if (g.writes) ++(*g.writes)[u64(gr) * g.cols + u64(gc)];
     }
