@@ -16,6 +16,7 @@
 #                                        one ($SOL_BUILD_DIR, default build/) for the gpu tests,
 #                                        which then exit 77 with discovery's reason
 #
+# SOL_DEVICE_CHECK_BUILD=carried uses the carried build when it runs there (no native build).
 # Build: first a native SOL_DEVICE_MINIMAL build (needs only CUDA, cmake, ninja, a C++20
 # compiler with OpenMP: no MPI, nlohmann-json, CLI11, fmt or GoogleTest); if that fails, the
 # build carried from the development machine ($SOL_CARRIED_BUILD, default build-carried/).
@@ -74,6 +75,11 @@ BUILD=${SOL_BUILD_DIR:-build-device}
 if (( DRY )); then
   BUILD=${SOL_BUILD_DIR:-build}
   step build skipped "dry run: would run: cmake -S . -B build-device -G Ninja -DSOL_DEVICE_MINIMAL=ON -DSOL_CUDA=ON && cmake --build build-device -j$JOBS --target sol_gpu_tests (fallback: ${SOL_CARRIED_BUILD:-build-carried})"
+elif [[ "${SOL_DEVICE_CHECK_BUILD:-native}" == carried ]] \
+     && "${SOL_CARRIED_BUILD:-build-carried}/bin/sol_gpu_tests" --list > /dev/null 2>&1; then
+  # A short lease: the carried build runs here, so the native build's minutes are saved.
+  BUILD=${SOL_CARRIED_BUILD:-build-carried}
+  step build skipped "SOL_DEVICE_CHECK_BUILD=carried: using the carried build in $BUILD"
 elif run configure 120 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSOL_DEVICE_MINIMAL=ON -DSOL_CUDA=ON \
      && run build 240 cmake --build "$BUILD" -j"$JOBS" --target sol_gpu_tests; then
   :
