@@ -108,7 +108,7 @@ struct Pool {
     DeviceBuffer d(kDev, dtype, {count});
     for (int64_t at = 0; at < count; at += chunk) {
       const int64_t len = std::min(chunk, count - at);
-      transfer(host.tensor().slice(1, 0, len).reshape({len}), d.tensor().slice(0, at, at + len));
+      transfer(host.tensor().reshape({chunk}).slice(0, 0, len), d.tensor().slice(0, at, at + len));
     }
     return d;
   }
