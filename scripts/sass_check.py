@@ -5,7 +5,9 @@
                                           as errors; the ptxas log (CUBIN.log) must not report a
                                           changed wgmma pipeline (C7511 serialised, C7517 waits)
   negative SRC --nvcc NVCC -I DIR         the same source for plain sm_90 must fail, for the
-                                          reason that wgmma and setmaxnreg need sm_90a
+                                          reason that wgmma and setmaxnreg need sm_90a (built
+                                          with SOL_OFFLINE_NEGATIVE_BUILD defined: a source may
+                                          keep one kernel of many for it)
   expect   CUBIN TABLE --cuobjdump BIN    each kernel row of TABLE holds in CUBIN's SASS and
                                           resource usage
 
@@ -55,6 +57,7 @@ def cmd_build(a):
 
 def cmd_negative(a):
     flags = [f.replace("compute_90a,code=sm_90a", "compute_90,code=sm_90") for f in NVCC_FLAGS]
+    flags.append("-DSOL_OFFLINE_NEGATIVE_BUILD")
     rc, out = run([a.nvcc] + flags + ["-I" + d for d in a.include] + ["-o", "/dev/null", a.src])
     print(out)
     if rc == 0:

@@ -77,22 +77,28 @@ assert r["in_cache_s"] > 0 and r["in_cache_shape"].startswith("n=") and r["in_ca
 assert r["ceiling_paired"] > 0, r
 PY
 
+# SOL_ISA picks the path `sol check` runs and names (every check case on every path is
+# Registry.EveryCheckCasePassesOnEveryPath's, in the release and sanitizer suites); once with
+# no op, every op's cases on the active path.
 for isa in scalar avx2 avx512; do
-  expect_rc 0 "SOL_ISA=$isa sol check" env SOL_ISA=$isa "$sol" check
-  grep -q "path: " "$tmp/out" && grep -q " 0 failed" "$tmp/out" && pass "check output ($isa)" || fail "check output ($isa)"
+  expect_rc 0 "SOL_ISA=$isa sol check rmsnorm" env SOL_ISA=$isa "$sol" check rmsnorm
+  grep -qx "path: $isa" "$tmp/out" && grep -q " 0 failed" "$tmp/out" && pass "check output ($isa)" || fail "check output ($isa)"
 done
+expect_rc 0 "sol check" "$sol" check
+grep -q "^path: " "$tmp/out" && grep -q "^ok .* cast " "$tmp/out" && grep -q " 0 failed" "$tmp/out" \
+  && pass "check output (every op)" || fail "check output (every op)"
 
-# Every case of every op, each checked, at 1 and all threads; without the ceilings re-measured
-# beside each case (their measurement over buffers past the LLC is most of a report's time,
-# and `sol bench` above checks it), and with input sets of 64 MiB per case, not 8x the LLC
-# (filling GBs of sets per case was most of what remained; the timings are not checked here).
+# Every op's cases, each checked, at 1 and all threads: the report's own code (records, files,
+# the loop below) over the small cases of `sol check` (--check-shapes); without the ceilings
+# re-measured beside each case (`sol bench` above checks that) and with 1 MiB of input sets per
+# case. Timings are not checked here (the report tables at full size: minutes of checks).
 expect_rc 2 "report: --cold-bytes 0" "$sol" report --out "$tmp/report0" --cold-bytes 0
 grep -q -- "--cold-bytes" "$tmp/err" && pass "bad --cold-bytes is named" || fail "bad --cold-bytes is named"
-expect_rc 0 "sol report" "$sol" report --out "$tmp/report" --min-time 0.02 --no-pair --cold-bytes 64M
+expect_rc 0 "sol report" "$sol" report --out "$tmp/report" --min-time 0.001 --no-pair --check-shapes --cold-bytes 1M
 for f in report.md report.json roofline.svg; do
   [ -s "$tmp/report/$f" ] && pass "report wrote $f" || fail "report wrote $f"
 done
-grep -q "67108864 bytes per case" "$tmp/report/report.md" && pass "report.md names --cold-bytes" \
+grep -q "1048576 bytes per case" "$tmp/report/report.md" && pass "report.md names --cold-bytes" \
   || fail "report.md names --cold-bytes"
 python3 - "$tmp/report/report.json" <<'PY' && pass "report records: every case checked, none paired" || fail "report records: every case checked, none paired"
 import json, sys
@@ -101,6 +107,7 @@ assert recs, "no records"
 assert all(r["ceiling_paired"] == 0 for r in recs), [r for r in recs if r["ceiling_paired"] != 0][:1]
 checked = {(r["op"], r["shape"], r["dtype"]) for r in recs if r.get("check")}
 assert checked == {(r["op"], r["shape"], r["dtype"]) for r in recs}, "a case without its check"
+assert all(r["check"]["pass"] for r in recs if r.get("check")), "a failed check"
 PY
 python3 -c "import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])" "$tmp/report/roofline.svg" \
   && pass "roofline.svg is well-formed" || fail "roofline.svg is well-formed"

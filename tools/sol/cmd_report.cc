@@ -1,5 +1,6 @@
-// sol report [--out DIR] [--json] [--no-pair] [--cold-bytes N] — the whole suite against this
-// machine's ceilings: a table on stdout, and report.md, report.json and roofline.svg in DIR.
+// sol report [--out DIR] [--json] [--no-pair] [--check-shapes] [--cold-bytes N] — the whole
+// suite against this machine's ceilings: a table on stdout, and report.md, report.json and
+// roofline.svg in DIR.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -18,7 +19,7 @@ namespace {
 
 struct ReportArgs {
   std::string out = "sol-report";
-  bool json = false, remeasure = false, no_pair = false;
+  bool json = false, remeasure = false, no_pair = false, check_shapes = false;
   double min_seconds = 0.2;
   std::string cold_bytes;  // empty: prepare_case's default, 8x the LLC
 };
@@ -90,6 +91,9 @@ void add_report(CLI::App& app, int& exit_code) {
                 "several times faster where the memory ceilings take long to measure)");
   cmd->add_option("--min-time", a->min_seconds, "Seconds of timed runs per case (default 0.2)")
       ->check(CLI::Range(0.0, 60.0));
+  cmd->add_flag("--check-shapes", a->check_shapes,
+                "Run each op over the small cases of `sol check` instead of its report table: every part "
+                "of the report in seconds, for smoke tests (the timings say little at those sizes)");
   cmd->add_option("--cold-bytes", a->cold_bytes,
                   "Bytes a case's rotated input sets cover together (default 8x the LLC). Less fills faster "
                   "but lets the LLC serve part of a memory-bound case's reads (SOL% too high): for smoke tests");
@@ -103,7 +107,10 @@ void add_report(CLI::App& app, int& exit_code) {
     struct Case { const OpInfo* op; std::map<std::string, std::string> params; };
     std::vector<Case> cases;
     for (const auto& op : registered_ops())
-      for (const auto& c : op.report_table.empty() ? op.bench_table : op.report_table) cases.push_back({&op, c});
+      for (const auto& c : a->check_shapes          ? op.check_table
+                           : op.report_table.empty() ? op.bench_table
+                                                     : op.report_table)
+        cases.push_back({&op, c});
     const int all = num_threads();
     std::vector<int> thread_counts = {1};
     if (all > 1) thread_counts.push_back(all);
