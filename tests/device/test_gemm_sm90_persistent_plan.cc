@@ -102,6 +102,26 @@ TEST(GemmSm90PersistentPlan, DecodeShapesSplitKWithAWorkspace) {
   EXPECT_LE(p.ctas, 132u);
 }
 
+// A named configuration (the launcher's $SOL_SM90_GEMM_CONFIG) replaces the chooser's: its
+// kernel, grid and workspace follow it; one that does not fit is refused by name.
+TEST(GemmSm90PersistentPlan, ANamedConfigurationIsTheOneLaunched) {
+  const Tensor a = dev(0x100000, DType::bf16, {4096, 2048}), b = dev(0x10000000, DType::bf16, {7168, 2048});
+  const Tensor d = dev(0x40000000, DType::bf16, {4096, 7168});
+  const auto named = [&](const std::string& spec) {
+    return plan_gemm_sm90_persistent(GemmGrouping::single, a, b, d, nullptr, nullptr, nullptr, {}, Sm90Target::h200(),
+                                     "test_gemm", {}, Layout::nt, spec);
+  };
+  const Sm90PersistentPlan p = named("64x128:s5:k2");
+  EXPECT_EQ(p.kernel, "sol_sm90_gemm_persistent_bf16_64x128_s5");
+  EXPECT_EQ(p.instantiation, "SOL_SM90_PERSISTENT_KERNEL(bf16, 64, 128, 5, 2, false, k)");
+  EXPECT_EQ(p.config.threads, 256u);
+  EXPECT_EQ(p.problem.split_k, 2u);
+  EXPECT_EQ(p.ctas, 132u);
+  EXPECT_EQ(p.workspace_bytes, uint64_t(2) * 4096 * 7168 * 4);
+  EXPECT_EQ(named("").kernel, plan(GemmGrouping::single, a, b, d).kernel);
+  EXPECT_NE(error_of([&] { named("128x256:s9"); }).find("config '128x256:s9' does not fit"), std::string::npos);
+}
+
 TEST(GemmSm90PersistentPlan, GroupedLayouts) {
   const Tensor b = dev(0x10000000, DType::bf16, {3, 256, 512});
   std::vector<int32_t> rows(384, -1);

@@ -3,6 +3,10 @@
 // the persistent grid launched on the device's current stream, then the split-K reduction.
 #include <cuda.h>
 
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "device/cuda/context.h"
@@ -23,6 +27,24 @@ Sm90Target target_of(const CudaDeviceInfo& info) {
   t.sms = uint32_t(info.sm_count);
   t.smem_per_block = uint32_t(info.max_shared_per_block);
   return t;
+}
+
+// The split-K workspace of (device, stream), at least `bytes`: kept across calls, because a
+// cuMemAlloc and the cuMemFree after the reduction (which waits for the device) cost more than a
+// decode-sized GEMM. Calls on one stream run in order, so the next call's partials cannot
+// overwrite this call's before its reduction has read them. A stream handle is only reused by
+// the driver once the destroyed stream's work is done. Growing waits for the stream (the old
+// buffer may still be read). Never freed: the process's exit returns it.
+float* split_workspace(Device device, void* stream, uint64_t bytes, const cuda::Driver& drv, const char* op) {
+  static std::mutex mutex;
+  static auto* buffers = new std::map<std::pair<int, void*>, DeviceBuffer>;
+  std::lock_guard<std::mutex> lock(mutex);
+  DeviceBuffer& buffer = (*buffers)[{device.index, stream}];
+  if (buffer.bytes() < bytes) {
+    cuda::check_cu(drv.cuStreamSynchronize(static_cast<CUstream>(stream)), op, "cuStreamSynchronize");
+    buffer = DeviceBuffer(device, bytes);
+  }
+  return static_cast<float*>(buffer.device_data());
 }
 
 }  // namespace
@@ -51,27 +73,26 @@ void gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& 
     host_rows.resize(size_t(group_info->numel()));
     transfer(*group_info, Tensor(host_rows.data(), DType::i32, {group_info->numel()}));
   }
+  const char* forced = std::getenv("SOL_SM90_GEMM_CONFIG");
   Sm90PersistentPlan plan =
       plan_gemm_sm90_persistent(grouping, a, b, d, group_info, a_scales, b_scales, host_rows, target_of(info), op,
-                                epilogue, b_layout);
+                                epilogue, b_layout, forced ? std::string(forced) : std::string());
   if (plan.kernel.empty()) return;
   const cuda::Driver& drv = cuda::use_device(device, op);
   CUtensorMap map_a = encode_tensor_map(drv, plan.a, op, "a"), map_b = encode_tensor_map(drv, plan.b, op, "b"),
               map_d = encode_tensor_map(drv, plan.d, op, "d");
-  DeviceBuffer workspace;
-  if (plan.workspace_bytes) workspace = DeviceBuffer(device, plan.workspace_bytes);
+  void* stream = current_stream(device);
   PersistentGemmArgs args;
   args.problem = plan.problem;
   if (grouping == GemmGrouping::contiguous) args.problem.row_group = static_cast<const int*>(group_info->device_data());
   if (grouping == GemmGrouping::masked) args.problem.masked_m = static_cast<const int*>(group_info->device_data());
   args.rows = plan.rows;
   args.epilogue = plan.epilogue;
-  args.workspace = static_cast<float*>(workspace.device_data());
+  args.workspace = plan.workspace_bytes ? split_workspace(device, stream, plan.workspace_bytes, drv, op) : nullptr;
   args.scales_a = a_scales ? static_cast<const float*>(a_scales->device_data()) : nullptr;
   args.scales_b = b_scales ? static_cast<const float*>(b_scales->device_data()) : nullptr;
 
   const cuda::CudaProgram program = sm90_persistent_program(plan);
-  void* stream = current_stream(device);
   cuda::LaunchShape shape;
   shape.grid[0] = plan.ctas;
   shape.block[0] = plan.config.threads;
@@ -85,8 +106,6 @@ void gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& 
                                                  uint64_t(info.sm_count) * 8));
     void* reduce_args[] = {&args};
     cuda::launch(cuda::get_kernel(program, "sol_sm90_gemm_split_reduce", device), reduce, stream, reduce_args);
-    // The workspace is freed when this returns: the stream must be done with it first.
-    cuda::check_cu(drv.cuStreamSynchronize(static_cast<CUstream>(stream)), op, "cuStreamSynchronize");
   }
 }
 

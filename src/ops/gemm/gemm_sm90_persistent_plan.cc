@@ -105,7 +105,8 @@ GemmEpilogueParams epilogue_params(const Tensor& d, int64_t n, const Sm90Epilogu
 Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& b, const Tensor& d,
                                              const Tensor* group_info, const Tensor* a_scales, const Tensor* b_scales,
                                              std::span<const int32_t> host_row_groups, const Sm90Target& target,
-                                             const char* op, const Sm90Epilogue& epilogue, Layout b_layout) {
+                                             const char* op, const Sm90Epilogue& epilogue, Layout b_layout,
+                                             const std::string& forced_config_spec) {
   check(!a.device().is_cpu() && b.device() == a.device() && d.device() == a.device(), op, "a, b, d are on ",
         a.device(), ", ", b.device(), ", ", d.device(), " but must share one CUDA device");
   check(a.dtype() == b.dtype() && (a.dtype() == DType::bf16 || a.dtype() == DType::f8e4m3), op, "a, b dtypes = ",
@@ -178,7 +179,8 @@ Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor
   } else {
     shape.group_m.assign(size_t(groups), m);  // masked: the valid rows live on the device
   }
-  plan.config = choose_config(shape, target);
+  plan.config = forced_config_spec.empty() ? choose_config(shape, target)
+                                           : forced_config(shape, target, forced_config_spec);
   if (grouping == GemmGrouping::contiguous && plan.config.block_m > 64)
     contiguous_groups(host_row_groups, groups, plan.config.block_m, op);
   const uint32_t eb = element_bytes(plan.kind);

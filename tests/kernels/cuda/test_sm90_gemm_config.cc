@@ -135,6 +135,48 @@ TEST(Sm90GemmConfig, BrokenBudgetsAreNamed) {
             std::string::npos);
 }
 
+// A named configuration ($SOL_SM90_GEMM_CONFIG) runs as named, with the chooser's stages for its
+// tile unless it names them, and passes the same budgets; a malformed or unfitting one is an
+// error naming the spec.
+TEST(Sm90GemmConfig, ForcedConfigurationsRunAsNamedOrAreRefused) {
+  const Sm90Target t = Sm90Target::h200();
+  const GemmProblem p{{4096}, 7168, 2048, GemmKernelKind::bf16, 2};
+  const Sm90GemmConfig c = forced_config(p, t, "128x128:s4:k2");
+  EXPECT_EQ(c.block_m, 128u);
+  EXPECT_EQ(c.block_n, 128u);
+  EXPECT_EQ(c.stages, 4u);
+  EXPECT_EQ(c.split_k, 2u);
+  EXPECT_EQ(c.consumers, 2u);
+  EXPECT_EQ(c.tiles, 32 * 56 * 2);
+  EXPECT_EQ(message_of([&] { check_config(c, p, t); }), "(no error)");
+  // The chooser's own pick, named: the same configuration and model time.
+  const Sm90GemmConfig chosen = choose_config(p, t);
+  const std::string spec = std::to_string(chosen.block_m) + "x" + std::to_string(chosen.block_n);
+  const Sm90GemmConfig named = forced_config(p, t, spec);
+  EXPECT_EQ(named.stages, chosen.stages);
+  EXPECT_EQ(named.split_k, chosen.split_k);
+  EXPECT_EQ(named.smem_bytes, chosen.smem_bytes);
+  EXPECT_DOUBLE_EQ(named.predicted_us, chosen.predicted_us);
+  // One consumer for 64-row tiles; stages clamp to K's blocks unless named.
+  const Sm90GemmConfig narrow = forced_config({{1}, 7168, 128, GemmKernelKind::bf16, 2}, t, "64x128");
+  EXPECT_EQ(narrow.consumers, 1u);
+  EXPECT_EQ(narrow.threads, 256u);
+  EXPECT_EQ(narrow.stages, kMinStages);
+  EXPECT_EQ(forced_config({{1}, 7168, 128, GemmKernelKind::bf16, 2}, t, "64x128:s8").stages, 8u);
+  for (const char* bad : {"", "128", "128x", "x128", "128x128:", "128x128:q3", "128x128:s", "128x128s4", "12ax128"})
+    EXPECT_NE(message_of([&] { forced_config(p, t, bad); }).find("is not BMxBN"), std::string::npos) << bad;
+  const auto refused = [&](const GemmProblem& q, const char* spec, const char* why) {
+    const std::string m = message_of([&] { forced_config(q, t, spec); });
+    EXPECT_NE(m.find(std::string("config '") + spec + "' does not fit"), std::string::npos) << m;
+    EXPECT_NE(m.find(why), std::string::npos) << m;
+  };
+  refused({{4096}, 7168, 2048, GemmKernelKind::e4m3_block_scaled, 2}, "128x256", "scale block");
+  refused(p, "96x128", "consumers");
+  refused(p, "128x96", "wgmma N");
+  refused(p, "128x256:s6", "exceeds the device");
+  refused(p, "128x128:k64", "split_k = 64");
+}
+
 // A block-scaled kernel keeps two accumulator sets: 256 columns would need 296 registers, so its
 // only width is its scale block; bf16 may go to 256.
 TEST(Sm90GemmConfig, RegisterModelSeparatesTheKinds) {

@@ -248,3 +248,48 @@ TEST(Sm90GemmEpilogueModel, NonFiniteValuesPropagate) {
 
 }  // namespace
 }  // namespace sol::kernels::sm90
+
+namespace sol::kernels::sm90 {
+namespace {
+
+// The kernels store an identity epilogue's sums without epilogue_value: that is only right if
+// epilogue_value is then the identity, bit for bit, on every f32 a sum can be (signed zeros,
+// subnormals, infinities; NaN stays NaN), and if any other term makes the epilogue general.
+TEST(Sm90GemmEpilogueModel, IdentityEpilogueIsTheIdentity) {
+  GemmEpilogueParams e;
+  ASSERT_TRUE(epilogue_is_identity(e));
+  std::vector<float> values = {0.0f, -0.0f, 1.0f, -3.5f, 1e-40f, -1e-45f, 3.4e38f, INFINITY, -INFINITY};
+  uint32_t bits = 12345;
+  for (int i = 0; i < 100000; ++i) {
+    bits = bits * 1664525u + 1013904223u;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    values.push_back(f);
+  }
+  for (float x : values) {
+    const float v = epilogue_value(e, x, 7, 3);
+    if (std::isnan(x)) {
+      EXPECT_TRUE(std::isnan(v));
+      continue;
+    }
+    uint32_t xb, vb;
+    std::memcpy(&xb, &x, 4);
+    std::memcpy(&vb, &v, 4);
+    ASSERT_EQ(xb, vb) << x;
+  }
+  const float bias = 0.0f;
+  GemmEpilogueParams g = e;
+  g.alpha = 0.5f;
+  EXPECT_FALSE(epilogue_is_identity(g));
+  g = e, g.beta = 1.0f;
+  EXPECT_FALSE(epilogue_is_identity(g));
+  g = e, g.bias = &bias;
+  EXPECT_FALSE(epilogue_is_identity(g));
+  g = e, g.silu = 1;
+  EXPECT_FALSE(epilogue_is_identity(g));
+  g = e, g.d_f32 = 1;
+  EXPECT_TRUE(epilogue_is_identity(g));
+}
+
+}  // namespace
+}  // namespace sol::kernels::sm90

@@ -291,4 +291,44 @@ inline Sm90GemmConfig choose_config(const GemmProblem& p, const Sm90Target& t) {
   return best;
 }
 
+// A configuration named rather than chosen, for measuring the candidates on a device
+// ($SOL_SM90_GEMM_CONFIG, read by the launcher's plan): "BMxBN", optionally ":s<stages>" and
+// ":k<split>", e.g. "128x128:s4:k1". Stages default to as many as shared memory holds (at most
+// the K blocks of a split), split to 1. The result passes check_config or this throws sol::Error
+// naming the spec and the broken budget; the model's time is filled in as for a chosen one.
+inline Sm90GemmConfig forced_config(const GemmProblem& p, const Sm90Target& t, const std::string& spec) {
+  const char* op = "sm90 gemm config";
+  check_problem(p);
+  unsigned bm = 0, bn = 0, stages = 0, split = 1;
+  std::size_t at = 0;
+  const auto number = [&](unsigned& v) {
+    const std::size_t from = at;
+    v = 0;
+    while (at < spec.size() && spec[at] >= '0' && spec[at] <= '9' && v < 100000) v = v * 10 + unsigned(spec[at++] - '0');
+    return at > from;
+  };
+  bool ok = number(bm) && at < spec.size() && spec[at++] == 'x' && number(bn);
+  while (ok && at < spec.size()) {
+    ok = spec[at++] == ':' && at < spec.size();
+    if (!ok) break;
+    const char key = spec[at++];
+    ok = (key == 's' && number(stages)) || (key == 'k' && number(split));
+  }
+  check(ok && bm > 0 && bn > 0 && split > 0, op, "config '", spec,
+        "' is not BMxBN[:s<stages>][:k<split>] (e.g. 128x256:s4:k1)");
+  const std::int64_t k_blocks = ceil_div(p.k, 128 / element_bytes(p.kind));
+  if (stages == 0) {
+    stages = kMaxStages;
+    while (stages > kMinStages && ring_smem_bytes(p.kind, bm, bn, stages) > t.smem_per_block) --stages;
+    stages = std::uint32_t(std::max<std::int64_t>(kMinStages, std::min<std::int64_t>(stages, ceil_div(k_blocks, split))));
+  }
+  Sm90GemmConfig c = model_candidate(p, t, TileCandidate{bm, bn}, split, stages);
+  try {
+    check_config(c, p, t);
+  } catch (const Error& e) {
+    fail(op, "config '", spec, "' does not fit this shape: ", e.what());
+  }
+  return c;
+}
+
 }  // namespace sol::kernels::sm90

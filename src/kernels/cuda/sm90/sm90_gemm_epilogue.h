@@ -32,6 +32,15 @@ SOL_SM90_HD float epilogue_silu(float x) {
 #endif
 }
 
+// True when the epilogue leaves the f32 sum as it is (alpha 1, no C, no bias, no activation):
+// epilogue_value is then the identity (1 * x is x, NaN included), and the kernels store the sum
+// through a path without its per-element branches. Those branches, inlined for every
+// accumulator, make the general store path tens of KiB of code per tile, more than the
+// instruction cache holds; the plain GEMM should not fetch them.
+SOL_SM90_HD bool epilogue_is_identity(const GemmEpilogueParams& e) {
+  return e.alpha == 1.0f && e.beta == 0.0f && e.bias == nullptr && e.silu == 0;
+}
+
 // The value of D at element `index` (= row * n + col) from the f32 sum `acc`, before rounding
 // to D's dtype.
 SOL_SM90_HD float epilogue_value(const GemmEpilogueParams& e, float acc, u64 index, u32 col) {
