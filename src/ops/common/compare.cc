@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "ops/common/case_operand.h"
 #include "ops/common/fill.h"
 #include "ops/common/validate.h"
 #include "sol/quant.h"
@@ -99,11 +100,19 @@ CheckResult compare_quantized(const Tensor& q, const Tensor& scales, const Tenso
   return compare_bitwise(q, q_ref);
 }
 
-CheckResult check_fused_quant(int64_t rows, int64_t h, const std::function<void(const Tensor& act)>& unfused,
+CheckResult check_fused_quant(Device device, int64_t rows, int64_t h,
+                              const std::function<void(const Tensor& act)>& unfused,
+                              const std::function<CheckResult(const Tensor& act)>& check_act,
                               const std::function<void()>& run_fused, const Tensor& q, const Tensor& scales) {
-  Buffer act(DType::bf16, {rows, h}), q_ref(DType::f8e4m3, {rows, h}), s_ref(DType::f32, {rows, h / 128});
+  CaseOperand act(device, DType::bf16, {rows, h});
+  Buffer q_ref(DType::f8e4m3, {rows, h}), s_ref(DType::f32, {rows, h / 128});
+  poison(act.host());
+  act.upload();
   unfused(act);
-  quant_fp8_per_token(act, q_ref, s_ref);
+  act.download();
+  CheckResult ra = check_act(act.host());
+  if (!ra.pass) return {false, ra.error, ra.tolerance, "the unfused op's bf16 output: " + ra.detail};
+  quant_fp8_per_token(act.host(), q_ref, s_ref);
   poison(q);
   poison(scales);
   run_fused();
