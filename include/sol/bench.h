@@ -92,6 +92,12 @@ std::vector<Unit> units_to_pair(const Cost& cost, Unit bound_unit);
 
 PreparedCase prepare_case(const OpInfo& op, const OpParams& params, bool cold, int64_t cold_bytes = 0);
 
+// The bytes a case on a GPU with `l2_bytes` of L2 must move per run to read from HBM: four times
+// the L2 (at least 64 MiB). prepare_case rotates input sets covering this much together for any
+// device case that moves fewer bytes (the record says cold); a case at or above it runs its one
+// set, which the runs after it evict anyway (the record says not cold, one input set).
+int64_t device_cold_bytes(int64_t l2_bytes);
+
 // How far a paired ceiling moved between its measurements before and after an op (>= 1), and
 // the ratio above which a record's SOL% is marked uncertain (`~` in tables, "ceiling_moved" in
 // JSON): twice the spread of one state's repeated measurements (~10%), well under the two

@@ -105,10 +105,6 @@ void time_in_cache(const OpInfo& op, const OpParams& params, const MachineProfil
 
 // ---- cases on a GPU: CUDA events on the device's current stream, the device's ceilings ----
 
-// Rotated input sets of a device case cover four times the device's L2 (every set of a run
-// is evicted by the sets after it, so each run reads from HBM as the floor assumes).
-int64_t device_cold_bytes(Device d) { return 4 * std::max<int64_t>(cuda_device(d.index).l2_bytes, 16 << 20); }
-
 // The device ceilings a cost's floor needs: its compute unit when it has FLOPs, its memory
 // level, and for a split cost the read and write terms.
 std::vector<Unit> device_units(const Cost& c) {
@@ -237,6 +233,10 @@ int64_t in_cache_rows(int64_t rows, double bytes, int threads, long l2_bytes) {
   return std::clamp<int64_t>(cut, std::min<int64_t>(threads, rows), rows);
 }
 
+// Rotated input sets of a device case cover four times the device's L2 (every set of a run
+// is evicted by the sets after it, so each run reads from HBM as the floor assumes).
+int64_t device_cold_bytes(int64_t l2_bytes) { return 4 * std::max<int64_t>(l2_bytes, 16 << 20); }
+
 PreparedCase prepare_case(const OpInfo& op, const OpParams& params, bool cold, int64_t cold_bytes) {
   check(cold_bytes >= 0, op.name, "cold_bytes = ", cold_bytes, ": must be >= 0 (0: the default)");
   // Cold sets must outgrow the LLC several times over: with only twice its size, a good part of
@@ -245,7 +245,7 @@ PreparedCase prepare_case(const OpInfo& op, const OpParams& params, bool cold, i
   PreparedCase p{op.make(params, cold ? cold_bytes : 0), cold, params};
   if (const Device d = p.c->device(); !d.is_cpu()) {
     // On a GPU every case rotates sets past L2 unless one set already outgrows it four times.
-    const int64_t device_cold = device_cold_bytes(d);
+    const int64_t device_cold = device_cold_bytes(cuda_device(d.index).l2_bytes);
     if (cold || p.c->cost().bytes < double(device_cold)) {
       p.c.reset();  // its device memory is freed before the sets are made
       p.c = op.make(params, device_cold);

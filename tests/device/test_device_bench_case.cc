@@ -9,6 +9,7 @@
 #include <string>
 
 #include "device/gpu_ceilings.h"
+#include "sol/bench.h"
 #include "sol/device.h"
 #include "sol/error.h"
 #include "sol/registry.h"
@@ -55,6 +56,19 @@ TEST(DeviceParam, AskingForAMissingDeviceSaysWhy) {
           << e;
     }
   }
+}
+
+// A device case rotates sets exactly when it moves fewer bytes than four times the device's
+// reported L2: rmsnorm + residual at 4096 x 7168 bf16 (four 58.7 MB passes) rotates on an H200
+// (60 MiB of L2) and runs its one set on an H100 (50 MiB), which the gpu test once wrongly
+// expected to rotate everywhere.
+TEST(DeviceColdBytes, FourTimesTheReportedL2) {
+  const double residual_bytes = 4.0 * 4096 * 7168 * 2;
+  EXPECT_EQ(device_cold_bytes(int64_t(50) << 20), int64_t(200) << 20);
+  EXPECT_EQ(device_cold_bytes(int64_t(60) << 20), int64_t(240) << 20);
+  EXPECT_GT(residual_bytes, double(device_cold_bytes(int64_t(50) << 20)));
+  EXPECT_LT(residual_bytes, double(device_cold_bytes(int64_t(60) << 20)));
+  EXPECT_EQ(device_cold_bytes(0), int64_t(64) << 20);  // an unreported L2 counts as 16 MiB
 }
 
 TEST(GpuCeilings, EachCostUnitMapsToADeviceCeilingOrNone) {

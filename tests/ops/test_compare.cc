@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 
 #include "ops/common/compare.h"
 #include "sol/tensor.h"
@@ -18,6 +19,20 @@ TEST(Compare, BitwiseDetectsOneFlippedBit) {
   EXPECT_NE(r.detail.find("index 3"), std::string::npos) << r.detail;
   b[3] = -0.0f, a[3] = 0.0f;
   EXPECT_FALSE(compare_bitwise(ta, tb).pass);  // signed zero is a different result
+}
+
+// A GPU does not carry NaN payloads through arithmetic as x86 does: NanBits::any
+// matches NaN with NaN whatever the payload or sign, and nothing else.
+TEST(Compare, BitwiseNanBitsAnyMatchesNaNsOnly) {
+  const uint32_t a[4] = {0x7fc00000u, 0xffc00000u, 0x3f800000u, 0x7fffffffu};
+  uint32_t b[4] = {0x7fffffffu, 0x7fffffffu, 0x3f800000u, 0x7fffffffu};
+  Tensor ta(const_cast<uint32_t*>(a), DType::f32, {4}), tb(b, DType::f32, {4});
+  EXPECT_FALSE(compare_bitwise(ta, tb).pass);  // exact by default: the payloads differ
+  EXPECT_TRUE(compare_bitwise(ta, tb, NanBits::any).pass);
+  b[2] = 0x3f800001u;
+  EXPECT_FALSE(compare_bitwise(ta, tb, NanBits::any).pass);  // a number still must match bit for bit
+  b[2] = 0x3f800000u, b[3] = 0x3f800000u;
+  EXPECT_FALSE(compare_bitwise(ta, tb, NanBits::any).pass);  // a number where the reference has NaN
 }
 
 TEST(Compare, RelativeNormAndNaNs) {

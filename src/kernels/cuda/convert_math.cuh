@@ -8,6 +8,9 @@
 //   NaN: bf16/f16 keep the top payload bits with the quiet bit set, e5m2 -> sign|0x7E,
 //   e4m3 -> sign|0x7F. narrow -> f32 is exact (NaN payloads left-aligned, quiet bit set).
 // A narrow -> narrow cast goes through f32: the widening is exact, so it rounds once.
+// A cast to the same format copies the bits, as the CPU path does (kernels::convert_scalar): the
+// NaN rules above hold between two different formats only, so a signalling NaN or a non-canonical
+// e5m2 NaN passes through unchanged.
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define SOL_HD __host__ __device__ __forceinline__
 #else
@@ -111,10 +114,19 @@ template <> struct FromF32<kF32> {
   static SOL_HD u32 apply(u32 x) { return x; }
 };
 
+template <int kFrom, int kTo> struct Convert {
+  static SOL_HD typename Format<kTo>::bits apply(typename Format<kFrom>::bits b) {
+    return FromF32<kTo>::apply(ToF32<kFrom>::apply(b));
+  }
+};
+template <int kCode> struct Convert<kCode, kCode> {
+  static SOL_HD typename Format<kCode>::bits apply(typename Format<kCode>::bits b) { return b; }
+};
+
 // One element of a cast From -> To, on raw bits.
 template <int kFrom, int kTo>
 SOL_HD typename Format<kTo>::bits convert_bits(typename Format<kFrom>::bits b) {
-  return FromF32<kTo>::apply(ToF32<kFrom>::apply(b));
+  return Convert<kFrom, kTo>::apply(b);
 }
 
 }  // namespace sol_cuda

@@ -59,7 +59,12 @@ class GeluCase : public OpCase {
   CheckResult check() override {
     if (quant_)
       return check_fused_quant(
-          rows_, h_, [&](const Tensor& act) { gelu(x_[0].host(), act, form_); },
+          device_, rows_, h_, [&](const Tensor& act) { gelu(x_[0], act, form_); },
+          [&](const Tensor& act) {
+            Buffer ref(DType::bf16, {rows_, h_});
+            gelu_reference(x_[0].host(), ref, form_);
+            return compare_relative(act, ref, 1e-2);
+          },
           [&] {
             y_[0].upload(), s_[0].upload();
             run(0);

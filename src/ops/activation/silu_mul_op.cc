@@ -58,7 +58,12 @@ class SiluMulCase : public OpCase {
   CheckResult check() override {
     if (quant_)
       return check_fused_quant(
-          rows_, inter_, [&](const Tensor& act) { silu_mul(gu_[0].host(), act); },
+          device_, rows_, inter_, [&](const Tensor& act) { silu_mul(gu_[0], act); },
+          [&](const Tensor& act) {
+            Buffer ref(DType::bf16, {rows_, inter_});
+            silu_mul_reference(gu_[0].host(), ref);
+            return compare_relative(act, ref, 8e-3);
+          },
           [&] {
             y_[0].upload(), s_[0].upload();
             run(0);

@@ -141,6 +141,7 @@ void CublasLtGemm::run(const Tensor&, const Tensor&, const Tensor&, const Tensor
   fail(kOp, "built without CUDA");
 }
 std::string CublasLtGemm::describe() const { return "cuBLASLt (built without CUDA)"; }
+bool CublasLtGemm::has_algorithm() const { return false; }
 #endif
 
 }  // namespace sol

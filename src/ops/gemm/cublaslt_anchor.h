@@ -73,8 +73,8 @@ void check_cublaslt_operands(const CublasLtProblem& p, const Tensor& a, const Te
 // One problem prepared once: matmul descriptor, layouts (the row-major product stated as
 // cuBLASLt's column-major D^T = B · A^T, transa = T: the TN form its fp8 kernels need), the
 // heuristic's first algorithm and a 32 MiB workspace on `device`. run() enqueues one matmul on the
-// device's current stream (sol::current_stream), as Sol's ops do. sol::Error when the library, the
-// device or an algorithm for the problem is missing, naming which.
+// device's current stream (sol::current_stream), as Sol's ops do. sol::Error when the library or
+// the device is missing, naming which; a problem without an algorithm is has_algorithm() false.
 class CublasLtGemm {
  public:
   CublasLtGemm(Device device, const CublasLtProblem& p);
@@ -85,6 +85,11 @@ class CublasLtGemm {
   void run(const Tensor& a, const Tensor& b, const Tensor& d, const Tensor* a_scales = nullptr,
            const Tensor* b_scales = nullptr) const;
   const CublasLtProblem& problem() const { return problem_; }
+  // Whether the heuristic found an algorithm for the problem. A shape the library's kernels do not
+  // take (block-scaled fp8 refused m = 1 on an H100 through PyTorch too) is not an error here: the
+  // caller names what it does instead (per-tensor scaling, or the reason); run() on such a problem
+  // is a sol::Error saying so.
+  bool has_algorithm() const;
   // "cuBLASLt 13.1.0 bf16" / "cuBLASLt 13.1.0 fp8 block 1x128/128x128" / "... fp8 per-tensor"
   std::string describe() const;
 

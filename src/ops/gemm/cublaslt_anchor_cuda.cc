@@ -6,6 +6,8 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -112,6 +114,7 @@ struct CublasLtGemm::State {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;  // cuBLASLt's A (our B), B (our A), C = D
   cublasLtMatmulAlgo_t algo{};
+  bool has_algo = false;
   DeviceBuffer workspace;
 
   ~State() {
@@ -159,9 +162,22 @@ CublasLtGemm::CublasLtGemm(Device device, const CublasLtProblem& p) : problem_(p
     set(t, s.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, int32_t(CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F),
         "setting the activations' 1x128 scale mode");
   }
-  // The heuristic is asked with the scale pointers unset; run() sets them per call. Slow
-  // accumulation (the default) promotes partial sums as DeepGEMM's recipe does.
+  // In the block modes the heuristic is asked with the scale pointers set, to device buffers of the
+  // scales' shapes in cuBLASLt's layouts (cublaslt_anchor.h): asked with them unset, it failed with
+  // CUBLAS_STATUS_INVALID_VALUE for every fp8 block shape on an H100 (cuBLASLt 13.1), while
+  // PyTorch's scaled_gemm, which sets them first (as NVIDIA's LtBlk128x128Fp8Matmul sample does),
+  // ran the same scaling there (null means "scale 1" only in the scalar mode). run() points them at
+  // the call's own scales. Slow accumulation (the default) promotes partial sums as DeepGEMM's
+  // recipe does.
   s.workspace = DeviceBuffer(device, kWorkspaceBytes);
+  std::optional<DeviceBuffer> query_a_scales, query_b_scales;
+  if (p.scaling == CublasLtFp8Scaling::block_1x128_128x128) {
+    const int64_t kb = p.k / kFp8ScaleBlock, nb = (p.n + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
+    query_b_scales.emplace(device, DType::f32, std::initializer_list<int64_t>{kb, p.m});
+    query_a_scales.emplace(device, DType::f32, std::initializer_list<int64_t>{nb, (kb + 3) / 4 * 4});
+    set(t, s.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, query_a_scales->device_data(), "setting b's scales");
+    set(t, s.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, query_b_scales->device_data(), "setting a's scales");
+  }
   cublasLtMatmulPreference_t pref = nullptr;
   check_status(t.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   const uint64_t ws = kWorkspaceBytes;
@@ -172,11 +188,15 @@ CublasLtGemm::CublasLtGemm(Device device, const CublasLtProblem& p) : problem_(p
   if (st == CUBLAS_STATUS_SUCCESS)
     st = t.cublasLtMatmulAlgoGetHeuristic(s.handle, s.desc, s.a, s.b, s.d, s.d, pref, 1, &found, &count);
   t.cublasLtMatmulPreferenceDestroy(pref);
-  check_status(st, "cublasLtMatmulAlgoGetHeuristic");
-  check(count > 0, kOp, "cuBLASLt ", cublaslt_library().version_text(), " has no algorithm for ", describe(), " at m=",
-        p.m, " n=", p.n, " k=", p.k);
+  // Named in full: the record of a refused shape says what was asked for.
+  const std::string query = "cublasLtMatmulAlgoGetHeuristic for " + describe() + " at m=" + std::to_string(p.m) +
+                            " n=" + std::to_string(p.n) + " k=" + std::to_string(p.k);
+  check_status(st, query.c_str());
+  s.has_algo = count > 0;
   s.algo = found.algo;
 }
+
+bool CublasLtGemm::has_algorithm() const { return state_ && state_->has_algo; }
 
 CublasLtGemm::~CublasLtGemm() = default;
 CublasLtGemm::CublasLtGemm(CublasLtGemm&&) noexcept = default;
@@ -187,6 +207,8 @@ void CublasLtGemm::run(const Tensor& a, const Tensor& b, const Tensor& d, const 
   check(state_ != nullptr, kOp, "run on a moved-from anchor");
   check_cublaslt_operands(problem_, a, b, d, a_scales, b_scales);
   const State& s = *state_;
+  check(s.has_algo, kOp, "cuBLASLt ", cublaslt_library().version_text(), " has no algorithm for ", describe(),
+        " at m=", problem_.m, " n=", problem_.n, " k=", problem_.k);
   check(a.device() == s.device, kOp, "operands are on ", a.device(), " but the anchor was prepared on ", s.device);
   cuda::use_device(s.device, kOp);
   if (problem_.scaling != CublasLtFp8Scaling::none) {

@@ -50,23 +50,34 @@ void CublasLtAnchorCalls::add(int set, const Tensor& a_rows, const Tensor& b, co
   if (sets_.size() <= size_t(set)) sets_.resize(size_t(set) + 1);
   const int64_t m = a_rows.shape(0);
   if (m == 0) return;
-  const CublasLtProblem problem{in_, m, b.shape(0), b.shape(1), scaling_};
+  CublasLtProblem problem{in_, m, b.shape(0), b.shape(1), scaling_};
   size_t g = 0;
   while (g < gemms_.size() && !(gemms_[g].problem().m == m && gemms_[g].problem().n == problem.n &&
                                 gemms_[g].problem().k == problem.k))
     ++g;
-  if (g == gemms_.size()) gemms_.emplace_back(device_, problem);
+  if (g == gemms_.size()) {
+    CublasLtGemm gemm(device_, problem);
+    // A shape block scaling has no kernel for (m = 1 on an H100) is timed with per-tensor scaling
+    // and named so by describe(); a shape with no algorithm at all stays an error when run.
+    if (!gemm.has_algorithm() && scaling_ == CublasLtFp8Scaling::block_1x128_128x128) {
+      problem.scaling = CublasLtFp8Scaling::per_tensor;
+      CublasLtGemm per_tensor(device_, problem);
+      if (per_tensor.has_algorithm()) gemm = std::move(per_tensor);
+    }
+    gemms_.push_back(std::move(gemm));
+  }
+  const CublasLtFp8Scaling scaling = gemms_[g].problem().scaling;
   auto upload = [&](const Tensor& host) {
     scales_.push_back(std::make_unique<DeviceBuffer>(device_, host.dtype(), host.shape()));
     transfer(host, *scales_.back());
     return scales_.back().get();
   };
   Call call{g, a_rows, b, d_rows};
-  if (scaling_ == CublasLtFp8Scaling::block_1x128_128x128) {
+  if (scaling == CublasLtFp8Scaling::block_1x128_128x128) {
     check(a_scales && b_scales, "cublaslt", "block scaling needs Sol's a_scales and b_scales");
     call.a_scales = upload(cublaslt_a_block_scales(*a_scales));
     call.b_scales = upload(cublaslt_b_block_scales(*b_scales));
-  } else if (scaling_ == CublasLtFp8Scaling::per_tensor) {
+  } else if (scaling == CublasLtFp8Scaling::per_tensor) {
     Buffer one(DType::f32, {1, 1});
     *one.tensor().data_as<float>() = 1.0f;
     call.a_scales = upload(one);
@@ -86,7 +97,21 @@ std::string CublasLtAnchorCalls::describe() const {
   if (gemms_.empty()) return "cuBLASLt (no rows to multiply)";
   size_t calls = 0;
   for (const auto& set : sets_) calls = std::max(calls, set.size());
-  return gemms_.front().describe() + (calls > 1 ? ", one call per expert" : "");
+  // Per-tensor stand-ins for shapes block scaling has no algorithm for are named with their m.
+  std::string fallback;
+  const CublasLtGemm* named = &gemms_.front();
+  for (const CublasLtGemm& g : gemms_) {
+    if (g.problem().scaling == scaling_) {
+      named = &g;
+      continue;
+    }
+    if (!fallback.empty()) fallback += ',';
+    fallback += std::to_string(g.problem().m);
+  }
+  std::string text = named->describe();
+  if (calls > 1) text += ", one call per expert";
+  if (!fallback.empty()) text += " (per-tensor at m=" + fallback + ": no block-scaled algorithm)";
+  return text;
 }
 
 }  // namespace sol

@@ -7,9 +7,11 @@
 // right after Sol, on the same row (fp8: its 1x128/128x128 block scaling where it offers it,
 // per-tensor otherwise, named in the legend).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -72,11 +74,16 @@ class GemmDeviceCase : public OpCase {
     const int64_t kb = k_ / kFp8ScaleBlock, nb = (n_ + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
     const std::optional<CublasLtFp8Scaling> scaling = requested_anchor_scaling(kOp, p.text("anchor"), device_, fp8);
     const int64_t set_bytes = int64_t(cost().bytes);
+    // The shapes are made once, outside the loop: with the lists written inside it, GCC 12.2 at
+    // -O2/-O3 stored A's {m, k} from a zeroed register on the path where the loop runs more than
+    // once, so every set's A was [0, 0] (device cases always rotate sets). GCC -O1 and clang -O3
+    // built it right.
+    const std::array<int64_t, 2> a_shape{m_, k_}, b_shape{n_, k_}, d_shape{m_, n_};
     for (int i = 0; i < sets_for(set_bytes, cold_bytes); ++i) {
       const uint64_t seed = 1000 * uint64_t(i);
-      a_.emplace_back(device_, in_, std::initializer_list<int64_t>{m_, k_});
-      b_.emplace_back(device_, in_, std::initializer_list<int64_t>{n_, k_});
-      d_.emplace_back(device_, DType::bf16, std::initializer_list<int64_t>{m_, n_});
+      a_.emplace_back(device_, in_, std::span<const int64_t>(a_shape));
+      b_.emplace_back(device_, in_, std::span<const int64_t>(b_shape));
+      d_.emplace_back(device_, DType::bf16, std::span<const int64_t>(d_shape));
       // fp8 through Sol's own DeepSeek quantizer, as the CPU case: real codes and scales.
       if (fp8) {
         Buffer fa(DType::f32, {m_, k_}), fb(DType::f32, {n_, k_});

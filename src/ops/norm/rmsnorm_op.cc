@@ -76,7 +76,12 @@ class RmsNormCase : public OpCase {
   CheckResult check() override {
     if (fuse_ == Fuse::quant) {
       return check_fused_quant(
-          rows_, h_, [&](const Tensor& act) { rmsnorm(x_[0].host(), w_.host(), act); },
+          device_, rows_, h_, [&](const Tensor& act) { rmsnorm(x_[0], w_, act); },
+          [&](const Tensor& act) {
+            Buffer ref(DType::bf16, {rows_, h_});
+            reference::rmsnorm(x_[0].host(), w_.host(), ref, 1e-6);
+            return compare_relative(act, ref, tolerance(DType::bf16));
+          },
           [&] {
             y_[0].upload(), s_[0].upload();
             run(0);

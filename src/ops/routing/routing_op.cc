@@ -141,7 +141,9 @@ class RoutingCase : public OpCase {
       if (got[i] != ridx[i])
         return {false, 1, 0, "topk_idx[" + std::to_string(i) + "] = " + std::to_string(got[i]) + ", expected " +
                                   std::to_string(ridx[i])};
-    return compare_bitwise(w_[0].host(), ref_w);
+    // A chosen NaN score makes its token's weights NaN (sol/routing.h: tokens 0 and 2 when k is
+    // every eligible expert); which NaN is not promised, and a GPU's carries no payload.
+    return compare_bitwise(w_[0].host(), ref_w, NanBits::any);
   }
 
  private:
