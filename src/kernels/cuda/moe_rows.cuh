@@ -2,7 +2,9 @@
 // Row movers of sol::embedding, sol::moe_permute and sol::moe_unpermute on the device: one
 // block per row (grid-stride over rows), its threads over the row's 16-byte vectors when the
 // host found every row start 16-byte aligned and the row a whole number of vectors, else over
-// its bytes (elements for unpermute). Row indices (ids, row_of) are checked by the host first.
+// its bytes (elements for unpermute). Row indices (ids, row_of) are checked by the host while
+// the kernel runs (src/device/cuda/index_readback.h), so the kernel skips any outside its table:
+// an out-of-range index leaves its row unwritten (gather) or its choice unsummed (unpermute).
 #include "kernels/cuda/vec_io.cuh"
 
 namespace sol_cuda {
@@ -20,15 +22,15 @@ __device__ __forceinline__ void copy_row(const char* src, char* dst, long long b
 // Unpermute's sum for 8 (kVec) or 1 elements from column c: acc = fma(w_j, y_j, acc) over the
 // routed choices in order from +0, as the CPU's AVX-512 weighted_row_sum, rounded once.
 template <bool kInBf16, bool kOutBf16, bool kVec>
-__device__ __forceinline__ void unpermute_columns(const char* y_perm, long long h, const int* row_of, const float* w,
-                                                  int k, char* out_row, long long c) {
+__device__ __forceinline__ void unpermute_columns(const char* y_perm, long long rows, long long h, const int* row_of,
+                                                  const float* w, int k, char* out_row, long long c) {
   constexpr int kIn = kCodeOf<kInBf16>, kOut = kCodeOf<kOutBf16>;
   const int ys = kInBf16 ? 2 : 4, os = kOutBf16 ? 2 : 4;
   const int n = kVec ? 8 : 1;
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   for (int j = 0; j < k; ++j) {
     const int r = row_of[j];
-    if (r < 0) continue;
+    if (r < 0 || r >= rows) continue;
     const char* y = y_perm + ((long long)r * h + c) * ys;
     float v[8];
     if (kVec) load8<kIn>(y, true, v);
@@ -42,12 +44,16 @@ __device__ __forceinline__ void unpermute_columns(const char* y_perm, long long 
 
 }  // namespace sol_cuda
 
-// out[t] = table[ids[t]] for t < rows; strides in bytes.
-extern "C" __global__ void __launch_bounds__(256) sol_gather_rows(const char* table, long long table_stride,
-                                                                  const int* ids, char* out, long long out_stride,
-                                                                  long long rows, long long row_bytes, int vectors) {
-  for (long long t = blockIdx.x; t < rows; t += gridDim.x)
-    sol_cuda::copy_row(table + ids[t] * table_stride, out + t * out_stride, row_bytes, vectors);
+// out[t] = table[ids[t]] for t < rows and ids[t] in [0, table_rows); strides in bytes.
+extern "C" __global__ void __launch_bounds__(256) sol_gather_rows(const char* table, long long table_rows,
+                                                                  long long table_stride, const int* ids, char* out,
+                                                                  long long out_stride, long long rows,
+                                                                  long long row_bytes, int vectors) {
+  for (long long t = blockIdx.x; t < rows; t += gridDim.x) {
+    const long long id = ids[t];
+    if (id < 0 || id >= table_rows) continue;
+    sol_cuda::copy_row(table + id * table_stride, out + t * out_stride, row_bytes, vectors);
+  }
 }
 
 // x_perm[row_of[t, j]] = x[t] for every routed choice (row_of >= 0): each 16-byte vector of a
@@ -94,11 +100,11 @@ extern "C" __global__ void __launch_bounds__(256) sol_zero_padding_rows(char* x_
 // topk_weights [tokens, k].
 #define SOL_CUDA_UNPERMUTE_KERNEL(in_bf16, out_bf16, vec)                                                    \
   extern "C" __global__ void __launch_bounds__(256) sol_unpermute_##in_bf16##_##out_bf16##_##vec(           \
-      const char* y_perm, const int* row_of, const float* weights, int k, long long tokens, long long h,    \
-      char* out) {                                                                                          \
+      const char* y_perm, long long rows, const int* row_of, const float* weights, int k, long long tokens, \
+      long long h, char* out) {                                                                             \
     const long long step = vec ? 8 : 1;                                                                     \
     for (long long t = blockIdx.x; t < tokens; t += gridDim.x)                                              \
       for (long long c = threadIdx.x * step; c < h; c += blockDim.x * step)                                 \
-        sol_cuda::unpermute_columns<in_bf16, out_bf16, vec>(y_perm, h, row_of + t * k, weights + t * k, k, \
-                                                             out + t * h * (out_bf16 ? 2 : 4), c);           \
+        sol_cuda::unpermute_columns<in_bf16, out_bf16, vec>(y_perm, rows, h, row_of + t * k, weights + t * k, \
+                                                             k, out + t * h * (out_bf16 ? 2 : 4), c);        \
   }

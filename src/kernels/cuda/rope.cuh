@@ -5,6 +5,8 @@
 // whole pairs; half: 8 elements of the first half and their 8 partners d/2 on) when the host
 // found every slice 16-byte aligned and the unit dividing it, else one pair per thread.
 // Each element is rope_rotate_elem below: the CPU path's formula, so the bits are the CPU's.
+// A token whose position is outside the table is left as it is (the host's check, made while
+// the kernel runs, reports it: src/device/cuda/index_readback.h).
 #include "kernels/cuda/vec_io.cuh"
 
 namespace sol_cuda {
@@ -17,8 +19,8 @@ __device__ __forceinline__ float rope_rotate_elem(float x, float partner, float 
 
 template <bool kBf16, bool kInterleaved, bool kVec>
 __device__ __forceinline__ void rope_tokens(void* x, long long token_stride, long long head_stride, int heads,
-                                            const int* positions, long long tokens, const float* cos_table,
-                                            const float* sin_table, int d) {
+                                            const int* positions, long long tokens, long long max_positions,
+                                            const float* cos_table, const float* sin_table, int d) {
   constexpr int kX = kCodeOf<kBf16>;
   const int es = kBf16 ? 2 : 4;
   const int unit = kVec ? 8 : (kInterleaved ? 2 : 1);  // elements of the first block per unit
@@ -26,6 +28,7 @@ __device__ __forceinline__ void rope_tokens(void* x, long long token_stride, lon
   const int work = heads * units;
   for (long long t = blockIdx.x; t < tokens; t += gridDim.x) {
     const long long p = positions[t];
+    if (p < 0 || p >= max_positions) continue;
     const float* c = cos_table + p * d;
     const float* s = sin_table + p * d;
     char* token = static_cast<char*>(x) + t * token_stride * es;
@@ -69,12 +72,11 @@ __device__ __forceinline__ void rope_tokens(void* x, long long token_stride, lon
 }  // namespace sol_cuda
 
 // sol_rope_<bf16>_<interleaved>_<vec>: x [tokens, heads, *] (strides in elements, the rope
-// slice's first element at x), positions [tokens] i32 (checked by the host), cos/sin tables
-// [max_positions, d] f32.
+// slice's first element at x), positions [tokens] i32, cos/sin tables [max_positions, d] f32.
 #define SOL_CUDA_ROPE_KERNEL(bf16, inter, vec)                                                                  \
   extern "C" __global__ void __launch_bounds__(256) sol_rope_##bf16##_##inter##_##vec(                        \
       void* x, long long token_stride, long long head_stride, int heads, const int* positions, long long tokens, \
-      const float* cos_table, const float* sin_table, int d) {                                               \
-    sol_cuda::rope_tokens<bf16, inter, vec>(x, token_stride, head_stride, heads, positions, tokens, cos_table, \
-                                            sin_table, d);                                                   \
+      long long max_positions, const float* cos_table, const float* sin_table, int d) {                      \
+    sol_cuda::rope_tokens<bf16, inter, vec>(x, token_stride, head_stride, heads, positions, tokens,           \
+                                            max_positions, cos_table, sin_table, d);                         \
   }

@@ -1,11 +1,14 @@
-// moe_permute's and moe_unpermute's CUDA entries (src/kernels/cuda/moe_rows.cuh). The routing
-// (permute) or row_of (unpermute) is copied to the host and checked there, and permute's plan is
-// the CPU's own (moe_permute_plan), uploaded: the same rows in the same order, bit for bit, at a
-// synchronisation per call. Unpermute sums with the CPU's AVX-512 order and FMAs (the same bits).
+// moe_permute's and moe_unpermute's CUDA entries (src/kernels/cuda/moe_rows.cuh). Permute's
+// routing is copied to the host and checked there, and its plan is the CPU's own
+// (moe_permute_plan), uploaded: the same rows in the same order, bit for bit, at a
+// synchronisation per call. Unpermute's row_of is read back and checked on the host while the
+// kernel runs (cuda::IndexReadback; the kernel skips a choice outside y_perm), and it sums with
+// the CPU's AVX-512 order and FMAs (the same bits).
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "device/cuda/index_readback.h"
 #include "ops/moe/moe_backends.h"
 #include "ops/moe/moe_rows_program.h"
 #include "sol/device.h"
@@ -60,13 +63,11 @@ void moe_permute_cuda(const Tensor& x, const Tensor& idx, int64_t experts, int64
                current_stream(x.device()), zero_args);
 }
 
-void moe_unpermute_cuda(const Tensor& y_perm, const Tensor& row_of, const Tensor& w, const Tensor& out) {
+namespace {
+
+void launch_unpermute(const Tensor& y_perm, const Tensor& row_of, const Tensor& w, const Tensor& out, void* stream) {
   const int64_t tokens = row_of.shape(0), k = row_of.shape(1);
-  Buffer host(DType::i32, {tokens, k});
-  transfer(row_of, host.tensor());
-  moe_unpermute_check_rows(host.tensor().data_as<const int32_t>(), tokens, k, y_perm.shape(0));
-  if (out.numel() == 0) return;
-  long long h = y_perm.shape(1), n_tokens = tokens;
+  long long rows = y_perm.shape(0), h = y_perm.shape(1), n_tokens = tokens;
   int kk = int(k);
   const bool vec = h % 8 == 0 && (reinterpret_cast<uintptr_t>(y_perm.device_data()) |
                                   reinterpret_cast<uintptr_t>(out.device_data())) % 16 == 0;
@@ -77,9 +78,19 @@ void moe_unpermute_cuda(const Tensor& y_perm, const Tensor& row_of, const Tensor
   const void* rop = row_of.device_data();
   const void* wp = w.device_data();
   void* op = out.device_data();
-  void* args[] = {&yp, &rop, &wp, &kk, &n_tokens, &h, &op};
+  void* args[] = {&yp, &rows, &rop, &wp, &kk, &n_tokens, &h, &op};
   cuda::launch(cuda::get_kernel(moe_rows_program(), name.c_str(), out.device()), row_blocks(out.device(), tokens),
-               current_stream(out.device()), args);
+               stream, args);
+}
+
+}  // namespace
+
+void moe_unpermute_cuda(const Tensor& y_perm, const Tensor& row_of, const Tensor& w, const Tensor& out) {
+  void* stream = current_stream(out.device());
+  cuda::IndexReadback host_rows("moe_unpermute", row_of, stream);
+  if (out.numel() != 0) launch_unpermute(y_perm, row_of, w, out, stream);
+  moe_unpermute_check_rows(static_cast<const int32_t*>(host_rows.wait()), row_of.shape(0), row_of.shape(1),
+                           y_perm.shape(0));
 }
 
 }  // namespace sol

@@ -4,8 +4,9 @@
 // dims in place), 4096 tokens x 256 experts for routing, DeepSeek-V3's routing (k 8, alignment
 // 128) for permute/unpermute, a 129280-row table for embedding. Timed as gpu_bench.h says; the
 // bytes are each operand read once and each output written once; SOL% against the HBM copy of
-// the same bytes measured beside it. One JSON line per case. rope, permute, unpermute and
-// embedding include their host-side index check (a device-to-host copy and a synchronisation).
+// the same bytes measured beside it. One JSON line per case. rope, unpermute and embedding
+// include their index read-back (a small copy ahead of the kernel, the host's check overlapping
+// it); permute its host plan (a copy, a synchronisation and two uploads before the launch).
 #include <cstdio>
 #include <random>
 #include <string>

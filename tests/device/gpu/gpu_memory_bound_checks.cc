@@ -278,7 +278,9 @@ SOL_GPU_TEST(memory_bound_ops_reject_bad_device_input) {
     }
     return false;
   };
-  // An id outside the vocabulary is named before anything is written: the poison survives.
+  // An id outside the vocabulary is a sol::Error from the call (checked on the host while the
+  // gather runs) and the gather never follows it: its row keeps the poison, the others are the
+  // table's rows.
   Buffer table(DType::f32, {10, 8}), ids(DType::i32, {3});
   fill_random(table.tensor(), 1);
   ids.tensor().data_as<int32_t>()[0] = 2, ids.tensor().data_as<int32_t>()[1] = 10, ids.tensor().data_as<int32_t>()[2] = 0;
@@ -287,15 +289,24 @@ SOL_GPU_TEST(memory_bound_ops_reject_bad_device_input) {
   OnDevice dout = poisoned(like.tensor());
   SOL_EXPECT(throws([&] { embedding(dt_.view, di.view, dout.view); }), "id 10 of a 10-row table");
   const Buffer after = download(dout.view);
-  bool untouched = true;
-  for (size_t i = 0; i < after.bytes(); ++i) untouched &= static_cast<const uint8_t*>(after.data())[i] == 0xFF;
-  SOL_EXPECT(untouched, "embedding wrote before its ids were checked");
-  // Positions outside the table.
+  const auto* got = static_cast<const uint8_t*>(after.data());
+  const auto* rows = static_cast<const uint8_t*>(table.data());
+  bool poison_kept = true;
+  for (size_t i = 32; i < 64; ++i) poison_kept &= got[i] == 0xFF;
+  SOL_EXPECT(poison_kept, "embedding wrote the row of an out-of-range id");
+  SOL_EXPECT(std::memcmp(got, rows + 2 * 32, 32) == 0 && std::memcmp(got + 64, rows, 32) == 0,
+             "embedding's in-range rows beside an out-of-range id");
+  // Positions outside the table: that token is left as it was.
   const RopeTable rt(RopeConfig{}, 16);
   Buffer x(DType::f32, {2, 1, 64}), pos(DType::i32, {2});
+  fill_random(x.tensor(), 2);
   pos.tensor().data_as<int32_t>()[0] = 3, pos.tensor().data_as<int32_t>()[1] = 16;
   OnDevice dx = upload(x.tensor()), dp = upload(pos.tensor());
   SOL_EXPECT(throws([&] { rope(dx.view, dp.view, rt, 0); }), "position 16 of a 16-position table");
+  const Buffer x_after = download(dx.view);
+  SOL_EXPECT(std::memcmp(static_cast<const char*>(x_after.data()) + 256, static_cast<const char*>(x.data()) + 256,
+                         256) == 0,
+             "rope rotated a token whose position is outside the table");
   // Mixed devices.
   SOL_EXPECT(throws([&] { rope(dx.view, pos.tensor(), rt, 0); }), "rope x on cuda, positions on cpu");
   SOL_EXPECT(throws([&] { embedding(table.tensor(), di.view, dout.view); }), "embedding table on cpu");

@@ -1,0 +1,110 @@
+// Pinned staging for IndexReadback: cuMemAllocHost costs far more than an op, so buffers are
+// pooled per device for the life of the process (as the primary contexts are) and grow to the
+// largest index tensor seen. Each carries the event that marks its copy done.
+#include "device/cuda/index_readback.h"
+
+#include <mutex>
+#include <vector>
+
+#include "device/cuda/context.h"
+#include "sol/error.h"
+
+namespace sol::cuda {
+
+struct PinnedStaging {
+  Device device{};
+  void* host = nullptr;
+  size_t capacity = 0;
+  CUevent copied = nullptr;
+};
+
+namespace {
+
+struct StagingPool {
+  std::mutex mutex;
+  std::vector<PinnedStaging*> free;
+};
+
+StagingPool& pool() {
+  static StagingPool* p = new StagingPool;  // lives as long as the primary contexts
+  return *p;
+}
+
+PinnedStaging* acquire(const Driver& d, Device device, size_t bytes, const char* op) {
+  PinnedStaging* s = nullptr;
+  {
+    StagingPool& p = pool();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    for (size_t i = 0; i < p.free.size(); ++i)
+      if (p.free[i]->device == device) {
+        s = p.free[i];
+        p.free.erase(p.free.begin() + std::ptrdiff_t(i));
+        break;
+      }
+  }
+  if (!s) {
+    s = new PinnedStaging;
+    s->device = device;
+    if (const CUresult r = d.cuEventCreate(&s->copied, CU_EVENT_DISABLE_TIMING); r != CUDA_SUCCESS) {
+      delete s;
+      check_cu(r, op, "cuEventCreate");
+    }
+  }
+  if (s->capacity < bytes) {
+    if (s->host) d.cuMemFreeHost(s->host);
+    s->host = nullptr;
+    s->capacity = 0;
+    if (const CUresult r = d.cuMemAllocHost(&s->host, bytes); r != CUDA_SUCCESS) {
+      std::lock_guard<std::mutex> lock(pool().mutex);
+      pool().free.push_back(s);
+      check_cu(r, op, "cuMemAllocHost");
+    }
+    s->capacity = bytes;
+  }
+  return s;
+}
+
+void release(PinnedStaging* s) {
+  std::lock_guard<std::mutex> lock(pool().mutex);
+  pool().free.push_back(s);
+}
+
+}  // namespace
+
+IndexReadback::IndexReadback(const char* op, const Tensor& indices, void* stream) : op_(op) {
+  check(indices.is_contiguous(), op, "index tensor ", describe_text(indices), " must be contiguous");
+  const Driver& d = use_device(indices.device(), op);
+  const size_t bytes = size_t(indices.nbytes());
+  staging_ = acquire(d, indices.device(), bytes ? bytes : 1, op);
+  CUstream s = static_cast<CUstream>(stream);
+  CUresult r = CUDA_SUCCESS;
+  if (bytes)
+    r = d.cuMemcpyDtoHAsync(staging_->host, reinterpret_cast<CUdeviceptr>(indices.device_data()), bytes, s);
+  if (r == CUDA_SUCCESS) r = d.cuEventRecord(staging_->copied, s);
+  if (r != CUDA_SUCCESS) {
+    release(staging_);  // nothing was enqueued into it
+    staging_ = nullptr;
+    check_cu(r, op, "index read-back");
+  }
+}
+
+IndexReadback::~IndexReadback() {
+  if (!staging_) return;
+  // A destructor must not throw: a failing wait (device lost) leaks the buffer, which the DMA
+  // might still write.
+  if (!waited_) {
+    const Driver* d = driver();
+    if (!d || d->cuEventSynchronize(staging_->copied) != CUDA_SUCCESS) return;
+  }
+  release(staging_);
+}
+
+const void* IndexReadback::wait() {
+  if (!waited_) {
+    check_cu(require_driver(op_).cuEventSynchronize(staging_->copied), op_, "cuEventSynchronize (index read-back)");
+    waited_ = true;
+  }
+  return staging_->host;
+}
+
+}  // namespace sol::cuda
