@@ -113,6 +113,7 @@ SOL_GPU_TEST(rope_matches_cpu_bit_for_bit) {
         check_rope(dt, layout, yarn, 1, 1, 64, 0, 0);
         check_rope(dt, layout, yarn, 7, 3, 192, 128, 0);  // MLA: the rope slice after 128 nope dims
         check_rope(dt, layout, yarn, 131, 16, 64, 0, 0);
+        check_rope(dt, layout, yarn, 33, 112, 64, 0, 0);  // DeepSeek-V3's heads: a thread's last batch part-full
         check_rope(dt, layout, yarn, 13, 5, 70, 3, 1);  // misaligned: the pair-per-thread path
         if (!small_only()) check_rope(dt, layout, yarn, 4099, 128, 64, 0, 0);
       }
