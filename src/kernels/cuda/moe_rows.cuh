@@ -20,23 +20,42 @@ __device__ __forceinline__ void copy_row(const char* src, char* dst, long long b
 }
 
 // Unpermute's sum for 8 (kVec) or 1 elements from column c: acc = fma(w_j, y_j, acc) over the
-// routed choices in order from +0, as the CPU's AVX-512 weighted_row_sum, rounded once.
+// routed choices in order from +0, as the CPU's AVX-512 weighted_row_sum, rounded once. The
+// rows of a batch of choices are loaded together before the first is summed: one load at a
+// time (the sum waiting on each) left a single 16-byte HBM read per thread in flight.
+template <bool kInBf16> inline constexpr int kUnpermuteBatch = kInBf16 ? 8 : 4;
+
 template <bool kInBf16, bool kOutBf16, bool kVec>
 __device__ __forceinline__ void unpermute_columns(const char* y_perm, long long rows, long long h, const int* row_of,
                                                   const float* w, int k, char* out_row, long long c) {
-  constexpr int kIn = kCodeOf<kInBf16>, kOut = kCodeOf<kOutBf16>;
+  constexpr int kIn = kCodeOf<kInBf16>, kOut = kCodeOf<kOutBf16>, kBatch = kUnpermuteBatch<kInBf16>;
   const int ys = kInBf16 ? 2 : 4, os = kOutBf16 ? 2 : 4;
   const int n = kVec ? 8 : 1;
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (int j = 0; j < k; ++j) {
-    const int r = row_of[j];
-    if (r < 0 || r >= rows) continue;
-    const char* y = y_perm + ((long long)r * h + c) * ys;
-    float v[8];
-    if (kVec) load8<kIn>(y, true, v);
-    else v[0] = Elem<kIn>::get(y, 0);
+  for (int j0 = 0; j0 < k; j0 += kBatch) {
+    Raw8<kIn> raw[kBatch];
+    float one[kBatch];  // the element path's values
+    bool use[kBatch];
 #pragma unroll
-    for (int i = 0; i < n; ++i) acc[i] = __fmaf_rn(w[j], v[i], acc[i]);
+    for (int q = 0; q < kBatch; ++q) {
+      const int r = j0 + q < k ? row_of[j0 + q] : -1;
+      use[q] = r >= 0 && r < rows;
+      const char* y = y_perm + ((long long)(use[q] ? r : 0) * h + c) * ys;
+      if (use[q]) {
+        if (kVec) load8_raw<kIn>(y, raw[q]);
+        else one[q] = Elem<kIn>::get(y, 0);
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < kBatch; ++q) {
+      if (!use[q]) continue;
+      float v[8];
+      if (kVec) widen8<kIn>(raw[q], v);
+      else v[0] = one[q];
+      const float wj = w[j0 + q];
+#pragma unroll
+      for (int i = 0; i < n; ++i) acc[i] = __fmaf_rn(wj, v[i], acc[i]);
+    }
   }
   if (kVec) store8<kOut>(out_row + c * os, true, acc);
   else Elem<kOut>::put(out_row + c * os, 0, acc[0]);

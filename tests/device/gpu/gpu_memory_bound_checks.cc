@@ -250,6 +250,7 @@ SOL_GPU_TEST(moe_permute_unpermute_match_cpu_bit_for_bit) {
       check_moe(dt, out, 37, 8, 16, 7168, 128, 0);
       check_moe(dt, out, 13, 3, 5, 7, 4, 0);     // rows of 7 elements: the element path
       check_moe(dt, out, 29, 6, 11, 256, 1, 1);  // misaligned views
+      check_moe(dt, out, 19, 10, 32, 64, 8, 0);  // k past one batch of unpermute's row loads
       if (!small_only()) check_moe(dt, out, 4096, 8, 256, 7168, 128, 0);
     }
 }
