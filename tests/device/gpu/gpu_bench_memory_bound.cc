@@ -108,6 +108,11 @@ SOL_GPU_TEST(bench_memory_bound) {
              [&] { moe_permute(x, di, 256, 128, perm, layout, row_of); }, flush);
       report("moe_unpermute", "4096x7168 k8 e256", name, double(tokens) * 8 * row + double(tokens) * row,
              [&] { moe_unpermute(perm, row_of, w, out); }, flush);
+      // Permute's host side alone (the routing copied back, checked and counted; no rows move):
+      // how much of permute's time is not its kernels.
+      std::printf("BENCH {\"op\": \"moe_permuted_rows (host side of permute)\", \"shape\": \"4096 k8 e256\", "
+                  "\"dtype\": \"i32\", \"time_s\": %.9g}\n",
+                  gpu_test::median_seconds([&] { (void)moe_permuted_rows(di, 256, 128); }, flush));
     }
     {
       DeviceBuffer table = random_on_device(dt, {129280, hidden}, 7), out(kDev, dt, {tokens, hidden});
