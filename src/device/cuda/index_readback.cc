@@ -1,6 +1,7 @@
-// Pinned staging for IndexReadback: cuMemAllocHost costs far more than an op, so buffers are
-// pooled per device for the life of the process (as the primary contexts are) and grow to the
-// largest index tensor seen. Each carries the event that marks its copy done.
+// Pinned staging for IndexReadback and IndexUpload: cuMemAllocHost costs far more than an op,
+// so buffers are pooled per device for the life of the process (as the primary contexts are)
+// and grow to the largest index tensor seen. Each carries the event that marks its last copy
+// done; a buffer is handed out again only once that copy is (an upload returns it early).
 #include "device/cuda/index_readback.h"
 
 #include <mutex>
@@ -16,6 +17,7 @@ struct PinnedStaging {
   void* host = nullptr;
   size_t capacity = 0;
   CUevent copied = nullptr;
+  bool pending = false;  // `copied` recorded after a copy that may still be running
 };
 
 namespace {
@@ -41,6 +43,14 @@ PinnedStaging* acquire(const Driver& d, Device device, size_t bytes, const char*
         p.free.erase(p.free.begin() + std::ptrdiff_t(i));
         break;
       }
+  }
+  if (s && s->pending) {
+    if (const CUresult r = d.cuEventSynchronize(s->copied); r != CUDA_SUCCESS) {
+      std::lock_guard<std::mutex> lock(pool().mutex);
+      pool().free.push_back(s);
+      check_cu(r, op, "cuEventSynchronize (pinned staging)");
+    }
+    s->pending = false;
   }
   if (!s) {
     s = new PinnedStaging;
@@ -97,6 +107,34 @@ IndexReadback::~IndexReadback() {
     if (!d || d->cuEventSynchronize(staging_->copied) != CUDA_SUCCESS) return;
   }
   release(staging_);
+}
+
+IndexUpload::IndexUpload(const char* op, Device device, size_t bytes) : op_(op) {
+  staging_ = acquire(use_device(device, op), device, bytes ? bytes : 1, op);
+}
+
+IndexUpload::~IndexUpload() {
+  if (staging_) release(staging_);
+}
+
+void* IndexUpload::host() const { return staging_->host; }
+
+void IndexUpload::upload(const Tensor& dst, void* stream) {
+  check(dst.is_contiguous() && size_t(dst.nbytes()) <= staging_->capacity, op_, "upload of ",
+        describe_text(dst), " from ", staging_->capacity, " staged bytes");
+  const Driver& d = use_device(dst.device(), op_);
+  CUstream s = static_cast<CUstream>(stream);
+  if (dst.nbytes())
+    check_cu(d.cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst.device_data()), staging_->host,
+                                 size_t(dst.nbytes()), s),
+             op_, "cuMemcpyHtoDAsync (index upload)");
+  if (const CUresult r = d.cuEventRecord(staging_->copied, s); r != CUDA_SUCCESS) {
+    staging_ = nullptr;  // the copy may still read it: leaked, never handed out again
+    check_cu(r, op_, "cuEventRecord (index upload)");
+  }
+  staging_->pending = true;
+  release(staging_);
+  staging_ = nullptr;
 }
 
 const void* IndexReadback::wait() {

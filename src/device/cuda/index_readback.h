@@ -1,10 +1,12 @@
 #pragma once
-// Index data an op range-checks on the host (rope's positions, embedding's ids, unpermute's
-// row_of), read back without stalling the device: the copy into pinned host memory is enqueued
-// on the op's stream, the op's kernel right behind it (the kernel itself never follows an index
-// out of range: it skips that row), and only then does the host wait, for the copy alone. The
-// kernel runs while the host waits and checks, and an out-of-range index is still a sol::Error
-// from the op's own call (docs/gpu.md, "Index data").
+// Index data moved between device and host through pooled pinned memory, with no
+// synchronisation on the way beyond the one the op needs.
+// IndexReadback: index data an op range-checks on the host (rope's positions, embedding's ids,
+// unpermute's row_of). The copy into pinned memory is enqueued on the op's stream, the op's
+// kernel right behind it (the kernel never follows an index out of range: it skips that row),
+// and only then does the host wait, for the copy alone. The kernel runs while the host waits
+// and checks; an out-of-range index is still a sol::Error from the op's own call (docs/gpu.md,
+// "Index data").
 #include "sol/tensor.h"
 
 namespace sol::cuda {
@@ -28,6 +30,27 @@ class IndexReadback {
   const char* op_;
   PinnedStaging* staging_ = nullptr;
   bool waited_ = false;
+};
+
+// Index data the host computes for a kernel (moe_permute's plan), uploaded without a
+// synchronisation: the host fills pinned memory, upload() enqueues the copy on the stream,
+// and the buffer goes back to the pool marked busy until that copy is done.
+class IndexUpload {
+ public:
+  // Pinned host memory for `bytes` on `device`.
+  IndexUpload(const char* op, Device device, size_t bytes);
+  ~IndexUpload();  // returns the buffer to the pool if upload() was not called
+  IndexUpload(const IndexUpload&) = delete;
+  IndexUpload& operator=(const IndexUpload&) = delete;
+
+  void* host() const;
+  // Enqueues the copy of the first dst.nbytes() bytes into `dst` (contiguous, on the device) on
+  // `stream`; the host buffer is not to be touched afterwards.
+  void upload(const Tensor& dst, void* stream);
+
+ private:
+  const char* op_;
+  PinnedStaging* staging_ = nullptr;
 };
 
 }  // namespace sol::cuda
