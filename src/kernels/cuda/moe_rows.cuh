@@ -76,24 +76,36 @@ extern "C" __global__ void __launch_bounds__(256) sol_gather_rows(const char* ta
 }
 
 // x_perm[row_of[t, j]] = x[t] for every routed choice (row_of >= 0): each 16-byte vector of a
-// token's row is read once and stored to its k rows.
+// token's row is read once per 8 choices and stored to their rows. The choices' rows are read
+// into registers first: read per vector, each store waited on a load of its row index (x_perm
+// may alias row_of as far as the compiler knows).
 extern "C" __global__ void __launch_bounds__(256) sol_permute_rows(const char* x, const int* row_of, int k,
                                                                    long long tokens, long long row_bytes, char* x_perm,
                                                                    int vectors) {
+  const int kBatch = 8;
   for (long long t = blockIdx.x; t < tokens; t += gridDim.x) {
     const char* src = x + t * row_bytes;
-    const int* rows = row_of + t * k;
-    if (vectors) {
-      for (long long i = threadIdx.x; i < row_bytes / 16; i += blockDim.x) {
-        const uint4 v = reinterpret_cast<const uint4*>(src)[i];
-        for (int j = 0; j < k; ++j)
-          if (rows[j] >= 0) reinterpret_cast<uint4*>(x_perm + rows[j] * row_bytes)[i] = v;
+    for (int j0 = 0; j0 < k; j0 += kBatch) {
+      long long dst[kBatch];  // byte offset of each choice's row, -1 if not routed here
+#pragma unroll
+      for (int q = 0; q < kBatch; ++q) {
+        const int r = j0 + q < k ? row_of[t * k + j0 + q] : -1;
+        dst[q] = r >= 0 ? r * row_bytes : -1;
       }
-    } else {
-      for (long long i = threadIdx.x; i < row_bytes; i += blockDim.x) {
-        const char v = src[i];
-        for (int j = 0; j < k; ++j)
-          if (rows[j] >= 0) x_perm[rows[j] * row_bytes + i] = v;
+      if (vectors) {
+        for (long long i = threadIdx.x; i < row_bytes / 16; i += blockDim.x) {
+          const uint4 v = reinterpret_cast<const uint4*>(src)[i];
+#pragma unroll
+          for (int q = 0; q < kBatch; ++q)
+            if (dst[q] >= 0) reinterpret_cast<uint4*>(x_perm + dst[q])[i] = v;
+        }
+      } else {
+        for (long long i = threadIdx.x; i < row_bytes; i += blockDim.x) {
+          const char v = src[i];
+#pragma unroll
+          for (int q = 0; q < kBatch; ++q)
+            if (dst[q] >= 0) x_perm[dst[q] + i] = v;
+        }
       }
     }
   }
