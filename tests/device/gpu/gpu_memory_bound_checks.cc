@@ -257,7 +257,7 @@ SOL_GPU_TEST(moe_permute_unpermute_match_cpu_bit_for_bit) {
 
 SOL_GPU_TEST(embedding_matches_cpu_bit_for_bit) {
   for (DType dt : {DType::f32, DType::bf16, DType::f8e4m3})
-    for (int64_t hidden : {1, 7, 8, 7168})
+    for (int64_t hidden : {1, 7, 8, 4104, 7168})  // 4104 f32: 1026 vectors, past one 4-per-thread batch
       for (int64_t pad : {0, 1}) {
         const int64_t vocab = 1009, tokens = hidden == 7168 && !small_only() ? 4096 : 131;
         Buffer table(dt, {vocab, hidden}), ids(DType::i32, {tokens}), out(dt, {tokens, hidden});
