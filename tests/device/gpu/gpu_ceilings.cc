@@ -1,7 +1,7 @@
 // The GPU ceilings of `sol hw` on the device: each loop runs and gives a rate, the rates are
 // in the order the hardware dictates (L2 above HBM, fp8 tensor cores above bf16 above FFMA),
-// and on an H200 (the device-check machine; "H100" names parts of different clocks) each is
-// within (50%, 105%] of its datasheet figure (above: the loop's byte or FLOP count is wrong;
+// and on an H200 or an H100 SXM5 (the device-check machines; other "H100" parts, PCIe and NVL,
+// run other clocks and memories) each is within (50%, 105%] of its datasheet figure (above: the loop's byte or FLOP count is wrong;
 // far below: it does not reach the unit's peak). One "CEILING {json}" line per ceiling for
 // scripts/device-check.sh.
 #include <cstdio>
@@ -21,8 +21,12 @@ SOL_GPU_TEST(ceilings) {
   // Datasheet figures (hardware/<name>.json; this program does not link the JSON reader).
   const std::map<std::string, std::map<std::string, double>> sheets = {
       {"h200", {{"hbm", 4.8e12}, {"fma_f32", 66.9e12}, {"mma_bf16", 989.4e12}, {"mma_fp8", 1978.9e12}}},
+      {"h100", {{"hbm", 3.35e12}, {"fma_f32", 66.9e12}, {"mma_bf16", 989.4e12}, {"mma_fp8", 1978.9e12}}},
   };
-  const auto sheet = sheets.find(gpu_datasheet_name(info.name));
+  // The SXM5 part is the one that reports "80GB HBM3"; the PCIe card has HBM2e.
+  std::string model = gpu_datasheet_name(info.name);
+  if (model == "h100" && info.name.find("80GB HBM3") == std::string::npos) model.clear();
+  const auto sheet = sheets.find(model);
   for (const GpuCeiling& c : p.ceilings) {
     SOL_EXPECT(c.value > 0, c.name);
     double expected = 0;
