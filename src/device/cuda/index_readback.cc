@@ -4,6 +4,7 @@
 // done; a buffer is handed out again only once that copy is (an upload returns it early).
 #include "device/cuda/index_readback.h"
 
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -17,6 +18,7 @@ struct PinnedStaging {
   void* host = nullptr;
   size_t capacity = 0;
   CUevent copied = nullptr;
+  CUevent ready = nullptr;  // a read-back's start: the op's stream has produced the indices
   bool pending = false;  // `copied` recorded after a copy that may still be running
 };
 
@@ -55,7 +57,10 @@ PinnedStaging* acquire(const Driver& d, Device device, size_t bytes, const char*
   if (!s) {
     s = new PinnedStaging;
     s->device = device;
-    if (const CUresult r = d.cuEventCreate(&s->copied, CU_EVENT_DISABLE_TIMING); r != CUDA_SUCCESS) {
+    CUresult r = d.cuEventCreate(&s->copied, CU_EVENT_DISABLE_TIMING);
+    if (r == CUDA_SUCCESS) r = d.cuEventCreate(&s->ready, CU_EVENT_DISABLE_TIMING);
+    if (r != CUDA_SUCCESS) {
+      if (s->copied) d.cuEventDestroy(s->copied);
       delete s;
       check_cu(r, op, "cuEventCreate");
     }
@@ -79,21 +84,38 @@ void release(PinnedStaging* s) {
   pool().free.push_back(s);
 }
 
+// The stream read-backs copy on, one per device, beside the ops' streams: a read-back waits for
+// the op's stream to reach it, then copies while the op's kernel runs, so the kernel does not
+// queue behind the copy.
+CUstream readback_stream(const Driver& d, Device device, const char* op) {
+  static std::mutex mutex;
+  static auto* streams = new std::map<int, CUstream>;  // lives as long as the primary contexts
+  std::lock_guard<std::mutex> lock(mutex);
+  CUstream& s = (*streams)[device.index];
+  if (!s) check_cu(d.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), op, "cuStreamCreate (index read-back)");
+  return s;
+}
+
 }  // namespace
 
 IndexReadback::IndexReadback(const char* op, const Tensor& indices, void* stream) : op_(op) {
   check(indices.is_contiguous(), op, "index tensor ", describe_text(indices), " must be contiguous");
   const Driver& d = use_device(indices.device(), op);
   const size_t bytes = size_t(indices.nbytes());
+  CUstream side = readback_stream(d, indices.device(), op);
   staging_ = acquire(d, indices.device(), bytes ? bytes : 1, op);
-  CUstream s = static_cast<CUstream>(stream);
-  CUresult r = CUDA_SUCCESS;
-  if (bytes)
-    r = d.cuMemcpyDtoHAsync(staging_->host, reinterpret_cast<CUdeviceptr>(indices.device_data()), bytes, s);
-  if (r == CUDA_SUCCESS) r = d.cuEventRecord(staging_->copied, s);
+  CUresult r = d.cuEventRecord(staging_->ready, static_cast<CUstream>(stream));
+  if (r == CUDA_SUCCESS) r = d.cuStreamWaitEvent(side, staging_->ready, 0);
   if (r != CUDA_SUCCESS) {
     release(staging_);  // nothing was enqueued into it
     staging_ = nullptr;
+    check_cu(r, op, "index read-back");
+  }
+  if (bytes)
+    r = d.cuMemcpyDtoHAsync(staging_->host, reinterpret_cast<CUdeviceptr>(indices.device_data()), bytes, side);
+  if (r == CUDA_SUCCESS) r = d.cuEventRecord(staging_->copied, side);
+  if (r != CUDA_SUCCESS) {
+    staging_ = nullptr;  // a copy may have been enqueued into it: leaked, never handed out again
     check_cu(r, op, "index read-back");
   }
 }

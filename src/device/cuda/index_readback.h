@@ -2,9 +2,10 @@
 // Index data moved between device and host through pooled pinned memory, with no
 // synchronisation on the way beyond the one the op needs.
 // IndexReadback: index data an op range-checks on the host (rope's positions, embedding's ids,
-// unpermute's row_of). The copy into pinned memory is enqueued on the op's stream, the op's
-// kernel right behind it (the kernel never follows an index out of range: it skips that row),
-// and only then does the host wait, for the copy alone. The kernel runs while the host waits
+// unpermute's row_of). The copy into pinned memory goes on a stream of its own once the op's
+// stream reaches this point, the op's kernel is enqueued on the op's stream without waiting
+// for it (the kernel never follows an index out of range: it skips that row), and only then
+// does the host wait, for the copy alone. Copy and kernel run side by side while the host waits
 // and checks; an out-of-range index is still a sol::Error from the op's own call (docs/gpu.md,
 // "Index data").
 #include "sol/tensor.h"
@@ -15,8 +16,8 @@ struct PinnedStaging;
 
 class IndexReadback {
  public:
-  // Enqueues the copy of `indices` (contiguous, on a CUDA device) on `stream`, one of that
-  // device's CUstreams. `op` names the caller in errors.
+  // Enqueues the copy of `indices` (contiguous, on a CUDA device) to follow what is enqueued on
+  // `stream` (one of that device's CUstreams) so far. `op` names the caller in errors.
   IndexReadback(const char* op, const Tensor& indices, void* stream);
   // Waits for the copy if wait() has not (the pinned buffer goes back to a pool for reuse).
   ~IndexReadback();
