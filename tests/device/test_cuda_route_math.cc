@@ -47,6 +47,19 @@ TEST(CudaRouteMath, SigmoidMatchesTheAvx512RowBitForBit) {
   EXPECT_EQ(wrong, 0);
 }
 
+TEST(CudaRouteMath, ScaleIsLdexpBitForBit) {
+  // exp_f32's p * 2^n: every n its clamp allows, p over [0.5, 2) at a stride coprime to the
+  // mantissa, the subnormal and overflowing results included.
+  int64_t wrong = 0;
+  for (int n = -150; n <= 128; ++n)
+    for (uint32_t b = std::bit_cast<uint32_t>(0.5f); b < std::bit_cast<uint32_t>(2.0f); b += 193) {
+      const float p = std::bit_cast<float>(b), want = std::ldexp(p, n);
+      if (std::bit_cast<uint32_t>(scale_pow2(p, n)) != std::bit_cast<uint32_t>(want) && wrong++ < 5)
+        ADD_FAILURE() << "p = " << p << ", n = " << n << ": " << scale_pow2(p, n) << ", ldexp " << want;
+    }
+  EXPECT_EQ(wrong, 0);
+}
+
 TEST(CudaRouteMath, ExpIsWithinThreeUlpOfTheExactValue) {
   // Softmax's exponential (its sum order differs from the CPU's, so it promises accuracy only).
   // Normal results: the polynomial's worst case sampled here is ~2.1 ulp.

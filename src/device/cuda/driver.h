@@ -14,8 +14,10 @@ namespace sol::cuda {
   X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)               \
   X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent)                 \
   X(cuCtxSynchronize) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)             \
+  X(cuStreamWaitEvent)                                                                        \
   X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)                   \
-  X(cuEventElapsedTime) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) \
+  X(cuEventElapsedTime) X(cuMemAlloc) X(cuMemFree) X(cuMemAllocHost) X(cuMemFreeHost)         \
+  X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)                                                  \
   X(cuMemcpyDtoDAsync) X(cuMemsetD8Async) X(cuLibraryLoadData) X(cuLibraryUnload)             \
   X(cuLibraryGetKernel) X(cuKernelGetFunction) X(cuFuncSetAttribute) X(cuLaunchKernelEx)          \
   X(cuTensorMapEncodeTiled)

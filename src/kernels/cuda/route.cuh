@@ -16,6 +16,9 @@ namespace sol_cuda {
 __device__ __forceinline__ RouteTop2 shfl_xor_top2(RouteTop2 t, int o) {
   return {__shfl_xor_sync(0xFFFFFFFFu, t.h, o), __shfl_xor_sync(0xFFFFFFFFu, t.l, o)};
 }
+__device__ __forceinline__ RouteTop2 shfl_top2(RouteTop2 t, int src) {
+  return {__shfl_sync(0xFFFFFFFFu, t.h, src), __shfl_sync(0xFFFFFFFFu, t.l, src)};
+}
 
 template <int kPerLane, bool kBf16>
 __device__ __forceinline__ void route_token(const RouteArgs& a, long long t, int lane) {
@@ -54,16 +57,28 @@ __device__ __forceinline__ void route_token(const RouteArgs& a, long long t, int
     key[j] = first + j < a.e ? route_key(sel) : kRouteNotEligible;
   }
   if (a.n_group > 1) {
-    const int per_group = a.e / a.n_group;
+    const int per_group = a.e / a.n_group, lanes_per_group = per_group / kPerLane;
     int group_key = kRouteNotEligible;
-    for (int g = 0; g < a.n_group; ++g) {
+    if (lanes_per_group > 0 && per_group % kPerLane == 0 && (lanes_per_group & (lanes_per_group - 1)) == 0) {
+      // Each lane's experts lie in one group, a group's lanes an aligned power-of-two run
+      // (DeepSeek-V3: 4 lanes per group): every group's top two at once, log2(lanes) merges.
+      // The merges are exact and order-free, so the keys are the per-group loop's below.
       RouteTop2 top = route_top2_empty();
 #pragma unroll
-      for (int j = 0; j < kPerLane; ++j)
-        if ((first + j) / per_group == g) top = route_top2_add(top, key[j]);
+      for (int j = 0; j < kPerLane; ++j) top = route_top2_add(top, key[j]);
+      for (int o = 1; o < lanes_per_group; o <<= 1) top = route_top2_merge(top, shfl_xor_top2(top, o));
+      const RouteTop2 mine = shfl_top2(top, (lane * lanes_per_group) & 31);  // group `lane`'s
+      if (lane < a.n_group) group_key = route_group_key(mine, true);
+    } else {
+      for (int g = 0; g < a.n_group; ++g) {
+        RouteTop2 top = route_top2_empty();
 #pragma unroll
-      for (int o = 16; o > 0; o >>= 1) top = route_top2_merge(top, shfl_xor_top2(top, o));
-      if (lane == g) group_key = route_group_key(top, true);
+        for (int j = 0; j < kPerLane; ++j)
+          if ((first + j) / per_group == g) top = route_top2_add(top, key[j]);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) top = route_top2_merge(top, shfl_xor_top2(top, o));
+        if (lane == g) group_key = route_group_key(top, true);
+      }
     }
     int rank = 0;
     for (int g = 0; g < a.n_group; ++g) {

@@ -32,6 +32,36 @@ template <> struct Elem<kBF16> {
 template <int kCode> __device__ __forceinline__ float round_to(float v) { return v; }
 template <> __device__ __forceinline__ float round_to<kBF16>(float v) { return bf16_to_float(bf16_of(v)); }
 
+// 8 elements as loaded (16-byte vectors: one for bf16, two for f32), and their f32 values: a
+// kernel that wants several loads in flight loads them all raw, then widens, so no use of one
+// load's value stands between it and the next load.
+template <int kCode> struct Raw8 {
+  static constexpr int kVectors = kCode == kBF16 ? 1 : 2;
+  uint4 w[kVectors];
+};
+template <int kCode>
+__device__ __forceinline__ void load8_raw(const void* p, Raw8<kCode>& r) {
+#pragma unroll
+  for (int i = 0; i < Raw8<kCode>::kVectors; ++i) r.w[i] = static_cast<const uint4*>(p)[i];
+}
+template <int kCode>
+__device__ __forceinline__ void widen8(const Raw8<kCode>& r, float (&v)[8]) {
+  if constexpr (kCode == kBF16) {
+    const u32 words[4] = {r.w[0].x, r.w[0].y, r.w[0].z, r.w[0].w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      v[2 * j] = float_of(words[j] << 16);
+      v[2 * j + 1] = float_of(words[j] & 0xffff0000u);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      v[4 * i] = float_of(r.w[i].x), v[4 * i + 1] = float_of(r.w[i].y);
+      v[4 * i + 2] = float_of(r.w[i].z), v[4 * i + 3] = float_of(r.w[i].w);
+    }
+  }
+}
+
 // Elements p[0..8) as f32.
 template <int kCode>
 __device__ __forceinline__ void load8(const void* p, bool vec, float (&v)[8]) {
@@ -41,13 +71,9 @@ __device__ __forceinline__ void load8(const void* p, bool vec, float (&v)[8]) {
     return;
   }
   if (kCode == kBF16) {
-    const uint4 w = *static_cast<const uint4*>(p);
-    const u32 words[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      v[2 * j] = float_of(words[j] << 16);
-      v[2 * j + 1] = float_of(words[j] & 0xffff0000u);
-    }
+    Raw8<kBF16> r;
+    r.w[0] = *static_cast<const uint4*>(p);
+    widen8<kBF16>(r, v);
   } else {
     const float4 a = static_cast<const float4*>(p)[0], b = static_cast<const float4*>(p)[1];
     v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;

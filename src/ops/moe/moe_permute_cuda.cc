@@ -1,11 +1,14 @@
-// moe_permute's and moe_unpermute's CUDA entries (src/kernels/cuda/moe_rows.cuh). The routing
-// (permute) or row_of (unpermute) is copied to the host and checked there, and permute's plan is
-// the CPU's own (moe_permute_plan), uploaded: the same rows in the same order, bit for bit, at a
-// synchronisation per call. Unpermute sums with the CPU's AVX-512 order and FMAs (the same bits).
+// moe_permute's and moe_unpermute's CUDA entries (src/kernels/cuda/moe_rows.cuh). Permute's
+// routing is copied to the host and checked there, and its plan is the CPU's own
+// (moe_permute_plan), uploaded from pinned memory without a further wait: the same rows in the
+// same order, bit for bit, at one synchronisation per call. Unpermute's row_of is read back and checked on the host while the
+// kernel runs (cuda::IndexReadback; the kernel skips a choice outside y_perm), and it sums with
+// the CPU's AVX-512 order and FMAs (the same bits).
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "device/cuda/index_readback.h"
 #include "ops/moe/moe_backends.h"
 #include "ops/moe/moe_rows_program.h"
 #include "sol/device.h"
@@ -36,14 +39,17 @@ cuda::LaunchShape row_blocks(Device device, int64_t rows) {
 void moe_permute_cuda(const Tensor& x, const Tensor& idx, int64_t experts, int64_t alignment, const Tensor& x_perm,
                       const Tensor& grouped_layout, const Tensor& row_of) {
   const Buffer host_idx = moe_routing_on_host("moe_permute", idx);
-  std::vector<int32_t> ro(size_t(row_of.numel())), gl(size_t(grouped_layout.numel()));
-  const int64_t rows =
-      moe_permute_plan(x, host_idx.tensor(), experts, alignment, x_perm, grouped_layout, row_of, ro.data(), gl.data());
+  // The plan is written straight into pinned memory and uploaded without a synchronisation.
+  cuda::IndexUpload ro("moe_permute", x.device(), size_t(row_of.nbytes())),
+      gl("moe_permute", x.device(), size_t(grouped_layout.nbytes()));
+  const int64_t rows = moe_permute_plan(x, host_idx.tensor(), experts, alignment, x_perm, grouped_layout, row_of,
+                                        static_cast<int32_t*>(ro.host()), static_cast<int32_t*>(gl.host()));
   const int64_t tokens = idx.shape(0);
   long long k = idx.shape(1), n_tokens = tokens, n_rows = rows;
   long long row_bytes = x.shape(1) * int64_t(dtype_size(x.dtype()));
-  if (row_of.numel()) transfer(Tensor(ro.data(), DType::i32, {tokens, k}), row_of);
-  if (rows) transfer(Tensor(gl.data(), DType::i32, {rows}), grouped_layout);
+  void* stream = current_stream(x.device());
+  ro.upload(row_of, stream);
+  gl.upload(grouped_layout, stream);
   if (rows == 0 || row_bytes == 0) return;
   int vectors = row_bytes % 16 == 0 &&
                 (reinterpret_cast<uintptr_t>(x.device_data()) | reinterpret_cast<uintptr_t>(x_perm.device_data())) % 16 == 0;
@@ -54,19 +60,17 @@ void moe_permute_cuda(const Tensor& x, const Tensor& idx, int64_t experts, int64
   int kk = int(k);
   void* copy_args[] = {&xp, &rop, &kk, &n_tokens, &row_bytes, &pp, &vectors};
   if (tokens) cuda::launch(cuda::get_kernel(moe_rows_program(), "sol_permute_rows", x.device()),
-                           row_blocks(x.device(), tokens), current_stream(x.device()), copy_args);
+                           row_blocks(x.device(), tokens), stream, copy_args);
   void* zero_args[] = {&pp, &glp, &n_rows, &row_bytes, &vectors};
   cuda::launch(cuda::get_kernel(moe_rows_program(), "sol_zero_padding_rows", x.device()), row_blocks(x.device(), rows),
-               current_stream(x.device()), zero_args);
+               stream, zero_args);
 }
 
-void moe_unpermute_cuda(const Tensor& y_perm, const Tensor& row_of, const Tensor& w, const Tensor& out) {
+namespace {
+
+void launch_unpermute(const Tensor& y_perm, const Tensor& row_of, const Tensor& w, const Tensor& out, void* stream) {
   const int64_t tokens = row_of.shape(0), k = row_of.shape(1);
-  Buffer host(DType::i32, {tokens, k});
-  transfer(row_of, host.tensor());
-  moe_unpermute_check_rows(host.tensor().data_as<const int32_t>(), tokens, k, y_perm.shape(0));
-  if (out.numel() == 0) return;
-  long long h = y_perm.shape(1), n_tokens = tokens;
+  long long rows = y_perm.shape(0), h = y_perm.shape(1), n_tokens = tokens;
   int kk = int(k);
   const bool vec = h % 8 == 0 && (reinterpret_cast<uintptr_t>(y_perm.device_data()) |
                                   reinterpret_cast<uintptr_t>(out.device_data())) % 16 == 0;
@@ -77,9 +81,19 @@ void moe_unpermute_cuda(const Tensor& y_perm, const Tensor& row_of, const Tensor
   const void* rop = row_of.device_data();
   const void* wp = w.device_data();
   void* op = out.device_data();
-  void* args[] = {&yp, &rop, &wp, &kk, &n_tokens, &h, &op};
+  void* args[] = {&yp, &rows, &rop, &wp, &kk, &n_tokens, &h, &op};
   cuda::launch(cuda::get_kernel(moe_rows_program(), name.c_str(), out.device()), row_blocks(out.device(), tokens),
-               current_stream(out.device()), args);
+               stream, args);
+}
+
+}  // namespace
+
+void moe_unpermute_cuda(const Tensor& y_perm, const Tensor& row_of, const Tensor& w, const Tensor& out) {
+  void* stream = current_stream(out.device());
+  cuda::IndexReadback host_rows("moe_unpermute", row_of, stream);
+  if (out.numel() != 0) launch_unpermute(y_perm, row_of, w, out, stream);
+  moe_unpermute_check_rows(static_cast<const int32_t*>(host_rows.wait()), row_of.shape(0), row_of.shape(1),
+                           y_perm.shape(0));
 }
 
 }  // namespace sol

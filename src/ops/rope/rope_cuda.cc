@@ -1,7 +1,7 @@
 // sol::rope's CUDA entry: src/kernels/cuda/rope.cuh on the table's device copy, the same bits
-// as the CPU path. The positions are copied to the host and range-checked first (a
-// synchronisation per call: an out-of-range position is a sol::Error before anything is
-// written, as on the CPU).
+// as the CPU path. The positions are read back and range-checked on the host while the kernel
+// runs (cuda::IndexReadback): an out-of-range position is a sol::Error from this call, and the
+// kernel leaves that token as it was.
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "device/cuda/index_readback.h"
 #include "device/cuda/launch.h"
 #include "ops/common/validate.h"
 #include "ops/rope/rope_backends.h"
@@ -63,14 +64,8 @@ const DeviceRopeTable& device_table(const RopeTable& table, Device device) {
   return *t;
 }
 
-}  // namespace
-
-void rope_cuda(const Tensor& x, const Tensor& positions, const RopeTable& table, int64_t rope_offset) {
+void launch_rope(const Tensor& x, const Tensor& positions, const RopeTable& table, int64_t rope_offset, void* stream) {
   const int64_t tokens = x.shape(0), heads = x.shape(1), d = table.config().rope_dim;
-  Buffer pos(DType::i32, {tokens});
-  transfer(positions, pos.tensor());
-  rope_check_positions(pos.tensor().data_as<const int32_t>(), tokens, table);
-  if (x.numel() == 0) return;
   check(heads <= INT32_MAX / d, "rope", "heads = ", heads, " too many for the device kernel");
   const DeviceRopeTable& dt = device_table(table, x.device());
   const bool bf16 = x.dtype() == DType::bf16, inter = table.config().layout == RopeLayout::interleaved;
@@ -82,16 +77,25 @@ void rope_cuda(const Tensor& x, const Tensor& positions, const RopeTable& table,
   const std::string name = std::string("sol_rope_") + (bf16 ? "true" : "false") + "_" + (inter ? "true" : "false") +
                            "_" + (vec ? "true" : "false");
   const cuda::Kernel kernel = cuda::get_kernel(rope_program(), name.c_str(), x.device());
-  long long token_stride = x.stride(0), head_stride = x.stride(1), n_tokens = tokens;
+  long long token_stride = x.stride(0), head_stride = x.stride(1), n_tokens = tokens, max_pos = table.max_positions();
   int n_heads = int(heads), dim = int(d);
   const void* pos_device = positions.device_data();
   const void* cos = dt.cos.device_data();
   const void* sin = dt.sin.device_data();
-  void* args[] = {&slice, &token_stride, &head_stride, &n_heads, &pos_device, &n_tokens, &cos, &sin, &dim};
+  void* args[] = {&slice, &token_stride, &head_stride, &n_heads, &pos_device, &n_tokens, &max_pos, &cos, &sin, &dim};
   cuda::LaunchShape shape;
   shape.block[0] = 256;
   shape.grid[0] = unsigned(std::min<int64_t>(tokens, 16LL * cuda_device(x.device().index).sm_count));
-  cuda::launch(kernel, shape, current_stream(x.device()), args);
+  cuda::launch(kernel, shape, stream, args);
+}
+
+}  // namespace
+
+void rope_cuda(const Tensor& x, const Tensor& positions, const RopeTable& table, int64_t rope_offset) {
+  void* stream = current_stream(x.device());
+  cuda::IndexReadback pos("rope", positions, stream);
+  if (x.numel() != 0) launch_rope(x, positions, table, rope_offset, stream);
+  rope_check_positions(static_cast<const int32_t*>(pos.wait()), x.shape(0), table);
 }
 
 }  // namespace sol

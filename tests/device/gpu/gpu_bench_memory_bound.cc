@@ -4,8 +4,9 @@
 // dims in place), 4096 tokens x 256 experts for routing, DeepSeek-V3's routing (k 8, alignment
 // 128) for permute/unpermute, a 129280-row table for embedding. Timed as gpu_bench.h says; the
 // bytes are each operand read once and each output written once; SOL% against the HBM copy of
-// the same bytes measured beside it. One JSON line per case. rope, permute, unpermute and
-// embedding include their host-side index check (a device-to-host copy and a synchronisation).
+// the same bytes measured beside it. One JSON line per case. rope, unpermute and embedding
+// include their index read-back (a small copy ahead of the kernel, the host's check overlapping
+// it); permute its host plan (a copy, a synchronisation and two uploads before the launch).
 #include <cstdio>
 #include <random>
 #include <string>
@@ -107,6 +108,11 @@ SOL_GPU_TEST(bench_memory_bound) {
              [&] { moe_permute(x, di, 256, 128, perm, layout, row_of); }, flush);
       report("moe_unpermute", "4096x7168 k8 e256", name, double(tokens) * 8 * row + double(tokens) * row,
              [&] { moe_unpermute(perm, row_of, w, out); }, flush);
+      // Permute's host side alone (the routing copied back, checked and counted; no rows move):
+      // how much of permute's time is not its kernels.
+      std::printf("BENCH {\"op\": \"moe_permuted_rows (host side of permute)\", \"shape\": \"4096 k8 e256\", "
+                  "\"dtype\": \"i32\", \"time_s\": %.9g}\n",
+                  gpu_test::median_seconds([&] { (void)moe_permuted_rows(di, 256, 128); }, flush));
     }
     {
       DeviceBuffer table = random_on_device(dt, {129280, hidden}, 7), out(kDev, dt, {tokens, hidden});

@@ -113,6 +113,7 @@ SOL_GPU_TEST(rope_matches_cpu_bit_for_bit) {
         check_rope(dt, layout, yarn, 1, 1, 64, 0, 0);
         check_rope(dt, layout, yarn, 7, 3, 192, 128, 0);  // MLA: the rope slice after 128 nope dims
         check_rope(dt, layout, yarn, 131, 16, 64, 0, 0);
+        check_rope(dt, layout, yarn, 33, 112, 64, 0, 0);  // DeepSeek-V3's heads: a thread's last batch part-full
         check_rope(dt, layout, yarn, 13, 5, 70, 3, 1);  // misaligned: the pair-per-thread path
         if (!small_only()) check_rope(dt, layout, yarn, 4099, 128, 64, 0, 0);
       }
@@ -159,7 +160,7 @@ void check_softmax(DType in, DType out, int64_t rows, int64_t n, int64_t pad, bo
 SOL_GPU_TEST(softmax_matches_cpu_within_f32_rounding) {
   for (DType in : {DType::f32, DType::bf16})
     for (DType out : {DType::f32, DType::bf16})
-      for (int64_t n : {1, 7, 8, 256, 1000, 7168}) {
+      for (int64_t n : {1, 7, 8, 256, 1000, 7168, 8192, 8200}) {  // 8200: vectors, too long for registers
         check_softmax(in, out, 1, n, 0, false);
         check_softmax(in, out, 37, n, 0, false);
         check_softmax(in, out, 5, n, 1, false);  // misaligned: the element path
@@ -249,13 +250,14 @@ SOL_GPU_TEST(moe_permute_unpermute_match_cpu_bit_for_bit) {
       check_moe(dt, out, 37, 8, 16, 7168, 128, 0);
       check_moe(dt, out, 13, 3, 5, 7, 4, 0);     // rows of 7 elements: the element path
       check_moe(dt, out, 29, 6, 11, 256, 1, 1);  // misaligned views
+      check_moe(dt, out, 19, 10, 32, 64, 8, 0);  // k past one batch of unpermute's row loads
       if (!small_only()) check_moe(dt, out, 4096, 8, 256, 7168, 128, 0);
     }
 }
 
 SOL_GPU_TEST(embedding_matches_cpu_bit_for_bit) {
   for (DType dt : {DType::f32, DType::bf16, DType::f8e4m3})
-    for (int64_t hidden : {1, 7, 8, 7168})
+    for (int64_t hidden : {1, 7, 8, 4104, 7168})  // 4104 f32: 1026 vectors, past one 4-per-thread batch
       for (int64_t pad : {0, 1}) {
         const int64_t vocab = 1009, tokens = hidden == 7168 && !small_only() ? 4096 : 131;
         Buffer table(dt, {vocab, hidden}), ids(DType::i32, {tokens}), out(dt, {tokens, hidden});
@@ -278,7 +280,9 @@ SOL_GPU_TEST(memory_bound_ops_reject_bad_device_input) {
     }
     return false;
   };
-  // An id outside the vocabulary is named before anything is written: the poison survives.
+  // An id outside the vocabulary is a sol::Error from the call (checked on the host while the
+  // gather runs) and the gather never follows it: its row keeps the poison, the others are the
+  // table's rows.
   Buffer table(DType::f32, {10, 8}), ids(DType::i32, {3});
   fill_random(table.tensor(), 1);
   ids.tensor().data_as<int32_t>()[0] = 2, ids.tensor().data_as<int32_t>()[1] = 10, ids.tensor().data_as<int32_t>()[2] = 0;
@@ -287,15 +291,24 @@ SOL_GPU_TEST(memory_bound_ops_reject_bad_device_input) {
   OnDevice dout = poisoned(like.tensor());
   SOL_EXPECT(throws([&] { embedding(dt_.view, di.view, dout.view); }), "id 10 of a 10-row table");
   const Buffer after = download(dout.view);
-  bool untouched = true;
-  for (size_t i = 0; i < after.bytes(); ++i) untouched &= static_cast<const uint8_t*>(after.data())[i] == 0xFF;
-  SOL_EXPECT(untouched, "embedding wrote before its ids were checked");
-  // Positions outside the table.
+  const auto* got = static_cast<const uint8_t*>(after.data());
+  const auto* rows = static_cast<const uint8_t*>(table.data());
+  bool poison_kept = true;
+  for (size_t i = 32; i < 64; ++i) poison_kept &= got[i] == 0xFF;
+  SOL_EXPECT(poison_kept, "embedding wrote the row of an out-of-range id");
+  SOL_EXPECT(std::memcmp(got, rows + 2 * 32, 32) == 0 && std::memcmp(got + 64, rows, 32) == 0,
+             "embedding's in-range rows beside an out-of-range id");
+  // Positions outside the table: that token is left as it was.
   const RopeTable rt(RopeConfig{}, 16);
   Buffer x(DType::f32, {2, 1, 64}), pos(DType::i32, {2});
+  fill_random(x.tensor(), 2);
   pos.tensor().data_as<int32_t>()[0] = 3, pos.tensor().data_as<int32_t>()[1] = 16;
   OnDevice dx = upload(x.tensor()), dp = upload(pos.tensor());
   SOL_EXPECT(throws([&] { rope(dx.view, dp.view, rt, 0); }), "position 16 of a 16-position table");
+  const Buffer x_after = download(dx.view);
+  SOL_EXPECT(std::memcmp(static_cast<const char*>(x_after.data()) + 256, static_cast<const char*>(x.data()) + 256,
+                         256) == 0,
+             "rope rotated a token whose position is outside the table");
   // Mixed devices.
   SOL_EXPECT(throws([&] { rope(dx.view, pos.tensor(), rt, 0); }), "rope x on cuda, positions on cpu");
   SOL_EXPECT(throws([&] { embedding(table.tensor(), di.view, dout.view); }), "embedding table on cpu");
