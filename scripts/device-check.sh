@@ -123,6 +123,8 @@ if [[ -x "$TESTS" ]]; then
     run bench-sol-rows 120 "$TESTS" bench_memory_bound
     SOL_BENCH_GEMM_SECONDS=${SOL_BENCH_GEMM_SECONDS:-120} run bench-gemm 200 "$TESTS" bench_gemm
     run bench-torch 180 python3 scripts/device-check-torch.py
+    # Forced sm90 configurations on representative shapes: the data the chooser is set from.
+    SOL_BENCH_GEMM_SWEEP=1 run bench-gemm-sweep 150 "$TESTS" bench_gemm_sweep
   else
     step bench skipped "no GPU (would run $TESTS bench_copy_cast, bench_memory_bound, bench_gemm and scripts/device-check-torch.py)"
   fi
@@ -186,6 +188,12 @@ fi
   sed -n 's/^TABLE //p' "$OUT"/bench-gemm.log 2>/dev/null
   grep -h '^ceilings\|^device ' "$OUT"/bench-gemm.log 2>/dev/null
   grep -h '^torch fp8' "$OUT"/bench-torch.log 2>/dev/null
+  echo '```'
+  echo
+  echo "sm90 GEMM sweep (\`sol_gpu_tests bench_gemm_sweep\`: forced configurations):"
+  echo
+  echo '```'
+  grep -h '^SWEEP' "$OUT"/bench-gemm-sweep.log 2>/dev/null
   echo '```'
 } > "$OUT/device-check.md"
 # The GEMM records, one JSON object a line: Sol's and cuBLASLt's (floor, SOL%, check against Sol)
