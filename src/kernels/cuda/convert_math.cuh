@@ -7,7 +7,8 @@
 //   inf at the midpoint above the largest finite value, e4m3 saturates to 448 (inf too).
 //   NaN: bf16/f16 keep the top payload bits with the quiet bit set, e5m2 -> sign|0x7E,
 //   e4m3 -> sign|0x7F. narrow -> f32 is exact (NaN payloads left-aligned, quiet bit set).
-// A narrow -> narrow cast goes through f32: the widening is exact, so it rounds once.
+// A narrow -> narrow cast goes through f32: the widening is exact, so it rounds once (bf16 <->
+// e4m3 compute the same bits directly).
 // A cast to the same format copies the bits, as the CPU path does (kernels::convert_scalar): the
 // NaN rules above hold between two different formats only, so a signalling NaN or a non-canonical
 // e5m2 NaN passes through unchanged.
@@ -121,6 +122,38 @@ template <int kFrom, int kTo> struct Convert {
 };
 template <int kCode> struct Convert<kCode, kCode> {
   static SOL_HD typename Format<kCode>::bits apply(typename Format<kCode>::bits b) { return b; }
+};
+
+// bf16 <-> e4m3, the fp8 casts of a model's activations, directly on the codes: the same bits as
+// the round trip through f32 above (every code checked on the host), in a few integer operations
+// where the general path spends ~70-80 per element and leaves the cast issue-bound on the device.
+template <> struct Convert<kBF16, kE4M3> {
+  static SOL_HD u8 apply(u16 b) {
+    const u32 sign = (u32(b) >> 8) & 0x80u, abs = b & 0x7fffu;
+    if (abs >= 0x7f80u) return u8(sign | (abs == 0x7f80u ? 0x7eu : 0x7fu));  // inf saturates, NaN
+    const u32 field = abs >> 7;
+    u32 code;
+    if (field >= 121u) {  // an e4m3 normal (2^-6 and up): drop 4 mantissa bits, ties to even
+      const u32 t = abs - (120u << 7);
+      code = (t + 7u + ((t >> 4) & 1u)) >> 4;
+      code = code > 0x7eu ? 0x7eu : code;  // past 448 saturates
+    } else {  // an e4m3 subnormal, in steps of 2^-9: the 8-bit significand shifted down
+      const int shift = 125 - int(field);
+      code = shift > 24 ? 0u : shift_right_round_even((abs & 0x7fu) | 0x80u, shift);
+    }
+    return u8(sign | code);
+  }
+};
+template <> struct Convert<kE4M3, kBF16> {
+  static SOL_HD u16 apply(u8 b) {
+    const u32 sign = (u32(b) & 0x80u) << 8, abs = b & 0x7fu;
+    if (abs == 0x7fu) return u16(sign | 0x7ff0u);                      // NaN, payload kept as f32 does
+    if (abs >= 0x08u) return u16(sign | ((abs + (120u << 3)) << 4));  // normal: rebias, widen
+    if (abs == 0u) return u16(sign);
+    // Subnormal m * 2^-9: normalise at the leading bit p of m (0..2).
+    const u32 p = abs >= 4u ? 2u : (abs >= 2u ? 1u : 0u);
+    return u16(sign | ((118u + p) << 7) | (((abs << (3u - p)) & 7u) << 4));
+  }
 };
 
 // One element of a cast From -> To, on raw bits.
