@@ -124,6 +124,15 @@ TEST(CudaConvertMath, NarrowToNarrowEveryCodeMatchesCpuCast) {
   EXPECT_EQ(narrow_from_mismatches<kE5M2>(DType::f8e5m2), 0);
 }
 
+// Every code of every narrow format cast to f32 as the cast kernels do it (convert_bits: ToF32,
+// with bf16's shortcut), against the CPU cast.
+TEST(CudaConvertMath, NarrowToF32EveryCodeMatchesCpuCast) {
+  EXPECT_EQ((narrow_pair_mismatches<kBF16, kF32>(DType::bf16, DType::f32)), 0);
+  EXPECT_EQ((narrow_pair_mismatches<kF16, kF32>(DType::f16, DType::f32)), 0);
+  EXPECT_EQ((narrow_pair_mismatches<kE4M3, kF32>(DType::f8e4m3, DType::f32)), 0);
+  EXPECT_EQ((narrow_pair_mismatches<kE5M2, kF32>(DType::f8e5m2, DType::f32)), 0);
+}
+
 // A cast to the same format copies: a signalling NaN keeps its quiet bit clear, an e5m2 NaN its
 // payload (the NaN rules hold between two different formats only).
 TEST(CudaConvertMath, SameFormatCopiesNanBits) {
