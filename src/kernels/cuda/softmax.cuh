@@ -50,23 +50,23 @@ template <bool kInBf16, bool kOutBf16>
 __device__ __forceinline__ void softmax_row_cached(const char* xr, char* yr, long long n, float* shared) {
   constexpr int kIn = kCodeOf<kInBf16>, kOut = kCodeOf<kOutBf16>;
   const int xs = kInBf16 ? 2 : 4, ys = kOutBf16 ? 2 : 4;
+  // The first element of this thread's k-th vector; the vector is in the row when it is < n.
+  const auto at = [](int k) { return (threadIdx.x + k * kSoftmaxThreads) * 8LL; };
   float v[kSoftmaxCachedVecs][8];
 #pragma unroll
-  for (int k = 0; k < kSoftmaxCachedVecs; ++k) {
-    const long long i = (threadIdx.x + k * kSoftmaxThreads) * 8LL;
-    if (i < n) load8<kIn>(xr + i * xs, true, v[k]);
-  }
+  for (int k = 0; k < kSoftmaxCachedVecs; ++k)
+    if (at(k) < n) load8<kIn>(xr + at(k) * xs, true, v[k]);
   float m = -__int_as_float(0x7f800000);
 #pragma unroll
   for (int k = 0; k < kSoftmaxCachedVecs; ++k)
-    if ((threadIdx.x + k * kSoftmaxThreads) * 8LL < n)
+    if (at(k) < n)
 #pragma unroll
       for (int j = 0; j < 8; ++j) m = max_nan(m, v[k][j]);
   m = block_reduce<true>(m, shared);
   float sum = 0;
 #pragma unroll
   for (int k = 0; k < kSoftmaxCachedVecs; ++k)
-    if ((threadIdx.x + k * kSoftmaxThreads) * 8LL < n)
+    if (at(k) < n)
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         v[k][j] = exp_f32(v[k][j] - m);
@@ -74,14 +74,12 @@ __device__ __forceinline__ void softmax_row_cached(const char* xr, char* yr, lon
       }
   const float inv = 1.0f / block_reduce<false>(sum, shared);
 #pragma unroll
-  for (int k = 0; k < kSoftmaxCachedVecs; ++k) {
-    const long long i = (threadIdx.x + k * kSoftmaxThreads) * 8LL;
-    if (i < n) {
+  for (int k = 0; k < kSoftmaxCachedVecs; ++k)
+    if (at(k) < n) {
 #pragma unroll
       for (int j = 0; j < 8; ++j) v[k][j] *= inv;
-      store8<kOut>(yr + i * ys, true, v[k]);
+      store8<kOut>(yr + at(k) * ys, true, v[k]);
     }
-  }
 }
 
 template <bool kInBf16, bool kOutBf16, bool kVec>
