@@ -25,13 +25,18 @@ class _Slot:
     (identity tells whether HF replaced it). Made once per buffer, so that a step takes one view
     of each for its new rows: the rows' first `split` columns (c_kv, [B, capacity, split]) and
     the rest as one head ([B, capacity, 1, width - split], what rope writes)."""
-    __slots__ = ("keys", "rows", "values", "length", "view", "split", "head", "tail", "chunk", "scratch")
+    __slots__ = ("keys", "rows", "values", "length", "view", "split", "head", "tail", "chunk", "lengths", "scratch",
+                 "batch", "capacity", "width", "dtype")
 
     def __init__(self, keys, values, length, split, scratch=None):
         self.keys, self.values, self.length, self.view, self.split = keys, values, length, None, split
-        self.rows = keys.view(keys.shape[0], keys.shape[2], keys.shape[3])
+        # The buffer's shape and dtype as plain values: a step checks them without torch calls.
+        self.batch, _, self.capacity, self.width = keys.shape
+        self.dtype = keys.dtype
+        self.rows = keys.view(self.batch, self.capacity, self.width)
         self.head, self.tail = self.rows[:, :, :split], self.rows[:, :, split:].unsqueeze(2)
         self.chunk = (0, (), ())
+        self.lengths = (0, (), ())
         # What the layer's decode steps write besides the cache (its fixed-shape tensors, made
         # once by the attention module): per slot, so that two caches never share them.
         self.scratch = scratch
@@ -64,10 +69,9 @@ def reserve(cache, layer_idx, b, s, width, split, dtype):
             return None
         slot = layer._sol_latent = _adopt(layer, layer_idx, b, width, split, dtype, s)
     else:
-        held = slot.rows
-        if held.shape[0] != b or held.shape[2] != width or held.dtype != dtype:
-            _refuse(layer_idx, (held.shape[0], 1, slot.length, held.shape[2]), held.dtype, b, s, width, dtype)
-        if slot.length + s > held.shape[1]:
+        if slot.batch != b or slot.width != width or slot.dtype != dtype:
+            _refuse(layer_idx, (slot.batch, 1, slot.length, slot.width), slot.dtype, b, s, width, dtype)
+        if slot.length + s > slot.capacity:
             slot = layer._sol_latent = _grown(slot, slot.length + s)
     return layer, slot
 
@@ -78,12 +82,25 @@ def reserve_step(cache, layer_ids, b, s, width, split, dtype):
     return tuple(reserve(cache, i, b, s, width, split, dtype) for i in layer_ids)
 
 
+# The layer's keys and values views ([:, :, :length]) are made this many lengths at a time: a
+# torch view made alone between two Sol ops costs several times one made in a loop (the step's
+# GEMMs evict the dispatcher's code and data), so a decode step takes two views made in advance.
+_LENGTHS = 16
+
+
 def commit(layer, slot, s):
     """Makes the s rows written after slot.length part of the layer (its keys and values one step
     longer); the rows in use are then slot.rows[:, :slot.length]."""
     slot.length = length = slot.length + s
-    layer.keys = slot.view = slot.keys[:, :, :length]
-    layer.values = slot.values[:, :, :length]
+    start, keys, values = slot.lengths
+    j = length - start
+    if not 0 <= j < len(keys):
+        lengths = range(length, min(length + _LENGTHS, slot.capacity + 1))
+        keys = [slot.keys.narrow(2, 0, n) for n in lengths]
+        values = [slot.values.narrow(2, 0, n) for n in lengths]
+        slot.lengths, j = (length, keys, values), 0
+    layer.keys = slot.view = keys[j]
+    layer.values = values[j]
 
 
 def _latent_layer(cache, layer_idx):

@@ -19,9 +19,11 @@ Anything else this forward does not handle (labels, return_dict=False, inputs th
 alone knows) goes to HF's forward unchanged. unpatch deletes the instance attribute, so the class's
 forward is back as it was.
 """
+import array
 import collections
 import dataclasses
 import functools
+import itertools
 import types
 
 import numpy
@@ -106,12 +108,13 @@ def _output_builder(cls):
 
 def _lean_args(module, kwargs):
     """True when the lean path handles these keyword arguments; refuses output_attentions."""
-    if _flag(module, kwargs, "output_attentions"):
+    value = kwargs.get("output_attentions")
+    if _output_attentions(module.config) if value is None else value:
         raise _sol.Error("sol.torch.patch: output_attentions is not available: Sol's attention never forms the "
                          "attention weights (unpatch the model to get them)")
     if kwargs.get("return_dict", _config(module.config, "return_dict", True)) is False:
         return False
-    return all(k in _KNOWN for k in kwargs)
+    return _KNOWN.issuperset(kwargs)
 
 
 def _flag(module, kwargs, name):
@@ -130,6 +133,29 @@ def _config(config, name, default):
         return default
 
 
+def _returns_output_attentions(self):
+    return self._output_attentions
+
+
+# Config class -> whether its output_attentions property is transformers' one-line getter.
+_PLAIN_OUTPUT_ATTENTIONS = {}
+
+
+def _output_attentions(config):
+    """bool(config.output_attentions). transformers' property returns self._output_attentions,
+    which goes through PretrainedConfig's __getattribute__ again (frames per step): when the class's
+    getter is that one line (the same bytecode and names, checked once per class), the attribute
+    is read directly."""
+    cls = type(config)
+    plain = _PLAIN_OUTPUT_ATTENTIONS.get(cls)
+    if plain is None:
+        code = getattr(getattr(getattr(cls, "output_attentions", None), "fget", None), "__code__", None)
+        reference = _returns_output_attentions.__code__
+        plain = _PLAIN_OUTPUT_ATTENTIONS[cls] = (code is not None and code.co_code == reference.co_code
+                                                 and code.co_names == reference.co_names)
+    return bool(_config(config, "_output_attentions" if plain else "output_attentions", False))
+
+
 def _stack(module, plan, input_ids, inputs_embeds, attention_mask, position_ids, cache, use_cache, hidden_states):
     """The final-normed hidden states [B * S, hidden] (dense rows), B, S and the cache; appends to
     hidden_states (a list, or None) the embeddings and every layer's output but the last (HF's
@@ -143,25 +169,29 @@ def _stack(module, plan, input_ids, inputs_embeds, attention_mask, position_ids,
         cache = DynamicCache(config=module.config)
     if inputs_embeds is None:
         b, s = input_ids.shape
-        stream = _sol.embedding(plan.embedding, _int32_rows(input_ids))
+        stream = _sol.embedding(plan.embedding, _int32_rows(input_ids, b, s))
     else:
         b, s = inputs_embeds.shape[:2]
         stream = inputs_embeds.reshape(b * s, -1).contiguous()
-    past = cache.get_seq_length() if cache is not None else 0
     if attention_mask is not None and not bool(attention_mask.all()):
         raise _sol.Error("sol.torch.patch: the attention_mask pads (zeros) but Sol's patched attention takes "
                          "sequences of equal length without padding")
+    layer_ids, width, split = plan.latent
+    if cache is None:
+        helds, past = (None,) * len(layer_ids), 0
+    else:
+        helds = _latent_cache.reserve_step(cache, layer_ids, b, s, width, split, stream.dtype)
+        # Layer 0's rows in use, as cache.get_seq_length() reads them (fewer Python frames).
+        first = helds[0] if layer_ids[0] == 0 else None
+        past = first[1].length if first is not None else cache.get_seq_length()
     if position_ids is not None:
-        positions = _int32_rows(position_ids.expand(b, s))
+        positions = _int32_rows(position_ids.expand(b, s), b, s)
     elif not stream.is_cpu:
         positions = torch.arange(past, past + s, dtype=torch.int32, device=stream.device).repeat(b)
-    elif s == 1:  # host positions as numpy: Sol's ops read any array, without torch's dispatch
-        positions = numpy.full(b, past, numpy.int32)
+    elif s == 1 and _ARRAY_INT32:  # host positions: Sol's ops read any array (_int32_rows says why not numpy)
+        positions = array.array("i", (past,)) * b
     else:
         positions = numpy.tile(numpy.arange(past, past + s, dtype=numpy.int32), b)
-    layer_ids, width, split = plan.latent
-    helds = (_latent_cache.reserve_step(cache, layer_ids, b, s, width, split, stream.dtype) if cache is not None
-             else (None,) * len(layer_ids))
     pending = None
     for layer, held in zip(plan.layers, helds):
         if hidden_states is not None:
@@ -180,13 +210,27 @@ def _stack(module, plan, input_ids, inputs_embeds, attention_mask, position_ids,
     return out, b, s, cache
 
 
-def _int32_rows(ids):
-    """ids [B, S] (any integer dtype) as the int32 vector [B * S] Sol's ops take. On the host through
-    numpy: a torch reshape and cast are two dispatcher calls, each slower than a small Sol op's
-    launch between the step's GEMMs (docs/perf/models.md)."""
-    if ids.is_cpu:
-        return ids.numpy().reshape(-1).astype(numpy.int32)
-    return ids.reshape(-1).to(torch.int32)
+# array.array("i") holds int32 (C int) on the platforms Sol builds for; checked, numpy otherwise.
+_ARRAY_INT32 = array.array("i").itemsize == 4
+# Up to this many host ids go through a Python list (below), more through numpy.
+_LIST_IDS = 256
+
+
+def _int32_rows(ids, b, s):
+    """ids [B, S] (any integer dtype) as the int32 vector [B * S] Sol's ops take. A decode step's
+    few host ids go through a Python list into an array.array: torch's numpy export and numpy's
+    cast, each made alone between the step's GEMMs, cost several times that (docs/perf/models.md);
+    many ids (a prefill) go through numpy, whose per-id cost is lower."""
+    if not ids.is_cpu:
+        return ids.reshape(-1).to(torch.int32)
+    if b * s <= _LIST_IDS and _ARRAY_INT32:
+        rows = ids.tolist()
+        try:
+            return array.array("i", rows[0] if b == 1 else itertools.chain.from_iterable(rows))
+        except OverflowError:
+            raise _sol.Error(f"sol.torch.patch: an id or position of {ids.tolist()} is outside int32, the type of "
+                             f"Sol's ids") from None
+    return ids.numpy().reshape(-1).astype(numpy.int32)
 
 
 def _model_forward(self, input_ids=None, attention_mask=None, position_ids=None, cache=None, inputs_embeds=None,

@@ -161,7 +161,7 @@ class SolDeepseekV3Attention(nn.Module):
     def _absorbed(self, buffers, latent, seqlen):
         """One new token per sequence against its latent rows [B, L, lora + rope] (any batch and
         row stride; seqlen >= 0: the first seqlen of them): one Sol op, q [B, heads, nope + rope]
-        -> [B, heads * v]."""
+        -> [B, heads * v]. (_decode makes the same call on a cache buffer's rows in use.)"""
         _sol.mla_decode_absorbed(buffers[5], self.w_uk, latent, self.w_uv, self.absorbed_scale, out=buffers[6],
                                  seqlen=seqlen)
         return buffers[7]
@@ -188,6 +188,8 @@ class SolDeepseekV3Attention(nn.Module):
                                                                     self.lora, x.dtype)
         if held is not None and s == 1:
             slot = held[1]
+            if slot.length > 0:
+                return self._decode(x, positions, *held)
             buffers = slot.scratch
             if buffers is None:
                 buffers = slot.scratch = self._step_tensors(x, b)
@@ -199,8 +201,6 @@ class SolDeepseekV3Attention(nn.Module):
             past = slot.length
             self._append_in_place(slot, buffers, b, s, positions)
             _latent_cache.commit(layer, slot, s)
-            if s == 1 and past > 0:  # the buffer's rows in use, without a view of them
-                return _sol.gemm(self._absorbed(buffers, slot.rows, past + 1), self.o, out_dtype=x.dtype)
             latent = slot.rows[:, :past + s]
         else:
             latent = self._new_latent(buffers, positions)
@@ -214,6 +214,32 @@ class SolDeepseekV3Attention(nn.Module):
         else:
             attn = self._expanded(buffers[5], latent.reshape(-1, latent.shape[-1]), b, s)
         return _sol.gemm(attn, self.o, out_dtype=x.dtype)
+
+    def _decode(self, x, positions, layer, slot):
+        """attend() of one new token per sequence after slot.length > 0 cached ones, in one frame:
+        _projected, the latent row written into its cache row (_latent), the rows committed, one
+        absorbed attention over the buffer's rows in use, o_proj. Each Python call between two Sol
+        ops of a decode step costs microseconds on a machine whose caches the GEMMs flush."""
+        buffers = slot.scratch
+        if buffers is None:
+            buffers = slot.scratch = self._step_tensors(x, slot.batch)
+        qkv, qa, c_kv, k_rope, q2, q, out, out2 = buffers
+        _sol.gemm(x, self.qkv_a, out=qkv)
+        if self.q_norm is None:
+            _sol.gemm(x, self.q_b, out=q2)
+        else:
+            weight, eps = self.q_norm
+            _sol.rmsnorm(qa, weight, eps=eps, out=qa)
+            _sol.gemm(qa, self.q_b, out=q2)
+        table = self.table
+        _sol.rope(q, positions, table, self.nope)
+        c_out, rope_out = _latent_cache.row(slot, slot.length)
+        weight, eps = self.kv_norm
+        _sol.rmsnorm(c_kv, weight, eps=eps, out=c_out)
+        _sol.rope(k_rope, positions, table, out=rope_out)
+        _latent_cache.commit(layer, slot, 1)
+        _sol.mla_decode_absorbed(q, self.w_uk, slot.rows, self.w_uv, self.absorbed_scale, out=out, seqlen=slot.length)
+        return _sol.gemm(out2, self.o, out_dtype=x.dtype)
 
     def _append_in_place(self, slot, buffers, b, s, positions):
         """The new latent rows written by rmsnorm and rope straight into the cache buffer's free rows."""

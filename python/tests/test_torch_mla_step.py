@@ -65,7 +65,7 @@ def test_decode_writes_the_latent_row_into_its_cache_row_only(monkeypatch, b):
     attend = SolDeepseekV3Attention.attend
 
     def spy(self, x, *args):
-        seen.append((self, x.clone(), torch.as_tensor(args[3]).clone()))  # args: b, s, past, positions, ...
+        seen.append((self, x.clone(), torch.as_tensor(args[3], dtype=torch.int32).clone()))  # b, s, past, positions
         return attend(self, x, *args)
     with torch.no_grad():
         cache, tok = decode(model, b)
@@ -77,6 +77,7 @@ def test_decode_writes_the_latent_row_into_its_cache_row_only(monkeypatch, b):
         monkeypatch.setattr(SolDeepseekV3Attention, "attend", spy)
         model(tok, cache=cache, use_cache=True)
     for (attn, x, positions), slot, old in zip(seen, slots, before):
+        assert positions.tolist() == [past] * b  # the new token's absolute position, as HF numbers it
         hf = attn.lora
         kv = sol.gemm(x, pack(model_attention_weight(model, attn)), out_dtype=x.dtype)
         want = torch.cat([sol.rmsnorm(kv[:, :hf], attn.kv_norm[0], eps=attn.kv_norm[1]),
@@ -151,10 +152,12 @@ def test_patched_model_returns_hfs_output_class_and_generate_reads_it():
 
 @pytest.mark.parametrize("chunk", [1, 3])
 def test_row_views_across_chunks_match_hf(monkeypatch, chunk):
-    """Decode steps whose new rows cross many chunks of row views (and a buffer growth) give HF's
-    logits (f32)."""
+    """Decode steps whose new rows cross many chunks of row views and of the layer's keys and
+    values views (and a buffer growth) give HF's logits (f32), and after every step each layer's
+    keys and values are views of its buffer of HF's length."""
     from test_torch_models import rel
     monkeypatch.setattr(_hf_latent_cache, "_CHUNK", chunk)
+    monkeypatch.setattr(_hf_latent_cache, "_LENGTHS", chunk + 1)
     monkeypatch.setattr(_hf_latent_cache, "_MIN_SPARE", 2)
     ref, model = deepseek_v3(), st.patch(deepseek_v3())
     prompt = torch.randint(2, 256, (2, 3), generator=torch.Generator().manual_seed(7))
@@ -164,7 +167,14 @@ def test_row_views_across_chunks_match_hf(monkeypatch, chunk):
         for m in (ref, model):
             cache = DynamicCache(config=m.config)
             out = [m(prompt, cache=cache, use_cache=True).logits[:, -1]]
-            out += [m(new[:, i:i + 1], cache=cache, use_cache=True).logits[:, -1] for i in range(new.shape[1])]
+            for i in range(new.shape[1]):
+                out.append(m(new[:, i:i + 1], cache=cache, use_cache=True).logits[:, -1])
+                if m is model:
+                    for layer in cache.layers:
+                        slot = layer._sol_latent
+                        assert layer.keys.shape == (2, 1, 4 + i, 48) and layer.values.shape == (2, 1, 4 + i, 0)
+                        assert layer.keys.data_ptr() == slot.keys.data_ptr() and layer.keys is slot.view
+                        assert torch.equal(layer.keys[:, 0], slot.rows[:, :4 + i])
             logits.append(torch.stack(out, 1))
     assert rel(logits[1], logits[0]) < 1e-5
 
@@ -183,3 +193,46 @@ def test_lean_forward_reads_the_config_flags_of_the_moment():
         with pytest.raises(sol.Error, match="output_attentions is not available"):
             model(ids)
     assert _hf_lean._config(model.config, "num_local_experts", None) == model.config.n_routed_experts
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 1), (1, 7), (2, 5), (4, 100)])
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+def test_host_ids_become_the_int32_rows_numpy_gives(shape, dtype):
+    """A few ids through a Python list (array.array), many through numpy: the same int32 rows,
+    and the embedding reads either."""
+    b, s = shape
+    ids = torch.randint(-3, 2 ** 31 - 1, shape, generator=torch.Generator().manual_seed(b * s), dtype=torch.int64)
+    ids = ids.to(dtype)
+    got = _hf_lean._int32_rows(ids, b, s)
+    want = ids.numpy().reshape(-1).astype("int32")
+    assert (type(got).__name__ == "array") == (b * s <= _hf_lean._LIST_IDS)
+    assert memoryview(got).format in ("i", "<i") and memoryview(got).itemsize == 4
+    assert list(got) == want.tolist()
+    positions = torch.arange(s).expand(b, s)  # expanded, as position_ids are
+    assert list(_hf_lean._int32_rows(positions, b, s)) == list(range(s)) * b
+    table = torch.randn(2 ** 10, 8)
+    small = _hf_lean._int32_rows(ids.remainder(2 ** 10), b, s)
+    assert torch.equal(sol.embedding(table, small), table[ids.remainder(2 ** 10).reshape(-1)])
+
+
+def test_host_ids_outside_int32_are_refused():
+    ids = torch.tensor([[5, 2 ** 31]])
+    with pytest.raises(sol.Error, match="outside int32"):
+        _hf_lean._int32_rows(ids, 1, 2)
+
+
+def test_output_attentions_read_as_the_property_reads_it():
+    config = deepseek_v3().config
+    for value in (False, True, None, 1):
+        config._output_attentions = value
+        assert _hf_lean._output_attentions(config) is bool(value)
+    assert _hf_lean._PLAIN_OUTPUT_ATTENTIONS[type(config)] is True
+
+    class Inverted(type(config)):  # another getter: read through the property
+        @property
+        def output_attentions(self):
+            return not self._output_attentions
+    other = Inverted()
+    other._output_attentions = False
+    assert _hf_lean._output_attentions(other) is True
+    assert _hf_lean._PLAIN_OUTPUT_ATTENTIONS[Inverted] is False
