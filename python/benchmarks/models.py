@@ -7,11 +7,12 @@ A DeepseekV3 architecture (MLA attention, group-limited sigmoid MoE with a share
 random bf16 weights, sized so that kernels, not Python, dominate: hidden 1024, 2 layers (one
 dense, one MoE of 16 experts, top-4). Cases: prefill of 512 tokens (batch 1), decode at batch 1
 and 16 after a 64-token prompt with a KV cache. Rounds interleave the variants (eager torch,
-patched, and torch.compile'd eager with --compile) so that a loaded machine's drift hits each
-alike; each case prints the median and the spread of the rounds. torch and Sol use the same
-thread count. Timed by default in the calling thread's CPU time (--clock cpu, one thread: all of
-torch's and Sol's work runs on it), so that a loaded machine's descheduling does not land on one
-variant; --clock wall for elapsed time. --profile adds, each round, Sol's share of one profiled step (sol.profile) of the
+patched, and torch.compile'd eager with --compile; each round starts with the next variant) so
+that a loaded machine's drift and the caches left by the variant before hit each alike; each
+case prints the median and the spread of the rounds. torch and Sol use the same thread count.
+Timed by default in the calling thread's CPU time (--clock cpu, one thread: all of torch's and
+Sol's work runs on it), so that a loaded machine's descheduling does not land on one variant;
+--clock wall for elapsed time. --profile adds, each round, Sol's share of one profiled step (sol.profile) of the
 patched model for the case. --baseline-rev REV adds a variant patched by the model glue of git
 revision REV (python/sol/_hf_*.py as they were there, over the same Sol ops), so that a change to
 the glue is measured against its predecessor in one interleaved run."""
@@ -149,8 +150,11 @@ def main():
                 run()  # warm-up (and compilation)
             rates = {name: [] for name in runs}
             shares = {name: [] for name in profiled}
-            for _ in range(args.rounds):
-                for name, run in runs.items():
+            order = list(runs.items())
+            for r in range(args.rounds):
+                # Each round starts with another variant: the one run right after torch eager's
+                # generate finds the caches full of eager's weights.
+                for name, run in order[r % len(order):] + order[:r % len(order)]:
                     rates[name].append(run())
                 for name, m in profiled.items() if args.profile else ():
                     shares[name].append(step_share(m, case))
