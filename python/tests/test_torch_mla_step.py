@@ -1,5 +1,6 @@
 """The patched DeepseekV3 decode step's glue: q_a and kv_a as one GEMM, the latent row written by
-rmsnorm and rope straight into its cache row, the cache rows reserved once per step, and the
+rmsnorm and rope straight into its cache row, the cache rows reserved once per step, HF's keys and
+values views made ahead, the host ids as int32 arrays, the config flags read directly, and the
 model's output object built without HF's dataclass constructor."""
 import pytest
 
