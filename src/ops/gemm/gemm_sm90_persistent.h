@@ -52,7 +52,7 @@ struct Sm90PersistentPlan {
 
 // host_row_groups: for contiguous, a host copy of group_info (the alignment check reads it).
 // forced_config_spec: empty, the chooser's configuration; else forced_config's spec (the
-// launcher passes $SOL_SM90_GEMM_CONFIG, for measuring candidates on a device).
+// launcher passes the tuning context's DeviceTuning::sm90_gemm_config, $SOL_SM90_GEMM_CONFIG).
 Sm90PersistentPlan plan_gemm_sm90_persistent(kernels::sm90::GemmGrouping grouping, const Tensor& a, const Tensor& b,
                                              const Tensor& d, const Tensor* group_info, const Tensor* a_scales,
                                              const Tensor* b_scales, std::span<const int32_t> host_row_groups,
@@ -61,8 +61,9 @@ Sm90PersistentPlan plan_gemm_sm90_persistent(kernels::sm90::GemmGrouping groupin
                                              const std::string& forced_config_spec = {});
 
 // Plans on the operands' device and launches on its current stream (CUDA backend only).
-// $SOL_SM90_GEMM_CONFIG, when set, names the configuration instead of the chooser (every call
-// then uses it, and a shape it does not fit is a sol::Error). Split-K partials go to a
+// tuning().device.sm90_gemm_config ($SOL_SM90_GEMM_CONFIG, read once), when set, names the
+// configuration instead of the chooser (every call then uses it, and a shape it does not fit is
+// a sol::Error). Split-K partials go to a
 // workspace kept per device and stream (grown on demand), so a call neither allocates nor
 // waits for the device once the workspace is large enough.
 void gemm_sm90_persistent(kernels::sm90::GemmGrouping grouping, const Tensor& a, const Tensor& b, const Tensor& d,

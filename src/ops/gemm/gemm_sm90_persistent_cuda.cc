@@ -3,7 +3,6 @@
 // the persistent grid launched on the device's current stream, then the split-K reduction.
 #include <cuda.h>
 
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -15,6 +14,7 @@
 #include "ops/gemm/gemm_sm90_tma_map.h"
 #include "sol/device.h"
 #include "sol/error.h"
+#include "sol/tuning.h"
 
 namespace sol {
 
@@ -73,10 +73,9 @@ void gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& 
     host_rows.resize(size_t(group_info->numel()));
     transfer(*group_info, Tensor(host_rows.data(), DType::i32, {group_info->numel()}));
   }
-  const char* forced = std::getenv("SOL_SM90_GEMM_CONFIG");
   Sm90PersistentPlan plan =
       plan_gemm_sm90_persistent(grouping, a, b, d, group_info, a_scales, b_scales, host_rows, target_of(info), op,
-                                epilogue, b_layout, forced ? std::string(forced) : std::string());
+                                epilogue, b_layout, tuning().device.sm90_gemm_config);
   if (plan.kernel.empty()) return;
   const cuda::Driver& drv = cuda::use_device(device, op);
   CUtensorMap map_a = encode_tensor_map(drv, plan.a, op, "a"), map_b = encode_tensor_map(drv, plan.b, op, "b"),
