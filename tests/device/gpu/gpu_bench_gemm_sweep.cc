@@ -187,7 +187,7 @@ SOL_GPU_TEST(bench_gemm_sweep) {
       epilogue.alpha = c.alpha;
       const Sm90PersistentPlan plan =
           plan_gemm_sm90_persistent(kernels::sm90::GemmGrouping::single, o.a, o.b, o.d, nullptr, o.opt.a_scales,
-                                    o.opt.b_scales, {}, target(), "bench_gemm_sweep", epilogue, Layout::nt, c.spec);
+                                    o.opt.b_scales, target(), "bench_gemm_sweep", epilogue, Layout::nt, c.spec);
       const auto& k = plan.config;
       r.config = std::to_string(k.block_m) + "x" + std::to_string(k.block_n) + " s" + std::to_string(k.stages) +
                  " k" + std::to_string(k.split_k);
