@@ -115,6 +115,10 @@ if [[ -x "$TESTS" ]]; then
       run "sanitizer-$tool-gemm-store" 120 compute-sanitizer --tool "$tool" --error-exitcode 1 \
         "$TESTS" sm90_gemm_tma_store_stays_inside_d
     done
+    # The contiguous grouped GEMM reads grouped_layout on the device only: a bad layout (a value
+    # past the experts, a run starting inside a tile) must make no access outside the operands.
+    run sanitizer-memcheck-grouped-layout 120 compute-sanitizer --tool memcheck --error-exitcode 1 \
+      "$TESTS" sm90_grouped_gemm_bad_layout_is_reported
   else
     step sanitizers skipped "$( (( HAVE_GPU )) && echo 'compute-sanitizer not found' || echo 'no GPU')"
   fi

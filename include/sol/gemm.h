@@ -103,6 +103,16 @@ inline constexpr int64_t kGroupedGemmMAlignment = 128;
 void grouped_gemm_contiguous(const Tensor& a, const Tensor& b, const Tensor& grouped_layout,
                              const Tensor& d, const GroupedGemmOptions& opt = {});
 
+// On a CUDA device grouped_layout is read by the kernel alone (no copy to the host, no wait),
+// so its values are the caller's contract there: each is -1 or an expert in [0, G), and every
+// row of each tile of the kernel's rows (64 or 128, chosen per shape; runs padded to
+// kGroupedGemmMAlignment satisfy both) is -1 or the expert of the tile's first row. The kernel
+// checks every row against this, computes no row that breaks it (that row of d is left
+// untouched) and records the first such row on the device. check_grouped_layouts waits for
+// `device`'s current stream, clears the record and throws sol::Error naming that row and its
+// value if there was one; on the CPU it does nothing (the CPU path checks every call).
+void check_grouped_layouts(Device device);
+
 // Masked layout (decode): a [G, max_m, K], d [G, max_m, N], masked_m int32 [G] = the rows of
 // each expert that are valid (0 <= masked_m[g] <= max_m). Rows at or past masked_m[g] of d
 // are left untouched; an expert with masked_m = 0 does nothing.

@@ -68,9 +68,20 @@ struct TuningChoice {
   std::string workload; // what was timed
 };
 
+// Choices of the device kernels that are not measured per CPU: read once with the context (from
+// the environment), forced in tests and sweeps by ScopedTuning(DeviceTuning).
+struct DeviceTuning {
+  // $SOL_SM90_GEMM_CONFIG: the persistent sm90 GEMM configuration every device GEMM runs instead
+  // of the chooser's, "BMxBN[:s<stages>][:k<split>]" (a shape it does not fit is a sol::Error at
+  // the call); empty: the chooser. For measuring candidates on a device (bench_gemm_sweep).
+  std::string sm90_gemm_config;
+  bool operator==(const DeviceTuning&) const = default;
+};
+
 struct Tuning {
   CoreShape core;
   TuningParams params;
+  DeviceTuning device;
   std::vector<TuningChoice> choices;  // one per tuning_param_infos() entry
   std::string source;                 // "defaults", "tuned <when> (path)", ...
   std::vector<std::string> messages;  // why a cache (or part of it) was not used
@@ -94,6 +105,8 @@ std::string tuning_mode();        // SOL_TUNING, validated: "cached" or "default
 class ScopedTuning {
  public:
   explicit ScopedTuning(const TuningParams& params);
+  // Forces the device choices, the parameters in force kept.
+  explicit ScopedTuning(const DeviceTuning& device);
   ~ScopedTuning();
   ScopedTuning(const ScopedTuning&) = delete;
   ScopedTuning& operator=(const ScopedTuning&) = delete;

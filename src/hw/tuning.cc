@@ -74,6 +74,7 @@ const Tuning* load_now() {
     path.clear();  // no cache location: defaults
   }
   auto* t = new Tuning(load_tuning(path, cpu_identity(), core_shape(), mode));
+  if (const char* config = std::getenv("SOL_SM90_GEMM_CONFIG")) t->device.sm90_gemm_config = config;
   for (const std::string& m : t->messages) std::cerr << "sol: warning: " << m << "\n";
   return t;
 }
@@ -173,6 +174,14 @@ ScopedTuning::ScopedTuning(const TuningParams& params) : previous_(g_forced.load
   for (TuningChoice& c : t.choices)
     for (const TuningParamInfo& i : kInfos)
       if (c.name == i.name) c.value = params.*i.field;
+  mine_ = new Tuning(std::move(t));
+  g_forced.store(mine_, std::memory_order_release);
+}
+
+ScopedTuning::ScopedTuning(const DeviceTuning& device) : previous_(g_forced.load()), mine_(nullptr) {
+  Tuning t = previous_ ? *previous_ : tuning();
+  t.device = device;
+  t.source = "forced (ScopedTuning)";
   mine_ = new Tuning(std::move(t));
   g_forced.store(mine_, std::memory_order_release);
 }

@@ -27,8 +27,8 @@ Tensor dev(uintptr_t address, DType t, std::initializer_list<int64_t> shape) {
 std::string error_of(const std::function<void()>& f) { return testing_errors::message_of(f); }
 
 Sm90PersistentPlan plan(GemmGrouping g, const Tensor& a, const Tensor& b, const Tensor& d, const Tensor* info = nullptr,
-                        std::span<const int32_t> rows = {}, const Tensor* sa = nullptr, const Tensor* sb = nullptr) {
-  return plan_gemm_sm90_persistent(g, a, b, d, info, sa, sb, rows, Sm90Target::h200(), "test_gemm");
+                        const Tensor* sa = nullptr, const Tensor* sb = nullptr) {
+  return plan_gemm_sm90_persistent(g, a, b, d, info, sa, sb, Sm90Target::h200(), "test_gemm");
 }
 
 TEST(GemmSm90PersistentPlan, OneGemmGetsTheChoosersConfigurationAndItsKernel) {
@@ -50,7 +50,7 @@ TEST(GemmSm90PersistentPlan, OneGemmGetsTheChoosersConfigurationAndItsKernel) {
 // for the bf16_nn kernel; fp8 and the grouped layouts with nn are refused by name.
 TEST(GemmSm90PersistentPlan, LayoutNnPlansMnMajorBoxesOfB) {
   const auto nn = [](GemmGrouping g, const Tensor& a, const Tensor& b, const Tensor& d, const Tensor* info = nullptr) {
-    return plan_gemm_sm90_persistent(g, a, b, d, info, nullptr, nullptr, {}, Sm90Target::h200(), "test_gemm", {},
+    return plan_gemm_sm90_persistent(g, a, b, d, info, nullptr, nullptr, Sm90Target::h200(), "test_gemm", {},
                                      Layout::nn);
   };
   const Tensor a = dev(0x100000, DType::bf16, {127, 704}), b = dev(0x10000000, DType::bf16, {704, 200});
@@ -108,7 +108,7 @@ TEST(GemmSm90PersistentPlan, ANamedConfigurationIsTheOneLaunched) {
   const Tensor a = dev(0x100000, DType::bf16, {4096, 2048}), b = dev(0x10000000, DType::bf16, {7168, 2048});
   const Tensor d = dev(0x40000000, DType::bf16, {4096, 7168});
   const auto named = [&](const std::string& spec) {
-    return plan_gemm_sm90_persistent(GemmGrouping::single, a, b, d, nullptr, nullptr, nullptr, {}, Sm90Target::h200(),
+    return plan_gemm_sm90_persistent(GemmGrouping::single, a, b, d, nullptr, nullptr, nullptr, Sm90Target::h200(),
                                      "test_gemm", {}, Layout::nt, spec);
   };
   const Sm90PersistentPlan p = named("64x128:s5:k2");
@@ -124,23 +124,19 @@ TEST(GemmSm90PersistentPlan, ANamedConfigurationIsTheOneLaunched) {
 
 TEST(GemmSm90PersistentPlan, GroupedLayouts) {
   const Tensor b = dev(0x10000000, DType::bf16, {3, 256, 512});
-  std::vector<int32_t> rows(384, -1);
-  std::fill(rows.begin(), rows.begin() + 100, 0);
-  std::fill(rows.begin() + 256, rows.begin() + 300, 2);
   const Tensor a = dev(0x100000, DType::bf16, {384, 512}), layout = dev(0x200000, DType::i32, {384});
   const Tensor d = dev(0x40000000, DType::bf16, {384, 256});
-  const Sm90PersistentPlan c = plan(GemmGrouping::contiguous, a, b, d, &layout, rows);
+  // The layout is never read on the host: planning takes only its shape (no host copy exists).
+  const Sm90PersistentPlan c = plan(GemmGrouping::contiguous, a, b, d, &layout);
   EXPECT_EQ(c.problem.grouping, GemmGrouping::contiguous);
+  EXPECT_EQ(c.problem.groups, 3u);
   EXPECT_EQ(c.rows, 384u);
   EXPECT_EQ(c.b.dims[1], 3u * 256u);
-  // A run that does not start on a tile is refused, naming the expert and row.
-  std::vector<int32_t> bad = rows;
-  bad[100] = 1;
-  EXPECT_NE(error_of([&] { plan(GemmGrouping::contiguous, a, b, d, &layout, bad); }).find("expert 1's rows start at row 100"),
+  EXPECT_EQ(c.instantiation.find("SOL_SM90_PERSISTENT_KERNEL(bf16, "), 0u);
+  EXPECT_NE(error_of([&] { plan(GemmGrouping::contiguous, a, b, d, nullptr); }).find("grouped_layout must be an int32"),
             std::string::npos);
-  bad = rows;
-  bad[5] = 7;
-  EXPECT_NE(error_of([&] { plan(GemmGrouping::contiguous, a, b, d, &layout, bad); }).find("grouped_layout[5] = 7"),
+  const Tensor short_layout = dev(0x200000, DType::i32, {383});
+  EXPECT_NE(error_of([&] { plan(GemmGrouping::contiguous, a, b, d, &short_layout); }).find("grouped_layout.shape"),
             std::string::npos);
   const Tensor am = dev(0x100000, DType::bf16, {3, 64, 512}), masked = dev(0x200000, DType::i32, {3});
   const Tensor dm = dev(0x40000000, DType::bf16, {3, 64, 256});
@@ -150,24 +146,44 @@ TEST(GemmSm90PersistentPlan, GroupedLayouts) {
   EXPECT_EQ(m.problem.groups, 3u);
 }
 
+// What the chooser sees of a contiguous layout it does not read: m rows in 128-row blocks,
+// spread evenly over the groups that can have rows, the last block partial.
+TEST(GemmSm90PersistentPlan, ContiguousRowsModel) {
+  EXPECT_EQ(contiguous_rows_model(896, 8), (std::vector<int64_t>{128, 128, 128, 128, 128, 128, 128, 0}));
+  EXPECT_EQ(contiguous_rows_model(1000, 3), (std::vector<int64_t>{384, 384, 232}));
+  EXPECT_EQ(contiguous_rows_model(100, 4), (std::vector<int64_t>{100, 0, 0, 0}));
+  EXPECT_EQ(contiguous_rows_model(0, 2), (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(contiguous_rows_model(4096 + 7 * 128, 8),
+            (std::vector<int64_t>{640, 640, 640, 640, 640, 640, 640, 512}));
+  for (int64_t m : {1, 127, 128, 129, 1000, 4992})
+    for (int64_t g : {1, 3, 8, 256}) {
+      int64_t rows = 0;
+      for (int64_t r : contiguous_rows_model(m, g)) {
+        EXPECT_GE(r, 0);
+        rows += r;
+      }
+      EXPECT_EQ(rows, m) << m << " rows, " << g << " groups";
+    }
+}
+
 TEST(GemmSm90PersistentPlan, Fp8NeedsItsBlockScales) {
   const Tensor a = dev(0x100000, DType::f8e4m3, {256, 512}), b = dev(0x10000000, DType::f8e4m3, {384, 512});
   const Tensor d = dev(0x40000000, DType::bf16, {256, 384});
   EXPECT_NE(error_of([&] { plan(GemmGrouping::single, a, b, d); }).find("need a_scales and b_scales"), std::string::npos);
   const Tensor sa = dev(0x300000, DType::f32, {256, 4}), sb = dev(0x400000, DType::f32, {3, 4});
-  const Sm90PersistentPlan p = plan(GemmGrouping::single, a, b, d, nullptr, {}, &sa, &sb);
+  const Sm90PersistentPlan p = plan(GemmGrouping::single, a, b, d, nullptr, &sa, &sb);
   EXPECT_EQ(p.config.block_n, 128u);
   EXPECT_NE(p.kernel.find("e4m3_scaled_"), std::string::npos);
   const Tensor sb_wrong = dev(0x400000, DType::f32, {4, 4});
-  EXPECT_NE(error_of([&] { plan(GemmGrouping::single, a, b, d, nullptr, {}, &sa, &sb_wrong); }).find("b_scales.shape"),
+  EXPECT_NE(error_of([&] { plan(GemmGrouping::single, a, b, d, nullptr, &sa, &sb_wrong); }).find("b_scales.shape"),
             std::string::npos);
   // Masked: a_scales [G, m, k/128], as grouped_gemm_masked takes them on the host.
   const Tensor am = dev(0x100000, DType::f8e4m3, {2, 64, 512}), bm = dev(0x10000000, DType::f8e4m3, {2, 384, 512});
   const Tensor masked = dev(0x200000, DType::i32, {2}), dm = dev(0x40000000, DType::bf16, {2, 64, 384});
   const Tensor sam = dev(0x300000, DType::f32, {2, 64, 4}), sbm = dev(0x400000, DType::f32, {2, 3, 4});
-  EXPECT_FALSE(plan(GemmGrouping::masked, am, bm, dm, &masked, {}, &sam, &sbm).kernel.empty());
+  EXPECT_FALSE(plan(GemmGrouping::masked, am, bm, dm, &masked, &sam, &sbm).kernel.empty());
   const Tensor sam_flat = dev(0x300000, DType::f32, {128, 4});
-  EXPECT_NE(error_of([&] { plan(GemmGrouping::masked, am, bm, dm, &masked, {}, &sam_flat, &sbm); }).find("a_scales.shape"),
+  EXPECT_NE(error_of([&] { plan(GemmGrouping::masked, am, bm, dm, &masked, &sam_flat, &sbm); }).find("a_scales.shape"),
             std::string::npos);
 }
 
@@ -202,7 +218,7 @@ TEST(GemmSm90PersistentPlan, EpilogueBecomesTheKernelsParameters) {
   e.bias = &bias;
   e.silu = true;
   const auto with = [&](const Tensor& out, const Sm90Epilogue& ep) {
-    return plan_gemm_sm90_persistent(GemmGrouping::single, a, b, out, nullptr, nullptr, nullptr, {},
+    return plan_gemm_sm90_persistent(GemmGrouping::single, a, b, out, nullptr, nullptr, nullptr,
                                      Sm90Target::h200(), "test_gemm", ep);
   };
   Sm90PersistentPlan p = with(d, e);

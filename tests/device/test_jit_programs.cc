@@ -57,24 +57,24 @@ TEST_F(JitPrograms, Sm90PersistentGemmConfigurationsCompileForSm90a) {
   const Tensor a1 = dev(0x100000, DType::bf16, {1, 7168}), b1 = dev(0x10000000, DType::bf16, {2112, 7168});
   const Tensor d1 = dev(0x40000000, DType::bf16, {1, 2112});
   const Sm90PersistentPlan decode =
-      plan_gemm_sm90_persistent(GemmGrouping::single, a1, b1, d1, nullptr, nullptr, nullptr, {}, target, "test");
+      plan_gemm_sm90_persistent(GemmGrouping::single, a1, b1, d1, nullptr, nullptr, nullptr, target, "test");
   ASSERT_GT(decode.config.split_k, 1u);
   expect_kernels(sm90_persistent_program(decode), {decode.kernel.c_str(), "sol_sm90_gemm_split_reduce"});
   const Tensor a2 = dev(0x100000, DType::f8e4m3, {4096, 7168}), b2 = dev(0x10000000, DType::f8e4m3, {4096, 7168});
   const Tensor d2 = dev(0x40000000, DType::bf16, {4096, 4096});
   const Tensor sa = dev(0x300000, DType::f32, {4096, 56}), sb = dev(0x400000, DType::f32, {32, 56});
   const Sm90PersistentPlan fp8 =
-      plan_gemm_sm90_persistent(GemmGrouping::single, a2, b2, d2, nullptr, &sa, &sb, {}, target, "test");
+      plan_gemm_sm90_persistent(GemmGrouping::single, a2, b2, d2, nullptr, &sa, &sb, target, "test");
   expect_kernels(sm90_persistent_program(fp8), {fp8.kernel.c_str()});
   const Tensor am = dev(0x100000, DType::bf16, {4, 64, 2048}), bm = dev(0x10000000, DType::bf16, {4, 7168, 2048});
   const Tensor masked = dev(0x200000, DType::i32, {4}), dm = dev(0x40000000, DType::bf16, {4, 64, 7168});
   const Sm90PersistentPlan grouped =
-      plan_gemm_sm90_persistent(GemmGrouping::masked, am, bm, dm, &masked, nullptr, nullptr, {}, target, "test");
+      plan_gemm_sm90_persistent(GemmGrouping::masked, am, bm, dm, &masked, nullptr, nullptr, target, "test");
   expect_kernels(sm90_persistent_program(grouped), {grouped.kernel.c_str()});
   const Tensor a3 = dev(0x100000, DType::bf16, {2048, 2048}), b3 = dev(0x10000000, DType::bf16, {2048, 2048});
   const Tensor d3 = dev(0x40000000, DType::bf16, {2048, 2048});
   const Sm90PersistentPlan nn = plan_gemm_sm90_persistent(GemmGrouping::single, a3, b3, d3, nullptr, nullptr, nullptr,
-                                                          {}, target, "test", {}, Layout::nn);
+                                                          target, "test", {}, Layout::nn);
   ASSERT_NE(nn.kernel.find("_bf16_nn_"), std::string::npos);
   expect_kernels(sm90_persistent_program(nn), {nn.kernel.c_str()});
 }

@@ -215,6 +215,39 @@ TEST(Tuning, ScopedTuningNestsAndRestores) {
   EXPECT_EQ(tuning().params, before);
 }
 
+// The device GEMM's named configuration is read from the environment once, when the context is
+// loaded (not on every call), and a test or sweep forces it with ScopedTuning, the parameters
+// in force kept.
+TEST(Tuning, DeviceGemmConfigIsReadOnceAndForcedInScope) {
+  {
+    EnvGuard e("SOL_SM90_GEMM_CONFIG", "64x128:s4");
+    reload_tuning();
+    EXPECT_EQ(tuning().device.sm90_gemm_config, "64x128:s4");
+    EnvGuard later("SOL_SM90_GEMM_CONFIG", "128x256");
+    EXPECT_EQ(tuning().device.sm90_gemm_config, "64x128:s4");  // not read again
+  }
+  reload_tuning();
+  const Tuning& loaded = tuning();
+  EXPECT_EQ(loaded.device.sm90_gemm_config, std::getenv("SOL_SM90_GEMM_CONFIG") ? std::getenv("SOL_SM90_GEMM_CONFIG") : "");
+  TuningParams p = loaded.params;
+  p.gemm_mc = 96;
+  {
+    ScopedTuning params(p);
+    {
+      ScopedTuning device(DeviceTuning{"128x128:s5:k2"});
+      EXPECT_EQ(tuning().device.sm90_gemm_config, "128x128:s5:k2");
+      EXPECT_EQ(tuning().params.gemm_mc, 96);  // the outer scope's parameters kept
+      TuningParams q = p;
+      q.gemm_mc = 48;
+      ScopedTuning inner(q);
+      EXPECT_EQ(tuning().device.sm90_gemm_config, "128x128:s5:k2");  // and the device choice kept
+    }
+    EXPECT_EQ(tuning().device, loaded.device);
+    EXPECT_EQ(tuning().params.gemm_mc, 96);
+  }
+  EXPECT_EQ(tuning().params, loaded.params);
+}
+
 // tune_case picks the fastest candidate only when it beats the default by the margin, and
 // times each under its own forced value.
 TEST(Tuning, TuneCaseKeepsTheDefaultUnlessBeaten) {

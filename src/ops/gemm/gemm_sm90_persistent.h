@@ -10,8 +10,9 @@
 //               K-major operands only) b [k, n], read MN-major by the kernel
 
 //   contiguous  a [M, k], b [G, n, k], group_info int32 [M] (expert of each row, -1 padding),
-//               d [M, n]; each expert's rows must start on a multiple of the tile's rows
-//               (moe_permute pads to 128): checked on a host copy of group_info
+//               d [M, n]; read on the device only: the kernel checks each row against
+//               GemmTileScheduler::layout_row_ok and reports the first bad one
+//               (check_grouped_layouts); the chooser models the rows as contiguous_rows_model
 //   masked      a [G, m, k], b [G, n, k], group_info int32 [G] = masked_m (read on the device;
 //               values past m act as m), d [G, m, n]
 // fp8 block scales: a_scales f32 [rows of a, k/128] ([G, m, k/128] for masked); b_scales f32
@@ -22,6 +23,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda/sm90/sm90_gemm_config.h"
 #include "kernels/cuda/sm90/sm90_gemm_scheduler.h"
@@ -50,23 +52,31 @@ struct Sm90PersistentPlan {
   kernels::sm90::GemmEpilogueParams epilogue;  // D, C, bias as device addresses
 };
 
-// host_row_groups: for contiguous, a host copy of group_info (the alignment check reads it).
+// The contiguous layout's rows per group as the chooser models them (the layout itself is never
+// read on the host): m rows in 128-row blocks spread evenly over min(groups, blocks) groups.
+std::vector<int64_t> contiguous_rows_model(int64_t m, int64_t groups);
+
 // forced_config_spec: empty, the chooser's configuration; else forced_config's spec (the
-// launcher passes $SOL_SM90_GEMM_CONFIG, for measuring candidates on a device).
+// launcher passes the tuning context's DeviceTuning::sm90_gemm_config, $SOL_SM90_GEMM_CONFIG).
 Sm90PersistentPlan plan_gemm_sm90_persistent(kernels::sm90::GemmGrouping grouping, const Tensor& a, const Tensor& b,
                                              const Tensor& d, const Tensor* group_info, const Tensor* a_scales,
-                                             const Tensor* b_scales, std::span<const int32_t> host_row_groups,
-                                             const kernels::sm90::Sm90Target& target, const char* op,
+                                             const Tensor* b_scales, const kernels::sm90::Sm90Target& target,
+                                             const char* op,
                                              const Sm90Epilogue& epilogue = {}, Layout b_layout = Layout::nt,
                                              const std::string& forced_config_spec = {});
 
 // Plans on the operands' device and launches on its current stream (CUDA backend only).
-// $SOL_SM90_GEMM_CONFIG, when set, names the configuration instead of the chooser (every call
-// then uses it, and a shape it does not fit is a sol::Error). Split-K partials go to a
+// tuning().device.sm90_gemm_config ($SOL_SM90_GEMM_CONFIG, read once), when set, names the
+// configuration instead of the chooser (every call then uses it, and a shape it does not fit is
+// a sol::Error). No call reads data on the host or waits for the device. Split-K partials go to a
 // workspace kept per device and stream (grown on demand), so a call neither allocates nor
 // waits for the device once the workspace is large enough.
 void gemm_sm90_persistent(kernels::sm90::GemmGrouping grouping, const Tensor& a, const Tensor& b, const Tensor& d,
                           const Tensor* group_info, const Tensor* a_scales, const Tensor* b_scales, const char* op,
                           const Sm90Epilogue& epilogue = {}, Layout b_layout = Layout::nt);
+
+// check_grouped_layouts (sol/gemm.h) on a CUDA device: waits for its current stream, reads and
+// clears the contiguous kernels' layout report, throws sol::Error naming the first bad row.
+void check_sm90_contiguous_layouts(Device device, const char* op);
 
 }  // namespace sol

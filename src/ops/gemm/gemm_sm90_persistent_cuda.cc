@@ -1,9 +1,10 @@
 // gemm_sm90_persistent (gemm_sm90_persistent.h): the plan's configuration compiled by the JIT at
 // first use (one program per configuration, cached on disk by its text), the TMA boxes encoded,
-// the persistent grid launched on the device's current stream, then the split-K reduction.
+// the persistent grid launched on the device's current stream, then the split-K reduction. The
+// contiguous layout stays on the device: its kernel reports a bad row into a per-device word,
+// read only by check_grouped_layouts.
 #include <cuda.h>
 
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -15,6 +16,7 @@
 #include "ops/gemm/gemm_sm90_tma_map.h"
 #include "sol/device.h"
 #include "sol/error.h"
+#include "sol/tuning.h"
 
 namespace sol {
 
@@ -47,13 +49,58 @@ float* split_workspace(Device device, void* stream, uint64_t bytes, const cuda::
   return static_cast<float*>(buffer.device_data());
 }
 
+// The contiguous kernels' layout report on `device` (one word: layout_error_key of the first
+// bad row, kNoLayoutError when none), made and cleared once per process with a synchronous
+// copy; every contiguous launch on the device, on any stream, reports into it by atomicMin.
+struct LayoutReport {
+  std::mutex mutex;
+  std::map<int, DeviceBuffer> words;
+};
+LayoutReport& layout_report() {
+  static auto* r = new LayoutReport;  // lives as long as the primary contexts
+  return *r;
+}
+void set_report(const DeviceBuffer& word, unsigned long long value) {
+  transfer(Tensor(&value, DType::u8, {int64_t(sizeof value)}), word);
+}
+unsigned long long* layout_report_word(Device device) {
+  LayoutReport& r = layout_report();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.words.find(device.index);
+  if (it == r.words.end()) {
+    DeviceBuffer word(device, DType::u8, {int64_t(sizeof(unsigned long long))});
+    set_report(word, kNoLayoutError);
+    it = r.words.emplace(device.index, std::move(word)).first;
+  }
+  return static_cast<unsigned long long*>(it->second.device_data());
+}
+
 }  // namespace
+
+void check_sm90_contiguous_layouts(Device device, const char* op) {
+  check(!device.is_cpu(), op, "the layout report is a device's");
+  synchronize(device);
+  LayoutReport& r = layout_report();
+  unsigned long long key = kNoLayoutError;
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    auto it = r.words.find(device.index);
+    if (it == r.words.end()) return;  // no contiguous GEMM has run there
+    transfer(it->second, Tensor(&key, DType::u8, {int64_t(sizeof key)}));
+    if (key != kNoLayoutError) set_report(it->second, kNoLayoutError);
+  }
+  check(key == kNoLayoutError, op, "a grouped_gemm_contiguous on ", device, " met grouped_layout[",
+        layout_error_row(key), "] = ", layout_error_value(key),
+        ", but each value must be -1 or an expert of b, and every row of a tile (the kernel's 64 or 128 rows) -1 "
+        "or the expert of the tile's first row (pad each expert's rows to ",
+        kGroupedGemmMAlignment, "): that row of d was not written");
+}
 
 cuda::CudaProgram sm90_persistent_program(const Sm90PersistentPlan& plan) {
   cuda::CudaProgram p;
   p.name = plan.kernel;
   p.source = "#include \"kernels/cuda/sm90/sm90_gemm_persistent_kernels.cuh\"\n" + plan.instantiation +
-             "\nSOL_SM90_SPLIT_REDUCE_KERNEL()\n";
+             "\nSOL_SM90_SPLIT_REDUCE_KERNEL(" + std::to_string(plan.config.block_m) + ")\n";
   return p;
 }
 
@@ -67,16 +114,9 @@ void gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& 
         found.reason.empty() ? "this machine has fewer devices" : found.reason);
   const CudaDeviceInfo& info = cuda_device(device.index);
   check(info.cc_major == 9, op, device, " is ", info.name, " (", info.arch(), ") but the kernels need sm_90a");
-  // The contiguous layout's alignment is checked on a host copy (a synchronising read of M ints).
-  std::vector<int32_t> host_rows;
-  if (grouping == GemmGrouping::contiguous && group_info) {
-    host_rows.resize(size_t(group_info->numel()));
-    transfer(*group_info, Tensor(host_rows.data(), DType::i32, {group_info->numel()}));
-  }
-  const char* forced = std::getenv("SOL_SM90_GEMM_CONFIG");
-  Sm90PersistentPlan plan =
-      plan_gemm_sm90_persistent(grouping, a, b, d, group_info, a_scales, b_scales, host_rows, target_of(info), op,
-                                epilogue, b_layout, forced ? std::string(forced) : std::string());
+  Sm90PersistentPlan plan = plan_gemm_sm90_persistent(grouping, a, b, d, group_info, a_scales, b_scales,
+                                                       target_of(info), op, epilogue, b_layout,
+                                                       tuning().device.sm90_gemm_config);
   if (plan.kernel.empty()) return;
   const cuda::Driver& drv = cuda::use_device(device, op);
   CUtensorMap map_a = encode_tensor_map(drv, plan.a, op, "a"), map_b = encode_tensor_map(drv, plan.b, op, "b"),
@@ -84,7 +124,10 @@ void gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& 
   void* stream = current_stream(device);
   PersistentGemmArgs args;
   args.problem = plan.problem;
-  if (grouping == GemmGrouping::contiguous) args.problem.row_group = static_cast<const int*>(group_info->device_data());
+  if (grouping == GemmGrouping::contiguous) {
+    args.problem.row_group = static_cast<const int*>(group_info->device_data());
+    args.layout_error = layout_report_word(device);
+  }
   if (grouping == GemmGrouping::masked) args.problem.masked_m = static_cast<const int*>(group_info->device_data());
   args.rows = plan.rows;
   args.epilogue = plan.epilogue;

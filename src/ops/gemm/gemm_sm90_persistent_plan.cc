@@ -48,24 +48,6 @@ TmaBox operand_box(const Tensor& t, uint64_t rows, uint64_t k, uint32_t element_
   return box;
 }
 
-// Rows per expert, and that every expert's run starts on a tile (the kernel takes a tile's group
-// from its first row).
-std::vector<int64_t> contiguous_groups(std::span<const int32_t> rows, int64_t groups, uint32_t block_m, const char* op) {
-  std::vector<int64_t> count(size_t(groups), 0);
-  for (size_t r = 0; r < rows.size(); ++r) {
-    const int32_t g = rows[r];
-    check(g >= -1 && g < groups, op, "grouped_layout[", r, "] = ", g, " but must be -1 or an expert in [0, ", groups,
-          ")");
-    if (g < 0) continue;
-    ++count[size_t(g)];
-    const bool starts = r == 0 || rows[r - 1] != g;
-    check(!starts || r % block_m == 0, op, "expert ", g, "'s rows start at row ", r,
-          " but on the device each expert's run must start on a multiple of ", block_m,
-          " rows (moe_permute pads to 128)");
-  }
-  return count;
-}
-
 // The epilogue's operands (as sol::gemm checks them on the host): C like D, read only when
 // beta != 0 and either D itself or apart from it; bias f32 [n].
 GemmEpilogueParams epilogue_params(const Tensor& d, int64_t n, const Sm90Epilogue& e, const char* op) {
@@ -102,9 +84,23 @@ GemmEpilogueParams epilogue_params(const Tensor& d, int64_t n, const Sm90Epilogu
 
 }  // namespace
 
+// The contiguous layout's rows per group as the chooser sees them without reading the layout
+// (it stays on the device): the m rows in kGroupedGemmMAlignment-row blocks, spread evenly
+// over min(groups, blocks) groups, the last block partial. The kernel walks every block of the
+// m rows (a padding block costs it one read of its first row), so the tile count matches the
+// walk for a block_m of 128 and bounds it for 64; B's bytes count the groups that can have rows.
+std::vector<int64_t> contiguous_rows_model(int64_t m, int64_t groups) {
+  const int64_t block = kGroupedGemmMAlignment, blocks = (m + block - 1) / block;
+  const int64_t live = std::min(groups, blocks);
+  std::vector<int64_t> rows(size_t(groups), 0);
+  for (int64_t g = 0; g < live; ++g) rows[size_t(g)] = (blocks / live + (g < blocks % live ? 1 : 0)) * block;
+  if (live > 0) rows[size_t(live - 1)] -= blocks * block - m;
+  return rows;
+}
+
 Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& b, const Tensor& d,
                                              const Tensor* group_info, const Tensor* a_scales, const Tensor* b_scales,
-                                             std::span<const int32_t> host_row_groups, const Sm90Target& target,
+                                             const Sm90Target& target,
                                              const char* op, const Sm90Epilogue& epilogue, Layout b_layout,
                                              const std::string& forced_config_spec) {
   check(!a.device().is_cpu() && b.device() == a.device() && d.device() == a.device(), op, "a, b, d are on ",
@@ -171,18 +167,12 @@ Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor
   shape.out_bytes = uint32_t(dtype_size(d.dtype()));
   shape.b_major = nn ? OperandMajor::mn : OperandMajor::k;
   if (grouping == GemmGrouping::contiguous) {
-    check(int64_t(host_row_groups.size()) == m, op, "the host copy of grouped_layout has ", host_row_groups.size(),
-          " rows, not ", m);
-    // The alignment check needs the tile height; 64 is the smallest the chooser picks, so a run
-    // aligned to 128 (what moe_permute gives) passes for every configuration.
-    shape.group_m = contiguous_groups(host_row_groups, groups, 64, op);
+    shape.group_m = contiguous_rows_model(m, groups);
   } else {
     shape.group_m.assign(size_t(groups), m);  // masked: the valid rows live on the device
   }
   plan.config = forced_config_spec.empty() ? choose_config(shape, target)
                                            : forced_config(shape, target, forced_config_spec);
-  if (grouping == GemmGrouping::contiguous && plan.config.block_m > 64)
-    contiguous_groups(host_row_groups, groups, plan.config.block_m, op);
   const uint32_t eb = element_bytes(plan.kind);
   plan.a = operand_box(a, uint64_t(rows), uint64_t(k), eb, plan.config.block_m, op);
   plan.b = nn ? operand_box(b, uint64_t(k), uint64_t(n), eb, plan.config.block_k, op)
@@ -215,6 +205,9 @@ Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor
 void gemm_sm90_persistent(GemmGrouping, const Tensor& a, const Tensor&, const Tensor&, const Tensor*, const Tensor*,
                           const Tensor*, const char* op, const Sm90Epilogue&, Layout) {
   fail(op, "operands are on ", a.device(), " but ", cuda_discovery().reason);
+}
+void check_sm90_contiguous_layouts(Device device, const char* op) {
+  fail(op, device, " but ", cuda_discovery().reason);
 }
 #endif
 

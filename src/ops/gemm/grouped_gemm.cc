@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ops/gemm/gemm_device.h"
+#include "ops/gemm/gemm_sm90_persistent.h"
 #include "ops/common/validate.h"
 #include "ops/common/rows.h"
 #include "sol/error.h"
@@ -170,6 +171,10 @@ void grouped_gemm_contiguous(const Tensor& a, std::span<const PackedMatrix> b, c
                              const Tensor& d, const GroupedGemmOptions& opt) {
   check(!b.empty(), "grouped_gemm_contiguous", "no experts (the span of PackedMatrix is empty)");
   contiguous(a, ExpertWeights{nullptr, b}, grouped_layout, d, opt);
+}
+void check_grouped_layouts(Device device) {
+  if (device.is_cpu()) return;
+  check_sm90_contiguous_layouts(device, "check_grouped_layouts");
 }
 void grouped_gemm_masked(const Tensor& a, const Tensor& b, const Tensor& masked_m, const Tensor& d,
                          const GroupedGemmOptions& opt) {

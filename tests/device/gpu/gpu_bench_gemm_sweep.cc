@@ -2,7 +2,7 @@
 // (`SOL_BENCH_GEMM_SWEEP=1 sol_gpu_tests bench_gemm_sweep`, never by ctest; without the variable
 // it only says so, so a run of every gpu test does not pay for it; about 30-60 s on an H100,
 // most of it the JIT of the configurations, compiled in parallel before anything is timed). Each row runs
-// sol::gemm with $SOL_SM90_GEMM_CONFIG set to the row's spec (empty: the chooser's pick) and
+// sol::gemm under ScopedTuning with the row's spec as sm90_gemm_config (empty: the chooser's pick) and
 // prints the configuration the launcher ran (tile, stages, split-K, tiles, CTAs) beside:
 //   us      median of 21 single calls, L2 flushed before each (gpu_bench.h), events around the call;
 //   b2b     events around 20 calls back to back, no flush, per call: with `us` it tells a host-side
@@ -33,6 +33,7 @@
 #include "ops/gemm/gemm_sm90_persistent_cuda.h"
 #include "sol/device.h"
 #include "sol/gemm.h"
+#include "sol/tuning.h"
 
 namespace sol {
 
@@ -46,7 +47,7 @@ struct SweepCase {
   bool fp8;
   bool d_f32;
   float alpha;       // 1: the identity epilogue's store path; else epilogue_value's (general)
-  const char* spec;  // $SOL_SM90_GEMM_CONFIG; "" = the chooser
+  const char* spec;  // DeviceTuning::sm90_gemm_config; "" = the chooser
 };
 
 // Block-scaled fp8 takes block_n = 128 only; K-sweep rows name their stages so that short K
@@ -143,11 +144,6 @@ struct Operands {
   }
 };
 
-void set_spec(const char* spec) {
-  if (*spec) setenv("SOL_SM90_GEMM_CONFIG", spec, 1);
-  else unsetenv("SOL_SM90_GEMM_CONFIG");
-}
-
 kernels::sm90::Sm90Target target() {
   const CudaDeviceInfo& info = cuda_device(kDev.index);
   kernels::sm90::Sm90Target t = kernels::sm90::Sm90Target::h200();
@@ -191,7 +187,7 @@ SOL_GPU_TEST(bench_gemm_sweep) {
       epilogue.alpha = c.alpha;
       const Sm90PersistentPlan plan =
           plan_gemm_sm90_persistent(kernels::sm90::GemmGrouping::single, o.a, o.b, o.d, nullptr, o.opt.a_scales,
-                                    o.opt.b_scales, {}, target(), "bench_gemm_sweep", epilogue, Layout::nt, c.spec);
+                                    o.opt.b_scales, target(), "bench_gemm_sweep", epilogue, Layout::nt, c.spec);
       const auto& k = plan.config;
       r.config = std::to_string(k.block_m) + "x" + std::to_string(k.block_n) + " s" + std::to_string(k.stages) +
                  " k" + std::to_string(k.split_k);
@@ -228,7 +224,7 @@ SOL_GPU_TEST(bench_gemm_sweep) {
     if (!r.error.empty()) continue;
     const SweepCase& c = *r.c;
     try {
-      set_spec(c.spec);
+      const ScopedTuning forced(DeviceTuning{c.spec});  // "" : the chooser
       const Operands o(pool, c);
       const auto run = [&] { gemm(o.a, o.b, o.d, o.opt); };
       run();
@@ -239,7 +235,6 @@ SOL_GPU_TEST(bench_gemm_sweep) {
       r.error = e.what();
     }
   }
-  set_spec("");
   std::printf("ceilings: mma_bf16 %.1f TFLOP/s, mma_fp8 %.1f TFLOP/s\n", peak_bf16 / 1e12, peak_fp8 / 1e12);
   std::printf("SWEEP %-8s %-5s %-4s %-3s %5s %6s %6s  %-14s %-15s %6s %5s %6s %9s %9s %8s %9s %5s\n", "group",
               "dtype", "D", "epi", "m", "n", "k", "spec", "ran", "tiles", "ctas", "waves", "us", "b2b_us", "us/wave", "model_us",

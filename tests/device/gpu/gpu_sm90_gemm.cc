@@ -3,6 +3,7 @@
 // no multiple of the 128 x 128 tile or of the K block (odd M, N a multiple of 8 only, K a
 // multiple of 16 bytes or of 128 with scales). D is poisoned (0xFF) before each launch; the
 // relative error norm against the CPU's f32 result must stay within bf16's rounding of D.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -232,6 +233,13 @@ SOL_GPU_TEST(sm90_grouped_gemm_device_matches_cpu) {
       double diff = deepgemm_diff(got, host_d, n, result);
       const double bound = bound_of(in, out);
       SOL_EXPECT(untouched, "contiguous ", dtype_name(in), " -> ", dtype_name(out), ": a padding row was written");
+      std::string report;
+      try {
+        check_grouped_layouts(Device::cuda(0));
+      } catch (const Error& e) {
+        report = e.what();
+      }
+      SOL_EXPECT(report.empty(), "contiguous ", dtype_name(in), ": a good layout was reported: ", report);
       SOL_EXPECT(diff < bound, "contiguous ", dtype_name(in), " -> ", dtype_name(out), ": diff ", diff);
       std::printf("grouped contiguous on cuda:0 %s -> %s: diff %.2e\n", std::string(dtype_name(in)).c_str(),
                   std::string(dtype_name(out)).c_str(), diff);
@@ -260,6 +268,75 @@ SOL_GPU_TEST(sm90_grouped_gemm_device_matches_cpu) {
       std::printf("grouped masked on cuda:0 %s -> %s: diff %.2e\n", std::string(dtype_name(in)).c_str(),
                   std::string(dtype_name(out)).c_str(), diff);
     }
+}
+
+// A contiguous layout the kernel cannot run (read on the device only, sol/gemm.h): expert 1's
+// rows start at row 100, inside a tile of either height, and row 300 holds 7 with 2 experts.
+// Its rows 100-127 (the tile of rows 0-127 is expert 0's; with 64-row tiles, rows 64-127's) and
+// row 300 stay poisoned, every other row matches the CPU; check_grouped_layouts names row 100
+// and clears the report, so a second check and a good call after it report nothing.
+SOL_GPU_TEST(sm90_grouped_gemm_bad_layout_is_reported) {
+  const CudaDeviceInfo& info = cuda_device(0);
+  if (info.cc_major != 9) {
+    std::printf("skipped: %s is %s, the kernels need sm_90a\n", info.name.c_str(), info.arch().c_str());
+    return;
+  }
+  const int64_t groups = 2, n = 136, k = 256, m = 384;
+  std::vector<int32_t> layout(size_t(m), -1), good(size_t(m), -1);
+  std::fill(layout.begin(), layout.begin() + 100, 0);
+  std::fill(layout.begin() + 100, layout.begin() + 228, 1);
+  std::fill(layout.begin() + 256, layout.begin() + 320, 1);
+  layout[300] = 7;
+  std::vector<int32_t> computed = layout;  // the CPU's layout: the rows the device must get right
+  std::fill(computed.begin() + 100, computed.begin() + 128, -1);
+  computed[300] = -1;
+  const Buffer a = random_host(DType::bf16, m, k, 51), b = random_host(DType::bf16, groups * n, k, 52);
+  const Tensor b3(const_cast<void*>(b.tensor().data()), DType::bf16, {groups, n, k});
+  const DeviceBuffer da = upload(a), db = upload(b);
+  const Tensor db3 = Tensor(const_cast<void*>(db.tensor().device_data()), DType::bf16, {groups, n, k}).on(Device::cuda(0));
+  DeviceBuffer dlayout(Device::cuda(0), DType::i32, {m});
+  transfer(Tensor(layout.data(), DType::i32, {m}), dlayout);
+  DeviceBuffer dd = poisoned(DType::bf16, {m, n});
+  grouped_gemm_contiguous(da, db3, dlayout, dd);
+  std::string report;
+  try {
+    check_grouped_layouts(Device::cuda(0));
+  } catch (const Error& e) {
+    report = e.what();
+  }
+  SOL_EXPECT(report.find("grouped_layout[100] = 1") != std::string::npos, "report: '", report, "'");
+  std::printf("bad layout reported: %s\n", report.c_str());
+  Buffer host_d(DType::bf16, {m, n});
+  grouped_gemm_contiguous(a, b3, Tensor(computed.data(), DType::i32, {m}), host_d);
+  const Buffer got = download(dd);
+  std::vector<bool> result(static_cast<size_t>(m));
+  bool untouched = true;
+  const uint8_t* bytes = static_cast<const uint8_t*>(got.tensor().data());
+  for (int64_t r = 0; r < m; ++r) {
+    result[size_t(r)] = computed[size_t(r)] >= 0;
+    if (!result[size_t(r)])
+      for (int64_t i = 0; i < n * 2; ++i) untouched = untouched && bytes[r * n * 2 + i] == 0xFF;
+  }
+  SOL_EXPECT(untouched, "a row of the bad layout (or padding) was written");
+  const double diff = deepgemm_diff(got, host_d, n, result);
+  SOL_EXPECT(diff < bound_of(DType::bf16, DType::bf16), "the good rows of a bad layout: diff ", diff);
+  report.clear();
+  try {
+    check_grouped_layouts(Device::cuda(0));
+  } catch (const Error& e) {
+    report = e.what();
+  }
+  SOL_EXPECT(report.empty(), "the report was not cleared: ", report);
+  std::fill(good.begin(), good.begin() + 100, 0);
+  std::fill(good.begin() + 128, good.begin() + 228, 1);
+  transfer(Tensor(good.data(), DType::i32, {m}), dlayout);
+  grouped_gemm_contiguous(da, db3, dlayout, dd);
+  try {
+    check_grouped_layouts(Device::cuda(0));
+  } catch (const Error& e) {
+    report = e.what();
+  }
+  SOL_EXPECT(report.empty(), "a good layout after a bad one was reported: ", report);
 }
 
 // Layout nn (B stored [K, N], read MN-major by the wgmma) in both kernels against the CPU's

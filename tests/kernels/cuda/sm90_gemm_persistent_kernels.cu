@@ -14,5 +14,5 @@ SOL_SM90_PERSISTENT_KERNEL(e4m3_scaled, 128, 128, 5, 1, true, k)
 // Layout nn (B [K, N] read MN-major): 4 (or 2) B boxes per stage.
 SOL_SM90_PERSISTENT_KERNEL(bf16_nn, 128, 256, 4, 2, false, mn)
 SOL_SM90_PERSISTENT_KERNEL(bf16_nn, 64, 128, 8, 2, false, mn)
-SOL_SM90_SPLIT_REDUCE_KERNEL()
+SOL_SM90_SPLIT_REDUCE_KERNEL(128)
 #endif

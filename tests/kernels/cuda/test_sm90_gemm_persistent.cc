@@ -24,9 +24,12 @@ using testing_errors::message_of;
 using namespace model_cases;
 
 // Runs the model and returns ||D - reference|| / ||reference|| over the result rows; rows that
-// are no result must still hold the poison.
+// are no result must still hold the poison. `groups`: each row's expected group (-1: no result)
+// where it differs from the layout's (a bad contiguous layout); `layout_error`: the model's
+// layout report, kNoLayoutError before.
 template <class Plan>
-double run_error(Case& c, u32 ctas, u32 seed) {
+double run_error(Case& c, u32 ctas, u32 seed, const std::vector<int>* groups = nullptr,
+                 unsigned long long* layout_error = nullptr) {
   using Scheduler = GemmTileScheduler<Plan::block_m, Plan::block_n, 2>;
   std::vector<u16> d(u64(c.rows) * c.p.n, kPoison);
   std::vector<float> workspace(c.p.split_k > 1 ? u64(c.p.split_k) * c.rows * c.p.n : 0, -1.0f);
@@ -36,6 +39,8 @@ double run_error(Case& c, u32 ctas, u32 seed) {
   out.rows = c.rows;
   std::vector<u32> writes(u64(c.rows) * c.p.n, 0);
   out.writes = &writes;
+  unsigned long long report = kNoLayoutError;
+  out.layout_error = layout_error ? layout_error : &report;
   const bool scaled = !c.sa.empty();
   model::gemm_persistent_model<Plan, Scheduler>(c.a.bytes.data(), c.b.bytes.data(), c.p, c.k, out, ctas, seed,
                                                 scaled ? c.sa.data() : nullptr, scaled ? c.sb.data() : nullptr);
@@ -43,7 +48,7 @@ double run_error(Case& c, u32 ctas, u32 seed) {
   const u32 n = c.p.n;
   u32 wrong_writes = 0;
   for (u32 row = 0; row < c.rows; ++row) {
-    const int g = group_of(c, row);
+    const int g = groups ? (*groups)[row] : group_of(c, row);
     for (u32 col = 0; col < n; ++col) {
       // Every result written exactly once (TMA boxes and register stores together), nothing else.
       wrong_writes += writes[u64(row) * n + col] != (g < 0 ? 0u : 1u);
@@ -59,6 +64,9 @@ double run_error(Case& c, u32 ctas, u32 seed) {
     }
   }
   EXPECT_EQ(wrong_writes, 0u) << "elements of D not written exactly once (results) or never (the rest)";
+  if (!layout_error) {
+    EXPECT_EQ(report, kNoLayoutError) << "a good layout reported at row " << layout_error_row(report);
+  }
   return ref > 0 ? std::sqrt(err / ref) : std::sqrt(err);
 }
 
@@ -150,6 +158,180 @@ TEST(Sm90GemmPersistentModel, ContiguousGroupsLeavePaddingRowsUntouched) {
   EXPECT_LT(run_error<Bf16Plan64>(c, 5, 15), 1e-2);
   Case s = make_case<E4m3Plan>(GemmGrouping::contiguous, 384, 200, 512, rows, 1, true, 6);
   EXPECT_LT(run_error<E4m3Plan>(s, 3, 16), 1e-2);
+}
+
+// A contiguous layout of `m` rows: `runs` of (first row, rows, group), -1 elsewhere.
+std::vector<int> contiguous_layout(u32 m, std::initializer_list<std::tuple<u32, u32, int>> runs) {
+  std::vector<int> rows(m, -1);
+  for (const auto& [first, count, g] : runs) std::fill(rows.begin() + first, rows.begin() + first + count, g);
+  return rows;
+}
+
+// The whole grid's layout report: every CTA's 32 lanes, lowered as the kernel's atomicMin.
+template <class S>
+unsigned long long layout_report(const std::vector<int>& rows, u32 groups, u32 ctas) {
+  GemmProblemView p;
+  p.grouping = GemmGrouping::contiguous;
+  p.m = u32(rows.size());
+  p.n = 64;
+  p.k_blocks = 1;
+  p.groups = groups;
+  p.row_group = rows.data();
+  unsigned long long key = kNoLayoutError;
+  for (u32 cta = 0; cta < ctas; ++cta)
+    for (u32 lane = 0; lane < 32; ++lane) key = std::min(key, S::layout_check_lane(p, cta, ctas, lane));
+  return key;
+}
+
+// The layout check reports the first row breaking the rule (its value -1 or its block's first
+// row's group, that group one of B's), the same on any grid; good layouts report nothing.
+TEST(Sm90GemmScheduler, ContiguousLayoutCheckFindsTheFirstBadRow) {
+  using S64 = GemmTileScheduler<64, 64>;
+  using S128 = GemmTileScheduler<128, 64>;
+  // Padding, an empty group 1, group 2 over four 128-row blocks, group 3 and then a padding-only
+  // 64-row block, group 4 in the last, partial block (m = 805).
+  const std::vector<int> good =
+      contiguous_layout(805, {{0, 100, 0}, {128, 512, 2}, {640, 17, 3}, {768, 37, 4}});
+  for (u32 ctas : {1u, 3u, 7u, 200u}) {
+    EXPECT_EQ(layout_report<S64>(good, 5, ctas), kNoLayoutError) << ctas;
+    EXPECT_EQ(layout_report<S128>(good, 5, ctas), kNoLayoutError) << ctas;
+  }
+  // Padding between a block's group rows is allowed: the block is still one group's.
+  std::vector<int> holes = good;
+  holes[130] = holes[131] = -1;
+  EXPECT_EQ(layout_report<S128>(holes, 5, 3), kNoLayoutError);
+  const auto at = [](u32 row, int value) { return layout_error_key(row, value); };
+  for (u32 ctas : {1u, 5u, 200u}) {
+    // Group 1 starting at row 64: a 64-row tile's start, inside a 128-row tile.
+    const std::vector<int> at64 = contiguous_layout(256, {{0, 64, 0}, {64, 100, 1}});
+    EXPECT_EQ(layout_report<S64>(at64, 2, ctas), kNoLayoutError);
+    EXPECT_EQ(layout_report<S128>(at64, 2, ctas), at(64, 1));
+    // A run starting mid-tile for both heights.
+    const std::vector<int> at100 = contiguous_layout(256, {{0, 100, 0}, {100, 100, 1}});
+    EXPECT_EQ(layout_report<S64>(at100, 2, ctas), at(100, 1));
+    EXPECT_EQ(layout_report<S128>(at100, 2, ctas), at(100, 1));
+    // A block opening with padding, then a group's rows.
+    const std::vector<int> late = contiguous_layout(384, {{0, 30, 0}, {140, 116, 2}});
+    EXPECT_EQ(layout_report<S128>(late, 3, ctas), at(140, 2));
+    // Values outside [-1, groups): the smallest bad row wins over a later misalignment.
+    std::vector<int> range = good;
+    range[700] = 5;
+    range[300] = -2;
+    range[200] = 3;  // inside group 2's block: misaligned, and the first
+    EXPECT_EQ(layout_report<S128>(range, 5, ctas), at(200, 3));
+    range[200] = 2;
+    EXPECT_EQ(layout_report<S128>(range, 5, ctas), at(300, -2));
+    range[300] = 2;
+    EXPECT_EQ(layout_report<S128>(range, 5, ctas), at(700, 5));
+    // The last, partial block.
+    std::vector<int> tail = good;
+    tail[804] = 3;
+    EXPECT_EQ(layout_report<S64>(tail, 5, ctas), at(804, 3));
+  }
+}
+
+// The tiles of a contiguous layout: a block's group is its first row's; padding-only blocks and
+// first rows outside [0, groups) compute nothing (B and its scales are never indexed with them);
+// rows breaking the rule are no result, so neither a tile nor the split-K reduction writes them.
+TEST(Sm90GemmScheduler, ContiguousTilesFollowEachBlocksFirstRow) {
+  using S = GemmTileScheduler<128, 64, 2>;
+  std::vector<int> rows = contiguous_layout(805, {{0, 100, 0}, {128, 512, 2}, {640, 17, 3}, {768, 37, 4}});
+  GemmProblemView p;
+  p.grouping = GemmGrouping::contiguous;
+  p.m = 805;
+  p.n = 128;
+  p.k_blocks = 4;
+  p.split_k = 2;
+  p.groups = 5;
+  p.row_group = rows.data();
+  const auto tiles_of_block = [&](u32 block, int& group) {
+    u32 computed = 0;
+    for (u32 i = 0; i < S::tile_count(p); ++i) {
+      const GemmTileWork w = S::work(p, i);
+      if (w.row0 != block * 128) continue;
+      EXPECT_EQ(w.b_row0, w.group * p.n + w.col0);
+      if (!w.skip) ++computed, group = int(w.group);
+    }
+    return computed;
+  };
+  const std::pair<u32, int> blocks[] = {{0, 0}, {1, 2}, {2, 2}, {3, 2}, {4, 2}, {5, 3}, {6, 4}};
+  for (const auto& [block, want] : blocks) {
+    int group = -1;
+    EXPECT_EQ(tiles_of_block(block, group), 2u * 2u) << "block " << block;  // 2 column tiles x 2 splits
+    EXPECT_EQ(group, want) << "block " << block;
+  }
+  EXPECT_EQ(S::m_tiles(p), 7u);
+  EXPECT_TRUE(S::row_valid(p, 99));
+  EXPECT_FALSE(S::row_valid(p, 100));  // padding
+  EXPECT_TRUE(S::row_valid(p, 804));   // the last, partial block
+  EXPECT_FALSE(S::row_valid(p, 805));  // past D
+  EXPECT_FALSE(S::row_valid(p, 700));  // padding-only stretch of group 3's block
+  // A padding-only block.
+  std::vector<int> padded = rows;
+  std::fill(padded.begin() + 640, padded.begin() + 768, -1);
+  p.row_group = padded.data();
+  int group = -1;
+  EXPECT_EQ(tiles_of_block(5, group), 0u);
+  // A block whose first row is out of range computes nothing and none of its rows is a result.
+  std::vector<int> bad = rows;
+  bad[128] = 9;
+  p.row_group = bad.data();
+  EXPECT_EQ(tiles_of_block(1, group), 0u);
+  EXPECT_FALSE(S::row_valid(p, 128));
+  EXPECT_FALSE(S::row_valid(p, 129));  // group 2, but its block's tile is not group 2's
+  bad[128] = 2;
+  bad[200] = 3;  // misaligned row inside group 2's block
+  EXPECT_FALSE(S::row_valid(p, 200));
+  EXPECT_TRUE(S::row_valid(p, 201));
+  GemmTileWork w;
+  w.row0 = 128;
+  w.group = 2;
+  EXPECT_FALSE(S::row_stored(p, w, 200));
+  EXPECT_TRUE(S::row_stored(p, w, 201));
+}
+
+// Many blocks per group, empty groups, padding-only blocks and a last, partial block through
+// the model: every result once, padding untouched, no report.
+TEST(Sm90GemmPersistentModel, ContiguousGroupsOverManyBlocksAndAPartialLastBlock) {
+  const std::vector<int> rows = contiguous_layout(805, {{0, 100, 0}, {128, 512, 2}, {640, 17, 3}, {768, 37, 4}});
+  Case c = make_case<Bf16Plan64>(GemmGrouping::contiguous, 805, 72, 128, rows, 1, false, 40);
+  EXPECT_LT(run_error<Bf16Plan64>(c, 7, 41), 1e-2);
+  Case s = make_case<E4m3Plan>(GemmGrouping::contiguous, 805, 136, 256, rows, 2, true, 42);
+  EXPECT_LT(run_error<E4m3Plan>(s, 5, 43), 1e-2);
+}
+
+// A bad layout through the model: the rows breaking the rule (and a block whose first row is
+// out of range, whole) keep their poison, with split-K too; every other row is right; the
+// report names the first bad row.
+TEST(Sm90GemmPersistentModel, BadContiguousLayoutsLeaveTheirRowsAndAreReported) {
+  // Group 1 starts at row 64: good for 64-row tiles, bad for 128.
+  const std::vector<int> at64 = contiguous_layout(256, {{0, 64, 0}, {64, 100, 1}, {164, 20, 1}});
+  {
+    Case c = make_case<Bf16Plan64>(GemmGrouping::contiguous, 256, 72, 128, at64, 1, false, 50);
+    EXPECT_LT(run_error<Bf16Plan64>(c, 3, 51), 1e-2);
+  }
+  std::vector<int> expected = at64;
+  std::fill(expected.begin() + 64, expected.begin() + 128, -1);  // rows 128.. are their own block's
+  for (u32 split : {1u, 2u}) {
+    Case c = make_case<Bf16Plan128>(GemmGrouping::contiguous, 256, 136, 256, at64, split, false, 52 + split);
+    unsigned long long report = kNoLayoutError;
+    EXPECT_LT(run_error<Bf16Plan128>(c, 3, 54, &expected, &report), 1e-2) << split;
+    EXPECT_EQ(report, layout_error_key(64, 1)) << split;
+  }
+  // Values outside [-1, groups): a bad first row drops its whole block; another bad row only itself.
+  std::vector<int> range = contiguous_layout(384, {{0, 128, 0}, {128, 200, 1}});
+  range[5] = 7;
+  range[256] = -3;
+  std::vector<int> keep = range;
+  keep[5] = -1;
+  std::fill(keep.begin() + 256, keep.begin() + 384, -1);
+  Case s = make_case<E4m3Plan>(GemmGrouping::contiguous, 384, 136, 256, contiguous_layout(384, {{0, 128, 0}, {128, 200, 1}}),
+                               1, true, 60);
+  s.row_group = range;
+  s.p.row_group = s.row_group.data();
+  unsigned long long report = kNoLayoutError;
+  EXPECT_LT(run_error<E4m3Plan>(s, 2, 61, &keep, &report), 1e-2);
+  EXPECT_EQ(report, layout_error_key(5, 7));
 }
 
 TEST(Sm90GemmPersistentModel, MaskedGroupsStopAtTheirValidRows) {

@@ -42,6 +42,18 @@ SOL_SM90_DEVICE void persistent_producer(const TmaDescriptor* map_a, const TmaDe
   }
 }
 
+// The contiguous layout's check, by the producer warpgroup's second warp (idle otherwise): CTA c
+// reads the row blocks c, c + gridDim.x, ... of grouped_layout (every row once over the grid,
+// 4 bytes a row) and reports the first row breaking Scheduler::layout_row_ok through
+// args.layout_error. The tiles never compute such a row, so the check can run beside them.
+template <class Scheduler>
+SOL_SM90_DEVICE void persistent_layout_check(const PersistentGemmArgs& args) {
+  const GemmProblemView& p = args.problem;
+  if (p.grouping != GemmGrouping::contiguous || args.layout_error == nullptr) return;
+  const unsigned long long bad = Scheduler::layout_check_lane(p, blockIdx.x, gridDim.x, threadIdx.x % 32);
+  if (bad != kNoLayoutError) atomicMin(args.layout_error, bad);
+}
+
 // Two adjacent results of D (index even, so the pair is one aligned store) through the
 // epilogue (Identity: epilogue_is_identity holds, the sums as they are): f32 pairs, or bf16x2
 // rounded to nearest even as the CPU rounds.
@@ -202,6 +214,7 @@ SOL_SM90_DEVICE void gemm_persistent(const TmaDescriptor* map_a, const TmaDescri
   if (warpgroup_index() == 0) {
     setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x == 0) persistent_producer<Plan, Scheduler>(map_a, map_b, base, args.problem);
+    else if (threadIdx.x / 32 == 1) persistent_layout_check<Scheduler>(args);
   } else {
     setmaxnreg_inc<kConsumerRegs>();
     if constexpr (BlockScaled)

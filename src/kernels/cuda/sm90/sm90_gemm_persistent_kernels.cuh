@@ -22,9 +22,11 @@
         &map_a, &map_b, &map_d, args);                                                                               \
   }
 
-// The split-K reduction; the scheduler's tile shape does not enter row_valid.
-#define SOL_SM90_SPLIT_REDUCE_KERNEL()                                                                       \
+// The split-K reduction of a program's configuration: a contiguous layout's row rule
+// (layout_row_ok) depends on the tile's rows, so the reduction writes exactly the rows the
+// block_m-row tiles computed.
+#define SOL_SM90_SPLIT_REDUCE_KERNEL(bm)                                                                     \
   extern "C" __global__ void sol_sm90_gemm_split_reduce(                                                     \
       const __grid_constant__ sol::kernels::sm90::PersistentGemmArgs args) {                                 \
-    sol::kernels::sm90::gemm_split_reduce<sol::kernels::sm90::GemmTileScheduler<64, 64>>(args);            \
+    sol::kernels::sm90::gemm_split_reduce<sol::kernels::sm90::GemmTileScheduler<bm, 64>>(args);            \
   }

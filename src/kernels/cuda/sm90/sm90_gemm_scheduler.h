@@ -8,7 +8,9 @@
 //   single      A [m, k], B [n, k], D [m, n].
 //   contiguous  the groups' rows of A concatenated, each group's segment starting on a multiple
 //               of BlockM; row_group[r] is row r's group, or -1 for a padding row. D [m, n];
-//               padding rows of D are left untouched.
+//               padding rows of D are left untouched. The layout is read on the device only: a
+//               tile takes its group from its first row, and layout_row_ok is the rule the
+//               kernel checks every row against (a row that breaks it is never computed).
 //   masked      A [groups, m, k], D [groups, m, n]: group g has masked_m[g] valid rows (read on
 //               the device, so the grid covers all m rows of every group and skips the rest).
 // Order: the split is outermost; within it, a group's tiles in bands of RasterRows row tiles,
@@ -48,15 +50,26 @@ struct GemmTileWork {
 struct PersistentGemmArgs {
   GemmProblemView problem;
   u32 rows = 0;                     // rows of A and D (groups * m for masked)
+  // contiguous: where the kernel reports the first row breaking layout_row_ok, as
+  // layout_error_key(row, value); the smallest key wins (atomicMin), kNoLayoutError when none.
+  unsigned long long* layout_error = nullptr;
   GemmEpilogueParams epilogue;      // D and what is applied on the way to it
   float* workspace = nullptr;       // split_k > 1: [split_k][rows][n] f32
   const float* scales_a = nullptr;  // block-scaled fp8 only
   const float* scales_b = nullptr;
 };
 
+inline constexpr unsigned long long kNoLayoutError = ~0ull;
+SOL_SM90_HD unsigned long long layout_error_key(u32 row, int value) {
+  return (static_cast<unsigned long long>(row) << 32) | static_cast<u32>(value);
+}
+SOL_SM90_HD u32 layout_error_row(unsigned long long key) { return u32(key >> 32); }
+SOL_SM90_HD int layout_error_value(unsigned long long key) { return int(u32(key & 0xFFFFFFFFull)); }
+
 template <u32 BlockM, u32 BlockN, u32 RasterRows = 8>
 struct GemmTileScheduler {
   static_assert(RasterRows >= 1, "a raster band has a row tile");
+  static constexpr u32 block_m = BlockM;
 
   SOL_SM90_HD static u32 m_tiles(const GemmProblemView& p) { return (p.m + BlockM - 1) / BlockM; }
   SOL_SM90_HD static u32 n_tiles(const GemmProblemView& p) { return (p.n + BlockN - 1) / BlockN; }
@@ -86,9 +99,11 @@ struct GemmTileScheduler {
     } else {
       w.row0 = mt * BlockM;
       if (p.grouping == GemmGrouping::contiguous) {
+        // An id outside [0, groups) (padding, or a bad layout the check reports) computes
+        // nothing: B's rows and scales are never indexed with it.
         const int g = p.row_group[w.row0];
-        w.skip = g < 0;
-        w.group = g < 0 ? 0u : u32(g);
+        w.skip = !group_in_range(p, g);
+        w.group = w.skip ? 0u : u32(g);
       }
     }
     w.b_row0 = w.group * p.n + w.col0;
@@ -96,12 +111,36 @@ struct GemmTileScheduler {
     return w;
   }
 
+  SOL_SM90_HD static bool group_in_range(const GemmProblemView& p, int g) { return g >= 0 && u32(g) < p.groups; }
+
+  // The contiguous layout's rule for row `row` (< m), which the kernel checks on every row: its
+  // value is -1 (padding) or the group of its BlockM-row block's first row, and that group is
+  // one of B's. So a block is one group's rows and padding, in any order after its first row;
+  // a group's first block starts with one of its rows. DeepGEMM asks the same (each group
+  // padded to a multiple of 128 rows); an aligned run of 128 satisfies both BlockM of 64 and 128.
+  SOL_SM90_HD static bool layout_row_ok(const GemmProblemView& p, u32 row) {
+    const int v = p.row_group[row];
+    return v == -1 || (v == p.row_group[row / BlockM * BlockM] && group_in_range(p, v));
+  }
+
+  // One lane's share of the layout check of CTA `cta` of `ctas`: row blocks cta, cta + ctas, ...,
+  // rows lane, lane + 32, ... of each; the first row it finds breaking layout_row_ok, as
+  // layout_error_key (kNoLayoutError: none). Over 32 lanes and every CTA, each row once.
+  SOL_SM90_HD static unsigned long long layout_check_lane(const GemmProblemView& p, u32 cta, u32 ctas, u32 lane) {
+    for (u32 mb = cta; mb < m_tiles(p); mb += ctas)
+      for (u32 row = mb * BlockM + lane; row < p.m && row < (mb + 1) * BlockM; row += 32)
+        if (!layout_row_ok(p, row)) return layout_error_key(row, p.row_group[row]);
+    return kNoLayoutError;
+  }
+
   // Whether row `row` of D is a result at all: inside D, not a padding row (contiguous), within
   // its group's valid rows (masked). The split-K reduction writes exactly these rows.
   SOL_SM90_HD static bool row_valid(const GemmProblemView& p, u32 row) {
     switch (p.grouping) {
       case GemmGrouping::single: return row < p.m;
-      case GemmGrouping::contiguous: return row < p.m && p.row_group[row] >= 0;
+      // A row breaking the layout rule is no one's (its block's tile computes another group or
+      // nothing), so the split-K reduction must not write it either.
+      case GemmGrouping::contiguous: return row < p.m && p.row_group[row] != -1 && layout_row_ok(p, row);
       case GemmGrouping::masked: return row / p.m < p.groups && int(row % p.m) < p.masked_m[row / p.m];
     }
     return false;

@@ -10,6 +10,7 @@
 // gemm_split_reduce_model sums them in split order, as the kernel's reduction pass does. The
 // epilogue's TMA stores run on sm90_store_model.h.
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <vector>
@@ -30,6 +31,8 @@ struct GemmOutput {
   float* workspace = nullptr;   // f32 partials [split_k][rows][n], split_k > 1
   u32 rows = 0;                 // rows of D (groups * m for masked)
   std::vector<u32>* writes = nullptr;  // stores of each element of D (rows * n counters), or null
+  // contiguous: the layout report (kNoLayoutError before), lowered as the kernel's atomicMin
+  unsigned long long* layout_error = nullptr;
 };
 
 // One result through the kernel's epilogue arithmetic, rounded to D's dtype as the kernel's
@@ -246,6 +249,10 @@ void gemm_persistent_model(const void* a, const void* b, const GemmProblemView& 
   for (u32 cta = 0; cta < ctas; ++cta) {
     PersistentGemmCta<Plan, Scheduler> model(ga, gb, p, cta, ctas, out, scales_a, scales_b);
     model.run(rng);
+    // The producer warpgroup's second warp checks the layout (persistent_layout_check).
+    if (p.grouping == GemmGrouping::contiguous && out.layout_error)
+      for (u32 lane = 0; lane < 32; ++lane)
+        *out.layout_error = std::min(*out.layout_error, Scheduler::layout_check_lane(p, cta, ctas, lane));
   }
   if (p.split_k > 1) gemm_split_reduce_model<Scheduler>(p, out);
 }
