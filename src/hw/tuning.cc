@@ -43,8 +43,12 @@ constexpr TuningParamInfo kInfos[] = {
      "L1d/6 in whole 4 KiB: one or two rows' look-ahead beside the row, its weight and the output in L1 (also a streamed cast's reads)"},
     {"rows", "pass_l2_prefetch_bytes", &TuningParams::pass_l2_prefetch_bytes, 0, 256L << 10, 64,
      "L1d/3 in whole 4 KiB: twice the L1 look-ahead, so its requests find their lines on the way to L2"},
+    {"rows", "rope_pair_tokens", &TuningParams::rope_pair_tokens, 0, 1, 1,
+     "fixed 1 (not a cache matter): two tokens far apart per call, two independent streams; 0: one token after another"},
     {"rows", "rope_prefetch_heads", &TuningParams::rope_prefetch_heads, 1, 1024, 1,
      "L1d/768: an L1d/6 look-ahead (the row passes') of 128-byte slices (64-wide bf16)"},
+    {"rows", "rope_l2_prefetch_heads", &TuningParams::rope_l2_prefetch_heads, 0, 2048, 1,
+     "twice the L1 look-ahead: its requests find their slices on the way to L2"},
     {"rows", "quant_pipeline_groups", &TuningParams::quant_pipeline_groups, 1, 4, 1,
      "fixed 3 (not a cache matter): a group's ~60-cycle reduction and division hide behind encoding"},
 };
@@ -137,7 +141,9 @@ TuningParams default_tuning_params(const CoreShape& core) {
   p.row_prefetch_bytes = std::max<int64_t>(1024, round_down(core.l1d_bytes / 24, 1024));
   p.pass_prefetch_bytes = std::max<int64_t>(4096, round_down(core.l1d_bytes / 6, 4096));
   p.pass_l2_prefetch_bytes = std::max<int64_t>(8192, round_down(core.l1d_bytes / 3, 4096));
+  p.rope_pair_tokens = 1;
   p.rope_prefetch_heads = std::clamp<int64_t>(core.l1d_bytes / 768, 8, 1024);
+  p.rope_l2_prefetch_heads = 2 * p.rope_prefetch_heads;
   p.quant_pipeline_groups = 3;
   return p;
 }

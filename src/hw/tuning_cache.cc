@@ -18,7 +18,7 @@ using nlohmann::json;
 
 // Bump when a parameter's meaning or the workload that judges it changes: an older entry is
 // then stale and ignored.
-constexpr int kSchema = 3;
+constexpr int kSchema = 4;
 
 std::vector<TuningChoice> default_choices(const TuningParams& d) {
   std::vector<TuningChoice> out;

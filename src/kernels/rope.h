@@ -4,8 +4,9 @@
 // with pair(i) = i ^ 1 (interleaved) or (i + d/2) mod d (half), one fused multiply-add; all heads
 // share one position (c, s). d <= 512. The slices are short runs at a large stride, which the
 // hardware prefetchers do not follow: at head h the kernel prefetches the slice
-// tp.rope_prefetch_heads heads ahead, into the next token's heads (at next, same head stride;
-// null when there is none) once past this token's last (speed only; the scalar kernel ignores tp).
+// tp.rope_prefetch_heads heads ahead into L1 and the one tp.rope_l2_prefetch_heads ahead into L2
+// (none at 0), into the next token's heads (at next, same head stride; null when there is none)
+// once past this token's last (speed only; the scalar kernel ignores tp).
 #include <cstdint>
 
 #include "core/kernel_table.h"

@@ -58,12 +58,15 @@ TEST(Tuning, DefaultsFollowTheCaches) {
   EXPECT_EQ(zen5.pass_prefetch_bytes, 8192);      // L1d/6
   EXPECT_EQ(zen5.pass_l2_prefetch_bytes, 16384);  // L1d/3
   EXPECT_EQ(zen5.rope_prefetch_heads, 64);        // L1d/768
+  EXPECT_EQ(zen5.rope_l2_prefetch_heads, 128);    // twice that
+  EXPECT_EQ(zen5.rope_pair_tokens, 1);
   EXPECT_EQ(zen5.quant_pipeline_groups, 3);
   const TuningParams zen4 = default_tuning_params(shape(32 << 10, 1 << 20, 32 << 20));
   EXPECT_EQ(zen4.row_prefetch_bytes, 1024);
   EXPECT_EQ(zen4.pass_prefetch_bytes, 4096);
   EXPECT_EQ(zen4.pass_l2_prefetch_bytes, 8192);
   EXPECT_EQ(zen4.rope_prefetch_heads, 42);
+  EXPECT_EQ(zen4.rope_l2_prefetch_heads, 84);
   const TuningParams tiny = default_tuning_params(shape(16 << 10, 128 << 10, 0));
   EXPECT_NO_THROW(validate_tuning_params(tiny));
   EXPECT_NO_THROW(validate_tuning_params(zen4));
@@ -171,7 +174,7 @@ TEST(Tuning, CorruptOrStaleCacheFallsBackWithAMessage) {
     EXPECT_NE(at, std::string::npos) << from;
     return s.replace(at, from.size(), to);
   };
-  EXPECT_NE(expect_fallback(edited("\"schema\": 3", "\"schema\": 2"), "old schema").find("stale"), std::string::npos);
+  EXPECT_NE(expect_fallback(edited("\"schema\": 4", "\"schema\": 3"), "old schema").find("stale"), std::string::npos);
   EXPECT_NE(expect_fallback(edited("\"cpu_identity\": \"cpu A\"", "\"cpu_identity\": \"cpu Z\""), "other CPU")
                 .find("another CPU"),
             std::string::npos);

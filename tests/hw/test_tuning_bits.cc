@@ -318,6 +318,10 @@ TEST(TuningBits, ExtremesCoverTheBlockingAndStreamingPaths) {
   EXPECT_GT(hi.pass_l2_prefetch_bytes, kHidden * 2);
   EXPECT_LT(lo.rope_prefetch_heads, 128);              // 128 heads: within the token
   EXPECT_GT(hi.rope_prefetch_heads, 2 * 128);          // ... and past the next token's
+  EXPECT_EQ(lo.rope_pair_tokens, 0);                   // one token per call
+  EXPECT_EQ(hi.rope_pair_tokens, 1);                   // ... and two
+  EXPECT_EQ(lo.rope_l2_prefetch_heads, 0);             // no L2 look-ahead
+  EXPECT_GT(hi.rope_l2_prefetch_heads, 2 * 128);       // ... and one past the next token's
   EXPECT_EQ(lo.quant_pipeline_groups, 1);              // every depth the kernel compiles:
   EXPECT_EQ(hi.quant_pipeline_groups, 4);              // the ends here, 2 and 3 as candidates
   const TuningParams& mix1 = forced[forced.size() - 2].second;

@@ -56,12 +56,13 @@ void rope_cpu(const Tensor& x, const Tensor& positions, const RopeTable& table, 
       k.rotate_heads(slices(t), x.dtype(), x.stride(1) * es, heads, table.cos_row(pos[t]), table.sin_row(pos[t]), d,
                      inter, t + 1 < end ? slices(t + 1) : nullptr, tp);
     };
-    if (!k.rotate_two_tokens) {
+    if (!k.rotate_two_tokens || tp.rope_pair_tokens == 0) {
       for (int64_t t = t0; t < t1; ++t) one(t, t1);
       return;
     }
     // Token t0 + k with token t0 + half + k (ops/activation/row_pairs.h), each half's
-    // prefetches running into its own next token.
+    // prefetches running into its own next token; whether pairing pays depends on how the core
+    // overlaps misses (rope_pair_tokens, docs/perf/layer-ops.md).
     const int64_t half = (t1 - t0) / 2;
     auto token = [&](int64_t t, int64_t end) {
       return kernels::RopeToken{slices(t), table.cos_row(pos[t]), table.sin_row(pos[t]),

@@ -60,7 +60,9 @@ std::vector<int64_t> tune_candidates(const std::string& param) {
   if (param == "row_prefetch_bytes") return {0, 512, 1024, 2048, 4096, 8192, 16384, 32768};
   if (param == "pass_prefetch_bytes") return {0, 2048, 4096, 8192, 16384, 32768, 65536};
   if (param == "pass_l2_prefetch_bytes") return {0, 8192, 16384, 32768, 65536, 131072};
+  if (param == "rope_pair_tokens") return {0, 1};
   if (param == "rope_prefetch_heads") return {4, 8, 16, 32, 64, 128, 256};
+  if (param == "rope_l2_prefetch_heads") return {0, 32, 64, 128, 192, 256};
   if (param == "quant_pipeline_groups") return {1, 2, 3, 4};
   fail("sol tune", "no candidates for parameter '", param, "'");
 }
@@ -159,8 +161,9 @@ void add_rows(TuneWorkspace& w, std::vector<TuneCase>& out) {
   const Tensor pos = w.add(DType::i32, {256}, 0);
   for (int64_t t = 0; t < 256; ++t) pos.data_as<int32_t>()[t] = int32_t(t * 13 % 4096);
   auto table = std::make_shared<RopeTable>(deepseek_v3_rope(), 4096);
-  param("rope_prefetch_heads", "rope bf16 256 tokens x 128 heads, 64 of 192",
-        [=] { rope(in->take(DType::bf16, {256, 128, 192}), pos, *table, 128); });
+  for (const char* name : {"rope_pair_tokens", "rope_prefetch_heads", "rope_l2_prefetch_heads"})
+    param(name, "rope bf16 256 tokens x 128 heads, 64 of 192",
+          [=] { rope(in->take(DType::bf16, {256, 128, 192}), pos, *table, 128); });
   param("quant_pipeline_groups", "rmsnorm + fp8 quant bf16 1024x7168", [=] {
     rmsnorm_quant_fp8(in->take(DType::bf16, {rows, h}), wt, res->take(DType::f8e4m3, {rows, h}),
                       res->take(DType::f32, {rows, h / 128}));

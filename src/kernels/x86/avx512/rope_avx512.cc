@@ -46,8 +46,8 @@ struct SplitTables {
   }
 }
 
-// bf16 interleaved slices of exactly L lines (MLA's 64-wide slice: L = 2), two tokens at a
-// time: both tokens' tables stay in registers (4 L each), every loop over lines and prefetches
+// bf16 interleaved slices of exactly L lines (MLA's 64-wide slice: L = 2), one or two tokens at a
+// time: the tokens' tables stay in registers (4 L each), every loop over lines and prefetches
 // is unrolled, and each prefetch address steps by one head stride. What is left per head and
 // line is the load, the two multiplies and two FMAs of rotate_interleaved_bf16_lines (same
 // operands, same order: the same bits), the narrowing and the store.
@@ -75,35 +75,65 @@ template <int L>
   for (int l = 0; l < L; ++l) _mm_prefetch(p + 64 * l, _MM_HINT_T0);
 }
 
-// The same prefetches as TokenHeads::head, in three runs of heads: while the slice ahead is in
-// this token, while it is in the next token's heads (when there is one), and past those.
+// The slice `ahead` heads past head h of a token at x: in the token, else in the next token's
+// heads (at next; none when next is null or the slice lies past them).
+[[gnu::always_inline]] inline const char* slice_ahead(const char* x, const char* next, int64_t h, int64_t ahead,
+                                                      int64_t heads, int64_t stride) {
+  const int64_t a = h + ahead;
+  if (a < heads) return x + a * stride;
+  return next && a - heads < heads ? next + (a - heads) * stride : nullptr;
+}
+
+// The L2 look-ahead: the slices are short runs at a large stride, which the L2 streamer does not
+// follow, and an L1 request for a line coming from memory holds one of the core's few L1 miss
+// buffers until it arrives. Requesting the slice into L2 further ahead first turns the L1
+// requests into L2 hits, which free their buffers early (docs/perf/layer-ops.md).
+// Through asm volatile: GCC drops a loop whose body is only __builtin_prefetch.
+[[gnu::always_inline]] inline void prefetch_l2(const char* p, int64_t bytes) {
+  if (p)
+    for (int64_t b = 0; b < bytes; b += 64) asm volatile("prefetcht1 (%0)" : : "r"(p + b));
+}
+
+// One token of the whole-line kernel: its tables in registers, its slices, where its
+// prefetches run on to.
 template <int L>
-void rotate_two_tokens_lines(const RopeToken& a, const RopeToken& b, int64_t stride, int64_t heads, int64_t ahead) {
-  const LineTables<L> ta(SplitTables(a.c, a.s, 32 * L)), tb(SplitTables(b.c, b.s, 32 * L));
-  char* xa = static_cast<char*>(a.x);
-  char* xb = static_cast<char*>(b.x);
+struct LineToken {
+  LineTables<L> tables;
+  char* x;
+  const char* next;
+  explicit LineToken(const RopeToken& t)
+      : tables(SplitTables(t.c, t.s, 32 * L)), x(static_cast<char*>(t.x)), next(static_cast<const char*>(t.next)) {}
+};
+
+// One token, or two interleaved head by head (head h of the first, then of the second). The
+// same requests as TokenHeads::head, in three runs of heads: while the L1 look-ahead is in this
+// token, while it is in the next token's heads (when there is one), and past those; the L2
+// requests (ahead2 heads ahead, none at 0) go beside them in each run.
+template <int L, class... Tokens>
+void rotate_tokens_lines(int64_t stride, int64_t heads, int64_t ahead, int64_t ahead2, const Tokens&... tok) {
+  auto l2 = [&](const LineToken<L>& t, int64_t h) {
+    if (ahead2 > 0) prefetch_l2(slice_ahead(t.x, t.next, h, ahead2, heads, stride), 64 * L);
+  };
   const int64_t in_token = std::max<int64_t>(0, heads - ahead);
   const int64_t in_next = std::clamp<int64_t>(2 * heads - ahead, in_token, heads);
   int64_t h = 0;
-  for (; h < in_token; ++h) {
-    prefetch_lines<L>(xa + (h + ahead) * stride);
-    ta.rotate(xa + h * stride);
-    prefetch_lines<L>(xb + (h + ahead) * stride);
-    tb.rotate(xb + h * stride);
-  }
-  const char* na = static_cast<const char*>(a.next);
-  const char* nb = static_cast<const char*>(b.next);
-  for (; h < in_next; ++h) {
-    const int64_t j = h + ahead - heads;  // the next token's head
-    if (na) prefetch_lines<L>(na + j * stride);
-    ta.rotate(xa + h * stride);
-    if (nb) prefetch_lines<L>(nb + j * stride);
-    tb.rotate(xb + h * stride);
-  }
-  for (; h < heads; ++h) {
-    ta.rotate(xa + h * stride);
-    tb.rotate(xb + h * stride);
-  }
+  for (; h < in_token; ++h)
+    ([&] {
+      l2(tok, h);
+      prefetch_lines<L>(tok.x + (h + ahead) * stride);
+      tok.tables.rotate(tok.x + h * stride);
+    }(), ...);
+  for (; h < in_next; ++h)
+    ([&] {
+      l2(tok, h);
+      if (tok.next) prefetch_lines<L>(tok.next + (h + ahead - heads) * stride);  // the next token's head
+      tok.tables.rotate(tok.x + h * stride);
+    }(), ...);
+  for (; h < heads; ++h)
+    ([&] {
+      l2(tok, h);
+      tok.tables.rotate(tok.x + h * stride);
+    }(), ...);
 }
 
 // Half pairs are d/2 apart: the slice is read whole before anything is written (d <= 512 floats
@@ -131,14 +161,13 @@ struct TokenHeads {
   TokenHeads(void* x_, const float* c_, const float* s_, const void* next_, int64_t split_d)
       : x(static_cast<char*>(x_)), c(c_), s(s_), next(static_cast<const char*>(next_)), tables(c_, s_, split_d) {}
 
-  // Head h: prefetch the slice ahead_heads ahead (into the next token's heads past the last),
-  // then rotate.
+  // Head h: request the slice ahead2 heads ahead into L2 (none at 0) and the one ahead_heads
+  // ahead into L1 (both into the next token's heads past the last), then rotate.
   [[gnu::always_inline]] void head(int64_t h, DType t, int64_t head_stride, int64_t heads, int64_t d, bool interleaved,
-                                   bool by_lines, int64_t bytes, int64_t ahead_heads) const {
+                                   bool by_lines, int64_t bytes, int64_t ahead_heads, int64_t ahead2) const {
     char* slice = x + h * head_stride;
-    const int64_t ahead = h + ahead_heads;
-    const char* fetch = ahead < heads ? x + ahead * head_stride : next ? next + (ahead - heads) * head_stride : nullptr;
-    if (fetch && (ahead < heads || ahead - heads < heads))
+    if (ahead2 > 0) prefetch_l2(slice_ahead(x, next, h, ahead2, heads, head_stride), bytes);
+    if (const char* fetch = slice_ahead(x, next, h, ahead_heads, heads, head_stride))
       for (int64_t b = 0; b < bytes; b += 64) _mm_prefetch(fetch + b, _MM_HINT_T0);
     if (by_lines) rotate_interleaved_bf16_lines(slice, tables, d);
     else if (interleaved) rotate_interleaved(slice, t, c, s, d);
@@ -150,25 +179,31 @@ struct TokenHeads {
 
 void rope_rotate_heads_avx512(void* x, DType t, int64_t head_stride, int64_t heads, const float* c, const float* s,
                               int64_t d, bool interleaved, const void* next, const TuningParams& tp) {
-  const int64_t ahead_heads = tp.rope_prefetch_heads;
+  const int64_t ahead_heads = tp.rope_prefetch_heads, ahead2 = tp.rope_l2_prefetch_heads;
   const int64_t bytes = d * int64_t(dtype_size(t));
   const bool by_lines = interleaved && t == DType::bf16 && d % 32 == 0;
+  const RopeToken one{x, c, s, next};
+  if (by_lines && d == 64) return rotate_tokens_lines<2>(head_stride, heads, ahead_heads, ahead2, LineToken<2>(one));
+  if (by_lines && d == 32) return rotate_tokens_lines<1>(head_stride, heads, ahead_heads, ahead2, LineToken<1>(one));
   alignas(64) const TokenHeads tok(x, c, s, next, by_lines ? d : 0);
-  for (int64_t h = 0; h < heads; ++h) tok.head(h, t, head_stride, heads, d, interleaved, by_lines, bytes, ahead_heads);
+  for (int64_t h = 0; h < heads; ++h)
+    tok.head(h, t, head_stride, heads, d, interleaved, by_lines, bytes, ahead_heads, ahead2);
 }
 
 void rope_rotate_two_tokens_avx512(const RopeToken& a, const RopeToken& b, DType t, int64_t head_stride, int64_t heads,
                                    int64_t d, bool interleaved, const TuningParams& tp) {
-  const int64_t ahead_heads = tp.rope_prefetch_heads;
+  const int64_t ahead_heads = tp.rope_prefetch_heads, ahead2 = tp.rope_l2_prefetch_heads;
   const int64_t bytes = d * int64_t(dtype_size(t));
   const bool by_lines = interleaved && t == DType::bf16 && d % 32 == 0;
-  if (by_lines && d == 64) return rotate_two_tokens_lines<2>(a, b, head_stride, heads, ahead_heads);
-  if (by_lines && d == 32) return rotate_two_tokens_lines<1>(a, b, head_stride, heads, ahead_heads);
+  if (by_lines && d == 64)
+    return rotate_tokens_lines<2>(head_stride, heads, ahead_heads, ahead2, LineToken<2>(a), LineToken<2>(b));
+  if (by_lines && d == 32)
+    return rotate_tokens_lines<1>(head_stride, heads, ahead_heads, ahead2, LineToken<1>(a), LineToken<1>(b));
   alignas(64) const TokenHeads ta(a.x, a.c, a.s, a.next, by_lines ? d : 0);
   alignas(64) const TokenHeads tb(b.x, b.c, b.s, b.next, by_lines ? d : 0);
   for (int64_t h = 0; h < heads; ++h) {
-    ta.head(h, t, head_stride, heads, d, interleaved, by_lines, bytes, ahead_heads);
-    tb.head(h, t, head_stride, heads, d, interleaved, by_lines, bytes, ahead_heads);
+    ta.head(h, t, head_stride, heads, d, interleaved, by_lines, bytes, ahead_heads, ahead2);
+    tb.head(h, t, head_stride, heads, d, interleaved, by_lines, bytes, ahead_heads, ahead2);
   }
 }
 
