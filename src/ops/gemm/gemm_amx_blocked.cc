@@ -12,7 +12,6 @@
 
 #include "kernels/convert.h"
 #include "core/parallel.h"
-#include "hw/streaming.h"
 #include "ops/gemm/block_parts.h"
 #include "ops/gemm/blocking.h"
 #include "ops/gemm/packing.h"
@@ -39,11 +38,12 @@ struct TileSession {
   ~TileSession() { k.release(); }
 };
 
-// D that cannot stay in the caches (hw/streaming.h) is written around them: each line of it is
-// written once, whole, by one tile, so reading it first (the stores' RFO) is wasted traffic.
+// D that cannot stay in the caches (should_stream's rule, hw/streaming.h, on the call's tuning
+// context) is written around them: each line of it is written once, whole, by one tile, so
+// reading it first (the stores' RFO) is wasted traffic.
 bool stream_d(const GemmProblem& p) {
   const int64_t es = p.d_bf16 ? 2 : 4;
-  return should_stream(p.m * p.n * es);
+  return p.m * p.n * es >= p.tune->stream_min_bytes;
 }
 
 // The lines of [p, p + bytes) requested into L2.
