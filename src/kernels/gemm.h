@@ -36,6 +36,10 @@ struct GemmEpilogue {
   void* d = nullptr;
   int64_t ldd = 0;
   bool d_bf16 = false;  // int8 kernel: D is int32 (and C too), alpha 1, beta 0 or 1
+  // AMX tiles only (the vector kernels ignore it): D written by non-temporal stores where the
+  // tile's 32 columns are whole aligned lines in every row; the caller fences before D is
+  // read. Set where D is too large to stay in the caches (hw/streaming.h).
+  bool stream = false;
 };
 
 struct GemmTile {

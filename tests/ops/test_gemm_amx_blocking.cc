@@ -8,6 +8,9 @@
 // nn / nt / pre-packed B, bf16, fp8 with block scales, s8 and u8 x s8, beta / bias / SiLU, bf16 D
 // (partial sums in the workspace), D poisoned and nothing outside it written. Bit for bit: any
 // MC, one or two threads, and a plain B (packed lazily) against the same B packed up front.
+// K = 512 exactly with few rows, one tile per K block (each tile requests the next one's running
+// sums and D), and a D written by non-temporal stores (forced by a low stream_min_bytes) against
+// the same D written through the caches.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -236,6 +239,86 @@ TEST(GemmAmxBlocking, BitsDoNotDependOnPackingMcOrThreads) {
             EXPECT_TRUE(compare_bitwise(run(v, in), base).pass)
                 << v.describe() << " threads " << threads << " MC " << mc;
           }
+      set_num_threads(0);
+    }
+  });
+  if (!ran) GTEST_SKIP() << "no AMX and no AVX-512 for the tile model";
+}
+
+// Shapes where one tile is all a K block has (the tile after it, whose running sums it requests,
+// is in the next K block's pass): 17 or 32 rows, 1 or 32 columns, K over two and three K blocks,
+// partial sums in D (f32) and in the workspace (bf16 D); and K = 512 (16 chunks a tile, the
+// shapes whose tiles end most often) with few rows, M, N and K off the multiples of 16 and 32.
+TEST(GemmAmxBlocking, OneTilePerKBlockAndKOf512MatchTheReference) {
+  OneThread one_thread;
+  std::vector<Case> cases;
+  for (int64_t m : {17, 32})
+    for (int64_t n : {1, 32}) {
+      cases.push_back({"bf16", m, n, 4100, Layout::nt, false, DType::f32});
+      cases.push_back({"bf16", m, n, 4100, Layout::nt, true, DType::bf16, 0.5f, true, false});
+    }
+  cases.push_back({"bf16", 20, 30, 6200, Layout::nn, false, DType::bf16});
+  cases.push_back({"s8", 32, 32, 8200, Layout::nt, false, DType::i32, 1.0f});
+  cases.push_back({"fp8", 17, 32, 4096, Layout::nt, true, DType::bf16});
+  for (int64_t m : {17, 31, 45, 77, 128})
+    for (int64_t n : {31, 33, 96})
+      for (int64_t k : {512, 510, 542}) cases.push_back({"bf16", m, n, k, Layout::nt, true, DType::bf16});
+  cases.push_back({"bf16", 77, 33, 512, Layout::nn, false, DType::f32, 0.0f, true, true});
+  cases.push_back({"s8", 45, 96, 512, Layout::nt, true, DType::i32});
+  const bool ran = on_amx([&] {
+    for (const Case& c : cases) {
+      const Inputs in = make_inputs(c);
+      check_against_reference(c, in, run(c, in));
+    }
+  });
+  if (!ran) GTEST_SKIP() << "no AMX and no AVX-512 for the tile model";
+}
+
+// D as its own dense tensor (rows whole lines where N is a multiple of 32), so the tiles may
+// stream it.
+Buffer run_dense(const Case& c, const Inputs& in) {
+  Buffer d(c.out, {c.m, c.n});
+  std::memset(d.data(), 0xFF, d.bytes());
+  GemmOptions o;
+  o.layout = c.layout;
+  o.beta = c.beta;
+  o.c = c.beta != 0.0f ? &in.c.tensor() : nullptr;
+  o.bias = c.bias ? &in.bias.tensor() : nullptr;
+  o.activation = c.silu ? Activation::silu : Activation::none;
+  if (c.packed) gemm(in.a, pack_b(in.b, c.layout), d, o);
+  else gemm(in.a, in.b, d, o);
+  return d;
+}
+
+// Non-temporal stores of D (stream_min_bytes forced down to its 64 KiB minimum; every D here is
+// at least that) give the bytes the cached stores give, on tiles that stream (whole aligned
+// lines) and beside ones that cannot (a last panel of 8 or 16 columns, rows not starting on a
+// line), with every epilogue term, after two K blocks (running sums in D or the workspace), one
+// and two threads.
+TEST(GemmAmxBlocking, StreamedDKeepsTheBits) {
+  std::vector<Case> cases;
+  for (DType out : {DType::bf16, DType::f32}) {
+    cases.push_back({"bf16", 128, 512, 512, Layout::nt, true, out});
+    cases.push_back({"bf16", 100, 520, 300, Layout::nn, false, out, 0.5f, true, true});
+    cases.push_back({"bf16", 33, 1040, 64, Layout::nt, false, out, -1.0f, false, false});
+    cases.push_back({"bf16", 70, 512, 2100, Layout::nt, true, out, 0.0f, true, false});
+  }
+  cases.push_back({"s8", 96, 512, 256, Layout::nt, true, DType::i32});
+  cases.push_back({"s8", 20, 1024, 4200, Layout::nt, false, DType::i32, 1.0f});
+  cases.push_back({"u8xs8", 70, 1024, 130, Layout::nt, false, DType::i32});
+  const bool ran = on_amx([&] {
+    for (const Case& c : cases) {
+      const Inputs in = make_inputs(c);
+      for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        const Buffer cached = run_dense(c, in);
+        TuningParams low = tuning().params;
+        low.stream_min_bytes = 64 << 10;
+        const ScopedTuning forced(low);
+        const Buffer streamed = run_dense(c, in);
+        EXPECT_TRUE(compare_bitwise(streamed, cached).pass) << c.describe() << " threads " << threads;
+        check_against_reference(c, in, streamed);
+      }
       set_num_threads(0);
     }
   });

@@ -3,7 +3,10 @@
 // shares L2 with the B panel the tiles read and the one requested next. Threads own disjoint
 // blocks of D and K blocks start at multiples of KC, so results do not depend on the thread
 // count; packing order and MC move no bits.
+// A D too large for the caches is written by non-temporal stores (GemmEpilogue::stream).
 // M <= 16 takes the decode kernels instead (gemm_amx_decode.cc): one strip over all of K.
+#include <xmmintrin.h>
+
 #include <algorithm>
 #include <atomic>
 
@@ -34,6 +37,42 @@ struct TileSession {
   explicit TileSession(const AmxKernelSet& kernels) : k(kernels) { k.configure(); }
   ~TileSession() { k.release(); }
 };
+
+// D that cannot stay in the caches (should_stream's rule, hw/streaming.h, on the call's tuning
+// context) is written around them: each line of it is written once, whole, by one tile, so
+// reading it first (the stores' RFO) is wasted traffic.
+bool stream_d(const GemmProblem& p) {
+  const int64_t es = p.d_bf16 ? 2 : 4;
+  return p.m * p.n * es >= p.tune->stream_min_bytes;
+}
+
+// The lines of [p, p + bytes) requested into L2.
+void request_lines(const void* p, int64_t bytes) {
+  const uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(p) + uintptr_t(bytes);
+  for (uintptr_t line = first; line < end; line += 64) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
+}
+
+// What the tile at (row, col) of D reads and writes after its K loop, requested into L2 one
+// tile ahead, while the tile before it runs: its running sums (after the first K block) and,
+// on the last, its rows of C and D (not a streamed D, which is never read). The tile's own
+// request at its start (gemm_tile_amx.h) gave a cold line of D only its own K loop, ~0.4 us
+// at K = 512, to arrive in, and the stores after it waited.
+void request_tile_end(const GemmProblem& p, int64_t row, int64_t col, int64_t rows, int64_t cols, int64_t pc,
+                      bool last, bool partial_in_d, float* partial, int64_t m0, int64_t jc, int64_t partial_ld,
+                      bool stream) {
+  GemmTile t;
+  GemmEpilogue e;
+  t.first = pc == 0;
+  place_tile(p, row, col, pc, last, partial_in_d, partial, m0, jc, partial_ld, t, e);
+  const int64_t es = p.d_bf16 ? 2 : 4;
+  for (int64_t i = 0; i < rows; ++i) {
+    if (!t.first && t.partial) request_lines(t.partial + i * t.ldp, cols * 4);
+    if (!t.last) continue;
+    if (!stream) request_lines(static_cast<const char*>(e.d) + i * e.ldd * es, cols * es);
+    if (e.c) request_lines(static_cast<const char*>(e.c) + i * e.ldc * es, cols * es);
+  }
+}
 
 // What a B panel's tiles read for the next panel, requested into L2 while their TDPs run:
 // `rows` rows row_stride bytes apart, `lines` lines of each (kernels/gemm.h, GemmTile::side).
@@ -102,6 +141,7 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
   float* partial = partial_workspace(ws, p, blk, partial_in_d, m1 - m0);
   const int64_t b_elem_bytes = 4 / k_group(p.in);  // B panels in the compute type
 
+  const bool stream = stream_d(p);
   TileSession session(kernels);
   int64_t packed_ic = -1, packed_pc = -1;
   for (int64_t jc = n0; jc < n1; jc += blk.nc) {
@@ -155,12 +195,21 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
             share_next(next, ir / kAmxMR, tiles, t);
             GemmEpilogue e;
             place_tile(p, row, col, pc, last, partial_in_d, partial, m0, jc, blk.nc, t, e);
+            e.stream = stream;
+            // The next tile of this block: down the panel, then the next panel's first.
+            const bool down = ir + kAmxMR < mc;
+            const int64_t next_ir = down ? ir + kAmxMR : 0, next_jr = down ? jr : jr + kGemmNR;
+            if (next_jr < nc)
+              request_tile_end(p, ic + next_ir, jc + next_jr, std::min<int64_t>(kAmxMR, mc - next_ir),
+                               std::min<int64_t>(kGemmNR, nc - next_jr), pc, last, partial_in_d, partial, m0, jc,
+                               blk.nc, stream);
             tile_kernel(at);
           }
         }
       }
     }
   }
+  if (stream) _mm_sfence();  // the streamed lines of D reach memory before the join
 }
 
 }  // namespace

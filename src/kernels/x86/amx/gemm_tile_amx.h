@@ -154,21 +154,69 @@ void bf16_block(const AmxGemmTile& at, float (&sums)[kAmxMR][32]) {
       _mm512_store_ps(&sums[i][16 * h], groups > 0 ? _mm512_load_ps(&total[i][16 * h]) : _mm512_setzero_ps());
 }
 
+// Whether the tile writes D by non-temporal stores (GemmEpilogue::stream): its 32 columns are
+// whole lines, each row's starting on a line, so no line of D is read before it is written.
+inline bool streams_d(const GemmTile& t, bool s32) {
+  if (!t.last || !t.last->stream || t.n != kGemmNR) return false;
+  const int64_t es = s32 || !t.last->d_bf16 ? 4 : 2;
+  return reinterpret_cast<uintptr_t>(t.last->d) % 64 == 0 && (t.last->ldd * es) % 64 == 0;
+}
+
+// The end of a streaming tile: the immediate end's arithmetic (end_value, the same bits), each
+// row's 32 results stored as whole lines around the caches.
+inline void stream_rows(const float (*sums)[32], int m, const GemmTile& t) {
+  const GemmEpilogue& e = *t.last;
+  const ColumnMasks all(kGemmNR);
+  for (int i = 0; i < m; ++i) {
+    __m512 v[2];
+    for (int h = 0; h < 2; ++h) {
+      v[h] = _mm512_load_ps(&sums[i][16 * h]);
+      if (!t.first) v[h] = _mm512_add_ps(v[h], _mm512_loadu_ps(t.partial + i * t.ldp + 16 * h));
+      v[h] = end_value(v[h], i, h, e, all);
+    }
+    if (e.d_bf16) {
+      char* row = static_cast<char*>(e.d) + i * e.ldd * 2;
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(row), __m256i(_mm512_cvtneps_pbh(v[0])));
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(row + 32), __m256i(_mm512_cvtneps_pbh(v[1])));
+    } else {
+      float* row = static_cast<float*>(e.d) + i * e.ldd;
+      _mm512_stream_ps(row, v[0]);
+      _mm512_stream_ps(row + 16, v[1]);
+    }
+  }
+}
+
+inline void stream_rows_s32(const int32_t (*sums)[32], int m, const GemmTile& t) {
+  const GemmEpilogue& e = *t.last;
+  const int32_t* partial = reinterpret_cast<const int32_t*>(t.partial);
+  for (int i = 0; i < m; ++i)
+    for (int h = 0; h < 2; ++h) {
+      __m512i v = _mm512_load_si512(&sums[i][16 * h]);
+      if (!t.first) v = _mm512_add_epi32(v, _mm512_loadu_si512(partial + i * t.ldp + 16 * h));
+      if (e.beta != 0.0f)
+        v = _mm512_add_epi32(v, _mm512_loadu_si512(static_cast<const int32_t*>(e.c) + i * e.ldc + 16 * h));
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(static_cast<int32_t*>(e.d) + i * e.ldd + 16 * h), v);
+    }
+}
+
 // D's rows are requested before the K loop, as the AVX-512 tiles do (a D larger than the
-// caches otherwise takes its store misses in a burst after the loop).
-inline void prefetch_output(const GemmTile& t) {
-  if (t.last)
+// caches otherwise takes its store misses in a burst after the loop); a streamed D is not
+// read at all.
+inline void prefetch_output(const GemmTile& t, bool streamed) {
+  if (t.last && !streamed)
     for (int i = 0; i < t.m; ++i) prefetch_output_row(*t.last, i);
 }
 
 template <class U>
 void gemm_tile_bf16(const AmxGemmTile& at) {
   const GemmTile& t = at.t;
-  prefetch_output(t);
+  const bool streamed = streams_d(t, false);
+  prefetch_output(t, streamed);
   alignas(64) float sums[kAmxMR][32];
   if (t.m > 16) bf16_block<U, true>(at, sums);
   else bf16_block<U, false>(at, sums);
-  finish_rows(sums, t.m, t, ColumnMasks(t.n));
+  if (streamed) stream_rows(sums, t.m, t);
+  else finish_rows(sums, t.m, t, ColumnMasks(t.n));
 }
 
 template <class U, bool kTwo>
@@ -186,11 +234,13 @@ void s8_block(const AmxGemmTile& at, int32_t (&sums)[kAmxMR][32]) {
 template <class U>
 void gemm_tile_s8(const AmxGemmTile& at) {
   const GemmTile& t = at.t;
-  prefetch_output(t);
+  const bool streamed = streams_d(t, true);
+  prefetch_output(t, streamed);
   alignas(64) int32_t sums[kAmxMR][32];
   if (t.m > 16) s8_block<U, true>(at, sums);
   else s8_block<U, false>(at, sums);
-  finish_rows_s32(sums, t.m, t, ColumnMasks(t.n));
+  if (streamed) stream_rows_s32(sums, t.m, t);
+  else finish_rows_s32(sums, t.m, t, ColumnMasks(t.n));
 }
 
 template <class U>

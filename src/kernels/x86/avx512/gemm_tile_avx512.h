@@ -94,6 +94,21 @@ __attribute__((always_inline)) inline void start_tile(__m512 (&acc)[MR][2], cons
   }
 }
 
+// The value D's vector (row i, columns 16h..16h+15) gets on the last K block from the sums v:
+// act(alpha * v + beta * C + bias).
+__attribute__((always_inline)) inline __m512 end_value(__m512 v, int i, int h, const GemmEpilogue& e,
+                                                       const ColumnMasks& mask) {
+  const int64_t es = e.d_bf16 ? 2 : 4;
+  v = _mm512_mul_ps(v, _mm512_set1_ps(e.alpha));
+  if (e.beta != 0.0f) {
+    const char* c = static_cast<const char*>(e.c) + (i * e.ldc + 16 * h) * es;
+    v = _mm512_fmadd_ps(load_f32_or_bf16(c, e.d_bf16, mask[h]), _mm512_set1_ps(e.beta), v);
+  }
+  if (e.bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask[h], e.bias + 16 * h));
+  if (e.silu) v = silu_avx512(v);
+  return v;
+}
+
 // One vector of a tile's row i (columns 16h..16h+15) after its K block: plus the running
 // partial sums, then either back into them or through the epilogue into D. The AVX-512 tiles
 // call it from registers, the AMX tiles from the sums their accumulators were stored to.
@@ -103,14 +118,7 @@ __attribute__((always_inline)) inline void finish_vector(__m512 v, int i, int h,
   if (!t.last) return _mm512_mask_storeu_ps(t.partial + i * t.ldp + 16 * h, mask[h], v);
   const GemmEpilogue& e = *t.last;
   const int64_t es = e.d_bf16 ? 2 : 4;
-  v = _mm512_mul_ps(v, _mm512_set1_ps(e.alpha));
-  if (e.beta != 0.0f) {
-    const char* c = static_cast<const char*>(e.c) + (i * e.ldc + 16 * h) * es;
-    v = _mm512_fmadd_ps(load_f32_or_bf16(c, e.d_bf16, mask[h]), _mm512_set1_ps(e.beta), v);
-  }
-  if (e.bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask[h], e.bias + 16 * h));
-  if (e.silu) v = silu_avx512(v);
-  store_f32_or_bf16(static_cast<char*>(e.d) + (i * e.ldd + 16 * h) * es, e.d_bf16, mask[h], v);
+  store_f32_or_bf16(static_cast<char*>(e.d) + (i * e.ldd + 16 * h) * es, e.d_bf16, mask[h], end_value(v, i, h, e, mask));
 }
 
 // The int32 counterpart for the int8 tiles (AVX-512 and AMX): sums are exact modulo 2^32, the
