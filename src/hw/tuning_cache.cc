@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/disk_cache.h"
+#include "hw/tuning_defaults.h"
 #include "sol/error.h"
 #include "sol/hw.h"
 #include "sol/tuning.h"
@@ -19,17 +20,6 @@ using nlohmann::json;
 // Bump when a parameter's meaning or the workload that judges it changes: an older entry is
 // then stale and ignored.
 constexpr int kSchema = 4;
-
-std::vector<TuningChoice> default_choices(const TuningParams& d) {
-  std::vector<TuningChoice> out;
-  for (const TuningParamInfo& i : tuning_param_infos()) {
-    TuningChoice c;
-    c.name = i.name;
-    c.value = c.default_value = d.*i.field;
-    out.push_back(c);
-  }
-  return out;
-}
 
 // Applies the entry's parameters over the defaults in t; throws sol::Error on anything stale or
 // malformed (the caller then keeps the defaults).
@@ -74,11 +64,7 @@ std::string tuning_cache_path() {
 
 Tuning load_tuning(const std::string& path, const std::string& identity, const CoreShape& core,
                    const std::string& mode) {
-  Tuning t;
-  t.core = core;
-  t.params = default_tuning_params(core);
-  t.choices = default_choices(t.params);
-  t.source = "defaults";
+  Tuning t = default_tuning(core, "defaults");
   if (mode == "defaults") {
     t.source = "defaults (SOL_TUNING=defaults)";
     return t;
