@@ -107,6 +107,17 @@ Inputs make_inputs(const Case& c) {
   return in;
 }
 
+// The case's epilogue options (layout, beta with C, bias, activation), reading in's tensors.
+GemmOptions options_of(const Case& c, const Inputs& in) {
+  GemmOptions o;
+  o.layout = c.layout;
+  o.beta = c.beta;
+  o.c = c.beta != 0.0f ? &in.c.tensor() : nullptr;
+  o.bias = c.bias ? &in.bias.tensor() : nullptr;
+  o.activation = c.silu ? Activation::silu : Activation::none;
+  return o;
+}
+
 // D has a poisoned row above and below and 3 poisoned columns to the right.
 Buffer run(const Case& c, const Inputs& in) {
   const int64_t ld = c.n + 3;
@@ -114,12 +125,7 @@ Buffer run(const Case& c, const Inputs& in) {
   std::memset(d_buf.data(), 0xFF, d_buf.bytes());
   const Tensor d = d_buf.tensor().slice(0, 1, c.m + 1).slice(1, 0, c.n);
   const Tensor a_scales = c.kind == "fp8" ? in.a_scales.tensor() : Tensor();
-  GemmOptions o;
-  o.layout = c.layout;
-  o.beta = c.beta;
-  o.c = c.beta != 0.0f ? &in.c.tensor() : nullptr;
-  o.bias = c.bias ? &in.bias.tensor() : nullptr;
-  o.activation = c.silu ? Activation::silu : Activation::none;
+  GemmOptions o = options_of(c, in);
   o.a_scales = c.kind == "fp8" ? &a_scales : nullptr;
   const Tensor* b_scales = c.kind == "fp8" ? &in.b_scales.tensor() : nullptr;
   if (c.packed) {
@@ -279,12 +285,7 @@ TEST(GemmAmxBlocking, OneTilePerKBlockAndKOf512MatchTheReference) {
 Buffer run_dense(const Case& c, const Inputs& in) {
   Buffer d(c.out, {c.m, c.n});
   std::memset(d.data(), 0xFF, d.bytes());
-  GemmOptions o;
-  o.layout = c.layout;
-  o.beta = c.beta;
-  o.c = c.beta != 0.0f ? &in.c.tensor() : nullptr;
-  o.bias = c.bias ? &in.bias.tensor() : nullptr;
-  o.activation = c.silu ? Activation::silu : Activation::none;
+  GemmOptions o = options_of(c, in);
   if (c.packed) gemm(in.a, pack_b(in.b, c.layout), d, o);
   else gemm(in.a, in.b, d, o);
   return d;
