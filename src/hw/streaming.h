@@ -8,5 +8,8 @@
 #include "sol/tuning.h"
 
 namespace sol {
-inline bool should_stream(int64_t bytes) { return bytes >= tuning().params.stream_min_bytes; }
+// `tp`: the tuning an op read once at its entry (the thread's context when not given).
+inline bool should_stream(int64_t bytes, const TuningParams& tp = tuning().params) {
+  return bytes >= tp.stream_min_bytes;
+}
 }  // namespace sol

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "hw/streaming.h"
 #include "kernels/convert.h"
 #include "core/parallel.h"
 #include "ops/gemm/block_parts.h"
@@ -41,10 +42,7 @@ struct TileSession {
 // D that cannot stay in the caches (should_stream's rule, hw/streaming.h, on the call's tuning
 // context) is written around them: each line of it is written once, whole, by one tile, so
 // reading it first (the stores' RFO) is wasted traffic.
-bool stream_d(const GemmProblem& p) {
-  const int64_t es = p.d_bf16 ? 2 : 4;
-  return p.m * p.n * es >= p.tune->stream_min_bytes;
-}
+bool stream_d(const GemmProblem& p) { return should_stream(p.m * p.n * (p.d_bf16 ? 2 : 4), *p.tune); }
 
 // The lines of [p, p + bytes) requested into L2.
 void request_lines(const void* p, int64_t bytes) {
