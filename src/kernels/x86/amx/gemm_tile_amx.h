@@ -189,12 +189,12 @@ inline void stream_rows(const float (*sums)[32], int m, const GemmTile& t) {
 inline void stream_rows_s32(const int32_t (*sums)[32], int m, const GemmTile& t) {
   const GemmEpilogue& e = *t.last;
   const int32_t* partial = reinterpret_cast<const int32_t*>(t.partial);
+  const ColumnMasks all(kGemmNR);
   for (int i = 0; i < m; ++i)
     for (int h = 0; h < 2; ++h) {
       __m512i v = _mm512_load_si512(&sums[i][16 * h]);
       if (!t.first) v = _mm512_add_epi32(v, _mm512_loadu_si512(partial + i * t.ldp + 16 * h));
-      if (e.beta != 0.0f)
-        v = _mm512_add_epi32(v, _mm512_loadu_si512(static_cast<const int32_t*>(e.c) + i * e.ldc + 16 * h));
+      v = end_value_s32(v, i, h, e, all);
       _mm512_stream_si512(reinterpret_cast<__m512i*>(static_cast<int32_t*>(e.d) + i * e.ldd + 16 * h), v);
     }
 }

@@ -123,15 +123,21 @@ __attribute__((always_inline)) inline void finish_vector(__m512 v, int i, int h,
 
 // The int32 counterpart for the int8 tiles (AVX-512 and AMX): sums are exact modulo 2^32, the
 // partial sums and D hold int32, and the epilogue is C (beta 0 or 1) plus the sums.
+// The value D's int32 vector (row i, columns 16h..16h+15) gets on the last K block: C + sums.
+__attribute__((always_inline)) inline __m512i end_value_s32(__m512i v, int i, int h, const GemmEpilogue& e,
+                                                           const ColumnMasks& mask) {
+  if (e.beta != 0.0f)
+    v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(mask[h], static_cast<const int32_t*>(e.c) + i * e.ldc + 16 * h));
+  return v;
+}
+
 __attribute__((always_inline)) inline void finish_vector_s32(__m512i v, int i, int h, const GemmTile& t,
                                                              const ColumnMasks& mask) {
   int32_t* partial = reinterpret_cast<int32_t*>(t.partial);
   if (!t.first) v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(mask[h], partial + i * t.ldp + 16 * h));
   if (!t.last) return _mm512_mask_storeu_epi32(partial + i * t.ldp + 16 * h, mask[h], v);
   const GemmEpilogue& e = *t.last;
-  if (e.beta != 0.0f)
-    v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(mask[h], static_cast<const int32_t*>(e.c) + i * e.ldc + 16 * h));
-  _mm512_mask_storeu_epi32(static_cast<int32_t*>(e.d) + i * e.ldd + 16 * h, mask[h], v);
+  _mm512_mask_storeu_epi32(static_cast<int32_t*>(e.d) + i * e.ldd + 16 * h, mask[h], end_value_s32(v, i, h, e, mask));
 }
 
 // The short end of most tiles: one K block, and alpha is all the epilogue does (no C, bias or
