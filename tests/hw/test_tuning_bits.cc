@@ -20,6 +20,8 @@ namespace {
 using Bytes = std::vector<uint8_t>;
 
 constexpr int64_t kRows = 150, kHidden = 7168;  // the row ops' shape
+// The GEMM cases' D: rows of whole 64-byte lines (608 columns), so the AMX tiles can stream D.
+constexpr int64_t kGemmM = 100, kGemmN = 608;
 
 // One op call on fixed inputs; returns its outputs' bytes (poisoned with 0xFF before the call).
 struct BitCase {
@@ -53,9 +55,9 @@ std::vector<BitCase> bit_cases(Inputs& in) {
   std::vector<BitCase> cases;
   // GEMM: several M and N blocks at the smallest blocking, one at the largest; two K blocks
   // (KC is a constant: ops/gemm/blocking.h); plain and packed B; partial sums in D (f32) and
-  // in the workspace (bf16 D, C = D).
+  // in the workspace (bf16 D, C = D); D streamed at the smallest threshold, cached at the largest.
   for (DType t : {DType::f32, DType::bf16, DType::i8, DType::f8e4m3}) {
-    const int64_t m = 100, n = 600, k = 4608;
+    const int64_t m = kGemmM, n = kGemmN, k = 4608;
     const bool s8 = t == DType::i8, f8 = t == DType::f8e4m3;
     const Tensor a = in.add(t, {m, k}, 11), b = in.add(t, {k, n}, 12);
     const Tensor d = in.add(s8 ? DType::i32 : f8 ? DType::bf16 : DType::f32, {m, n}, 0);
@@ -301,10 +303,12 @@ TEST(TuningBits, ExtremesCoverTheBlockingAndStreamingPaths) {
   const auto forced = forced_tunings();
   const TuningParams& lo = forced[forced.size() - 4].second;
   const TuningParams& hi = forced[forced.size() - 3].second;
-  EXPECT_LT(lo.gemm_mc, 100);   // M = 100: several M blocks
-  EXPECT_GE(hi.gemm_mc, 100);   // ... and one
-  EXPECT_LT(lo.gemm_nc, 600);   // N = 600: several N blocks
-  EXPECT_GE(hi.gemm_nc, 600);   // ... and one
+  EXPECT_LT(lo.gemm_mc, kGemmM);  // several M blocks
+  EXPECT_GE(hi.gemm_mc, kGemmM);  // ... and one
+  EXPECT_LT(lo.gemm_nc, kGemmN);  // several N blocks
+  EXPECT_GE(hi.gemm_nc, kGemmN);  // ... and one
+  EXPECT_LE(lo.stream_min_bytes, kGemmM * kGemmN * 2);  // every GEMM D streams (bf16 the least)
+  EXPECT_GT(hi.stream_min_bytes, kGemmM * kGemmN * 4);  // ... and none does
   const int64_t bf16_out = kRows * kHidden * 2;
   EXPECT_LE(lo.stream_min_bytes, bf16_out);  // the bf16 outputs stream
   EXPECT_LE(tune_candidates("stream_min_bytes").front(), bf16_out);  // also at a tuned value
