@@ -13,7 +13,10 @@
 
 TABLE rows: `kernel OPCODE=count ... max_reg=N max_stack=N max_shared=N`. Every opcode named is
 counted exactly (SASS text, e.g. HGMMA.64x128x16.F32.BF16; HGMMA:tnspB counts the wgmmas that read
-B MN-major, the .tnspB on their descriptor; USETMAXREG:N the setmaxnreg instructions to N registers); opcodes of the watched families
+B MN-major, the .tnspB on their descriptor; USETMAXREG:N the setmaxnreg instructions to N registers;
+issue:OPCODE the OPCODE instructions between an mbarrier wait (SYNCS.PHASECHK.*TRYWAIT) and the
+wgmma that closes the next commit group (gsb0), program order: work that a group's issue waits
+behind once its stage is full); opcodes of the watched families
 (*GMMA*, UTMA*) that the row does not name must not occur; LDL/STL (local memory) never may.
 Adding a kernel to the checks is a row in TABLE, not code.
 """
@@ -68,16 +71,25 @@ def cmd_negative(a):
 
 
 def sass_by_function(text):
-    funcs, name = {}, None
+    funcs, name, since_wait = {}, None, None
     for line in text.splitlines():
         m = re.match(r"\s*Function : (\S+)", line)
         if m:
-            name = m.group(1)
+            name, since_wait = m.group(1), None
             funcs[name] = []
             continue
         m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.x]*)", line)
         if m and name:
             funcs[name].append(m.group(1))
+            # The instructions from an mbarrier wait to the wgmma closing the next commit group
+            # count once more as issue:OPCODE (a wait with no group after it counts nothing).
+            if re.match(r"SYNCS\.PHASECHK\..*TRYWAIT", m.group(1)):
+                since_wait = []
+            elif since_wait is not None:
+                since_wait.append(m.group(1))
+                if GMMA.match(m.group(1)) and re.search(r"\bgsb0\b", line):
+                    funcs[name] += ["issue:" + op for op in since_wait]
+                    since_wait = None
             # A wgmma reading an operand MN-major carries .tnspA / .tnspB on its descriptor: counted
             # as the pseudo-opcode FAMILY:tnspB (a watched family, so only rows that name it may have it).
             if GMMA.match(m.group(1)):

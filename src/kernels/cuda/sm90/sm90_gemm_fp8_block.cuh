@@ -2,7 +2,10 @@
 // One consumer's 128-K block of the fp8 block-scaled GEMM (DeepGEMM's recipe,
 // sm90_fp8_promotion.h), the one function both the one-tile and the persistent kernels run:
 // wait for the stage, sum the block into a fresh partial with QGMMA (scale-d 0 on the first),
-// wait for it, free the stage, promote the partial into the f32 sum on the CUDA cores.
+// load the block's scales, wait for the partial, free the stage, promote the partial into the
+// f32 sum on the CUDA cores. The scales are loaded after the QGMMAs are issued, so their latency
+// hides behind them: loaded earlier, the compiler places their product (A scale x B scale) ahead
+// of the first QGMMA, and the in-order issue waits for the loads.
 //
 // Two consumers (each its own 64-row half of BLOCK_M, sharing the stage's B) take turns to
 // issue their QGMMAs, in the order of sm90_gemm_fp8_order.h: consumer 1 issues block k after
@@ -34,13 +37,13 @@ SOL_SM90_DEVICE void fp8_turn_pass(u32 consumer) {
     asm volatile("bar.arrive 3, 256;\n" ::: "memory");
 }
 
-// One K block on ring stage `stage` (full barrier parity `parity`); scale_a: the A scales of the
-// thread's two rows, scale_b: the tile's B scale; `issued`: the blocks this consumer issued
-// before, over all its tiles (counted up here).
-template <class Plan>
+// One K block on ring stage `stage` (full barrier parity `parity`); `issued`: the blocks this
+// consumer issued before, over all its tiles (counted up here); `load_scales(scale_a, scale_b)`
+// fetches the block's A scales of the thread's two rows and the tile's B scale.
+template <class Plan, class LoadScales>
 SOL_SM90_DEVICE void fp8_consumer_k_block(Accum<Plan::block_n>& sum, Accum<Plan::block_n>& partial, u32 base,
                                           u32 consumer, u32 stage, u32 parity, u32& issued,
-                                          const float (&scale_a)[2], float scale_b) {
+                                          const LoadScales& load_scales) {
   static_assert(Plan::element_bytes == 1 && Plan::block_k == kFp8ScaleBlock && Plan::block_n == kFp8ScaleBlock,
                 "one 128-K block per stage and one B scale block per tile");
   static_assert(Plan::consumers <= 2, "the issue order is for one or two consumers");
@@ -56,6 +59,8 @@ SOL_SM90_DEVICE void fp8_consumer_k_block(Accum<Plan::block_n>& sum, Accum<Plan:
   wgmma_commit();
   if (ordered) fp8_turn_pass(consumer);
   ++issued;
+  float scale_a[2], scale_b;  // after the commit (a memory clobber): the loads cannot move above it
+  load_scales(scale_a, scale_b);
   wgmma_wait<0>();
   fence_accumulator(partial);
   if (thread_in_warpgroup() == 0) mbar_arrive(base + Plan::empty_barrier_offset(stage));

@@ -191,13 +191,13 @@ SOL_SM90_DEVICE void persistent_fp8_consumer(u32 consumer, u32 base, const TmaDe
     const u32 rows[2] = {row_upper, row_upper + 8};
 #pragma unroll 1
     for (u32 kb = w.kb_begin; kb < w.kb_end; ++kb, ring.advance()) {
-      float scale_a[2];
+      const auto load_scales = [&](float (&scale_a)[2], float& scale_b) {
 #pragma unroll
-      for (u32 h = 0; h < 2; ++h)
-        scale_a[h] = rows[h] < args.rows ? args.scales_a[fp8_scale_a_index(rows[h], kb, p.k_blocks)] : 0.0f;
-      const float scale_b = args.scales_b[Scheduler::scale_b_index(p, w, w.col0, kb)];
-      fp8_consumer_k_block<Plan>(sum, partial, base, consumer, ring.stage, ring.full_parity(), issued, scale_a,
-                                 scale_b);
+        for (u32 h = 0; h < 2; ++h)
+          scale_a[h] = rows[h] < args.rows ? args.scales_a[fp8_scale_a_index(rows[h], kb, p.k_blocks)] : 0.0f;
+        scale_b = args.scales_b[Scheduler::scale_b_index(p, w, w.col0, kb)];
+      };
+      fp8_consumer_k_block<Plan>(sum, partial, base, consumer, ring.stage, ring.full_parity(), issued, load_scales);
     }
     persistent_store<Plan, Scheduler>(sum, consumer, base, map_d, w, args, stored_boxes);
   }

@@ -6,7 +6,7 @@
 // the row's A scale and the tile's B scale; two consumers take turns to issue, so one's
 // promotion overlaps the other's QGMMA. K must be a multiple of 128 (as on the CPU); scales as
 // the CPU path lays them out. The A scales of a thread's two rows and the tile's B scale are
-// loaded before the full barrier is waited on, so their latency hides behind the block's TMA.
+// loaded while the block's QGMMAs run (fp8_consumer_k_block), so no issue waits for them.
 
 #include "kernels/cuda/sm90/sm90_gemm_fp8_block.cuh"
 #include "kernels/cuda/sm90/sm90_gemm_tile.cuh"
@@ -26,13 +26,13 @@ SOL_SM90_DEVICE void gemm_tile_fp8_consumer(u32 consumer, u32 base, const float*
   u32 issued = 0;
 #pragma unroll 1
   for (u32 kb = 0; kb < k_blocks; ++kb, ring.advance()) {
-    float scale_a[2];
+    const auto load_scales = [&](float (&scale_a)[2], float& scale_b) {
 #pragma unroll
-    for (u32 h = 0; h < 2; ++h) scale_a[h] = rows[h] < m ? scales_a[fp8_scale_a_index(rows[h], kb, k_blocks)] : 0.0f;
-    const float scale_b = scales_b[fp8_scale_b_index(blockIdx.x * Plan::block_n, kb, k_blocks)];
-
-    fp8_consumer_k_block<Plan>(sum, partial, base, consumer, ring.stage, ring.full_parity(), issued, scale_a,
-                               scale_b);
+      for (u32 h = 0; h < 2; ++h)
+        scale_a[h] = rows[h] < m ? scales_a[fp8_scale_a_index(rows[h], kb, k_blocks)] : 0.0f;
+      scale_b = scales_b[fp8_scale_b_index(blockIdx.x * Plan::block_n, kb, k_blocks)];
+    };
+    fp8_consumer_k_block<Plan>(sum, partial, base, consumer, ring.stage, ring.full_parity(), issued, load_scales);
   }
   fp8_consumer_finish<Plan>(consumer, issued);
   gemm_tile_store<Plan>(sum, consumer, base, map_d, m, n);
