@@ -119,8 +119,12 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
   Blocking blk = choose_blocking(*p.tune, p.in, p.m, m1 - m0, n1 - n0, p.k, !partial_in_d);
   blk.mc = p.tune->gemm_amx_mc;
   const auto tile_kernel = p.in == DType::i8 ? kernels.s8 : kernels.bf16;
-  // A packed fp8 B is widened to bf16 once per (NC, KC) block into the workspace.
+  // A packed fp8 B is widened to bf16 once per (NC, KC) block into the workspace, where every
+  // M block reads it. With one M block each widened panel is read by one run of tiles, so it is
+  // widened just before them into one panel of workspace that stays in L2: the whole block
+  // (up to NC x KC bf16, 16 MiB) would go out to memory and come back for a few tiles each.
   const bool widen_packed = p.packed && p.packed->dtype == DType::f8e4m3;
+  const bool widen_lazily = widen_packed && m1 - m0 <= blk.mc;
   // A plain B is packed a panel at a time, just before the first M block's tiles over it, while
   // the previous panel's tiles request its source: reading B from memory overlaps the TDPs
   // instead of running as one pass over the whole block before them.
@@ -135,7 +139,8 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
   if (a_row_bytes % 1024 == 0) a_row_bytes += 64;
   const int64_t mc_max = std::min(blk.mc, m1 - m0);
   void* a_pack = Workspace::reserve(ws.a, (mc_max + 15) / 16 * 16 * a_row_bytes);
-  void* b_pack = p.packed && !widen_packed ? nullptr : Workspace::reserve(ws.b, blk.nc * steps_max * 4);
+  const int64_t b_pack_cols = widen_lazily ? kGemmNR : blk.nc;
+  void* b_pack = p.packed && !widen_packed ? nullptr : Workspace::reserve(ws.b, b_pack_cols * steps_max * 4);
   float* partial = partial_workspace(ws, p, blk, partial_in_d, m1 - m0);
   const int64_t b_elem_bytes = 4 / k_group(p.in);  // B panels in the compute type
 
@@ -147,8 +152,9 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
     for (int64_t pc = 0; pc == 0 || pc < p.k; pc += blk.kc) {
       const int64_t kc = std::min(blk.kc, p.k - pc), steps = k_steps(p.in, kc);
       int64_t panel_elems = steps * k_group(p.in) * kGemmNR;
-      const void* b_base =
-          pack_lazily ? b_pack : b_block(p, widen_packed, pc, kc, jc, nc, b_pack, nullptr, panel_elems);
+      const void* b_base = pack_lazily || widen_lazily
+                               ? b_pack
+                               : b_block(p, widen_packed, pc, kc, jc, nc, b_pack, nullptr, panel_elems);
       const int64_t panel_bytes = panel_elems * b_elem_bytes;
       const bool first = pc == 0, last = pc + kc >= p.k;
 
@@ -163,14 +169,20 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
         const int64_t tiles = (mc + kAmxMR - 1) / kAmxMR;
         for (int64_t jr = 0; jr < nc; jr += kGemmNR) {
           const int64_t col = jc + jr;
-          char* panel = const_cast<char*>(static_cast<const char*>(b_base)) + (jr / kGemmNR) * panel_bytes;
+          char* panel = const_cast<char*>(static_cast<const char*>(b_base)) +
+                        (widen_lazily ? 0 : (jr / kGemmNR) * panel_bytes);
           if (packing_b)
             pack_b_block(*p.kern, p.b, p.b_type, p.n, pc, kc, col, std::min<int64_t>(kGemmNR, nc - jr), panel,
                          panel_elems, nullptr);
+          if (widen_lazily) p.kern->widen_e4m3(p.packed->at(pc, col), reinterpret_cast<uint16_t*>(panel), panel_elems);
           NextPanel next;
           if (jr + kGemmNR < nc) {
             if (packing_b) {
               next = plain_panel_source(p, pc, kc, col + kGemmNR);
+            } else if (widen_lazily) {
+              next.base = static_cast<const char*>(p.packed->at(pc, col + kGemmNR));  // fp8: a byte per element
+              next.rows = 1;
+              next.lines = (panel_elems + 63) / 64;
             } else {
               next.base = panel + panel_bytes;
               next.rows = 1;
