@@ -14,10 +14,14 @@
 // With E = max(exponent(p), -6), C = sign(p) 2^(E + 20) has an ulp of 2^(E - 3), e4m3's
 // spacing in p's binade (2^-9 below 2^-6), so s = p + C rounds p to e4m3's grid in one f32
 // rounding to nearest even (ties to even on the sum are ties to even on the code: C is an even
-// multiple of that ulp). Then r = s 2^-120 - C 2^-120 = p' 2^-120 is exact, and shifts e4m3's
-// exponent bias (7) onto f32's (127): r's bits >> 20 are |p'|'s e4m3 code (and the sign) for
-// normals and (through f32's own gradual underflow, r < 2^-126) for subnormals. That needs
-// MXCSR's flush-to-zero off (the default); callers check it (kernels::mxcsr_keeps_subnormals).
+// multiple of that ulp). Then r = s 2^-8 - C 2^-8 = p' 2^-8 is exact and a normal f32, and
+// exactly an fp16: 2^-8 moves e4m3's exponent bias (7) onto fp16's (15), so the fp16 bits of
+// r, shifted right by 7, are |p'|'s e4m3 code for normals and (through fp16's gradual
+// underflow: e4m3's subnormals k 2^-9 become fp16's k 2^-17) for subnormals.
+// No f32 subnormal is made on the way: on Intel cores every vector op that makes or reads one
+// takes a microcode assist of ~100+ cycles. vcvtps2ph's own fp16 subnormals take none.
+// The exact conversion still needs MXCSR's flush-to-zero off (the default), which callers check
+// (kernels::mxcsr_keeps_subnormals).
 #include <cstdint>
 
 #include "kernels/x86/avx512/vec16_avx512.h"
@@ -28,32 +32,40 @@ namespace {
 struct E4m3Encoder {
   __m512i sign_exp = _mm512_set1_epi32(int(0xFF800000u));  // sign and exponent of an f32
   __m512 min_normal = _mm512_set1_ps(0x1p-6f);             // e4m3's smallest normal
-  __m512i to_tiny = _mm512_set1_epi32(100 << 23);          // 2^E -> 2^(E - 100)
-  __m512 two20 = _mm512_set1_ps(0x1p20f), two_m120 = _mm512_set1_ps(0x1p-120f);
+  __m512i to_c_low = _mm512_set1_epi32(12 << 23);          // 2^E -> 2^(E + 12) = C 2^-8
+  __m512 two20 = _mm512_set1_ps(0x1p20f), two_m8 = _mm512_set1_ps(0x1p-8f);
   __m512i hi16 = _mm512_set1_epi32(int(0xFFFF0000u)), w7f = _mm512_set1_epi16(0x7F);
+  __m512i exp16 = _mm512_set1_epi16(0x7F80);  // a bf16's exponent
+  // Words 0..15 (even elements) and 16..31 (odd ones) back into element order.
+  __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                                        21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   __m512i line_order = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
 };
 
-// Bits of r = p' 2^-120 for 16 values v (f32) times mv: code << 20, sign at bit 31.
-[[gnu::always_inline]] inline __m512i e4m3_scaled_bits(__m512 v, __m512 mv, const E4m3Encoder& k) {
+// fp16 bits of r = p' 2^-8 for 16 values v (f32) times mv: code << 7, sign at bit 15.
+[[gnu::always_inline]] inline __m256i e4m3_half_bits(__m512 v, __m512 mv, const E4m3Encoder& k) {
   const __m512 p = _mm512_mul_ps(v, mv);
   // t = sign(p) 2^max(E, -6): vrangeps picks the larger magnitude with the first operand's sign.
   const __m512 t = _mm512_range_ps(_mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(p), k.sign_exp)),
                                    k.min_normal, 0x03);
   const __m512 s = _mm512_fmadd_ps(t, k.two20, p);  // p + C, rounded to e4m3's grid
-  const __m512 c_low = _mm512_castsi512_ps(_mm512_sub_epi32(_mm512_castps_si512(t), k.to_tiny));  // C 2^-120
-  return _mm512_castps_si512(_mm512_fmsub_ps(s, k.two_m120, c_low));
+  const __m512 c_low = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(t), k.to_c_low));  // C 2^-8
+  return _mm512_cvtps_ph(_mm512_fmsub_ps(s, k.two_m8, c_low), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
 // 32 bf16 (element order) times mv -> 32 code words (code in the low byte, high byte 0).
+// A bf16 subnormal x enters as 0: its product (below 2^-133 times a multiplier of at most
+// 448 / 1e-4) is far under e4m3's half-ulp, so its code is a zero either way, and the sign comes
+// from w; reading it as a subnormal f32 would take the assist.
 [[gnu::always_inline]] inline __m512i e4m3_codes32(__m512i w, __m512 mv, const E4m3Encoder& k) {
-  const __m512 even = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
-  const __m512 odd = _mm512_castsi512_ps(_mm512_and_si512(w, k.hi16));
-  // Element 2j's code in the low word of lane j, 2j + 1's in the high word (sign << 11 | code).
-  const __m512i n = _mm512_or_si512(_mm512_srli_epi32(e4m3_scaled_bits(even, mv, k), 20),
-                                    _mm512_srli_epi32(e4m3_scaled_bits(odd, mv, k), 4));
-  // The sign from x, not from r: a negative product that rounds to zero gives r = +0 (s 2^-120
-  // - C 2^-120 cancels exactly), while its code is -0 (0x80).
+  const __m512i wn = _mm512_maskz_mov_epi16(_mm512_test_epi16_mask(w, k.exp16), w);
+  const __m512 even = _mm512_castsi512_ps(_mm512_slli_epi32(wn, 16));
+  const __m512 odd = _mm512_castsi512_ps(_mm512_and_si512(wn, k.hi16));
+  const __m512i halves = _mm512_inserti64x4(_mm512_castsi256_si512(e4m3_half_bits(even, mv, k)),
+                                            e4m3_half_bits(odd, mv, k), 1);
+  const __m512i n = _mm512_srli_epi16(_mm512_permutexvar_epi16(k.interleave, halves), 7);
+  // The sign from x, not from r: a negative product that rounds to zero gives r = +0 (s 2^-8 -
+  // C 2^-8 cancels exactly), while its code is -0 (0x80).
   return _mm512_ternarylogic_epi32(n, _mm512_srli_epi16(w, 8), k.w7f, 0xE4);  // (n & 0x7F) | w's sign at bit 7
 }
 
