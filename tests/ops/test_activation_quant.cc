@@ -195,6 +195,27 @@ TEST(ActivationQuant, FlushToZeroModes) {
   }
   set_num_threads(threads);
 }
+
+// gelu's fused rows flush subnormals inside (kernels/x86/flush_subnormals.h): the caller's
+// MXCSR must come back as it was, whatever its modes and on every thread count.
+TEST(ActivationQuant, LeavesTheCallersMxcsr) {
+  const int threads = num_threads();
+  const unsigned saved = _mm_getcsr();
+  Buffer x(DType::bf16, {4, 1024});
+  fill_random(x, 22, 12.0);
+  Buffer q(DType::f8e4m3, {4, 1024}), s(DType::f32, {4, 8});
+  for (int t : {1, 2})
+    for (unsigned mode : {0u, 0x8000u, 0x0040u}) {
+      set_num_threads(t);
+      _mm_setcsr(saved | mode);
+      for (GeluForm form : {GeluForm::tanh, GeluForm::erf}) {
+        gelu_quant_fp8(x, q, s, form);
+        EXPECT_EQ(_mm_getcsr(), saved | mode) << "threads " << t;
+      }
+      _mm_setcsr(saved);
+    }
+  set_num_threads(threads);
+}
 #endif
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "kernels/activation.h"
 #include "kernels/quant.h"
+#include "kernels/x86/flush_subnormals.h"
 #include "kernels/x86/avx512/e4m3_encode_avx512.h"
 #include "kernels/x86/avx512/pair_avx512.h"
 
@@ -323,8 +324,15 @@ template <class MakeStep>
 
 }  // namespace
 
+// Under FlushSubnormals: GELU makes f32 subnormals far into either tail (the logistic's
+// 2^-64-scaled parts, Phi and y itself for v < -10), and each costs an assist on Intel. The
+// codes cannot change: every such value is below 16 * 2^-126, which times a multiplier of at
+// most 448 / 1e-4 is far under e4m3's smallest half-ulp, so it codes as a zero of its sign
+// either way (the sign from the bf16 word); a subnormal input is a zero of its sign as well.
+// Not for silu-mul: there a subnormal silu(g) times a huge u can be a normal product.
 bool gelu_quant_row_avx512(const void* x, DType t, int64_t n, bool erf_form, int64_t group, bool ue8m0,
                            uint16_t* buf, const QuantRowOut& out, const TuningParams& tp) {
+  const FlushSubnormals flush;
   const int64_t ahead = tp.row_prefetch_bytes;
   if (erf_form)
     return quant_row_dispatch(t, n, group, ue8m0, buf, out, tp, [&]<DType In>() {
