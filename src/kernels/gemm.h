@@ -114,9 +114,10 @@ void pack_a_panel_avx512(const void* const (&rows)[kGemmMR], int64_t steps, uint
 // valid_cols on are zero. panel[s * kGemmNR + c].
 void pack_b_panel_nt_avx512(const void* const (&cols)[kGemmNR], int valid_cols, int64_t steps, bool e4m3,
                             uint32_t* panel);
-// A bf16 B panel from a plain [K, N] B ("nn"): b points at (k0, n0), rows ld elements apart;
-// kc values of K (an odd kc ends in a zero pair half), columns from valid_cols on zero.
-void pack_b_panel_nn_bf16_avx512(const uint16_t* b, int64_t ld, int valid_cols, int64_t kc, uint16_t* panel);
+// A bf16 B panel from a plain [K, N] B ("nn") of bf16, or of e4m3 widened to bf16: b points at
+// (k0, n0), rows ld elements apart; kc values of K (an odd kc ends in a zero pair half),
+// columns from valid_cols on zero.
+void pack_b_panel_nn_avx512(const void* b, int64_t ld, int valid_cols, int64_t kc, bool e4m3, uint16_t* panel);
 
 // The AMX kernels, on the matrix unit (needs AMX and the OS's permission, see hw) or on a
 // scalar model of the tile registers (AVX-512 only, ~1000x slower). The model checks every
@@ -172,7 +173,7 @@ struct GemmKernels {
   decltype(&gemm_tile_s8_avx512) tile_s8;
   decltype(&pack_a_panel_avx512) pack_a_panel;
   decltype(&pack_b_panel_nt_avx512) pack_b_panel_nt;
-  decltype(&pack_b_panel_nn_bf16_avx512) pack_b_panel_nn_bf16;
+  decltype(&pack_b_panel_nn_avx512) pack_b_panel_nn;
   void (*widen_e4m3)(const void* src, uint16_t* dst, int64_t n);
   const AmxKernelSet* amx;
   const AmxKernelSet* amx_model;

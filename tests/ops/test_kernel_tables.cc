@@ -126,7 +126,7 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
   });
   check_table(kernels::gemm_kernel_table(), "gemm", [](const kernels::GemmKernels& k, Isa l) {
     for (bool present : {!!k.tile_f32, !!k.tile_bf16, !!k.tile_s8, !!k.pack_a_panel, !!k.pack_b_panel_nt,
-                         !!k.pack_b_panel_nn_bf16, !!k.widen_e4m3, !!k.amx_model})
+                         !!k.pack_b_panel_nn, !!k.widen_e4m3, !!k.amx_model})
       EXPECT_EQ(present, vec(l));
     EXPECT_EQ(k.amx, l >= Isa::amx ? &kernels::kAmxHardware : nullptr);
   });

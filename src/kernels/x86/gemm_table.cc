@@ -12,11 +12,11 @@ void widen_e4m3_avx512(const void* src, uint16_t* dst, int64_t n) {
 constexpr GemmKernels kScalar{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
                                nullptr, nullptr, nullptr, nullptr, nullptr};
 constexpr GemmKernels kAvx512{gemm_tile_f32_avx512,       gemm_tile_bf16_avx512, gemm_tile_s8_avx512,
-                              pack_a_panel_avx512,        pack_b_panel_nt_avx512, pack_b_panel_nn_bf16_avx512,
+                              pack_a_panel_avx512,        pack_b_panel_nt_avx512, pack_b_panel_nn_avx512,     
                               widen_e4m3_avx512,          nullptr,               &kAmxModel,
                               nullptr,                    &kAmxDecodeModel};
 constexpr GemmKernels kAmx{gemm_tile_f32_avx512,       gemm_tile_bf16_avx512, gemm_tile_s8_avx512,
-                           pack_a_panel_avx512,        pack_b_panel_nt_avx512, pack_b_panel_nn_bf16_avx512,
+                           pack_a_panel_avx512,        pack_b_panel_nt_avx512, pack_b_panel_nn_avx512,     
                            widen_e4m3_avx512,          &kAmxHardware,         &kAmxModel,
                            &kAmxDecodeHardware,        &kAmxDecodeModel};
 constexpr KernelEntry<GemmKernels> kTable[] = {{Backend::cpu, Isa::scalar, &kScalar},

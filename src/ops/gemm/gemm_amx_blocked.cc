@@ -129,6 +129,10 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
   // the previous panel's tiles request its source: reading B from memory overlaps the TDPs
   // instead of running as one pass over the whole block before them.
   const bool pack_lazily = !p.packed;
+  // With one M block each packed panel is read by one run of tiles, so all panels are packed
+  // into one panel of workspace that stays in L2, as for the lazy widening above: a panel each
+  // (up to NC x KC, 16 MiB) put every pack's stores on lines that first come in from memory.
+  const bool pack_one_panel = pack_lazily && m1 - m0 <= blk.mc;
 
   Workspace& ws = thread_workspace();
   const int64_t kc_max = std::min(blk.kc, std::max<int64_t>(p.k, 1));
@@ -139,7 +143,7 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
   if (a_row_bytes % 1024 == 0) a_row_bytes += 64;
   const int64_t mc_max = std::min(blk.mc, m1 - m0);
   void* a_pack = Workspace::reserve(ws.a, (mc_max + 15) / 16 * 16 * a_row_bytes);
-  const int64_t b_pack_cols = widen_lazily ? kGemmNR : blk.nc;
+  const int64_t b_pack_cols = widen_lazily || pack_one_panel ? kGemmNR : blk.nc;
   void* b_pack = p.packed && !widen_packed ? nullptr : Workspace::reserve(ws.b, b_pack_cols * steps_max * 4);
   float* partial = partial_workspace(ws, p, blk, partial_in_d, m1 - m0);
   const int64_t b_elem_bytes = 4 / k_group(p.in);  // B panels in the compute type
@@ -170,7 +174,7 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
         for (int64_t jr = 0; jr < nc; jr += kGemmNR) {
           const int64_t col = jc + jr;
           char* panel = const_cast<char*>(static_cast<const char*>(b_base)) +
-                        (widen_lazily ? 0 : (jr / kGemmNR) * panel_bytes);
+                        (widen_lazily || pack_one_panel ? 0 : (jr / kGemmNR) * panel_bytes);
           if (packing_b)
             pack_b_block(*p.kern, p.b, p.b_type, p.n, pc, kc, col, std::min<int64_t>(kGemmNR, nc - jr), panel,
                          panel_elems, nullptr);

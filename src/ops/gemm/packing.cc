@@ -181,12 +181,12 @@ void pack_a_rows(const void* a, int64_t lda, DType a_type, int64_t m0, int64_t m
 namespace {
 
 // The vector packers (kernels/gemm.h) for the cases they cover: any type of an nt B (each
-// column a contiguous row of [N, K]) and a bf16 nn B. Returns false for the rest (f32, int8
-// and fp8 nn), which the plain loops pack. Bit-identical to them.
+// column a contiguous row of [N, K]) and a bf16 or fp8 nn B. Returns false for the rest (f32
+// and int8 nn), which the plain loops pack. Bit-identical to them.
 bool pack_b_block_vector(const kernels::GemmKernels& kern, const PlainB& b, DType b_type, int64_t n_total, int64_t k0, int64_t kc, int64_t n0,
                          int64_t nc, void* dst, int64_t panel_elems, int32_t* start) {
   const bool nt = b.layout == Layout::nt;
-  if (!nt && b_type != DType::bf16) return false;
+  if (!nt && b_type != DType::bf16 && b_type != DType::f8e4m3) return false;
   const int64_t group = b_type == DType::f32 ? 1 : b_type == DType::i8 ? 4 : 2;
   const int64_t es = int64_t(dtype_size(b_type)), full = kc / group, left = kc - full * group;
   const int64_t out_es = b_type == DType::f8e4m3 ? 2 : es;  // fp8 is widened to bf16
@@ -194,8 +194,8 @@ bool pack_b_block_vector(const kernels::GemmKernels& kern, const PlainB& b, DTyp
     char* panel = static_cast<char*>(dst) + (j0 / kGemmNR) * panel_elems * out_es;
     const int cols = int(std::clamp<int64_t>(n_total - (n0 + j0), 0, kGemmNR));
     if (!nt) {
-      const uint16_t* src = static_cast<const uint16_t*>(b.data) + b.offset(k0, n0 + j0);
-      kern.pack_b_panel_nn_bf16(src, b.ld, cols, kc, reinterpret_cast<uint16_t*>(panel));
+      const char* src = static_cast<const char*>(b.data) + b.offset(k0, n0 + j0) * es;
+      kern.pack_b_panel_nn(src, b.ld, cols, kc, b_type == DType::f8e4m3, reinterpret_cast<uint16_t*>(panel));
       continue;
     }
     const void* col[kGemmNR];

@@ -104,22 +104,29 @@ void pack_b_panel_nt_avx512(const void* const (&cols)[kGemmNR], int valid_cols, 
   }
 }
 
-void pack_b_panel_nn_bf16_avx512(const uint16_t* b, int64_t ld, int valid_cols, int64_t kc, uint16_t* panel) {
+void pack_b_panel_nn_avx512(const void* b, int64_t ld, int valid_cols, int64_t kc, bool e4m3, uint16_t* panel) {
   // Output step p: columns c = 0..31 as (row 2p, row 2p + 1) pairs; vpermt2w picks them from
-  // the two rows' 32-column vectors.
+  // the two rows' 32-column vectors (e4m3 rows widened first, exactly).
   alignas(64) static const uint16_t kLo[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
                                                8,  40, 9,  41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
   alignas(64) static const uint16_t kHi[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
                                                24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
   const __m512i lo = _mm512_load_si512(kLo), hi = _mm512_load_si512(kHi);
   const __mmask32 mask = valid_cols >= 32 ? __mmask32(0xFFFFFFFF) : __mmask32((1u << valid_cols) - 1);
+  const int64_t row_bytes = ld * (e4m3 ? 1 : 2);
+  const char* base = static_cast<const char*>(b);
+  const auto row = [&](int64_t k) {
+    const char* r = base + k * row_bytes;
+    return e4m3 ? _mm512_maskz_mov_epi16(mask, e4m3x32_to_bf16(_mm256_maskz_loadu_epi8(mask, r)))
+                : _mm512_maskz_loadu_epi16(mask, r);
+  };
   for (int64_t k = 0; k < kc; k += 2) {
     if (k + 8 < kc) {
-      _mm_prefetch(reinterpret_cast<const char*>(b + (k + 8) * ld), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(b + (k + 9) * ld), _MM_HINT_T0);
+      _mm_prefetch(base + (k + 8) * row_bytes, _MM_HINT_T0);
+      _mm_prefetch(base + (k + 9) * row_bytes, _MM_HINT_T0);
     }
-    const __m512i r0 = _mm512_maskz_loadu_epi16(mask, b + k * ld);
-    const __m512i r1 = k + 1 < kc ? _mm512_maskz_loadu_epi16(mask, b + (k + 1) * ld) : _mm512_setzero_si512();
+    const __m512i r0 = row(k);
+    const __m512i r1 = k + 1 < kc ? row(k + 1) : _mm512_setzero_si512();
     _mm512_storeu_si512(panel + k * kGemmNR, _mm512_permutex2var_epi16(r0, lo, r1));
     _mm512_storeu_si512(panel + k * kGemmNR + 32, _mm512_permutex2var_epi16(r0, hi, r1));
   }
