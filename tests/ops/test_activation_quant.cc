@@ -197,7 +197,8 @@ TEST(ActivationQuant, FlushToZeroModes) {
 }
 
 // gelu's fused rows flush subnormals inside (kernels/x86/flush_subnormals.h): the caller's
-// MXCSR must come back as it was, whatever its modes and on every thread count.
+// MXCSR modes must come back as they were, on every thread count (its sticky exception flags
+// may gain what the arithmetic raised, as after any float code).
 TEST(ActivationQuant, LeavesTheCallersMxcsr) {
   const int threads = num_threads();
   const unsigned saved = _mm_getcsr();
@@ -210,7 +211,7 @@ TEST(ActivationQuant, LeavesTheCallersMxcsr) {
       _mm_setcsr(saved | mode);
       for (GeluForm form : {GeluForm::tanh, GeluForm::erf}) {
         gelu_quant_fp8(x, q, s, form);
-        EXPECT_EQ(_mm_getcsr(), saved | mode) << "threads " << t;
+        EXPECT_EQ(_mm_getcsr() & ~0x3Fu, (saved | mode) & ~0x3Fu) << "threads " << t;  // modes, not flags
       }
       _mm_setcsr(saved);
     }

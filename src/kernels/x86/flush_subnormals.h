@@ -11,11 +11,13 @@ namespace sol::kernels {
 class FlushSubnormals {
  public:
   FlushSubnormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | 0x8040u); }
-  ~FlushSubnormals() { _mm_setcsr(saved_); }
+  // The caller's modes back; the exception flags raised meanwhile stay raised, as they would.
+  ~FlushSubnormals() { _mm_setcsr((saved_ & ~kFlags) | (_mm_getcsr() & kFlags)); }
   FlushSubnormals(const FlushSubnormals&) = delete;
   FlushSubnormals& operator=(const FlushSubnormals&) = delete;
 
  private:
+  static constexpr unsigned kFlags = 0x3Fu;  // MXCSR's sticky exception flags
   unsigned saved_;
 };
 
