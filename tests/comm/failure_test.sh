@@ -86,8 +86,15 @@ kill_test() {  # kill_test NAME MPIRUN-ARGS...
   local victim pids start took
   victim=$(sed -n 's/^rank 1 pid \([0-9]*\)$/\1/p' "$log")
   if [ -z "$victim" ]; then  # nothing to kill: say so rather than time a kill never sent
-    wait $job
-    fail "$name: rank 1 did not report its pid within 30 s (the machine is too loaded to start the job)"
+    local rc=0
+    if kill -0 $job 2>/dev/null; then
+      wait $job || rc=$?
+      fail "$name: rank 1 did not report its pid within 30 s (the job was still starting: a loaded machine), exit $rc"
+    else
+      wait $job || rc=$?
+      fail "$name: the job ended (exit $rc) before rank 1 reported its pid"
+    fi
+    tail -n 40 "$log" | sed "s/^/  $name log: /"
     return
   fi
   sleep 0.5
