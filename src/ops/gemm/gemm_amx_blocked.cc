@@ -120,19 +120,18 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
   blk.mc = p.tune->gemm_amx_mc;
   const auto tile_kernel = p.in == DType::i8 ? kernels.s8 : kernels.bf16;
   // A packed fp8 B is widened to bf16 once per (NC, KC) block into the workspace, where every
-  // M block reads it. With one M block each widened panel is read by one run of tiles, so it is
-  // widened just before them into one panel of workspace that stays in L2: the whole block
-  // (up to NC x KC bf16, 16 MiB) would go out to memory and come back for a few tiles each.
+  // M block reads it (with one M block, a panel at a time: one_panel below).
   const bool widen_packed = p.packed && p.packed->dtype == DType::f8e4m3;
-  const bool widen_lazily = widen_packed && m1 - m0 <= blk.mc;
   // A plain B is packed a panel at a time, just before the first M block's tiles over it, while
   // the previous panel's tiles request its source: reading B from memory overlaps the TDPs
   // instead of running as one pass over the whole block before them.
   const bool pack_lazily = !p.packed;
-  // With one M block each packed panel is read by one run of tiles, so all panels are packed
-  // into one panel of workspace that stays in L2, as for the lazy widening above: a panel each
-  // (up to NC x KC, 16 MiB) put every pack's stores on lines that first come in from memory.
-  const bool pack_one_panel = pack_lazily && m1 - m0 <= blk.mc;
+  // With one M block each B panel the driver makes (packed from a plain B, or widened from fp8)
+  // is read by one run of tiles, so every panel is made just before them into the same one-panel
+  // workspace, which stays in L2: a slot each (up to NC x KC, 16 MiB) put every store on a line
+  // that first came in from memory, and the panels went out to memory and back for a few tiles.
+  const bool one_panel = (pack_lazily || widen_packed) && m1 - m0 <= blk.mc;
+  const bool widen_lazily = widen_packed && one_panel;
 
   Workspace& ws = thread_workspace();
   const int64_t kc_max = std::min(blk.kc, std::max<int64_t>(p.k, 1));
@@ -143,7 +142,7 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
   if (a_row_bytes % 1024 == 0) a_row_bytes += 64;
   const int64_t mc_max = std::min(blk.mc, m1 - m0);
   void* a_pack = Workspace::reserve(ws.a, (mc_max + 15) / 16 * 16 * a_row_bytes);
-  const int64_t b_pack_cols = widen_lazily || pack_one_panel ? kGemmNR : blk.nc;
+  const int64_t b_pack_cols = one_panel ? kGemmNR : blk.nc;
   void* b_pack = p.packed && !widen_packed ? nullptr : Workspace::reserve(ws.b, b_pack_cols * steps_max * 4);
   float* partial = partial_workspace(ws, p, blk, partial_in_d, m1 - m0);
   const int64_t b_elem_bytes = 4 / k_group(p.in);  // B panels in the compute type
@@ -174,7 +173,7 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
         for (int64_t jr = 0; jr < nc; jr += kGemmNR) {
           const int64_t col = jc + jr;
           char* panel = const_cast<char*>(static_cast<const char*>(b_base)) +
-                        (widen_lazily || pack_one_panel ? 0 : (jr / kGemmNR) * panel_bytes);
+                        (one_panel ? 0 : (jr / kGemmNR) * panel_bytes);
           if (packing_b)
             pack_b_block(*p.kern, p.b, p.b_type, p.n, pc, kc, col, std::min<int64_t>(kGemmNR, nc - jr), panel,
                          panel_elems, nullptr);
