@@ -10,7 +10,8 @@
 // MC, one or two threads, and a plain B (packed lazily) against the same B packed up front.
 // K = 512 exactly with few rows, one tile per K block (each tile requests the next one's running
 // sums and D), and a D written by non-temporal stores (forced by a low stream_min_bytes) against
-// the same D written through the caches.
+// the same D written through the caches. A pre-packed B over several MC slabs of rows and two K
+// blocks against the plain B's block order.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -221,6 +222,36 @@ TEST(GemmAmxBlocking, TwoKBlocksMatchTheReference) {
       const ScopedTuning forced(with_amx_mc(32));
       check_against_reference(c, in, run(c, in));
     }
+  });
+  if (!ran) GTEST_SKIP() << "no AMX and no AVX-512 for the tile model";
+}
+
+// A pre-packed B with more rows than MC runs one MC slab of rows at a time (gemm_amx_blocked.cc,
+// run_rows); a plain B runs all rows block by block. Across two K blocks, whose running sums wait
+// in the workspace (bf16 D) or in D (f32, i32), both match the reference and each other bit for
+// bit, at one and two threads.
+TEST(GemmAmxBlocking, PrepackedSlabsAcrossKBlocksKeepTheBits) {
+  std::vector<Case> cases;
+  for (DType out : {DType::f32, DType::bf16}) cases.push_back({"bf16", 100, 70, 2100, Layout::nt, false, out, 0.25f, true, false});
+  cases.push_back({"bf16", 97, 40, 2200, Layout::nn, false, DType::bf16});
+  cases.push_back({"s8", 70, 33, 4200, Layout::nt, false, DType::i32, 1.0f});
+  const bool ran = on_amx([&] {
+    for (const Case& c : cases) {
+      const Inputs in = make_inputs(c);
+      const ScopedTuning forced(with_amx_mc(32));
+      set_num_threads(1);
+      const Buffer plain = run(c, in);
+      check_against_reference(c, in, plain);
+      Case packed = c;
+      packed.packed = true;
+      for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        const Buffer slabs = run(packed, in);
+        check_against_reference(packed, in, slabs);
+        EXPECT_TRUE(compare_bitwise(slabs, plain).pass) << packed.describe() << " threads " << threads;
+      }
+    }
+    set_num_threads(0);
   });
   if (!ran) GTEST_SKIP() << "no AMX and no AVX-512 for the tile model";
 }

@@ -2,7 +2,8 @@
 // instead of 12-row panels and A packed as rows. MC is its own (gemm_amx_mc): the A block
 // shares L2 with the B panel the tiles read and the one requested next. Threads own disjoint
 // blocks of D and K blocks start at multiples of KC, so results do not depend on the thread
-// count; packing order and MC move no bits.
+// count; packing order, MC and slabs (run_rows: a pre-packed B's rows one MC block at a time)
+// move no bits.
 // A D too large for the caches is written by non-temporal stores (GemmEpilogue::stream).
 // M <= 16 takes the decode kernels instead (gemm_amx_decode.cc): one strip over all of K.
 #include <xmmintrin.h>
@@ -225,6 +226,21 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
   if (stream) _mm_sfence();  // the streamed lines of D reach memory before the join
 }
 
+// A thread's rows one MC slab at a time where B is pre-packed bf16 or int8 (nothing for the
+// thread to make of it). Over all of its rows at once, K past one block makes choose_blocking
+// narrow NC to keep the running sums of every row within 4 MiB, and the driver then packs the
+// same A block again for each NC block: at M = 4096, K = 7168, A is read and copied ~9 times a
+// call. A slab's sums are MC rows wide, NC spans N and each A block is packed once; B streams
+// past each slab, as it streams past each M block in the wide order, a panel requested ahead.
+// Plain and fp8 B keep the wide order, where a B block packed or widened once serves every M
+// block. K blocks start at the same multiples of KC, so the bits are the wide order's.
+void run_rows(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  const int64_t mc = p.tune->gemm_amx_mc;
+  const bool prepacked = p.packed && p.packed->dtype != DType::f8e4m3;
+  if (!prepacked || m1 - m0 <= mc) return run_block(p, kernels, m0, m1, n0, n1);
+  for (int64_t s = m0; s < m1; s += mc) run_block(p, kernels, s, std::min(m1, s + mc), n0, n1);
+}
+
 }  // namespace
 
 bool force_amx_model(bool on) { return g_force_model.exchange(on); }
@@ -237,9 +253,9 @@ bool amx_runs(const kernels::GemmKernels& k, int64_t m, DType in) {
 void gemm_amx_blocked(const GemmProblem& p) {
   const AmxKernelSet& kernels = p.kern->amx && !g_force_model.load() ? *p.kern->amx : *p.kern->amx_model;
   if (p.n >= p.m) {
-    parallel_ranges(p.n, kGemmNR, [&](int64_t n0, int64_t n1) { run_block(p, kernels, 0, p.m, n0, n1); });
+    parallel_ranges(p.n, kGemmNR, [&](int64_t n0, int64_t n1) { run_rows(p, kernels, 0, p.m, n0, n1); });
   } else {
-    parallel_ranges(p.m, kAmxMR, [&](int64_t m0, int64_t m1) { run_block(p, kernels, m0, m1, 0, p.n); });
+    parallel_ranges(p.m, kAmxMR, [&](int64_t m0, int64_t m1) { run_rows(p, kernels, m0, m1, 0, p.n); });
   }
 }
 
