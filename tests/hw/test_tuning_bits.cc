@@ -78,6 +78,17 @@ std::vector<BitCase> bit_cases(Inputs& in) {
                        }});
     }
   }
+  {  // bf16 D from a packed B (partials in the workspace): the drivers run packed rows one MC
+     // block at a time where MC is under M, and all at once where it is not
+    const Tensor a = in.add(DType::bf16, {kGemmM, 4608}, 37), b = in.add(DType::bf16, {4608, kGemmN}, 38);
+    const Tensor d = in.add(DType::bf16, {kGemmM, kGemmN}, 0);
+    auto packed = std::make_shared<PackedMatrix>(pack_b(b, Layout::nn));
+    cases.push_back({"gemm packed bf16 -> bf16", [=] {
+                       poison({d});
+                       gemm(a, *packed, d);
+                       return take({d});
+                     }});
+  }
   {  // bf16 D, C = D (partials in the workspace), with bias and silu
     const Tensor a = in.add(DType::bf16, {40, 3000}, 15), b = in.add(DType::bf16, {300, 3000}, 16);
     const Tensor c = in.add(DType::bf16, {40, 300}, 17), d = in.add(DType::bf16, {40, 300}, 0);
