@@ -132,23 +132,32 @@ void bf16_block(const AmxGemmTile& at, float (&sums)[kAmxMR][32]) {
     return;
   }
   // fp8 block scales: each 128-wide K group (64 pairs) is summed from zero on the tiles, then
-  // scaled per row and added into f32 totals, as DeepGEMM promotes per group.
+  // scaled per row and added into f32 totals, as DeepGEMM promotes per group. The promotion
+  // runs one group behind: group g's vector work is issued after group g + 1's TDPs, so it runs
+  // while the tile unit works instead of between the groups (the tiles are not renamed, so the
+  // next group cannot start before this one's sums are stored). Same terms in the same order.
   alignas(64) float total[kAmxMR][32];
+  alignas(64) float group_sums[2][kAmxMR][32];
   const int64_t groups = t.k_steps / kScaleGroupSteps;
+  auto promote = [&](int64_t g) {
+    const float(&v)[kAmxMR][32] = group_sums[g & 1];
+    for (int i = 0; i < t.m; ++i) {
+      const __m512 s = _mm512_set1_ps((t.sa ? t.sa[i * t.lds_a + g] : 1.0f) * t.sb[g]);
+      for (int h = 0; h < 2; ++h) {
+        const __m512 x = _mm512_load_ps(&v[i][16 * h]);
+        _mm512_store_ps(&total[i][16 * h],
+                        g == 0 ? _mm512_mul_ps(x, s) : _mm512_fmadd_ps(x, s, _mm512_load_ps(&total[i][16 * h])));
+      }
+    }
+  };
   for (int64_t g = 0; g < groups; ++g) {
     zero_accumulators<U, kTwo>();
     multiply_steps<U, Dot::bf16, kTwo>(a + 4 * kScaleGroupSteps * g, at.a_row_bytes,
                                        b + 128 * kScaleGroupSteps * g, kScaleGroupSteps, side);
-    store_accumulators<U, kTwo>(sums);
-    for (int i = 0; i < t.m; ++i) {
-      const __m512 s = _mm512_set1_ps((t.sa ? t.sa[i * t.lds_a + g] : 1.0f) * t.sb[g]);
-      for (int h = 0; h < 2; ++h) {
-        const __m512 v = _mm512_load_ps(&sums[i][16 * h]);
-        _mm512_store_ps(&total[i][16 * h],
-                        g == 0 ? _mm512_mul_ps(v, s) : _mm512_fmadd_ps(v, s, _mm512_load_ps(&total[i][16 * h])));
-      }
-    }
+    if (g > 0) promote(g - 1);
+    store_accumulators<U, kTwo>(group_sums[g & 1]);
   }
+  if (groups > 0) promote(groups - 1);
   for (int i = 0; i < t.m; ++i)
     for (int h = 0; h < 2; ++h)
       _mm512_store_ps(&sums[i][16 * h], groups > 0 ? _mm512_load_ps(&total[i][16 * h]) : _mm512_setzero_ps());
