@@ -3,7 +3,7 @@
 # binary runs anywhere and picks its path from CPUID at run time (include/sol/hw.h).
 set(SOL_FLAGS_AVX2 -mavx2 -mfma -mf16c)
 set(SOL_FLAGS_AVX512 ${SOL_FLAGS_AVX2} -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mavx512vnni)
-set(SOL_FLAGS_AMX ${SOL_FLAGS_AVX512} -mamx-tile -mamx-bf16 -mamx-int8)
+set(SOL_FLAGS_AMX ${SOL_FLAGS_AVX512} -mavx512vbmi -mamx-tile -mamx-bf16 -mamx-int8)
 
 function(sol_apply_isa_flags sources)
   foreach(src IN LISTS sources)

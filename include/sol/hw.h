@@ -24,7 +24,7 @@ struct CpuFeatures {
   int logical_cpus = 0;    // CPUs this process may run on
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
-  bool avx512_bf16 = false, avx512_fp16 = false, avx512_vnni = false;
+  bool avx512_bf16 = false, avx512_fp16 = false, avx512_vnni = false, avx512_vbmi = false;
   bool amx_tile = false, amx_bf16 = false, amx_int8 = false;
   bool os_avx = false;     // XCR0 enables YMM state
   bool os_avx512 = false;  // XCR0 enables opmask + ZMM state

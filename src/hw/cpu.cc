@@ -135,12 +135,13 @@ void request_amx_permission(CpuFeatures& f) {
 
 // Each level requires everything its translation units are compiled with
 // (cmake/SolIsaFlags.cmake): an _avx512.cc file may use AVX512-BF16 and AVX512-VNNI (every CPU
-// with the former has the latter), an _amx.cc file all of AMX.
+// with the former has the latter), an _amx.cc file all of AMX and AVX512-VBMI (every AMX CPU,
+// Sapphire Rapids on, has it; a hypervisor that hides it gets the avx512 level).
 Isa best_isa_of(const CpuFeatures& f) {
   bool avx2 = f.os_avx && f.avx2 && f.fma && f.f16c;
   bool avx512 = avx2 && f.os_avx512 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq &&
                 f.avx512_bf16 && f.avx512_vnni;
-  bool amx = avx512 && f.amx_permitted;
+  bool amx = avx512 && f.amx_permitted && f.avx512_vbmi;
   return amx ? Isa::amx : avx512 ? Isa::avx512 : avx2 ? Isa::avx2 : Isa::scalar;
 }
 
@@ -173,6 +174,7 @@ CpuFeatures detect() {
     f.avx512_fp16 = bit(l7.edx, 23);
     f.amx_tile = bit(l7.edx, 24);
     f.amx_int8 = bit(l7.edx, 25);
+    f.avx512_vbmi = bit(l7.ecx, 1);
     f.avx512_vnni = bit(l7.ecx, 11);
     if (l7.eax >= 1) f.avx512_bf16 = bit(cpuid(7, 1).eax, 5);
   }

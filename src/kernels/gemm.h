@@ -163,6 +163,10 @@ struct AmxDecodeSet {
 extern const AmxDecodeSet kAmxDecodeHardware;
 extern const AmxDecodeSet kAmxDecodeModel;
 
+// e4m3 -> bf16 (exact) by AVX512-VBMI byte tables: the amx level's widen_e4m3. Needs only
+// AVX-512 and VBMI, not the tiles (its test runs wherever those two are).
+void widen_e4m3_vbmi(const void* src, uint16_t* dst, int64_t n);
+
 // GEMM's kernels at one ISA level: the register-tile kernels and packers of the blocked
 // driver (null at the scalar level, where the op runs its plain loops), the AMX tile kernels
 // (null below the amx level) and the scalar model of the AMX tiles (tests force it where the

@@ -22,9 +22,9 @@ void print_features() {
   fmt::print("cpu      {} ({}), {} cpus\n", f.model_name, f.vendor, f.logical_cpus);
   fmt::print("caches   L1d {} KiB, L2 {} KiB, L3 {} MiB\n", f.l1d_bytes >> 10, f.l2_bytes >> 10,
              f.l3_bytes >> 20);
-  fmt::print("isa      avx2 {}, avx512f/bw/vl/dq {}, avx512_bf16 {}, avx512_vnni {}, avx512_fp16 {}\n",
+  fmt::print("isa      avx2 {}, avx512f/bw/vl/dq {}, avx512_bf16 {}, avx512_vnni {}, avx512_vbmi {}, avx512_fp16 {}\n",
              yes(f.avx2 && f.os_avx), yes(f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.os_avx512),
-             yes(f.avx512_bf16), yes(f.avx512_vnni), yes(f.avx512_fp16));
+             yes(f.avx512_bf16), yes(f.avx512_vnni), yes(f.avx512_vbmi), yes(f.avx512_fp16));
   fmt::print("amx      tile {}, bf16 {}, int8 {} — {}\n", yes(f.amx_tile), yes(f.amx_bf16),
              yes(f.amx_int8), f.amx_status);
   fmt::print("path     best {}, active {}{}\n", isa_name(f.best_isa), isa_name(active_isa()),

@@ -20,6 +20,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/x86/amx/amx_tile_config.h"
+#include "kernels/x86/amx/e4m3_vbmi.h"
 #include "kernels/x86/avx512/e4m3_avx512.h"
 #include "kernels/x86/avx512/gemm_tile_avx512.h"
 
@@ -81,10 +82,12 @@ __attribute__((always_inline)) inline void panel_chunk(const AmxDecodeTile& at, 
   const char* src;
   if (t.b_fp8) {
     const char* f = static_cast<const char*>(t.b) + 64 * 16 * c;
-    for (int64_t s = 0; s < steps; ++s)
-      for (int h = 0; h < 2; ++h)
-        _mm512_store_si512(buf + 128 * s + 64 * h,
-                           e4m3x32_to_bf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(f + 64 * s + 32 * h))));
+    __m512i wide[2];
+    for (int64_t s = 0; s < steps; ++s) {
+      e4m3x64_to_bf16(_mm512_loadu_si512(f + 64 * s), wide);
+      _mm512_store_si512(buf + 128 * s, wide[0]);
+      _mm512_store_si512(buf + 128 * s + 64, wide[1]);
+    }
     if (steps < 16) std::memset(buf + 128 * steps, 0, size_t(128 * (16 - steps)));
     src = buf;
   } else if (steps < 16) {
