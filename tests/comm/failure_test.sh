@@ -80,7 +80,11 @@ grep "CAUGHT" "$log"
 ms() { echo $(($(date +%s%N) / 1000000)); }
 kill_test() {  # kill_test NAME MPIRUN-ARGS...
   local name=$1; shift
-  timeout 60 "${mpirun[@]}" "$@" "$prog" kill >"$log" 2>&1 &
+  # Empty the log here, not by the job's redirection: that runs in the forked job, maybe after
+  # the pid loop below has already read the previous case's "rank 1 pid" from it (then a long
+  # gone pid was "killed" and the job ran to the 60 s timeout).
+  : >"$log"
+  timeout 60 "${mpirun[@]}" "$@" "$prog" kill >>"$log" 2>&1 &
   local job=$!
   for _ in $(seq 300); do grep -q "rank 1 pid" "$log" && break; sleep 0.1; done
   local victim pids start took
