@@ -1,7 +1,8 @@
 #pragma once
 // Pieces both blocked drivers (gemm_blocked.cc on the vector kernels, gemm_amx_blocked.cc on
-// the AMX tiles) take the same way: where one (NC, KC) block of B comes from, and what a tile
-// that starts at (row, col) of D is told about its partial sums and its epilogue.
+// the AMX tiles) take the same way: which rows run together, where one (NC, KC) block of B
+// comes from, and what a tile starting at (row, col) of D is told about its partial sums and
+// its epilogue.
 #include <algorithm>
 #include <cstdint>
 
@@ -34,6 +35,22 @@ inline float* partial_workspace(Workspace& ws, const GemmProblem& p, const Block
                                 int64_t rows, bool chunked = false) {
   if (partial_in_d || (p.k <= blk.kc && !chunked)) return nullptr;
   return static_cast<float*>(Workspace::reserve(ws.partial, rows * blk.nc * 4));
+}
+
+// Runs a thread's rows [m0, m1) through run_block(r0, r1), one MC slab at a time where B is
+// pre-packed bf16 or int8 (nothing for the thread to make of it). Over all of its rows at once,
+// K past one block makes choose_blocking narrow NC to keep every row's running sums within
+// 4 MiB, and the driver then packs the same A block again for each NC block (at M = 4096,
+// K = 7168, A is read and copied ~9 times a call). A slab's sums are MC rows wide, NC spans N
+// and each A block is packed once; B streams past each slab as it streams past each M block of
+// the wide order. Plain and fp8 B keep the wide order, where a B block packed or widened once
+// serves every M block. Slabs start at multiples of MC from m0, where the wide order's M blocks
+// start, and K blocks at the same multiples of KC: the bits are the wide order's.
+template <class RunBlock>
+void run_row_slabs(const GemmProblem& p, int64_t mc, int64_t m0, int64_t m1, RunBlock&& run_block) {
+  const bool prepacked = p.packed && p.packed->dtype != DType::f8e4m3;
+  if (!prepacked || m1 - m0 <= mc) return run_block(m0, m1);
+  for (int64_t s = m0; s < m1; s += mc) run_block(s, std::min(m1, s + mc));
 }
 
 // Columns [jc, jc + nc) x K [pc, pc + kc) of B as 32-column panels of the compute type,

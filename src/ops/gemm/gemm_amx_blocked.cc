@@ -2,8 +2,7 @@
 // instead of 12-row panels and A packed as rows. MC is its own (gemm_amx_mc): the A block
 // shares L2 with the B panel the tiles read and the one requested next. Threads own disjoint
 // blocks of D and K blocks start at multiples of KC, so results do not depend on the thread
-// count; packing order, MC and slabs (run_rows: a pre-packed B's rows one MC block at a time)
-// move no bits.
+// count; packing order, MC and row slabs (block_parts.h, run_row_slabs) move no bits.
 // A D too large for the caches is written by non-temporal stores (GemmEpilogue::stream).
 // M <= 16 takes the decode kernels instead (gemm_amx_decode.cc): one strip over all of K.
 #include <xmmintrin.h>
@@ -226,19 +225,9 @@ void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, in
   if (stream) _mm_sfence();  // the streamed lines of D reach memory before the join
 }
 
-// A thread's rows one MC slab at a time where B is pre-packed bf16 or int8 (nothing for the
-// thread to make of it). Over all of its rows at once, K past one block makes choose_blocking
-// narrow NC to keep the running sums of every row within 4 MiB, and the driver then packs the
-// same A block again for each NC block: at M = 4096, K = 7168, A is read and copied ~9 times a
-// call. A slab's sums are MC rows wide, NC spans N and each A block is packed once; B streams
-// past each slab, as it streams past each M block in the wide order, a panel requested ahead.
-// Plain and fp8 B keep the wide order, where a B block packed or widened once serves every M
-// block. K blocks start at the same multiples of KC, so the bits are the wide order's.
+// A thread's rows, one MC slab at a time where B is pre-packed (block_parts.h).
 void run_rows(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
-  const int64_t mc = p.tune->gemm_amx_mc;
-  const bool prepacked = p.packed && p.packed->dtype != DType::f8e4m3;
-  if (!prepacked || m1 - m0 <= mc) return run_block(p, kernels, m0, m1, n0, n1);
-  for (int64_t s = m0; s < m1; s += mc) run_block(p, kernels, s, std::min(m1, s + mc), n0, n1);
+  run_row_slabs(p, p.tune->gemm_amx_mc, m0, m1, [&](int64_t r0, int64_t r1) { run_block(p, kernels, r0, r1, n0, n1); });
 }
 
 }  // namespace

@@ -250,15 +250,9 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
   }
 }
 
-// A thread's rows one MC block at a time where B is pre-packed and not fp8 (nothing for the
-// thread to make of it), as the AMX driver does (gemm_amx_blocked.cc, run_rows): over all rows
-// at once, K past one block narrows NC so that every row's running sums fit 4 MiB, and each NC
-// block packs the same A block again. Same K blocks, same bits.
+// A thread's rows, one MC slab at a time where B is pre-packed (block_parts.h).
 void run_rows(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
-  const int64_t mc = p.tune->gemm_mc;
-  const bool prepacked = p.packed && p.packed->dtype != DType::f8e4m3;
-  if (!prepacked || m1 - m0 <= mc) return run_block(p, m0, m1, n0, n1);
-  for (int64_t s = m0; s < m1; s += mc) run_block(p, s, std::min(m1, s + mc), n0, n1);
+  run_row_slabs(p, p.tune->gemm_mc, m0, m1, [&](int64_t r0, int64_t r1) { run_block(p, r0, r1, n0, n1); });
 }
 
 }  // namespace
