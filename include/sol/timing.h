@@ -13,6 +13,7 @@ struct TimingOptions {
   int warmup_runs = 2;
   // Cold mode: the op is called with set = 0, 1, 2, ... (mod input_sets), so consecutive runs
   // touch different buffers; the caller sizes the sets so that together they exceed the LLC.
+  // The warm-up runs every set at least once, whatever warmup_runs and warmup_seconds say.
   int input_sets = 1;
   // What a run's time is: wall-clock (steady clock), or the CPU time of the calling thread
   // (CLOCK_THREAD_CPUTIME_ID). The thread clock does not count time the thread spent waiting
