@@ -72,24 +72,31 @@ __attribute__((always_inline)) inline void side_chunk(SideWalk& side) {
 
 // ---- panel orientation ------------------------------------------------------------------
 
+// An fp8 chunk c of a panel (64 bytes a step) widened into `buf` as the bf16 chunk a tile
+// reads (128 bytes a step), with zeros past the panel's steps.
+__attribute__((always_inline)) inline void widen_chunk(const GemmTile& t, int64_t c, char* buf) {
+  const int64_t left = t.k_steps - 16 * c, steps = left < 16 ? left : 16;
+  const char* f = static_cast<const char*>(t.b) + 64 * 16 * c;
+  __m512i wide[2];
+  for (int64_t s = 0; s < steps; ++s) {
+    e4m3x64_to_bf16(_mm512_loadu_si512(f + 64 * s), wide);
+    _mm512_store_si512(buf + 128 * s, wide[0]);
+    _mm512_store_si512(buf + 128 * s + 64, wide[1]);
+  }
+  if (steps < 16) std::memset(buf + 128 * steps, 0, size_t(128 * (16 - steps)));
+}
+
 // Chunk c of a panel as two B tiles. A full bf16 chunk is loaded where it is (128 bytes a
-// step); the last, partial chunk and every fp8 chunk (64 bytes a step, widened) are assembled
-// in `buf` with zeros past the panel's steps.
+// step); the last, partial chunk is assembled in `buf` with zeros past the panel's steps. An
+// fp8 chunk comes already widened in `wide` (widen_chunk).
 template <class U, DecodeDot kDot>
-__attribute__((always_inline)) inline void panel_chunk(const AmxDecodeTile& at, int64_t c, bool two, char* buf) {
+__attribute__((always_inline)) inline void panel_chunk(const AmxDecodeTile& at, int64_t c, bool two, char* buf,
+                                                       const char* wide = nullptr) {
   const GemmTile& t = at.t;
   const int64_t left = t.k_steps - 16 * c, steps = left < 16 ? left : 16;
   const char* src;
-  if (t.b_fp8) {
-    const char* f = static_cast<const char*>(t.b) + 64 * 16 * c;
-    __m512i wide[2];
-    for (int64_t s = 0; s < steps; ++s) {
-      e4m3x64_to_bf16(_mm512_loadu_si512(f + 64 * s), wide);
-      _mm512_store_si512(buf + 128 * s, wide[0]);
-      _mm512_store_si512(buf + 128 * s + 64, wide[1]);
-    }
-    if (steps < 16) std::memset(buf + 128 * steps, 0, size_t(128 * (16 - steps)));
-    src = buf;
+  if (wide) {
+    src = wide;
   } else if (steps < 16) {
     std::memcpy(buf, static_cast<const char*>(t.b) + 2048 * c, size_t(128 * steps));
     std::memset(buf + 128 * steps, 0, size_t(128 * (16 - steps)));
@@ -108,6 +115,18 @@ __attribute__((always_inline)) inline void panel_chunk(const AmxDecodeTile& at, 
   }
 }
 
+// Chunk c of a bf16 or fp8 panel. An fp8 panel's chunks are widened one ahead, into the two
+// halves of `wide` in turn: a tile load waits for every older store to its bytes to reach L1,
+// so loading the chunk just widened would stall the tiles on its stores; the chunk widened a
+// step earlier has drained while the next was widened.
+template <class U>
+__attribute__((always_inline)) inline void bf16_panel_chunk(const AmxDecodeTile& at, int64_t c, int64_t chunks,
+                                                            bool two, char* buf, char (*wide)[16 * 128]) {
+  if (!at.t.b_fp8) return panel_chunk<U, DecodeDot::bf16>(at, c, two, buf);
+  if (c + 1 < chunks) widen_chunk(at.t, c + 1, wide[(c + 1) & 1]);
+  panel_chunk<U, DecodeDot::bf16>(at, c, two, buf, wide[c & 1]);
+}
+
 // Accumulators to sums[m][32] (row stride 128 bytes).
 template <class U>
 __attribute__((always_inline)) inline void store_panel(void* sums, bool two) {
@@ -122,12 +141,14 @@ void bf16_panel(const AmxDecodeTile& at) {
   const bool two = t.n > 16;
   const int64_t chunks = (t.k_steps + 15) / 16;
   alignas(64) char buf[16 * 128];
+  alignas(64) char wide[2][16 * 128];
   alignas(64) float sums[16][32];
   SideWalk side(t);
+  if (t.b_fp8 && chunks > 0) widen_chunk(t, 0, wide[0]);
   zero_decode<U>(two);
   if (!t.sb) {
     for (int64_t c = 0; c < chunks; ++c) {
-      panel_chunk<U, DecodeDot::bf16>(at, c, two, buf);
+      bf16_panel_chunk<U>(at, c, chunks, two, buf, wide);
       side_chunk(side);
     }
     store_panel<U>(sums, two);
@@ -138,7 +159,7 @@ void bf16_panel(const AmxDecodeTile& at) {
     for (int64_t g = 0; g < groups; ++g) {
       if (g > 0) zero_decode<U>(two);
       for (int64_t c = 4 * g; c < 4 * g + 4; ++c) {
-        panel_chunk<U, DecodeDot::bf16>(at, c, two, buf);
+        bf16_panel_chunk<U>(at, c, chunks, two, buf, wide);
         side_chunk(side);
       }
       store_panel<U>(sums, two);
@@ -179,32 +200,50 @@ void s8_panel(const AmxDecodeTile& at) {
 
 // ---- rows orientation -------------------------------------------------------------------
 
-// 16 rows of W from row r0 (rows from t.n on are zero), K values [32c, 32c + 32) (zero past
-// at.k), as a tile of bf16 in `buf` (64 bytes a row).
+// 16 rows of bf16 W from row r0 (rows from t.n on are zero), K values [32c, 32c + 32) (zero
+// past at.k), as a tile in `buf` (64 bytes a row).
 __attribute__((always_inline)) inline void assemble_w(const AmxDecodeTile& at, int r0, int64_t c, char* buf) {
   const int64_t k0 = 32 * c, left = at.k - k0;
   const int valid = int(left < 32 ? left : 32);
   const __mmask32 mask = valid >= 32 ? ~__mmask32(0) : (__mmask32(1) << valid) - 1;
   for (int r = 0; r < 16; ++r) {
     __m512i v = _mm512_setzero_si512();
-    if (r0 + r < at.t.n) {
-      const char* row = static_cast<const char*>(at.w) + (r0 + r) * at.w_stride;
-      if (at.w_fp8) v = e4m3x32_to_bf16(_mm256_maskz_loadu_epi8(mask, row + k0));
-      else v = _mm512_maskz_loadu_epi16(mask, row + 2 * k0);
-    }
+    if (r0 + r < at.t.n) v = _mm512_maskz_loadu_epi16(mask, static_cast<const char*>(at.w) + (r0 + r) * at.w_stride + 2 * k0);
     _mm512_store_si512(buf + 64 * r, v);
   }
 }
 
+// fp8 W, chunks 2p and 2p + 1 of its (one or two) 16-row blocks, widened from one 64-byte
+// line of each row: wide[h][b] is chunk 2p + h of block b as a tile (64 bytes a row; zero
+// past at.k and for rows from t.n on).
+__attribute__((always_inline)) inline void widen_w_pair(const AmxDecodeTile& at, int64_t p, bool two,
+                                                        char (*wide)[2][1024]) {
+  const int64_t k0 = 64 * p, left = at.k - k0;
+  const int valid = int(left < 64 ? left : 64);
+  const __mmask64 mask = valid >= 64 ? ~__mmask64(0) : (__mmask64(1) << valid) - 1;
+  for (int b = 0; b < (two ? 2 : 1); ++b)
+    for (int r = 0; r < 16; ++r) {
+      __m512i v[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+      if (16 * b + r < at.t.n)
+        e4m3x64_to_bf16(_mm512_maskz_loadu_epi8(mask, static_cast<const char*>(at.w) + (16 * b + r) * at.w_stride + k0), v);
+      _mm512_store_si512(wide[0][b] + 64 * r, v[0]);
+      _mm512_store_si512(wide[1][b] + 64 * r, v[1]);
+    }
+}
+
 // Chunk c: X's 16 steps (4m bytes a step) and W's one or two 16-row blocks. A full bf16 block
-// is loaded from B itself; a block with rows past N, a chunk past K, and fp8 are assembled.
+// is loaded from B itself; a block with rows past N or a chunk past K is assembled in `buf`;
+// fp8 blocks come widened in `wide` (widen_w_pair).
 template <class U>
-__attribute__((always_inline)) inline void rows_chunk(const AmxDecodeTile& at, int64_t c, bool two, char* buf) {
+__attribute__((always_inline)) inline void rows_chunk(const AmxDecodeTile& at, int64_t c, bool two, char* buf,
+                                                      char (*wide)[1024] = nullptr) {
   const GemmTile& t = at.t;
   U::template load<kDX>(static_cast<const char*>(t.a) + 64 * t.m * c, 4 * t.m);
-  const bool full_k = 32 * (c + 1) <= at.k && !at.w_fp8;
+  const bool full_k = 32 * (c + 1) <= at.k;
   const char* w = static_cast<const char*>(at.w) + 64 * c;
-  if (full_k && t.n >= 16) {
+  if (wide) {
+    U::template load<kDB0>(wide[0], 64);
+  } else if (full_k && t.n >= 16) {
     U::template load<kDB0>(w, at.w_stride);
   } else {
     assemble_w(at, 0, c, buf);
@@ -212,13 +251,26 @@ __attribute__((always_inline)) inline void rows_chunk(const AmxDecodeTile& at, i
   }
   decode_dot<U, DecodeDot::bf16, kD0, kDB0, kDX>();
   if (!two) return;
-  if (full_k && t.n >= 32) {
+  if (wide) {
+    U::template load<kDB1>(wide[1], 64);
+  } else if (full_k && t.n >= 32) {
     U::template load<kDB1>(w + 16 * at.w_stride, at.w_stride);
   } else {
     assemble_w(at, 16, c, buf + 1024);
     U::template load<kDB1>(buf + 1024, 64);
   }
   decode_dot<U, DecodeDot::bf16, kD1, kDB1, kDX>();
+}
+
+// Chunk c of bf16 or fp8 W. fp8 W is widened a pair of chunks ahead, into the two halves of
+// `wide` in turn, for the reason bf16_panel_chunk gives.
+template <class U>
+__attribute__((always_inline)) inline void w_chunk(const AmxDecodeTile& at, int64_t c, int64_t chunks, bool two,
+                                                   char* buf, char (*wide)[2][2][1024]) {
+  if (!at.w_fp8) return rows_chunk<U>(at, c, two, buf);
+  const int64_t p = c / 2;
+  if (c % 2 == 0 && 2 * (p + 1) < chunks) widen_w_pair(at, p + 1, two, wide[(p + 1) & 1]);
+  rows_chunk<U>(at, c, two, buf, wide[p & 1][c % 2]);
 }
 
 // Accumulators to sums_t[32][16] (strip column n's sums over the m lanes; stride 64 bytes).
@@ -237,12 +289,14 @@ void bf16_rows(const AmxDecodeTile& at) {
   const int64_t chunks = (t.k_steps + 15) / 16;
   const __mmask16 lanes = __mmask16((1u << t.m) - 1);
   alignas(64) char buf[2 * 1024];
+  alignas(64) char wide[2][2][2][1024];
   alignas(64) float sums_t[32][16];
   SideWalk side(t);
+  if (at.w_fp8 && chunks > 0) widen_w_pair(at, 0, two, wide[0]);
   zero_decode<U>(two);
   if (!t.sb) {
     for (int64_t c = 0; c < chunks; ++c) {
-      rows_chunk<U>(at, c, two, buf);
+      w_chunk<U>(at, c, chunks, two, buf, wide);
       side_chunk(side);
     }
     store_rows<U>(sums_t, two);
@@ -252,7 +306,7 @@ void bf16_rows(const AmxDecodeTile& at) {
     for (int64_t g = 0; g < groups; ++g) {
       if (g > 0) zero_decode<U>(two);
       for (int64_t c = 4 * g; c < 4 * g + 4; ++c) {
-        rows_chunk<U>(at, c, two, buf);
+        w_chunk<U>(at, c, chunks, two, buf, wide);
         side_chunk(side);
       }
       store_rows<U>(sums_t, two);
