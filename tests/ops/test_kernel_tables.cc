@@ -129,7 +129,10 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
                          !!k.pack_b_panel_nn, !!k.widen_e4m3, !!k.amx_model})
       EXPECT_EQ(present, vec(l));
     EXPECT_EQ(k.amx, l >= Isa::amx ? &kernels::kAmxHardware : nullptr);
-    if (l >= Isa::amx) EXPECT_EQ(k.widen_e4m3, kernels::widen_e4m3_vbmi);
+    if (l >= Isa::amx) {
+      EXPECT_EQ(k.widen_e4m3, kernels::widen_e4m3_vbmi);
+      EXPECT_EQ(k.pack_b_panel_nt, kernels::pack_b_panel_nt_amx);
+    }
   });
   check_table(kernels::engram_kernel_table(), "engram", [](const kernels::EngramKernels& k, Isa l) {
     EXPECT_EQ(k.hash_row, vec(l) ? engram::detail::hash_row_avx512 : engram::detail::hash_row_scalar);

@@ -4,6 +4,10 @@
 // the end. It needs AVX-512 and VBMI only, so it runs on Zen 4 and 5 as well as on AMX CPUs.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -46,6 +50,35 @@ TEST(WidenE4m3Vbmi, EveryLengthAndOffsetLeavesTheRestAlone) {
         ASSERT_EQ(out[size_t(i)], want) << "n " << n << " offset " << offset << " at " << i;
       }
     }
+}
+
+// The amx level's nt B packer (bytes transposed, then widened) against the AVX-512 one (widened,
+// then transposed): every column count 0..32 and step counts across one and two 32-step blocks,
+// with the columns' rows at an odd stride. The last column ends where an unreadable page begins,
+// so a load past a column's steps faults; nothing may be written past the panel.
+TEST(PackBPanelNtAmx, Fp8PanelsMatchTheAvx512Packer) {
+  if (!has_vbmi()) GTEST_SKIP() << "no AVX512-VBMI";
+  const size_t page = size_t(sysconf(_SC_PAGESIZE)), span = 4 * page;
+  void* map = mmap(nullptr, span + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  auto* mem = static_cast<uint8_t*>(map);
+  for (size_t i = 0; i < span; ++i) mem[i] = uint8_t(i * 73 + 11);
+  ASSERT_EQ(mprotect(mem + span, page, PROT_NONE), 0);
+  const int64_t stride = 2 * 97 + 3;  // bytes between columns, room for 97 steps
+  for (int valid : {0, 1, 5, 16, 17, 31, 32})
+    for (int64_t steps : {0, 1, 2, 31, 32, 33, 63, 64, 65, 97}) {
+      const int64_t last = valid > 0 ? valid - 1 : 0;  // the last column read ends at the guard page
+      const uint8_t* first = mem + span - 2 * steps - last * stride;
+      const void* cols[kernels::kGemmNR];
+      for (int c = 0; c < kernels::kGemmNR; ++c) cols[c] = first + std::min<int64_t>(c, last) * stride;
+      std::vector<uint32_t> want(size_t(steps * 32 + 16), 0xDEADBEEF), got(want.size(), 0xDEADBEEF);
+      kernels::pack_b_panel_nt_avx512(cols, valid, steps, true, want.data());
+      kernels::pack_b_panel_nt_amx(cols, valid, steps, true, got.data());
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_EQ(got[i], want[i]) << "valid " << valid << " steps " << steps << " at step " << i / 32 << " column "
+                                   << i % 32;
+    }
+  munmap(map, span + page);
 }
 
 }  // namespace

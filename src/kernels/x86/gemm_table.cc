@@ -16,7 +16,7 @@ constexpr GemmKernels kAvx512{gemm_tile_f32_avx512,       gemm_tile_bf16_avx512,
                               widen_e4m3_avx512,          nullptr,               &kAmxModel,
                               nullptr,                    &kAmxDecodeModel};
 constexpr GemmKernels kAmx{gemm_tile_f32_avx512,       gemm_tile_bf16_avx512, gemm_tile_s8_avx512,
-                           pack_a_panel_avx512,        pack_b_panel_nt_avx512, pack_b_panel_nn_avx512,     
+                           pack_a_panel_avx512,        pack_b_panel_nt_amx,   pack_b_panel_nn_avx512,     
                            widen_e4m3_vbmi,            &kAmxHardware,         &kAmxModel,
                            &kAmxDecodeHardware,        &kAmxDecodeModel};
 constexpr KernelEntry<GemmKernels> kTable[] = {{Backend::cpu, Isa::scalar, &kScalar},
