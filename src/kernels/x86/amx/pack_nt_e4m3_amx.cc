@@ -51,7 +51,7 @@ template <int D>
   transpose_stage<1>(r);
 }
 
-// Steps s0 + h * 16 .. (n of them in all) of the half, widened into the panel.
+// The half's first `count` steps, widened into the panel from step `first` on.
 [[gnu::always_inline]] inline void store_half(const __m512i (&r)[16], int64_t first, int64_t count, uint32_t* panel) {
   for (int64_t s = 0; s < count; ++s) {
     __m512i wide[2];
