@@ -123,6 +123,7 @@ template <class U>
 __attribute__((always_inline)) inline void bf16_panel_chunk(const AmxDecodeTile& at, int64_t c, int64_t chunks,
                                                             bool two, char* buf, char (*wide)[16 * 128]) {
   if (!at.t.b_fp8) return panel_chunk<U, DecodeDot::bf16>(at, c, two, buf);
+  if (c == 0) widen_chunk(at.t, 0, wide[0]);
   if (c + 1 < chunks) widen_chunk(at.t, c + 1, wide[(c + 1) & 1]);
   panel_chunk<U, DecodeDot::bf16>(at, c, two, buf, wide[c & 1]);
 }
@@ -144,7 +145,6 @@ void bf16_panel(const AmxDecodeTile& at) {
   alignas(64) char wide[2][16 * 128];
   alignas(64) float sums[16][32];
   SideWalk side(t);
-  if (t.b_fp8 && chunks > 0) widen_chunk(t, 0, wide[0]);
   zero_decode<U>(two);
   if (!t.sb) {
     for (int64_t c = 0; c < chunks; ++c) {
@@ -269,6 +269,7 @@ __attribute__((always_inline)) inline void w_chunk(const AmxDecodeTile& at, int6
                                                    char* buf, char (*wide)[2][2][1024]) {
   if (!at.w_fp8) return rows_chunk<U>(at, c, two, buf);
   const int64_t p = c / 2;
+  if (c == 0) widen_w_pair(at, 0, two, wide[0]);
   if (c % 2 == 0 && 2 * (p + 1) < chunks) widen_w_pair(at, p + 1, two, wide[(p + 1) & 1]);
   rows_chunk<U>(at, c, two, buf, wide[p & 1][c % 2]);
 }
@@ -292,7 +293,6 @@ void bf16_rows(const AmxDecodeTile& at) {
   alignas(64) char wide[2][2][2][1024];
   alignas(64) float sums_t[32][16];
   SideWalk side(t);
-  if (at.w_fp8 && chunks > 0) widen_w_pair(at, 0, two, wide[0]);
   zero_decode<U>(two);
   if (!t.sb) {
     for (int64_t c = 0; c < chunks; ++c) {
