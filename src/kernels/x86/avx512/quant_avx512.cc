@@ -420,40 +420,81 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
   if constexpr (kStream) _mm_sfence();
 }
 
-// kGivenAmax: amax32 holds the groups' partial maxima (else the abs-max is read from x). A
-// template parameter, so that the plain path's abs-max loop (which issues the row's
-// prefetches) compiles as it did before the fused path existed; with a runtime test in the
-// group loop it ran ~620 ns/row from DRAM in 8 of 8 runs, against ~530 in about half of them
-// without (docs/perf/layer-ops.md).
-template <bool kStream, bool kUe8m0, bool kGivenAmax = false>
+// The scales and multipliers of up to 16 groups from their abs-max bits (bf16 magnitude << 16);
+// special: the groups holding NaN or inf.
+struct GroupScales16 {
+  alignas(64) float scale[16];
+  alignas(64) float mult[16];
+  __mmask16 special;
+};
+
+[[gnu::always_inline]] inline void group_scales16(const uint32_t* amax_bits, int64_t ng, bool ue8m0,
+                                                  GroupScales16& out) {
+  const __m512i ab = _mm512_maskz_load_epi32(tail_mask(ng), amax_bits);
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(ab, _mm512_set1_epi32(0x7F800000));
+  out.special = _mm512_cmpge_epu32_mask(ab, _mm512_set1_epi32(0x7F800000));
+  __m512 scale, mult;
+  scales16(_mm512_castsi512_ps(ab), nan, ue8m0, scale, mult);
+  _mm512_store_ps(out.scale, scale);
+  _mm512_store_ps(out.mult, mult);
+}
+
+// Groups g0 .. g0 + ng - 1 of a row encoded with their scales gs (scales stored), and
+// after(g) run after the chunk's group g.
+template <bool kStream, bool kUe8m0, class After>
+[[gnu::always_inline]] inline void encode_chunk(const uint16_t* x, int64_t g0, int64_t ng, int64_t group,
+                                                const GroupScales16& gs, uint8_t* q, float* scales,
+                                                int64_t scale_stride, bool fast_low, After after) {
+  for (int64_t g = 0; g < ng; ++g) {
+    const int64_t base = (g0 + g) * group;
+    scales[(g0 + g) * scale_stride] = gs.scale[g];
+    encode_group_bf16<kStream, kUe8m0>(x + base, group, gs.mult[g], (gs.special >> g) & 1, q + base, fast_low);
+    after(g);
+  }
+}
+
+// A row's groups in chunks of 16, the abs-max of chunk c + 1 interleaved group by group with
+// the encoding of chunk c. The abs-max is what reads the row from memory (its loads, and its
+// prefetches `ahead` bytes on); as a pass of its own before each chunk's encoding, the memory
+// stream stopped while the encoder worked from L1.
+template <bool kStream, bool kUe8m0>
 void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q, float* scales,
-                      int64_t scale_stride, int64_t ahead, const uint16_t* amax32 = nullptr, bool fence = true) {
-  constexpr bool ue8m0 = kUe8m0;
-  constexpr int kLanes = 16;
-  alignas(64) uint32_t amax_bits[kLanes];
-  alignas(64) float scale_of[kLanes], mult_of[kLanes];
+                      int64_t scale_stride, int64_t ahead, bool fence) {
+  constexpr int64_t kLanes = 16;
+  alignas(64) uint32_t amax_bits[2][kLanes];
   const int64_t groups = cols / group;
   const bool fast_low = mxcsr_keeps_subnormals();
-  for (int64_t g0 = 0; g0 < groups; g0 += kLanes) {
-    const int64_t ng = groups - g0 < kLanes ? groups - g0 : kLanes;
-    for (int64_t g = 0; g < ng; ++g)
-      if constexpr (kGivenAmax) amax_bits[g] = max_of_words(_mm512_loadu_si512(amax32 + (g0 + g) * 32)) << 16;
-      else amax_bits[g] = group_amax_bits(x + (g0 + g) * group, group, ahead) << 16;
-    const __m512i ab = _mm512_maskz_load_epi32(tail_mask(ng), amax_bits);
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(ab, _mm512_set1_epi32(0x7F800000));
-    const __mmask16 special = _mm512_cmpge_epu32_mask(ab, _mm512_set1_epi32(0x7F800000));
-    __m512 scale, mult;
-    scales16(_mm512_castsi512_ps(ab), nan, ue8m0, scale, mult);
-    _mm512_store_ps(scale_of, scale);
-    _mm512_store_ps(mult_of, mult);
-    for (int64_t g = 0; g < ng; ++g) {
-      const int64_t base = (g0 + g) * group;
-      scales[(g0 + g) * scale_stride] = scale_of[g];
-      encode_group_bf16<kStream, kUe8m0>(x + base, group, mult_of[g], (special >> g) & 1, q + base, fast_low);
-    }
+  for (int64_t g = 0; g < std::min(kLanes, groups); ++g)
+    amax_bits[0][g] = group_amax_bits(x + g * group, group, ahead) << 16;
+  GroupScales16 gs;
+  for (int64_t g0 = 0, c = 0; g0 < groups; g0 += kLanes, c ^= 1) {
+    const int64_t ng = std::min(kLanes, groups - g0), n_next = std::min(kLanes, groups - g0 - ng);
+    group_scales16(amax_bits[c], ng, kUe8m0, gs);
+    const uint16_t* xn = x + (g0 + ng) * group;
+    encode_chunk<kStream, kUe8m0>(x, g0, ng, group, gs, q, scales, scale_stride, fast_low, [&](int64_t g) {
+      if (g < n_next) amax_bits[c ^ 1][g] = group_amax_bits(xn + g * group, group, ahead) << 16;
+    });
   }
   if constexpr (kStream)
     if (fence) _mm_sfence();
+}
+
+// quant_row_bf16_t for groups whose partial maxima are given: amax32 holds 32 words per group.
+template <bool kStream, bool kUe8m0>
+void quant_row_bf16_given_amax_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q, float* scales,
+                                 int64_t scale_stride, const uint16_t* amax32) {
+  constexpr int64_t kLanes = 16;
+  alignas(64) uint32_t amax_bits[kLanes];
+  const int64_t groups = cols / group;
+  const bool fast_low = mxcsr_keeps_subnormals();
+  GroupScales16 gs;
+  for (int64_t g0 = 0; g0 < groups; g0 += kLanes) {
+    const int64_t ng = std::min(kLanes, groups - g0);
+    for (int64_t g = 0; g < ng; ++g) amax_bits[g] = max_of_words(_mm512_loadu_si512(amax32 + (g0 + g) * 32)) << 16;
+    group_scales16(amax_bits, ng, kUe8m0, gs);
+    encode_chunk<kStream, kUe8m0>(x, g0, ng, group, gs, q, scales, scale_stride, fast_low, [](int64_t) {});
+  }
+  if constexpr (kStream) _mm_sfence();
 }
 
 // ---- dequantization, groups a multiple of 64 ----
@@ -683,10 +724,10 @@ void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, 
     const auto* xb = static_cast<const uint16_t*>(x);
     const bool s = stream && reinterpret_cast<uintptr_t>(q) % 64 == 0;
     const int64_t ahead = tp.pass_prefetch_bytes;
-    if (ue8m0) return s ? quant_row_bf16_t<true, true>(xb, cols, group, q, scales, scale_stride, ahead, nullptr, fence)
-                        : quant_row_bf16_t<false, true>(xb, cols, group, q, scales, scale_stride, ahead);
-    return s ? quant_row_bf16_t<true, false>(xb, cols, group, q, scales, scale_stride, ahead, nullptr, fence)
-             : quant_row_bf16_t<false, false>(xb, cols, group, q, scales, scale_stride, ahead);
+    if (ue8m0) return s ? quant_row_bf16_t<true, true>(xb, cols, group, q, scales, scale_stride, ahead, fence)
+                        : quant_row_bf16_t<false, true>(xb, cols, group, q, scales, scale_stride, ahead, fence);
+    return s ? quant_row_bf16_t<true, false>(xb, cols, group, q, scales, scale_stride, ahead, fence)
+             : quant_row_bf16_t<false, false>(xb, cols, group, q, scales, scale_stride, ahead, fence);
   }
   // Groups are handled 16 at a time so their scales are computed in one vector.
   constexpr int kLanes = 16;
@@ -725,11 +766,10 @@ void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, 
 void quant_row_bf16_amax_avx512(const uint16_t* x, int64_t cols, int64_t group, const uint16_t* amax32, bool ue8m0,
                                 uint8_t* q, float* scales, int64_t scale_stride, bool stream) {
   const bool s = stream && reinterpret_cast<uintptr_t>(q) % 64 == 0;
-  constexpr int64_t kNoPass = 0;  // the maxima are given: no pass reads the row ahead
-  if (ue8m0) return s ? quant_row_bf16_t<true, true, true>(x, cols, group, q, scales, scale_stride, kNoPass, amax32)
-                      : quant_row_bf16_t<false, true, true>(x, cols, group, q, scales, scale_stride, kNoPass, amax32);
-  s ? quant_row_bf16_t<true, false, true>(x, cols, group, q, scales, scale_stride, kNoPass, amax32)
-    : quant_row_bf16_t<false, false, true>(x, cols, group, q, scales, scale_stride, kNoPass, amax32);
+  if (ue8m0) return s ? quant_row_bf16_given_amax_t<true, true>(x, cols, group, q, scales, scale_stride, amax32)
+                      : quant_row_bf16_given_amax_t<false, true>(x, cols, group, q, scales, scale_stride, amax32);
+  s ? quant_row_bf16_given_amax_t<true, false>(x, cols, group, q, scales, scale_stride, amax32)
+    : quant_row_bf16_given_amax_t<false, false>(x, cols, group, q, scales, scale_stride, amax32);
 }
 
 void even_odd_order_avx512(const float* w, float* w_eo, int64_t n) {
