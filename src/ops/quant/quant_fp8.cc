@@ -259,11 +259,12 @@ void dequant_fp8_per_token(const Tensor& q, const Tensor& scales, const Tensor& 
   const kernels::QuantKernels& k = quant_kernels();
   if (k.dequant_row && opt.group % 64 == 0) {
     const bool stream = should_stream(y.nbytes());
+    const int64_t ahead = tuning().params.pass_prefetch_bytes;
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       // Streamed rows are fenced once per thread, not once per row (kernels/quant.h).
       for (int64_t r = r0; r < r1; ++r)
         k.dequant_row(reinterpret_cast<const uint8_t*>(row_at(q, r)), reinterpret_cast<const float*>(row_at(scales, r)),
-                      scales.stride(1), cols, opt.group, row_at(y, r), y.dtype(), stream, /*fence=*/false);
+                      scales.stride(1), cols, opt.group, row_at(y, r), y.dtype(), stream, ahead, /*fence=*/false);
       if (stream) k.stream_fence();
     });
     return;

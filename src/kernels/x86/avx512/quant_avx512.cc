@@ -587,13 +587,14 @@ template <bool kStream>
 
 template <DType YT, bool kStream>
 void dequant_row_t(const uint8_t* q, const float* scales, int64_t scale_stride, int64_t cols, int64_t group,
-                   void* y, bool fence) {
+                   void* y, int64_t ahead, bool fence) {
   const DequantConstants k;
   for (int64_t g = 0; g * group < cols; ++g) {
     const float s = scales[g * scale_stride];
     const __m512 sv = _mm512_set1_ps(s);
     const bool normal_products = !(std::fabs(s) < 0x1p-119f);
     for (int64_t i = g * group; i < (g + 1) * group; i += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(q + i) + ahead, _MM_HINT_T0);
       if constexpr (YT == DType::bf16) {
         const __m512i z = _mm512_loadu_si512(q + i);
         if (__builtin_expect(normal_products && !has_special_codes(z, k), 1)) {
@@ -704,15 +705,15 @@ void quant_panel_mults_bf16_avx512(const uint16_t* x, int64_t x_stride, int64_t 
 }
 
 bool dequant_row_avx512(const uint8_t* q, const float* scales, int64_t scale_stride, int64_t cols, int64_t group,
-                        void* y, DType yt, bool stream, bool fence) {
+                        void* y, DType yt, bool stream, int64_t ahead, bool fence) {
   if (group % 64 != 0) return false;
   if (stream && reinterpret_cast<uintptr_t>(y) % 64 != 0) stream = false;
   if (yt == DType::bf16) {
-    if (stream) dequant_row_t<DType::bf16, true>(q, scales, scale_stride, cols, group, y, fence);
-    else dequant_row_t<DType::bf16, false>(q, scales, scale_stride, cols, group, y, fence);
+    if (stream) dequant_row_t<DType::bf16, true>(q, scales, scale_stride, cols, group, y, ahead, fence);
+    else dequant_row_t<DType::bf16, false>(q, scales, scale_stride, cols, group, y, ahead, fence);
   } else {
-    if (stream) dequant_row_t<DType::f32, true>(q, scales, scale_stride, cols, group, y, fence);
-    else dequant_row_t<DType::f32, false>(q, scales, scale_stride, cols, group, y, fence);
+    if (stream) dequant_row_t<DType::f32, true>(q, scales, scale_stride, cols, group, y, ahead, fence);
+    else dequant_row_t<DType::f32, false>(q, scales, scale_stride, cols, group, y, ahead, fence);
   }
   return true;
 }
