@@ -175,7 +175,8 @@ void fill_routes(const Tensor& row_of, int64_t rows, uint64_t seed) {
 // fuse), so they are held to a rounding tolerance. Shapes: k = 1 and odd k, hidden sizes that
 // are not multiples of 16 or 32 (masked ends), f32 and bf16 on both sides (f32 outputs show a
 // change of summation order, which a bf16 rounding mostly hides), and a case large
-// enough for streaming stores with output rows off 64-byte lines (hidden 7001 bf16).
+// enough for streaming stores with output rows off 64-byte lines (hidden 7001 bf16); k above the
+// unrolled sweeps' 16 rows (17, 20) takes the general loop.
 TEST(MoePermute, UnpermuteEqualsInOrderFmaSumOnEveryPath) {
   const std::vector<UnpermuteShape> shapes = {
       {5, 1, 7, DType::bf16, DType::bf16},     {7, 3, 33, DType::bf16, DType::f32},
@@ -183,7 +184,8 @@ TEST(MoePermute, UnpermuteEqualsInOrderFmaSumOnEveryPath) {
       {3, 8, 300, DType::f32, DType::f32},     {6, 2, 16, DType::bf16, DType::bf16},
       {6, 7, 95, DType::f32, DType::bf16},     {2, 9, 64, DType::bf16, DType::f32},
       {16, 8, 100, DType::bf16, DType::f32},   {12, 8, 48, DType::f32, DType::f32},
-      {1300, 2, 7001, DType::bf16, DType::bf16},
+      {1300, 2, 7001, DType::bf16, DType::bf16}, {5, 20, 70, DType::bf16, DType::bf16},
+      {4, 17, 40, DType::f32, DType::f32},
   };
   for (const auto& s : shapes) {
     SCOPED_TRACE("tokens " + std::to_string(s.tokens) + " k " + std::to_string(s.k) + " hidden " +

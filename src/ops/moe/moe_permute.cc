@@ -205,14 +205,21 @@ void moe_unpermute_cpu(const Tensor& y_perm, const Tensor& row_of, const Tensor&
     const bool stream = should_stream(out.numel() * int64_t(dtype_size(out.dtype())));
     const TuningParams& tp = tuning().params;  // read once per call
     parallel_ranges(tokens, 1, [&](int64_t t0, int64_t t1) {
-      std::vector<const void*> rows(static_cast<size_t>(k));
-      for (int64_t t = t0; t < t1; ++t) {
+      // Token t's rows and token t + 1's (whose first lines t's sweep requests), swapped each token.
+      std::vector<const void*> rows(static_cast<size_t>(k)), next(static_cast<size_t>(k));
+      auto rows_of = [&](int64_t t, std::vector<const void*>& to) {
         for (int64_t j = 0; j < k; ++j) {
           const int32_t r = ro[t * k + j];
-          rows[size_t(j)] = r < 0 ? nullptr : y_perm.data_as<const char>() + int64_t(r) * ys;
+          to[size_t(j)] = r < 0 ? nullptr : y_perm.data_as<const char>() + int64_t(r) * ys;
         }
-        ck.weighted_row_sum(rows.data(), wt + t * k, k, y_perm.dtype(),
+      };
+      rows_of(t0, rows);
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t next_k = t + 1 < t1 ? k : 0;
+        if (next_k) rows_of(t + 1, next);
+        ck.weighted_row_sum(rows.data(), wt + t * k, k, next.data(), next_k, y_perm.dtype(),
                             out.data_as<char>() + t * h * int64_t(dtype_size(out.dtype())), out.dtype(), h, stream, tp);
+        rows.swap(next);
       }
     });
     return;
