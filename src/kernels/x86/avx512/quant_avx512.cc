@@ -244,23 +244,12 @@ template <bool kStream, bool kUe8m0>
 // ---- rmsnorm fused with per-token quantization, bf16 rows, groups of 64 or 128 ----
 //
 // One output pass per row: x split into even and odd elements (a shift and an and, no
-// shuffle), the weight pre-arranged the same way (even_odd_order_avx512), the bf16 rounding of
-// y = (x * inv) * w done in integer lanes (no vcvtne2ps2bf16 and its subnormal guard), the
-// group's abs-max taken on the unrounded magnitudes (round to nearest even is monotonic, so
-// rounding the maximum gives the maximum of the rounded values), and the group encoded one
-// group later from a two-slot L1 buffer (rms_quant_row_t says why). No bf16 row is written
-// and read back, and no per-group partial maxima go through memory.
-
-// f32 -> bf16 (round to nearest even) of a finite or infinite value, kept in f32 form (low 16
-// bits zero); NaN is not handled (a group with a NaN takes rms_quant_group_special).
-[[gnu::always_inline]] inline __m512 round_bf16_no_nan(__m512 v) {
-  const __m512i b = _mm512_castps_si512(v);
-  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
-  const __m512i r = _mm512_add_epi32(b, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF)));
-  return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32(int(0xFFFF0000u))));
-}
-
-uint32_t round_bf16_bits(uint32_t b) { return (b + 0x7FFFu + (b >> 16 & 1u)) & 0xFFFF0000u; }
+// shuffle), the weight pre-arranged the same way (even_odd_order_avx512), y = (x * inv) * w
+// rounded to bf16 by the hardware conversion and put back in element order (one word
+// permutation), the group's abs-max taken on those words, and the group encoded from a small
+// L1 buffer a group or more later (rms_quant_row_t says why) by the same encoder as the plain
+// quantizer. No bf16 row is written to memory and read back, and no per-group partial maxima
+// go through memory.
 
 // 32 elements of a row: y's even (e) and odd (o) elements in f32, before the bf16 rounding.
 struct EvenOdd {
@@ -274,68 +263,26 @@ struct EvenOdd {
           _mm512_mul_ps(_mm512_mul_ps(o, iv), _mm512_loadu_ps(w_eo + 16))};
 }
 
-// The products' magnitude bits folded into a running unsigned maximum (NaN above 0x7F800000).
-[[gnu::always_inline]] inline __m512i max_magnitude(__m512i m, EvenOdd y) {
-  const __m512i abs = _mm512_set1_epi32(0x7FFFFFFF);
-  return _mm512_max_epu32(m, _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(y.e), abs),
-                                              _mm512_and_si512(_mm512_castps_si512(y.o), abs)));
-}
-
-[[gnu::always_inline]] inline EvenOdd rounded(EvenOdd y) { return {round_bf16_no_nan(y.e), round_bf16_no_nan(y.o)}; }
-
-// The bf16 bits of a rounded block of 32 in element order: (o & 0xFFFF0000) | e >> 16 per lane.
-[[gnu::always_inline]] inline __m512i bf16_bits(EvenOdd v) {
-  return _mm512_ternarylogic_epi32(_mm512_castps_si512(v.o), _mm512_set1_epi32(int(0xFFFF0000u)),
-                                   _mm512_srli_epi32(_mm512_castps_si512(v.e), 16), 0xEA);
-}
-
-// One group's y = bf16((x * inv) * w) written to out: for f32 scales (kF32) as the rounded f32
-// values of each block of 32, its 16 even elements then its 16 odd ones (the encoder multiplies
-// them as they are), for UE8M0 as bf16 (the encoder works on the bits). Returns the group's
-// abs-max as bf16 magnitude bits << 16 (above 0x7F800000: a NaN; 0x7F800000: an inf). Garbage
-// in out for a group with NaN, which rms_quant_group_special recomputes.
-template <int kBlocks64, bool kF32>
-[[gnu::always_inline]] inline uint32_t rms_group(const uint16_t* x, const float* w_eo, __m512 iv, float* out) {
-  auto put = [&](int k, EvenOdd p) __attribute__((always_inline)) {
-    const EvenOdd r = rounded(p);
-    if constexpr (kF32) {
-      _mm512_store_ps(out + 32 * k, r.e);
-      _mm512_store_ps(out + 32 * k + 16, r.o);
-    } else {
-      _mm512_store_si512(reinterpret_cast<uint16_t*>(out) + 32 * k, bf16_bits(r));
-    }
-  };
-  // Named blocks, not an array: GCC 12 keeps arrays of vectors in memory.
-  const EvenOdd p0 = rms_products32(x, w_eo, iv), p1 = rms_products32(x + 32, w_eo + 32, iv);
-  __m512i m = max_magnitude(max_magnitude(_mm512_setzero_si512(), p0), p1);
-  put(0, p0);
-  put(1, p1);
-  if constexpr (kBlocks64 == 2) {
-    const EvenOdd p2 = rms_products32(x + 64, w_eo + 64, iv), p3 = rms_products32(x + 96, w_eo + 96, iv);
-    m = max_magnitude(max_magnitude(m, p2), p3);
-    put(2, p2);
-    put(3, p3);
+// One group's y = bf16((x * inv) * w) as bf16 words in element order at out, by the hardware
+// conversion, and its abs-max as bf16 magnitude bits << 16 (above 0x7F800000: a NaN). The
+// conversion reads and writes f32 subnormals as zeros of their sign, where a bf16 rounding keeps
+// them; their codes are the same: a subnormal y times a multiplier of at most 448 / 1e-4 is far
+// under e4m3's smallest half-ulp, so it codes as a zero of its sign either way, and a group whose
+// largest |y| is subnormal gets the floor's scale (1e-4) either way.
+template <int kBlocks64>
+[[gnu::always_inline]] inline uint32_t rms_group_words(const uint16_t* x, const float* w_eo, __m512 iv, uint16_t* out) {
+  const __m512i order = _mm512_setr_epi32(0x00100000, 0x00110001, 0x00120002, 0x00130003, 0x00140004, 0x00150005,
+                                          0x00160006, 0x00170007, 0x00180008, 0x00190009, 0x001A000A, 0x001B000B,
+                                          0x001C000C, 0x001D000D, 0x001E000E, 0x001F000F);
+  const __m512i mag = _mm512_set1_epi16(0x7FFF);
+  __m512i m = _mm512_setzero_si512();
+  for (int k = 0; k < 2 * kBlocks64; ++k) {
+    const EvenOdd p = rms_products32(x + 32 * k, w_eo + 32 * k, iv);
+    const __m512i h = _mm512_permutexvar_epi16(order, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(p.o, p.e)));
+    m = _mm512_max_epu16(m, _mm512_and_si512(h, mag));
+    _mm512_store_si512(out + 32 * k, h);
   }
-  const uint32_t raw = _mm512_reduce_max_epu32(m);
-  return raw > 0x7F800000u ? raw : round_bf16_bits(raw);
-}
-
-// 64 rounded values as rms_group<.., true> stores them (two blocks of 32, even then odd
-// elements, in f32) -> 64 e4m3 bytes, exactly as quant64_bf16 encodes the same values from
-// their bf16 bits with a multiplier that is not a power of two (the widening is skipped).
-template <bool kStream>
-// fixed: fixed_group_code() (c16 and low_bits do not depend on m here).
-[[gnu::always_inline]] inline void quant64_f32_even_odd(const float* v, __m512 mv, uint8_t* q, const GroupCode& fixed) {
-  const __m512 e0 = _mm512_load_ps(v), o0 = _mm512_load_ps(v + 16);
-  const __m512 e1 = _mm512_load_ps(v + 32), o1 = _mm512_load_ps(v + 48);
-  __mmask32 low = 0;
-  const __m512i c0 = encode32_e4m3_normal(round_to_odd16(_mm512_mul_ps(e0, mv), _mm512_mul_ps(o0, mv)), fixed.c16,
-                                          fixed.low_bits, low, fixed.w7f);
-  const __m512i c1 = encode32_e4m3_normal(round_to_odd16(_mm512_mul_ps(e1, mv), _mm512_mul_ps(o1, mv)), fixed.c16,
-                                          fixed.low_bits, low, fixed.w7f);
-  store_codes64<kStream>(q, c0, c1, low, mv, [&](__m512& e0w, __m512& o0w, __m512& e1w, __m512& o1w) {
-    e0w = e0, o0w = o0, e1w = e1, o1w = o1;
-  });
+  return max_of_words(m) << 16;
 }
 
 // A group holding NaN or inf (rare): its bf16 values rounded as to_bf16 does (NaN quieted),
@@ -382,7 +329,7 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
   // encode work: 1.35 us per 7168-wide row against 0.97 for a two-pass code; one
   // group of lead recovered that, three gain another 2-3% (1, 3, 5 and 7 measured).
   constexpr int kSlots = kAhead + 1;
-  alignas(64) float buf[kSlots][group];  // f32 scales: f32 values; UE8M0: bf16 in the first half
+  alignas(64) uint16_t buf[kSlots][group];  // y in bf16
   const int64_t groups = cols / group;
   // Groups holding NaN or inf are encoded after each run of 64 groups: a call inside the loop
   // would clobber every vector register there (all are caller-saved), and GCC then rebuilt the
@@ -394,7 +341,7 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
   auto produce = [&](int64_t g) __attribute__((always_inline)) {
     for (int64_t l = 0; l < group * 2; l += 64) _mm_prefetch(next + l, _MM_HINT_T0);
     next += next_step;
-    const uint32_t amax_bits = rms_group<kBlocks64, !kUe8m0>(x + g * group, w_eo + g * group, iv, buf[g % kSlots]);
+    const uint32_t amax_bits = rms_group_words<kBlocks64>(x + g * group, w_eo + g * group, iv, buf[g % kSlots]);
     // inf groups too (they would come out the same through the main path: scale inf,
     // multiplier 0, every product 0 or NaN, encoded by the exact fallback), so one rule holds.
     Made made;
@@ -419,15 +366,13 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
       for (int k = 0; k + 1 < kAhead; ++k) made[k] = made[k + 1];
       if (g + kAhead < g1) made[kAhead - 1] = produce(g + kAhead);
       if (__builtin_expect(cur.ok, 1)) {
-        const GroupCode gc = group_code<kUe8m0>(cur.mult);
-        const float* b = buf[g % kSlots];
-        if constexpr (kUe8m0) {
-          const auto* h = reinterpret_cast<const uint16_t*>(b);
-          for (int64_t i = 0; i < group; i += 64)
-            quant64_bf16<kStream, true>(h + i, gc, q + g * group + i, fast_low, branch_free_left);
-        } else {
-          for (int64_t i = 0; i < group; i += 64) quant64_f32_even_odd<kStream>(b + i, gc.mv, q + g * group + i, fixed);
-        }
+        // f32 scales: the rebias constants made once (fixed), only the multiplier per group.
+        GroupCode gc = fixed;
+        if constexpr (kUe8m0) gc = group_code<true>(cur.mult);
+        else gc.mv = _mm512_set1_ps(cur.mult);
+        const uint16_t* h = buf[g % kSlots];
+        for (int64_t i = 0; i < group; i += 64)
+          quant64_bf16<kStream, kUe8m0>(h + i, gc, q + g * group + i, fast_low, branch_free_left);
       } else {
         special |= uint64_t(1) << (g - g0);
       }
