@@ -43,6 +43,8 @@ constexpr TuningParamInfo kInfos[] = {
      "L1d/6 in whole 4 KiB: one or two rows' look-ahead beside the row, its weight and the output in L1 (also a streamed cast's reads and dequant's codes)"},
     {"rows", "pass_l2_prefetch_bytes", &TuningParams::pass_l2_prefetch_bytes, 0, 256L << 10, 64,
      "L1d/3 in whole 4 KiB: twice the L1 look-ahead, so its requests find their lines on the way to L2"},
+    {"rows", "cast_l2_prefetch_bytes", &TuningParams::cast_l2_prefetch_bytes, 0, 1L << 20, 64,
+     "L2/64 in whole 4 KiB, at least 8 KiB: a cast reads up to four lines per line it writes, more than the L1 look-ahead keeps in flight; these requests reach L2 first"},
     {"rows", "rope_pair_tokens", &TuningParams::rope_pair_tokens, 0, 1, 1,
      "fixed 1 (not a cache matter): two tokens far apart per call, two independent streams; 0: one token after another"},
     {"rows", "rope_prefetch_heads", &TuningParams::rope_prefetch_heads, 1, 1024, 1,
@@ -141,6 +143,7 @@ TuningParams default_tuning_params(const CoreShape& core) {
   p.row_prefetch_bytes = std::max<int64_t>(1024, round_down(core.l1d_bytes / 24, 1024));
   p.pass_prefetch_bytes = std::max<int64_t>(4096, round_down(core.l1d_bytes / 6, 4096));
   p.pass_l2_prefetch_bytes = std::max<int64_t>(8192, round_down(core.l1d_bytes / 3, 4096));
+  p.cast_l2_prefetch_bytes = std::max<int64_t>(8192, round_down(core.l2_bytes / 64, 4096));
   p.rope_pair_tokens = 1;
   p.rope_prefetch_heads = std::clamp<int64_t>(core.l1d_bytes / 768, 8, 1024);
   p.rope_l2_prefetch_heads = 2 * p.rope_prefetch_heads;

@@ -31,7 +31,9 @@ bool convert_supported(DType from, DType to);
 void convert_scalar(const void* src, DType from, void* dst, DType to, int64_t n);
 void convert_avx2(const void* src, DType from, void* dst, DType to, int64_t n, bool nontemporal,
                   int64_t prefetch_bytes);
+// prefetch_bytes / l2_prefetch_bytes: how far ahead a streamed conversion requests its source
+// into L1 and into L2 (0: not at all; speed only).
 void convert_avx512(const void* src, DType from, void* dst, DType to, int64_t n, bool nontemporal,
-                    int64_t prefetch_bytes);
+                    int64_t prefetch_bytes, int64_t l2_prefetch_bytes = 0);
 
 }  // namespace sol::kernels

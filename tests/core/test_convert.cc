@@ -563,7 +563,11 @@ const KernelPath kPaths[] = {
      },
      [] { return true; }},
     {"avx2", kernels::convert_avx2, cpu_has_avx2},
-    {"avx512", kernels::convert_avx512, cpu_has_avx512},
+    {"avx512",
+     [](const void* s, DType from, void* d, DType to, int64_t n, bool nontemporal, int64_t ahead) {
+       kernels::convert_avx512(s, from, d, to, n, nontemporal, ahead, 4 * ahead);  // and into L2
+     },
+     cpu_has_avx512},
 };
 
 constexpr size_t kMaxLength = 100003;

@@ -33,14 +33,16 @@ void cast_cpu(const Tensor& src, const Tensor& dst) {
   const int64_t si = int64_t(dtype_size(from)), di = int64_t(dtype_size(to));
   const Isa isa = active_isa();
   const bool stream = should_stream(dst.nbytes());
-  // A streamed cast reads one array from memory, as the row passes do: their L1 look-ahead.
-  const int64_t ahead = tuning().params.pass_prefetch_bytes;
+  // A streamed cast reads one array from memory, as the row passes do: their L1 look-ahead,
+  // and one into L2 of its own.
+  const TuningParams& tp = tuning().params;
+  const int64_t ahead = tp.pass_prefetch_bytes, l2_ahead = tp.cast_l2_prefetch_bytes;
   // 1024-element pieces: every piece boundary is 64-byte aligned in both buffers whatever
   // the element sizes (1, 2 or 4 bytes), so only the first and last piece need peeling.
   parallel_ranges(src.numel(), 1024, [&](int64_t b, int64_t e) {
     const void* in = s + b * si;
     void* out = d + b * di;
-    if (isa >= Isa::avx512) kernels::convert_avx512(in, from, out, to, e - b, stream, ahead);
+    if (isa >= Isa::avx512) kernels::convert_avx512(in, from, out, to, e - b, stream, ahead, l2_ahead);
     else if (isa >= Isa::avx2) kernels::convert_avx2(in, from, out, to, e - b, stream, ahead);
     else kernels::convert_scalar(in, from, out, to, e - b);
   });

@@ -60,6 +60,7 @@ std::vector<int64_t> tune_candidates(const std::string& param) {
   if (param == "row_prefetch_bytes") return {0, 512, 1024, 2048, 4096, 8192, 16384, 32768};
   if (param == "pass_prefetch_bytes") return {0, 2048, 4096, 8192, 16384, 32768, 65536};
   if (param == "pass_l2_prefetch_bytes") return {0, 8192, 16384, 32768, 65536, 131072};
+  if (param == "cast_l2_prefetch_bytes") return {0, 8192, 16384, 32768, 65536, 131072};
   if (param == "rope_pair_tokens") return {0, 1};
   if (param == "rope_prefetch_heads") return {4, 8, 16, 32, 64, 128, 256};
   if (param == "rope_l2_prefetch_heads") return {0, 32, 64, 128, 192, 256};
@@ -151,6 +152,13 @@ void add_rows(TuneWorkspace& w, std::vector<TuneCase>& out) {
     TuningParams p = tuning().params;
     p.stream_min_bytes = 64L << 10;
     const ScopedTuning streamed(p);
+    cast(in->take(DType::f32, {rows, h}), res->take(DType::bf16, {rows, h}));
+  });
+  param("cast_l2_prefetch_bytes", "streamed casts f32 -> f8e4m3 and f32 -> bf16, 1024x7168", [=] {
+    TuningParams p = tuning().params;
+    p.stream_min_bytes = 64L << 10;  // the look-ahead only runs when the output streams
+    const ScopedTuning streamed(p);
+    cast(in->take(DType::f32, {rows, h}), res->take(DType::f8e4m3, {rows, h}));
     cast(in->take(DType::f32, {rows, h}), res->take(DType::bf16, {rows, h}));
   });
   param("pass_l2_prefetch_bytes", "rmsnorm and layernorm bf16 1024x7168", [=] {

@@ -382,11 +382,20 @@ void stream_copy(const uint8_t* src, uint8_t* dst, int64_t bytes) {
 
 // Streaming from DRAM, the hardware prefetchers alone leave the read side short of the copy
 // rate once a block carries real work (f32 -> e4m3 gained 15-20% from this on Zen 5); how far
-// ahead is the caller's (cast: TuningParams::pass_prefetch_bytes).
-[[gnu::always_inline]] inline void prefetch_ahead(const uint8_t* block, int64_t ahead, int64_t lines) {
-  for (int64_t line = 0; line < lines; ++line) {
-    _mm_prefetch(reinterpret_cast<const char*>(block + ahead + 64 * line), _MM_HINT_T0);
-  }
+// ahead is the caller's (cast: TuningParams::pass_prefetch_bytes). A second look-ahead into L2
+// (cast_l2_prefetch_bytes) keeps more lines in flight than L1's miss buffers hold, which the
+// reads of a cast from f32 need on the Emerald Rapids guest (docs/perf/layer-ops.md).
+struct Ahead {
+  int64_t l1 = 0, l2 = 0;
+};
+
+[[gnu::always_inline]] inline void prefetch_ahead(const uint8_t* block, Ahead ahead, int64_t lines) {
+  if (ahead.l1 > 0)
+    for (int64_t line = 0; line < lines; ++line)
+      _mm_prefetch(reinterpret_cast<const char*>(block + ahead.l1 + 64 * line), _MM_HINT_T0);
+  if (ahead.l2 > 0)
+    for (int64_t line = 0; line < lines; ++line)
+      _mm_prefetch(reinterpret_cast<const char*>(block + ahead.l2 + 64 * line), _MM_HINT_T1);
 }
 
 // Full blocks with ordinary stores, then a masked block for the rest.
@@ -402,7 +411,7 @@ void convert_with_plain_stores(const uint8_t* src, uint8_t* dst, int64_t n) {
 }
 
 template <DType From, DType To>
-void convert_pair(const uint8_t* src, uint8_t* dst, int64_t n, bool nontemporal, int64_t ahead) {
+void convert_pair(const uint8_t* src, uint8_t* dst, int64_t n, bool nontemporal, Ahead ahead) {
   constexpr int64_t kIn = element_bytes(From);
   constexpr int64_t kOut = element_bytes(To);
   if (!nontemporal || reinterpret_cast<uintptr_t>(dst) % kOut != 0) {
@@ -412,7 +421,7 @@ void convert_pair(const uint8_t* src, uint8_t* dst, int64_t n, bool nontemporal,
   convert_with_plain_stores<From, To>(src, dst, head);
   int64_t i = head;
   for (; i + kBlock <= n; i += kBlock) {
-    if (ahead > 0) prefetch_ahead(src + i * kIn, ahead, kIn);
+    prefetch_ahead(src + i * kIn, ahead, kIn);
     convert64<From, To, Store::streaming>(src + i * kIn, dst + i * kOut, 0);
   }
   convert_with_plain_stores<From, To>(src + i * kIn, dst + i * kOut, n - i);
@@ -421,7 +430,7 @@ void convert_pair(const uint8_t* src, uint8_t* dst, int64_t n, bool nontemporal,
 
 // The identity pair is a copy; every other pair converts.
 template <DType From, DType To>
-void convert_or_copy(const uint8_t* src, uint8_t* dst, int64_t n, bool nontemporal, int64_t ahead) {
+void convert_or_copy(const uint8_t* src, uint8_t* dst, int64_t n, bool nontemporal, Ahead ahead) {
   if constexpr (From == To) {
     if (nontemporal) return stream_copy(src, dst, n * element_bytes(From));
     std::memcpy(dst, src, size_t(n * element_bytes(From)));
@@ -431,7 +440,7 @@ void convert_or_copy(const uint8_t* src, uint8_t* dst, int64_t n, bool nontempor
 }
 
 template <DType From>
-void convert_from(const uint8_t* src, uint8_t* dst, DType to, int64_t n, bool nontemporal, int64_t ahead) {
+void convert_from(const uint8_t* src, uint8_t* dst, DType to, int64_t n, bool nontemporal, Ahead ahead) {
   switch (to) {
     case DType::f32: return convert_or_copy<From, DType::f32>(src, dst, n, nontemporal, ahead);
     case DType::bf16: return convert_or_copy<From, DType::bf16>(src, dst, n, nontemporal, ahead);
@@ -445,17 +454,18 @@ void convert_from(const uint8_t* src, uint8_t* dst, DType to, int64_t n, bool no
 }  // namespace
 
 void convert_avx512(const void* src, DType from, void* dst, DType to, int64_t n, bool nontemporal,
-                    int64_t prefetch_bytes) {
+                    int64_t prefetch_bytes, int64_t l2_prefetch_bytes) {
+  const Ahead ahead{prefetch_bytes, l2_prefetch_bytes};
   if (!convert_supported(from, to)) return convert_scalar(src, from, dst, to, n);
   if (n <= 0) return;
   const auto* in = static_cast<const uint8_t*>(src);
   auto* out = static_cast<uint8_t*>(dst);
   switch (from) {
-    case DType::f32: return convert_from<DType::f32>(in, out, to, n, nontemporal, prefetch_bytes);
-    case DType::bf16: return convert_from<DType::bf16>(in, out, to, n, nontemporal, prefetch_bytes);
-    case DType::f16: return convert_from<DType::f16>(in, out, to, n, nontemporal, prefetch_bytes);
-    case DType::f8e4m3: return convert_from<DType::f8e4m3>(in, out, to, n, nontemporal, prefetch_bytes);
-    case DType::f8e5m2: return convert_from<DType::f8e5m2>(in, out, to, n, nontemporal, prefetch_bytes);
+    case DType::f32: return convert_from<DType::f32>(in, out, to, n, nontemporal, ahead);
+    case DType::bf16: return convert_from<DType::bf16>(in, out, to, n, nontemporal, ahead);
+    case DType::f16: return convert_from<DType::f16>(in, out, to, n, nontemporal, ahead);
+    case DType::f8e4m3: return convert_from<DType::f8e4m3>(in, out, to, n, nontemporal, ahead);
+    case DType::f8e5m2: return convert_from<DType::f8e5m2>(in, out, to, n, nontemporal, ahead);
     default: return;
   }
 }
