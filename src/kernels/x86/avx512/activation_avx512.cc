@@ -6,7 +6,7 @@
 #include "kernels/activation.h"
 #include "kernels/quant.h"
 #include "kernels/x86/flush_subnormals.h"
-#include "kernels/x86/avx512/e4m3_encode_avx512.h"
+#include "kernels/x86/avx512/e4m3_quant64_avx512.h"
 #include "kernels/x86/avx512/pair_avx512.h"
 
 namespace sol::kernels {
@@ -232,8 +232,8 @@ template <DType Out, class Run>
 // their abs-max taken on the words as they are made; the group is encoded one group later
 // (software-pipelined as rms_quant_row_t in quant_avx512.cc: the abs-max reduction and the
 // scale's divisions, a ~40-cycle chain, overlap the next group's activation instead of
-// stalling the encoder), by e4m3_encode_avx512.h's single path, which takes e4m3 subnormal
-// results at full speed.
+// stalling the encoder), by the plain quantizer's quant64_bf16 (e4m3_quant64_avx512.h), whose
+// runs of the branch-free encoder take e4m3 subnormal results at full speed.
 
 // The bf16 words of a step's 32 results for the quantizer, by vcvtne2ps2bf16 alone: no
 // subnormal guard (the plain kernels' bf16_interleaved / to_bf16x32 take the integer rounding
@@ -256,7 +256,12 @@ template <DType In> [[gnu::always_inline]] inline __m512i bf16_words_for_quant(c
 template <DType In, bool kStream, class Step>
 [[gnu::always_inline]] inline void quant_row_fused(Step&& step, int64_t n, int64_t group, bool ue8m0, uint16_t* buf,
                                                    const QuantRowOut& out, const TuningParams& tp) {
-  const E4m3Encoder k;
+  // The plain quantizer's encoder (a multiplier that is a power of two takes its general path,
+  // exact all the same), with its runs of the branch-free encoder, which takes e4m3 subnormal
+  // results at full speed; the caller keeps MXCSR as that encoder needs it.
+  GroupCode fixed = group_code<false>(1.0f);
+  asm("" : "+v"(fixed.c16), "+v"(fixed.low_bits), "+v"(fixed.w7f));  // made once (quant_avx512.cc)
+  int branch_free_left = 0;
   const __m512i w7fff = _mm512_set1_epi16(0x7FFF);
   const int64_t groups = n / group;
   // Group g's bf16 outputs into buf, its scale stored and multiplier returned in mult; false
@@ -288,10 +293,10 @@ template <DType In, bool kStream, class Step>
     for (int64_t g = g0; g < g1; ++g) {
       const bool ok_next = g + 1 < g1 && produce(g + 1, mult_next);
       if (__builtin_expect(ok, 1)) {
-        const __m512 mv = _mm512_set1_ps(mult);
-        for (int64_t i = g * group; i < (g + 1) * group; i += 64) {
-          store_code_line<kStream>(out.q + i, e4m3_line64(buf + i, mv, k));
-        }
+        GroupCode gc = fixed;
+        gc.mv = _mm512_set1_ps(mult);
+        for (int64_t i = g * group; i < (g + 1) * group; i += 64)
+          quant64_bf16<kStream, false>(buf + i, gc, out.q + i, /*fast_low=*/true, branch_free_left);
       } else {
         special |= uint64_t(1) << (g - g0);
       }
