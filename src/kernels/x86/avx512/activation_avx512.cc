@@ -261,7 +261,7 @@ template <DType In, bool kStream, class Step>
   // results at full speed; the caller keeps MXCSR as that encoder needs it.
   GroupCode fixed = group_code<false>(1.0f);
   asm("" : "+v"(fixed.c16), "+v"(fixed.low_bits), "+v"(fixed.w7f));  // made once (quant_avx512.cc)
-  int branch_free_left = 0;
+  int branch_free_groups = 0;
   const __m512i w7fff = _mm512_set1_epi16(0x7FFF);
   const int64_t groups = n / group;
   // Group g's bf16 outputs into buf, its scale stored and multiplier returned in mult; false
@@ -295,8 +295,8 @@ template <DType In, bool kStream, class Step>
       if (__builtin_expect(ok, 1)) {
         GroupCode gc = fixed;
         gc.mv = _mm512_set1_ps(mult);
-        for (int64_t i = g * group; i < (g + 1) * group; i += 64)
-          quant64_bf16<kStream, false>(buf + i, gc, out.q + i, /*fast_low=*/true, branch_free_left);
+        quant_group_bf16<kStream, false>(buf + g * group, group, gc, out.q + g * group, /*fast_low=*/true,
+                                         branch_free_groups);
       } else {
         special |= uint64_t(1) << (g - g0);
       }

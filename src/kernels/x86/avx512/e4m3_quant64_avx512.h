@@ -127,23 +127,13 @@ template <bool kStream, class Widened>
 // fast_low: mxcsr_keeps_subnormals() of this thread, which the branch-free encoder needs (blocks
 // with results below 2^-6 then take it; else the exact one). Read once per row or panel and
 // passed down: stmxcsr per 64-element block cost more than the encoder it chose (gelu outputs:
-// 1040 against ~720 ns per row).
-// branch_free_left: how many more blocks go straight to the branch-free encoder, a row's running
-// state. A block with results below 2^-6 costs the normal path and then the branch-free one, and
-// where one has them its neighbours mostly do too (activation outputs: nearly every block), so
-// the next kBranchFreeRun blocks skip the normal path; on blocks without such results the
-// branch-free encoder costs ~1.3x the normal path (1.8x for UE8M0), so the normal path is tried
-// again after the run. Both paths give the same codes.
-constexpr int kBranchFreeRun = 15;
+// 1040 against ~720 ns per row). run (may be null): set to start a run when the block took the
+// branch-free encoder (quant_group_bf16).
+constexpr int kBranchFreeGroups = 8;
 
 template <bool kStream, bool kPowerOfTwo>
 [[gnu::always_inline]] inline void quant64_bf16(const uint16_t* x, const GroupCode& gc, uint8_t* q, bool fast_low,
-                                                int& branch_free_left) {
-  if (branch_free_left > 0) {
-    --branch_free_left;
-    store_code_line<kStream>(q, e4m3_line64(x, gc.mv, E4m3Encoder{}));
-    return;
-  }
+                                                int* run = nullptr) {
   const __m512i z0 = _mm512_loadu_si512(x), z1 = _mm512_loadu_si512(x + 32);
   __mmask32 low = 0;
   __m512i c0, c1;
@@ -163,7 +153,7 @@ template <bool kStream, bool kPowerOfTwo>
     // A result below 2^-6 (an e4m3 subnormal or zero): the branch-free encoder of
     // e4m3_encode_avx512.h takes the block at ~1.3x the normal path's cost, where the exact
     // encoder below costs ~3x (activation outputs send most blocks here).
-    branch_free_left = kBranchFreeRun;
+    if (run) *run = kBranchFreeGroups;
     store_code_line<kStream>(q, e4m3_line64(x, gc.mv, E4m3Encoder{}));
     return;
   }
@@ -171,6 +161,26 @@ template <bool kStream, bool kPowerOfTwo>
     widen_even_odd(z0, e0, o0);
     widen_even_odd(z1, e1, o1);
   });
+}
+
+// A group of n bf16 (a multiple of 64) -> n e4m3 bytes at q, by quant64_bf16, with runs of the
+// branch-free encoder. branch_free_groups: how many more groups go straight to it, a row's
+// running state. A block with results below 2^-6 costs the normal path and then the branch-free
+// one, and where one has them its neighbours mostly do too (activation outputs: nearly every
+// block), so after a group that had one the next kBranchFreeGroups groups skip the normal path;
+// the branch-free encoder costs ~1.3x the normal path (1.8x for UE8M0) on blocks without such
+// results, so the normal path is tried again after the run. Both give the same codes. Decided
+// per group, not per block: a test in the block loop cost 7-10% on rows without tiny results.
+
+template <bool kStream, bool kPowerOfTwo>
+[[gnu::always_inline]] inline void quant_group_bf16(const uint16_t* x, int64_t n, const GroupCode& gc, uint8_t* q,
+                                                    bool fast_low, int& branch_free_groups) {
+  if (branch_free_groups > 0) {
+    --branch_free_groups;
+    for (int64_t i = 0; i < n; i += 64) store_code_line<kStream>(q + i, e4m3_line64(x + i, gc.mv, E4m3Encoder{}));
+    return;
+  }
+  for (int64_t i = 0; i < n; i += 64) quant64_bf16<kStream, kPowerOfTwo>(x + i, gc, q + i, fast_low, &branch_free_groups);
 }
 
 }  // namespace

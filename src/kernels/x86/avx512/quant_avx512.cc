@@ -62,10 +62,11 @@ namespace {
 // One group of bf16 (a multiple of 64 elements) scaled by m and encoded. special: the group
 // holds NaN or inf (m is NaN or 0): the general encoder, which handles NaN lanes, takes it.
 // fixed (may be null; f32 scales only): the rebias constants, made once by the caller.
-// branch_free_left: quant64_bf16's, carried along the row.
-template <bool kStream, bool kUe8m0>
+// branch_free_groups: quant_group_bf16's, carried along the row; kRuns false: no runs (every
+// block tries the normal path first).
+template <bool kStream, bool kUe8m0, bool kRuns = true>
 [[gnu::always_inline]] inline void encode_group_bf16(const uint16_t* x, int64_t group, float m, bool special,
-                                                     uint8_t* q, bool fast_low, int& branch_free_left,
+                                                     uint8_t* q, bool fast_low, int& branch_free_groups,
                                                      const GroupCode* fixed = nullptr) {
   const __m512 mv = _mm512_set1_ps(m);
   if (__builtin_expect(special, 0)) {
@@ -77,7 +78,11 @@ template <bool kStream, bool kUe8m0>
   GroupCode gc;
   if (!kUe8m0 && fixed) gc = *fixed, gc.mv = mv;
   else gc = group_code<kUe8m0>(m);
-  for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream, kUe8m0>(x + i, gc, q + i, fast_low, branch_free_left);
+  if constexpr (kRuns) {
+    quant_group_bf16<kStream, kUe8m0>(x, group, gc, q, fast_low, branch_free_groups);
+  } else {
+    for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream, kUe8m0>(x + i, gc, q + i, fast_low);
+  }
 }
 
 // ---- rmsnorm fused with per-token quantization, bf16 rows, groups of 64 or 128 ----
@@ -156,7 +161,7 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
   const __m512 iv = _mm512_set1_ps(inv);
   const GroupCode fixed = fixed_group_code();
   const bool fast_low = mxcsr_keeps_subnormals();
-  int branch_free_left = 0;  // quant64_bf16's run, carried along the row
+  int branch_free_groups = 0;  // quant_group_bf16's run, carried along the row
   // The next row's lines, one per 32 elements of this one, as the norms' output passes do.
   const char* next = next_row ? reinterpret_cast<const char*>(next_row) : reinterpret_cast<const char*>(kIdleRow);
   const int64_t next_step = next_row ? group * 2 : 0;
@@ -210,8 +215,7 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
         if constexpr (kUe8m0) gc = group_code<true>(cur.mult);
         else gc.mv = _mm512_set1_ps(cur.mult);
         const uint16_t* h = buf[g % kSlots];
-        for (int64_t i = 0; i < group; i += 64)
-          quant64_bf16<kStream, kUe8m0>(h + i, gc, q + g * group + i, fast_low, branch_free_left);
+        quant_group_bf16<kStream, kUe8m0>(h, group, gc, q + g * group, fast_low, branch_free_groups);
       } else {
         special |= uint64_t(1) << (g - g0);
       }
@@ -248,13 +252,13 @@ struct GroupScales16 {
 template <bool kStream, bool kUe8m0, class After>
 [[gnu::always_inline]] inline void encode_chunk(const uint16_t* x, int64_t g0, int64_t ng, int64_t group,
                                                 const GroupScales16& gs, uint8_t* q, float* scales,
-                                                int64_t scale_stride, bool fast_low, int& branch_free_left,
+                                                int64_t scale_stride, bool fast_low, int& branch_free_groups,
                                                 After after) {
   for (int64_t g = 0; g < ng; ++g) {
     const int64_t base = (g0 + g) * group;
     scales[(g0 + g) * scale_stride] = gs.scale[g];
     encode_group_bf16<kStream, kUe8m0>(x + base, group, gs.mult[g], (gs.special >> g) & 1, q + base, fast_low,
-                                       branch_free_left);
+                                       branch_free_groups);
     after(g);
   }
 }
@@ -270,7 +274,7 @@ void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q
   alignas(64) uint32_t amax_bits[2][kLanes];
   const int64_t groups = cols / group;
   const bool fast_low = mxcsr_keeps_subnormals();
-  int branch_free_left = 0;  // quant64_bf16's run, carried along the row
+  int branch_free_groups = 0;  // quant_group_bf16's run, carried along the row
   for (int64_t g = 0; g < std::min(kLanes, groups); ++g)
     amax_bits[0][g] = group_amax_bits(x + g * group, group, ahead) << 16;
   GroupScales16 gs;
@@ -278,7 +282,7 @@ void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q
     const int64_t ng = std::min(kLanes, groups - g0), n_next = std::min(kLanes, groups - g0 - ng);
     group_scales16(amax_bits[c], ng, kUe8m0, gs);
     const uint16_t* xn = x + (g0 + ng) * group;
-    encode_chunk<kStream, kUe8m0>(x, g0, ng, group, gs, q, scales, scale_stride, fast_low, branch_free_left,
+    encode_chunk<kStream, kUe8m0>(x, g0, ng, group, gs, q, scales, scale_stride, fast_low, branch_free_groups,
                                   [&](int64_t g) {
       if (g < n_next) amax_bits[c ^ 1][g] = group_amax_bits(xn + g * group, group, ahead) << 16;
     });
@@ -295,13 +299,13 @@ void quant_row_bf16_given_amax_t(const uint16_t* x, int64_t cols, int64_t group,
   alignas(64) uint32_t amax_bits[kLanes];
   const int64_t groups = cols / group;
   const bool fast_low = mxcsr_keeps_subnormals();
-  int branch_free_left = 0;  // quant64_bf16's run, carried along the row
+  int branch_free_groups = 0;  // quant_group_bf16's run, carried along the row
   GroupScales16 gs;
   for (int64_t g0 = 0; g0 < groups; g0 += kLanes) {
     const int64_t ng = std::min(kLanes, groups - g0);
     for (int64_t g = 0; g < ng; ++g) amax_bits[g] = max_of_words(_mm512_loadu_si512(amax32 + (g0 + g) * 32)) << 16;
     group_scales16(amax_bits, ng, kUe8m0, gs);
-    encode_chunk<kStream, kUe8m0>(x, g0, ng, group, gs, q, scales, scale_stride, fast_low, branch_free_left,
+    encode_chunk<kStream, kUe8m0>(x, g0, ng, group, gs, q, scales, scale_stride, fast_low, branch_free_groups,
                                   [](int64_t) {});
   }
   if constexpr (kStream) _mm_sfence();
@@ -456,7 +460,7 @@ void quant_panel_t(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t co
                    const PanelPrefetch& far) {
   const GroupCode fixed = fixed_group_code();
   const bool fast_low = mxcsr_keeps_subnormals();
-  int branch_free_left = 0;  // quant64_bf16's run, carried along the row
+  int branch_free_groups = 0;  // quant_group_bf16's run, carried along the row
   const int64_t groups = cols / 128, next_groups = next.cols / 128;
   const int64_t lines_per_group = (far.lines + groups - 1) / groups;
   for (int64_t r = 0; r < rows; ++r) {
@@ -476,8 +480,8 @@ void quant_panel_t(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t co
       if (r + 1 < rows) prefetch_group_t0(xr + x_stride + g * 128);
       if (r + 1 < next.rows && g < next_groups) prefetch_group_t0(xn + next.stride + g * 128);
       if (amax && g < next_groups) amax_group_update(xn + g * 128, next.acc + g * 32);
-      encode_group_bf16<kStream, kUe8m0>(xr + g * 128, 128, mult[g], special[g], qr + g * 128, fast_low,
-                                         branch_free_left, &fixed);
+      encode_group_bf16<kStream, kUe8m0, false>(xr + g * 128, 128, mult[g], special[g], qr + g * 128, fast_low,
+                                                branch_free_groups, &fixed);
     }
     if (amax)
       for (int64_t g = groups; g < next_groups; ++g) amax_group_update(xn + g * 128, next.acc + g * 32);
