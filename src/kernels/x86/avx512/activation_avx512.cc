@@ -236,19 +236,11 @@ template <DType Out, class Run>
 // runs of the branch-free encoder take e4m3 subnormal results at full speed.
 
 // The bf16 words of a step's 32 results for the quantizer, by vcvtne2ps2bf16 alone: no
-// subnormal guard (the plain kernels' bf16_interleaved / to_bf16x32 take the integer rounding
-// for f32 subnormal results, which the instruction reads as zero). Here that makes no
-// difference to a code or a scale: a subnormal result becomes a zero of the same sign (checked
-// on this CPU), whose code is what its own would be (|x| < 2^-126 against a group maximum
-// floored at 1e-4: x times the multiplier is below 2^-100, code +-0; times an inf group's 0,
-// +-0; times a NaN group's NaN, that NaN), and a group maximum below 1e-4 is floored anyway.
-// The guard (two vfpclassps, their mask moves and a branch per 32) cost ~10% of gelu's loop.
+// subnormal guard (bf16_words_in_order says why the codes cannot change; the guard, two
+// vfpclassps, their mask moves and a branch per 32, cost ~10% of gelu's loop).
 template <DType In> [[gnu::always_inline]] inline __m512i bf16_words_for_quant(const Pair& v) {
-  const __m512i w = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(v.b, v.a));
-  if constexpr (In == DType::f32) return w;  // a: elements 0..15, b: 16..31
-  const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
-                                       21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-  return _mm512_permutexvar_epi16(idx, w);  // even / odd elements back in element order
+  if constexpr (In == DType::f32) return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(v.b, v.a));  // a: 0..15
+  else return bf16_words_in_order(v.a, v.b);  // a: even elements, b: odd ones
 }
 
 // step(i): the activation's 32 results at i (a Pair in input layout In). n a multiple of
@@ -259,8 +251,7 @@ template <DType In, bool kStream, class Step>
   // The plain quantizer's encoder (a multiplier that is a power of two takes its general path,
   // exact all the same), with its runs of the branch-free encoder, which takes e4m3 subnormal
   // results at full speed; the caller keeps MXCSR as that encoder needs it.
-  GroupCode fixed = group_code<false>(1.0f);
-  asm("" : "+v"(fixed.c16), "+v"(fixed.low_bits), "+v"(fixed.w7f));  // made once (quant_avx512.cc)
+  GroupCode fixed = fixed_group_code();
   int branch_free_groups = 0;
   const __m512i w7fff = _mm512_set1_epi16(0x7FFF);
   const int64_t groups = n / group;

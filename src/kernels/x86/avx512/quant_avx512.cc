@@ -49,16 +49,6 @@ namespace {
   return max_of_words(_mm512_max_epu16(m0, m1));
 }
 
-// The rebias constants of f32 scales (group_code<false> of any multiplier), made once per call
-// behind an asm barrier: GCC otherwise rebuilds two of them from general registers for every 64
-// elements of the panel encoder's loop (7.25 -> 6.77 cycles per 32; the token quantizer's loop
-// keeps them in registers as it is).
-[[gnu::always_inline]] inline GroupCode fixed_group_code() {
-  GroupCode fixed = group_code<false>(1.0f);
-  asm("" : "+v"(fixed.c16), "+v"(fixed.low_bits), "+v"(fixed.w7f));
-  return fixed;
-}
-
 // One group of bf16 (a multiple of 64 elements) scaled by m and encoded. special: the group
 // holds NaN or inf (m is NaN or 0): the general encoder, which handles NaN lanes, takes it.
 // fixed (may be null; f32 scales only): the rebias constants, made once by the caller.
@@ -107,22 +97,16 @@ struct EvenOdd {
           _mm512_mul_ps(_mm512_mul_ps(o, iv), _mm512_loadu_ps(w_eo + 16))};
 }
 
-// One group's y = bf16((x * inv) * w) as bf16 words in element order at out, by the hardware
-// conversion, and its abs-max as bf16 magnitude bits << 16 (above 0x7F800000: a NaN). The
-// conversion reads and writes f32 subnormals as zeros of their sign, where a bf16 rounding keeps
-// them; their codes are the same: a subnormal y times a multiplier of at most 448 / 1e-4 is far
-// under e4m3's smallest half-ulp, so it codes as a zero of its sign either way, and a group whose
-// largest |y| is subnormal gets the floor's scale (1e-4) either way.
+// One group's y = bf16((x * inv) * w) as bf16 words in element order at out (bf16_words_in_order:
+// subnormal y flushed, same codes), and its abs-max as bf16 magnitude bits << 16 (above
+// 0x7F800000: a NaN).
 template <int kBlocks64>
 [[gnu::always_inline]] inline uint32_t rms_group_words(const uint16_t* x, const float* w_eo, __m512 iv, uint16_t* out) {
-  const __m512i order = _mm512_setr_epi32(0x00100000, 0x00110001, 0x00120002, 0x00130003, 0x00140004, 0x00150005,
-                                          0x00160006, 0x00170007, 0x00180008, 0x00190009, 0x001A000A, 0x001B000B,
-                                          0x001C000C, 0x001D000D, 0x001E000E, 0x001F000F);
   const __m512i mag = _mm512_set1_epi16(0x7FFF);
   __m512i m = _mm512_setzero_si512();
   for (int k = 0; k < 2 * kBlocks64; ++k) {
     const EvenOdd p = rms_products32(x + 32 * k, w_eo + 32 * k, iv);
-    const __m512i h = _mm512_permutexvar_epi16(order, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(p.o, p.e)));
+    const __m512i h = bf16_words_in_order(p.e, p.o);
     m = _mm512_max_epu16(m, _mm512_and_si512(h, mag));
     _mm512_store_si512(out + 32 * k, h);
   }
