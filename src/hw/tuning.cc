@@ -40,7 +40,7 @@ constexpr TuningParamInfo kInfos[] = {
     {"rows", "row_prefetch_bytes", &TuningParams::row_prefetch_bytes, 0, 64L << 10, 64,
      "L1d/24 in whole KiB: the elementwise rows stream up to three arrays, an eighth of L1 in flight"},
     {"rows", "pass_prefetch_bytes", &TuningParams::pass_prefetch_bytes, 0, 64L << 10, 64,
-     "L1d/6 in whole 4 KiB: one or two rows' look-ahead beside the row, its weight and the output in L1 (also a streamed cast's reads and dequant's codes)"},
+     "L1d/6 in whole 4 KiB: one or two rows' look-ahead beside the row, its weight and the output in L1 (also a streamed cast's reads, dequant's codes and softmax's f32 rows)"},
     {"rows", "pass_l2_prefetch_bytes", &TuningParams::pass_l2_prefetch_bytes, 0, 256L << 10, 64,
      "L1d/3 in whole 4 KiB: twice the L1 look-ahead, so its requests find their lines on the way to L2"},
     {"rows", "cast_l2_prefetch_bytes", &TuningParams::cast_l2_prefetch_bytes, 0, 1L << 20, 64,

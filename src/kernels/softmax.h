@@ -29,7 +29,7 @@ void softmax_rows_avx512(const uint16_t* x, int64_t x_row_bytes, void* y, int64_
 // The softmax op's f32 rows: two passes per row and no scratch (the maximum and the sum of
 // exponentials in one read, then the exponentials again for the output), in one
 // call per row (in place allowed) or pipelined over rows (pass 2 of row r beside pass 1 of row
-// r + 1, row r + 2 requested; out of place only), with the same results.
+// r + 1, reads requested tp.pass_prefetch_bytes ahead; out of place only), with the same results.
 void softmax_two_pass_row_avx512(const float* x, void* y, DType yt, int64_t n, bool stream, const TuningParams& tp);
 void softmax_two_pass_rows_avx512(const float* x, int64_t x_row_bytes, void* y, int64_t y_row_bytes, DType yt,
                                   int64_t rows, int64_t n, bool stream, const TuningParams& tp);

@@ -8,7 +8,7 @@
 // the sum of exponentials in one read, and pass 2 computes each exponential again for the
 // output: twice the exponentials, but the arithmetic still fits under the memory time
 // (docs/perf/layer-ops.md), and many rows run as one sweep per row: pass 2 of row r,
-// pass 1 of row r + 1, with row r + 2 requested.
+// pass 1 of row r + 1.
 //
 // Pass 1 keeps, per lane, a reference ref and the sum of exp(x - ref). A chunk of 256 elements
 // is read for its maximum first (from memory), then for its exponentials (from L1); ref is raised
@@ -147,32 +147,39 @@ void two_pass_row(const float* x, void* y, int64_t n, bool stream, int64_t ahead
   if (aligned_stream) _mm_sfence();
 }
 
+// Many rows, one sweep per row: pass 2 of row r beside pass 1 of row r + 1. Pass 1's reads are
+// requested `ahead` bytes ahead, on into the rows after (the rows are contiguous), within the
+// thread's rows. Pass 2 runs over its row backwards: the lines pass 1 read last, in the previous
+// sweep, are the ones still in L1, so half the row is re-read from L1 instead of L2 (as the
+// norms' output loops do). Each output is computed the same way in either order: same bits.
 template <DType Out>
 void two_pass_rows(const char* x, int64_t xs, char* y, int64_t ys, int64_t rows, int64_t n, bool stream,
                    int64_t ahead) {
   if (rows <= 0) return;
+  const int64_t requested_bytes = rows * xs - ahead;  // steps at or past this request nothing
+  auto request = [&](const char* at) __attribute__((always_inline)) {
+    if (at - x < requested_bytes) prefetch_step(at + ahead);
+  };
   LaneSums s = start_sums();
-  sum_row(s, reinterpret_cast<const float*>(x), n, [&](int64_t j) {  // pass 1 of row 0 alone
-    prefetch_step(x + j * 4 + ahead);
-    if (rows > 1) prefetch_step(x + xs + j * 4);
-  });
+  sum_row(s, reinterpret_cast<const float*>(x), n, [&](int64_t j) { request(x + j * 4); });  // pass 1 of row 0
   float sum;
   float max = finish_sums(s, &sum);
+  const int64_t last_step = n / 32 * 32 - 32;
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = reinterpret_cast<const float*>(x + r * xs);
     char* yr = y + r * ys;
     const bool row_stream = stream && reinterpret_cast<uintptr_t>(yr) % 64 == 0;
     const __m512 vmax = _mm512_set1_ps(max), inv = _mm512_set1_ps(1.0f / sum);
-    if (r + 1 < rows) {  // pass 2 of row r, pass 1 of row r + 1, row r + 2 requested
+    if (r + 1 < rows) {  // pass 2 of row r (backwards), pass 1 of row r + 1
       LaneSums t = start_sums();
-      const char* after = r + 2 < rows ? x + (r + 2) * xs : nullptr;
-      sum_row(t, reinterpret_cast<const float*>(x + (r + 1) * xs), n, [&](int64_t j) {
-        if (after) prefetch_step(after + j * 4);
-        out_step<Out>(xr, j, vmax, inv, yr, row_stream);
+      const char* next = x + (r + 1) * xs;
+      sum_row(t, reinterpret_cast<const float*>(next), n, [&](int64_t j) {
+        request(next + j * 4);
+        out_step<Out>(xr, last_step - j, vmax, inv, yr, row_stream);
       });
       max = finish_sums(t, &sum);
     } else {
-      for (int64_t i = 0; i + 32 <= n; i += 32) out_step<Out>(xr, i, vmax, inv, yr, row_stream);
+      for (int64_t i = last_step; i >= 0; i -= 32) out_step<Out>(xr, i, vmax, inv, yr, row_stream);
     }
     out_tail<Out>(xr, n, vmax, inv, yr);
   }
@@ -195,7 +202,7 @@ void softmax_two_pass_row_avx512(const float* x, void* y, DType yt, int64_t n, b
 
 void softmax_two_pass_rows_avx512(const float* x, int64_t x_row_bytes, void* y, int64_t y_row_bytes, DType yt,
                                   int64_t rows, int64_t n, bool stream, const TuningParams& tp) {
-  const int64_t ahead = tp.row_prefetch_bytes;
+  const int64_t ahead = tp.pass_prefetch_bytes;
   with_out_dtype(yt, [&]<DType Out>() {
     two_pass_rows<Out>(reinterpret_cast<const char*>(x), x_row_bytes, static_cast<char*>(y), y_row_bytes, rows, n, stream,
                        ahead);
