@@ -18,8 +18,8 @@ namespace {
 // Up to this size an allreduce copies its whole input into staging and every rank reduces all
 // of it: one step, the latency floor. Above it, each rank reduces only its part.
 constexpr size_t kOneShotBytes = size_t(64) << 10;
-// From this size heap buffers take the push path even below the one-shot limit: measured
-// (docs/perf/comm.md): 32 KiB 2.7 -> 1.7 us, 64 KiB 4.7 -> 2.7 us; equal at 16 KiB.
+// From this size heap buffers take the push path even below the one-shot limit: it won from
+// 32 KiB and was even at 16 KiB (docs/perf/comm.md).
 constexpr size_t kPushMinBytes = size_t(16) << 10;
 
 bool in_heap(const GroupState& s, const void* p, size_t bytes) {

@@ -122,7 +122,7 @@ void Buffer::dispatch_hierarchical(const Tensor& x, const Tensor* x_scales, cons
   }
   // Inside the node through the heap (a node round, the waits of this buffer); across nodes
   // one all_gather of each node's block over cross(). (The group's own all_gather across
-  // emulated nodes took 16–80 ms per call on the loaded 2-vCPU guest; this takes microseconds.)
+  // emulated nodes took milliseconds per call on a loaded guest; this takes microseconds.)
   const int W = R + N;
   const int par = int(n_call & 1);
   std::copy(s.count_row.begin(), s.count_row.end(), reinterpret_cast<int32_t*>(s.own(s.off_meta[par])));

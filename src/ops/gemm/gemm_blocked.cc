@@ -141,8 +141,8 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
         const int64_t chunks = (std::max<int64_t>(steps, 1) + chunk - 1) / chunk;
         // fp8 decode with two A panels: the first tile widens each chunk of a B panel and keeps
         // it as a bf16 panel chunk (at most 256 KiB, so it stays in L2), which the second reads
-        // instead of widening it again (the widening, not DRAM, bounds fp8 decode):
-        // 16 x 7168 x 2048 1.27-1.30 -> 1.14-1.17 ms.
+        // instead of widening it again (the widening, not DRAM, bounds fp8 decode;
+        // docs/perf/gemm.md).
         char* kept = fp8_in_kernel && panels == 2
                          ? static_cast<char*>(Workspace::reserve(ws.b, std::min(steps, chunk) * 4 * kGemmNR))
                          : nullptr;
@@ -204,10 +204,10 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
                 const int64_t all = tiles * chunks, ti = ((jr / kGemmNR) * chunks + ci) * panels + panel;
                 if (next_src.contiguous && next_src_lines <= all * (chunk + 1)) {
                   // One run of bytes that the tiles can cover at one line a step: each takes its
-                  // share in order (a single stream) instead of a line from every row in turn:
-                  // 16 x 7168 x 2048 2.2-2.5 -> 1.6-1.9 ms. Longer runs keep the interleaved
-                  // rows, cut at the tile's steps: the run at two lines a step, or cut the same
-                  // way, took M = 1 from 1.46-1.52 to 1.61-1.75 ms.
+                  // share in order (a single stream) instead of a line from every row in turn,
+                  // which decode ran faster. Longer runs keep the interleaved rows, cut at the
+                  // tile's steps: the run at two lines a step, or cut the same way, made M = 1
+                  // slower.
                   const int64_t l0 = next_src_lines * ti / all, l1 = next_src_lines * (ti + 1) / all;
                   set_side(t, next_src.base + l0 * 64, 1, 0, l1 - l0, true);
                 } else {

@@ -140,7 +140,7 @@ void all_candidates(const void* row, DType t, int64_t v, double temperature, Wor
 // rows of i.i.d. logits (uniform or normal) the k-th best varies by ~sqrt(k) / density between
 // rows and the max lies ~k / density above it, so the margin is ~sqrt(k) deviations wide and
 // ~2k logits reach the hint. That needs k large enough: at k 1 the max is the k-th, the margin
-// is 0 and half the rows would retry (measured: k 1 slowed from 0.255 to 0.286 ms), so small k
+// is 0 and half the rows would retry (measured: k 1 slowed with it), so small k
 // take no hint (their filter lets only ~k ln(v / k) through anyway). A row that had to retry,
 // or took the full path, gives no hint.
 constexpr int64_t kHintFromK = 16;

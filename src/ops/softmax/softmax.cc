@@ -39,9 +39,8 @@ void softmax_cpu(const Tensor& x, const Tensor& y) {
   // In place, y's lines were just read: streaming them out gains nothing.
   const bool stream = x.data() != y.data() && should_stream(y.numel() * int64_t(dtype_size(y.dtype())));
   // Out of place, the AVX-512 kernels pipeline a thread's rows (the read stream, the
-  // arithmetic and the write stream of neighbouring rows at once): 4096 x 7168 bf16 4.2 -> 3.4 ms
-  // at one thread (docs/perf/layer-ops.md). Decode-sized ranges (16 rows, hot in L2)
-  // ran ~5% slower that way, and in place keeps one row per call too. How many rows a thread
+  // arithmetic and the write stream of neighbouring rows at once; docs/perf/layer-ops.md).
+  // Decode-sized ranges (16 rows, hot in L2) ran slower that way, and in place keeps one row per call too. How many rows a thread
   // needs is the tuning context's softmax_pipeline_min_rows.
   const TuningParams& tp = tuning().params;  // read once per call
   const int64_t min_pipelined_rows = tp.softmax_pipeline_min_rows;
@@ -53,7 +52,7 @@ void softmax_cpu(const Tensor& x, const Tensor& y) {
     // f32 rows: two passes and no scratch (kernels/softmax.h: their scratch rows
     // did not fit L1 beside the rows, and the three-pass kernel ran at compute + memory time).
     // Pipelined from two rows on: with nothing to keep in L1 between the passes, decode-sized
-    // ranges gain too (cold, one thread: 16 rows 31 -> 25 us, 8 rows 14.5 -> 14.0).
+    // ranges gain too (cold, 8 and 16 rows).
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
       const float* xr = reinterpret_cast<const float*>(xp + r0 * xs);
       if (pipelined && r1 - r0 >= 2) {

@@ -104,8 +104,8 @@ template <bool kPowerOfTwo>
 
 // The rebias constants of f32 scales (group_code<false> of any multiplier), made once per call
 // behind an asm barrier: GCC otherwise rebuilds two of them from general registers for every 64
-// elements of the panel encoder's loop (7.25 -> 6.77 cycles per 32; the token quantizer's loop
-// keeps them in registers as it is).
+// elements of the panel encoder's loop (the token quantizer's loop keeps them in registers as
+// it is).
 [[gnu::always_inline]] inline GroupCode fixed_group_code() {
   GroupCode fixed = group_code<false>(1.0f);
   asm("" : "+v"(fixed.c16), "+v"(fixed.low_bits), "+v"(fixed.w7f));
@@ -148,9 +148,8 @@ template <bool kStream, class Widened>
 // 64 bf16 -> 64 e4m3 bytes at q, scaled by the group's multiplier; exact for every finite one.
 // fast_low: mxcsr_keeps_subnormals() of this thread, which the branch-free encoder needs (blocks
 // with results below 2^-6 then take it; else the exact one). Read once per row or panel and
-// passed down: stmxcsr per 64-element block cost more than the encoder it chose (gelu outputs:
-// 1040 against ~720 ns per row). run (may be null): set to start a run when the block took the
-// branch-free encoder (quant_group_bf16).
+// passed down: stmxcsr per 64-element block cost more than the encoder it chose. run (may be
+// null): set to start a run when the block took the branch-free encoder (quant_group_bf16).
 constexpr int kBranchFreeGroups = 8;
 
 template <bool kStream, bool kPowerOfTwo>

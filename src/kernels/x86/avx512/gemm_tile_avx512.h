@@ -62,9 +62,8 @@ void store_f32_or_bf16(void* p, bool bf16, __mmask16 mask, __m512 v) {
 
 // D's row i (and C's, when beta reads it) of a tile that ends its K loop with the epilogue:
 // requested before the loop, so a D larger than the caches is not written by 24 store misses
-// in a burst after it (m=128 n=32768 k=512 s8, D 16 MiB of int32: 644 -> 903 GOP/s, one thread).
-// Into L2 only: D's 24 lines are written once, ~400 ns later, and pulled into L1 they pushed out
-// the B panel and A rows the K loop reads (the same shape 5.1 -> 4.55 ms, q_b m=128 s8 -5%).
+// in a burst after it (docs/perf/gemm.md). Into L2 only: D's 24 lines are written once, ~400 ns
+// later, and pulled into L1 they pushed out the B panel and A rows the K loop reads.
 __attribute__((always_inline)) inline void prefetch_output_row(const GemmEpilogue& e, int i) {
   const int64_t es = e.d_bf16 ? 2 : 4;
   const char* d = static_cast<const char*>(e.d) + i * e.ldd * es;
@@ -143,8 +142,8 @@ __attribute__((always_inline)) inline void finish_vector_s32(__m512i v, int i, i
 // The short end of most tiles: one K block, and alpha is all the epilogue does (no C, bias or
 // SiLU); for int32 sums, no C. There D = alpha * sums is stored with the epilogue's fields read
 // once. The general path tests them once per vector and reloads them after every store
-// (stores through char* may alias them): a 12 x 32 tile's fixed cost was ~25 ns, ~10 ns this
-// way (8-128 K steps, operands in L1).
+// (stores through char* may alias them), which cost a short tile more than half its fixed
+// cost (operands in L1).
 inline bool ends_with_alpha_only(const GemmTile& t) {
   return t.first && t.last && t.last->beta == 0.0f && !t.last->bias && !t.last->silu;
 }
@@ -180,7 +179,7 @@ __attribute__((always_inline)) inline void finish_tile(__m512 (&acc)[MR][2], con
     return;
   }
   // Unrolled and inlined, so the 24 accumulators stay in registers: as a call with a loop
-  // they went through the stack, 48 extra moves and ~15 ns of a tile's fixed cost.
+  // they went through the stack, 48 extra moves per tile.
 #pragma GCC unroll 12
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 2
@@ -247,8 +246,8 @@ class SideLines {
 // The side stream (GemmTile::side), rows interleaved, one line per K step. One contiguous run
 // longer than the tile's steps (a whole next B panel: two lines a step) takes two lines a
 // step; interleaved rows keep one, even when that leaves some unrequested: rows pages apart
-// cost a page walk each, and requesting all of decode's plain nn B rows took 16 x 7168 x 2048
-// from 2.9 to 3.6 ms.
+// cost a page walk each, and requesting all of decode's plain nn B rows was slower
+// (docs/perf/gemm.md, tried and rejected).
 class SideWalk {
  public:
   explicit SideWalk(const GemmTile& t) : lines_(t), two_(t.side_rows == 1 && lines_.left() > t.k_steps) {}

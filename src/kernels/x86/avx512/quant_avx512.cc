@@ -154,8 +154,8 @@ void rms_quant_row_t(const uint16_t* x, float inv, const float* w_eo, int64_t co
   // kAhead + 1 slots, its abs-max reduced and its scale divided out, while group g is encoded
   // from the buffer with a multiplier already known. Encoding each group right after its own
   // reduction and division (a ~60-cycle chain) left the vector scheduler full of waiting
-  // encode work: 1.35 us per 7168-wide row against 0.97 for a two-pass code; one
-  // group of lead recovered that, three gain another 2-3% (1, 3, 5 and 7 measured).
+  // encode work, slower than a two-pass code; one group of lead recovered that, three a
+  // little more (1, 3, 5 and 7 measured; `sol tune` chooses per machine).
   constexpr int kSlots = kAhead + 1;
   alignas(64) uint16_t buf[kSlots][group];  // y in bf16
   const int64_t groups = cols / group;

@@ -268,8 +268,8 @@ void route_rows(const RouteSigmoidRows& r, int64_t t0, int64_t t1) {
       for (int64_t b = 0; b < row_bytes; b += 64) asm volatile("prefetcht0 %0" : : "m"(logits[t * row_bytes + b]));
   };
   // The loop requests rows 2P ahead; the first 16 rows are requested here, all at once, so a
-  // decode-sized call (16 tokens) does not meet DRAM latency row after row (16 tokens: 3.0 ->
-  // 2.85 us against 2P = 6 rows up front, 3.6 us with none).
+  // decode-sized call (16 tokens) does not meet DRAM latency row after row (faster than 2P = 6
+  // rows up front, and than none: docs/perf/layer-ops.md).
   for (int64_t u = t0; u < t0 + 16; ++u) prefetch(u);
   int64_t t = t0;
   for (; t + P <= t1; t += P) {

@@ -32,8 +32,8 @@ constexpr int64_t kPrefetchAhead = 16384;
 uint32_t median_of_three(uint32_t a, uint32_t b, uint32_t c) { return std::max(std::min(a, b), std::min(std::max(a, b), c)); }
 
 // One branch per 64 elements skips them when none passes. Always compressing instead (no
-// branch, the count advancing by the hits only) was tried: the op got slower (0.297 -> 0.324 ms
-// for 16 x 129280, alternating runs), though a bare probe loop had read faster so.
+// branch, the count advancing by the hits only) was tried: the op got slower (docs/perf/
+// layer-ops.md, tried and rejected), though a bare probe loop had read faster so.
 template <DType T>
 int64_t collect_above(const void* x, int64_t n, float thr, int32_t base, uint32_t* key, int32_t* idx) {
   constexpr int64_t es = T == DType::bf16 ? 2 : 4;

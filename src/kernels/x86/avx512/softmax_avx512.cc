@@ -54,8 +54,8 @@ void softmax_row(const void* x, void* y, int64_t n, float* scratch, bool stream,
     __builtin_prefetch(next_row + i * es);
     if constexpr (es == 4) __builtin_prefetch(next_row + i * es + 64);
     // A cached output (decode-sized calls) is owned here, before pass 3 stores into it: its
-    // reads for ownership then overlap the arithmetic instead of stalling the stores (16 x 7168
-    // bf16: 23 -> 19 us cold). f32 rows (x, y and the scratch: 84 KiB) lost with it.
+    // reads for ownership then overlap the arithmetic instead of stalling the stores
+    // (docs/perf/layer-ops.md). f32 rows (x, y and the scratch: 84 KiB) lost with it.
     if (es == 2 && !aligned_stream) {
       __builtin_prefetch(static_cast<char*>(y) + i * ys, 1);
       if constexpr (ys == 4) __builtin_prefetch(static_cast<char*>(y) + i * ys + 64, 1);

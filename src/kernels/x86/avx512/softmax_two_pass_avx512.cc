@@ -2,8 +2,7 @@
 //
 // Why not the three-pass kernel with its scratch rows (softmax_avx512.cc), which computes each
 // exponential once: for f32 rows its memory pattern alone, with the arithmetic taken out, ran as
-// slowly as the whole kernel (4096 x 7168: ~5.8 ms against ~4.2 for a plain copy of the same
-// bytes). Two 28 KiB scratch rows and the rows around them do not fit the 48 KiB L1, and the
+// slowly as the whole kernel, well behind a plain copy of the same bytes. Two 28 KiB scratch rows and the rows around them do not fit the 48 KiB L1, and the
 // maximum of the next row, a loop of its own, left DRAM idle. Here pass 1 takes the maximum and
 // the sum of exponentials in one read, and pass 2 computes each exponential again for the
 // output: twice the exponentials, but the arithmetic still fits under the memory time
