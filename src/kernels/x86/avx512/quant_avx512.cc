@@ -52,11 +52,11 @@ namespace {
 // One group of bf16 (a multiple of 64 elements) scaled by m and encoded. special: the group
 // holds NaN or inf (m is NaN or 0): the general encoder, which handles NaN lanes, takes it.
 // fixed (may be null; f32 scales only): the rebias constants, made once by the caller.
-// branch_free_groups: quant_group_bf16's, carried along the row; kRuns false: no runs (every
-// block tries the normal path first).
+// branch_free_groups: quant_group_bf16's run, carried along the row; kRuns false: no runs
+// (every block tries the normal path first) and no counter (null).
 template <bool kStream, bool kUe8m0, bool kRuns = true>
 [[gnu::always_inline]] inline void encode_group_bf16(const uint16_t* x, int64_t group, float m, bool special,
-                                                     uint8_t* q, bool fast_low, int& branch_free_groups,
+                                                     uint8_t* q, bool fast_low, int* branch_free_groups,
                                                      const GroupCode* fixed = nullptr) {
   const __m512 mv = _mm512_set1_ps(m);
   if (__builtin_expect(special, 0)) {
@@ -69,7 +69,7 @@ template <bool kStream, bool kUe8m0, bool kRuns = true>
   if (!kUe8m0 && fixed) gc = *fixed, gc.mv = mv;
   else gc = group_code<kUe8m0>(m);
   if constexpr (kRuns) {
-    quant_group_bf16<kStream, kUe8m0>(x, group, gc, q, fast_low, branch_free_groups);
+    quant_group_bf16<kStream, kUe8m0>(x, group, gc, q, fast_low, *branch_free_groups);
   } else {
     for (int64_t i = 0; i < group; i += 64) quant64_bf16<kStream, kUe8m0>(x + i, gc, q + i, fast_low);
   }
@@ -132,8 +132,7 @@ template <bool kUe8m0>
   __m512 scale, mult;
   scales16(_mm512_castsi512_ps(ab), nan, kUe8m0, scale, mult);
   *scale_out = _mm512_cvtss_f32(scale);
-  int no_run = 0;  // the special path takes every block
-  encode_group_bf16<false, kUe8m0>(y, group, _mm512_cvtss_f32(mult), true, q, false, no_run);
+  encode_group_bf16<false, kUe8m0, false>(y, group, _mm512_cvtss_f32(mult), true, q, false, nullptr);
 }
 
 alignas(64) const uint16_t kIdleRow[32] = {};  // what an absent next row prefetches
@@ -242,7 +241,7 @@ template <bool kStream, bool kUe8m0, class After>
     const int64_t base = (g0 + g) * group;
     scales[(g0 + g) * scale_stride] = gs.scale[g];
     encode_group_bf16<kStream, kUe8m0>(x + base, group, gs.mult[g], (gs.special >> g) & 1, q + base, fast_low,
-                                       branch_free_groups);
+                                       &branch_free_groups);
     after(g);
   }
 }
@@ -444,7 +443,6 @@ void quant_panel_t(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t co
                    const PanelPrefetch& far) {
   const GroupCode fixed = fixed_group_code();
   const bool fast_low = mxcsr_keeps_subnormals();
-  int branch_free_groups = 0;  // quant_group_bf16's run, carried along the row
   const int64_t groups = cols / 128, next_groups = next.cols / 128;
   const int64_t lines_per_group = (far.lines + groups - 1) / groups;
   for (int64_t r = 0; r < rows; ++r) {
@@ -464,8 +462,9 @@ void quant_panel_t(const uint16_t* x, int64_t x_stride, int64_t rows, int64_t co
       if (r + 1 < rows) prefetch_group_t0(xr + x_stride + g * 128);
       if (r + 1 < next.rows && g < next_groups) prefetch_group_t0(xn + next.stride + g * 128);
       if (amax && g < next_groups) amax_group_update(xn + g * 128, next.acc + g * 32);
+      // No runs: a per-block run test cost the panel loop its register allocation (7-10%).
       encode_group_bf16<kStream, kUe8m0, false>(xr + g * 128, 128, mult[g], special[g], qr + g * 128, fast_low,
-                                                branch_free_groups, &fixed);
+                                                nullptr, &fixed);
     }
     if (amax)
       for (int64_t g = groups; g < next_groups; ++g) amax_group_update(xn + g * 128, next.acc + g * 32);
