@@ -38,7 +38,8 @@ struct TuningParams {
   int64_t softmax_pipeline_min_rows = 0;  // a thread's rows before bf16 softmax pipelines them
   int64_t row_prefetch_bytes = 0;       // L1 look-ahead of the elementwise row kernels, per stream
   int64_t pass_prefetch_bytes = 0;      // L1 look-ahead of a row pass reading from memory
-  int64_t pass_l2_prefetch_bytes = 0;   // L2 look-ahead of the norms' output-and-next-row loop
+  int64_t pass_l2_prefetch_bytes = 0;   // L2 look-ahead of the norms' output-and-next-row loop and
+                                        // of the token quant's abs-max (streamed codes)
   int64_t cast_l2_prefetch_bytes = 0;   // L2 look-ahead of a streamed cast's reads (0: none)
   int64_t rope_pair_tokens = 0;         // 1: rope rotates two tokens per call, head by head; 0: one
   int64_t rope_prefetch_heads = 0;      // rope slices requested ahead of the one rotated

@@ -42,7 +42,7 @@ constexpr TuningParamInfo kInfos[] = {
     {"rows", "pass_prefetch_bytes", &TuningParams::pass_prefetch_bytes, 0, 64L << 10, 64,
      "L1d/6 in whole 4 KiB: one or two rows' look-ahead beside the row, its weight and the output in L1 (also a streamed cast's reads, dequant's codes and softmax's f32 rows)"},
     {"rows", "pass_l2_prefetch_bytes", &TuningParams::pass_l2_prefetch_bytes, 0, 256L << 10, 64,
-     "L1d/3 in whole 4 KiB: twice the L1 look-ahead, so its requests find their lines on the way to L2"},
+     "L1d/3 in whole 4 KiB: twice the L1 look-ahead, so its requests find their lines on the way to L2 (the norms' rows, and the token quant's where its codes stream)"},
     {"rows", "cast_l2_prefetch_bytes", &TuningParams::cast_l2_prefetch_bytes, 0, 1L << 20, 64,
      "L2/64 in whole 4 KiB, at least 8 KiB: a cast reads up to four lines per line it writes, more than the L1 look-ahead keeps in flight; these requests reach L2 first"},
     {"rows", "rope_pair_tokens", &TuningParams::rope_pair_tokens, 0, 1, 1,

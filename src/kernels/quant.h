@@ -63,7 +63,8 @@ void dequant_scale_avx512(const uint8_t* q, float s, float* out, int64_t n);
 // of 64), followed by _mm_sfence() unless fence is false: then the caller issues one
 // stream_fence_avx512() (kernels/copy.h) after its batch of rows (a fence per row waits for the
 // row's lines to drain: dequantization -10 to -20% without it, docs/perf/layer-ops.md). The
-// abs-max pass requests the row tp.pass_prefetch_bytes ahead (speed only).
+// abs-max pass requests the row tp.pass_prefetch_bytes ahead into L1 and, where q streams,
+// tp.pass_l2_prefetch_bytes ahead into L2 (0: none) (speed only).
 void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, bool ue8m0,
                            uint8_t* q, float* scales, int64_t scale_stride, bool stream, const TuningParams& tp,
                            bool fence = true);

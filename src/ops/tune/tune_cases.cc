@@ -161,9 +161,14 @@ void add_rows(TuneWorkspace& w, std::vector<TuneCase>& out) {
     cast(in->take(DType::f32, {rows, h}), res->take(DType::f8e4m3, {rows, h}));
     cast(in->take(DType::f32, {rows, h}), res->take(DType::bf16, {rows, h}));
   });
-  param("pass_l2_prefetch_bytes", "rmsnorm and layernorm bf16 1024x7168", [=] {
+  param("pass_l2_prefetch_bytes", "rmsnorm, layernorm and a streamed quant-fp8 token, bf16 1024x7168", [=] {
     rmsnorm(in->take(DType::bf16, {rows, h}), wt, res->take(DType::bf16, {rows, h}));
     layernorm(in->take(DType::bf16, {rows, h}), wt, &bias, res->take(DType::bf16, {rows, h}));
+    TuningParams p = tuning().params;
+    p.stream_min_bytes = 64L << 10;  // the quant's L2 look-ahead only runs when its codes stream
+    const ScopedTuning streamed(p);
+    quant_fp8_per_token(in->take(DType::bf16, {rows, h}), res->take(DType::f8e4m3, {rows, h}),
+                        res->take(DType::f32, {rows, h / 128}));
   });
   // DeepSeek-V3's MLA slice: 64 of each head's 192 values, 128 heads, 256 tokens (12 MiB), in place.
   const Tensor pos = w.add(DType::i32, {256}, 0);

@@ -36,11 +36,18 @@ namespace {
 }
 
 // The largest |x| of one group as bf16 magnitude bits (> 0x7F80: a NaN is present). The pass
-// reads the row from memory, requesting it `ahead` bytes on (the tuning's pass_prefetch_bytes).
-[[gnu::always_inline]] inline uint32_t group_amax_bits(const uint16_t* x, int64_t group, int64_t ahead) {
+// reads the row from memory, requesting it `ahead` bytes on into L1 (the tuning's
+// pass_prefetch_bytes) and, when l2_ahead is not 0, l2_ahead bytes on into L2 (rows whose codes
+// stream: the L1 requests then find their lines on the way and free their miss buffers sooner).
+[[gnu::always_inline]] inline uint32_t group_amax_bits(const uint16_t* x, int64_t group, int64_t ahead,
+                                                       int64_t l2_ahead) {
   const __m512i mask = _mm512_set1_epi16(0x7FFF);
   __m512i m0 = _mm512_setzero_si512(), m1 = m0;
   for (int64_t i = 0; i < group; i += 64) {
+    if (l2_ahead) {
+      _mm_prefetch(reinterpret_cast<const char*>(x + i) + l2_ahead, _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(x + i) + l2_ahead + 64, _MM_HINT_T1);
+    }
     _mm_prefetch(reinterpret_cast<const char*>(x + i) + ahead, _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(x + i) + ahead + 64, _MM_HINT_T0);
     m0 = _mm512_max_epu16(m0, _mm512_and_si512(_mm512_loadu_si512(x + i), mask));
@@ -248,18 +255,18 @@ template <bool kStream, bool kUe8m0, class After>
 
 // A row's groups in chunks of 16, the abs-max of chunk c + 1 interleaved group by group with
 // the encoding of chunk c. The abs-max is what reads the row from memory (its loads, and its
-// prefetches `ahead` bytes on); as a pass of its own before each chunk's encoding, the memory
-// stream stopped while the encoder worked from L1.
+// prefetches `ahead` and `l2_ahead` bytes on); as a pass of its own before each chunk's
+// encoding, the memory stream stopped while the encoder worked from L1.
 template <bool kStream, bool kUe8m0>
 void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q, float* scales,
-                      int64_t scale_stride, int64_t ahead, bool fence) {
+                      int64_t scale_stride, int64_t ahead, int64_t l2_ahead, bool fence) {
   constexpr int64_t kLanes = 16;
   alignas(64) uint32_t amax_bits[2][kLanes];
   const int64_t groups = cols / group;
   const bool fast_low = mxcsr_keeps_subnormals();
   int branch_free_groups = 0;  // quant_group_bf16's run, carried along the row
   for (int64_t g = 0; g < std::min(kLanes, groups); ++g)
-    amax_bits[0][g] = group_amax_bits(x + g * group, group, ahead) << 16;
+    amax_bits[0][g] = group_amax_bits(x + g * group, group, ahead, l2_ahead) << 16;
   GroupScales16 gs;
   for (int64_t g0 = 0, c = 0; g0 < groups; g0 += kLanes, c ^= 1) {
     const int64_t ng = std::min(kLanes, groups - g0), n_next = std::min(kLanes, groups - g0 - ng);
@@ -267,7 +274,7 @@ void quant_row_bf16_t(const uint16_t* x, int64_t cols, int64_t group, uint8_t* q
     const uint16_t* xn = x + (g0 + ng) * group;
     encode_chunk<kStream, kUe8m0>(x, g0, ng, group, gs, q, scales, scale_stride, fast_low, branch_free_groups,
                                   [&](int64_t g) {
-      if (g < n_next) amax_bits[c ^ 1][g] = group_amax_bits(xn + g * group, group, ahead) << 16;
+      if (g < n_next) amax_bits[c ^ 1][g] = group_amax_bits(xn + g * group, group, ahead, l2_ahead) << 16;
     });
   }
   if constexpr (kStream)
@@ -524,10 +531,13 @@ void quant_row_e4m3_avx512(const void* x, DType t, int64_t cols, int64_t group, 
     const auto* xb = static_cast<const uint16_t*>(x);
     const bool s = stream && reinterpret_cast<uintptr_t>(q) % 64 == 0;
     const int64_t ahead = tp.pass_prefetch_bytes;
-    if (ue8m0) return s ? quant_row_bf16_t<true, true>(xb, cols, group, q, scales, scale_stride, ahead, fence)
-                        : quant_row_bf16_t<false, true>(xb, cols, group, q, scales, scale_stride, ahead, fence);
-    return s ? quant_row_bf16_t<true, false>(xb, cols, group, q, scales, scale_stride, ahead, fence)
-             : quant_row_bf16_t<false, false>(xb, cols, group, q, scales, scale_stride, ahead, fence);
+    // The L2 look-ahead only where the codes stream: a decode-sized call (16 rows) would spend
+    // it on lines past its last row.
+    const int64_t l2 = s ? tp.pass_l2_prefetch_bytes : 0;
+    if (ue8m0) return s ? quant_row_bf16_t<true, true>(xb, cols, group, q, scales, scale_stride, ahead, l2, fence)
+                        : quant_row_bf16_t<false, true>(xb, cols, group, q, scales, scale_stride, ahead, l2, fence);
+    return s ? quant_row_bf16_t<true, false>(xb, cols, group, q, scales, scale_stride, ahead, l2, fence)
+             : quant_row_bf16_t<false, false>(xb, cols, group, q, scales, scale_stride, ahead, l2, fence);
   }
   // Groups are handled 16 at a time so their scales are computed in one vector.
   constexpr int kLanes = 16;
