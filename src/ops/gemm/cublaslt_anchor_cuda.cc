@@ -185,8 +185,13 @@ CublasLtGemm::CublasLtGemm(Device device, const CublasLtProblem& p) : problem_(p
                                                               sizeof(ws));
   cublasLtMatmulHeuristicResult_t found{};
   int count = 0;
-  if (st == CUBLAS_STATUS_SUCCESS)
+  if (st == CUBLAS_STATUS_SUCCESS) {
     st = t.cublasLtMatmulAlgoGetHeuristic(s.handle, s.desc, s.a, s.b, s.d, s.d, pref, 1, &found, &count);
+    // A configuration cuBLASLt has no kernel for (fp8 block scales at M = 1 on some versions)
+    // answers NOT_SUPPORTED rather than success with no result: has_algorithm() says so, and
+    // the caller may fall back (per-tensor scales), as for a count of 0.
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED) st = CUBLAS_STATUS_SUCCESS, count = 0;
+  }
   t.cublasLtMatmulPreferenceDestroy(pref);
   // Named in full: the record of a refused shape says what was asked for.
   const std::string query = "cublasLtMatmulAlgoGetHeuristic for " + describe() + " at m=" + std::to_string(p.m) +
