@@ -109,8 +109,11 @@ void grouped_gemm_contiguous(const Tensor& a, const Tensor& b, const Tensor& gro
 // kGroupedGemmMAlignment satisfy both) is -1 or the expert of the tile's first row. The kernel
 // checks every row against this, computes no row that breaks it (that row of d is left
 // untouched) and records the first such row on the device. check_grouped_layouts waits for
-// `device`'s current stream, clears the record and throws sol::Error naming that row and its
-// value if there was one; on the CPU it does nothing (the CPU path checks every call).
+// every stream of `device`, clears the record and throws sol::Error naming that row and its
+// value if there was one; on the CPU it does nothing (the CPU path checks every call). Launches
+// another host thread makes while the check runs may be missed by it (the next check sees
+// them). The first contiguous call on a device allocates its record (make it before capturing
+// a CUDA graph, as torch's warm-up runs do).
 void check_grouped_layouts(Device device);
 
 // Masked layout (decode): a [G, max_m, K], d [G, max_m, N], masked_m int32 [G] = the rows of

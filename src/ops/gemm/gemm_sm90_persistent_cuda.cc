@@ -36,11 +36,17 @@ Sm90Target target_of(const CudaDeviceInfo& info) {
 // decode-sized GEMM. Calls on one stream run in order, so the next call's partials cannot
 // overwrite this call's before its reduction has read them. A stream handle is only reused by
 // the driver once the destroyed stream's work is done. Growing waits for the stream (the old
-// buffer may still be read). Never freed: the process's exit returns it.
-float* split_workspace(Device device, void* stream, uint64_t bytes, const cuda::Driver& drv, const char* op) {
+// buffer may still be read). Never freed: the process's exit returns it. The lock is held until
+// the caller's launches are queued: two host threads on one stream could otherwise grow (free)
+// the buffer between another's lookup and its launch.
+std::mutex& workspace_mutex() {
   static std::mutex mutex;
+  return mutex;
+}
+float* split_workspace(Device device, void* stream, uint64_t bytes, const cuda::Driver& drv, const char* op,
+                       const std::unique_lock<std::mutex>& held) {
+  check(held.owns_lock() && held.mutex() == &workspace_mutex(), op, "split-K workspace taken without its lock");
   static auto* buffers = new std::map<std::pair<int, void*>, DeviceBuffer>;
-  std::lock_guard<std::mutex> lock(mutex);
   DeviceBuffer& buffer = (*buffers)[{device.index, stream}];
   if (buffer.bytes() < bytes) {
     cuda::check_cu(drv.cuStreamSynchronize(static_cast<CUstream>(stream)), op, "cuStreamSynchronize");
@@ -79,7 +85,13 @@ unsigned long long* layout_report_word(Device device) {
 
 void check_sm90_contiguous_layouts(Device device, const char* op) {
   check(!device.is_cpu(), op, "the layout report is a device's");
-  synchronize(device);
+  const CudaDiscovery& found = cuda_discovery();
+  check(device.index < int(found.devices.size()), op, device, " but ",
+        found.reason.empty() ? "this machine has fewer devices" : found.reason);
+  // Every stream of the device, not only the current one: any contiguous launch reports into
+  // the one word, and one still running on another stream could report after the read.
+  const cuda::Driver& drv = cuda::use_device(device, op);
+  cuda::check_cu(drv.cuCtxSynchronize(), op, "cuCtxSynchronize");
   LayoutReport& r = layout_report();
   unsigned long long key = kNoLayoutError;
   {
@@ -131,24 +143,33 @@ void gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& 
   if (grouping == GemmGrouping::masked) args.problem.masked_m = static_cast<const int*>(group_info->device_data());
   args.rows = plan.rows;
   args.epilogue = plan.epilogue;
-  args.workspace = plan.workspace_bytes ? split_workspace(device, stream, plan.workspace_bytes, drv, op) : nullptr;
   args.scales_a = a_scales ? static_cast<const float*>(a_scales->device_data()) : nullptr;
   args.scales_b = b_scales ? static_cast<const float*>(b_scales->device_data()) : nullptr;
 
+  // The kernels first (a first use compiles them, seconds), then the workspace's lock.
   const cuda::CudaProgram program = sm90_persistent_program(plan);
+  const cuda::Kernel gemm_kernel = cuda::get_kernel(program, plan.kernel.c_str(), device);
+  const bool split = plan.config.split_k > 1;
+  cuda::Kernel reduce_kernel;
+  if (split) reduce_kernel = cuda::get_kernel(program, "sol_sm90_gemm_split_reduce", device);
+  std::unique_lock<std::mutex> workspace_lock;
+  if (plan.workspace_bytes) {
+    workspace_lock = std::unique_lock<std::mutex>(workspace_mutex());
+    args.workspace = split_workspace(device, stream, plan.workspace_bytes, drv, op, workspace_lock);
+  }
   cuda::LaunchShape shape;
   shape.grid[0] = plan.ctas;
   shape.block[0] = plan.config.threads;
   shape.dynamic_shared_bytes = plan.config.smem_bytes;
   void* gemm_args[] = {&map_a, &map_b, &map_d, &args};
-  cuda::launch(cuda::get_kernel(program, plan.kernel.c_str(), device), shape, stream, gemm_args);
-  if (plan.config.split_k > 1) {
+  cuda::launch(gemm_kernel, shape, stream, gemm_args);
+  if (split) {
     cuda::LaunchShape reduce;
     reduce.block[0] = 256;
     reduce.grid[0] = unsigned(std::min<uint64_t>((uint64_t(plan.rows) * (plan.problem.n / 2) + 255) / 256,
                                                  uint64_t(info.sm_count) * 8));
     void* reduce_args[] = {&args};
-    cuda::launch(cuda::get_kernel(program, "sol_sm90_gemm_split_reduce", device), reduce, stream, reduce_args);
+    cuda::launch(reduce_kernel, reduce, stream, reduce_args);
   }
 }
 
