@@ -492,7 +492,10 @@ def _(a, b, grouped_layout, a_scales, b_scales, out_dtype):
 
 
 def grouped_gemm_contiguous(a, b, grouped_layout, *, a_scales=None, b_scales=None, out_dtype=None):
-    """DeepGEMM's contiguous grouped GEMM: a [M, K], b [G, N, K] -> [M, N] (padding rows zero)."""
+    """DeepGEMM's contiguous grouped GEMM: a [M, K], b [G, N, K] -> [M, N] (padding rows zero).
+
+    Each expert's rows padded to 128 (moe_permute's alignment). On a CUDA device the layout is
+    read by the kernel alone: sol.check_grouped_layouts(device) reports a bad one."""
     return _grouped_gemm_contiguous(a, b, grouped_layout, a_scales, b_scales, out_dtype)
 
 

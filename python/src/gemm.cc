@@ -11,6 +11,7 @@
 #include "bindings.h"
 #include "packed_experts.h"
 #include "sol/gemm.h"
+#include "sol/registry.h"
 
 namespace solpy {
 
@@ -170,7 +171,18 @@ void bind_gemm(nb::module_& m) {
   "out"_a = nb::none(), "out_dtype"_a = nb::none(),
   "DeepGEMM's contiguous grouped GEMM: a [M, K], b [G, N, K] or PackedExperts, grouped_layout int32 [M] "
   "(expert of each row, -1: padding, left untouched; zeros when out is allocated) -> out [M, N] (bf16 "
-  "unless out_dtype).");
+  "unless out_dtype). Pad each expert's rows to 128 (moe_permute's alignment); on a CUDA device a "
+  "layout breaking that is reported only by check_grouped_layouts.");
+
+  m.def("check_grouped_layouts", [](const std::string& device) {
+    const sol::Device d = sol::parse_device(device, "check_grouped_layouts: device");
+    released([&] { sol::check_grouped_layouts(d); });
+  }, "device"_a = "cuda",
+  "Raises if a grouped_gemm_contiguous on the device (cpu, cuda or cuda:N) met a grouped_layout value "
+  "that is not -1 or an expert, or a tile (64 or 128 rows) mixing experts; the rows it names were not "
+  "written. On a CUDA device the kernel reads the layout alone (no wait), so this check is the only "
+  "report: it waits for the device, clears the record and names the first bad row. On the CPU every "
+  "call checks itself and this does nothing.");
 
   m.def("grouped_gemm_masked", [](nb::handle a, nb::handle b, nb::handle masked_m, nb::handle a_scales,
                                   nb::handle b_scales, nb::handle out, nb::handle out_dtype) {

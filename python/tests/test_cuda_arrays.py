@@ -82,6 +82,20 @@ def test_cuda_array_without_a_device_is_refused_with_the_reason():
         sol.copy(host, out=FakeDeviceArray(K_DL_CUDA, 0))
 
 
+@pytest.mark.skipif(_torch_cuda(), reason="this machine has a CUDA device: the refusal is for machines without")
+def test_check_grouped_layouts_names_the_device_it_cannot_reach():
+    with pytest.raises(sol.Error, match=r"check_grouped_layouts: cuda:0 but \S"):
+        sol.check_grouped_layouts()
+    with pytest.raises(sol.Error, match=r"check_grouped_layouts: cuda:3 but \S"):
+        sol.check_grouped_layouts("cuda:3")
+
+
+def test_check_grouped_layouts_on_the_host_is_a_no_op_and_bad_names_are_refused():
+    assert sol.check_grouped_layouts("cpu") is None
+    with pytest.raises(sol.Error, match=r"expected cpu, cuda or cuda:N but got 'gpu0'"):
+        sol.check_grouped_layouts("gpu0")
+
+
 def test_other_device_types_are_refused_by_name():
     with pytest.raises(sol.Error, match=r"copy: src lives on DLPack device type 7 but Sol takes host \(CPU, type 1\) "
                                         r"or CUDA \(type 2\) memory"):
@@ -133,3 +147,27 @@ def test_torch_mixed_devices_are_refused():
     import torch
     with pytest.raises(sol.Error):
         sol.copy(torch.zeros(8, device="cuda"), out=torch.zeros(8))
+
+
+@gpu
+@pytest.mark.gpu
+def test_torch_cuda_bad_grouped_layout_is_named_by_the_check():
+    import torch
+    dev = torch.device("cuda", 0)
+    torch.manual_seed(0)
+    a = torch.randn(256, 128, device=dev).to(torch.bfloat16)
+    b = torch.randn(2, 64, 128, device=dev).to(torch.bfloat16)
+    layout = torch.zeros(256, dtype=torch.int32, device=dev)
+    layout[128:] = 1
+    sol.grouped_gemm_contiguous(a, b, layout)
+    sol.check_grouped_layouts("cuda:0")   # a good layout: nothing recorded
+    layout[100] = 1                        # expert 1 inside a tile of expert 0 (64 or 128 rows)
+    d = sol.grouped_gemm_contiguous(a, b, layout)
+    with pytest.raises(sol.Error, match=r"grouped_layout\[100\] = 1"):
+        sol.check_grouped_layouts("cuda:0")
+    sol.check_grouped_layouts("cuda:0")   # the check cleared the record
+    ref = (a[:128].float() @ b[0].float().T)
+    assert torch.equal(d[100], torch.zeros_like(d[100]))  # that row was not written (zeros on allocation)
+    rows = [r for r in range(128) if r != 100]
+    err = (d[rows].float() - ref[rows]).norm() / ref[rows].norm()
+    assert err < 1e-2
