@@ -98,7 +98,7 @@ void silu_mul_quant_fp8(const Tensor& gu, const Tensor& q, const Tensor& scales,
   const char* op = "silu_mul_quant_fp8";
   validate_input(op, gu);
   const int64_t inter = gu.shape(1) / 2;
-  validate_fused_quant(op, "inter", gu.shape(0), inter, q, scales, qopt);
+  validate_fused_quant(op, "inter", gu.shape(0), inter, q, scales, qopt, "gate_up", gu);
   require_same_device(op, "gate_up", gu, "q", q);
   require_same_device(op, "gate_up", gu, "scales", scales);
   backend_entry(activation_backends().silu_mul_quant_fp8, op, gu.device())(gu, q, scales, qopt);
@@ -137,7 +137,7 @@ void gelu(const Tensor& x, const Tensor& y, GeluForm form) {
   validate_rows(op, "x", x);
   validate_rows(op, "y", y);
   require_same_shape(op, "x", x, "y", y);
-  if (x.device_data() != y.device_data()) require_no_overlap(op, "x", x, "y", y);
+  require_in_place_or_no_overlap(op, "x", x, "y", y);
   backend_entry(activation_backends().gelu, op, x.device())(x, y, form);
 }
 
@@ -167,7 +167,7 @@ void gelu_quant_fp8(const Tensor& x, const Tensor& q, const Tensor& scales, Gelu
   const char* op = "gelu_quant_fp8";
   validate_rows(op, "x", x);
   const int64_t h = x.shape(1);
-  validate_fused_quant(op, "hidden", x.shape(0), h, q, scales, qopt);
+  validate_fused_quant(op, "hidden", x.shape(0), h, q, scales, qopt, "x", x);
   require_same_device(op, "x", x, "q", q);
   require_same_device(op, "x", x, "scales", scales);
   backend_entry(activation_backends().gelu_quant_fp8, op, x.device())(x, q, scales, form, qopt);

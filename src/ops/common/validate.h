@@ -52,4 +52,19 @@ inline void require_no_overlap(const char* op, const char* a_name, const Tensor&
   check(a1 <= b0 || b1 <= a0, op, a_name, " and ", b_name, " overlap in memory");
 }
 
+// For ops that may run in place: y is x itself (same start, dtype and strides: each element
+// is read before it is written, by the thread that writes it), or y does not overlap x. A y
+// at x's address with another dtype or other strides puts one row's output over other rows'
+// input, which other threads read.
+inline void require_in_place_or_no_overlap(const char* op, const char* x_name, const Tensor& x,
+                                           const char* y_name, const Tensor& y) {
+  if (x.empty() || y.empty() || x.device_data() != y.device_data())
+    return require_no_overlap(op, x_name, x, y_name, y);
+  bool same_strides = x.ndim() == y.ndim();
+  for (int d = 0; same_strides && d < x.ndim(); ++d) same_strides = x.stride(d) == y.stride(d);
+  check(x.dtype() == y.dtype() && same_strides, op, y_name, " starts where ", x_name, " does, but in place needs ",
+        y_name, " to be ", x_name, " itself (same dtype and strides): ", x_name, " is ", x.describe(), ", ", y_name,
+        " is ", y.describe());
+}
+
 }  // namespace sol

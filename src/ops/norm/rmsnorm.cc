@@ -148,6 +148,7 @@ void rmsnorm(const Tensor& x, const Tensor& weight, const Tensor& y, const NormO
   validate(op, x, weight, opt);
   require_rows(op, "y", y);
   require_same_shape(op, "x", x, "y", y);
+  require_in_place_or_no_overlap(op, "x", x, "y", y);
   require_no_overlap(op, "weight", weight, "y", y);
   require_same_device(op, "x", x, "weight", weight);
   backend_entry(norm_backends().rmsnorm, op, x.device())(x, weight, y, opt);
@@ -203,6 +204,7 @@ void add_rmsnorm(const Tensor& x, const Tensor& residual, const Tensor& weight, 
   require_same_shape(op, "x", x, "residual", residual);
   require_same_shape(op, "x", x, "y", y);
   require_no_overlap(op, "x", x, "residual", residual);
+  require_in_place_or_no_overlap(op, "x", x, "y", y);
   require_no_overlap(op, "residual", residual, "y", y);
   require_no_overlap(op, "weight", weight, "y", y);
   require_same_device(op, "x", x, "weight", weight);
@@ -263,7 +265,9 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
   if (bias && !(bias->ndim() == 1 && bias->shape(0) == x.shape(1) && bias->dtype() == weight.dtype() &&
                 bias->is_contiguous()))
     fail(op, "bias = ", describe_text(*bias), " but expected contiguous [", x.shape(1), "] ", dtype_name(weight.dtype()));
+  require_in_place_or_no_overlap(op, "x", x, "y", y);
   require_no_overlap(op, "weight", weight, "y", y);
+  if (bias) require_no_overlap(op, "bias", *bias, "y", y);
   const int64_t rows = x.shape(0), h = x.shape(1);
   const kernels::NormKernels& k = norm_kernels();
   const TuningParams& tp = tuning().params;  // read once per call
@@ -333,7 +337,7 @@ void rmsnorm_quant_fp8(const Tensor& x, const Tensor& weight, const Tensor& q, c
   const char* op = "rmsnorm_quant_fp8";
   validate(op, x, weight, opt);
   const int64_t h = x.shape(1);
-  validate_fused_quant(op, "x.shape[1]", x.shape(0), h, q, scales, qopt);
+  validate_fused_quant(op, "x.shape[1]", x.shape(0), h, q, scales, qopt, "x", x);
   require_same_device(op, "x", x, "weight", weight);
   require_same_device(op, "x", x, "q", q);
   require_same_device(op, "x", x, "scales", scales);

@@ -23,10 +23,12 @@ inline const kernels::QuantKernels& quant_kernels() {
   return select_kernels(kernels::quant_kernel_table(), "quant_fp8");
 }
 
-// Checks q [rows, h] f8e4m3 and scales [rows, h / group] f32; `h_name` names the row length in
-// the op's own terms ("x.shape[1]", "inter").
+// Checks q [rows, h] f8e4m3 and scales [rows, h / group] f32, apart from each other and from
+// the op's input x (named x_name); `h_name` names the row length in the op's own terms
+// ("x.shape[1]", "inter").
 inline void validate_fused_quant(const char* op, const char* h_name, int64_t rows, int64_t h, const Tensor& q,
-                                 const Tensor& scales, const QuantOptions& qopt) {
+                                 const Tensor& scales, const QuantOptions& qopt, const char* x_name,
+                                 const Tensor& x) {
   // (`if ... fail` where a message part is a built string: check() would build it every call.)
   if (!(q.ndim() == 2 && q.shape(0) == rows && q.shape(1) == h && q.dtype() == DType::f8e4m3))
     fail(op, "q = ", describe_text(q), " but expected [", rows, ", ", h, "] f8e4m3");
@@ -38,6 +40,8 @@ inline void validate_fused_quant(const char* op, const char* h_name, int64_t row
     fail(op, "scales = ", describe_text(scales), " but expected [", rows, ", ", h / qopt.group, "] f32");
   check(scales.numel() == 0 || scales.stride(1) == 1, op, "scales rows must be dense (stride(1) = 1)");
   require_no_overlap(op, "q", q, "scales", scales);
+  require_no_overlap(op, x_name, x, "q", q);
+  require_no_overlap(op, x_name, x, "scales", scales);
 }
 
 // Quantizes one bf16 row of h elements into q_row and its scales (stride scale_stride), exactly

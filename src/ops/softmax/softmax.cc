@@ -27,7 +27,7 @@ void softmax(const Tensor& x, const Tensor& y) {
           " but must be f32 or bf16");
     check(t->is_contiguous(), op, name, " must be contiguous, got strides of ", t->describe());
   }
-  if (x.device_data() != y.device_data()) require_no_overlap(op, "x", x, "y", y);
+  require_in_place_or_no_overlap(op, "x", x, "y", y);
   backend_entry(softmax_backends(), op, x.device())(x, y);
 }
 
