@@ -6,6 +6,7 @@
 
 #include <map>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "device/cuda/context.h"
@@ -39,12 +40,16 @@ PinnedStaging* acquire(const Driver& d, Device device, size_t bytes, const char*
   {
     StagingPool& p = pool();
     std::lock_guard<std::mutex> lock(p.mutex);
+    // A buffer whose last copy is known done first: a pending one (an upload's, whose event
+    // follows everything its stream had queued) would make this op wait for that stream.
+    size_t pick = p.free.size();
     for (size_t i = 0; i < p.free.size(); ++i)
-      if (p.free[i]->device == device) {
-        s = p.free[i];
-        p.free.erase(p.free.begin() + std::ptrdiff_t(i));
-        break;
-      }
+      if (p.free[i]->device == device && (pick == p.free.size() || (p.free[pick]->pending && !p.free[i]->pending)))
+        pick = i;
+    if (pick < p.free.size()) {
+      s = p.free[pick];
+      p.free.erase(p.free.begin() + std::ptrdiff_t(pick));
+    }
   }
   if (s && s->pending) {
     if (const CUresult r = d.cuEventSynchronize(s->copied); r != CUDA_SUCCESS) {
@@ -84,14 +89,16 @@ void release(PinnedStaging* s) {
   pool().free.push_back(s);
 }
 
-// The stream read-backs copy on, one per device, beside the ops' streams: a read-back waits for
-// the op's stream to reach it, then copies while the op's kernel runs, so the kernel does not
-// queue behind the copy.
-CUstream readback_stream(const Driver& d, Device device, const char* op) {
+// The stream read-backs copy on, one beside each op stream: a read-back waits for the op's
+// stream to reach it, then copies while the op's kernel runs, so the kernel does not queue
+// behind the copy. One per op stream, not per device: a shared one would queue a read-back for
+// stream B behind one still waiting for stream A, and a host thread waiting on B's copy could
+// then wait for work A only gets after B's (two threads whose streams wait on each other).
+CUstream readback_stream(const Driver& d, Device device, void* op_stream, const char* op) {
   static std::mutex mutex;
-  static auto* streams = new std::map<int, CUstream>;  // lives as long as the primary contexts
+  static auto* streams = new std::map<std::pair<int, void*>, CUstream>;  // as long as the contexts
   std::lock_guard<std::mutex> lock(mutex);
-  CUstream& s = (*streams)[device.index];
+  CUstream& s = (*streams)[{device.index, op_stream}];
   if (!s) check_cu(d.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), op, "cuStreamCreate (index read-back)");
   return s;
 }
@@ -102,7 +109,7 @@ IndexReadback::IndexReadback(const char* op, const Tensor& indices, void* stream
   check(indices.is_contiguous(), op, "index tensor ", describe_text(indices), " must be contiguous");
   const Driver& d = use_device(indices.device(), op);
   const size_t bytes = size_t(indices.nbytes());
-  CUstream side = readback_stream(d, indices.device(), op);
+  CUstream side = readback_stream(d, indices.device(), stream, op);
   staging_ = acquire(d, indices.device(), bytes ? bytes : 1, op);
   CUresult r = d.cuEventRecord(staging_->ready, static_cast<CUstream>(stream));
   if (r == CUDA_SUCCESS) r = d.cuStreamWaitEvent(side, staging_->ready, 0);
