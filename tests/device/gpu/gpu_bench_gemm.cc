@@ -9,8 +9,9 @@
 // Timed as gpu_bench.h says (events, L2 flushed, median of 21). Floor = max(FLOPs / the dtype's
 // wgmma peak, bytes / HBM read), both measured by Sol's own loops before and after the table (the
 // larger kept); bytes = A and B read once (empty experts' weights not counted), scales, D written.
-// One 'BENCH {json}' line per implementation and shape; an anchor whose output differs from Sol's
-// beyond bf16 rounding is marked "check": "FAIL" and the bench fails.
+// One 'BENCH {json}' line per implementation and shape (each also printed as 'BENCH-EARLY' as soon
+// as its shape is timed, against the ceilings measured before the table); an anchor whose output
+// differs from Sol's beyond bf16 rounding is marked "check": "FAIL" and the bench fails.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -101,56 +102,61 @@ std::string escape(const std::string& s) {
   return o;
 }
 
-// Records are printed after the table, once the ceilings measured after it are known.
+// Each shape's records are printed as soon as it is timed, tagged BENCH-EARLY / TABLE-EARLY and
+// held to the ceilings measured before the table ("ceilings": "before"), so a run cut short keeps
+// them; the final BENCH / TABLE records follow the table, held to the best of the ceilings
+// measured before and after it, then the line "bench_gemm: done" (scripts/device-check.sh takes
+// the final records when it is there, the early ones otherwise).
 struct Pending {
   Work w;
   std::vector<Result> results;
 };
 std::vector<Pending> pending;
 
-void print_records(const Ceilings& c) {
-  for (const Pending& p : pending) {
-    const double peak = p.w.dtype == "bf16" ? c.mma_bf16 : c.mma_fp8;
-    const double compute = peak > 0 ? p.w.flops / peak : 0, memory = c.hbm_read > 0 ? p.w.bytes / c.hbm_read : 0;
-    const double floor = std::max(compute, memory);
-    const char* bound = compute >= memory ? "compute" : "memory";
-    double sol_time = 0;
-    for (const Result& r : p.results)
-      if (r.impl == "sol" && r.error.empty()) sol_time = r.time_s;
-    std::string summary;
-    char buf[512];
-    for (const Result& r : p.results) {
-      std::string line = "BENCH {\"op\": \"" + p.w.op + "\", \"shape\": \"" + p.w.shape + "\", \"dims\": \"" +
-                         p.w.dims + "\", \"dtype\": \"" + p.w.dtype + "\", \"impl\": \"" + r.impl +
-                         "\", \"detail\": \"" + escape(r.detail) + "\"";
-      if (!r.error.empty()) {
-        line += ", \"error\": \"" + escape(r.error) + "\"}";
-        summary += " | " + r.impl + ": " + r.error.substr(0, 80);
-        std::printf("%s\n", line.c_str());
-        continue;
-      }
-      std::snprintf(buf, sizeof buf,
-                    ", \"time_s\": %.9g, \"flops\": %.6g, \"bytes\": %.6g, \"tflops\": %.1f, \"floor_s\": %.9g, "
-                    "\"bound\": \"%s\", \"sol_pct\": %.1f, \"mma_peak_tflops\": %.1f, \"hbm_read_gbps\": %.1f",
-                    r.time_s, p.w.flops, p.w.bytes, p.w.flops / r.time_s / 1e12, floor, bound,
-                    100.0 * floor / r.time_s, peak / 1e12, c.hbm_read / 1e9);
-      line += buf;
-      if (r.impl != "sol" && sol_time > 0) {
-        std::snprintf(buf, sizeof buf, ", \"anchor_time_over_sol\": %.3f", r.time_s / sol_time);
-        line += buf;
-      }
-      if (r.rel_err) {
-        std::snprintf(buf, sizeof buf, ", \"rel_err_vs_sol\": %.3g, \"check\": \"%s\"", *r.rel_err,
-                      *r.rel_err <= 1e-2 ? "ok" : "FAIL");
-        line += buf;
-      }
-      std::printf("%s}\n", line.c_str());
-      std::snprintf(buf, sizeof buf, " | %s %.3f ms %.1f%%", r.impl.c_str(), r.time_s * 1e3, 100.0 * floor / r.time_s);
-      summary += buf;
+void print_record(const Pending& p, const Ceilings& c, bool early) {
+  const char* bench_tag = early ? "BENCH-EARLY" : "BENCH";
+  const char* table_tag = early ? "TABLE-EARLY" : "TABLE";
+  const char* close = early ? ", \"ceilings\": \"before\"}" : "}";
+  const double peak = p.w.dtype == "bf16" ? c.mma_bf16 : c.mma_fp8;
+  const double compute = peak > 0 ? p.w.flops / peak : 0, memory = c.hbm_read > 0 ? p.w.bytes / c.hbm_read : 0;
+  const double floor = std::max(compute, memory);
+  const char* bound = compute >= memory ? "compute" : "memory";
+  double sol_time = 0;
+  for (const Result& r : p.results)
+    if (r.impl == "sol" && r.error.empty()) sol_time = r.time_s;
+  std::string summary;
+  char buf[512];
+  for (const Result& r : p.results) {
+    std::string line = std::string(bench_tag) + " {\"op\": \"" + p.w.op + "\", \"shape\": \"" + p.w.shape +
+                       "\", \"dims\": \"" + p.w.dims + "\", \"dtype\": \"" + p.w.dtype + "\", \"impl\": \"" +
+                       r.impl + "\", \"detail\": \"" + escape(r.detail) + "\"";
+    if (!r.error.empty()) {
+      line += ", \"error\": \"" + escape(r.error) + "\"" + close;
+      summary += " | " + r.impl + ": " + r.error.substr(0, 80);
+      std::printf("%s\n", line.c_str());
+      continue;
     }
-    std::printf("TABLE %-24s %-4s %-23s floor %.3f ms (%s)%s\n", p.w.shape.c_str(), p.w.dtype.c_str(), p.w.op.c_str(),
-                floor * 1e3, bound, summary.c_str());
+    std::snprintf(buf, sizeof buf,
+                  ", \"time_s\": %.9g, \"flops\": %.6g, \"bytes\": %.6g, \"tflops\": %.1f, \"floor_s\": %.9g, "
+                  "\"bound\": \"%s\", \"sol_pct\": %.1f, \"mma_peak_tflops\": %.1f, \"hbm_read_gbps\": %.1f",
+                  r.time_s, p.w.flops, p.w.bytes, p.w.flops / r.time_s / 1e12, floor, bound,
+                  100.0 * floor / r.time_s, peak / 1e12, c.hbm_read / 1e9);
+    line += buf;
+    if (r.impl != "sol" && sol_time > 0) {
+      std::snprintf(buf, sizeof buf, ", \"anchor_time_over_sol\": %.3f", r.time_s / sol_time);
+      line += buf;
+    }
+    if (r.rel_err) {
+      std::snprintf(buf, sizeof buf, ", \"rel_err_vs_sol\": %.3g, \"check\": \"%s\"", *r.rel_err,
+                    *r.rel_err <= 1e-2 ? "ok" : "FAIL");
+      line += buf;
+    }
+    std::printf("%s%s\n", line.c_str(), close);
+    std::snprintf(buf, sizeof buf, " | %s %.3f ms %.1f%%", r.impl.c_str(), r.time_s * 1e3, 100.0 * floor / r.time_s);
+    summary += buf;
   }
+  std::printf("%s %-24s %-4s %-23s floor %.3f ms (%s)%s\n", table_tag, p.w.shape.c_str(), p.w.dtype.c_str(),
+              p.w.op.c_str(), floor * 1e3, bound, summary.c_str());
 }
 
 // Times `run` unless preparing or running it throws; the error is the record then.
@@ -457,6 +463,8 @@ SOL_GPU_TEST(bench_gemm) {
   DeviceBuffer flush(kDev, size_t(256) << 20);
   Ceilings c;
   c.measure();
+  std::printf("ceilings (before the table): mma_bf16 %.1f TFLOP/s, mma_fp8 %.1f TFLOP/s, hbm_read %.1f GB/s\n",
+              c.mma_bf16 / 1e12, c.mma_fp8 / 1e12, c.hbm_read / 1e9);
   for (const Shape& s : table())
     for (DType in : {DType::bf16, DType::f8e4m3}) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -468,6 +476,7 @@ SOL_GPU_TEST(bench_gemm) {
       }
       const CublasLtFp8Scaling scaling = in == DType::bf16 ? CublasLtFp8Scaling::none : fp8;
       if (s.layout == "nn" && in != DType::bf16) continue;
+      const size_t done = pending.size();
       try {
         if (s.layout == "nn") bench_square_nn(s, flush);
         else if (s.group_m.size() == 1) bench_plain(s, in, scaling, flush);
@@ -476,11 +485,13 @@ SOL_GPU_TEST(bench_gemm) {
       } catch (const std::exception& e) {
         SOL_EXPECT(false, s.name, " ", dtype_name(in), ": ", e.what());
       }
+      for (size_t i = done; i < pending.size(); ++i) print_record(pending[i], c, true);
     }
   c.measure();
   std::printf("ceilings (best of before and after): mma_bf16 %.1f TFLOP/s, mma_fp8 %.1f TFLOP/s, hbm_read %.1f GB/s\n",
               c.mma_bf16 / 1e12, c.mma_fp8 / 1e12, c.hbm_read / 1e9);
-  print_records(c);
+  for (const Pending& p : pending) print_record(p, c, false);
+  std::printf("bench_gemm: done, %zu records\n", pending.size());
   SOL_EXPECT(failures == 0, failures, " anchor outputs differ from Sol's");
 }
 

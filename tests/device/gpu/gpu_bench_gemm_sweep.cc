@@ -220,27 +220,24 @@ SOL_GPU_TEST(bench_gemm_sweep) {
   DeviceBuffer flush(kDev, size_t(256) << 20);
   const double peak_bf16 = measure_gpu_ceiling("mma_bf16", kDev, 0.1);
   const double peak_fp8 = measure_gpu_ceiling("mma_fp8", kDev, 0.1);
-  for (Row& r : rows) {
-    if (!r.error.empty()) continue;
-    const SweepCase& c = *r.c;
-    try {
-      const ScopedTuning forced(DeviceTuning{c.spec});  // "" : the chooser
-      const Operands o(pool, c);
-      const auto run = [&] { gemm(o.a, o.b, o.d, o.opt); };
-      run();
-      synchronize(kDev);
-      r.us = gpu_test::median_seconds(run, flush) * 1e6;
-      r.b2b_us = back_to_back_seconds(run, 20) * 1e6;
-    } catch (const std::exception& e) {
-      r.error = e.what();
-    }
-  }
   std::printf("ceilings: mma_bf16 %.1f TFLOP/s, mma_fp8 %.1f TFLOP/s\n", peak_bf16 / 1e12, peak_fp8 / 1e12);
   std::printf("SWEEP %-8s %-5s %-4s %-3s %5s %6s %6s  %-14s %-15s %6s %5s %6s %9s %9s %8s %9s %5s\n", "group",
               "dtype", "D", "epi", "m", "n", "k", "spec", "ran", "tiles", "ctas", "waves", "us", "b2b_us", "us/wave", "model_us",
               "mma%");
-  for (const Row& r : rows) {
+  // Each row is printed as soon as it is timed: a run cut short keeps the rows it measured.
+  for (Row& r : rows) {
     const SweepCase& c = *r.c;
+    if (r.error.empty()) try {
+        const ScopedTuning forced(DeviceTuning{c.spec});  // "" : the chooser
+        const Operands o(pool, c);
+        const auto run = [&] { gemm(o.a, o.b, o.d, o.opt); };
+        run();
+        synchronize(kDev);
+        r.us = gpu_test::median_seconds(run, flush) * 1e6;
+        r.b2b_us = back_to_back_seconds(run, 20) * 1e6;
+      } catch (const std::exception& e) {
+        r.error = e.what();
+      }
     if (!r.error.empty()) {
       std::printf("SWEEP %-8s %-5s %-4s %-3s %5lld %6lld %6lld  %-14s error: %s\n", c.group, c.fp8 ? "fp8" : "bf16",
                   c.d_f32 ? "f32" : "bf16", c.alpha == 1.0f ? "id" : "gen", (long long)c.m, (long long)c.n, (long long)c.k, *c.spec ? c.spec : "auto",
@@ -257,6 +254,7 @@ SOL_GPU_TEST(bench_gemm_sweep) {
                 (long long)waves, r.us, r.b2b_us, r.us / double(std::max<int64_t>(waves, 1)), r.model_us,
                 peak > 0 ? 100.0 * flops / (r.us * 1e-6) / peak : 0.0);
   }
+  std::printf("bench_gemm_sweep: done, %zu rows\n", rows.size());
 }
 
 }  // namespace sol

@@ -1,5 +1,9 @@
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "gpu_test.h"
 #include "sol/device.h"
@@ -20,35 +24,81 @@ void record_failure(const char* file, int line, const std::string& what) {
   std::fprintf(stderr, "%s:%d: FAILED: %s\n", file, line, what.c_str());
 }
 
+bool is_bench(const std::string& name) {
+  return name.rfind("bench_", 0) == 0 || name.find("_bench_") != std::string::npos;
+}
+
 }  // namespace sol::gpu_test
+
+namespace {
+
+int usage(const char* argv0) {
+  std::fprintf(stderr,
+               "usage: %s [--list | --list-benches | --no-bench | NAME...]\n"
+               "  (none)          every test, benches included, in name order\n"
+               "  --no-bench      every test but the benches (names starting bench_ or holding _bench_)\n"
+               "  NAME...         the named tests, in the order given (benches too)\n"
+               "  --list          every name;  --list-benches  the benches' names\n",
+               argv0);
+  return 2;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace sol::gpu_test;
-  if (argc == 2 && std::string(argv[1]) == "--list") {
-    for (const auto& [name, f] : registry()) std::printf("%s\n", name.c_str());
+  // Line-buffered: a run whose output goes to a file and is killed by a timeout keeps every
+  // line it printed (stderr is unbuffered already).
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() == 1 && (args[0] == "--list" || args[0] == "--list-benches")) {
+    const bool benches = args[0] == "--list-benches";
+    for (const auto& [name, f] : registry())
+      if (!benches || is_bench(name)) std::printf("%s\n", name.c_str());
     return 0;
+  }
+  // What runs: all, all but the benches, or the named ones in the order given.
+  std::vector<std::string> chosen;
+  if (args.empty() || (args.size() == 1 && args[0] == "--no-bench")) {
+    const bool no_bench = !args.empty();
+    for (const auto& [name, f] : registry())
+      if (!no_bench || !is_bench(name)) chosen.push_back(name);
+  } else {
+    for (const std::string& a : args) {
+      if (a.rfind("--", 0) == 0) return usage(argv[0]);
+      if (!registry().count(a)) {
+        std::fprintf(stderr, "no test named %s (--list names them)\n", a.c_str());
+        return 1;
+      }
+      chosen.push_back(a);
+    }
   }
   const sol::CudaDiscovery& found = sol::cuda_discovery();
   if (found.devices.empty()) {
     std::printf("SKIP: no CUDA device: %s\n", found.reason.c_str());
     return 77;
   }
-  int ran = 0;
-  for (const auto& [name, f] : registry()) {
-    if (argc >= 2 && name != argv[1]) continue;
-    ++ran;
+  if (chosen.empty()) {
+    std::fprintf(stderr, "no test to run\n");
+    return 1;
+  }
+  std::string failed;
+  for (const std::string& name : chosen) {
     std::printf("[ RUN ] %s\n", name.c_str());
     const int before = failures;
+    const auto start = std::chrono::steady_clock::now();
     try {
-      f();
+      registry().at(name)();
     } catch (const std::exception& e) {
       record_failure(__FILE__, __LINE__, std::string("exception: ") + e.what());
     }
-    std::printf("[ %s ] %s\n", failures == before ? "OK" : "FAILED", name.c_str());
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const bool ok = failures == before;
+    if (!ok) failed += (failed.empty() ? "" : " ") + name;
+    std::printf("[ %s ] %s (%.1f s)\n", ok ? "OK" : "FAILED", name.c_str(), s);
   }
-  if (ran == 0) {
-    std::fprintf(stderr, "no test named %s\n", argc >= 2 ? argv[1] : "(any)");
-    return 1;
-  }
-  return failures ? 1 : 0;
+  // The last line: what device-check.sh puts in its step's detail.
+  if (failed.empty()) std::printf("gpu tests: %zu passed\n", chosen.size());
+  else std::printf("gpu tests: %zu run, failed: %s\n", chosen.size(), failed.c_str());
+  return failed.empty() ? 0 : 1;
 }

@@ -1,8 +1,9 @@
 #pragma once
 // A self-contained test harness for the `gpu` tests: no GoogleTest, so a device machine without
 // Sol's Debian dependencies can build and run them (scripts/device-check.sh). Each test is a
-// function; `sol_gpu_tests NAME` runs one and exits 0 (pass), 1 (fail) or 77 (no device: the
-// reason is printed, and ctest reports the test as skipped).
+// function; `sol_gpu_tests NAME...` runs the named ones in that order and exits 0 (pass), 1 (fail)
+// or 77 (no device: the reason is printed, and ctest reports the test as skipped);
+// `sol_gpu_tests --no-bench` runs every test but the benches, `--list` names them all.
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -12,6 +13,10 @@
 namespace sol::gpu_test {
 
 std::map<std::string, std::function<void()>>& registry();
+
+// A bench (timings for device-check.sh, run only by name): its name starts with bench_ or holds
+// _bench_. Everything else is a correctness test, which `--no-bench` runs.
+bool is_bench(const std::string& name);
 
 struct Register {
   Register(const char* name, std::function<void()> f) { registry()[name] = std::move(f); }
