@@ -52,8 +52,12 @@ class Tensor {
   void* device_data() const { return data_; }
   template <class T> T* device_data_as() const { return static_cast<T*>(data_); }
   Device device() const { return device_; }
-  // The same view, its memory declared to live on `d`.
+  // The same view, its memory declared to live on `d`. On a device the first element must be
+  // aligned to its size (a kernel's load of a misaligned element faults the whole context):
+  // sol::Error otherwise.
   Tensor on(Device d) const {
+    if (!d.is_cpu() && reinterpret_cast<uintptr_t>(data_) % dtype_size(dtype_) != 0) [[unlikely]]
+      throw_misaligned_on(d);
     Tensor t = *this;
     t.device_ = d;
     return t;
@@ -89,6 +93,7 @@ class Tensor {
  private:
   int axis(int d) const;
   [[noreturn]] void throw_not_on_host() const;
+  [[noreturn]] void throw_misaligned_on(Device d) const;
   void* data_ = nullptr;
   DType dtype_ = DType::f32;
   int ndim_ = 0;

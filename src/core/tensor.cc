@@ -27,6 +27,11 @@ void Tensor::throw_not_on_host() const {
        " tensors; sol::transfer moves a tensor to the host)");
 }
 
+void Tensor::throw_misaligned_on(Device d) const {
+  fail("Tensor::on", "this ", shape_string(), " ", dtype_name(dtype_), " tensor starts at ", data_, ", not a multiple of ",
+       dtype_size(dtype_), " bytes, and device kernels read ", d.name(), " memory in whole elements");
+}
+
 Tensor::Tensor(void* data, DType dtype, std::span<const int64_t> shape)
     : data_(data), dtype_(dtype), ndim_(int(shape.size())) {
   check_shape(shape, "Tensor");

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "sol/error.h"
@@ -78,6 +79,24 @@ TEST(Tensor, BadArgumentsThrowWithMessages) {
   }
   const int64_t shape[] = {2}, strides[] = {-1};
   EXPECT_THROW(Tensor(data, DType::f32, shape, strides), Error);
+}
+
+// A device view must start on a whole element (kernels load whole elements; a misaligned one
+// faults the context); the host takes any address, as before.
+TEST(Tensor, DeviceViewsStartOnAWholeElement) {
+  alignas(8) unsigned char bytes[64] = {};
+  const Tensor odd(bytes + 1, DType::bf16, {4});
+  EXPECT_NO_THROW(odd.on(Device::cpu()));
+  try {
+    (void)odd.on(Device::cuda(0));
+    ADD_FAILURE() << "a bf16 view at an odd address moved to cuda:0";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a multiple of 2 bytes"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)Tensor(bytes + 2, DType::f32, {4}).on(Device::cuda(0)), Error);
+  EXPECT_THROW((void)Tensor(bytes + 4, DType::i64, {2}).on(Device::cuda(1)), Error);
+  EXPECT_EQ(Tensor(bytes + 2, DType::bf16, {4}).on(Device::cuda(0)).device(), Device::cuda(0));
+  EXPECT_EQ(Tensor(bytes + 3, DType::f8e4m3, {4}).on(Device::cuda(0)).device_data(), bytes + 3);
 }
 
 TEST(Buffer, AlignmentAndMove) {
