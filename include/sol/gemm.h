@@ -113,7 +113,8 @@ void grouped_gemm_contiguous(const Tensor& a, const Tensor& b, const Tensor& gro
 // value if there was one; on the CPU it does nothing (the CPU path checks every call). Launches
 // another host thread makes while the check runs may be missed by it (the next check sees
 // them). The first contiguous call on a device allocates its record (make it before capturing
-// a CUDA graph, as torch's warm-up runs do).
+// a CUDA graph, as torch's warm-up runs do), and the check itself waits for the whole device:
+// call it outside any stream capture, after the graph's replays.
 void check_grouped_layouts(Device device);
 
 // Masked layout (decode): a [G, max_m, K], d [G, max_m, N], masked_m int32 [G] = the rows of

@@ -181,8 +181,8 @@ void bind_gemm(nb::module_& m) {
   "Raises if a grouped_gemm_contiguous on the device (cpu, cuda or cuda:N) met a grouped_layout value "
   "that is not -1 or an expert, or a tile (64 or 128 rows) mixing experts; the rows it names were not "
   "written. On a CUDA device the kernel reads the layout alone (no wait), so this check is the only "
-  "report: it waits for the device, clears the record and names the first bad row. On the CPU every "
-  "call checks itself and this does nothing.");
+  "report: it waits for the device (call it outside a CUDA-graph capture), clears the record and names "
+  "the first bad row. On the CPU every call checks itself and this does nothing.");
 
   m.def("grouped_gemm_masked", [](nb::handle a, nb::handle b, nb::handle masked_m, nb::handle a_scales,
                                   nb::handle b_scales, nb::handle out, nb::handle out_dtype) {

@@ -75,7 +75,7 @@ void gemm_sm90_persistent(kernels::sm90::GemmGrouping grouping, const Tensor& a,
                           const Tensor* group_info, const Tensor* a_scales, const Tensor* b_scales, const char* op,
                           const Sm90Epilogue& epilogue = {}, Layout b_layout = Layout::nt);
 
-// check_grouped_layouts (sol/gemm.h) on a CUDA device: waits for its current stream, reads and
+// check_grouped_layouts (sol/gemm.h) on a CUDA device: waits for all its streams, reads and
 // clears the contiguous kernels' layout report, throws sol::Error naming the first bad row.
 void check_sm90_contiguous_layouts(Device device, const char* op);
 

@@ -5,6 +5,7 @@
 // read only by check_grouped_layouts.
 #include <cuda.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -35,22 +36,21 @@ Sm90Target target_of(const CudaDeviceInfo& info) {
 // cuMemAlloc and the cuMemFree after the reduction (which waits for the device) cost more than a
 // decode-sized GEMM. Calls on one stream run in order, so the next call's partials cannot
 // overwrite this call's before its reduction has read them. A stream handle is only reused by
-// the driver once the destroyed stream's work is done. Growing waits for the stream (the old
-// buffer may still be read). Never freed: the process's exit returns it. The lock is held until
-// the caller's launches are queued: two host threads on one stream could otherwise grow (free)
-// the buffer between another's lookup and its launch.
-std::mutex& workspace_mutex() {
+// the driver once the destroyed stream's work is done. A buffer that grows is retired, not
+// freed: another host thread on the same stream may hold it between its lookup and its launch
+// (a lock across the launch would wait behind any kernel's first compile). It grows at least
+// twofold, so the retired ones stay under the live one's size. Never freed: the process's exit
+// returns them.
+float* split_workspace(Device device, void* stream, uint64_t bytes) {
   static std::mutex mutex;
-  return mutex;
-}
-float* split_workspace(Device device, void* stream, uint64_t bytes, const cuda::Driver& drv, const char* op,
-                       const std::unique_lock<std::mutex>& held) {
-  check(held.owns_lock() && held.mutex() == &workspace_mutex(), op, "split-K workspace taken without its lock");
   static auto* buffers = new std::map<std::pair<int, void*>, DeviceBuffer>;
+  static auto* retired = new std::vector<DeviceBuffer>;
+  std::lock_guard<std::mutex> lock(mutex);
   DeviceBuffer& buffer = (*buffers)[{device.index, stream}];
   if (buffer.bytes() < bytes) {
-    cuda::check_cu(drv.cuStreamSynchronize(static_cast<CUstream>(stream)), op, "cuStreamSynchronize");
-    buffer = DeviceBuffer(device, bytes);
+    DeviceBuffer grown(device, std::max<uint64_t>(bytes, 2 * uint64_t(buffer.bytes())));
+    if (buffer.bytes()) retired->push_back(std::move(buffer));
+    buffer = std::move(grown);
   }
   return static_cast<float*>(buffer.device_data());
 }
@@ -146,30 +146,22 @@ void gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& 
   args.scales_a = a_scales ? static_cast<const float*>(a_scales->device_data()) : nullptr;
   args.scales_b = b_scales ? static_cast<const float*>(b_scales->device_data()) : nullptr;
 
-  // The kernels first (a first use compiles them, seconds), then the workspace's lock.
+  args.workspace = plan.workspace_bytes ? split_workspace(device, stream, plan.workspace_bytes) : nullptr;
+
   const cuda::CudaProgram program = sm90_persistent_program(plan);
-  const cuda::Kernel gemm_kernel = cuda::get_kernel(program, plan.kernel.c_str(), device);
-  const bool split = plan.config.split_k > 1;
-  cuda::Kernel reduce_kernel;
-  if (split) reduce_kernel = cuda::get_kernel(program, "sol_sm90_gemm_split_reduce", device);
-  std::unique_lock<std::mutex> workspace_lock;
-  if (plan.workspace_bytes) {
-    workspace_lock = std::unique_lock<std::mutex>(workspace_mutex());
-    args.workspace = split_workspace(device, stream, plan.workspace_bytes, drv, op, workspace_lock);
-  }
   cuda::LaunchShape shape;
   shape.grid[0] = plan.ctas;
   shape.block[0] = plan.config.threads;
   shape.dynamic_shared_bytes = plan.config.smem_bytes;
   void* gemm_args[] = {&map_a, &map_b, &map_d, &args};
-  cuda::launch(gemm_kernel, shape, stream, gemm_args);
-  if (split) {
+  cuda::launch(cuda::get_kernel(program, plan.kernel.c_str(), device), shape, stream, gemm_args);
+  if (plan.config.split_k > 1) {
     cuda::LaunchShape reduce;
     reduce.block[0] = 256;
     reduce.grid[0] = unsigned(std::min<uint64_t>((uint64_t(plan.rows) * (plan.problem.n / 2) + 255) / 256,
                                                  uint64_t(info.sm_count) * 8));
     void* reduce_args[] = {&args};
-    cuda::launch(reduce_kernel, reduce, stream, reduce_args);
+    cuda::launch(cuda::get_kernel(program, "sol_sm90_gemm_split_reduce", device), reduce, stream, reduce_args);
   }
 }
 
