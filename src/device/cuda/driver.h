@@ -15,7 +15,7 @@ namespace sol::cuda {
   X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent)                 \
   X(cuCtxSynchronize) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)             \
   X(cuStreamWaitEvent)                                                                        \
-  X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)                   \
+  X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery)   \
   X(cuEventElapsedTime) X(cuMemAlloc) X(cuMemFree) X(cuMemAllocHost) X(cuMemFreeHost)         \
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)                                                  \
   X(cuMemcpyDtoDAsync) X(cuMemsetD8Async) X(cuLibraryLoadData) X(cuLibraryUnload)             \

@@ -4,6 +4,8 @@
 // done; a buffer is handed out again only once that copy is (an upload returns it early).
 #include "device/cuda/index_readback.h"
 
+#include <array>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -40,12 +42,19 @@ PinnedStaging* acquire(const Driver& d, Device device, size_t bytes, const char*
   {
     StagingPool& p = pool();
     std::lock_guard<std::mutex> lock(p.mutex);
-    // A buffer whose last copy is known done first: a pending one (an upload's, whose event
-    // follows everything its stream had queued) would make this op wait for that stream.
+    // The best free buffer of the device: large enough before too small (a regrowth frees
+    // pinned memory, which waits for the whole context), then one whose last copy is known
+    // done (a pending one, an upload's, would make this op wait for everything its stream had
+    // queued before that upload; cuEventQuery says without waiting whether it is done).
+    auto rank = [&](PinnedStaging* c) {
+      if (c->pending && d.cuEventQuery(c->copied) == CUDA_SUCCESS) c->pending = false;
+      return (c->capacity >= bytes ? 0 : 2) + (c->pending ? 1 : 0);
+    };
     size_t pick = p.free.size();
-    for (size_t i = 0; i < p.free.size(); ++i)
-      if (p.free[i]->device == device && (pick == p.free.size() || (p.free[pick]->pending && !p.free[i]->pending)))
-        pick = i;
+    int best = 4;
+    for (size_t i = 0; i < p.free.size() && best > 0; ++i)
+      if (p.free[i]->device == device)
+        if (const int r = rank(p.free[i]); r < best) best = r, pick = i;
     if (pick < p.free.size()) {
       s = p.free[pick];
       p.free.erase(p.free.begin() + std::ptrdiff_t(pick));
@@ -89,16 +98,21 @@ void release(PinnedStaging* s) {
   pool().free.push_back(s);
 }
 
-// The stream read-backs copy on, one beside each op stream: a read-back waits for the op's
+// The stream a read-back copies on, beside the op's stream: a read-back waits for the op's
 // stream to reach it, then copies while the op's kernel runs, so the kernel does not queue
-// behind the copy. One per op stream, not per device: a shared one would queue a read-back for
-// stream B behind one still waiting for stream A, and a host thread waiting on B's copy could
-// then wait for work A only gets after B's (two threads whose streams wait on each other).
+// behind the copy. A few per device, an op stream mapped to one by its handle: read-backs of
+// different streams then rarely queue behind each other (a shared one queued a read-back for
+// stream B behind one still waiting for stream A, and two host threads whose streams wait on
+// each other's later work could wait for ever), and the count stays bounded however many
+// streams a program makes and destroys. Threads on the per-thread default stream share a handle.
+constexpr int kSideStreams = 8;
 CUstream readback_stream(const Driver& d, Device device, void* op_stream, const char* op) {
   static std::mutex mutex;
-  static auto* streams = new std::map<std::pair<int, void*>, CUstream>;  // as long as the contexts
+  static auto* streams = new std::map<int, std::array<CUstream, kSideStreams>>;  // as long as the contexts
+  const auto h = reinterpret_cast<uintptr_t>(op_stream);
+  const int slot = int((h ^ (h >> 7) ^ (h >> 17)) % kSideStreams);
   std::lock_guard<std::mutex> lock(mutex);
-  CUstream& s = (*streams)[{device.index, op_stream}];
+  CUstream& s = (*streams)[device.index][size_t(slot)];
   if (!s) check_cu(d.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), op, "cuStreamCreate (index read-back)");
   return s;
 }
