@@ -104,10 +104,10 @@ step() {
 # selected NAME: whether SOL_DEVICE_CHECK_STEPS (empty: all) names the step; entries are patterns.
 # The build's steps always run: every other step needs the binary.
 selected() {
-  [[ -z "$ONLY" || "$1" == configure || "$1" == build ]] && return 0
-  local pat
-  local IFS=,
-  for pat in $ONLY; do
+  [[ -z "$ONLY" || "$1" == configure || "$1" == build || "$1" == build-carried ]] && return 0
+  local pat pats
+  IFS=, read -ra pats <<< "$ONLY"  # split only: a pattern is never expanded against files
+  for pat in "${pats[@]}"; do
     # shellcheck disable=SC2053
     [[ "$1" == $pat ]] && return 0
   done
@@ -237,14 +237,17 @@ report() {
   mv -f "$OUT/gemm.jsonl.tmp" "$OUT/gemm.jsonl"
   # One archive of every log and the reports (written beside, then renamed: never half a file).
   cp -f "$OUT/device-check.json" "$OUT/device-check.md" "$OUT/gemm.jsonl" "$LOGS"/ 2>/dev/null
-  tar czf "$OUT/device-check.tgz.tmp" -C "$LOGS" --exclude=device-check.tgz --exclude='*.tmp' . 2>/dev/null \
-    && mv -f "$OUT/device-check.tgz.tmp" "$OUT/device-check.tgz"
+  # GNU tar exits 1 for a file that changed while read (a log still growing): the archive is whole.
+  tar czf "$OUT/device-check.tgz.tmp" -C "$LOGS" --exclude=device-check.tgz --exclude='*.tmp' . 2>/dev/null
+  if (( $? <= 1 )); then mv -f "$OUT/device-check.tgz.tmp" "$OUT/device-check.tgz"
+  else rm -f "$OUT/device-check.tgz.tmp"; fi
 }
 
 # shellcheck disable=SC2317  # finish and on_signal run from traps
 # finish (the EXIT trap): the reports once more, the exit status: 1 if a step failed.
 finish() {
   local rc=$?
+  trap '' TERM INT HUP  # the last report is written whole, whatever arrives now
   trap - EXIT
   [[ -z "$INTERRUPTED" ]] && FINISHED=1
   report
@@ -320,7 +323,10 @@ run() {
   case $rc in
     0) step "$name" ok "${took}s: $last" ;;
     77) step "$name" skipped "$last" ;;
-    124|137) step "$name" failed "timed out after ${limit}s$cut: $last" ;;
+    124|137)
+      # Cut short by the deadline, not by its own limit: the lease ran out, not the code.
+      if [[ -n "$cut" ]]; then step "$name" skipped "deadline: stopped after ${limit}s$cut: $last"
+      else step "$name" failed "timed out after ${limit}s: $last"; fi ;;
     *) step "$name" failed "exit $rc after ${took}s: $last" ;;
   esac
   report
@@ -349,7 +355,7 @@ probe_detail() {
 # ---- what this machine is ------------------------------------------------------------------
 GPU=$(timeout 20 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1)
 if [[ -n "$GPU" ]]; then step machine ok "GPU: $GPU; $(nvcc --version 2>/dev/null | tail -1); logs in $LOGS"
-else step machine skipped "no GPU: nvidia-smi $(command -v nvidia-smi >/dev/null && echo 'found no device' || echo 'not installed')"; fi
+else step machine skipped "no GPU: nvidia-smi $(command -v nvidia-smi >/dev/null && echo 'found no device' || echo 'not installed'); logs in $LOGS"; fi
 HAVE_GPU=$([[ -n "$GPU" ]] && echo 1 || echo 0)
 # The GPU steps are listed (a dry run names each with what it would run) or run.
 GPU_STEPS=$(( HAVE_GPU || DRY ))
@@ -368,9 +374,9 @@ if [[ "$MODE" == carried ]]; then
   # to 6 minutes on a native build nobody asked for.
   if probe "$CARRIED/bin/sol_gpu_tests"; then
     BUILD=$CARRIED
-    step build ok "SOL_DEVICE_CHECK_BUILD=carried: the carried build in $BUILD runs here ($(wc -l < "$LOGS/build-probe.log") tests)"
+    step build-carried ok "SOL_DEVICE_CHECK_BUILD=carried: the carried build in $BUILD runs here ($(wc -l < "$LOGS/build-probe.log") tests)"
   else
-    step build failed "SOL_DEVICE_CHECK_BUILD=carried: $(probe_detail "$CARRIED/bin/sol_gpu_tests")"
+    step build-carried failed "SOL_DEVICE_CHECK_BUILD=carried: $(probe_detail "$CARRIED/bin/sol_gpu_tests")"
     if [[ "${SOL_DEVICE_CHECK_NATIVE_FALLBACK:-0}" == 1 ]] && (( ! DRY )); then
       native_build
     elif (( DRY )); then
@@ -440,7 +446,8 @@ if [[ -n "$TESTS" && -x "$TESTS" ]]; then
       elif (( DEADLINE_S - $(elapsed) < MIN_STEP_S )); then SAN="deadline"
       else
         CUR_STEP=sanitizer-probe
-        launch 60 "$LOGS/sanitizer-probe.log" compute-sanitizer --tool memcheck --error-exitcode 1 "$TESTS" discovery
+        local left=$(( DEADLINE_S - $(elapsed) ))
+        launch $(( left < 60 ? left : 60 )) "$LOGS/sanitizer-probe.log" compute-sanitizer --tool memcheck --error-exitcode 1 "$TESTS" discovery
         local rc=$?
         if (( rc == 0 )); then SAN=ok
         else
