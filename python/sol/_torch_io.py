@@ -120,7 +120,7 @@ def torch_aware(fn):
 # Functions of the extension that take no arrays (the machine, the registry, configs).
 _NOT_OPS = {"hw", "bench", "check", "report", "ops", "num_threads", "set_num_threads",
             "deepseek_v3_rope", "rope_inv_freq", "rope_attention_factor", "fp8_scale_from_amax",
-            "sampling_uniform", "_set_output_allocator", "op_cost"}
+            "sampling_uniform", "_set_output_allocator", "op_cost", "check_grouped_layouts"}
 
 
 def wrap_module_ops(namespace):

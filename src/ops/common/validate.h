@@ -61,7 +61,8 @@ inline void require_in_place_or_no_overlap(const char* op, const char* x_name, c
   if (x.empty() || y.empty() || x.device_data() != y.device_data())
     return require_no_overlap(op, x_name, x, y_name, y);
   bool same_strides = x.ndim() == y.ndim();
-  for (int d = 0; same_strides && d < x.ndim(); ++d) same_strides = x.stride(d) == y.stride(d);
+  for (int d = 0; same_strides && d < x.ndim(); ++d)  // a size-1 dimension's stride is never used
+    same_strides = x.shape(d) == 1 || x.stride(d) == y.stride(d);
   check(x.dtype() == y.dtype() && same_strides, op, y_name, " starts where ", x_name, " does, but in place needs ",
         y_name, " to be ", x_name, " itself (same dtype and strides): ", x_name, " is ", x.describe(), ", ", y_name,
         " is ", y.describe());
