@@ -155,8 +155,7 @@ gemm_records() {
   local f=$LOGS/bench-gemm.log
   [[ -s "$f" ]] || return 0
   if whole_lines "$f" | grep -q '^bench_gemm: done'; then records BENCH "$f"
-  else whole_lines "$f" | grep -E '^BENCH-EARLY |^BENCH .*"skipped"' | sed 's/^BENCH-EARLY /BENCH /' \
-         | sed -n 's/^BENCH //p' | json_objects; fi
+  else whole_lines "$f" | grep -E '^BENCH-EARLY |^BENCH .*"skipped"' | sed -E 's/^BENCH(-EARLY)? //' | json_objects; fi
 }
 gemm_table() {
   local f=$LOGS/bench-gemm.log

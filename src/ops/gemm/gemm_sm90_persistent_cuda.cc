@@ -143,10 +143,9 @@ void gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& 
   if (grouping == GemmGrouping::masked) args.problem.masked_m = static_cast<const int*>(group_info->device_data());
   args.rows = plan.rows;
   args.epilogue = plan.epilogue;
+  args.workspace = plan.workspace_bytes ? split_workspace(device, stream, plan.workspace_bytes) : nullptr;
   args.scales_a = a_scales ? static_cast<const float*>(a_scales->device_data()) : nullptr;
   args.scales_b = b_scales ? static_cast<const float*>(b_scales->device_data()) : nullptr;
-
-  args.workspace = plan.workspace_bytes ? split_workspace(device, stream, plan.workspace_bytes) : nullptr;
 
   const cuda::CudaProgram program = sm90_persistent_program(plan);
   cuda::LaunchShape shape;

@@ -47,7 +47,8 @@ inline void validate_fused_quant(const char* op, const char* h_name, int64_t row
 // Quantizes one bf16 row of h elements into q_row and its scales (stride scale_stride), exactly
 // as quant_fp8_per_token does that row, with the caller's quantization kernels (picked once
 // per call, not per row); stream: q may be written with non-temporal stores (the caller then
-// needs no fence: the row kernel ends with one); tp: the tuning in force (read once per call).
+// needs no fence: the row kernel ends with one); tp: the tuning in force (read once per call;
+// pass_l2_prefetch_bytes 0 for a row that is an L1 buffer).
 void quant_fp8_bf16_row(const kernels::QuantKernels& k, const uint16_t* row, int64_t h, uint8_t* q_row,
                         float* scales_row, int64_t scale_stride, const QuantOptions& qopt, bool stream,
                         const TuningParams& tp);
@@ -61,7 +62,8 @@ template <class FusedRow, class ProduceRow>
 void quantize_rows_fp8_fused(const kernels::QuantKernels& k, int64_t rows, int64_t h, const Tensor& q,
                              const Tensor& scales, const QuantOptions& qopt, FusedRow&& fused, ProduceRow&& produce) {
   const bool stream = should_stream(q.nbytes());
-  const TuningParams& tp = tuning().params;  // read once per call
+  TuningParams tp = tuning().params;  // read once per call
+  tp.pass_l2_prefetch_bytes = 0;      // the rows are an L1 buffer: no L2 look-ahead past its end
   parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
     // once per thread, not zeroed; 64-byte aligned for the fused kernels
     const std::unique_ptr<uint16_t[]> storage(new uint16_t[size_t(h) + 32]);

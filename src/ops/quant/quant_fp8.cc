@@ -129,11 +129,8 @@ void quant_fp8_bf16_row(const kernels::QuantKernels& k, const uint16_t* row, int
                         float* scales_row, int64_t scale_stride, const QuantOptions& qopt, bool stream,
                         const TuningParams& tp) {
   if (k.quant_row_e4m3) {
-    // The row is an L1 buffer: no L2 look-ahead past its end.
-    TuningParams in_l1 = tp;
-    in_l1.pass_l2_prefetch_bytes = 0;
     k.quant_row_e4m3(row, DType::bf16, h, qopt.group, qopt.scale == ScaleFormat::ue8m0, q_row, scales_row,
-                     scale_stride, stream, in_l1, /*fence=*/true);
+                     scale_stride, stream, tp, /*fence=*/true);
     return;
   }
   Tensor x(const_cast<uint16_t*>(row), DType::bf16, {1, h});

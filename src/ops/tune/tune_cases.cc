@@ -128,6 +128,16 @@ void add_softmax(TuneWorkspace& w, std::vector<TuneCase>& out) {
                  }});
 }
 
+// Runs f with every output streamed (the threshold at its least): the look-aheads that run only
+// where an output streams (the casts', the token quant's L2 one) then run whatever the sizes.
+template <class F>
+void with_streamed_outputs(F&& f) {
+  TuningParams p = tuning().params;
+  p.stream_min_bytes = 64L << 10;
+  const ScopedTuning streamed(p);
+  f();
+}
+
 // The row kernels' look-ahead: row ops of 1024 x 7168 bf16 (14 MiB a tensor) on tensors taken
 // from the cold rings, each parameter on the ops whose kernels use it.
 void add_rows(TuneWorkspace& w, std::vector<TuneCase>& out) {
@@ -148,27 +158,21 @@ void add_rows(TuneWorkspace& w, std::vector<TuneCase>& out) {
     rmsnorm(in->take(DType::bf16, {rows, h}), wt, res->take(DType::bf16, {rows, h}));
     quant_fp8_per_token(in->take(DType::bf16, {rows, h}), res->take(DType::f8e4m3, {rows, h}),
                         res->take(DType::f32, {rows, h / 128}));
-    // The cast's look-ahead only runs when its output streams: force that, whatever the threshold.
-    TuningParams p = tuning().params;
-    p.stream_min_bytes = 64L << 10;
-    const ScopedTuning streamed(p);
-    cast(in->take(DType::f32, {rows, h}), res->take(DType::bf16, {rows, h}));
+    with_streamed_outputs([&] { cast(in->take(DType::f32, {rows, h}), res->take(DType::bf16, {rows, h})); });
   });
   param("cast_l2_prefetch_bytes", "streamed casts f32 -> f8e4m3 and f32 -> bf16, 1024x7168", [=] {
-    TuningParams p = tuning().params;
-    p.stream_min_bytes = 64L << 10;  // the look-ahead only runs when the output streams
-    const ScopedTuning streamed(p);
-    cast(in->take(DType::f32, {rows, h}), res->take(DType::f8e4m3, {rows, h}));
-    cast(in->take(DType::f32, {rows, h}), res->take(DType::bf16, {rows, h}));
+    with_streamed_outputs([&] {
+      cast(in->take(DType::f32, {rows, h}), res->take(DType::f8e4m3, {rows, h}));
+      cast(in->take(DType::f32, {rows, h}), res->take(DType::bf16, {rows, h}));
+    });
   });
   param("pass_l2_prefetch_bytes", "rmsnorm, layernorm and a streamed quant-fp8 token, bf16 1024x7168", [=] {
     rmsnorm(in->take(DType::bf16, {rows, h}), wt, res->take(DType::bf16, {rows, h}));
     layernorm(in->take(DType::bf16, {rows, h}), wt, &bias, res->take(DType::bf16, {rows, h}));
-    TuningParams p = tuning().params;
-    p.stream_min_bytes = 64L << 10;  // the quant's L2 look-ahead only runs when its codes stream
-    const ScopedTuning streamed(p);
-    quant_fp8_per_token(in->take(DType::bf16, {rows, h}), res->take(DType::f8e4m3, {rows, h}),
-                        res->take(DType::f32, {rows, h / 128}));
+    with_streamed_outputs([&] {
+      quant_fp8_per_token(in->take(DType::bf16, {rows, h}), res->take(DType::f8e4m3, {rows, h}),
+                          res->take(DType::f32, {rows, h / 128}));
+    });
   });
   // DeepSeek-V3's MLA slice: 64 of each head's 192 values, 128 heads, 256 tokens (12 MiB), in place.
   const Tensor pos = w.add(DType::i32, {256}, 0);
