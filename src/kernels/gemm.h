@@ -167,6 +167,19 @@ struct AmxDecodeSet {
 extern const AmxDecodeSet kAmxDecodeHardware;
 extern const AmxDecodeSet kAmxDecodeModel;
 
+// The AVX2 + FMA level (x86/avx2/gemm_*_avx2.cc): the same panels and tile contract, each tile
+// computed as sub-tiles that fit 16 ymm registers; bf16 and e4m3 are widened to f32 in
+// registers (no bf16 dot product), int8 quads are summed by vpmaddwd on int16 lanes.
+void gemm_tile_f32_avx2(const GemmTile& t);
+void gemm_tile_bf16_avx2(const GemmTile& t);
+void gemm_tile_s8_avx2(const GemmTile& t);
+void pack_a_panel_avx2(const void* const (&rows)[kGemmMR], int64_t steps, uint32_t flip, bool e4m3,
+                       uint32_t* panel);
+void pack_b_panel_nt_avx2(const void* const (&cols)[kGemmNR], int valid_cols, int64_t steps, bool e4m3,
+                          uint32_t* panel);
+void pack_b_panel_nn_avx2(const void* b, int64_t ld, int valid_cols, int64_t kc, bool e4m3, uint16_t* panel);
+void widen_e4m3_avx2(const void* src, uint16_t* dst, int64_t n);
+
 // e4m3 -> bf16 (exact) by AVX512-VBMI byte tables: the amx level's widen_e4m3. Needs only
 // AVX-512 and VBMI, not the tiles (its test runs wherever those two are).
 void widen_e4m3_vbmi(const void* src, uint16_t* dst, int64_t n);

@@ -128,78 +128,91 @@ uint32_t a_slot(const Tensor& a, DType t, int64_t row, int64_t k0, int64_t kc, i
   return v;
 }
 
+// The vector levels whose GEMM has its own packers (avx2, avx512; amx packs A as avx512).
+std::vector<const char*> packer_levels() {
+  std::vector<const char*> levels;
+  if (isa_at_least(Isa::avx2)) levels.push_back("avx2");
+  if (isa_at_least(Isa::avx512)) levels.push_back("avx512");
+  return levels;
+}
+
 TEST(GemmPacking, APanelsMatchTheirLayoutBitForBit) {
   OneThread one_thread;
-  if (!isa_at_least(Isa::avx512)) GTEST_SKIP() << "the A packer is the AVX-512 path's";
-  for (DType t : {DType::f32, DType::bf16, DType::f8e4m3, DType::i8, DType::u8}) {
-    const int64_t k_total = 131;
-    Operand a(t, 40, k_total, 5, 1, 7);  // lda > K, at an odd element offset
-    for (int64_t rows : {1, 4, 8, 11, 12})
-      for (int64_t kc : {1, 2, 3, 4, 5, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127}) {
-        const int64_t k0 = t == DType::f32 ? 3 : 4;
-        const int64_t group = t == DType::f32 ? 1 : t == DType::bf16 || t == DType::f8e4m3 ? 2 : 4;
-        const int64_t steps = (kc + group - 1) / group, first_row = 40 - rows - 3;
-        std::vector<uint32_t> panel(size_t(steps * kGemmMR + 16), 0xCDCDCDCDu);
-        gemm_detail::pack_a_panel(gemm_detail::gemm_kernels(), a.view.data(), a.view.stride(0), t, first_row, rows, k0,
-                                  kc, panel.data());
-        int bad = 0;
-        for (int64_t s = 0; s < steps; ++s)
-          for (int64_t i = 0; i < rows; ++i) {
-            const uint32_t want = a_slot(a.view, t, first_row + i, k0, kc, s), got = panel[size_t(s * kGemmMR + i)];
-            if (got != want && ++bad <= 3)
-              ADD_FAILURE() << dtype_name(t) << " rows=" << rows << " kc=" << kc << " step " << s << " row " << i
-                            << ": " << std::hex << got << " != " << want;
-          }
-        for (size_t j = size_t(steps * kGemmMR); j < panel.size(); ++j)
-          EXPECT_EQ(panel[j], 0xCDCDCDCDu) << dtype_name(t) << " rows=" << rows << " kc=" << kc << ": wrote past the panel";
-      }
+  if (packer_levels().empty()) GTEST_SKIP() << "no vector packer on this CPU";
+  for (const char* level : packer_levels()) {
+    SetIsa isa(level);
+    SCOPED_TRACE(level);
+    for (DType t : {DType::f32, DType::bf16, DType::f8e4m3, DType::i8, DType::u8}) {
+      const int64_t k_total = 131;
+      Operand a(t, 40, k_total, 5, 1, 7);  // lda > K, at an odd element offset
+      for (int64_t rows : {1, 4, 8, 11, 12})
+        for (int64_t kc : {1, 2, 3, 4, 5, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127}) {
+          const int64_t k0 = t == DType::f32 ? 3 : 4;
+          const int64_t group = t == DType::f32 ? 1 : t == DType::bf16 || t == DType::f8e4m3 ? 2 : 4;
+          const int64_t steps = (kc + group - 1) / group, first_row = 40 - rows - 3;
+          std::vector<uint32_t> panel(size_t(steps * kGemmMR + 16), 0xCDCDCDCDu);
+          gemm_detail::pack_a_panel(gemm_detail::gemm_kernels(), a.view.data(), a.view.stride(0), t, first_row, rows, k0,
+                                    kc, panel.data());
+          int bad = 0;
+          for (int64_t s = 0; s < steps; ++s)
+            for (int64_t i = 0; i < rows; ++i) {
+              const uint32_t want = a_slot(a.view, t, first_row + i, k0, kc, s), got = panel[size_t(s * kGemmMR + i)];
+              if (got != want && ++bad <= 3)
+                ADD_FAILURE() << dtype_name(t) << " rows=" << rows << " kc=" << kc << " step " << s << " row " << i
+                              << ": " << std::hex << got << " != " << want;
+            }
+          for (size_t j = size_t(steps * kGemmMR); j < panel.size(); ++j)
+            EXPECT_EQ(panel[j], 0xCDCDCDCDu) << dtype_name(t) << " rows=" << rows << " kc=" << kc << ": wrote past the panel";
+        }
+    }
   }
 }
 
-// pack_b_block on the AVX-512 path against the plain loops (SOL_ISA=scalar): the same bytes,
+// pack_b_block on each vector path against the plain loops (SOL_ISA=scalar): the same bytes,
 // pads and column sums included. Rows are padded and start one element in (misaligned), K
 // runs past the vector packers' requests ahead (1001), and N ends in tails of 1..31 columns.
-TEST(GemmPacking, BPanelsAvx512MatchThePlainLoops) {
+TEST(GemmPacking, BPanelsOfEachVectorPathMatchThePlainLoops) {
   OneThread one_thread;
-  if (!isa_at_least(Isa::avx512)) GTEST_SKIP() << "no AVX-512 packer on this CPU";
-  for (DType t : {DType::f32, DType::bf16, DType::i8, DType::f8e4m3})
-    for (Layout layout : {Layout::nn, Layout::nt})
-      for (int64_t n_total : {1, 7, 16, 17, 31, 33, 63, 65})
-        for (int64_t kc : {1, 2, 3, 4, 5, 7, 15, 16, 17, 31, 33, 47, 49, 64, 65, 130, 1001}) {
-          const int64_t group = t == DType::f32 ? 1 : t == DType::i8 ? 4 : 2, k0 = 4;
-          const int64_t k_total = k0 + kc + 3;
-          const bool nn = layout == Layout::nn;
-          Operand b(t, nn ? k_total : n_total, nn ? n_total : k_total, 3, 1, uint64_t(kc * 131 + n_total));
-          const gemm_detail::PlainB plain{b.view.data(), b.view.stride(0), layout};
-          // Columns [n0, n0 + nc): from 0, or from 32; one whole panel past n_total.
-          for (int64_t n0 : {int64_t(0), int64_t(32)}) {
-            if (n0 >= n_total) continue;
-            const int64_t nc = (n_total - n0 + kGemmNR - 1) / kGemmNR * kGemmNR + kGemmNR;
-            const int64_t panel_elems = (kc + group - 1) / group * group * kGemmNR;
-            const int64_t out_es = t == DType::f8e4m3 ? 2 : int64_t(dtype_size(t));
-            const size_t bytes = size_t(nc / kGemmNR * panel_elems * out_es + 64);
-            std::vector<uint8_t> fast(bytes, 0xCD), slow(bytes, 0xCD);
-            std::vector<int32_t> fast_sum(size_t(nc + 1), 0x5A5A5A5A), slow_sum(size_t(nc + 1), 0x5A5A5A5A);
-            {
-              SetIsa isa("avx512");
-              gemm_detail::pack_b_block(gemm_detail::gemm_kernels(), plain, t, n_total, k0, kc, n0, nc, fast.data(),
-                                        panel_elems, t == DType::i8 ? fast_sum.data() : nullptr);
+  if (packer_levels().empty()) GTEST_SKIP() << "no vector packer on this CPU";
+  for (const char* level : packer_levels())
+    for (DType t : {DType::f32, DType::bf16, DType::i8, DType::f8e4m3})
+      for (Layout layout : {Layout::nn, Layout::nt})
+        for (int64_t n_total : {1, 7, 16, 17, 31, 33, 63, 65})
+          for (int64_t kc : {1, 2, 3, 4, 5, 7, 15, 16, 17, 31, 33, 47, 49, 64, 65, 130, 1001}) {
+            const int64_t group = t == DType::f32 ? 1 : t == DType::i8 ? 4 : 2, k0 = 4;
+            const int64_t k_total = k0 + kc + 3;
+            const bool nn = layout == Layout::nn;
+            Operand b(t, nn ? k_total : n_total, nn ? n_total : k_total, 3, 1, uint64_t(kc * 131 + n_total));
+            const gemm_detail::PlainB plain{b.view.data(), b.view.stride(0), layout};
+            // Columns [n0, n0 + nc): from 0, or from 32; one whole panel past n_total.
+            for (int64_t n0 : {int64_t(0), int64_t(32)}) {
+              if (n0 >= n_total) continue;
+              const int64_t nc = (n_total - n0 + kGemmNR - 1) / kGemmNR * kGemmNR + kGemmNR;
+              const int64_t panel_elems = (kc + group - 1) / group * group * kGemmNR;
+              const int64_t out_es = t == DType::f8e4m3 ? 2 : int64_t(dtype_size(t));
+              const size_t bytes = size_t(nc / kGemmNR * panel_elems * out_es + 64);
+              std::vector<uint8_t> fast(bytes, 0xCD), slow(bytes, 0xCD);
+              std::vector<int32_t> fast_sum(size_t(nc + 1), 0x5A5A5A5A), slow_sum(size_t(nc + 1), 0x5A5A5A5A);
+              {
+                SetIsa isa(level);
+                gemm_detail::pack_b_block(gemm_detail::gemm_kernels(), plain, t, n_total, k0, kc, n0, nc, fast.data(),
+                                          panel_elems, t == DType::i8 ? fast_sum.data() : nullptr);
+              }
+              {
+                SetIsa isa("scalar");
+                gemm_detail::pack_b_block(gemm_detail::gemm_kernels(), plain, t, n_total, k0, kc, n0, nc, slow.data(),
+                                          panel_elems, t == DType::i8 ? slow_sum.data() : nullptr);
+              }
+              const std::string what = std::string(level) + " " + std::string(dtype_name(t)) + (nn ? " nn" : " nt") + " n=" +
+                                       std::to_string(n_total) + " n0=" + std::to_string(n0) +
+                                       " kc=" + std::to_string(kc);
+              const auto diff = std::mismatch(fast.begin(), fast.end(), slow.begin());
+              EXPECT_TRUE(diff.first == fast.end()) << what << ": first differing byte " << (diff.first - fast.begin())
+                                                    << " of " << bytes;
+              EXPECT_TRUE(fast_sum == slow_sum) << what << ": column sums differ";
+              EXPECT_EQ(fast.back(), 0xCD) << what << ": wrote past the panels";
             }
-            {
-              SetIsa isa("scalar");
-              gemm_detail::pack_b_block(gemm_detail::gemm_kernels(), plain, t, n_total, k0, kc, n0, nc, slow.data(),
-                                        panel_elems, t == DType::i8 ? slow_sum.data() : nullptr);
-            }
-            const std::string what = std::string(dtype_name(t)) + (nn ? " nn" : " nt") + " n=" +
-                                     std::to_string(n_total) + " n0=" + std::to_string(n0) +
-                                     " kc=" + std::to_string(kc);
-            const auto diff = std::mismatch(fast.begin(), fast.end(), slow.begin());
-            EXPECT_TRUE(diff.first == fast.end()) << what << ": first differing byte " << (diff.first - fast.begin())
-                                                  << " of " << bytes;
-            EXPECT_TRUE(fast_sum == slow_sum) << what << ": column sums differ";
-            EXPECT_EQ(fast.back(), 0xCD) << what << ": wrote past the panels";
           }
-        }
 }
 
 // ---- whole GEMMs --------------------------------------------------------------------------

@@ -11,6 +11,10 @@ void widen_e4m3_avx512(const void* src, uint16_t* dst, int64_t n) {
 
 constexpr GemmKernels kScalar{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
                                nullptr, nullptr, nullptr, nullptr, nullptr};
+constexpr GemmKernels kAvx2{gemm_tile_f32_avx2,   gemm_tile_bf16_avx2,  gemm_tile_s8_avx2,
+                            pack_a_panel_avx2,    pack_b_panel_nt_avx2, pack_b_panel_nn_avx2,
+                            widen_e4m3_avx2,      nullptr,              nullptr,
+                            nullptr,              nullptr};
 constexpr GemmKernels kAvx512{gemm_tile_f32_avx512,       gemm_tile_bf16_avx512, gemm_tile_s8_avx512,
                               pack_a_panel_avx512,        pack_b_panel_nt_avx512, pack_b_panel_nn_avx512,     
                               widen_e4m3_avx512,          nullptr,               &kAmxModel,
@@ -20,6 +24,7 @@ constexpr GemmKernels kAmx{gemm_tile_f32_avx512,       gemm_tile_bf16_avx512, ge
                            widen_e4m3_vbmi,            &kAmxHardware,         &kAmxModel,
                            &kAmxDecodeHardware,        &kAmxDecodeModel};
 constexpr KernelEntry<GemmKernels> kTable[] = {{Backend::cpu, Isa::scalar, &kScalar},
+                                               {Backend::cpu, Isa::avx2, &kAvx2},
                                                {Backend::cpu, Isa::avx512, &kAvx512},
                                                {Backend::cpu, Isa::amx, &kAmx}};
 

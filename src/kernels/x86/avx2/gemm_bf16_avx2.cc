@@ -1,0 +1,123 @@
+// bf16 GEMM micro-kernel for AVX2 + FMA. AVX2 has no bf16 dot product, so each (k, k+1) pair
+// is widened in registers (a bf16 is the top half of its f32: even element by a shift, odd by
+// a mask) and multiplied as f32: two FMAs per pair, even then odd, into one accumulator.
+// Sub-tiles of 4 rows x 16 columns: 8 accumulators, 4 widened B vectors, 2 widened A values.
+#include "kernels/convert.h"
+#include "kernels/x86/avx2/gemm_tile_avx2.h"
+
+namespace sol::kernels {
+namespace {
+
+constexpr int kRowsBf16 = 4;
+
+// acc[i][*] += the products of K steps [0, steps) of rows i0.. and columns col0..col0+15.
+// a: the tile's A panel at the first step, b: a bf16 B panel at the first step.
+template <int R>
+[[gnu::always_inline]] inline void sum_steps(__m256 (&acc)[R][2], const uint32_t* a, const uint32_t* b, int64_t steps,
+                                             int64_t ahead, SideWalk& side) {
+  const __m256i odd = _mm256_set1_epi32(int(0xFFFF0000u));
+  const auto even_f32 = [](__m256i w) { return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)); };
+  const auto odd_f32 = [&](__m256i w) { return _mm256_castsi256_ps(_mm256_and_si256(w, odd)); };
+  for (int64_t p = 0; p < steps; ++p) {
+    side.step();
+    if (ahead) prefetch_b_step(b, ahead);
+    const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 8));
+    const __m256 b0e = even_f32(w0), b0o = odd_f32(w0), b1e = even_f32(w1), b1o = odd_f32(w1);
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+      const __m256i ai = _mm256_set1_epi32(int(a[i]));
+      const __m256 ae = even_f32(ai), ao = odd_f32(ai);
+      acc[i][0] = _mm256_fmadd_ps(ao, b0o, _mm256_fmadd_ps(ae, b0e, acc[i][0]));
+      acc[i][1] = _mm256_fmadd_ps(ao, b1o, _mm256_fmadd_ps(ae, b1e, acc[i][1]));
+    }
+    a += kGemmMR;
+    b += kGemmNR;
+  }
+}
+
+template <int R>
+struct SubBf16 {
+  static void run(const GemmTile& t, int i0, int col0, bool lead) {
+    __m256 acc[R][2];
+    for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    request_rows<R>(t, i0, col0);
+    SideWalk side(t, lead);
+    // The lead sub-tile (col0 = 0) requests both lines of each step; the others read what it
+    // brought in.
+    sum_steps<R>(acc, static_cast<const uint32_t*>(t.a) + i0, static_cast<const uint32_t*>(t.b) + col0, t.k_steps,
+                 lead ? t.prefetch_b : 0, side);
+    finish_sub<R>(acc, t, i0, col0);
+  }
+};
+
+// fp8 block scales: every 128-wide K group (64 steps) is summed from zero per sub-tile, scaled
+// per row and added into the tile's running totals (an L1 array), as the AVX-512 kernel does.
+// A packed fp8 B (t.b_fp8) is widened a group at a time into a bf16 buffer (and, with
+// t.b_widened, also kept there for a second tile over the same columns).
+template <int R>
+struct SubBf16Group {
+  // totals[i][c] of rows i0.., columns col0..: += sums of this group * scale(row, g).
+  static void run(const GemmTile& t, int i0, int col0, const uint32_t* a, const uint32_t* b, int64_t g,
+                  float (*totals)[kGemmNR], SideWalk& side) {
+    __m256 acc[R][2];
+    for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    sum_steps<R>(acc, a + i0, b + col0, kScaleGroupSteps, 0, side);
+    for (int i = 0; i < R; ++i) {
+      const int row = i0 + i;
+      const __m256 s = _mm256_set1_ps((t.sa ? t.sa[row * t.lds_a + g] : 1.0f) * t.sb[g]);
+      for (int h = 0; h < 2; ++h) {
+        float* total = &totals[row][col0 + 8 * h];
+        const __m256 v = g == 0 ? _mm256_mul_ps(acc[i][h], s) : _mm256_fmadd_ps(acc[i][h], s, _mm256_loadu_ps(total));
+        _mm256_storeu_ps(total, v);
+      }
+    }
+  }
+};
+
+template <int... Rs>
+void run_scaled(const GemmTile& t, std::integer_sequence<int, Rs...>) {
+  using Fn = void (*)(const GemmTile&, int, int, const uint32_t*, const uint32_t*, int64_t, float (*)[kGemmNR],
+                      SideWalk&);
+  static constexpr Fn table[] = {&SubBf16Group<Rs + 1>::run...};
+  alignas(32) float totals[kGemmMR][kGemmNR] = {};
+  alignas(32) uint16_t widened[kScaleGroupSteps * kGemmNR * 2];
+  const int64_t groups = t.k_steps / kScaleGroupSteps;
+  SideWalk side(t, true);
+  SideWalk none(t, false);
+  for (int64_t g = 0; g < groups; ++g) {
+    const uint32_t* a = static_cast<const uint32_t*>(t.a) + g * kScaleGroupSteps * kGemmMR;
+    const uint32_t* b;
+    if (t.b_fp8) {
+      // 64 steps of 32 columns x 2 e4m3 bytes, in the bf16 pair order.
+      constexpr int64_t kGroupBytes = kScaleGroupSteps * kGemmNR * 2;
+      const uint8_t* src = static_cast<const uint8_t*>(t.b) + g * kGroupBytes;
+      uint16_t* dst = t.b_widened ? static_cast<uint16_t*>(t.b_widened) + g * kGroupBytes : widened;
+      convert_avx2(src, DType::f8e4m3, dst, DType::bf16, kGroupBytes, false, 0);
+      b = reinterpret_cast<const uint32_t*>(dst);
+    } else {
+      b = static_cast<const uint32_t*>(t.b) + g * kScaleGroupSteps * kGemmNR;
+    }
+    bool lead = true;
+    for (int col0 = 0; col0 < t.n; col0 += kHalfCols)
+      for (int i0 = 0; i0 < t.m; i0 += kRowsBf16) {
+        const int rows = t.m - i0 < kRowsBf16 ? t.m - i0 : kRowsBf16;
+        table[rows - 1](t, i0, col0, a, b, g, totals, lead ? side : none);
+        lead = false;
+      }
+  }
+  for (int i = 0; i < t.m; ++i) {
+    if (!t.first) _mm_prefetch(reinterpret_cast<const char*>(t.partial + i * t.ldp), _MM_HINT_T0);
+    for (int v = 0; v < kGemmNR / 8; ++v)
+      finish8(_mm256_load_ps(&totals[i][8 * v]), i, 8 * v, vector_cols(t.n, v), t);
+  }
+}
+
+}  // namespace
+
+void gemm_tile_bf16_avx2(const GemmTile& t) {
+  if (t.sb) run_scaled(t, std::make_integer_sequence<int, kRowsBf16>{});
+  else run_subtiles<SubBf16, kRowsBf16>(t, std::make_integer_sequence<int, kRowsBf16>{});
+}
+
+}  // namespace sol::kernels
