@@ -4,7 +4,9 @@
 
 #include "compiler/jit/jit.h"
 #include "compiler/runtime/sol_tile_runtime.h"
+#include "hw/kernel_select.h"
 #include "kernels/gemm.h"
+#include "sol/error.h"
 
 namespace sol::tile {
 
@@ -38,24 +40,40 @@ SOL_SAME_FIELD(side_l2);
 static_assert(sizeof(K) == sizeof(R));
 static_assert(sol_rt::kPanelRows == kernels::kGemmMR && sol_rt::kPanelCols == kernels::kGemmNR);
 
-// Generated code calls the AVX-512 tile kernels (it is built for the host with AVX-512): the
-// GEMM table's entry for that level, looked up once.
-const kernels::GemmKernels& avx512_tiles() {
-  static const kernels::GemmKernels& k = *best_entry(kernels::gemm_kernel_table(), Backend::cpu, Isa::avx512)->set;
+// Generated code calls the GEMM tile kernels of the ISA level in force at launch (its own code
+// is built for the host CPU, -march=native, so any level the CPU runs is fine for it). One
+// Runtime per level; each wrapper looks its level's set up once.
+template <Isa L>
+const kernels::GemmKernels& tiles() {
+  static const kernels::GemmKernels& k = *best_entry(kernels::gemm_kernel_table(), Backend::cpu, L)->set;
   return k;
 }
-void call_f32(const R& t) { avx512_tiles().tile_f32(reinterpret_cast<const K&>(t)); }
-void call_bf16(const R& t) { avx512_tiles().tile_bf16(reinterpret_cast<const K&>(t)); }
-}  // namespace
-
-const sol_rt::Runtime& runtime_table() {
+template <Isa L>
+void call_f32(const R& t) { tiles<L>().tile_f32(reinterpret_cast<const K&>(t)); }
+template <Isa L>
+void call_bf16(const R& t) { tiles<L>().tile_bf16(reinterpret_cast<const K&>(t)); }
+template <Isa L>
+const sol_rt::Runtime& runtime_of() {
   static const sol_rt::Runtime rt = [] {
     sol_rt::Runtime r;
-    r.gemm_tile_f32 = call_f32;
-    r.gemm_tile_bf16 = call_bf16;
+    r.gemm_tile_f32 = call_f32<L>;
+    r.gemm_tile_bf16 = call_bf16<L>;
     return r;
   }();
   return rt;
+}
+}  // namespace
+
+const sol_rt::Runtime& runtime_table() {
+  const kernels::GemmKernels& k = select_kernels(kernels::gemm_kernel_table(), "tile kernel");
+  const Isa level = active_isa();
+  check(k.tile_f32 && k.tile_bf16, "tile kernel", "generated kernels call the GEMM tile kernels, which need the ",
+        "avx2 level or above; the level in force is ", isa_name(level));
+  switch (level) {
+    case Isa::avx2: return runtime_of<Isa::avx2>();
+    case Isa::avx512: return runtime_of<Isa::avx512>();
+    default: return runtime_of<Isa::amx>();
+  }
 }
 
 }  // namespace sol::tile
