@@ -118,7 +118,10 @@ void quant_fp8_per_token_cpu(const Tensor& x, const Tensor& q, const Tensor& sca
         float amax = canonical_amax(k.abs_max(xg, x.dtype(), opt.group));
         float s = fp8_scale_from_amax(amax, opt.scale);
         sr[g * scales.stride(1)] = s;
-        k.scale_to_f32(xg, x.dtype(), fp8_multiplier(amax, s, opt.scale), scaled.data() + g * opt.group, opt.group);
+        // A NaN group is all 0x7F, as the fused kernels write it: x * NaN would keep a NaN
+        // element's own sign (0xFF).
+        if (std::isnan(amax)) std::fill_n(scaled.data() + g * opt.group, opt.group, __builtin_nanf(""));
+        else k.scale_to_f32(xg, x.dtype(), fp8_multiplier(amax, s, opt.scale), scaled.data() + g * opt.group, opt.group);
       }
       k.from_f32(scaled.data(), row_at(q, r), DType::f8e4m3, cols);
     }
