@@ -1,7 +1,8 @@
 #pragma once
 // The f32 exponential and sigmoid of Sol's AVX-512 kernels (exp16 in
 // src/kernels/x86/avx512/vec16_avx512.h, sigmoid16 in sigmoid16_avx512.h), written once for
-// device code and the host, so the device scores routing with the same bits as the CPU path.
+// device code and the host, so the device scores routing with the same bits as the CPU path
+// (the scalar CPU sigmoid, kernels/x86/sigmoid_scalar.cc, is this one too).
 // Each step is one IEEE operation, rounded once, as the vector instruction it mirrors:
 //   n = rint(x * log2(e)) (product rounded first, as vmulps then vrndscaleps), r = x - n ln2 in
 //   two FMAs (Cody-Waite), a degree-6 polynomial in FMAs, then p * 2^n (vscalefps: exact, one
