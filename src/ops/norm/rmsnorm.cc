@@ -268,6 +268,11 @@ void layernorm(const Tensor& x, const Tensor& weight, const Tensor* bias, const 
   require_in_place_or_no_overlap(op, "x", x, "y", y);
   require_no_overlap(op, "weight", weight, "y", y);
   if (bias) require_no_overlap(op, "bias", *bias, "y", y);
+  // CPU only: a device tensor is named here, before a worker thread could meet it.
+  require_data(op, "x", x);
+  require_data(op, "weight", weight);
+  if (bias) require_data(op, "bias", *bias);
+  require_data(op, "y", y);
   const int64_t rows = x.shape(0), h = x.shape(1);
   const kernels::NormKernels& k = norm_kernels();
   const TuningParams& tp = tuning().params;  // read once per call
