@@ -98,6 +98,10 @@ void attn_gemm_tile_bf16_scalar(const AttnGemmTile& t);
 void attn_softmax_rows_scalar(const AttnSoftmaxRows& r);
 void attn_grad_rows_scalar(const AttnGradRows& r);
 
+// The scalar tiles' bits, eight columns a vector (x86/avx2/attention_avx2.cc).
+void attn_gemm_tile_f32_avx2(const AttnGemmTile& t);
+void attn_gemm_tile_bf16_avx2(const AttnGemmTile& t);
+
 void attn_gemm_tile_f32_avx512(const AttnGemmTile& t);
 void attn_gemm_tile_bf16_avx512(const AttnGemmTile& t);
 void attn_softmax_rows_avx512(const AttnSoftmaxRows& r);

@@ -114,8 +114,10 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
     EXPECT_EQ(!!k.gather_rows, vec(l));
   });
   check_table(kernels::attention_kernel_table(), "attention", [](const kernels::AttentionKernels& k, Isa l) {
-    EXPECT_EQ(k.gemm_f32, vec(l) ? kernels::attn_gemm_tile_f32_avx512 : kernels::attn_gemm_tile_f32_scalar);
-    EXPECT_EQ(k.gemm_bf16, vec(l) ? kernels::attn_gemm_tile_bf16_avx512 : kernels::attn_gemm_tile_bf16_scalar);
+    EXPECT_EQ(k.gemm_f32, vec(l) ? kernels::attn_gemm_tile_f32_avx512
+                          : l == Isa::avx2 ? kernels::attn_gemm_tile_f32_avx2 : kernels::attn_gemm_tile_f32_scalar);
+    EXPECT_EQ(k.gemm_bf16, vec(l) ? kernels::attn_gemm_tile_bf16_avx512
+                           : l == Isa::avx2 ? kernels::attn_gemm_tile_bf16_avx2 : kernels::attn_gemm_tile_bf16_scalar);
     EXPECT_EQ(k.store_rows, vec(l) ? kernels::attn_store_rows_avx512 : kernels::attn_store_rows_scalar);
     EXPECT_EQ(!!k.pack_transposed && !!k.pack_interleaved, vec(l));
   });
@@ -125,9 +127,20 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
     EXPECT_EQ(k.finish, vec(l) ? kernels::mla_finish_avx512 : kernels::mla_finish_scalar);
   });
   check_table(kernels::gemm_kernel_table(), "gemm", [](const kernels::GemmKernels& k, Isa l) {
+    // The blocked kernels from avx2 up (their own at avx2), the AMX model from avx512 up.
     for (bool present : {!!k.tile_f32, !!k.tile_bf16, !!k.tile_s8, !!k.pack_a_panel, !!k.pack_b_panel_nt,
-                         !!k.pack_b_panel_nn, !!k.widen_e4m3, !!k.amx_model})
-      EXPECT_EQ(present, vec(l));
+                         !!k.pack_b_panel_nn, !!k.widen_e4m3})
+      EXPECT_EQ(present, l >= Isa::avx2);
+    if (l == Isa::avx2) {
+      EXPECT_EQ(k.tile_f32, kernels::gemm_tile_f32_avx2);
+      EXPECT_EQ(k.tile_bf16, kernels::gemm_tile_bf16_avx2);
+      EXPECT_EQ(k.tile_s8, kernels::gemm_tile_s8_avx2);
+      EXPECT_EQ(k.pack_a_panel, kernels::pack_a_panel_avx2);
+    }
+    if (vec(l)) {
+      EXPECT_EQ(k.tile_f32, kernels::gemm_tile_f32_avx512);
+    }
+    EXPECT_EQ(!!k.amx_model, vec(l));
     EXPECT_EQ(k.amx, l >= Isa::amx ? &kernels::kAmxHardware : nullptr);
     if (l >= Isa::amx) {
       EXPECT_EQ(k.widen_e4m3, kernels::widen_e4m3_vbmi);

@@ -9,10 +9,14 @@ namespace {
 constexpr AttentionKernels kScalar{attn_gemm_tile_f32_scalar, attn_gemm_tile_bf16_scalar, attn_softmax_rows_scalar,
                                    attn_grad_rows_scalar,     attn_store_rows_scalar,     nullptr,
                                    nullptr};
+constexpr AttentionKernels kAvx2{attn_gemm_tile_f32_avx2, attn_gemm_tile_bf16_avx2, attn_softmax_rows_scalar,
+                                 attn_grad_rows_scalar,   attn_store_rows_scalar,   nullptr,
+                                 nullptr};
 constexpr AttentionKernels kAvx512{attn_gemm_tile_f32_avx512, attn_gemm_tile_bf16_avx512, attn_softmax_rows_avx512,
                                    attn_grad_rows_avx512,     attn_store_rows_avx512,     attn_pack_transposed_avx512,
                                    attn_pack_interleaved_avx512};
 constexpr KernelEntry<AttentionKernels> kTable[] = {{Backend::cpu, Isa::scalar, &kScalar},
+                                                    {Backend::cpu, Isa::avx2, &kAvx2},
                                                     {Backend::cpu, Isa::avx512, &kAvx512}};
 
 constexpr MlaKernels kMlaScalar{mla_chunk_scalar, mla_merge_scalar, mla_finish_scalar};

@@ -1,4 +1,4 @@
-// The scalar path (SOL_ISA=scalar, and avx2, which has no GEMM kernel of its own): one sum per
+// The scalar path (SOL_ISA=scalar): one sum per
 // element in K order, then the epilogue. Slow and plainly right; rows split over threads.
 // Floats sum in f32 (fp8: per 128-wide group, then scaled and added, as the kernels do);
 // integers sum exactly in int64 and wrap to int32 as the kernels' modular sums do.
