@@ -47,6 +47,34 @@ def deepseek_v3(dtype=torch.float32, **config):
     return model.to(dtype)
 
 
+def routing_ties(model, tol=1e-2):
+    """Hooks on every MoE router of model (the f32 reference): each forward call appends a bool
+    [T] marking the tokens whose top-k choice is a near tie (a group or an expert within tol of
+    the first one left out). bf16 rounding of a router's input moves its scores by a few 1e-3, so
+    at a near tie bf16 may route to another expert than f32, HF's own bf16 forward as well as
+    Sol's: a discrete change of that token's output, not an error of the kernels."""
+    ties = []
+
+    def hook(gate, args):
+        x = args[0].reshape(-1, gate.hidden_dim).float()
+        choice = torch.sigmoid(x @ gate.weight.float().t()) + gate.e_score_correction_bias.float()
+        groups = choice.view(x.shape[0], gate.num_group, -1)
+        group_scores = groups.topk(2, dim=-1)[0].sum(-1).sort(-1, descending=True)[0]
+        group_gap = (group_scores[:, gate.topk_group - 1] - group_scores[:, gate.topk_group]
+                     if gate.topk_group < gate.num_group else torch.full_like(group_scores[:, 0], float("inf")))
+        kept = torch.zeros_like(groups[..., 0], dtype=torch.bool)
+        kept.scatter_(1, groups.topk(2, dim=-1)[0].sum(-1).topk(gate.topk_group, dim=-1)[1], True)
+        allowed = choice.masked_fill(~kept.repeat_interleave(groups.shape[-1], 1), float("-inf"))
+        top = allowed.sort(-1, descending=True)[0]
+        expert_gap = top[:, gate.top_k - 1] - top[:, gate.top_k]
+        ties.append(torch.minimum(group_gap, expert_gap) < tol)
+
+    for m in model.modules():
+        if type(m).__name__ == "DeepseekV3TopkRouter":
+            m.register_forward_pre_hook(hook)
+    return ties
+
+
 def test_deepseek_v3_patch_swaps_every_kernel_module():
     model = st.patch(deepseek_v3())
     names = {type(m).__name__ for m in model.modules()}
@@ -73,11 +101,18 @@ def test_deepseek_v3_logits_bf16():
     model = deepseek_v3(torch.bfloat16)
     model32 = copy.deepcopy(model).float()  # the same bf16-rounded weights, computed in f32
     ids = torch.randint(0, 256, (2, 23), generator=torch.Generator().manual_seed(2))
+    ties = routing_ties(model32)
     with torch.no_grad():
         exact = model32(ids).logits
         hf = model(ids).logits
         got = st.patch(model)(ids).logits
     assert got.dtype == torch.bfloat16
+    # Tokens routed at a near tie by the f32 model may take another expert in bf16 (HF's or
+    # Sol's, by the luck of their rounding): left out. (The MoE layer here is the last one, so
+    # a token's routing changes no other token's logits.)
+    keep = ~torch.stack(ties).any(0).view(ids.shape)
+    assert keep.float().mean() > 0.75
+    exact, hf, got = exact[keep], hf[keep], got[keep]
     # Both round to bf16 at different points (Sol keeps GEMM sums and norms in f32 longer):
     # each within bf16 error of the f32 model, and of each other.
     err_sol, err_hf = rel(got, exact), rel(hf, exact)
@@ -157,15 +192,23 @@ def test_deepseek_v3_absorbed_decode_steps_match_hf():
     assert rel(got[:, 1:], ref[:, 1:]) < 1e-5 and rel(got[:, 0], ref[:, 0]) < 1e-5
     model = deepseek_v3(torch.bfloat16)
     model32 = copy.deepcopy(model).float()
+    ties = routing_ties(model32)
     with torch.no_grad():
         exact = decode_logits(model32, prompt, 6)
         hf = decode_logits(model, prompt, 6)
         got = decode_logits(st.patch(model), prompt, 6)
-    # Greedy paths can part in bf16; compare the steps while both still chose the f32 model's tokens.
-    same = int((hf.argmax(-1) == exact.argmax(-1)).all(0).logical_and((got.argmax(-1) == exact.argmax(-1)).all(0))
-               .long().cumprod(0).sum())
-    assert same >= 3
-    err_sol, err_hf = rel(got[:, :same], exact[:, :same]), rel(hf[:, :same], exact[:, :same])
+    # Compared: the steps whose tokens so far were the f32 model's in all three (greedy paths can
+    # part in bf16), less those whose logits the f32 model routed at a near tie (routing_ties:
+    # bf16 may take another expert there, HF's or Sol's). The MoE layer here is the last one:
+    # only the routing of the position whose logits are read matters (a step's cached rows come
+    # before any routing).
+    b = prompt.shape[0]
+    tied = torch.stack([t.view(b, -1)[:, -1] for t in ties], 1)
+    chose = (hf.argmax(-1) == exact.argmax(-1)) & (got.argmax(-1) == exact.argmax(-1))
+    fed_same = torch.cat([torch.ones(b, 1, dtype=torch.long), chose.long().cumprod(1)[:, :-1]], 1).bool()
+    keep = fed_same & ~tied
+    assert keep.sum() >= 3 * b, (tied, chose)
+    err_sol, err_hf = rel(got[keep], exact[keep]), rel(hf[keep], exact[keep])
     # Last-token logits of a random-weight model in bf16 are far from f32 for HF too (7% here):
     # the bound is relative to HF's own error, as for the prefill logits.
     assert err_sol < 2 * err_hf + 1e-3, (err_sol, err_hf)
