@@ -13,7 +13,7 @@ constexpr int kRowsBf16 = 4;
 // acc[i][*] += the products of K steps [0, steps) of rows i0.. and columns col0..col0+15.
 // a: the tile's A panel at the first step, b: a bf16 B panel at the first step.
 template <int R>
-[[gnu::always_inline]] inline void sum_steps(__m256 (&acc)[R][2], const uint32_t* a, const uint32_t* b, int64_t steps,
+[[gnu::always_inline]] inline void sum_steps(AccF32 (&acc)[R][2], const uint32_t* a, const uint32_t* b, int64_t steps,
                                              int64_t ahead, SideWalk& side) {
   const __m256i odd = _mm256_set1_epi32(int(0xFFFF0000u));
   const auto even_f32 = [](__m256i w) { return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)); };
@@ -28,8 +28,8 @@ template <int R>
     for (int i = 0; i < R; ++i) {
       const __m256i ai = _mm256_set1_epi32(int(a[i]));
       const __m256 ae = even_f32(ai), ao = odd_f32(ai);
-      acc[i][0] = _mm256_fmadd_ps(ao, b0o, _mm256_fmadd_ps(ae, b0e, acc[i][0]));
-      acc[i][1] = _mm256_fmadd_ps(ao, b1o, _mm256_fmadd_ps(ae, b1e, acc[i][1]));
+      acc[i][0] = AccF32(_mm256_fmadd_ps(ao, b0o, _mm256_fmadd_ps(ae, b0e, __m256(acc[i][0]))));
+      acc[i][1] = AccF32(_mm256_fmadd_ps(ao, b1o, _mm256_fmadd_ps(ae, b1e, __m256(acc[i][1]))));
     }
     a += kGemmMR;
     b += kGemmNR;
@@ -38,16 +38,19 @@ template <int R>
 
 template <int R>
 struct SubBf16 {
-  static void run(const GemmTile& t, int i0, int col0, bool lead) {
-    __m256 acc[R][2];
-    for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-    request_rows<R>(t, i0, col0);
-    SideWalk side(t, lead);
+  static void run(const GemmTile& t, int i0, int col0, bool lead, const Chunk& c, SideWalk& side) {
+    AccF32 acc[R][2];
+    load_sums<R>(acc, c, i0, col0);
+    if (c.last) request_rows<R>(t, i0, col0);
+    SideWalk walk = lead ? side : SideWalk(t, false);  // local: see gemm_f32_avx2.cc
     // The lead sub-tile (col0 = 0) requests both lines of each step; the others read what it
     // brought in.
-    sum_steps<R>(acc, static_cast<const uint32_t*>(t.a) + i0, static_cast<const uint32_t*>(t.b) + col0, t.k_steps,
-                 lead ? t.prefetch_b : 0, side);
-    finish_sub<R>(acc, t, i0, col0);
+    sum_steps<R>(acc, static_cast<const uint32_t*>(t.a) + c.k0 * kGemmMR + i0,
+                 static_cast<const uint32_t*>(t.b) + c.k0 * kGemmNR + col0, c.k1 - c.k0, lead ? t.prefetch_b : 0,
+                 walk);
+    if (lead) side = walk;
+    if (c.last) finish_sub<R>(acc, t, i0, col0);
+    else store_sums<R>(acc, c, i0, col0);
   }
 };
 
@@ -60,15 +63,18 @@ struct SubBf16Group {
   // totals[i][c] of rows i0.., columns col0..: += sums of this group * scale(row, g).
   static void run(const GemmTile& t, int i0, int col0, const uint32_t* a, const uint32_t* b, int64_t g,
                   float (*totals)[kGemmNR], SideWalk& side) {
-    __m256 acc[R][2];
-    for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    AccF32 acc[R][2];
+#pragma GCC unroll 6
+    for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = AccF32(_mm256_setzero_ps());
     sum_steps<R>(acc, a + i0, b + col0, kScaleGroupSteps, 0, side);
+#pragma GCC unroll 6
     for (int i = 0; i < R; ++i) {
       const int row = i0 + i;
       const __m256 s = _mm256_set1_ps((t.sa ? t.sa[row * t.lds_a + g] : 1.0f) * t.sb[g]);
+#pragma GCC unroll 6
       for (int h = 0; h < 2; ++h) {
         float* total = &totals[row][col0 + 8 * h];
-        const __m256 v = g == 0 ? _mm256_mul_ps(acc[i][h], s) : _mm256_fmadd_ps(acc[i][h], s, _mm256_loadu_ps(total));
+        const __m256 v = g == 0 ? _mm256_mul_ps(__m256(acc[i][h]), s) : _mm256_fmadd_ps(__m256(acc[i][h]), s, _mm256_loadu_ps(total));
         _mm256_storeu_ps(total, v);
       }
     }

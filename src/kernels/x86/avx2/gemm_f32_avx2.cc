@@ -10,28 +10,32 @@ constexpr int kRowsF32 = 6;
 
 template <int R>
 struct SubF32 {
-  static void run(const GemmTile& t, int i0, int col0, bool lead) {
-    __m256 acc[R][2];
-    for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-    request_rows<R>(t, i0, col0);
-    const float* a = static_cast<const float*>(t.a) + i0;
-    const float* b = static_cast<const float*>(t.b) + col0;
+  static void run(const GemmTile& t, int i0, int col0, bool lead, const Chunk& c, SideWalk& side) {
+    AccF32 acc[R][2];
+    load_sums<R>(acc, c, i0, col0);
+    if (c.last) request_rows<R>(t, i0, col0);
+    const float* a = static_cast<const float*>(t.a) + c.k0 * kGemmMR + i0;
+    const float* b = static_cast<const float*>(t.b) + c.k0 * kGemmNR + col0;
     const int64_t ahead = lead ? t.prefetch_b : 0;
-    SideWalk side(t, lead);
-    for (int64_t p = 0; p < t.k_steps; ++p) {
+    // A local copy: stepping the caller's walk through a reference made GCC keep the
+    // accumulators in memory (a store per FMA).
+    SideWalk walk = lead ? side : SideWalk(t, false);
+    for (int64_t p = c.k0; p < c.k1; ++p) {
       prefetch_b_step(b, ahead);  // lead: col0 = 0, the step's start
-      side.step();
+      walk.step();
       const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
 #pragma GCC unroll 6
       for (int i = 0; i < R; ++i) {
         const __m256 ai = _mm256_broadcast_ss(a + i);
-        acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
-        acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+        acc[i][0] = AccF32(_mm256_fmadd_ps(ai, b0, __m256(acc[i][0])));
+        acc[i][1] = AccF32(_mm256_fmadd_ps(ai, b1, __m256(acc[i][1])));
       }
       a += kGemmMR;
       b += kGemmNR;
     }
-    finish_sub<R>(acc, t, i0, col0);
+    if (lead) side = walk;
+    if (c.last) finish_sub<R>(acc, t, i0, col0);
+    else store_sums<R>(acc, c, i0, col0);
   }
 };
 

@@ -19,6 +19,10 @@ namespace {
 
 constexpr int kHalfCols = 16;  // a sub-tile's columns: two ymm of f32 or int32
 
+// Accumulators as a plain vector type: __m256 is declared may_alias, and GCC 12 then stores an
+// array of them to the stack after every FMA (the AVX-512 int8 kernel met the same).
+typedef float AccF32 __attribute__((vector_size(32)));
+
 // Lane mask of the first `valid` (0..8) 32-bit lanes, for vmaskmov.
 inline __m256i lane_mask(int valid) {
   const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -139,12 +143,12 @@ template <int R>
 
 // A sub-tile's R x 16 f32 sums (rows i0.., columns col0..col0+15) after its K block.
 template <int R>
-[[gnu::always_inline]] inline void finish_sub(__m256 (&acc)[R][2], const GemmTile& t, int i0, int col0) {
+[[gnu::always_inline]] inline void finish_sub(AccF32 (&acc)[R][2], const GemmTile& t, int i0, int col0) {
   const int v0 = vector_cols(t.n, col0 / 8), v1 = vector_cols(t.n, col0 / 8 + 1);
 #pragma GCC unroll 6
   for (int i = 0; i < R; ++i) {
-    finish8(acc[i][0], i0 + i, col0, v0, t);
-    finish8(acc[i][1], i0 + i, col0 + 8, v1, t);
+    finish8(__m256(acc[i][0]), i0 + i, col0, v0, t);
+    finish8(__m256(acc[i][1]), i0 + i, col0 + 8, v1, t);
   }
 }
 
@@ -210,20 +214,60 @@ class SideWalk {
   _mm_prefetch(p + 64, _MM_HINT_T0);
 }
 
-// Runs Sub<R>::run(t, i0, col0, lead) over the tile's sub-tiles: row blocks of up to kRows (the
-// last one shorter), column halves that hold a valid column. The lead (first) sub-tile is the
-// one that may read B from memory: it alone requests B ahead and walks the side stream.
+// K is walked in chunks of kChunkSteps, and every sub-tile of the tile runs each chunk before
+// the next: the chunk's panels (f32: 16 KiB of B and 6 KiB of A) are then read from L1 by all
+// sub-tiles, where whole-K sub-tiles streamed a long KC's panels from L2 once per sub-tile. The
+// sums rest in an L1 array between chunks; each element still sums its K in order.
+constexpr int64_t kChunkSteps = 128;
+
+// Where a sub-tile's chunk starts and ends, and the tile's sums between chunks (f32, or int32
+// for the int8 tiles, row stride kGemmNR).
+struct Chunk {
+  int64_t k0 = 0, k1 = 0;
+  bool first = true, last = true;
+  void* sums = nullptr;
+};
+
+// Runs Sub<R>::run(t, i0, col0, lead, chunk, side) over the tile's sub-tiles, chunk by chunk:
+// row blocks of up to kRows (the last one shorter), column halves that hold a valid column. The
+// lead (first) sub-tile of each chunk is the one that may read B from memory: it alone requests
+// B ahead and walks the side stream.
 template <template <int> class Sub, int kRows, int... Rs>
 void run_subtiles(const GemmTile& t, std::integer_sequence<int, Rs...>) {
-  using Fn = void (*)(const GemmTile&, int, int, bool);
+  using Fn = void (*)(const GemmTile&, int, int, bool, const Chunk&, SideWalk&);
   static constexpr Fn table[] = {&Sub<Rs + 1>::run...};
-  bool lead = true;
-  for (int col0 = 0; col0 < t.n; col0 += kHalfCols)
-    for (int i0 = 0; i0 < t.m; i0 += kRows) {
-      const int rows = t.m - i0 < kRows ? t.m - i0 : kRows;
-      table[rows - 1](t, i0, col0, lead);
-      lead = false;
-    }
+  alignas(32) float sums[kGemmMR][kGemmNR];
+  SideWalk side(t, true);
+  for (int64_t k0 = 0; k0 == 0 || k0 < t.k_steps; k0 += kChunkSteps) {
+    const int64_t k1 = t.k_steps - k0 < kChunkSteps ? t.k_steps : k0 + kChunkSteps;
+    const Chunk chunk{k0, k1, k0 == 0, k1 >= t.k_steps, sums};
+    bool lead = true;
+    for (int col0 = 0; col0 < t.n; col0 += kHalfCols)
+      for (int i0 = 0; i0 < t.m; i0 += kRows) {
+        const int rows = t.m - i0 < kRows ? t.m - i0 : kRows;
+        table[rows - 1](t, i0, col0, lead, chunk, side);
+        lead = false;
+      }
+  }
+}
+
+// A sub-tile's f32 sums in and out of the chunk array.
+template <int R>
+[[gnu::always_inline]] inline void load_sums(AccF32 (&acc)[R][2], const Chunk& c, int i0, int col0) {
+  const float* sums = static_cast<const float*>(c.sums);
+#pragma GCC unroll 6
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 6
+    for (int h = 0; h < 2; ++h)
+      acc[i][h] = AccF32(c.first ? _mm256_setzero_ps() : _mm256_load_ps(sums + (i0 + i) * kGemmNR + col0 + 8 * h));
+}
+template <int R>
+[[gnu::always_inline]] inline void store_sums(const AccF32 (&acc)[R][2], const Chunk& c, int i0, int col0) {
+  float* sums = static_cast<float*>(c.sums);
+#pragma GCC unroll 6
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 6
+    for (int h = 0; h < 2; ++h) _mm256_store_ps(sums + (i0 + i) * kGemmNR + col0 + 8 * h, __m256(acc[i][h]));
 }
 
 }  // namespace
