@@ -46,7 +46,7 @@ bool enable_amx();
 // One measurable ceiling. Compute units are in FLOP/s (int8: OP/s), memory levels in B/s
 // (copy counts bytes read + bytes written), the clock in Hz.
 enum class Unit {
-  fma_f32,    // AVX-512 FMA, fp32
+  fma_f32,    // fp32 FMA on the widest vectors the CPU has (AVX-512, else AVX2)
   dot_bf16,   // AVX512-BF16 vdpbf16ps
   dot_s8,     // AVX512-VNNI vpdpbusd (u8 x s8 -> s32), in OP/s
   amx_bf16,   // AMX TDPBF16PS

@@ -45,6 +45,12 @@ Floor roofline_floor(const Cost& cost, double peak, double bandwidth, double rea
                      double write_bandwidth = 0);
 Floor roofline_floor(const Cost& cost, const MachineProfile& machine, int threads);
 
+// The unit whose ceiling bounds work meant for `u` on this machine: `u` where the profile has
+// it, else the unit the work falls back to. bf16 (and fp8, which runs on the bf16 units) dot
+// products on a CPU without AVX512_BF16 are computed as fp32 FMAs on the widened values, so
+// their floor is the fma_f32 peak; without it such an op would have no floor at all.
+Unit compute_unit_on(Unit u, const MachineProfile& machine);
+
 // The ceilings a cost needs, from a profile (zero where it needs none); `sol bench` replaces
 // the one it re-measured beside the op before taking the floor.
 struct FloorCeilings {

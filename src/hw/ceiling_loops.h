@@ -1,8 +1,8 @@
 #pragma once
 // The innermost loops of the ceiling micro-benchmarks, one per unit. Each runs on the calling
 // thread and returns the work it did (FLOP, OP, bytes or cycles), so callers never need to
-// know how big a loop's block is. The AVX-512 and AMX loops live in translation units built
-// with those ISA flags: call them only after cpu_features() says the unit exists.
+// know how big a loop's block is. The AVX-512, AVX2 and AMX loops live in translation units
+// built with those ISA flags: call them only after cpu_features() says the unit exists.
 #include <cstddef>
 
 namespace sol::ceiling_loops {
@@ -46,6 +46,24 @@ double write(float* dst, size_t floats, long passes, int streams = 1);
 // ceiling_loops_amx.cc — tile data permission must have been granted (enable_amx()).
 double amx_bf16(long iterations);
 double amx_int8(long iterations);
+
+// ceiling_loops_avx2.cc — the same loops with ymm registers, for CPUs with AVX2 and FMA but
+// no AVX-512 (Zen 2/3, Intel client cores, older Xeons): the widest loads, stores and FMAs those
+// cores have, so their ceilings too are the most the hardware does. The memory loops walk and
+// count exactly as the AVX-512 ones (stream_walk.h), two ymm accesses to each 64-byte line.
+namespace avx2 {
+// 16 ymm registers hold at most 14 chains beside the two FMA operands. Zen 3 and Skylake issue
+// two FMAs a cycle at latency 4 (8 chains), Haswell at latency 5 (10).
+inline constexpr int kAccumulatorChoices[] = {8, 10, 12};
+double fma_f32(int accumulators, long iterations);
+double read(const float* data, size_t floats, long passes, int streams = 1, bool prefetch = false);
+double copy(float* dst, const float* src, size_t floats, long passes, bool non_temporal,
+            int streams = 1);
+double triad(float* a, const float* b, const float* c, size_t floats, long passes,
+             int streams = 1);
+double update(float* a, size_t floats, long passes, int streams = 1);
+double write(float* dst, size_t floats, long passes, int streams = 1);
+}  // namespace avx2
 
 // clock_loop.cc — returns cycles (one dependent add each).
 double clock_cycles(long iterations);

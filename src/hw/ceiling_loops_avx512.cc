@@ -1,8 +1,6 @@
 // AVX-512 ceiling loops: fp32 FMA, BF16 dot products, and the streaming memory kernels.
 #include <immintrin.h>
 
-#include <type_traits>
-
 #include "hw/ceiling_loops.h"
 #include "sol/error.h"
 
@@ -12,15 +10,15 @@
 #pragma GCC optimize("O3")
 #define FULL_SPEED __attribute__((no_sanitize("address", "undefined")))
 
+// After the pragma, so the shared walk is built at full speed too.
+#include "hw/stream_walk.h"  // NOLINT(llvm-include-order)
+
 namespace sol::ceiling_loops {
 
 namespace {
 
 // Makes a register value observable without a store, so the loop computing it stays.
 inline void keep(__m512 v) { __asm__ volatile("" : : "v"(v)); }
-
-// Stops the compiler from treating repeated passes of identical stores as redundant.
-inline void compiler_barrier() { __asm__ volatile("" : : : "memory"); }
 
 // Independent chains per loop trip are unrolled this many times so the loop's own
 // increment-and-branch is a negligible share of the issued instructions.
@@ -114,29 +112,6 @@ double dot_bf16(int accumulators, long iterations) {
 
 namespace {
 
-// The walk every streaming loop shares. With S streams the array is cut into S equal parts of
-// whole blocks, and each trip takes 8/S lines from every part in turn: one core's DRAM read is
-// bound by the misses it keeps in flight, and the hardware prefetchers keep more of them in
-// flight for several streams than for one. line(k, slot, pass) gets the line's first float k
-// and its slot 0..7 in the trip. kFence: an sfence after each pass (streaming stores are weakly
-// ordered; finish them inside the timing). Returns the floats walked.
-template <int S, bool kFence, class Line>
-[[gnu::always_inline]] inline double walk_streams(size_t floats, long passes, const Line& line) {
-  constexpr int kLines = 8 / S;
-  const size_t per = floats / S / kStreamBlockFloats * kStreamBlockFloats;
-  for (long p = 0; p < passes; ++p) {
-    for (size_t i = 0; i < per; i += 16 * kLines) {
-#pragma GCC unroll 8
-      for (int s = 0; s < S; ++s)
-#pragma GCC unroll 8
-        for (int j = 0; j < kLines; ++j) line(s * per + i + 16 * j, s * kLines + j, p);
-    }
-    if constexpr (kFence) _mm_sfence();
-    compiler_barrier();
-  }
-  return double(passes) * double(per * S);
-}
-
 // Eight loads per trip into eight accumulators: enough lines in flight for the prefetchers,
 // and 8 chains cover vaddps latency (3-4) x 2 ports, so the adds never limit an L2-resident
 // read. kPrefetch: every line is also requested kReadPrefetchBytes ahead (software prefetch,
@@ -197,18 +172,6 @@ FULL_SPEED double triad_streams(float* a, const float* b, const float* c, size_t
   return 3 * sizeof(float) * walk_streams<S, true>(floats, passes, [&](size_t k, int, long) __attribute__((always_inline)) {
     _mm512_stream_ps(a + k, _mm512_fmadd_ps(scale, _mm512_load_ps(c + k), _mm512_load_ps(b + k)));
   });
-}
-
-// f(std::integral_constant<int, S>) for the built stream counts S (kStreamChoices).
-template <class F>
-double with_streams(int streams, const F& f) {
-  switch (streams) {
-    case 1: return f(std::integral_constant<int, 1>{});
-    case 2: return f(std::integral_constant<int, 2>{});
-    case 4: return f(std::integral_constant<int, 4>{});
-    case 8: return f(std::integral_constant<int, 8>{});
-  }
-  fail("stream loop", "no loop built for ", streams, " streams");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <iterator>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "hw/ceiling_loops.h"
@@ -28,6 +29,46 @@ bool has_avx512_loops(const CpuFeatures& f) {
   return f.os_avx512 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq;
 }
 
+bool has_avx2_loops(const CpuFeatures& f) { return f.os_avx && f.avx2 && f.fma; }
+
+// The loops that measure fp32 FMA and the memory levels: the widest vectors the CPU and OS
+// allow, so that each ceiling is the most the hardware does. The call signatures are the
+// header's with every argument spelled out.
+struct VectorLoops {
+  const char* fma_instruction;  // as the notes name it
+  const char* loads;
+  std::span<const int> accumulator_choices;
+  double (*fma_f32)(int accumulators, long iterations);
+  double (*read)(const float*, size_t, long, int, bool);
+  double (*copy)(float*, const float*, size_t, long, bool, int);
+  double (*triad)(float*, const float*, const float*, size_t, long, int);
+  double (*update)(float*, size_t, long, int);
+  double (*write)(float*, size_t, long, int);
+};
+
+constexpr VectorLoops kAvx512Loops{
+    "vfmadd231ps zmm", "AVX-512 loads", ceiling_loops::kAccumulatorChoices,
+    ceiling_loops::fma_f32, ceiling_loops::read, ceiling_loops::copy, ceiling_loops::triad,
+    ceiling_loops::update, ceiling_loops::write};
+constexpr VectorLoops kAvx2Loops{
+    "vfmadd231ps ymm", "AVX2 loads", ceiling_loops::avx2::kAccumulatorChoices,
+    ceiling_loops::avx2::fma_f32, ceiling_loops::avx2::read, ceiling_loops::avx2::copy,
+    ceiling_loops::avx2::triad, ceiling_loops::avx2::update, ceiling_loops::avx2::write};
+
+// nullptr where the CPU has neither set (then only the clock is measured).
+const VectorLoops* vector_loops() {
+  const CpuFeatures& f = cpu_features();
+  if (has_avx512_loops(f)) return &kAvx512Loops;
+  if (has_avx2_loops(f)) return &kAvx2Loops;
+  return nullptr;
+}
+
+const VectorLoops& loops() {
+  const VectorLoops* v = vector_loops();
+  check(v != nullptr, "measure_ceiling", "no vector loops on this CPU");  // unavailable_reason stops it first
+  return *v;
+}
+
 std::optional<std::string> unavailable_reason(Unit u) {
   const CpuFeatures& f = cpu_features();
   switch (u) {
@@ -45,7 +86,7 @@ std::optional<std::string> unavailable_reason(Unit u) {
       if (!has_avx512_loops(f) || !f.avx512_vnni) return std::string("no AVX512_VNNI");
       return std::nullopt;
     default:
-      if (!has_avx512_loops(f)) return std::string("no AVX-512 (CPU or OS)");
+      if (!vector_loops()) return std::string("no AVX-512, nor AVX2 with FMA (CPU or OS)");
       return std::nullopt;
   }
 }
@@ -63,13 +104,14 @@ struct Rate {
   std::string note;
 };
 
-// The accumulator count this machine likes for an AVX-512 arithmetic loop: the fastest of the
-// built choices on one thread. Too few chains leave pipes idle while results wait on latency;
-// all counts that cover latency x pipes tie, so the choice is stable. Probed once a process.
-int fastest_accumulator_count(double (*loop)(int, long)) {
-  int best_count = ceiling_loops::kAccumulatorChoices[0];
+// The accumulator count this machine likes for an arithmetic loop: the fastest of the built
+// choices on one thread. Too few chains leave pipes idle while results wait on latency; all
+// counts that cover latency x pipes tie, so the choice is stable. Probed once a process.
+int fastest_accumulator_count(double (*loop)(int, long),
+                              std::span<const int> choices = ceiling_loops::kAccumulatorChoices) {
+  int best_count = choices[0];
   double best_rate = 0;
-  for (int count : ceiling_loops::kAccumulatorChoices) {
+  for (int count : choices) {
     RateOptions probe{.threads = 1, .seconds = 0.03, .rep_seconds = 0.005};
     double rate = best_parallel_rate([&](int, long it) { return loop(count, it); }, probe);
     if (rate > best_rate) {
@@ -81,23 +123,24 @@ int fastest_accumulator_count(double (*loop)(int, long)) {
 }
 
 // " (the fastest of 8, 12, 16, 24 here)" for the choices a loop was timed with.
-template <size_t N>
-std::string fastest_of_text(const int (&choices)[N]) {
+std::string fastest_of_text(std::span<const int> choices) {
   std::string list;
   for (int count : choices) list += (list.empty() ? "" : ", ") + std::to_string(count);
   return " (the fastest of " + list + " here)";
 }
 
 Rate arithmetic_rate(double (*loop)(int, long), int accumulators, const char* instruction,
-                     const RateOptions& o) {
+                     const RateOptions& o,
+                     std::span<const int> choices = ceiling_loops::kAccumulatorChoices) {
   double value = best_parallel_rate([&](int, long it) { return loop(accumulators, it); }, o);
   return {value, std::string(instruction) + ", " + std::to_string(accumulators) + " independent accumulators" +
-                     fastest_of_text(ceiling_loops::kAccumulatorChoices)};
+                     fastest_of_text(choices)};
 }
 
 Rate fma_f32_rate(const RateOptions& o) {
-  static const int accumulators = fastest_accumulator_count(ceiling_loops::fma_f32);
-  return arithmetic_rate(ceiling_loops::fma_f32, accumulators, "vfmadd231ps zmm", o);
+  const VectorLoops& v = loops();
+  static const int accumulators = fastest_accumulator_count(v.fma_f32, v.accumulator_choices);
+  return arithmetic_rate(v.fma_f32, accumulators, v.fma_instruction, o, v.accumulator_choices);
 }
 
 Rate dot_bf16_rate(const RateOptions& o) {
@@ -160,10 +203,10 @@ Rate mem_read_rate(const RateOptions& o) {
   StreamRate best = fastest_streams(
       [&](int t, long passes, int streams, bool prefetch) {
         std::span<float> s = split(arena.slice(t, o.threads), 0, 1);
-        return ceiling_loops::read(s.data(), s.size(), passes, streams, prefetch);
+        return loops().read(s.data(), s.size(), passes, streams, prefetch);
       },
       o, true);
-  return {best.rate, "AVX-512 loads, " + streams_text(best.streams, best.prefetch) + fastest_of_text(ceiling_loops::kStreamChoices) +
+  return {best.rate, std::string(loops().loads) + ", " + streams_text(best.streams, best.prefetch) + fastest_of_text(ceiling_loops::kStreamChoices) +
                          " with and without software prefetch, " + mebibytes(arena.bytes()) + " in all"};
 }
 
@@ -179,7 +222,7 @@ Rate mem_copy_rate(const RateOptions& o) {
         [&](int t, long passes, int streams, bool) {
           std::span<float> share = arena.slice(t, o.threads);
           std::span<float> src = split(share, 0, 2), dst = split(share, 1, 2);
-          return ceiling_loops::copy(dst.data(), src.data(), src.size(), passes, non_temporal, streams);
+          return loops().copy(dst.data(), src.data(), src.size(), passes, non_temporal, streams);
         },
         half);
   };
@@ -202,7 +245,7 @@ Rate mem_copy_rate(const RateOptions& o) {
 // printed 100-115% SOL.
 Rate mem_update_rate(const RateOptions& o) {
   const StreamArena& arena = StreamArena::get();
-  const StreamRate best = one_array_streams(o, ceiling_loops::update);
+  const StreamRate best = one_array_streams(o, loops().update);
   return {best.rate, "a[i] += 1, regular stores to the lines just read, " + streams_text(best.streams) +
                          fastest_of_text(ceiling_loops::kStreamChoices) + ", " + mebibytes(arena.bytes()) + " in all"};
 }
@@ -213,7 +256,7 @@ Rate mem_triad_rate(const RateOptions& o) {
       [&](int t, long passes, int streams, bool) {
         std::span<float> share = arena.slice(t, o.threads);
         std::span<float> a = split(share, 0, 3), b = split(share, 1, 3), c = split(share, 2, 3);
-        return ceiling_loops::triad(a.data(), b.data(), c.data(), a.size(), passes, streams);
+        return loops().triad(a.data(), b.data(), c.data(), a.size(), passes, streams);
       },
       o);
   return {best.rate, "a = b + s*c, non-temporal stores to a, " + streams_text(best.streams) +
@@ -224,7 +267,7 @@ Rate mem_triad_rate(const RateOptions& o) {
 // far more than it reads (MoE permute) is held to what a core's stores can stream.
 Rate mem_write_rate(const RateOptions& o) {
   const StreamArena& arena = StreamArena::get();
-  const StreamRate best = one_array_streams(o, ceiling_loops::write);
+  const StreamRate best = one_array_streams(o, loops().write);
   return {best.rate, "non-temporal stores, " + streams_text(best.streams) +
                          fastest_of_text(ceiling_loops::kStreamChoices) + ", " + mebibytes(arena.bytes()) + " in all"};
 }
@@ -239,10 +282,10 @@ Rate l2_read_rate(const RateOptions& o) {
   size_t floats = size_t(l2) / 2 / sizeof(float) / kBlock * kBlock;
   auto loop = [&](int t, long passes) {
     std::span<float> share = arena.slice(t, o.threads);
-    return ceiling_loops::read(share.data(), std::min(floats, share.size()), passes);
+    return loops().read(share.data(), std::min(floats, share.size()), passes, 1, false);
   };
   return {best_parallel_rate(loop, o),
-          "AVX-512 loads, " + format("%.0f KiB", double(floats * sizeof(float)) / 1024) +
+          std::string(loops().loads) + ", " + format("%.0f KiB", double(floats * sizeof(float)) / 1024) +
               " per thread (half of L2)"};
 }
 

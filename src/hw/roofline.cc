@@ -46,9 +46,14 @@ Floor roofline_floor(const Cost& cost, double peak, double bandwidth, double rea
   return f;
 }
 
+Unit compute_unit_on(Unit u, const MachineProfile& machine) {
+  if (u == Unit::dot_bf16 && !machine.get(u).available) return Unit::fma_f32;
+  return u;
+}
+
 FloorCeilings floor_ceilings(const Cost& cost, const MachineProfile& machine, int threads) {
   FloorCeilings c;
-  if (cost.flops > 0) c.peak = machine.value(cost.compute, threads);
+  if (cost.flops > 0) c.peak = machine.value(compute_unit_on(cost.compute, machine), threads);
   if (cost.bytes > 0) c.bandwidth = machine.value(cost.memory, threads);
   if (cost.split()) c.read_bandwidth = machine.value(Unit::mem_read, threads);
   if (cost.written_bytes() > 0) c.write_bandwidth = machine.value(Unit::mem_write, threads);

@@ -5,6 +5,7 @@
 #include "model/strict_json.h"
 #include "sol/error.h"
 #include "sol/model.h"
+#include "sol/roofline.h"
 
 namespace sol {
 
@@ -75,8 +76,9 @@ HardwareSpec hardware_from_machine(const MachineProfile& machine) {
     const Ceiling& c = machine.get(u);
     return c.available ? c.all_threads : 0.0;
   };
-  // bf16 GEMMs run on AMX where it exists, else on AVX512-BF16 dot products.
-  hw.flops_bf16 = rate(Unit::amx_bf16) > 0 ? rate(Unit::amx_bf16) : rate(Unit::dot_bf16);
+  // bf16 GEMMs run on AMX where it exists, else on AVX512-BF16 dot products, else as fp32 FMAs
+  // on the widened values (compute_unit_on).
+  hw.flops_bf16 = rate(Unit::amx_bf16) > 0 ? rate(Unit::amx_bf16) : rate(compute_unit_on(Unit::dot_bf16, machine));
   hw.flops_f32 = rate(Unit::fma_f32);
   hw.memory_bandwidth = rate(Unit::mem_read);
   hw.memory_bytes = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));

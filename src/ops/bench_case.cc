@@ -279,6 +279,9 @@ BenchRecord bench_prepared(const OpInfo& op, PreparedCase& p, const MachineProfi
   r.cold = p.cold;
   r.input_sets = c->input_sets();
   r.cost = c->cost();
+  // The unit that really bounds the flops here, so the record, the paired re-measurement and
+  // the floor all name the same one (bf16 on fp32 FMAs where the CPU lacks AVX512_BF16).
+  r.cost.compute = compute_unit_on(r.cost.compute, machine);
   if (opt.run_check) r.check = c->check();
 
   // Which ceiling bounds this op is decided with the cached profile, then re-measured.

@@ -70,6 +70,21 @@ TEST(Ceilings, QuickDotS8IsPlausibleOrExplained) {
   expect_plausible_or_explained(Unit::dot_s8, cpu_features().avx512_vnni, "no AVX512_VNNI", 20e9, 4000e9);
 }
 
+// fma_f32 and the memory levels are measured on every CPU with AVX2 and FMA, with the widest
+// vectors it has, and the notes say which.
+TEST(Ceilings, NotesNameTheVectorsUsed) {
+  const CpuFeatures& f = cpu_features();
+  const bool avx512 = f.os_avx512 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq;
+  const bool avx2 = f.os_avx && f.avx2 && f.fma;
+  if (!avx512 && !avx2) GTEST_SKIP() << "neither AVX-512 nor AVX2 with FMA";
+  const Ceiling fma = measure_ceiling(Unit::fma_f32, 1, kQuickSeconds);
+  ASSERT_TRUE(fma.available) << fma.note;
+  EXPECT_EQ(fma.note.rfind(avx512 ? "vfmadd231ps zmm, " : "vfmadd231ps ymm, ", 0), 0u) << fma.note;
+  const Ceiling l2 = measure_ceiling(Unit::l2_read, 1, kQuickSeconds);
+  ASSERT_TRUE(l2.available) << l2.note;
+  EXPECT_EQ(l2.note.rfind(avx512 ? "AVX-512 loads, " : "AVX2 loads, ", 0), 0u) << l2.note;
+}
+
 TEST(Ceilings, AllThreadsRunsEveryCpu) {
   int n = cpu_features().logical_cpus;
   Ceiling c = measure_ceiling(Unit::fma_f32, n, kQuickSeconds);

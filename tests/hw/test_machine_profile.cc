@@ -100,7 +100,7 @@ TEST(MachineProfile, CorruptJsonThrowsSolError) {
       "not json",
       "[1, 2]",
       good.substr(0, good.size() / 2),
-      replaced("\"schema\": 2", "\"schema\": 99"),
+      replaced("\"schema\": 3", "\"schema\": 99"),
       replaced("\"cpu_model\"", "\"cpu\""),
       replaced("\"cores\": " + std::to_string(p.cores), "\"cores\": \"many\""),
       replaced("\"unit\": \"fma_f32\"", "\"unit\": \"fma_f64\""),
