@@ -31,14 +31,17 @@ struct TuneWorkspace {
 
 namespace {
 
-// Output sizes of the stream case: 512 KiB (an L2 holds it) up to the first power of two whose
-// chain of three buffers is past the reported LLC, at least 64 MiB, at most 256 MiB (768 MiB of
-// buffers).
+// Output sizes of the stream case: from 512 KiB, or the largest power of two in half of a
+// smaller L2 (a chain of three in L2, where plain stores win), up to the first power of two
+// whose chain of three buffers is past the reported LLC, at least 64 MiB, at most 256 MiB
+// (768 MiB of buffers).
 std::vector<int64_t> stream_sizes() {
   int64_t top = 64L << 20;
   while (top < (256L << 20) && 3 * top <= core_shape().l3_bytes) top *= 2;
+  int64_t bottom = 512L << 10;
+  while (bottom > (64L << 10) && bottom > core_shape().l2_bytes / 2) bottom /= 2;
   std::vector<int64_t> sizes;
-  for (int64_t s = 512L << 10; s <= top; s *= 2) sizes.push_back(s);
+  for (int64_t s = bottom; s <= top; s *= 2) sizes.push_back(s);
   return sizes;
 }
 
