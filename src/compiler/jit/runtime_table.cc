@@ -4,7 +4,7 @@
 
 #include "compiler/jit/jit.h"
 #include "compiler/runtime/sol_tile_runtime.h"
-#include "hw/kernel_select.h"
+#include "sol/hw.h"
 #include "kernels/gemm.h"
 #include "sol/error.h"
 
@@ -65,10 +65,13 @@ const sol_rt::Runtime& runtime_of() {
 }  // namespace
 
 const sol_rt::Runtime& runtime_table() {
-  const kernels::GemmKernels& k = select_kernels(kernels::gemm_kernel_table(), "tile kernel");
-  const Isa level = active_isa();
-  check(k.tile_f32 && k.tile_bf16, "tile kernel", "generated kernels call the GEMM tile kernels, which need the ",
-        "avx2 level or above; the level in force is ", isa_name(level));
+  // The generated code itself is built for the host CPU (-march=native) whatever SOL_ISA says;
+  // a level without tile kernels (scalar) takes the CPU's best level's.
+  Isa level = active_isa();
+  if (!best_entry(kernels::gemm_kernel_table(), Backend::cpu, level)->set->tile_f32) level = cpu_features().best_isa;
+  const kernels::GemmKernels* k = best_entry(kernels::gemm_kernel_table(), Backend::cpu, level)->set;
+  check(k->tile_f32 && k->tile_bf16, "tile kernel", "generated kernels call the GEMM tile kernels, which need ",
+        "AVX2 + FMA or above; this CPU's best level is ", isa_name(level));
   switch (level) {
     case Isa::avx2: return runtime_of<Isa::avx2>();
     case Isa::avx512: return runtime_of<Isa::avx512>();
