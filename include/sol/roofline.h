@@ -48,7 +48,10 @@ Floor roofline_floor(const Cost& cost, const MachineProfile& machine, int thread
 // The unit whose ceiling bounds work meant for `u` on this machine: `u` where the profile has
 // it, else the unit the work falls back to. bf16 (and fp8, which runs on the bf16 units) dot
 // products on a CPU without AVX512_BF16 are computed as fp32 FMAs on the widened values, so
-// their floor is the fma_f32 peak; without it such an op would have no floor at all.
+// their floor is the fma_f32 peak; without it such an op would have no floor at all. int8 dot
+// products without AVX512_VNNI (AVX2: widened to int16, summed by vpmaddwd) are held to the
+// same peak until an int8 loop of their own is measured; vpmaddwd does twice an FMA's work per
+// instruction, so that floor can read above 100% of it.
 Unit compute_unit_on(Unit u, const MachineProfile& machine);
 
 // The ceilings a cost needs, from a profile (zero where it needs none); `sol bench` replaces

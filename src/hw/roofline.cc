@@ -47,7 +47,7 @@ Floor roofline_floor(const Cost& cost, double peak, double bandwidth, double rea
 }
 
 Unit compute_unit_on(Unit u, const MachineProfile& machine) {
-  if (u == Unit::dot_bf16 && !machine.get(u).available) return Unit::fma_f32;
+  if ((u == Unit::dot_bf16 || u == Unit::dot_s8) && !machine.get(u).available) return Unit::fma_f32;
   return u;
 }
 

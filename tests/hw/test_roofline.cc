@@ -78,19 +78,21 @@ TEST(Roofline, MissingCeilingIsAnError) {
 }
 
 // bf16 work on a CPU without AVX512_BF16 runs as fp32 FMAs on the widened values: its floor is
-// the fma_f32 peak, not no floor at all. A unit that is there is its own floor; other missing
-// units have no stand-in.
+// the fma_f32 peak, not no floor at all; int8 without VNNI is held to the same peak. A unit that
+// is there is its own floor; other missing units have no stand-in.
 TEST(Roofline, Bf16WithoutDotProductsFallsBackToFma) {
   MachineProfile m = testing_hw::flat_profile(1e12, 2e12);
   for (Ceiling& c : m.ceilings) {
     if (c.unit == Unit::fma_f32) c.one_thread = c.all_threads = 5e11;
-    if (c.unit == Unit::dot_bf16 || c.unit == Unit::dot_s8) c.available = false;
+    if (c.unit == Unit::dot_bf16 || c.unit == Unit::dot_s8 || c.unit == Unit::amx_int8) c.available = false;
   }
   const Cost bf16{1e12, 1e3, Unit::dot_bf16, Unit::mem_read};
   EXPECT_EQ(compute_unit_on(Unit::dot_bf16, m), Unit::fma_f32);
   EXPECT_DOUBLE_EQ(roofline_floor(bf16, m, 1).floor_s, 2.0);  // 1e12 FLOP at the FMA's 5e11
-  EXPECT_EQ(compute_unit_on(Unit::dot_s8, m), Unit::dot_s8);
-  EXPECT_THROW(roofline_floor(Cost{1e12, 1e3, Unit::dot_s8, Unit::mem_read}, m, 1), Error);
+  EXPECT_EQ(compute_unit_on(Unit::dot_s8, m), Unit::fma_f32);
+  EXPECT_DOUBLE_EQ(roofline_floor(Cost{1e12, 1e3, Unit::dot_s8, Unit::mem_read}, m, 1).floor_s, 2.0);
+  EXPECT_EQ(compute_unit_on(Unit::amx_int8, m), Unit::amx_int8);
+  EXPECT_THROW(roofline_floor(Cost{1e12, 1e3, Unit::amx_int8, Unit::mem_read}, m, 1), Error);
   EXPECT_EQ(compute_unit_on(Unit::fma_f32, m), Unit::fma_f32);
   const MachineProfile has_dot = testing_hw::flat_profile(1e12, 2e12);
   EXPECT_EQ(compute_unit_on(Unit::dot_bf16, has_dot), Unit::dot_bf16);
