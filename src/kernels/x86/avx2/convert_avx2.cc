@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "kernels/convert.h"
+#include "kernels/x86/avx2/codes_avx2.h"
 
 namespace sol::kernels {
 namespace {
@@ -52,24 +53,6 @@ __m256i select(__m256i mask, __m256i if_set, __m256i if_clear) {
   return _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(b), 8));
 }
 
-// 16 e4m3 -> two groups of 8 f32. With the bits moved under the f16 fields, an e4m3 code reads
-// as an f16 of its value times 2^-8 (bias 15 instead of 7), subnormals included; vcvtph2ps
-// and an exact scaling by 2^8 finish the job.
-[[gnu::always_inline]] inline void e4m3x16_to_f32(__m128i b, __m256& low, __m256& high) {
-  const __m256i byte = _mm256_cvtepu8_epi16(b);
-  const __m256i magnitude = _mm256_slli_epi16(_mm256_and_si256(byte, _mm256_set1_epi16(0x7F)), 7);
-  const __m256i sign =
-      _mm256_and_si256(_mm256_slli_epi16(byte, 8), _mm256_set1_epi16(short(0x8000)));
-  // The NaN code lands on 0x3F80 (1.875); 0x7F80 is the f16 NaN that widens to 0x7FF00000.
-  const __m256i nan = _mm256_cmpeq_epi16(magnitude, _mm256_set1_epi16(0x3F80));
-  const __m256i half = _mm256_or_si256(
-      _mm256_or_si256(magnitude, sign), _mm256_and_si256(nan, _mm256_set1_epi16(0x7F80)));
-  // The product is exact, and a NaN operand comes through unchanged.
-  const __m256 scale = _mm256_set1_ps(256.0f);
-  low = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(half)), scale);
-  high = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(half, 1)), scale);
-}
-
 template <DType From, DType To>
 [[gnu::always_inline]] inline __m256 load8(const uint8_t* p) {
   if constexpr (From == DType::f32) {
@@ -99,18 +82,6 @@ template <DType From, DType To>
 }
 
 // ---- encode: 8 f32 lanes -> 8 codes, one per 32-bit lane (f16: packed) ----
-
-[[gnu::always_inline]] inline __m256i f32x8_to_bf16(__m256 x) {
-  const __m256i bits = _mm256_castps_si256(x);
-  const __m256i magnitude = _mm256_and_si256(bits, splat(0x7FFFFFFF));
-  // Round half to even: add half-minus-one plus the lowest kept bit; carries reach inf.
-  const __m256i lowest_kept = _mm256_and_si256(_mm256_srli_epi32(bits, 16), splat(1));
-  const __m256i rounded = _mm256_srli_epi32(
-      _mm256_add_epi32(_mm256_add_epi32(bits, splat(0x7FFF)), lowest_kept), 16);
-  const __m256i quiet_nan = _mm256_or_si256(_mm256_srli_epi32(bits, 16), splat(0x0040));
-  // magnitude <= 0x7FFFFFFF, so the signed compare is an unsigned one.
-  return select(_mm256_cmpgt_epi32(magnitude, splat(0x7F800000)), quiet_nan, rounded);
-}
 
 [[gnu::always_inline]] inline __m128i f32x8_to_f16(__m256 x) {
   return _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

@@ -8,6 +8,7 @@
 
 #include "kernels/convert.h"
 #include "kernels/gemm.h"
+#include "kernels/x86/avx2/codes_avx2.h"
 
 namespace sol::kernels {
 namespace {
@@ -15,22 +16,14 @@ namespace {
 // Lines requested ahead of the steps being packed, per source row.
 constexpr int64_t kAheadBytes = 256;
 
-// 16 e4m3 bytes -> 16 bf16 (exact). With the bits moved under the f16 fields an e4m3 code reads
-// as an f16 of its value times 2^-8; vcvtph2ps and an exact scaling by 2^8 give the f32, whose
-// top half is the bf16. The NaN code (magnitude 0x7F) becomes 0x7FF0 as in src/core/convert.cc.
+// 16 e4m3 bytes -> 16 bf16 (exact): the f32 of each code (codes_avx2.h) holds a bf16 value,
+// so its top half is the bf16; the NaN code becomes 0x7FF0 as in src/core/convert.cc.
 [[gnu::always_inline]] inline __m256i e4m3x16_to_bf16(__m128i bytes) {
-  const __m256i byte = _mm256_cvtepu8_epi16(bytes);
-  const __m256i magnitude = _mm256_slli_epi16(_mm256_and_si256(byte, _mm256_set1_epi16(0x7F)), 7);
-  const __m256i sign = _mm256_and_si256(_mm256_slli_epi16(byte, 8), _mm256_set1_epi16(short(0x8000)));
-  const __m256i nan = _mm256_cmpeq_epi16(magnitude, _mm256_set1_epi16(0x3F80));
-  const __m256i half =
-      _mm256_or_si256(_mm256_or_si256(magnitude, sign), _mm256_and_si256(nan, _mm256_set1_epi16(0x7F80)));
-  const __m256 scale = _mm256_set1_ps(256.0f);
-  const __m256i lo = _mm256_srli_epi32(
-      _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(half)), scale)), 16);
-  const __m256i hi = _mm256_srli_epi32(
-      _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(half, 1)), scale)), 16);
-  return _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xD8);
+  __m256 lo, hi;
+  e4m3x16_to_f32(bytes, lo, hi);
+  const __m256i packed = _mm256_packus_epi32(_mm256_srli_epi32(_mm256_castps_si256(lo), 16),
+                                             _mm256_srli_epi32(_mm256_castps_si256(hi), 16));
+  return _mm256_permute4x64_epi64(packed, 0xD8);
 }
 
 // Steps [8c, 8c + valid) of a row (valid 1..8) as 32-bit lanes, the rest zero: 4-byte steps

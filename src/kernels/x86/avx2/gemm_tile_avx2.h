@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "kernels/gemm.h"
+#include "kernels/x86/avx2/codes_avx2.h"  // bf16 rounding as src/core/convert.cc
 
 namespace sol::kernels {
 namespace {
@@ -33,18 +34,6 @@ inline __m256i lane_mask(int valid) {
 inline int vector_cols(int n, int v) {
   const int left = n - 8 * v;
   return left <= 0 ? 0 : left >= 8 ? 8 : left;
-}
-
-// f32 -> bf16 bits, round half to even and NaN made quiet: src/core/convert.cc's rounding,
-// which the AVX2 conversions share (the AVX-512 tiles use vcvtneps2bf16 instead).
-[[gnu::always_inline]] inline __m256i f32x8_to_bf16_bits(__m256 x) {
-  const __m256i bits = _mm256_castps_si256(x);
-  const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF));
-  const __m256i lowest_kept = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
-  const __m256i rounded =
-      _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7FFF)), lowest_kept), 16);
-  const __m256i quiet_nan = _mm256_or_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x0040));
-  return _mm256_blendv_epi8(rounded, quiet_nan, _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7F800000)));
 }
 
 // 8 values of f32 or bf16 at p, the first `valid` of them (others zero).
@@ -69,7 +58,7 @@ inline int vector_cols(int n, int v) {
     if (valid == 8) return _mm256_storeu_ps(static_cast<float*>(p), v);
     return _mm256_maskstore_ps(static_cast<float*>(p), lane_mask(valid), v);
   }
-  const __m256i w = f32x8_to_bf16_bits(v);
+  const __m256i w = f32x8_to_bf16(v);
   const __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
   if (valid == 8) return _mm_storeu_si128(static_cast<__m128i*>(p), packed);
   alignas(16) uint16_t buf[8];
