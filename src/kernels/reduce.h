@@ -24,6 +24,9 @@ KernelTable<ReduceKernels> reduce_kernel_table();
 
 void reduce_sources_to_portable(void* const* dsts, int count_dsts, const void* const* sources, int count_sources,
                                 int64_t elements, DType dtype, ReduceOp op, bool stream);
+// AVX2: the portable bits (any NaN where the portable path gives one).
+void reduce_sources_to_avx2(void* const* dsts, int count_dsts, const void* const* sources, int count_sources,
+                            int64_t elements, DType dtype, ReduceOp op, bool stream);
 // AVX-512: rounds bf16 with vcvtneps2bf16, which flushes subnormal results to zero.
 void reduce_sources_to_avx512(void* const* dsts, int count_dsts, const void* const* sources, int count_sources,
                               int64_t elements, DType dtype, ReduceOp op, bool stream);

@@ -1,5 +1,7 @@
-// The reduction kernels of the collectives: the AVX-512 path and the portable path against a
-// plain reference, over sizes around the vector width, 1 to 5 sources, aliasing and streaming.
+// The reduction kernels of the collectives: the AVX-512, AVX2 and portable paths against a
+// plain reference, over sizes around the vector widths, 1 to 5 sources, aliasing and streaming;
+// the AVX2 path bit for bit the portable one on infinities, signed zeros, subnormals and NaNs
+// (a NaN for a NaN: the portable sum of two NaNs keeps whichever the compiler puts first).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +20,10 @@ using Kernel = void (*)(void*, const void* const*, int, int64_t, DType, ReduceOp
 
 void portable(void* d, const void* const* s, int n, int64_t e, DType t, ReduceOp op, bool stream) {
   kernels::reduce_sources_to_portable(&d, 1, s, n, e, t, op, stream);
+}
+
+void avx2(void* d, const void* const* s, int n, int64_t e, DType t, ReduceOp op, bool stream) {
+  kernels::reduce_sources_to_avx2(&d, 1, s, n, e, t, op, stream);
 }
 
 void avx512(void* d, const void* const* s, int n, int64_t e, DType t, ReduceOp op, bool stream) {
@@ -63,7 +69,7 @@ void expect_matches(Kernel kernel, bool stream, size_t dst_offset) {
   for (DType t : {DType::f32, DType::bf16})
     for (ReduceOp op : {ReduceOp::sum, ReduceOp::max})
       for (int sources : {1, 2, 3, 5})
-        for (int64_t n : {1, 15, 16, 17, 63, 64, 65, 1000, 4099}) {
+        for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000, 4099}) {
           Case c(t, sources, n, uint32_t(n * 7 + sources));
           std::vector<std::byte> out(size_t(n) * dtype_size(t) + 128);
           std::byte* dst = reinterpret_cast<std::byte*>(
@@ -87,6 +93,57 @@ TEST(CommReduce, Avx512MatchesReference) {
   expect_matches(avx512, true, 1);
 }
 
+TEST(CommReduce, Avx2MatchesReference) {
+  if (!isa_at_least(Isa::avx2)) GTEST_SKIP() << "no AVX2 here";
+  expect_matches(avx2, false, 0);
+  expect_matches(avx2, true, 0);
+  expect_matches(avx2, true, 1);
+}
+
+uint32_t element_bits(const void* p, DType t, int64_t i) {
+  if (t == DType::f32) return static_cast<const uint32_t*>(p)[i];
+  return static_cast<const uint16_t*>(p)[i];
+}
+
+bool is_nan_bits(uint32_t bits, DType t) {
+  return t == DType::f32 ? (bits & 0x7FFFFFFF) > 0x7F800000 : (bits & 0x7FFF) > 0x7F80;
+}
+
+// Values where orders of evaluation and NaN rules show: the AVX2 level must give the portable
+// path's bits (a maximum keeps the running value when either side is NaN, like std::max), and a
+// NaN wherever it gives one.
+TEST(CommReduce, Avx2GivesThePortableBitsOnSpecialValues) {
+  if (!isa_at_least(Isa::avx2)) GTEST_SKIP() << "no AVX2 here";
+  const uint32_t specials[] = {0x7FC00000, 0xFFC00001, 0x7F800001, 0x7F800000, 0xFF800000, 0x00000000,
+                               0x80000000, 0x00000001, 0x807FFFFF, 0x00010000, 0x3F808000, 0x3F818000,
+                               0x7F7FFFFF, 0xFF7FFFFF, 0x3F800000, 0xBF800000};
+  std::mt19937 rng(3);
+  for (DType t : {DType::f32, DType::bf16})
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::max})
+      for (int sources : {1, 2, 3, 4})
+        for (int64_t n : {5, 8, 37, 200}) {
+          std::vector<std::vector<uint32_t>> data(static_cast<size_t>(sources), std::vector<uint32_t>(static_cast<size_t>(n)));
+          std::vector<const void*> pointers;
+          for (auto& d : data) {
+            for (auto& x : d) x = specials[rng() % std::size(specials)];
+            if (t == DType::bf16) {  // the high halves, packed as bf16 codes
+              auto* codes = reinterpret_cast<uint16_t*>(d.data());
+              for (int64_t i = 0; i < n; ++i) codes[i] = uint16_t(d[size_t(i)] >> 16);
+            }
+            pointers.push_back(d.data());
+          }
+          std::vector<uint32_t> want(size_t(n), 0xFFFFFFFF), got(size_t(n), 0xFFFFFFFF);
+          portable(want.data(), pointers.data(), sources, n, t, op, false);
+          avx2(got.data(), pointers.data(), sources, n, t, op, false);
+          for (int64_t i = 0; i < n; ++i) {
+            const uint32_t w = element_bits(want.data(), t, i), g = element_bits(got.data(), t, i);
+            ASSERT_TRUE(w == g || (is_nan_bits(w, t) && is_nan_bits(g, t)))
+                << dtype_name(t) << " " << reduce_op_name(op) << " sources=" << sources << " n=" << n << " i=" << i
+                << std::hex << " portable 0x" << w << " avx2 0x" << g;
+          }
+        }
+}
+
 TEST(CommReduce, DestinationMayAliasASource) {
   Case c(DType::f32, 3, 1000, 5);
   std::vector<double> ref = c.reference(ReduceOp::sum);
@@ -97,8 +154,8 @@ TEST(CommReduce, DestinationMayAliasASource) {
 
 // The push allreduce writes each result to every rank's output, one of which may be a source.
 TEST(CommReduce, EveryDestinationGetsTheResult) {
-  for (bool vector_path : {false, true}) {
-    if (vector_path && !isa_at_least(Isa::avx512)) continue;
+  for (Isa level : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+    if (!isa_at_least(level)) continue;
     for (DType t : {DType::f32, DType::bf16})
       for (bool stream : {false, true}) {
         Case c(t, 3, 1001, 11);
@@ -108,8 +165,10 @@ TEST(CommReduce, EveryDestinationGetsTheResult) {
         std::memset(b.data(), 0xFF, b.size());
         // Aligned, misaligned (no streaming for anyone), and a source as the third destination.
         void* dsts[] = {a.data(), b.data() + dtype_size(t), const_cast<void*>(c.pointers[2])};
-        if (vector_path) kernels::reduce_sources_to_avx512(dsts, 3, c.pointers.data(), 3, 1001, t, ReduceOp::max, stream);
-        else kernels::reduce_sources_to_portable(dsts, 3, c.pointers.data(), 3, 1001, t, ReduceOp::max, stream);
+        const auto kernel = level == Isa::avx512 ? kernels::reduce_sources_to_avx512
+                            : level == Isa::avx2 ? kernels::reduce_sources_to_avx2
+                                                 : kernels::reduce_sources_to_portable;
+        kernel(dsts, 3, c.pointers.data(), 3, 1001, t, ReduceOp::max, stream);
         for (void* d : dsts)
           for (int64_t i = 0; i < 1001; ++i)
             ASSERT_EQ(load_as_double(d, t, size_t(i)), ref[size_t(i)]) << dtype_name(t) << " i=" << i;
