@@ -139,21 +139,28 @@ if $cli_cases; then
 fi
 
 # Open MPI's own collective, timed as `sol comm bench --anchor mpi`, waits inside MPI: rank 1 is
-# stopped once rank 0 says the anchor's timing began, and the progress watchdog must end the job.
+# stopped as soon as rank 0 says the anchor's timing begins, and the progress watchdog must end
+# the job. Sol's own timing comes first and is not what this case checks: one batch keeps it
+# short under the sanitizers beside a busy test stage, where the plain reductions of a CPU
+# without AVX-512 are slow; the stop needs no margin, since rank 0 waits in Open MPI's call
+# whether rank 1 stops before or inside it.
 if $cli_cases; then
   name="comm bench --anchor mpi, stop in Open MPI's allreduce"
   timeout -k 5 $((SOL_COMM_TIMEOUT_S * 4 + 60)) "${mpirun[@]}" -np 2 "$SOL_CLI" comm bench allreduce \
-    --anchor mpi --min-bytes 16M --max-bytes 16M --iters 200 >"$log" 2>&1 &
-  job=$!
-  for _ in $(seq 900); do grep -q "timing Open MPI's anchor" "$log" && break; sleep 0.1; done
+    --anchor mpi --min-bytes 16M --max-bytes 16M --iters 200 --batches 1 >"$log" 2>&1 &
+  job=$! job_start=$(ms)
+  for _ in $(seq 900); do
+    grep -q "timing Open MPI's anchor" "$log" && break
+    alive "$job" || break
+    sleep 0.1
+  done
   victim=$(rank1_of "$job")
   start=$(ms)
   if grep -q "timing Open MPI's anchor" "$log" && [ -n "$victim" ]; then
-    sleep 0.2
     kill -STOP "$victim"
     start=$(ms)
   else
-    fail "$name: rank 0 never began the anchor, or rank 1 was not found"
+    fail "$name: rank 0 never began the anchor, or rank 1 was not found ($(($(ms) - job_start)) ms)"
     kill -- "$job"
   fi
   wait $job
