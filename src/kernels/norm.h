@@ -108,9 +108,19 @@ void pack_bf16_pairs_avx512(const uint16_t* hi, const uint16_t* lo, uint32_t* ou
 void add_into_scalar(const void* x, DType xt, void* r, DType rt, int64_t n);
 void add_into_avx512(const void* x, DType xt, void* r, DType rt, int64_t n);
 
+// AVX2: the portable members above, bit for bit (norm_avx2.cc).
+float sum_squares_avx2(const void* x, DType t, int64_t n, const TuningParams& tp);
+float sum_avx2(const void* x, DType t, int64_t n, const TuningParams& tp);
+void shifted_sums_avx2(const void* x, DType t, float shift, int64_t n, float* sum_d, float* sum_d2,
+                       const TuningParams& tp);
+void scale_by_weight_avx2(const void* x, DType xt, float inv, const void* w, DType wt, void* y, DType yt, int64_t n);
+void layernorm_apply_avx2(const void* x, DType xt, float shift, float dm_inv, float inv, const void* w,
+                          const void* b, DType wt, void* y, DType yt, int64_t n);
+void add_into_avx2(const void* x, DType xt, void* r, DType rt, int64_t n);
+
 // The norms' kernels at one ISA level. The portable row kernels (sums, scale_by_weight,
-// add_into, layernorm_apply) exist at every level; the fused and streaming row pipeline is
-// null below AVX-512, where the ops take the portable route.
+// add_into, layernorm_apply) exist at every level (vectorized from AVX2 up); the fused and
+// streaming row pipeline is null below AVX-512, where the ops take the portable route.
 struct NormKernels {
   decltype(&sum_squares_scalar) sum_squares;
   decltype(&sum_scalar) sum;

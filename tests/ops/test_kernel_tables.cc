@@ -71,6 +71,8 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
                          !!k.widen_to_f32, !!k.stream_fence})
       EXPECT_EQ(present, vec(l));
     EXPECT_EQ(k.sum_squares == kernels::sum_squares_avx512, vec(l));
+    EXPECT_EQ(k.sum_squares == kernels::sum_squares_avx2, l == Isa::avx2);
+    EXPECT_EQ(k.layernorm_apply == kernels::layernorm_apply_avx2, l == Isa::avx2);
   });
   check_table(kernels::quant_kernel_table(), "quant", [](const kernels::QuantKernels& k, Isa l) {
     EXPECT_TRUE(k.abs_max && k.scale_to_f32 && k.dequant_scale && k.from_f32);

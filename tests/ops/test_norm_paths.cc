@@ -1,4 +1,4 @@
-// The AVX-512 norm kernels against the scalar ones, bit for bit: both sum in the same 64 partial
+// The AVX2 and AVX-512 norm kernels against the scalar ones, bit for bit: all sum in the same 64 partial
 // sums (bf16 rows in the even/odd order of the vector widening, kernels/norm.h) and round the
 // same way, for every fusion and every mix of f32 and bf16, over row lengths that leave partial
 // blocks of 64 and 32, and with subnormal results (the hardware bf16 conversion's guard).
@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "kernels/copy.h"
 #include "kernels/norm.h"
@@ -25,22 +26,27 @@ bool same_bytes(const Buffer& a, const Buffer& b) {
   return std::memcmp(a.data(), b.data(), size_t(a.tensor().nbytes())) == 0;
 }
 
+// The scalar path against each vector level this CPU has (AVX2's portable kernels, AVX-512's
+// row pipeline).
 template <class Run>
 void expect_paths_agree(Run&& run, const char* what) {
-  if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path on this CPU";
-  for (DType xt : {DType::bf16, DType::f32})
-    for (DType yt : {DType::bf16, DType::f32})
-      for (int64_t h : {1, 31, 33, 64, 95, 1531, 7168}) {
-        const int64_t rows = 3;
-        setenv("SOL_ISA", "scalar", 1);
-        auto a = run(xt, yt, rows, h);
-        setenv("SOL_ISA", "avx512", 1);
-        auto b = run(xt, yt, rows, h);
-        unsetenv("SOL_ISA");
-        for (size_t k = 0; k < a.size(); ++k)
-          EXPECT_TRUE(same_bytes(a[k], b[k])) << what << " " << dtype_name(xt) << " -> " << dtype_name(yt) << " h=" << h
-                                              << " output " << k;
-      }
+  if (cpu_features().best_isa < Isa::avx2) GTEST_SKIP() << "no vector path on this CPU";
+  for (Isa level : {Isa::avx2, Isa::avx512}) {
+    if (level > cpu_features().best_isa) continue;
+    for (DType xt : {DType::bf16, DType::f32})
+      for (DType yt : {DType::bf16, DType::f32})
+        for (int64_t h : {1, 7, 9, 31, 33, 64, 95, 1531, 7168}) {
+          const int64_t rows = 3;
+          setenv("SOL_ISA", "scalar", 1);
+          auto a = run(xt, yt, rows, h);
+          setenv("SOL_ISA", std::string(isa_name(level)).c_str(), 1);
+          auto b = run(xt, yt, rows, h);
+          unsetenv("SOL_ISA");
+          for (size_t k = 0; k < a.size(); ++k)
+            EXPECT_TRUE(same_bytes(a[k], b[k])) << what << " " << isa_name(level) << " " << dtype_name(xt) << " -> "
+                                                << dtype_name(yt) << " h=" << h << " output " << k;
+        }
+  }
 }
 
 // Rows of random values; in the second row every third value is tiny, so that its results are
