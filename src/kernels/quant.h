@@ -45,14 +45,17 @@ inline void fp8_group_scale(float amax, bool ue8m0, float& scale, float& mult) {
 
 // max |x[i]| over n elements of f32 or bf16; NaN if any element is NaN.
 float abs_max_scalar(const void* x, DType t, int64_t n);
+float abs_max_avx2(const void* x, DType t, int64_t n);
 float abs_max_avx512(const void* x, DType t, int64_t n);
 
 // out[i] = f32(x[i]) * m (one f32 multiply, rounded to nearest even).
 void scale_to_f32_scalar(const void* x, DType t, float m, float* out, int64_t n);
+void scale_to_f32_avx2(const void* x, DType t, float m, float* out, int64_t n);
 void scale_to_f32_avx512(const void* x, DType t, float m, float* out, int64_t n);
 
 // out[i] = e4m3_to_f32(q[i]) * s, for dequantization.
 void dequant_scale_scalar(const uint8_t* q, float s, float* out, int64_t n);
+void dequant_scale_avx2(const uint8_t* q, float s, float* out, int64_t n);
 void dequant_scale_avx512(const uint8_t* q, float s, float* out, int64_t n);
 
 // One whole row, fused: per group of `group` elements (a multiple of 16) the absolute maximum,

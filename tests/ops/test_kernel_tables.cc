@@ -76,6 +76,7 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
   });
   check_table(kernels::quant_kernel_table(), "quant", [](const kernels::QuantKernels& k, Isa l) {
     EXPECT_TRUE(k.abs_max && k.scale_to_f32 && k.dequant_scale && k.from_f32);
+    EXPECT_EQ(k.abs_max == kernels::abs_max_avx2, l == Isa::avx2);
     for (bool present : {!!k.quant_row_e4m3, !!k.quant_row_bf16_amax, !!k.block_amax_rows_bf16,
                          !!k.block_amax_finish, !!k.quant_panel_mults_bf16, !!k.even_odd_order,
                          !!k.rms_quant_row_bf16, !!k.dequant_row, !!k.stream_fence})

@@ -1,0 +1,73 @@
+// AVX2 members of the quantization table's portable route (abs-max, scaling, dequantization's
+// scaling): the scalar kernels' bits, eight lanes at a time. A maximum is exact in any order;
+// products are one rounding each; e4m3 widens through codes_avx2.h, bit for bit
+// src/core/convert.cc (the route's bulk conversion is convert_avx2, quant_table.cc).
+
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "kernels/quant.h"
+#include "kernels/x86/avx2/codes_avx2.h"
+
+namespace sol::kernels {
+
+namespace {
+
+float load_f32(const void* x, DType t, int64_t i) {
+  if (t == DType::bf16) return bf16_to_f32(static_cast<const uint16_t*>(x)[i]);
+  return static_cast<const float*>(x)[i];
+}
+
+[[gnu::always_inline]] inline __m256 load8(const void* x, DType t, int64_t i) {
+  if (t == DType::f32) return _mm256_loadu_ps(static_cast<const float*>(x) + i);
+  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(x) + i));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+}
+
+}  // namespace
+
+float abs_max_avx2(const void* x, DType t, int64_t n) {
+  const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  __m256 m0 = _mm256_setzero_ps(), m1 = _mm256_setzero_ps();
+  __m256 nan = _mm256_setzero_ps();  // all ones in a lane that saw a NaN
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 a = _mm256_and_ps(load8(x, t, i), magnitude), b = _mm256_and_ps(load8(x, t, i + 8), magnitude);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
+    m0 = _mm256_max_ps(m0, a);
+    m1 = _mm256_max_ps(m1, b);
+  }
+  if (!_mm256_testz_ps(nan, nan)) return __builtin_nanf("");  // one NaN pattern in every path
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, _mm256_max_ps(m0, m1));
+  float m = 0.0f;
+  for (float v : lanes) m = v > m ? v : m;
+  for (; i < n; ++i) {
+    const float v = std::fabs(load_f32(x, t, i));
+    if (std::isnan(v)) return __builtin_nanf("");
+    m = v > m ? v : m;
+  }
+  return m;
+}
+
+void scale_to_f32_avx2(const void* x, DType t, float m, float* out, int64_t n) {
+  const __m256 s = _mm256_set1_ps(m);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_mul_ps(load8(x, t, i), s));
+  for (; i < n; ++i) out[i] = load_f32(x, t, i) * m;
+}
+
+void dequant_scale_avx2(const uint8_t* q, float s, float* out, int64_t n) {
+  const __m256 scale = _mm256_set1_ps(s);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256 low, high;
+    e4m3x16_to_f32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + i)), low, high);
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(low, scale));
+    _mm256_storeu_ps(out + i + 8, _mm256_mul_ps(high, scale));
+  }
+  for (; i < n; ++i) out[i] = e4m3_to_f32(q[i]) * s;
+}
+
+}  // namespace sol::kernels
