@@ -16,6 +16,8 @@
 namespace sol::kernels {
 void rope_rotate_heads_scalar(void* x, DType t, int64_t head_stride, int64_t heads, const float* c, const float* s,
                               int64_t d, bool interleaved, const void* next, const TuningParams& tp);
+void rope_rotate_heads_avx2(void* x, DType t, int64_t head_stride, int64_t heads, const float* c, const float* s,
+                            int64_t d, bool interleaved, const void* next, const TuningParams& tp);
 void rope_rotate_heads_avx512(void* x, DType t, int64_t head_stride, int64_t heads, const float* c, const float* s,
                               int64_t d, bool interleaved, const void* next, const TuningParams& tp);
 // Two tokens' heads in one call, head h of a then head h of b: two independent streams when the

@@ -90,7 +90,9 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
       EXPECT_EQ(present, vec(l));
   });
   check_table(kernels::rope_kernel_table(), "rope", [](const kernels::RopeKernels& k, Isa l) {
-    EXPECT_EQ(k.rotate_heads, vec(l) ? kernels::rope_rotate_heads_avx512 : kernels::rope_rotate_heads_scalar);
+    EXPECT_EQ(k.rotate_heads, vec(l)             ? kernels::rope_rotate_heads_avx512
+                              : l == Isa::avx2 ? kernels::rope_rotate_heads_avx2
+                                               : kernels::rope_rotate_heads_scalar);
     EXPECT_EQ(!!k.rotate_two_tokens, vec(l));
   });
   check_table(kernels::softmax_kernel_table(), "softmax", [](const kernels::SoftmaxKernels& k, Isa l) {

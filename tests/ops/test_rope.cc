@@ -37,13 +37,17 @@ TEST(Rope, DeepSeekV3YarnRamp) {
 }
 
 // x copied into a and b, a rotated on the scalar path and b on the default one (128 nope dims).
-void rope_on_both_paths(const Buffer& x, const Buffer& a, const Buffer& b, const Buffer& pos, const RopeTable& table) {
+// b: the path SOL_ISA names (the CPU's best when unset); a: the scalar path.
+void rope_on_both_paths(const Buffer& x, const Buffer& a, const Buffer& b, const Buffer& pos, const RopeTable& table,
+                        const char* level = nullptr) {
   std::memcpy(a.data(), x.data(), x.bytes());
   std::memcpy(b.data(), x.data(), x.bytes());
   setenv("SOL_ISA", "scalar", 1);
   rope(a, pos, table, 128);
   unsetenv("SOL_ISA");
+  if (level) setenv("SOL_ISA", level, 1);
   rope(b, pos, table, 128);
+  unsetenv("SOL_ISA");
 }
 TEST(Rope, PositionZeroIsIdentityAndPathsAgreeBitForBit) {
   for (RopeLayout layout : {RopeLayout::interleaved, RopeLayout::half}) {
@@ -82,6 +86,29 @@ TEST(Rope, TwoTokensPerCallMatchScalarBitForBit) {
           EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0)
               << "layout " << int(layout) << " " << dtype_name(dt) << " d " << d << " tokens " << tokens;
         }
+}
+
+// The AVX2 path: vectors of 8 where the slice allows (interleaved, or half with d / 2 a
+// multiple of 8), the scalar arithmetic elsewhere, bit for bit the scalar path either way.
+TEST(Rope, Avx2MatchesScalarBitForBit) {
+  if (cpu_features().best_isa < Isa::avx2) GTEST_SKIP() << "no AVX2 path";
+  for (RopeLayout layout : {RopeLayout::interleaved, RopeLayout::half})
+    for (DType dt : {DType::bf16, DType::f32})
+      for (int64_t d : {64, 40, 22, 2}) {
+        RopeConfig c = deepseek_v3_rope();
+        c.layout = layout;
+        c.rope_dim = int(d);
+        RopeTable table(c, 5000);
+        const int64_t tokens = 5, heads = 3, head_dim = 128 + d;
+        Buffer x(dt, {tokens, heads, head_dim}), a(dt, {tokens, heads, head_dim}), b(dt, {tokens, heads, head_dim});
+        Buffer pos(DType::i32, {tokens});
+        fill_random(x, uint64_t(d));
+        for (int64_t t = 0; t < tokens; ++t) pos.tensor().data_as<int32_t>()[t] = int32_t((t * 997 + 13) % 5000);
+        rope_on_both_paths(x, a, b, pos, table, "avx2");
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0)
+            << "layout " << int(layout) << " " << dtype_name(dt) << " d " << d;
+        EXPECT_NE(std::memcmp(a.data(), x.data(), a.bytes()), 0);
+      }
 }
 
 TEST(Rope, BadInputIsNamed) {
