@@ -19,6 +19,8 @@ namespace sol::kernels {
 // reach the next row's g in gate_up's [g | u] layout).
 void silu_mul_scalar(const void* g, const void* u, DType t, void* y, DType yt, int64_t n, bool stream,
                      const void* next_u, const TuningParams& tp);
+void silu_mul_avx2(const void* g, const void* u, DType t, void* y, DType yt, int64_t n, bool stream,
+                   const void* next_u, const TuningParams& tp);
 void silu_mul_avx512(const void* g, const void* u, DType t, void* y, DType yt, int64_t n, bool stream,
                      const void* next_u, const TuningParams& tp);
 

@@ -6,5 +6,6 @@
 
 namespace sol::kernels {
 void sigmoid_row_scalar(const void* x, DType t, float* out, int64_t n);
+void sigmoid_row_avx2(const void* x, DType t, float* out, int64_t n);
 void sigmoid_row_avx512(const void* x, DType t, float* out, int64_t n);
 }  // namespace sol::kernels

@@ -11,6 +11,8 @@ namespace sol::kernels {
 // scaling, so exp runs once per element). stream: y may be written with non-temporal stores (a
 // hint; see kernels/activation.h). tp: the vector kernels request a row's first pass
 // tp.row_prefetch_bytes ahead (speed only; the scalar kernel ignores it).
+void softmax_row_avx2(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch, bool stream,
+                      const TuningParams& tp);
 void softmax_row_scalar(const void* x, DType t, void* y, DType yt, int64_t n, float* scratch, bool stream,
                         const TuningParams& tp);
 // softmax_row_avx512: the exponential of the per-lane routing kernel, whose scores promise its

@@ -84,7 +84,9 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
     EXPECT_EQ(k.abs_max == kernels::abs_max_avx512, vec(l));
   });
   check_table(kernels::activation_kernel_table(), "activation", [](const kernels::ActivationKernels& k, Isa l) {
-    EXPECT_EQ(k.silu_mul, vec(l) ? kernels::silu_mul_avx512 : kernels::silu_mul_scalar);
+    EXPECT_EQ(k.silu_mul, vec(l)             ? kernels::silu_mul_avx512
+                          : l == Isa::avx2 ? kernels::silu_mul_avx2
+                                           : kernels::silu_mul_scalar);
     EXPECT_EQ(k.gelu, vec(l) ? kernels::gelu_avx512 : kernels::gelu_scalar);
     for (bool present : {!!k.silu_mul2, !!k.silu_mul_quant_row, !!k.gelu2, !!k.gelu_quant_row})
       EXPECT_EQ(present, vec(l));
@@ -96,12 +98,18 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
     EXPECT_EQ(!!k.rotate_two_tokens, vec(l));
   });
   check_table(kernels::softmax_kernel_table(), "softmax", [](const kernels::SoftmaxKernels& k, Isa l) {
-    EXPECT_EQ(k.row, vec(l) ? kernels::softmax_row_avx512 : kernels::softmax_row_scalar);
+    EXPECT_EQ(k.row, vec(l)             ? kernels::softmax_row_avx512
+                     : l == Isa::avx2 ? kernels::softmax_row_avx2
+                                      : kernels::softmax_row_scalar);
     for (bool present : {!!k.bf16_row, !!k.bf16_rows, !!k.f32_row, !!k.f32_rows}) EXPECT_EQ(present, vec(l));
   });
   check_table(kernels::routing_kernel_table(), "routing", [](const kernels::RoutingKernels& k, Isa l) {
-    EXPECT_EQ(k.sigmoid_row, vec(l) ? kernels::sigmoid_row_avx512 : kernels::sigmoid_row_scalar);
-    EXPECT_EQ(k.softmax_row, vec(l) ? kernels::softmax_row_avx512 : kernels::softmax_row_scalar);
+    EXPECT_EQ(k.sigmoid_row, vec(l)             ? kernels::sigmoid_row_avx512
+                             : l == Isa::avx2 ? kernels::sigmoid_row_avx2
+                                              : kernels::sigmoid_row_scalar);
+    EXPECT_EQ(k.softmax_row, vec(l)             ? kernels::softmax_row_avx512
+                             : l == Isa::avx2 ? kernels::softmax_row_avx2
+                                              : kernels::softmax_row_scalar);
     for (bool present : {!!k.keys, !!k.topk, !!k.sigmoid_rows, !!k.softmax_lanes}) EXPECT_EQ(present, vec(l));
   });
   check_table(kernels::select_kernel_table(), "select", [](const kernels::SelectKernels& k, Isa l) {

@@ -85,6 +85,34 @@ TEST(MoeRouting, TooFewNumbersMakesTheTokenLoudlyNaN) {
   EXPECT_TRUE(std::isnan(r.wt(0, 1)));
 }
 
+// The AVX2 sigmoid (exp_avx2.h) gives the scalar row's bits: over [-120, 120] (both clamps of
+// the exponential), infinities, NaN, both dtypes and lengths that leave a tail.
+TEST(MoeRouting, Avx2SigmoidGivesTheScalarBits) {
+  if (cpu_features().best_isa < Isa::avx2) GTEST_SKIP() << "no AVX2 here";
+  for (int64_t n : {4803, 13, 7}) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[size_t(i)] = float(i - n / 2) * (n > 100 ? 0.05f : 17.1f);
+    v[0] = -INFINITY;
+    v[size_t(n / 3)] = INFINITY;
+    v[size_t(n - 1)] = NAN;
+    std::vector<uint16_t> h(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) h[size_t(i)] = f32_to_bf16(v[size_t(i)]);
+    for (DType t : {DType::f32, DType::bf16}) {
+      const void* x = t == DType::f32 ? static_cast<const void*>(v.data()) : h.data();
+      std::vector<float> a(static_cast<size_t>(n), 7.0f), b(static_cast<size_t>(n), 7.0f);
+      kernels::sigmoid_row_scalar(x, t, a.data(), n);
+      kernels::sigmoid_row_avx2(x, t, b.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        uint32_t ba, bb;
+        std::memcpy(&ba, &a[size_t(i)], 4);
+        std::memcpy(&bb, &b[size_t(i)], 4);
+        ASSERT_TRUE(ba == bb || (std::isnan(a[size_t(i)]) && std::isnan(b[size_t(i)])))
+            << dtype_name(t) << " n=" << n << " x=" << v[size_t(i)] << " scalar " << a[size_t(i)] << " avx2 " << b[size_t(i)];
+      }
+    }
+  }
+}
+
 TEST(MoeRouting, SigmoidScoresMatchFp64) {
   const int64_t n = 4001;
   Buffer x(DType::f32, {n});
