@@ -9,6 +9,7 @@
 namespace sol::kernels {
 
 void weighted_sum_bf16_scalar(uint16_t* out, const uint16_t* const* rows, const float* weights, int count, int64_t n);
+void weighted_sum_bf16_avx2(uint16_t* out, const uint16_t* const* rows, const float* weights, int count, int64_t n);
 void weighted_sum_bf16_avx512(uint16_t* out, const uint16_t* const* rows, const float* weights, int count, int64_t n);
 
 struct WeightedSumKernels {

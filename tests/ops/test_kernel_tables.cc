@@ -165,7 +165,9 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
     EXPECT_EQ(k.row_sources, vec(l) ? engram::detail::row_sources_avx512 : engram::detail::row_sources_scalar);
   });
   check_table(kernels::weighted_sum_kernel_table(), "weighted sum", [](const kernels::WeightedSumKernels& k, Isa l) {
-    EXPECT_EQ(k.weighted_sum_bf16, vec(l) ? kernels::weighted_sum_bf16_avx512 : kernels::weighted_sum_bf16_scalar);
+    EXPECT_EQ(k.weighted_sum_bf16, vec(l)             ? kernels::weighted_sum_bf16_avx512
+                                   : l == Isa::avx2 ? kernels::weighted_sum_bf16_avx2
+                                                    : kernels::weighted_sum_bf16_scalar);
   });
 }
 

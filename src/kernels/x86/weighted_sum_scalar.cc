@@ -15,8 +15,10 @@ void weighted_sum_bf16_scalar(uint16_t* out, const uint16_t* const* rows, const 
 
 namespace {
 constexpr WeightedSumKernels kScalar{weighted_sum_bf16_scalar};
+constexpr WeightedSumKernels kAvx2{weighted_sum_bf16_avx2};
 constexpr WeightedSumKernels kAvx512{weighted_sum_bf16_avx512};
 constexpr KernelEntry<WeightedSumKernels> kTable[] = {{Backend::cpu, Isa::scalar, &kScalar},
+                                                      {Backend::cpu, Isa::avx2, &kAvx2},
                                                       {Backend::cpu, Isa::avx512, &kAvx512}};
 }  // namespace
 
