@@ -15,7 +15,7 @@
 #include <cmath>
 
 #include "kernels/norm.h"
-#include "kernels/x86/avx2/codes_avx2.h"
+#include "kernels/x86/avx2/vec8_avx2.h"
 
 namespace sol::kernels {
 
@@ -129,25 +129,6 @@ void shifted_sums_t(const void* x, float shift, int64_t n, float* sum_d, float* 
   }
   *sum_d = combine(part[0]);
   *sum_d2 = combine(part[1]);
-}
-
-// 8 elements of type t at i, as f32.
-[[gnu::always_inline]] inline __m256 load8(const void* p, DType t, int64_t i) {
-  if (t == DType::f32) return _mm256_loadu_ps(static_cast<const float*>(p) + i);
-  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(p) + i));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
-}
-
-[[gnu::always_inline]] inline void store8(void* p, DType t, int64_t i, __m256 v) {
-  if (t == DType::f32) {
-    _mm256_storeu_ps(static_cast<float*>(p) + i, v);
-    return;
-  }
-  // The codes sit in the low halves of 32-bit lanes; packus works per 128-bit lane, so
-  // quarters 0 and 2 hold the eight codes in order.
-  const __m256i codes = f32x8_to_bf16(v);
-  const __m128i packed = _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(codes, codes), 0x08));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint16_t*>(p) + i), packed);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "kernels/quant.h"
-#include "kernels/x86/avx2/codes_avx2.h"
+#include "kernels/x86/avx2/vec8_avx2.h"
 
 namespace sol::kernels {
 
@@ -17,12 +17,6 @@ namespace {
 float load_f32(const void* x, DType t, int64_t i) {
   if (t == DType::bf16) return bf16_to_f32(static_cast<const uint16_t*>(x)[i]);
   return static_cast<const float*>(x)[i];
-}
-
-[[gnu::always_inline]] inline __m256 load8(const void* x, DType t, int64_t i) {
-  if (t == DType::f32) return _mm256_loadu_ps(static_cast<const float*>(x) + i);
-  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(x) + i));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include <cmath>
 
 #include "kernels/rope.h"
-#include "kernels/x86/avx2/codes_avx2.h"
+#include "kernels/x86/avx2/vec8_avx2.h"
 
 namespace sol::kernels {
 
@@ -20,10 +20,7 @@ void rotate(void* x, DType t, const float* c, const float* s, int64_t d, bool in
   int64_t i = 0;
   if (t == DType::bf16) {
     const uint16_t* in = static_cast<const uint16_t*>(x);
-    for (; i + 8 <= d; i += 8) {
-      const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
-      _mm256_store_ps(v + i, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16)));
-    }
+    for (; i + 8 <= d; i += 8) _mm256_store_ps(v + i, widen8_bf16(in + i));
     for (; i < d; ++i) v[i] = bf16_to_f32(in[i]);
   } else {
     for (; i < d; ++i) v[i] = static_cast<const float*>(x)[i];
@@ -34,14 +31,7 @@ void rotate(void* x, DType t, const float* c, const float* s, int64_t d, bool in
     const __m256 vi = _mm256_load_ps(v + i);
     const __m256 vp = interleaved ? _mm256_permute_ps(vi, 0xB1) : _mm256_load_ps(v + (i + half) % d);
     const __m256 r = _mm256_fmadd_ps(vp, _mm256_loadu_ps(s + i), _mm256_mul_ps(vi, _mm256_loadu_ps(c + i)));
-    if (t == DType::bf16) {
-      const __m256i codes = f32x8_to_bf16(r);
-      const __m128i packed =
-          _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(codes, codes), 0x08));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint16_t*>(x) + i), packed);
-    } else {
-      _mm256_storeu_ps(static_cast<float*>(x) + i, r);
-    }
+    store8(x, t, i, r);
   }
   for (; i < d; ++i) {
     const int64_t p = interleaved ? (i ^ 1) : (i + half) % d;

@@ -6,18 +6,9 @@
 
 #include "kernels/sigmoid.h"
 #include "kernels/x86/avx2/exp_avx2.h"
+#include "kernels/x86/avx2/vec8_avx2.h"
 
 namespace sol::kernels {
-
-namespace {
-
-[[gnu::always_inline]] inline __m256 load8(const void* x, DType t, int64_t i) {
-  if (t == DType::f32) return _mm256_loadu_ps(static_cast<const float*>(x) + i);
-  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(x) + i));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
-}
-
-}  // namespace
 
 void sigmoid_row_avx2(const void* x, DType t, float* out, int64_t n) {
   int64_t i = 0;

@@ -7,28 +7,12 @@
 #include <cstring>
 
 #include "kernels/softmax.h"
-#include "kernels/x86/avx2/codes_avx2.h"
 #include "kernels/x86/avx2/exp_avx2.h"
+#include "kernels/x86/avx2/vec8_avx2.h"
 
 namespace sol::kernels {
 
 namespace {
-
-[[gnu::always_inline]] inline __m256 load8(const void* x, DType t, int64_t i) {
-  if (t == DType::f32) return _mm256_loadu_ps(static_cast<const float*>(x) + i);
-  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(x) + i));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
-}
-
-[[gnu::always_inline]] inline void store8(void* y, DType t, int64_t i, __m256 v) {
-  if (t == DType::f32) {
-    _mm256_storeu_ps(static_cast<float*>(y) + i, v);
-    return;
-  }
-  const __m256i codes = f32x8_to_bf16(v);
-  const __m128i packed = _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(codes, codes), 0x08));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint16_t*>(y) + i), packed);
-}
 
 
 }  // namespace
