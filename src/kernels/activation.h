@@ -39,6 +39,8 @@ void silu_mul2_avx512(const SiluMulRow& a, const SiluMulRow& b, DType t, DType y
 // y[i] = round_y(gelu(x[i])), tanh form or erf form; a bf16 y within 1 ulp, as silu-mul's.
 void gelu_scalar(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_form, bool stream,
                  const TuningParams& tp);
+void gelu_avx2(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_form, bool stream,
+               const TuningParams& tp);
 void gelu_avx512(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_form, bool stream,
                  const TuningParams& tp);
 // Rows xa -> ya and xb -> yb together (as silu_mul2_avx512).

@@ -87,7 +87,9 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
     EXPECT_EQ(k.silu_mul, vec(l)             ? kernels::silu_mul_avx512
                           : l == Isa::avx2 ? kernels::silu_mul_avx2
                                            : kernels::silu_mul_scalar);
-    EXPECT_EQ(k.gelu, vec(l) ? kernels::gelu_avx512 : kernels::gelu_scalar);
+    EXPECT_EQ(k.gelu, vec(l)             ? kernels::gelu_avx512
+                      : l == Isa::avx2 ? kernels::gelu_avx2
+                                       : kernels::gelu_scalar);
     for (bool present : {!!k.silu_mul2, !!k.silu_mul_quant_row, !!k.gelu2, !!k.gelu_quant_row})
       EXPECT_EQ(present, vec(l));
   });
