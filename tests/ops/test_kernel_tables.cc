@@ -137,7 +137,9 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
     EXPECT_EQ(!!k.pack_transposed && !!k.pack_interleaved, vec(l));
   });
   check_table(kernels::mla_kernel_table(), "mla", [](const kernels::MlaKernels& k, Isa l) {
-    EXPECT_EQ(k.chunk, vec(l) ? kernels::mla_chunk_avx512 : kernels::mla_chunk_scalar);
+    EXPECT_EQ(k.chunk, vec(l)             ? kernels::mla_chunk_avx512
+                       : l == Isa::avx2 ? kernels::mla_chunk_avx2
+                                        : kernels::mla_chunk_scalar);
     EXPECT_EQ(k.merge, vec(l) ? kernels::mla_merge_avx512 : kernels::mla_merge_scalar);
     EXPECT_EQ(k.finish, vec(l) ? kernels::mla_finish_avx512 : kernels::mla_finish_scalar);
   });

@@ -44,6 +44,14 @@ struct Problem {
     pool = pages + 3;
     kv16 = Buffer(DType::bf16, {pool, 64, 1, 576});
     fill_random(kv16, seed, 1.0);
+    // The four 128-wide groups of the latent at different magnitudes (powers of two, exact), so
+    // that FP8's per-group scales differ and reading one group with another's scale shows.
+    for (int64_t row = 0; row < pool * 64; ++row)
+      for (int64_t d = 0; d < 512; ++d) {
+        const size_t i = size_t(row * 576 + d);
+        const double factor[] = {1.0, 4.0, 0.25, 2.0};
+        store_from_double(kv16.data(), DType::bf16, i, load_as_double(kv16.data(), DType::bf16, i) * factor[d / 128]);
+      }
     kv8 = Buffer(DType::f8e4m3, {pool, 64, 1, 656});
     table = Buffer(DType::i32, {batch, max_blocks});
     seqlens = Buffer(DType::i32, {batch});

@@ -62,6 +62,7 @@ inline int64_t mla_scratch_bytes(int64_t rows) {
 }
 
 void mla_chunk_scalar(const MlaChunk& c);
+void mla_chunk_avx2(const MlaChunk& c);
 void mla_chunk_avx512(const MlaChunk& c);
 
 // (o, row_max, row_sum) of rows [0, rows) = merge((o, ...), (o2, ...)); o2 is the later chunk.
