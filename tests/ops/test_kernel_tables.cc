@@ -120,7 +120,9 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
     EXPECT_EQ(k.order_best_first, vec(l) ? kernels::order_best_first_avx512 : kernels::order_best_first_scalar);
   });
   check_table(kernels::combine_kernel_table(), "combine", [](const kernels::CombineKernels& k, Isa l) {
-    EXPECT_EQ(!!k.weighted_row_sum, vec(l));
+    EXPECT_EQ(k.weighted_row_sum, vec(l)             ? kernels::weighted_row_sum_avx512
+                                  : l == Isa::avx2 ? kernels::weighted_row_sum_avx2
+                                                   : nullptr);
   });
   check_table(kernels::move_kernel_table(), "move bytes", [](const kernels::MoveKernels& k, Isa l) {
     EXPECT_NE(k.copy, nullptr);
