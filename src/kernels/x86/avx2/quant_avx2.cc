@@ -19,6 +19,13 @@ float load_f32(const void* x, DType t, int64_t i) {
   return static_cast<const float*>(x)[i];
 }
 
+// A NaN code times a NaN scale: the code's NaN, as the reference's product gives it. Which NaN
+// a vmulps of two NaNs returns follows its operand order, which the compiler may swap (it did
+// between the -O3 and the sanitizers' -O1 builds), so the code's NaN is selected explicitly.
+[[gnu::always_inline]] inline __m256 code_times_scale(__m256 v, __m256 scale) {
+  return _mm256_blendv_ps(_mm256_mul_ps(v, scale), v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+}
+
 }  // namespace
 
 float abs_max_avx2(const void* x, DType t, int64_t n) {
@@ -58,10 +65,13 @@ void dequant_scale_avx2(const uint8_t* q, float s, float* out, int64_t n) {
   for (; i + 16 <= n; i += 16) {
     __m256 low, high;
     e4m3x16_to_f32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + i)), low, high);
-    _mm256_storeu_ps(out + i, _mm256_mul_ps(low, scale));
-    _mm256_storeu_ps(out + i + 8, _mm256_mul_ps(high, scale));
+    _mm256_storeu_ps(out + i, code_times_scale(low, scale));
+    _mm256_storeu_ps(out + i + 8, code_times_scale(high, scale));
   }
-  for (; i < n; ++i) out[i] = e4m3_to_f32(q[i]) * s;
+  for (; i < n; ++i) {
+    const float v = e4m3_to_f32(q[i]);
+    out[i] = std::isnan(v) ? v : v * s;
+  }
 }
 
 }  // namespace sol::kernels
