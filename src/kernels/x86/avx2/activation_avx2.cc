@@ -7,7 +7,6 @@
 // the rounding of those f32 results, so within 1 ulp of the correctly rounded GELU.
 #include <cmath>
 #include <cstddef>
-#include <cstring>
 
 #include "kernels/activation.h"
 #include "kernels/x86/avx2/exp_avx2.h"
@@ -80,26 +79,14 @@ void silu_mul_avx2(const void* g, const void* u, DType t, void* y, DType yt, int
                    const TuningParams&) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) store8(y, yt, i, silu_times(load8(g, t, i), load8(u, t, i)));
-  if (i == n) return;
-  // The last 1-7 elements through padded copies (zeros: silu(0) * 0 is 0, and not stored).
-  const size_t size = t == DType::f32 ? 4 : 2, out_size = yt == DType::f32 ? 4 : 2, left = size_t(n - i);
-  alignas(32) unsigned char gt[32] = {}, ut[32] = {}, yv[32];
-  std::memcpy(gt, static_cast<const unsigned char*>(g) + size_t(i) * size, left * size);
-  std::memcpy(ut, static_cast<const unsigned char*>(u) + size_t(i) * size, left * size);
-  store8(yv, yt, 0, silu_times(load8(gt, t, 0), load8(ut, t, 0)));
-  std::memcpy(static_cast<unsigned char*>(y) + size_t(i) * out_size, yv, left * out_size);
+  if (i < n) store8_n(y, yt, i, n - i, silu_times(load8_n(g, t, i, n - i), load8_n(u, t, i, n - i)));
 }
 
 void gelu_avx2(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_form, bool, const TuningParams&) {
   const auto f = [erf_form](__m256 v) { return erf_form ? gelu_erf8(v) : gelu_tanh8(v); };
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) store8(y, yt, i, f(load8(x, t, i)));
-  if (i == n) return;
-  const size_t size = t == DType::f32 ? 4 : 2, out_size = yt == DType::f32 ? 4 : 2, left = size_t(n - i);
-  alignas(32) unsigned char xt[32] = {}, yv[32];
-  std::memcpy(xt, static_cast<const unsigned char*>(x) + size_t(i) * size, left * size);
-  store8(yv, yt, 0, f(load8(xt, t, 0)));
-  std::memcpy(static_cast<unsigned char*>(y) + size_t(i) * out_size, yv, left * out_size);
+  if (i < n) store8_n(y, yt, i, n - i, f(load8_n(x, t, i, n - i)));
 }
 
 }  // namespace sol::kernels

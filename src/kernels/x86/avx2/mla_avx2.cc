@@ -108,12 +108,7 @@ void mla_chunk_avx2(const MlaChunk& c) {
       const __m256 mv = _mm256_set1_ps(mx);
       int t = 0;
       for (; t + 8 <= n; t += 8) _mm256_storeu_ps(s + t, exp8(_mm256_sub_ps(_mm256_loadu_ps(s + t), mv)));
-      if (t < n) {
-        alignas(32) float last[8] = {};
-        std::memcpy(last, s + t, size_t(n - t) * 4);
-        _mm256_store_ps(last, exp8(_mm256_sub_ps(_mm256_load_ps(last), mv)));
-        std::memcpy(s + t, last, size_t(n - t) * 4);
-      }
+      if (t < n) store8_n(s, DType::f32, t, n - t, exp8(_mm256_sub_ps(load8_n(s, DType::f32, t, n - t), mv)));
       float sum = 0;
       for (int k = 0; k < n; ++k) sum += s[k];
       c.row_max[m] = mx;

@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "kernels/reduce.h"
-#include "kernels/x86/avx2/codes_avx2.h"
+#include "kernels/x86/avx2/vec8_avx2.h"
 
 namespace sol::kernels {
 
@@ -18,8 +18,7 @@ namespace {
 template <DType T>
 [[gnu::always_inline]] inline __m256 load8(const void* p, int64_t i) {
   if constexpr (T == DType::f32) return _mm256_loadu_ps(static_cast<const float*>(p) + i);
-  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(p) + i));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+  return widen8_bf16(static_cast<const uint16_t*>(p) + i);
 }
 
 template <DType T, bool Stream>
@@ -29,10 +28,7 @@ template <DType T, bool Stream>
     if constexpr (Stream) _mm256_stream_ps(out, v);
     else _mm256_storeu_ps(out, v);
   } else {
-    // The codes sit in the low halves of 32-bit lanes; packus works per 128-bit lane, so
-    // quarters 0 and 2 hold the eight codes in order.
-    const __m256i codes = f32x8_to_bf16(v);
-    const __m128i packed = _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(codes, codes), 0x08));
+    const __m128i packed = narrow8_bf16(v);
     __m128i* out = reinterpret_cast<__m128i*>(static_cast<uint16_t*>(p) + i);
     if constexpr (Stream) _mm_stream_si128(out, packed);
     else _mm_storeu_si128(out, packed);

@@ -2,8 +2,6 @@
 // the weights, agree on every path). The tail goes through a padded vector: the scalar
 // sigmoid's inline header is not included here, where the linker could hand its AVX2 build to
 // baseline code.
-#include <cstring>
-
 #include "kernels/sigmoid.h"
 #include "kernels/x86/avx2/exp_avx2.h"
 #include "kernels/x86/avx2/vec8_avx2.h"
@@ -13,13 +11,7 @@ namespace sol::kernels {
 void sigmoid_row_avx2(const void* x, DType t, float* out, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, sigmoid8(load8(x, t, i)));
-  if (i == n) return;
-  const size_t size = t == DType::f32 ? 4 : 2, left = size_t(n - i);
-  alignas(32) unsigned char in[32] = {};
-  alignas(32) float result[8];
-  std::memcpy(in, static_cast<const unsigned char*>(x) + size_t(i) * size, left * size);
-  _mm256_store_ps(result, sigmoid8(load8(in, t, 0)));
-  std::memcpy(out + i, result, left * sizeof(float));
+  if (i < n) store8_n(out, DType::f32, i, n - i, sigmoid8(load8_n(x, t, i, n - i)));
 }
 
 }  // namespace sol::kernels

@@ -1,6 +1,7 @@
 #pragma once
 // Eight-lane f32 helpers shared by the AVX2 row kernels: f32 or bf16 elements loaded as f32,
-// f32 stored as f32 or as bf16 (rounded as f32_to_bf16, codes_avx2.h). Include only from
+// f32 stored as f32 or as bf16 (rounded as f32_to_bf16, codes_avx2.h), whole vectors or a
+// row's last 1-7 elements. Include only from
 // *_avx2.cc files; everything is in an anonymous namespace, so no baseline code can link to an
 // AVX2 build of it.
 #include <immintrin.h>
@@ -35,6 +36,22 @@ namespace {
 [[gnu::always_inline]] inline void store8(void* p, DType t, int64_t i, __m256 v) {
   if (t == DType::f32) _mm256_storeu_ps(static_cast<float*>(p) + i, v);
   else _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint16_t*>(p) + i), narrow8_bf16(v));
+}
+
+// The last 1-7 elements of a row (count of them, at i): loaded through a zero-padded copy and
+// stored through one, so nothing outside the row is read or written.
+[[gnu::always_inline]] inline __m256 load8_n(const void* p, DType t, int64_t i, int64_t count) {
+  const size_t size = t == DType::f32 ? 4 : 2;
+  alignas(32) unsigned char padded[32] = {};
+  __builtin_memcpy(padded, static_cast<const unsigned char*>(p) + size_t(i) * size, size_t(count) * size);
+  return load8(padded, t, 0);
+}
+
+[[gnu::always_inline]] inline void store8_n(void* p, DType t, int64_t i, int64_t count, __m256 v) {
+  const size_t size = t == DType::f32 ? 4 : 2;
+  alignas(32) unsigned char padded[32];
+  store8(padded, t, 0, v);
+  __builtin_memcpy(static_cast<unsigned char*>(p) + size_t(i) * size, padded, size_t(count) * size);
 }
 
 }  // namespace

@@ -4,8 +4,6 @@
 #pragma GCC optimize("fp-contract=off")
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "kernels/weighted_sum.h"
 #include "kernels/x86/avx2/vec8_avx2.h"
 
@@ -19,16 +17,10 @@ void weighted_sum_bf16_avx2(uint16_t* out, const uint16_t* const* rows, const fl
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), narrow8_bf16(acc));
   }
   if (i == n) return;
-  // The last 1-7 columns through padded copies.
-  const size_t left = size_t(n - i);
-  alignas(16) uint16_t in[8] = {}, result[8];
   __m256 acc = _mm256_setzero_ps();
-  for (int j = 0; j < count; ++j) {
-    std::memcpy(in, rows[j] + i, left * 2);
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(weights[j]), widen8_bf16(in)));
-  }
-  _mm_store_si128(reinterpret_cast<__m128i*>(result), narrow8_bf16(acc));
-  std::memcpy(out + i, result, left * 2);
+  for (int j = 0; j < count; ++j)
+    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(weights[j]), load8_n(rows[j], DType::bf16, i, n - i)));
+  store8_n(out, DType::bf16, i, n - i, acc);
 }
 
 }  // namespace sol::kernels
