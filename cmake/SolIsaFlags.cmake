@@ -1,7 +1,11 @@
 # ISA-specific translation units are recognised by their file-name suffix and get
 # their own target flags; everything else is built for baseline x86-64, so one
 # binary runs anywhere and picks its path from CPUID at run time (include/sol/hw.h).
-set(SOL_FLAGS_AVX2 -mavx2 -mfma -mf16c)
+# -ffp-contract=off: with -mfma GCC would fuse a written multiply and add into one FMA,
+# rounding once where the portable code (built without FMA) rounds twice, so a kernel that
+# promises the portable bits would lose them silently. An ISA file computes what its source
+# says; where it wants an FMA it writes one.
+set(SOL_FLAGS_AVX2 -mavx2 -mfma -mf16c -ffp-contract=off)
 set(SOL_FLAGS_AVX512 ${SOL_FLAGS_AVX2} -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mavx512vnni)
 set(SOL_FLAGS_AMX ${SOL_FLAGS_AVX512} -mavx512vbmi -mamx-tile -mamx-bf16 -mamx-int8)
 

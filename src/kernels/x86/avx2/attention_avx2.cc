@@ -4,9 +4,9 @@
 //   f32:  acc = fma(a, b, acc) per k, in k order.
 //   bf16: acc += a0 * b0 + a1 * b1 per k pair; bf16 products are exact in f32, so the only
 //         roundings are the pair's sum and the add into acc, whichever way the sum is formed.
-// finish() rounds c * row_scale before adding the sums; contraction is off in this file so no
-// product is fused into an add the scalar code rounds separately.
-#pragma GCC optimize("fp-contract=off")
+// finish() rounds c * row_scale before adding the sums; ISA files are built without
+// contraction (cmake/SolIsaFlags.cmake), so no product is fused into an add the scalar code
+// rounds separately.
 #include <immintrin.h>
 
 #include <cstdint>

@@ -1,7 +1,6 @@
 // out = sum_j w[j] rows[j] over bf16 rows, accumulated in f32 in the order given, rounded once
-// to bf16, eight lanes at a time: multiply then add, contraction off in this file (GCC would
-// fuse the two), so the bits are the portable loop's.
-#pragma GCC optimize("fp-contract=off")
+// to bf16, eight lanes at a time: multiply then add (ISA files are built without contraction,
+// cmake/SolIsaFlags.cmake), so the bits are the portable loop's.
 #include <immintrin.h>
 
 #include "kernels/weighted_sum.h"

@@ -1,8 +1,7 @@
 // out = Σ_j w[j]·rows[j] over bf16 rows, accumulated in f32 in the order given, rounded once
-// to bf16 — the reduction of the low-latency combine, 16 lanes at a time. Multiply then add,
-// contraction off in this file (GCC fuses the two into an FMA otherwise), so the bits equal the
+// to bf16 — the reduction of the low-latency combine, 16 lanes at a time. Multiply then add
+// (ISA files are built without contraction, cmake/SolIsaFlags.cmake), so the bits equal the
 // portable loop's.
-#pragma GCC optimize("fp-contract=off")
 #include "kernels/weighted_sum.h"
 #include "kernels/x86/avx512/vec16_avx512.h"
 
