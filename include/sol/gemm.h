@@ -25,8 +25,8 @@
 //   NaN), while beta = 0 never reads C, so C (or D's old contents) may hold anything then.
 //   M, N or K may be 0; K = 0 gives D = act(beta * C + bias).
 //   SOL_ISA=avx512 runs the blocked AVX-512 kernels (FMA for f32, vdpbf16ps for bf16 and fp8,
-//   vpdpbusd for int8); SOL_ISA=scalar and SOL_ISA=avx2 run the plain scalar loops (slow; there
-//   is no AVX2 kernel).
+//   vpdpbusd for int8), SOL_ISA=avx2 the AVX2 kernels (FMA, bf16 widened to f32; vpmaddwd for
+//   int8), SOL_ISA=scalar the plain loops (slow).
 #include <cstdint>
 #include <memory>
 #include <span>
