@@ -108,7 +108,7 @@ void run_strips(const GemmProblem& p, const Shared& sh, int64_t n0, int64_t n1) 
       const int64_t es = int64_t(dtype_size(p.packed->dtype));
       t.b = p.packed->at(0, col);
       t.b_fp8 = p.packed->dtype == DType::f8e4m3;
-      if (!t.b_fp8) t.prefetch_b = p.tune->gemm_b_prefetch_bytes;
+      t.prefetch_b = p.tune->gemm_b_prefetch_bytes;
       if (next >= 0) set_next(t, static_cast<const char*>(p.packed->at(0, next)), 1, p.packed->panel_elems * es, 0);
     } else {
       pack_b_block(*p.kern, p.b, p.b_type, p.n, 0, p.k, col, kGemmNR, b_pack, steps * k_group(p.in) * kGemmNR);

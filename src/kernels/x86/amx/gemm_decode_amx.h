@@ -73,12 +73,15 @@ __attribute__((always_inline)) inline void side_chunk(SideWalk& side) {
 // ---- panel orientation ------------------------------------------------------------------
 
 // An fp8 chunk c of a panel (64 bytes a step) widened into `buf` as the bf16 chunk a tile
-// reads (128 bytes a step), with zeros past the panel's steps.
+// reads (128 bytes a step), with zeros past the panel's steps. Each step requests the line
+// t.prefetch_b bytes ahead, as the bf16 chunks do: the next strip's request into L2 alone
+// left every line a miss to L2 while the widening waited.
 __attribute__((always_inline)) inline void widen_chunk(const GemmTile& t, int64_t c, char* buf) {
   const int64_t left = t.k_steps - 16 * c, steps = left < 16 ? left : 16;
   const char* f = static_cast<const char*>(t.b) + 64 * 16 * c;
   __m512i wide[2];
   for (int64_t s = 0; s < steps; ++s) {
+    if (t.prefetch_b) _mm_prefetch(f + 64 * s + t.prefetch_b, _MM_HINT_T0);
     e4m3x64_to_bf16(_mm512_loadu_si512(f + 64 * s), wide);
     _mm512_store_si512(buf + 128 * s, wide[0]);
     _mm512_store_si512(buf + 128 * s + 64, wide[1]);
