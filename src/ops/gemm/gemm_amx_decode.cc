@@ -102,6 +102,9 @@ void run_strips(const GemmProblem& p, const Shared& sh, int64_t n0, int64_t n1) 
       at.k = p.k;
       at.w_fp8 = p.b_type == DType::f8e4m3;
       at.sa_lanes = sh.sa_lanes;
+      // fp8 W: each of the strip's 32 rows runs its own look-ahead, the budget shared among
+      // them (bf16 W, read by the tiles directly, ran 5-7% slower with one).
+      if (at.w_fp8) t.prefetch_b = std::max<int64_t>(64, p.tune->gemm_b_prefetch_bytes / kGemmNR / 64 * 64);
       if (next >= 0)
         set_next(t, static_cast<const char*>(p.b.data) + next * stride, std::min<int64_t>(kGemmNR, n1 - next), p.k * b_es, stride);
     } else if (p.packed) {

@@ -218,7 +218,8 @@ __attribute__((always_inline)) inline void assemble_w(const AmxDecodeTile& at, i
 
 // fp8 W, chunks 2p and 2p + 1 of its (one or two) 16-row blocks, widened from one 64-byte
 // line of each row: wide[h][b] is chunk 2p + h of block b as a tile (64 bytes a row; zero
-// past at.k and for rows from t.n on).
+// past at.k and for rows from t.n on). Each row also requests its line t.prefetch_b bytes
+// ahead: 32 row streams, which the next strip's request into L2 alone left waiting on L2.
 __attribute__((always_inline)) inline void widen_w_pair(const AmxDecodeTile& at, int64_t p, bool two,
                                                         char (*wide)[2][1024]) {
   const int64_t k0 = 64 * p, left = at.k - k0;
@@ -227,8 +228,11 @@ __attribute__((always_inline)) inline void widen_w_pair(const AmxDecodeTile& at,
   for (int b = 0; b < (two ? 2 : 1); ++b)
     for (int r = 0; r < 16; ++r) {
       __m512i v[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-      if (16 * b + r < at.t.n)
-        e4m3x64_to_bf16(_mm512_maskz_loadu_epi8(mask, static_cast<const char*>(at.w) + (16 * b + r) * at.w_stride + k0), v);
+      if (16 * b + r < at.t.n) {
+        const char* line = static_cast<const char*>(at.w) + (16 * b + r) * at.w_stride + k0;
+        if (at.t.prefetch_b) _mm_prefetch(line + at.t.prefetch_b, _MM_HINT_T0);  // the row's line ahead
+        e4m3x64_to_bf16(_mm512_maskz_loadu_epi8(mask, line), v);
+      }
       _mm512_store_si512(wide[0][b] + 64 * r, v[0]);
       _mm512_store_si512(wide[1][b] + 64 * r, v[1]);
     }
