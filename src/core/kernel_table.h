@@ -5,28 +5,39 @@
 // one level; kernels a level lacks are null, and the op takes its portable route there. The
 // best set for a level is the entry of that backend with the highest level not above it, so a
 // level without an entry of its own (avx2 for most families) runs the one below.
+#include <cstdint>
 #include <span>
 
 #include "sol/isa.h"
 
 namespace sol {
 
+// CPU features outside the ISA levels that an entry may need: a variant of a level for the
+// cores that have them (the level's other entry serves the rest). A variant is listed before
+// the level's general entry; among entries of one level the first whose needs are met wins.
+enum KernelNeeds : uint32_t {
+  kNeedsNothing = 0,
+  kNeedsVbmi = 1u << 0,  // AVX512-VBMI (byte permutes): Zen 4 on, Ice Lake on; not Cooper Lake
+};
+
 template <class Set>
 struct KernelEntry {
   Backend backend;
   Isa isa;
   const Set* set;
+  uint32_t needs = kNeedsNothing;
 };
 
 template <class Set>
 using KernelTable = std::span<const KernelEntry<Set>>;
 
-// The entry of `backend` with the highest level at most `level`; null when there is none.
+// The entry of `backend` with the highest level at most `level` whose needs are all in `have`;
+// null when there is none.
 template <class Set>
-const KernelEntry<Set>* best_entry(KernelTable<Set> table, Backend backend, Isa level) {
+const KernelEntry<Set>* best_entry(KernelTable<Set> table, Backend backend, Isa level, uint32_t have = kNeedsNothing) {
   const KernelEntry<Set>* best = nullptr;
   for (const KernelEntry<Set>& e : table)
-    if (e.backend == backend && e.isa <= level && (!best || e.isa > best->isa)) best = &e;
+    if (e.backend == backend && e.isa <= level && (e.needs & ~have) == 0 && (!best || e.isa > best->isa)) best = &e;
   return best;
 }
 

@@ -8,10 +8,16 @@
 
 namespace sol {
 
+// The KernelNeeds this CPU meets, less any a test has masked (mask_kernel_needs).
+uint32_t kernel_needs_met();
+// Tests only: hide features from the tables (a variant's general entry then runs), returning
+// the previous mask.
+uint32_t mask_kernel_needs(uint32_t masked);
+
 template <class Set>
 const Set& select_kernels(KernelTable<Set> table, const char* family) {
   const Isa level = active_isa();
-  const KernelEntry<Set>* e = best_entry(table, Backend::cpu, level);
+  const KernelEntry<Set>* e = best_entry(table, Backend::cpu, level, kernel_needs_met());
   if (!e) fail(family, "no kernel set for backend cpu at ISA level ", isa_name(level));
   return *e->set;
 }

@@ -101,6 +101,7 @@ struct AmxGemmTile {
 
 void gemm_tile_f32_avx512(const GemmTile& t);
 void gemm_tile_bf16_avx512(const GemmTile& t);
+void gemm_tile_bf16_vbmi(const GemmTile& t);  // the same tile, fp8 B widened by VBMI
 void gemm_tile_s8_avx512(const GemmTile& t);  // partial and D hold int32 here
 
 // kGemmMR rows (a short panel repeats its last row) of `steps` 32-bit K steps into the A-panel
@@ -180,7 +181,7 @@ void pack_b_panel_nt_avx2(const void* const (&cols)[kGemmNR], int valid_cols, in
 void pack_b_panel_nn_avx2(const void* b, int64_t ld, int valid_cols, int64_t kc, bool e4m3, uint16_t* panel);
 void widen_e4m3_avx2(const void* src, uint16_t* dst, int64_t n);
 
-// e4m3 -> bf16 (exact) by AVX512-VBMI byte tables: the amx level's widen_e4m3. Needs only
+// e4m3 -> bf16 (exact) by AVX512-VBMI byte tables: the amx level and avx512+VBMI widen_e4m3. Needs only
 // AVX-512 and VBMI, not the tiles (its test runs wherever those two are).
 void widen_e4m3_vbmi(const void* src, uint16_t* dst, int64_t n);
 

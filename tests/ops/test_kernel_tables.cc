@@ -41,11 +41,12 @@ void check_table(KernelTable<Set> table, const char* family, Routes&& routes) {
   for (Isa level : kLevels) {
     if (level > cpu_features().best_isa) continue;
     SCOPED_TRACE(std::string("level ") + std::string(isa_name(level)));
-    const KernelEntry<Set>* e = best_entry(table, Backend::cpu, level);
+    const KernelEntry<Set>* e = best_entry(table, Backend::cpu, level, kernel_needs_met());
     ASSERT_NE(e, nullptr) << "no kernel set";
     EXPECT_LE(e->isa, level);
+    EXPECT_EQ(e->needs & ~kernel_needs_met(), 0u);
     for (const KernelEntry<Set>& other : table) {
-      if (other.backend == Backend::cpu) {
+      if (other.backend == Backend::cpu && (other.needs & ~kernel_needs_met()) == 0) {
         EXPECT_FALSE(other.isa > e->isa && other.isa <= level) << "a better entry";
       }
     }
@@ -158,6 +159,11 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
     }
     if (vec(l)) {
       EXPECT_EQ(k.tile_f32, kernels::gemm_tile_f32_avx512);
+      // fp8 widening by VBMI byte tables wherever the CPU has VBMI (every amx CPU does)
+      const bool vbmi = (kernel_needs_met() & kNeedsVbmi) != 0;
+      EXPECT_EQ(k.tile_bf16, vbmi ? kernels::gemm_tile_bf16_vbmi : kernels::gemm_tile_bf16_avx512);
+      if (vbmi) EXPECT_EQ(k.widen_e4m3, kernels::widen_e4m3_vbmi);
+      else EXPECT_NE(k.widen_e4m3, kernels::widen_e4m3_vbmi);
     }
     EXPECT_EQ(!!k.amx_model, vec(l));
     EXPECT_EQ(k.amx, l >= Isa::amx ? &kernels::kAmxHardware : nullptr);
@@ -175,6 +181,30 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
                                    : l == Isa::avx2 ? kernels::weighted_sum_bf16_avx2
                                                     : kernels::weighted_sum_bf16_scalar);
   });
+}
+
+// A variant with needs wins over its level's general entry only where they are met, and a
+// level without a fitting variant takes the general entry (or the level below).
+TEST(KernelTables, VariantNeedsDecideAmongOneLevel) {
+  static constexpr kernels::RopeKernels kGeneral{kernels::rope_rotate_heads_scalar, nullptr};
+  static constexpr kernels::RopeKernels kVariant{kernels::rope_rotate_heads_scalar, nullptr};
+  static constexpr kernels::RopeKernels kBelow{kernels::rope_rotate_heads_scalar, nullptr};
+  static constexpr KernelEntry<kernels::RopeKernels> kTable[] = {{Backend::cpu, Isa::avx2, &kBelow},
+                                                                 {Backend::cpu, Isa::avx512, &kVariant, kNeedsVbmi},
+                                                                 {Backend::cpu, Isa::avx512, &kGeneral}};
+  const KernelTable<kernels::RopeKernels> table(kTable);
+  EXPECT_EQ(best_entry(table, Backend::cpu, Isa::avx512, kNeedsVbmi)->set, &kVariant);
+  EXPECT_EQ(best_entry(table, Backend::cpu, Isa::amx, kNeedsVbmi)->set, &kVariant);
+  EXPECT_EQ(best_entry(table, Backend::cpu, Isa::avx512, kNeedsNothing)->set, &kGeneral);
+  EXPECT_EQ(best_entry(table, Backend::cpu, Isa::avx2, kNeedsVbmi)->set, &kBelow);
+  static constexpr KernelEntry<kernels::RopeKernels> kOnlyVariant[] = {{Backend::cpu, Isa::avx2, &kBelow},
+                                                                       {Backend::cpu, Isa::avx512, &kVariant, kNeedsVbmi}};
+  EXPECT_EQ(best_entry(KernelTable<kernels::RopeKernels>(kOnlyVariant), Backend::cpu, Isa::avx512, kNeedsNothing)->set,
+            &kBelow);
+  // The test mask hides a feature from select_kernels and gives it back.
+  const uint32_t before = mask_kernel_needs(kNeedsVbmi);
+  EXPECT_EQ(kernel_needs_met() & kNeedsVbmi, 0u);
+  mask_kernel_needs(before);
 }
 
 // A table without an entry for the level asked (a family that exists only from avx512 on)

@@ -1,4 +1,4 @@
-// The amx level's e4m3 -> bf16 widening (kernels/x86/amx/e4m3_vbmi.h, byte tables by VPERMT2B)
+// The amx level's e4m3 -> bf16 widening (kernels/x86/avx512/e4m3x64_avx512.h, byte tables by VPERMT2B)
 // against the scalar code table: every one of the 256 codes in every position of a 64-value
 // block, every length 0..200 from unaligned starts (the masked tail), and nothing written past
 // the end; and the amx level's nt B packer built on it, against the AVX-512 packer. Both need

@@ -20,7 +20,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/x86/amx/amx_tile_config.h"
-#include "kernels/x86/amx/e4m3_vbmi.h"
+#include "kernels/x86/avx512/e4m3x64_avx512.h"
 #include "kernels/x86/avx512/e4m3_avx512.h"
 #include "kernels/x86/avx512/gemm_tile_avx512.h"
 

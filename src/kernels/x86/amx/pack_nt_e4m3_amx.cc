@@ -1,10 +1,10 @@
 // The amx level's B panel packer for a plain [N, K] B (GemmKernels::pack_b_panel_nt). An e4m3
 // panel is transposed as bytes first and widened after: 32 columns x 32 K pairs (one 64-byte
 // line of each column) become 32 steps by a 16-bit transpose, and each step's 64 bytes are one
-// VBMI widening (e4m3_vbmi.h) into the step's 32 bf16 pairs. The AVX-512 packer widens each
+// VBMI widening (e4m3x64_avx512.h) into the step's 32 bf16 pairs. The AVX-512 packer widens each
 // column's 32 bytes by the word tables first and transposes 32-bit pairs after, about twice the
 // shuffle-port work per value. Other types go to the AVX-512 packer. Same panel, same bits.
-#include "kernels/x86/amx/e4m3_vbmi.h"  // first: see its include of e4m3_avx512.h
+#include "kernels/x86/avx512/e4m3x64_avx512.h"  // first: see its include of e4m3_avx512.h
 #include "kernels/gemm.h"
 
 namespace sol::kernels {

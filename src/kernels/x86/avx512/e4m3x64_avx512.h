@@ -3,9 +3,9 @@
 // (VPERMT2B reads an index's low 7 bits, so the sign bit needs no mask): the high and the low
 // byte of each bf16 looked up, the sign put back into the high byte, the bytes interleaved into
 // words. About half the shuffle-port work per value of e4m3_avx512.h's word-table path
-// (VPERMT2W twice per 32 values), which bound the AMX kernels' fp8 paths. VBMI is part of the
-// amx level (hw/cpu.cc); a translation unit compiled without it (the tile model's AVX-512 one)
-// gets the word-table path, with the same bits.
+// (VPERMT2W twice per 32 values), which bound the fp8 paths. Translation units compiled with
+// VBMI (the amx level, and the avx512 level's _vbmi.cc variants) get the byte tables; the
+// others (the plain avx512 level, the tile model) the word-table path, with the same bits.
 // e4m3_avx512.h comes first: it includes <immintrin.h> with GCC 12's spurious
 // -Wmaybe-uninitialized (bug 105593) silenced, which must happen before anything else includes it.
 #include "kernels/x86/avx512/e4m3_avx512.h"

@@ -1,6 +1,7 @@
-// The amx level's e4m3 -> bf16 widening (GemmKernels::widen_e4m3): the AMX driver widens each
-// packed fp8 B panel with it before the tiles read the panel.
-#include "kernels/x86/amx/e4m3_vbmi.h"  // first: see its include of e4m3_avx512.h
+// e4m3 -> bf16 widening by VBMI byte tables (GemmKernels::widen_e4m3 of the amx level and of
+// the avx512 level's VBMI variant): the drivers widen each packed fp8 B panel with it before
+// the tiles read the panel.
+#include "kernels/x86/avx512/e4m3x64_avx512.h"  // first: see its include of e4m3_avx512.h
 #include "kernels/gemm.h"
 
 namespace sol::kernels {

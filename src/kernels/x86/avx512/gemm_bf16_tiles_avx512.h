@@ -1,0 +1,119 @@
+#pragma once
+// bf16 GEMM micro-kernel: a 12 x 32 tile in 24 zmm f32 accumulators; each vdpbf16ps adds the
+// products of one (k, k+1) pair of A (broadcast as 32 bits) with the same pair of 16 columns of
+// B. 24 independent accumulators cover the instruction's ~6-cycle latency on both pipes.
+// Compiled twice: gemm_bf16_avx512.cc (the avx512 level) and gemm_bf16_vbmi.cc (its variant
+// for CPUs with VBMI, whose fp8 B is widened by byte tables, e4m3x64_avx512.h): the same code
+// and the same bits, only the widening's instructions differ.
+#include "kernels/x86/avx512/e4m3x64_avx512.h"  // first: see its include of e4m3_avx512.h
+#include "kernels/x86/avx512/gemm_tile_avx512.h"
+
+namespace sol::kernels {
+namespace {
+
+template <int MR>
+struct TileBf16 {
+  static void run(const GemmTile& t) {
+    const ColumnMasks mask(t.n);
+    __m512 acc[MR][2];
+    start_tile<MR>(acc, t);
+    const int32_t* a = static_cast<const int32_t*>(t.a);    // one (k, k+1) pair per int32
+    const uint16_t* b = static_cast<const uint16_t*>(t.b);  // 32 columns x 2 per pair
+    SideWalk side(t);
+    for (int64_t p = 0; p < t.k_steps; ++p) {
+      prefetch_b_step(b, t.prefetch_b);
+      side.step();
+      const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b);
+      const __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + 32);
+#pragma GCC unroll 12
+      for (int i = 0; i < MR; ++i) {
+        const __m512bh ai = (__m512bh)_mm512_set1_epi32(a[i]);
+        acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
+        acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
+      }
+      a += kGemmMR;
+      b += 2 * kGemmNR;
+    }
+    finish_tile<MR>(acc, t, mask);
+  }
+};
+
+// fp8 block scales: every 128-wide K group is summed from zero in the 24 accumulators, then
+// scaled per row and added into running totals. The totals live in an L1-resident array: 24
+// loads, FMAs and stores per group against 64 x 24 vdpbf16ps (~3%), where keeping them in
+// registers would halve the tile and expose the instruction's latency.
+// kFp8B: B is a packed fp8 panel widened here; kKeep: and the widened panel is written to
+// t.b_widened as a bf16 panel (two stores a step), which the second 8-row tile of a 16-row
+// decode reads instead of widening the same panel again.
+template <int MR, bool kFp8B, bool kKeep = false>
+struct TileBf16ScaledOf {
+  static void run(const GemmTile& t) {
+    const ColumnMasks mask(t.n);
+    __m512 acc[MR][2];
+    start_tile<MR>(acc, t);
+    alignas(64) __m512 total[MR][2];
+    const int32_t* a = static_cast<const int32_t*>(t.a);
+    const char* b = static_cast<const char*>(t.b);
+    char* keep = static_cast<char*>(t.b_widened);
+    const int64_t groups = t.k_steps / kScaleGroupSteps;
+    SideWalk side(t);
+    for (int64_t g = 0; g < groups; ++g) {
+      for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+      for (int64_t p = 0; p < kScaleGroupSteps; ++p) {
+        __m512bh b0, b1;
+        side.step();
+        if constexpr (kFp8B) {
+          if (t.prefetch_b) _mm_prefetch(b + t.prefetch_b, _MM_HINT_T0);  // one line per step
+          __m512i wide[2];
+          e4m3x64_to_bf16(_mm512_loadu_si512(b), wide);
+          b0 = (__m512bh)wide[0];
+          b1 = (__m512bh)wide[1];
+          b += 2 * kGemmNR;
+          if constexpr (kKeep) {
+            _mm512_storeu_si512(keep, (__m512i)b0);
+            _mm512_storeu_si512(keep + 64, (__m512i)b1);
+            keep += 4 * kGemmNR;
+          }
+        } else {
+          b0 = (__m512bh)_mm512_loadu_si512(b);
+          b1 = (__m512bh)_mm512_loadu_si512(b + 64);
+          b += 4 * kGemmNR;
+        }
+#pragma GCC unroll 12
+        for (int i = 0; i < MR; ++i) {
+          const __m512bh ai = (__m512bh)_mm512_set1_epi32(a[i]);
+          acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
+          acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
+        }
+        a += kGemmMR;
+      }
+      for (int i = 0; i < MR; ++i) {
+        const float scale = (t.sa ? t.sa[i * t.lds_a + g] : 1.0f) * t.sb[g];
+        const __m512 s = _mm512_set1_ps(scale);
+        for (int h = 0; h < 2; ++h)
+          total[i][h] = g == 0 ? _mm512_mul_ps(acc[i][h], s) : _mm512_fmadd_ps(acc[i][h], s, total[i][h]);
+      }
+    }
+    for (int i = 0; i < MR; ++i)
+      for (int h = 0; h < 2; ++h) acc[i][h] = groups > 0 ? total[i][h] : _mm512_setzero_ps();
+    finish_tile<MR>(acc, t, mask);
+  }
+};
+
+template <int MR>
+using TileBf16Scaled = TileBf16ScaledOf<MR, false>;
+template <int MR>
+using TileBf16ScaledFp8B = TileBf16ScaledOf<MR, true>;
+template <int MR>
+using TileBf16ScaledFp8BKeep = TileBf16ScaledOf<MR, true, true>;
+
+inline void gemm_tile_bf16_any(const GemmTile& t) {
+  if (t.sb && t.b_fp8 && t.b_widened)
+    dispatch_rows<TileBf16ScaledFp8BKeep>(t, std::make_integer_sequence<int, kGemmMR>{});
+  else if (t.sb && t.b_fp8) dispatch_rows<TileBf16ScaledFp8B>(t, std::make_integer_sequence<int, kGemmMR>{});
+  else if (t.sb) dispatch_rows<TileBf16Scaled>(t, std::make_integer_sequence<int, kGemmMR>{});
+  else dispatch_rows<TileBf16>(t, std::make_integer_sequence<int, kGemmMR>{});
+}
+
+}  // namespace
+}  // namespace sol::kernels
