@@ -115,9 +115,10 @@ void pack_a_panel_avx512(const void* const (&rows)[kGemmMR], int64_t steps, uint
 // valid_cols on are zero. panel[s * kGemmNR + c].
 void pack_b_panel_nt_avx512(const void* const (&cols)[kGemmNR], int valid_cols, int64_t steps, bool e4m3,
                             uint32_t* panel);
-// The same panel on the amx level: e4m3 transposed as bytes, then widened by VBMI
-// (x86/amx/pack_nt_e4m3_amx.cc); other types as pack_b_panel_nt_avx512.
-void pack_b_panel_nt_amx(const void* const (&cols)[kGemmNR], int valid_cols, int64_t steps, bool e4m3,
+// The same panel where the CPU has VBMI (the amx level, the avx512 level's VBMI variant): e4m3
+// transposed as bytes, then widened by VBMI (x86/avx512/pack_nt_e4m3_vbmi.cc); other types as
+// pack_b_panel_nt_avx512.
+void pack_b_panel_nt_vbmi(const void* const (&cols)[kGemmNR], int valid_cols, int64_t steps, bool e4m3,
                          uint32_t* panel);
 // A bf16 B panel from a plain [K, N] B ("nn") of bf16, or of e4m3 widened to bf16: b points at
 // (k0, n0), rows ld elements apart; kc values of K (an odd kc ends in a zero pair half),

@@ -162,14 +162,19 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
       // fp8 widening by VBMI byte tables wherever the CPU has VBMI (every amx CPU does)
       const bool vbmi = (kernel_needs_met() & kNeedsVbmi) != 0;
       EXPECT_EQ(k.tile_bf16, vbmi ? kernels::gemm_tile_bf16_vbmi : kernels::gemm_tile_bf16_avx512);
-      if (vbmi) EXPECT_EQ(k.widen_e4m3, kernels::widen_e4m3_vbmi);
-      else EXPECT_NE(k.widen_e4m3, kernels::widen_e4m3_vbmi);
+      if (vbmi) {
+        EXPECT_EQ(k.widen_e4m3, kernels::widen_e4m3_vbmi);
+        EXPECT_EQ(k.pack_b_panel_nt, kernels::pack_b_panel_nt_vbmi);
+      } else {
+        EXPECT_NE(k.widen_e4m3, kernels::widen_e4m3_vbmi);
+        EXPECT_EQ(k.pack_b_panel_nt, kernels::pack_b_panel_nt_avx512);
+      }
     }
     EXPECT_EQ(!!k.amx_model, vec(l));
     EXPECT_EQ(k.amx, l >= Isa::amx ? &kernels::kAmxHardware : nullptr);
     if (l >= Isa::amx) {
       EXPECT_EQ(k.widen_e4m3, kernels::widen_e4m3_vbmi);
-      EXPECT_EQ(k.pack_b_panel_nt, kernels::pack_b_panel_nt_amx);
+      EXPECT_EQ(k.pack_b_panel_nt, kernels::pack_b_panel_nt_vbmi);
     }
   });
   check_table(kernels::engram_kernel_table(), "engram", [](const kernels::EngramKernels& k, Isa l) {

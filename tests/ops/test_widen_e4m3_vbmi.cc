@@ -1,7 +1,7 @@
-// The amx level's e4m3 -> bf16 widening (kernels/x86/avx512/e4m3x64_avx512.h, byte tables by VPERMT2B)
+// The VBMI e4m3 -> bf16 widening (kernels/x86/avx512/e4m3x64_avx512.h, byte tables by VPERMT2B)
 // against the scalar code table: every one of the 256 codes in every position of a 64-value
 // block, every length 0..200 from unaligned starts (the masked tail), and nothing written past
-// the end; and the amx level's nt B packer built on it, against the AVX-512 packer. Both need
+// the end; and the VBMI nt B packer built on it, against the AVX-512 packer. Both need
 // AVX-512 and VBMI only, so they run on Zen 4 and 5 as well as on AMX CPUs.
 #include <gtest/gtest.h>
 
@@ -57,7 +57,7 @@ TEST(WidenE4m3Vbmi, EveryLengthAndOffsetLeavesTheRestAlone) {
 // then transposed): every column count 0..32 and step counts across one and two 32-step blocks,
 // with the columns' rows at an odd stride. The last column ends where an unreadable page begins,
 // so a load past a column's steps faults; nothing may be written past the panel.
-TEST(PackBPanelNtAmx, Fp8PanelsMatchTheAvx512Packer) {
+TEST(PackBPanelNtVbmi, Fp8PanelsMatchTheAvx512Packer) {
   if (!has_vbmi()) GTEST_SKIP() << "no AVX512-VBMI";
   const size_t page = size_t(sysconf(_SC_PAGESIZE)), span = 4 * page;
   void* map = mmap(nullptr, span + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -74,7 +74,7 @@ TEST(PackBPanelNtAmx, Fp8PanelsMatchTheAvx512Packer) {
       for (int c = 0; c < kernels::kGemmNR; ++c) cols[c] = first + std::min<int64_t>(c, last) * stride;
       std::vector<uint32_t> want(size_t(steps * 32 + 16), 0xDEADBEEF), got(want.size(), 0xDEADBEEF);
       kernels::pack_b_panel_nt_avx512(cols, valid, steps, true, want.data());
-      kernels::pack_b_panel_nt_amx(cols, valid, steps, true, got.data());
+      kernels::pack_b_panel_nt_vbmi(cols, valid, steps, true, got.data());
       for (size_t i = 0; i < want.size(); ++i)
         ASSERT_EQ(got[i], want[i]) << "valid " << valid << " steps " << steps << " at step " << i / 32 << " column "
                                    << i % 32;

@@ -20,13 +20,14 @@ constexpr GemmKernels kAvx512{gemm_tile_f32_avx512,       gemm_tile_bf16_avx512,
                               widen_e4m3_avx512,          nullptr,               &kAmxModel,
                               nullptr,                    &kAmxDecodeModel};
 // The avx512 level on a core with VBMI (Zen 4 and 5): fp8 B widened by byte tables, which
-// halves the shuffle work of a decode's fp8 weights (docs/perf/gemm.md).
+// halves the shuffle work of a decode's fp8 weights, and a plain nt fp8 B packed by the byte
+// transpose (docs/perf/gemm.md).
 constexpr GemmKernels kAvx512Vbmi{gemm_tile_f32_avx512,       gemm_tile_bf16_vbmi,   gemm_tile_s8_avx512,
-                                  pack_a_panel_avx512,        pack_b_panel_nt_avx512, pack_b_panel_nn_avx512,
+                                  pack_a_panel_avx512,        pack_b_panel_nt_vbmi,  pack_b_panel_nn_avx512,
                                   widen_e4m3_vbmi,            nullptr,               &kAmxModel,
                                   nullptr,                    &kAmxDecodeModel};
 constexpr GemmKernels kAmx{gemm_tile_f32_avx512,       gemm_tile_bf16_vbmi,   gemm_tile_s8_avx512,
-                           pack_a_panel_avx512,        pack_b_panel_nt_amx,   pack_b_panel_nn_avx512,     
+                           pack_a_panel_avx512,        pack_b_panel_nt_vbmi,   pack_b_panel_nn_avx512,     
                            widen_e4m3_vbmi,            &kAmxHardware,         &kAmxModel,
                            &kAmxDecodeHardware,        &kAmxDecodeModel};
 constexpr KernelEntry<GemmKernels> kTable[] = {{Backend::cpu, Isa::scalar, &kScalar},

@@ -1,4 +1,5 @@
-// The amx level's B panel packer for a plain [N, K] B (GemmKernels::pack_b_panel_nt). An e4m3
+// The B panel packer for a plain [N, K] B (GemmKernels::pack_b_panel_nt) of the amx level and
+// of the avx512 level's VBMI variant (it needs VBMI, not the tiles). An e4m3
 // panel is transposed as bytes first and widened after: 32 columns x 32 K pairs (one 64-byte
 // line of each column) become 32 steps by a 16-bit transpose, and each step's 64 bytes are one
 // VBMI widening (e4m3x64_avx512.h) into the step's 32 bf16 pairs. The AVX-512 packer widens each
@@ -63,7 +64,7 @@ template <int D>
 
 }  // namespace
 
-void pack_b_panel_nt_amx(const void* const (&cols)[kGemmNR], int valid_cols, int64_t steps, bool e4m3,
+void pack_b_panel_nt_vbmi(const void* const (&cols)[kGemmNR], int valid_cols, int64_t steps, bool e4m3,
                          uint32_t* panel) {
   static_assert(kGemmNR == 32);
   if (!e4m3) return pack_b_panel_nt_avx512(cols, valid_cols, steps, e4m3, panel);
