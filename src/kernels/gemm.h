@@ -182,8 +182,9 @@ void pack_b_panel_nt_avx2(const void* const (&cols)[kGemmNR], int valid_cols, in
 void pack_b_panel_nn_avx2(const void* b, int64_t ld, int valid_cols, int64_t kc, bool e4m3, uint16_t* panel);
 void widen_e4m3_avx2(const void* src, uint16_t* dst, int64_t n);
 
-// e4m3 -> bf16 (exact) by AVX512-VBMI byte tables: the amx level and avx512+VBMI widen_e4m3. Needs only
-// AVX-512 and VBMI, not the tiles (its test runs wherever those two are).
+// e4m3 -> bf16 (exact) by AVX512-VBMI byte tables: widen_e4m3 of the amx level and of the
+// avx512 level's VBMI variant. Needs only AVX-512 and VBMI, not the tiles (its test runs
+// wherever those two are).
 void widen_e4m3_vbmi(const void* src, uint16_t* dst, int64_t n);
 
 // GEMM's kernels at one ISA level: the register-tile kernels and packers of the blocked

@@ -19,17 +19,23 @@ constexpr GemmKernels kAvx512{gemm_tile_f32_avx512,       gemm_tile_bf16_avx512,
                               pack_a_panel_avx512,        pack_b_panel_nt_avx512, pack_b_panel_nn_avx512,     
                               widen_e4m3_avx512,          nullptr,               &kAmxModel,
                               nullptr,                    &kAmxDecodeModel};
-// The avx512 level on a core with VBMI (Zen 4 and 5): fp8 B widened by byte tables, which
-// halves the shuffle work of a decode's fp8 weights, and a plain nt fp8 B packed by the byte
-// transpose (docs/perf/gemm.md).
-constexpr GemmKernels kAvx512Vbmi{gemm_tile_f32_avx512,       gemm_tile_bf16_vbmi,   gemm_tile_s8_avx512,
-                                  pack_a_panel_avx512,        pack_b_panel_nt_vbmi,  pack_b_panel_nn_avx512,
-                                  widen_e4m3_vbmi,            nullptr,               &kAmxModel,
-                                  nullptr,                    &kAmxDecodeModel};
-constexpr GemmKernels kAmx{gemm_tile_f32_avx512,       gemm_tile_bf16_vbmi,   gemm_tile_s8_avx512,
-                           pack_a_panel_avx512,        pack_b_panel_nt_vbmi,   pack_b_panel_nn_avx512,     
-                           widen_e4m3_vbmi,            &kAmxHardware,         &kAmxModel,
-                           &kAmxDecodeHardware,        &kAmxDecodeModel};
+// The avx512 level on a core with VBMI (Zen 4 and 5): its set with the VBMI members — fp8 B
+// widened by byte tables, which halves the shuffle work of a decode's fp8 weights, and a plain
+// nt fp8 B packed by the byte transpose (docs/perf/gemm.md).
+constexpr GemmKernels with_vbmi(GemmKernels k) {
+  k.tile_bf16 = gemm_tile_bf16_vbmi;
+  k.pack_b_panel_nt = pack_b_panel_nt_vbmi;
+  k.widen_e4m3 = widen_e4m3_vbmi;
+  return k;
+}
+constexpr GemmKernels kAvx512Vbmi = with_vbmi(kAvx512);
+// Every AMX CPU has VBMI: the amx level is the VBMI set plus the matrix unit's kernels.
+constexpr GemmKernels with_amx(GemmKernels k) {
+  k.amx = &kAmxHardware;
+  k.amx_decode = &kAmxDecodeHardware;
+  return k;
+}
+constexpr GemmKernels kAmx = with_amx(kAvx512Vbmi);
 constexpr KernelEntry<GemmKernels> kTable[] = {{Backend::cpu, Isa::scalar, &kScalar},
                                                {Backend::cpu, Isa::avx2, &kAvx2},
                                                {Backend::cpu, Isa::avx512, &kAvx512Vbmi, kNeedsVbmi},

@@ -11,6 +11,18 @@
 namespace sol::kernels {
 namespace {
 
+// One K pair of the tile: row i's A pair (broadcast) times B's two 16-column halves, into
+// acc[i][0] and acc[i][1].
+template <int MR>
+[[gnu::always_inline]] inline void dot_pair(__m512 (&acc)[MR][2], const int32_t* a, __m512bh b0, __m512bh b1) {
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; ++i) {
+    const __m512bh ai = (__m512bh)_mm512_set1_epi32(a[i]);
+    acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
+    acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
+  }
+}
+
 template <int MR>
 struct TileBf16 {
   static void run(const GemmTile& t) {
@@ -25,12 +37,7 @@ struct TileBf16 {
       side.step();
       const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b);
       const __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + 32);
-#pragma GCC unroll 12
-      for (int i = 0; i < MR; ++i) {
-        const __m512bh ai = (__m512bh)_mm512_set1_epi32(a[i]);
-        acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
-        acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
-      }
+      dot_pair<MR>(acc, a, b0, b1);
       a += kGemmMR;
       b += 2 * kGemmNR;
     }
@@ -79,12 +86,7 @@ struct TileBf16ScaledOf {
           b1 = (__m512bh)_mm512_loadu_si512(b + 64);
           b += 4 * kGemmNR;
         }
-#pragma GCC unroll 12
-        for (int i = 0; i < MR; ++i) {
-          const __m512bh ai = (__m512bh)_mm512_set1_epi32(a[i]);
-          acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
-          acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
-        }
+        dot_pair<MR>(acc, a, b0, b1);
         a += kGemmMR;
       }
       for (int i = 0; i < MR; ++i) {
