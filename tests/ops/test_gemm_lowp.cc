@@ -199,6 +199,45 @@ TEST(GemmFp8, VbmiVariantGivesTheGeneralEntrysBits) {
   unsetenv("SOL_ISA");
 }
 
+// The first m rows of A (and of its scales) with the same B.
+Buffer copy_of(const Buffer& b, int64_t rows) {
+  const Tensor& t = b.tensor();
+  Buffer r(t.dtype(), {rows, t.shape(1)});
+  std::memcpy(r.data(), b.data(), r.bytes());
+  return r;
+}
+Fp8Operands first_rows(const Fp8Operands& o, int64_t m) {
+  Fp8Operands r;
+  r.a = copy_of(o.a, m);
+  if (o.a.tensor().dtype() != DType::bf16) r.a_scales = copy_of(o.a_scales, m);
+  r.b = copy_of(o.b, o.b.tensor().shape(0));
+  r.b_scales = copy_of(o.b_scales, o.b_scales.tensor().shape(0));
+  return r;
+}
+
+// Decode over a packed fp8 B with up to kGemmPairMaxRows rows runs two column panels per
+// kernel call (two streams of B). Each row must get the bits the same row gets in a 13-row
+// call, whose tiles take one panel at a time (any M sums in one order). Shapes: pairs with a
+// panel left over, a partial last panel, one panel (no pair), K in two chunks; 1 and 2 threads.
+TEST(GemmFp8, PairedPanelDecodeGivesTheOnePanelBits) {
+  for_each_gemm_path([] {
+    for (bool weight_only : {false, true})
+      for (auto [n, k] : {std::array<int64_t, 2>{70, 384}, {96, 256}, {64, 4352}, {32, 128}, {161, 1152}}) {
+        const Fp8Operands all = make_fp8(13, n, k, weight_only, ScaleFormat::f32, uint64_t(n + k));
+        for (int threads : {1, 2}) {
+          set_num_threads(threads);
+          Buffer d13 = run_fp8(all, DType::f32, true, false);
+          for (int64_t m = 1; m <= 4; ++m) {
+            Buffer d = run_fp8(first_rows(all, m), DType::f32, true, m == 1, "paired decode");
+            EXPECT_EQ(std::memcmp(d.data(), d13.data(), d.bytes()), 0)
+                << (weight_only ? "bf16 x fp8 " : "fp8 x fp8 ") << shape_of(m, n, k) << " threads=" << threads;
+          }
+        }
+        set_num_threads(0);
+      }
+  });
+}
+
 TEST(GemmFp8, NanScaleOrCodePropagatesToItsRowsOnly) {
   for_each_gemm_path([] {
     Fp8Operands o = make_fp8(20, 40, 256, false, ScaleFormat::f32, 31);

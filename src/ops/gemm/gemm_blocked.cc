@@ -147,7 +147,41 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
                          ? static_cast<char*>(Workspace::reserve(ws.b, std::min(steps, chunk) * 4 * kGemmNR))
                          : nullptr;
 
-        for (int64_t jr = 0; jr < nc; jr += kGemmNR) {
+        // The fields every tile of column jr, chunk ci and rows [row, row + m) sets alike.
+        auto place_chunk = [&](GemmTile& t, GemmEpilogue& e, int64_t jr, int64_t ci, int64_t row, int m,
+                               const char* a_panel) {
+          const int64_t col = jc + jr, c0 = ci * chunk;
+          t.m = m;
+          t.n = int(std::min<int64_t>(kGemmNR, nc - jr));
+          t.k_steps = std::min(chunk, steps - c0);
+          t.a = a_panel + c0 * kGemmMR * 4;
+          t.b = static_cast<const char*>(b_base) + (jr / kGemmNR) * panel_elems * b_elem_bytes + c0 * step_bytes;
+          t.b_fp8 = fp8_in_kernel;
+          t.first = first && ci == 0;
+          // 128-wide scale groups: c0 steps are c0 * k_group K values.
+          const int64_t c0_groups = c0 * k_group(p.in) / kFp8ScaleBlock;
+          if (p.b_scales) t.sb = p.b_scales + (col / kFp8ScaleBlock) * p.lds_b + pc / kFp8ScaleBlock + c0_groups;
+          place_tile(p, row, col, pc, last && ci + 1 == chunks, partial_in_d, partial, m0, jc, blk.nc, t, e);
+          if (t.sa) t.sa += c0_groups;
+        };
+        // fp8 decode with few rows: two column panels per call, so that B streams from two
+        // places at once and the widening of one panel overlaps the other's loads (these tiles
+        // have no side stream: one A panel, a pre-packed B).
+        int64_t jr_single = 0;
+        if (fp8_in_kernel && panels == 1 && mc <= kernels::kGemmPairMaxRows && p.kern->tile_fp8_pair &&
+            nc > kGemmNR) {
+          if (pack_a) pack_a_panel(*p.kern, p.a, p.lda, p.a_type, ic, int(mc), pc, kc, static_cast<char*>(a_pack));
+          for (; jr_single + kGemmNR < nc; jr_single += 2 * kGemmNR)
+            for (int64_t ci = 0; ci < chunks; ++ci) {
+              GemmTile t0, t1;
+              GemmEpilogue e0, e1;
+              place_chunk(t0, e0, jr_single, ci, ic, int(mc), static_cast<const char*>(a_pack));
+              place_chunk(t1, e1, jr_single + kGemmNR, ci, ic, int(mc), static_cast<const char*>(a_pack));
+              t0.prefetch_b = t1.prefetch_b = b_prefetch / 2 / 64 * 64;  // the look-ahead's L1 budget, shared
+              p.kern->tile_fp8_pair(t0, t1);
+            }
+        }
+        for (int64_t jr = jr_single; jr < nc; jr += kGemmNR) {
           const int64_t col = jc + jr;
           const char* panel_b = static_cast<const char*>(b_base) + (jr / kGemmNR) * panel_elems * b_elem_bytes;
           const char* next_in_block = jr + kGemmNR < nc ? panel_b + panel_elems * b_elem_bytes : nullptr;
@@ -164,7 +198,7 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
           if (split_decode && next_in_block) next_panel_l2 = next_in_block;
           else if (split_decode && col + kGemmNR < n1) next_panel_l2 = static_cast<const char*>(p.packed->at(pc, col + kGemmNR));
           for (int64_t ci = 0; ci < chunks; ++ci) {
-            const int64_t c0 = ci * chunk, csteps = std::min(chunk, steps - c0);
+            const int64_t c0 = ci * chunk;
             const char* next_chunk = nullptr;
             int64_t next_chunk_bytes = 0;
             if (ci + 1 < chunks) {
@@ -175,15 +209,7 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
               next_chunk_bytes = std::min(chunk, steps) * step_bytes;
             }
             GemmTile t;
-            t.n = int(std::min<int64_t>(kGemmNR, nc - jr));
-            t.k_steps = csteps;
-            t.b = panel_b + c0 * step_bytes;
-            t.b_fp8 = fp8_in_kernel;
             t.b_widened = kept;
-            t.first = first && ci == 0;
-            // 128-wide scale groups: c0 steps are c0 * k_group K values.
-            const int64_t c0_groups = c0 * k_group(p.in) / kFp8ScaleBlock;
-            if (p.b_scales) t.sb = p.b_scales + (col / kFp8ScaleBlock) * p.lds_b + pc / kFp8ScaleBlock + c0_groups;
             if (s8_correction && ci == 0) {
               if (!p.packed) t.start = start + jr;
               else if (first) t.start = static_cast<const int32_t*>(p.packed->start.data()) + col;
@@ -192,7 +218,8 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
             int64_t panel = 0;
             for (int64_t ir = 0; ir < mc; ir += t.m, a_panel += steps * kGemmMR * 4, ++panel) {
               const int64_t row = ic + ir;
-              t.m = int(a_panel_rows(mc, ir));
+              GemmEpilogue e;
+              place_chunk(t, e, jr, ci, row, int(a_panel_rows(mc, ir)), a_panel);
               // Each A panel is packed just before its first tile, and that tile requests the
               // next panel's rows as it runs: A's first read from memory overlaps arithmetic.
               if (pack_a && jr == 0 && ci == 0) {
@@ -233,11 +260,7 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
                 t.b_fp8 = false;
                 t.b_widened = nullptr;
               }
-              t.a = a_panel + c0 * kGemmMR * 4;
               t.prefetch_b = ir == 0 && !sliced_here ? b_prefetch : 0;
-              GemmEpilogue e;
-              place_tile(p, row, col, pc, last && ci + 1 == chunks, partial_in_d, partial, m0, jc, blk.nc, t, e);
-              if (t.sa) t.sa += c0_groups;
               tile_kernel(t);
               if (pack_a && jr == 0 && ci == 0 && t.side)
                 pack_a_panel(*p.kern, p.a, p.lda, p.a_type, row + t.m, a_panel_rows(mc, ir + t.m), pc, kc,
