@@ -102,12 +102,12 @@ struct AmxGemmTile {
 void gemm_tile_f32_avx512(const GemmTile& t);
 void gemm_tile_bf16_avx512(const GemmTile& t);
 void gemm_tile_bf16_vbmi(const GemmTile& t);  // the same tile, fp8 B widened by VBMI
-// Decode over packed fp8 B: two tiles (same m <= kGemmPairMaxRows, A, k_steps, sa; scales
-// present; no side stream, no kept panel) over two panels, stepped together so that B streams
-// from two places at once. Each tile gets the bits gemm_tile_bf16_* would give it alone.
+// Decode over a packed bf16 or fp8 B (with its scales): two tiles (same m <= kGemmPairMaxRows,
+// A, k_steps, sa, b_fp8; no side stream, no kept panel) over two panels, stepped together so
+// that B streams from two places at once. Each tile gets the bits gemm_tile_bf16_* gives it.
 inline constexpr int kGemmPairMaxRows = 4;  // 4 x 4 accumulators and the widening's tables fill the 32 zmm
-void gemm_tile_fp8_pair_avx512(const GemmTile& t0, const GemmTile& t1);
-void gemm_tile_fp8_pair_vbmi(const GemmTile& t0, const GemmTile& t1);
+void gemm_tile_bf16_pair_avx512(const GemmTile& t0, const GemmTile& t1);
+void gemm_tile_bf16_pair_vbmi(const GemmTile& t0, const GemmTile& t1);
 void gemm_tile_s8_avx512(const GemmTile& t);  // partial and D hold int32 here
 
 // kGemmMR rows (a short panel repeats its last row) of `steps` 32-bit K steps into the A-panel
@@ -209,7 +209,7 @@ struct GemmKernels {
   const AmxKernelSet* amx_model;
   const AmxDecodeSet* amx_decode;        // with amx: the decode kernels on the matrix unit
   const AmxDecodeSet* amx_decode_model;  // with amx_model: the same on the tile model
-  decltype(&gemm_tile_fp8_pair_avx512) tile_fp8_pair;  // null where the level has none
+  decltype(&gemm_tile_bf16_pair_avx512) tile_bf16_pair;  // null where the level has none
 };
 KernelTable<GemmKernels> gemm_kernel_table();
 

@@ -218,6 +218,33 @@ TEST(GemmDecodeEdges, Fp8DecodeEveryMAroundTwoPanels) {
   });
 }
 
+// Decode with up to kGemmPairMaxRows (4) rows over a packed bf16 or fp8 B runs two column
+// panels per kernel call (GemmKernels::tile_bf16_pair). Around it: M 1-6 (5 and 6 take one
+// panel per call), N with a panel left over, a partial last panel or one panel only, K in one
+// and in two chunks, the epilogue's terms (alpha, bias, SiLU; C would differ per call here),
+// D unaligned. Each result: against the reference, and bit for bit against the same rows of a
+// 13-row call, whose tiles take one panel at a time.
+TEST(GemmDecodeEdges, PairedPanelsEveryMAroundTheLimit) {
+  OneThread one_thread;
+  for_each_gemm_path([] {
+    for (const char* kind : {"bf16", "fp8", "bf16xfp8"})
+      for (auto [n, k] : {std::array<int64_t, 2>{32, 256}, {33, 4352}, {97, 256}, {161, 256}}) {
+        const Operands o = make_operands(kind, 13, n, k, uint64_t(n * 7 + k));
+        for (bool epilogue : {false, true}) {
+          Spec s;
+          s.out = epilogue ? DType::bf16 : DType::f32;
+          s.pad = 3;
+          if (epilogue) s.alpha = 0.5f, s.bias = true, s.silu = true;
+          const Buffer all = run(o, s, false);
+          for (int64_t m = 1; m <= 6; ++m) {
+            const Buffer few = run(o, s, true, 0, m);
+            EXPECT_EQ(std::memcmp(few.data(), all.data(), few.bytes()), 0) << describe(o, s) << " rows 0.." << m;
+          }
+        }
+      }
+  });
+}
+
 // The kept panel was k_steps x 128 bytes = 64 K bytes, used up to the L2's size (at least
 // 256 KiB). Since decode runs in K chunks of at most 2048 steps, a kept chunk is at most 256 KiB
 // and both K here keep, in different chunk counts. At the largest K that once kept and the

@@ -18,13 +18,13 @@ constexpr GemmKernels kAvx2{gemm_tile_f32_avx2,   gemm_tile_bf16_avx2,  gemm_til
 constexpr GemmKernels kAvx512{gemm_tile_f32_avx512,       gemm_tile_bf16_avx512, gemm_tile_s8_avx512,
                               pack_a_panel_avx512,        pack_b_panel_nt_avx512, pack_b_panel_nn_avx512,     
                               widen_e4m3_avx512,          nullptr,               &kAmxModel,
-                              nullptr,                    &kAmxDecodeModel,      gemm_tile_fp8_pair_avx512};
+                              nullptr,                    &kAmxDecodeModel,      gemm_tile_bf16_pair_avx512};
 // The avx512 level on a core with VBMI (Zen 4 and 5): its set with the VBMI members — fp8 B
 // widened by byte tables, which halves the shuffle work of a decode's fp8 weights, and a plain
 // nt fp8 B packed by the byte transpose (docs/perf/gemm.md).
 constexpr GemmKernels with_vbmi(GemmKernels k) {
   k.tile_bf16 = gemm_tile_bf16_vbmi;
-  k.tile_fp8_pair = gemm_tile_fp8_pair_vbmi;
+  k.tile_bf16_pair = gemm_tile_bf16_pair_vbmi;
   k.pack_b_panel_nt = pack_b_panel_nt_vbmi;
   k.widen_e4m3 = widen_e4m3_vbmi;
   return k;

@@ -164,12 +164,14 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
           place_tile(p, row, col, pc, last && ci + 1 == chunks, partial_in_d, partial, m0, jc, blk.nc, t, e);
           if (t.sa) t.sa += c0_groups;
         };
-        // fp8 decode with few rows: two column panels per call, so that B streams from two
-        // places at once and the widening of one panel overlaps the other's loads (these tiles
-        // have no side stream: one A panel, a pre-packed B).
+        // Decode with few rows over a pre-packed bf16 or fp8 B: two column panels per call, so
+        // that B streams from two places at once and one panel's arithmetic overlaps the other's
+        // loads (these tiles have no side stream: one A panel, B pre-packed).
+        const bool pair_panels = p.packed && p.in == DType::bf16 && !widen_packed && panels == 1 &&
+                                 mc <= kernels::kGemmPairMaxRows && (fp8_in_kernel || !p.b_scales) &&
+                                 p.kern->tile_bf16_pair && nc > kGemmNR;
         int64_t jr_single = 0;
-        if (fp8_in_kernel && panels == 1 && mc <= kernels::kGemmPairMaxRows && p.kern->tile_fp8_pair &&
-            nc > kGemmNR) {
+        if (pair_panels) {
           if (pack_a) pack_a_panel(*p.kern, p.a, p.lda, p.a_type, ic, int(mc), pc, kc, static_cast<char*>(a_pack));
           for (; jr_single + kGemmNR < nc; jr_single += 2 * kGemmNR)
             for (int64_t ci = 0; ci < chunks; ++ci) {
@@ -178,7 +180,7 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
               place_chunk(t0, e0, jr_single, ci, ic, int(mc), static_cast<const char*>(a_pack));
               place_chunk(t1, e1, jr_single + kGemmNR, ci, ic, int(mc), static_cast<const char*>(a_pack));
               t0.prefetch_b = t1.prefetch_b = b_prefetch / 2 / 64 * 64;  // the look-ahead's L1 budget, shared
-              p.kern->tile_fp8_pair(t0, t1);
+              p.kern->tile_bf16_pair(t0, t1);
             }
         }
         for (int64_t jr = jr_single; jr < nc; jr += kGemmNR) {

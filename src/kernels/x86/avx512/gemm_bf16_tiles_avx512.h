@@ -109,60 +109,73 @@ using TileBf16ScaledFp8B = TileBf16ScaledOf<MR, true>;
 template <int MR>
 using TileBf16ScaledFp8BKeep = TileBf16ScaledOf<MR, true, true>;
 
-// Two tiles of the same rows, A and K over two packed fp8 panels, stepped together: decode
+// Two tiles of the same rows, A and K over two packed B panels, stepped together: decode
 // (M <= kGemmPairMaxRows) then reads two streams of B instead of one, and each step has twice
-// the independent accumulators. Each tile's sums see exactly the operations TileBf16ScaledOf
-// gives them, in the same order, so the pair and two single calls agree bit for bit. Neither
-// tile may carry a side stream or keep a widened panel (the driver pairs only tiles that don't).
+// the independent accumulators. Each tile's sums see exactly the operations TileBf16 (bf16
+// panels) or TileBf16ScaledOf (fp8 panels with their scales) give them, in the same order, so
+// the pair and two single calls agree bit for bit. Neither tile may carry a side stream or keep
+// a widened panel (the driver pairs only tiles that don't).
 template <int MR>
-struct TileFp8PairOf {
+struct TileBf16PairOf {
   static void run(const GemmTile& t0, const GemmTile& t1) {
     const ColumnMasks mask0(t0.n), mask1(t1.n);
     __m512 acc0[MR][2], acc1[MR][2];
     start_tile<MR>(acc0, t0);
     start_tile<MR>(acc1, t1);
-    alignas(64) __m512 total0[MR][2], total1[MR][2];
     const int32_t* a = static_cast<const int32_t*>(t0.a);
     const char* b0 = static_cast<const char*>(t0.b);
     const char* b1 = static_cast<const char*>(t1.b);
-    const int64_t groups = t0.k_steps / kScaleGroupSteps;
-    for (int64_t g = 0; g < groups; ++g) {
-      for (int i = 0; i < MR; ++i) acc0[i][0] = acc0[i][1] = acc1[i][0] = acc1[i][1] = _mm512_setzero_ps();
-      for (int64_t p = 0; p < kScaleGroupSteps; ++p) {
-        if (t0.prefetch_b) _mm_prefetch(b0 + t0.prefetch_b, _MM_HINT_T0);
-        if (t1.prefetch_b) _mm_prefetch(b1 + t1.prefetch_b, _MM_HINT_T0);
-        __m512i w0[2], w1[2];
-        e4m3x64_to_bf16(_mm512_loadu_si512(b0), w0);
-        e4m3x64_to_bf16(_mm512_loadu_si512(b1), w1);
-        dot_pair<MR>(acc0, a, (__m512bh)w0[0], (__m512bh)w0[1]);
-        dot_pair<MR>(acc1, a, (__m512bh)w1[0], (__m512bh)w1[1]);
+    if (!t0.b_fp8) {
+      for (int64_t p = 0; p < t0.k_steps; ++p) {
+        prefetch_b_step(b0, t0.prefetch_b);
+        prefetch_b_step(b1, t1.prefetch_b);
+        dot_pair<MR>(acc0, a, (__m512bh)_mm512_loadu_si512(b0), (__m512bh)_mm512_loadu_si512(b0 + 64));
+        dot_pair<MR>(acc1, a, (__m512bh)_mm512_loadu_si512(b1), (__m512bh)_mm512_loadu_si512(b1 + 64));
         a += kGemmMR;
-        b0 += 2 * kGemmNR;
-        b1 += 2 * kGemmNR;
+        b0 += 4 * kGemmNR;
+        b1 += 4 * kGemmNR;
       }
-      for (int i = 0; i < MR; ++i) {
-        const float sa = t0.sa ? t0.sa[i * t0.lds_a + g] : 1.0f;
-        const __m512 s0 = _mm512_set1_ps(sa * t0.sb[g]), s1 = _mm512_set1_ps(sa * t1.sb[g]);
-        for (int h = 0; h < 2; ++h) {
-          total0[i][h] = g == 0 ? _mm512_mul_ps(acc0[i][h], s0) : _mm512_fmadd_ps(acc0[i][h], s0, total0[i][h]);
-          total1[i][h] = g == 0 ? _mm512_mul_ps(acc1[i][h], s1) : _mm512_fmadd_ps(acc1[i][h], s1, total1[i][h]);
+    } else {
+      alignas(64) __m512 total0[MR][2], total1[MR][2];
+      const int64_t groups = t0.k_steps / kScaleGroupSteps;
+      for (int64_t g = 0; g < groups; ++g) {
+        for (int i = 0; i < MR; ++i) acc0[i][0] = acc0[i][1] = acc1[i][0] = acc1[i][1] = _mm512_setzero_ps();
+        for (int64_t p = 0; p < kScaleGroupSteps; ++p) {
+          if (t0.prefetch_b) _mm_prefetch(b0 + t0.prefetch_b, _MM_HINT_T0);
+          if (t1.prefetch_b) _mm_prefetch(b1 + t1.prefetch_b, _MM_HINT_T0);
+          __m512i w0[2], w1[2];
+          e4m3x64_to_bf16(_mm512_loadu_si512(b0), w0);
+          e4m3x64_to_bf16(_mm512_loadu_si512(b1), w1);
+          dot_pair<MR>(acc0, a, (__m512bh)w0[0], (__m512bh)w0[1]);
+          dot_pair<MR>(acc1, a, (__m512bh)w1[0], (__m512bh)w1[1]);
+          a += kGemmMR;
+          b0 += 2 * kGemmNR;
+          b1 += 2 * kGemmNR;
+        }
+        for (int i = 0; i < MR; ++i) {
+          const float sa = t0.sa ? t0.sa[i * t0.lds_a + g] : 1.0f;
+          const __m512 s0 = _mm512_set1_ps(sa * t0.sb[g]), s1 = _mm512_set1_ps(sa * t1.sb[g]);
+          for (int h = 0; h < 2; ++h) {
+            total0[i][h] = g == 0 ? _mm512_mul_ps(acc0[i][h], s0) : _mm512_fmadd_ps(acc0[i][h], s0, total0[i][h]);
+            total1[i][h] = g == 0 ? _mm512_mul_ps(acc1[i][h], s1) : _mm512_fmadd_ps(acc1[i][h], s1, total1[i][h]);
+          }
         }
       }
+      for (int i = 0; i < MR; ++i)
+        for (int h = 0; h < 2; ++h) {
+          acc0[i][h] = groups > 0 ? total0[i][h] : _mm512_setzero_ps();
+          acc1[i][h] = groups > 0 ? total1[i][h] : _mm512_setzero_ps();
+        }
     }
-    for (int i = 0; i < MR; ++i)
-      for (int h = 0; h < 2; ++h) {
-        acc0[i][h] = groups > 0 ? total0[i][h] : _mm512_setzero_ps();
-        acc1[i][h] = groups > 0 ? total1[i][h] : _mm512_setzero_ps();
-      }
     finish_tile<MR>(acc0, t0, mask0);
     finish_tile<MR>(acc1, t1, mask1);
   }
 };
 
-inline void gemm_tile_fp8_pair_any(const GemmTile& t0, const GemmTile& t1) {
+inline void gemm_tile_bf16_pair_any(const GemmTile& t0, const GemmTile& t1) {
   using Fn = void (*)(const GemmTile&, const GemmTile&);
-  static constexpr Fn table[kGemmPairMaxRows] = {&TileFp8PairOf<1>::run, &TileFp8PairOf<2>::run,
-                                                 &TileFp8PairOf<3>::run, &TileFp8PairOf<4>::run};
+  static constexpr Fn table[kGemmPairMaxRows] = {&TileBf16PairOf<1>::run, &TileBf16PairOf<2>::run,
+                                                 &TileBf16PairOf<3>::run, &TileBf16PairOf<4>::run};
   table[t0.m - 1](t0, t1);
 }
 
