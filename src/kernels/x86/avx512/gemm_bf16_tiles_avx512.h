@@ -45,6 +45,25 @@ struct TileBf16 {
   }
 };
 
+// Scale group g's sums of tile t into its running totals: total (+)= acc * sa[i][g] * sb[g].
+template <int MR>
+[[gnu::always_inline]] inline void promote_group(const __m512 (&acc)[MR][2], __m512 (&total)[MR][2], const GemmTile& t,
+                                                 int64_t g) {
+  for (int i = 0; i < MR; ++i) {
+    const float scale = (t.sa ? t.sa[i * t.lds_a + g] : 1.0f) * t.sb[g];
+    const __m512 s = _mm512_set1_ps(scale);
+    for (int h = 0; h < 2; ++h)
+      total[i][h] = g == 0 ? _mm512_mul_ps(acc[i][h], s) : _mm512_fmadd_ps(acc[i][h], s, total[i][h]);
+  }
+}
+
+// The totals as the tile's sums for its end (zero when K held no whole group).
+template <int MR>
+[[gnu::always_inline]] inline void take_totals(__m512 (&acc)[MR][2], const __m512 (&total)[MR][2], int64_t groups) {
+  for (int i = 0; i < MR; ++i)
+    for (int h = 0; h < 2; ++h) acc[i][h] = groups > 0 ? total[i][h] : _mm512_setzero_ps();
+}
+
 // fp8 block scales: every 128-wide K group is summed from zero in the 24 accumulators, then
 // scaled per row and added into running totals. The totals live in an L1-resident array: 24
 // loads, FMAs and stores per group against 64 x 24 vdpbf16ps (~3%), where keeping them in
@@ -89,15 +108,9 @@ struct TileBf16ScaledOf {
         dot_pair<MR>(acc, a, b0, b1);
         a += kGemmMR;
       }
-      for (int i = 0; i < MR; ++i) {
-        const float scale = (t.sa ? t.sa[i * t.lds_a + g] : 1.0f) * t.sb[g];
-        const __m512 s = _mm512_set1_ps(scale);
-        for (int h = 0; h < 2; ++h)
-          total[i][h] = g == 0 ? _mm512_mul_ps(acc[i][h], s) : _mm512_fmadd_ps(acc[i][h], s, total[i][h]);
-      }
+      promote_group<MR>(acc, total, t, g);
     }
-    for (int i = 0; i < MR; ++i)
-      for (int h = 0; h < 2; ++h) acc[i][h] = groups > 0 ? total[i][h] : _mm512_setzero_ps();
+    take_totals<MR>(acc, total, groups);
     finish_tile<MR>(acc, t, mask);
   }
 };
@@ -152,20 +165,11 @@ struct TileBf16PairOf {
           b0 += 2 * kGemmNR;
           b1 += 2 * kGemmNR;
         }
-        for (int i = 0; i < MR; ++i) {
-          const float sa = t0.sa ? t0.sa[i * t0.lds_a + g] : 1.0f;
-          const __m512 s0 = _mm512_set1_ps(sa * t0.sb[g]), s1 = _mm512_set1_ps(sa * t1.sb[g]);
-          for (int h = 0; h < 2; ++h) {
-            total0[i][h] = g == 0 ? _mm512_mul_ps(acc0[i][h], s0) : _mm512_fmadd_ps(acc0[i][h], s0, total0[i][h]);
-            total1[i][h] = g == 0 ? _mm512_mul_ps(acc1[i][h], s1) : _mm512_fmadd_ps(acc1[i][h], s1, total1[i][h]);
-          }
-        }
+        promote_group<MR>(acc0, total0, t0, g);
+        promote_group<MR>(acc1, total1, t1, g);
       }
-      for (int i = 0; i < MR; ++i)
-        for (int h = 0; h < 2; ++h) {
-          acc0[i][h] = groups > 0 ? total0[i][h] : _mm512_setzero_ps();
-          acc1[i][h] = groups > 0 ? total1[i][h] : _mm512_setzero_ps();
-        }
+      take_totals<MR>(acc0, total0, groups);
+      take_totals<MR>(acc1, total1, groups);
     }
     finish_tile<MR>(acc0, t0, mask0);
     finish_tile<MR>(acc1, t1, mask1);
