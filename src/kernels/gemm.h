@@ -109,6 +109,7 @@ inline constexpr int kGemmPairMaxRows = 4;  // 4 x 4 accumulators and the wideni
 void gemm_tile_bf16_pair_avx512(const GemmTile& t0, const GemmTile& t1);
 void gemm_tile_bf16_pair_vbmi(const GemmTile& t0, const GemmTile& t1);
 void gemm_tile_s8_avx512(const GemmTile& t);  // partial and D hold int32 here
+void gemm_tile_s8_pair_avx512(const GemmTile& t0, const GemmTile& t1);  // as the bf16 pair
 
 // kGemmMR rows (a short panel repeats its last row) of `steps` 32-bit K steps into the A-panel
 // layout above, panel[s * kGemmMR + i]. Each step is 4 bytes of the row (f32, a bf16 pair, an
@@ -210,6 +211,7 @@ struct GemmKernels {
   const AmxDecodeSet* amx_decode;        // with amx: the decode kernels on the matrix unit
   const AmxDecodeSet* amx_decode_model;  // with amx_model: the same on the tile model
   decltype(&gemm_tile_bf16_pair_avx512) tile_bf16_pair;  // null where the level has none
+  decltype(&gemm_tile_s8_pair_avx512) tile_s8_pair;      // null where the level has none
 };
 KernelTable<GemmKernels> gemm_kernel_table();
 

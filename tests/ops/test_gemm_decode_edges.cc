@@ -218,21 +218,22 @@ TEST(GemmDecodeEdges, Fp8DecodeEveryMAroundTwoPanels) {
   });
 }
 
-// Decode with up to kGemmPairMaxRows (4) rows over a packed bf16 or fp8 B runs two column
-// panels per kernel call (GemmKernels::tile_bf16_pair). Around it: M 1-6 (5 and 6 take one
-// panel per call), N with a panel left over, a partial last panel or one panel only, K in one
-// and in two chunks, the epilogue's terms (alpha, bias, SiLU; C would differ per call here),
-// D unaligned. Each result: against the reference, and bit for bit against the same rows of a
-// 13-row call, whose tiles take one panel at a time.
+// Decode with up to kGemmPairMaxRows (4) rows over a packed bf16, fp8 or int8 B runs two
+// column panels per kernel call (GemmKernels::tile_bf16_pair, tile_s8_pair). Around it: M 1-6
+// (5 and 6 take one panel per call), N with a panel left over, a partial last panel or one
+// panel only, K in one and in two chunks (bf16 and fp8), the epilogue's terms (alpha,
+// bias, SiLU; C would differ per call here), D unaligned. Each result: against the reference,
+// and bit for bit against the same rows of a 13-row call, whose tiles take one panel at a time.
 TEST(GemmDecodeEdges, PairedPanelsEveryMAroundTheLimit) {
   OneThread one_thread;
   for_each_gemm_path([] {
-    for (const char* kind : {"bf16", "fp8", "bf16xfp8"})
+    for (const char* kind : {"bf16", "fp8", "bf16xfp8", "s8", "u8xs8"})
       for (auto [n, k] : {std::array<int64_t, 2>{32, 256}, {33, 4352}, {97, 256}, {161, 256}}) {
         const Operands o = make_operands(kind, 13, n, k, uint64_t(n * 7 + k));
         for (bool epilogue : {false, true}) {
+          if (o.int8() && epilogue) continue;  // int8 D is the sums (plus C)
           Spec s;
-          s.out = epilogue ? DType::bf16 : DType::f32;
+          s.out = o.int8() ? DType::i32 : epilogue ? DType::bf16 : DType::f32;
           s.pad = 3;
           if (epilogue) s.alpha = 0.5f, s.bias = true, s.silu = true;
           const Buffer all = run(o, s, false);

@@ -9,16 +9,18 @@ void widen_e4m3_avx512(const void* src, uint16_t* dst, int64_t n) {
   convert_avx512(src, DType::f8e4m3, dst, DType::bf16, n, false, 0);
 }
 
-constexpr GemmKernels kScalar{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+constexpr GemmKernels kScalar{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
                                nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
 constexpr GemmKernels kAvx2{gemm_tile_f32_avx2,   gemm_tile_bf16_avx2,  gemm_tile_s8_avx2,
                             pack_a_panel_avx2,    pack_b_panel_nt_avx2, pack_b_panel_nn_avx2,
                             widen_e4m3_avx2,      nullptr,              nullptr,
-                            nullptr,              nullptr,              nullptr};
+                            nullptr,              nullptr,              nullptr,
+                            nullptr};
 constexpr GemmKernels kAvx512{gemm_tile_f32_avx512,       gemm_tile_bf16_avx512, gemm_tile_s8_avx512,
                               pack_a_panel_avx512,        pack_b_panel_nt_avx512, pack_b_panel_nn_avx512,     
                               widen_e4m3_avx512,          nullptr,               &kAmxModel,
-                              nullptr,                    &kAmxDecodeModel,      gemm_tile_bf16_pair_avx512};
+                              nullptr,                    &kAmxDecodeModel,      gemm_tile_bf16_pair_avx512,
+                              gemm_tile_s8_pair_avx512};
 // The avx512 level on a core with VBMI (Zen 4 and 5): its set with the VBMI members — fp8 B
 // widened by byte tables, which halves the shuffle work of a decode's fp8 weights, and a plain
 // nt fp8 B packed by the byte transpose (docs/perf/gemm.md).

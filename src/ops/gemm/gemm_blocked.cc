@@ -161,15 +161,21 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
           // 128-wide scale groups: c0 steps are c0 * k_group K values.
           const int64_t c0_groups = c0 * k_group(p.in) / kFp8ScaleBlock;
           if (p.b_scales) t.sb = p.b_scales + (col / kFp8ScaleBlock) * p.lds_b + pc / kFp8ScaleBlock + c0_groups;
+          if (s8_correction && ci == 0) {
+            if (!p.packed) t.start = start + jr;
+            else if (first) t.start = static_cast<const int32_t*>(p.packed->start.data()) + col;
+          }
           place_tile(p, row, col, pc, last && ci + 1 == chunks, partial_in_d, partial, m0, jc, blk.nc, t, e);
           if (t.sa) t.sa += c0_groups;
         };
-        // Decode with few rows over a pre-packed bf16 or fp8 B: two column panels per call, so
-        // that B streams from two places at once and one panel's arithmetic overlaps the other's
-        // loads (these tiles have no side stream: one A panel, B pre-packed).
-        const bool pair_panels = p.packed && p.in == DType::bf16 && !widen_packed && panels == 1 &&
-                                 mc <= kernels::kGemmPairMaxRows && (fp8_in_kernel || !p.b_scales) &&
-                                 p.kern->tile_bf16_pair && nc > kGemmNR;
+        // Decode with few rows over a pre-packed bf16, fp8 or int8 B: two column panels per
+        // call, so that B streams from two places at once and one panel's arithmetic overlaps
+        // the other's loads (these tiles have no side stream: one A panel, B pre-packed).
+        const auto pair_kernel = p.in == DType::i8                              ? p.kern->tile_s8_pair
+                                 : p.in == DType::bf16 && (fp8_in_kernel || !p.b_scales) ? p.kern->tile_bf16_pair
+                                                                                          : nullptr;
+        const bool pair_panels = p.packed && !widen_packed && panels == 1 && mc <= kernels::kGemmPairMaxRows &&
+                                 pair_kernel && nc > kGemmNR;
         int64_t jr_single = 0;
         if (pair_panels) {
           if (pack_a) pack_a_panel(*p.kern, p.a, p.lda, p.a_type, ic, int(mc), pc, kc, static_cast<char*>(a_pack));
@@ -180,7 +186,7 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
               place_chunk(t0, e0, jr_single, ci, ic, int(mc), static_cast<const char*>(a_pack));
               place_chunk(t1, e1, jr_single + kGemmNR, ci, ic, int(mc), static_cast<const char*>(a_pack));
               t0.prefetch_b = t1.prefetch_b = b_prefetch / 2 / 64 * 64;  // the look-ahead's L1 budget, shared
-              p.kern->tile_bf16_pair(t0, t1);
+              pair_kernel(t0, t1);
             }
         }
         for (int64_t jr = jr_single; jr < nc; jr += kGemmNR) {
@@ -212,10 +218,6 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
             }
             GemmTile t;
             t.b_widened = kept;
-            if (s8_correction && ci == 0) {
-              if (!p.packed) t.start = start + jr;
-              else if (first) t.start = static_cast<const int32_t*>(p.packed->start.data()) + col;
-            }
             const char* a_panel = static_cast<const char*>(a_pack);
             int64_t panel = 0;
             for (int64_t ir = 0; ir < mc; ir += t.m, a_panel += steps * kGemmMR * 4, ++panel) {
