@@ -177,10 +177,7 @@ struct TileBf16PairOf {
 };
 
 inline void gemm_tile_bf16_pair_any(const GemmTile& t0, const GemmTile& t1) {
-  using Fn = void (*)(const GemmTile&, const GemmTile&);
-  static constexpr Fn table[kGemmPairMaxRows] = {&TileBf16PairOf<1>::run, &TileBf16PairOf<2>::run,
-                                                 &TileBf16PairOf<3>::run, &TileBf16PairOf<4>::run};
-  table[t0.m - 1](t0, t1);
+  dispatch_pair_rows<TileBf16PairOf>(t0, t1, std::make_integer_sequence<int, kGemmPairMaxRows>{});
 }
 
 inline void gemm_tile_bf16_any(const GemmTile& t) {

@@ -119,10 +119,7 @@ void gemm_tile_s8_avx512(const GemmTile& t) {
 }
 
 void gemm_tile_s8_pair_avx512(const GemmTile& t0, const GemmTile& t1) {
-  using Fn = void (*)(const GemmTile&, const GemmTile&);
-  static constexpr Fn table[kGemmPairMaxRows] = {&TileS8Pair<1>::run, &TileS8Pair<2>::run, &TileS8Pair<3>::run,
-                                                 &TileS8Pair<4>::run};
-  table[t0.m - 1](t0, t1);
+  dispatch_pair_rows<TileS8Pair>(t0, t1, std::make_integer_sequence<int, kGemmPairMaxRows>{});
 }
 
 }  // namespace sol::kernels

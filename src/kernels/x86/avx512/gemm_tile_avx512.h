@@ -279,5 +279,13 @@ void dispatch_rows(const GemmTile& t, std::integer_sequence<int, Rows...>) {
   table[t.m - 1](t);
 }
 
+// The same for the two-panel decode kernels (rows 1..kGemmPairMaxRows, from t0.m).
+template <template <int> class Kernel, int... Rows>
+void dispatch_pair_rows(const GemmTile& t0, const GemmTile& t1, std::integer_sequence<int, Rows...>) {
+  using Fn = void (*)(const GemmTile&, const GemmTile&);
+  static constexpr Fn table[] = {&Kernel<Rows + 1>::run...};
+  table[t0.m - 1](t0, t1);
+}
+
 }  // namespace
 }  // namespace sol::kernels
