@@ -100,7 +100,8 @@ sol::Unit compute_unit(sol::DType in, const sol::MachineProfile& m) {
       if (c.unit == u) return c.available;
     return false;
   };
-  if (in == sol::DType::bf16) return available(sol::Unit::amx_bf16) ? sol::Unit::amx_bf16 : sol::Unit::dot_bf16;
+  if (in == sol::DType::bf16)  // the faster of dot_bf16 and fma_f32 (sol/roofline.h)
+    return available(sol::Unit::amx_bf16) ? sol::Unit::amx_bf16 : sol::compute_unit_on(sol::Unit::dot_bf16, m);
   if (in == sol::DType::i8) {
     if (available(sol::Unit::amx_int8)) return sol::Unit::amx_int8;
     const sol::Unit dot = sol::parse_unit("dot_s8");  // throws when this build has no such unit

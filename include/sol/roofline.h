@@ -51,7 +51,9 @@ Floor roofline_floor(const Cost& cost, const MachineProfile& machine, int thread
 // their floor is the fma_f32 peak; without it such an op would have no floor at all. int8 dot
 // products without AVX512_VNNI (AVX2: widened to int16, summed by vpmaddwd) are held to the
 // same peak until an int8 loop of their own is measured; vpmaddwd does twice an FMA's work per
-// instruction, so that floor can read above 100% of it.
+// instruction, so that floor can read above 100% of it. Where the profile has both and its
+// one-thread fma_f32 is the faster, bf16 work is held to fma_f32: the FMAs compute the same
+// exact products (GEMM's FMA variant on Intel's AVX-512 cores runs there).
 Unit compute_unit_on(Unit u, const MachineProfile& machine);
 
 // The ceilings a cost needs, from a profile (zero where it needs none); `sol bench` replaces

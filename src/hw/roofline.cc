@@ -48,6 +48,12 @@ Floor roofline_floor(const Cost& cost, double peak, double bandwidth, double rea
 
 Unit compute_unit_on(Unit u, const MachineProfile& machine) {
   if ((u == Unit::dot_bf16 || u == Unit::dot_s8) && !machine.get(u).available) return Unit::fma_f32;
+  if (u == Unit::dot_bf16) {
+    // A bf16 product is exact in f32, so FMAs on the widened values do bf16 work too; where
+    // they are the faster unit (Intel's AVX-512 cores) they are its floor.
+    const Ceiling& fma = machine.get(Unit::fma_f32);
+    if (fma.available && fma.one_thread > machine.get(u).one_thread) return Unit::fma_f32;
+  }
   return u;
 }
 

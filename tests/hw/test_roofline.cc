@@ -99,6 +99,25 @@ TEST(Roofline, Bf16WithoutDotProductsFallsBackToFma) {
   EXPECT_DOUBLE_EQ(roofline_floor(bf16, has_dot, 1).floor_s, 1.0);
 }
 
+// Where both units are there and the FMAs are the faster (Intel's AVX-512 cores: vdpbf16ps at
+// half two FMA pipes' rate), bf16 work is held to fma_f32, which computes the same exact
+// products; a dot product faster than the FMAs (Zen) stays the floor. int8 keeps its own unit.
+TEST(Roofline, Bf16IsHeldToTheFasterOfDotAndFma) {
+  MachineProfile m = testing_hw::flat_profile(1e12, 2e12);
+  for (Ceiling& c : m.ceilings) {
+    if (c.unit == Unit::fma_f32) c.one_thread = c.all_threads = 2e12;
+    if (c.unit == Unit::dot_bf16 || c.unit == Unit::dot_s8) c.one_thread = c.all_threads = 1e12;
+  }
+  const Cost bf16{1e12, 1e3, Unit::dot_bf16, Unit::mem_read};
+  EXPECT_EQ(compute_unit_on(Unit::dot_bf16, m), Unit::fma_f32);
+  EXPECT_DOUBLE_EQ(roofline_floor(bf16, m, 1).floor_s, 0.5);
+  EXPECT_EQ(compute_unit_on(Unit::dot_s8, m), Unit::dot_s8);
+  for (Ceiling& c : m.ceilings)
+    if (c.unit == Unit::dot_bf16) c.one_thread = c.all_threads = 4e12;
+  EXPECT_EQ(compute_unit_on(Unit::dot_bf16, m), Unit::dot_bf16);
+  EXPECT_DOUBLE_EQ(roofline_floor(bf16, m, 1).floor_s, 0.25);
+}
+
 // sol bench re-measures every memory term of a split cost's floor beside the op (decisions
 // 12-13), the binding unit first and none twice; an unsplit cost pairs only its binding unit.
 TEST(Bench, PairsEveryMemoryTermOfASplitCost) {
