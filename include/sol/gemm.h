@@ -6,7 +6,9 @@
 //   dimension of every operand must be dense (stride 1).
 //   Types (A x B -> D):
 //     f32 x f32 -> f32                      AVX-512 FMA
-//     bf16 x bf16 -> f32 or bf16            vdpbf16ps (AMX TDPBF16PS where the CPU has it)
+//     bf16 x bf16 -> f32 or bf16            vdpbf16ps (AMX TDPBF16PS where the CPU has it; f32
+//                                           FMAs on Intel's AVX-512 cores without AMX, where
+//                                           they are twice as fast: other bits, same accuracy)
 //     i8 x i8 -> i32, u8 x i8 -> i32        vpdpbusd; exact (wrapping) int32 sums: the result is
 //                                           exact whenever it fits in int32. alpha must be 1,
 //                                           beta 0 or 1 (D += A*B), no bias or activation.
@@ -24,8 +26,8 @@
 //   The formula is evaluated literally: alpha = 0 still multiplies (an Inf or NaN in A*B gives
 //   NaN), while beta = 0 never reads C, so C (or D's old contents) may hold anything then.
 //   M, N or K may be 0; K = 0 gives D = act(beta * C + bias).
-//   SOL_ISA=avx512 runs the blocked AVX-512 kernels (FMA for f32, vdpbf16ps for bf16 and fp8,
-//   vpdpbusd for int8), SOL_ISA=avx2 the AVX2 kernels (FMA, bf16 widened to f32; vpmaddwd for
+//   SOL_ISA=avx512 runs the blocked AVX-512 kernels (FMA for f32, vdpbf16ps or FMA for bf16 and
+//   fp8 as above, vpdpbusd for int8), SOL_ISA=avx2 the AVX2 kernels (FMA, bf16 widened to f32; vpmaddwd for
 //   int8), SOL_ISA=scalar the plain loops (slow).
 #include <cstdint>
 #include <memory>

@@ -23,6 +23,10 @@ struct CpuFeatures;
 struct CoreShape {
   std::string microarch;   // "zen4", "zen5", "intel-avx512", "x86-64" (anything else)
   int datapath_bits = 256; // width of one vector execution unit: Zen 4 splits AVX-512 in two
+  // bf16 products run faster as f32 FMAs than by the core's bf16 dot product (Intel's AVX-512
+  // cores: vdpbf16ps zmm issues every ~2 cycles against two FMAs a cycle; Zen's dot product
+  // does twice an FMA's work). Picks GEMM's FMA variant (kPrefersFmaBf16); changes bits.
+  bool bf16_by_fma = false;
   long l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;
 };
 CoreShape core_shape_of(const CpuFeatures& f, unsigned family, unsigned model);

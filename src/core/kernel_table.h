@@ -15,10 +15,16 @@ namespace sol {
 // CPU features outside the ISA levels that an entry may need: a variant of a level for the
 // cores that have them (the level's other entry serves the rest). A variant is listed before
 // the level's general entry; among entries of one level the first whose needs are met wins.
+// A trait is not a feature but what the core is good at: any CPU of the level can run its
+// variant, so tests force traits on every machine (force_kernel_traits).
 enum KernelNeeds : uint32_t {
   kNeedsNothing = 0,
   kNeedsVbmi = 1u << 0,  // AVX512-VBMI (byte permutes): Zen 4 on, Ice Lake on; not Cooper Lake
+  // Trait: the core's two FMA pipes outrun its bf16 dot product (CoreShape::bf16_by_fma), so
+  // bf16 products run as f32 FMAs on the widened values.
+  kPrefersFmaBf16 = 1u << 1,
 };
+inline constexpr uint32_t kKernelTraits = kPrefersFmaBf16;
 
 template <class Set>
 struct KernelEntry {

@@ -13,6 +13,9 @@ uint32_t kernel_needs_met();
 // Tests only: hide features from the tables (a variant's general entry then runs), returning
 // the previous mask.
 uint32_t mask_kernel_needs(uint32_t masked);
+// Tests only: add core traits (kKernelTraits; a CPU feature would fault), so a trait's variant
+// runs on any CPU of its level; returns the previous forced traits. The mask still wins.
+uint32_t force_kernel_traits(uint32_t traits);
 
 template <class Set>
 const Set& select_kernels(KernelTable<Set> table, const char* family) {

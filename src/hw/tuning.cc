@@ -103,6 +103,7 @@ CoreShape core_shape_of(const CpuFeatures& f, unsigned family, unsigned model) {
   } else if (f.vendor == "GenuineIntel" && avx512) {
     s.microarch = "intel-avx512";
     s.datapath_bits = 512;
+    s.bf16_by_fma = true;
   } else {
     s.microarch = "x86-64";
     s.datapath_bits = f.avx2 ? 256 : 128;

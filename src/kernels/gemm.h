@@ -5,6 +5,8 @@
 // Packed layouts (built by src/ops/gemm/packing.cc):
 //   A panel: up to kGemmMR rows, K-major, row stride kGemmMR:   f32  a[k][kGemmMR]
 //                                                                bf16 a[k/2][kGemmMR][2]
+//     or, for a set whose bf16 tile multiplies by f32 FMAs (pack_a_panel_f32_pairs set),
+//                                                          bf16 as f32 a[k/2][2][kGemmMR]
 //   B panel: kGemmNR columns (zero beyond N), K-major:          f32  b[k][kGemmNR]
 //                                                                bf16 b[k/2][kGemmNR][2]
 //   int8 A panel: u8 quads                                      a[k/4][kGemmMR][4]
@@ -102,12 +104,18 @@ struct AmxGemmTile {
 void gemm_tile_f32_avx512(const GemmTile& t);
 void gemm_tile_bf16_avx512(const GemmTile& t);
 void gemm_tile_bf16_vbmi(const GemmTile& t);  // the same tile, fp8 B widened by VBMI
+// The same tiles with every bf16 product an f32 FMA (A as f32 pairs): for cores whose two FMA
+// pipes outrun their bf16 dot product. Other bits than the vdpbf16ps tiles, same contract.
+void gemm_tile_bf16_fma_avx512(const GemmTile& t);
+void gemm_tile_bf16_fma_vbmi(const GemmTile& t);
 // Decode over a packed bf16 or fp8 B (with its scales): two tiles (same m <= kGemmPairMaxRows,
 // A, k_steps, sa, b_fp8; no side stream, no kept panel) over two panels, stepped together so
 // that B streams from two places at once. Each tile gets the bits gemm_tile_bf16_* gives it.
 inline constexpr int kGemmPairMaxRows = 4;  // 4 x 4 accumulators and the widening's tables fill the 32 zmm
 void gemm_tile_bf16_pair_avx512(const GemmTile& t0, const GemmTile& t1);
 void gemm_tile_bf16_pair_vbmi(const GemmTile& t0, const GemmTile& t1);
+void gemm_tile_bf16_pair_fma_avx512(const GemmTile& t0, const GemmTile& t1);
+void gemm_tile_bf16_pair_fma_vbmi(const GemmTile& t0, const GemmTile& t1);
 void gemm_tile_s8_avx512(const GemmTile& t);  // partial and D hold int32 here
 void gemm_tile_s8_pair_avx512(const GemmTile& t0, const GemmTile& t1);  // as the bf16 pair
 
@@ -117,6 +125,11 @@ void gemm_tile_s8_pair_avx512(const GemmTile& t0, const GemmTile& t1);  // as th
 // widened to a bf16 pair. next_rows (or null): the next panel's rows, requested ahead.
 void pack_a_panel_avx512(const void* const (&rows)[kGemmMR], int64_t steps, uint32_t flip, bool e4m3,
                          uint32_t* panel);
+// The same rows of bf16 pairs (or e4m3 widened) as f32 pairs, the FMA tiles' A: step s is
+// panel[s * 2 * kGemmMR + i] = row i's first value as f32, panel[(s * 2 + 1) * kGemmMR + i]
+// its second.
+void pack_a_panel_f32_pairs_avx512(const void* const (&rows)[kGemmMR], int64_t steps, uint32_t flip, bool e4m3,
+                                   uint32_t* panel);
 // A B panel from a plain [N, K] B ("nt"): cols[c] is column c's first 32-bit K step (an f32, a
 // bf16 pair, an s8 quad, or with e4m3 two bytes widened to a bf16 pair); columns from
 // valid_cols on are zero. panel[s * kGemmNR + c].
@@ -212,6 +225,9 @@ struct GemmKernels {
   const AmxDecodeSet* amx_decode_model;  // with amx_model: the same on the tile model
   decltype(&gemm_tile_bf16_pair_avx512) tile_bf16_pair;  // null where the level has none
   decltype(&gemm_tile_s8_pair_avx512) tile_s8_pair;      // null where the level has none
+  // Set where tile_bf16 multiplies by f32 FMAs: bf16 and fp8 A panels are packed by it, as f32
+  // pairs (twice the bytes of a bf16 pair panel); null where A stays in bf16 pairs.
+  decltype(&pack_a_panel_f32_pairs_avx512) pack_a_panel_f32_pairs;
 };
 KernelTable<GemmKernels> gemm_kernel_table();
 

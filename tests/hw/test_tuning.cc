@@ -82,10 +82,15 @@ TEST(Tuning, CoreShapeNamesTheDatapath) {
   EXPECT_EQ(core_shape_of(f, 0x19, 0x11).datapath_bits, 256);
   EXPECT_EQ(core_shape_of(f, 0x1A, 0x02).microarch, "zen5");
   EXPECT_EQ(core_shape_of(f, 0x1A, 0x02).datapath_bits, 512);
+  // Zen's bf16 dot product does twice an FMA's work; Intel's issues at half two FMA pipes' rate.
+  EXPECT_FALSE(core_shape_of(f, 0x19, 0x11).bf16_by_fma);
+  EXPECT_FALSE(core_shape_of(f, 0x1A, 0x02).bf16_by_fma);
   f.vendor = "GenuineIntel";
   EXPECT_EQ(core_shape_of(f, 6, 0xCF).datapath_bits, 512);
+  EXPECT_TRUE(core_shape_of(f, 6, 0xCF).bf16_by_fma);
   f.avx512f = false;
   EXPECT_EQ(core_shape_of(f, 6, 0x9A).datapath_bits, 256);
+  EXPECT_FALSE(core_shape_of(f, 6, 0x9A).bf16_by_fma);
   EXPECT_GT(core_shape_of(f, 6, 0x9A).l2_bytes, 0);  // a fallback when the OS reports none
 }
 

@@ -2,9 +2,11 @@
 // 128-wide K group), against the fp64 reference on every ISA path.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <limits>
 #include <string>
 
@@ -181,21 +183,28 @@ TEST(GemmFp8, BitwiseIdenticalForThreadsAndPacking) {
 }
 
 // The avx512 level's VBMI variant (fp8 B widened by byte tables) against its general entry
-// (word tables), forced by masking VBMI: the same bits, decode and blocked, packed and plain.
+// (word tables), forced by masking VBMI: the same bits, decode and blocked, packed and plain,
+// on both bf16 routes (vdpbf16ps and f32 FMAs).
 TEST(GemmFp8, VbmiVariantGivesTheGeneralEntrysBits) {
   if ((kernel_needs_met() & kNeedsVbmi) == 0) GTEST_SKIP() << "no AVX512-VBMI";
-  setenv("SOL_ISA", "avx512", 1);
-  for (bool weight_only : {false, true})
-    for (bool packed : {false, true})
-      for (auto [m, n, k] : {std::array<int64_t, 3>{1, 70, 384}, {5, 33, 1152}, {16, 64, 256}, {37, 100, 640}}) {
-        const Fp8Operands o = make_fp8(m, n, k, weight_only, ScaleFormat::f32, uint64_t(3 * m + n));
-        const std::string what = std::string(weight_only ? "bf16 x fp8" : "fp8 x fp8") + (packed ? " packed" : "");
-        Buffer vbmi = run_fp8(o, DType::bf16, packed, true, what + " vbmi");
-        const uint32_t before = mask_kernel_needs(kNeedsVbmi);
-        Buffer words = run_fp8(o, DType::bf16, packed, true, what + " word tables");
-        mask_kernel_needs(before);
-        EXPECT_TRUE(compare_bitwise(vbmi, words).pass) << what << " " << shape_of(m, n, k);
-      }
+  for (bool other_route : {false, true}) {
+    std::optional<testing_paths::OtherBf16Route> other;
+    if (other_route) other.emplace();
+    setenv("SOL_ISA", "avx512", 1);
+    SCOPED_TRACE(other_route ? "the other bf16 route" : "this core's bf16 route");
+    for (bool weight_only : {false, true})
+      for (bool packed : {false, true})
+        for (auto [m, n, k] : {std::array<int64_t, 3>{1, 70, 384}, {5, 33, 1152}, {16, 64, 256}, {37, 100, 640}}) {
+          const Fp8Operands o = make_fp8(m, n, k, weight_only, ScaleFormat::f32, uint64_t(3 * m + n));
+          const std::string what = std::string(weight_only ? "bf16 x fp8" : "fp8 x fp8") + (packed ? " packed" : "");
+          Buffer vbmi = run_fp8(o, DType::bf16, packed, true, what + " vbmi");
+          const uint32_t before = mask_kernel_needs(0);
+          mask_kernel_needs(before | kNeedsVbmi);
+          Buffer words = run_fp8(o, DType::bf16, packed, true, what + " word tables");
+          mask_kernel_needs(before);
+          EXPECT_TRUE(compare_bitwise(vbmi, words).pass) << what << " " << shape_of(m, n, k);
+        }
+  }
   unsetenv("SOL_ISA");
 }
 

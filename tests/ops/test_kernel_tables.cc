@@ -24,7 +24,9 @@
 #include "kernels/softmax.h"
 #include "kernels/weighted_sum.h"
 #include "kernels/x86/avx512/mla_chunk_avx512.h"
+#include "sol/error.h"
 #include "sol/hw.h"
+#include "sol/tuning.h"
 
 namespace sol {
 namespace {
@@ -159,9 +161,16 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
     }
     if (vec(l)) {
       EXPECT_EQ(k.tile_f32, kernels::gemm_tile_f32_avx512);
-      // fp8 widening by VBMI byte tables wherever the CPU has VBMI (every amx CPU does)
+      // fp8 widening by VBMI byte tables wherever the CPU has VBMI (every amx CPU does); bf16
+      // products as f32 FMAs at the avx512 level of a core that prefers them (the amx level
+      // keeps vdpbf16ps beside its tiles), A then packed as f32 pairs.
       const bool vbmi = (kernel_needs_met() & kNeedsVbmi) != 0;
-      EXPECT_EQ(k.tile_bf16, vbmi ? kernels::gemm_tile_bf16_vbmi : kernels::gemm_tile_bf16_avx512);
+      const bool fma = l == Isa::avx512 && (kernel_needs_met() & kPrefersFmaBf16) != 0;
+      EXPECT_EQ(k.tile_bf16, fma ? (vbmi ? kernels::gemm_tile_bf16_fma_vbmi : kernels::gemm_tile_bf16_fma_avx512)
+                                 : (vbmi ? kernels::gemm_tile_bf16_vbmi : kernels::gemm_tile_bf16_avx512));
+      EXPECT_EQ(k.tile_bf16_pair, fma ? (vbmi ? kernels::gemm_tile_bf16_pair_fma_vbmi : kernels::gemm_tile_bf16_pair_fma_avx512)
+                                      : (vbmi ? kernels::gemm_tile_bf16_pair_vbmi : kernels::gemm_tile_bf16_pair_avx512));
+      EXPECT_EQ(k.pack_a_panel_f32_pairs, fma ? kernels::pack_a_panel_f32_pairs_avx512 : nullptr);
       if (vbmi) {
         EXPECT_EQ(k.widen_e4m3, kernels::widen_e4m3_vbmi);
         EXPECT_EQ(k.pack_b_panel_nt, kernels::pack_b_panel_nt_vbmi);
@@ -210,6 +219,20 @@ TEST(KernelTables, VariantNeedsDecideAmongOneLevel) {
   const uint32_t before = mask_kernel_needs(kNeedsVbmi);
   EXPECT_EQ(kernel_needs_met() & kNeedsVbmi, 0u);
   mask_kernel_needs(before);
+}
+
+// A trait (what the core is good at) can be forced, so its variant runs on every CPU of its
+// level; a feature cannot (its variant would fault where the CPU lacks it). The mask wins.
+TEST(KernelTables, OnlyTraitsCanBeForced) {
+  const uint32_t before = force_kernel_traits(kPrefersFmaBf16);
+  EXPECT_NE(kernel_needs_met() & kPrefersFmaBf16, 0u);
+  const uint32_t mask_before = mask_kernel_needs(kPrefersFmaBf16);
+  EXPECT_EQ(kernel_needs_met() & kPrefersFmaBf16, 0u);
+  mask_kernel_needs(mask_before);
+  force_kernel_traits(before);
+  EXPECT_EQ(kernel_needs_met() & kPrefersFmaBf16, core_shape().bf16_by_fma && isa_at_least(Isa::avx512) ? kPrefersFmaBf16 : 0u);
+  EXPECT_THROW(force_kernel_traits(kNeedsVbmi), Error);
+  EXPECT_EQ(force_kernel_traits(0), before);  // the failed call changed nothing
 }
 
 // A table without an entry for the level asked (a family that exists only from avx512 on)

@@ -35,7 +35,8 @@ void print_features() {
 // default (with the rule) or `sol tune`'s measured winner (with its speedup over the default).
 void print_tuning() {
   const Tuning& t = tuning();
-  fmt::print("core     {}, {}-bit vector datapath\n", t.core.microarch, t.core.datapath_bits);
+  fmt::print("core     {}, {}-bit vector datapath{}\n", t.core.microarch, t.core.datapath_bits,
+             t.core.bf16_by_fma ? ", bf16 products as f32 FMAs (faster than its bf16 dot product)" : "");
   fmt::print("\ntuning   {}\n", t.source);
   for (const TuningChoice& c : t.choices) {
     std::string why;

@@ -148,7 +148,22 @@ void pack_a_panel(const kernels::GemmKernels& kern, const void* a, int64_t lda, 
   const void* row[kGemmMR];
   row_pointers(a, lda, int64_t(dtype_size(a_type)), first_row, rows, k0, row);
   uint32_t* panel = static_cast<uint32_t*>(dst);
-  kern.pack_a_panel(row, full, flip, a_type == DType::f8e4m3, panel);
+  const bool e4m3 = a_type == DType::f8e4m3;
+  if (a_step_words(kern, compute_type(a_type)) == 2 * kGemmMR) {
+    // f32 pairs: a bf16 is the top half of its f32, so the partial step's pair (v, 0) splits
+    // into (v << 16, 0).
+    kern.pack_a_panel_f32_pairs(row, full, flip, e4m3, panel);
+    if (steps > full) {
+      uint32_t pair[kGemmMR];
+      pack_partial_step(row, a_type, full, kc - full * group, pair);
+      for (int i = 0; i < kGemmMR; ++i) {
+        panel[full * 2 * kGemmMR + i] = pair[i] << 16;
+        panel[full * 2 * kGemmMR + kGemmMR + i] = pair[i] & 0xFFFF0000u;
+      }
+    }
+    return;
+  }
+  kern.pack_a_panel(row, full, flip, e4m3, panel);
   if (steps > full) pack_partial_step(row, a_type, full, kc - full * group, panel + full * kGemmMR);
 }
 

@@ -3,7 +3,7 @@
 
 namespace sol::kernels {
 
-void gemm_tile_bf16_avx512(const GemmTile& t) { gemm_tile_bf16_any(t); }
-void gemm_tile_bf16_pair_avx512(const GemmTile& t0, const GemmTile& t1) { gemm_tile_bf16_pair_any(t0, t1); }
+void gemm_tile_bf16_avx512(const GemmTile& t) { gemm_tile_bf16_any<DotBf16>(t); }
+void gemm_tile_bf16_pair_avx512(const GemmTile& t0, const GemmTile& t1) { gemm_tile_bf16_pair_any<DotBf16>(t0, t1); }
 
 }  // namespace sol::kernels

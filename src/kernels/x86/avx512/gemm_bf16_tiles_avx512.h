@@ -1,44 +1,69 @@
 #pragma once
-// bf16 GEMM micro-kernel: a 12 x 32 tile in 24 zmm f32 accumulators; each vdpbf16ps adds the
-// products of one (k, k+1) pair of A (broadcast as 32 bits) with the same pair of 16 columns of
-// B. 24 independent accumulators cover the instruction's ~6-cycle latency on both pipes.
-// Compiled twice: gemm_bf16_avx512.cc (the avx512 level) and gemm_bf16_vbmi.cc (its variant
-// for CPUs with VBMI, whose fp8 B is widened by byte tables, e4m3x64_avx512.h): the same code
-// and the same bits, only the widening's instructions differ.
+// bf16 GEMM micro-kernel: a 12 x 32 tile in 24 zmm f32 accumulators over packed bf16 (or fp8)
+// B panels. How one K pair (k, k+1) of A meets B is the Dot policy:
+//   DotBf16: one vdpbf16ps per 16 columns with A's pair broadcast as 32 bits; 24 independent
+//     accumulators cover the instruction's ~6-cycle latency on both pipes.
+//   DotFma: B's pair widened to two f32 vectors in registers (a bf16 is the top half of its
+//     f32), A packed as f32 pairs (kGemmMR first values, then kGemmMR second ones), two FMAs
+//     per pair: the product of two bf16 is exact in f32, so this is the same sum in another
+//     rounding order. For cores whose FMA pipes outrun the dot product (docs/perf/gemm.md).
+// Compiled per policy and per widening: gemm_bf16{,_fma}_avx512.cc (fp8 B widened by word
+// tables) and gemm_bf16{,_fma}_vbmi.cc (by byte tables, e4m3x64_avx512.h); the widening does
+// not change bits, the policy does.
 #include "kernels/x86/avx512/e4m3x64_avx512.h"  // first: see its include of e4m3_avx512.h
 #include "kernels/x86/avx512/gemm_tile_avx512.h"
 
 namespace sol::kernels {
 namespace {
 
-// One K pair of the tile: row i's A pair (broadcast) times B's two 16-column halves, into
-// acc[i][0] and acc[i][1].
-template <int MR>
-[[gnu::always_inline]] inline void dot_pair(__m512 (&acc)[MR][2], const int32_t* a, __m512bh b0, __m512bh b1) {
+struct DotBf16 {
+  static constexpr int64_t kAWords = kGemmMR;  // 32-bit words of packed A per K pair
+  // Row i's A pair (broadcast) times B's two 16-column halves (bf16 pairs), into acc[i][0..1].
+  template <int MR>
+  [[gnu::always_inline]] static void pair(__m512 (&acc)[MR][2], const uint32_t* a, __m512i b0, __m512i b1) {
 #pragma GCC unroll 12
-  for (int i = 0; i < MR; ++i) {
-    const __m512bh ai = (__m512bh)_mm512_set1_epi32(a[i]);
-    acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
-    acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
+    for (int i = 0; i < MR; ++i) {
+      const __m512bh ai = (__m512bh)_mm512_set1_epi32(int(a[i]));
+      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, (__m512bh)b0);
+      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, (__m512bh)b1);
+    }
   }
-}
+};
 
-template <int MR>
-struct TileBf16 {
+struct DotFma {
+  static constexpr int64_t kAWords = 2 * kGemmMR;
+  // The same products as f32 FMAs, first values of the pair, then second, into one accumulator.
+  template <int MR>
+  [[gnu::always_inline]] static void pair(__m512 (&acc)[MR][2], const uint32_t* a, __m512i b0, __m512i b1) {
+    const __m512i high = _mm512_set1_epi32(int(0xFFFF0000u));
+    const __m512 first[2] = {_mm512_castsi512_ps(_mm512_slli_epi32(b0, 16)),
+                             _mm512_castsi512_ps(_mm512_slli_epi32(b1, 16))};
+    const __m512 second[2] = {_mm512_castsi512_ps(_mm512_and_si512(b0, high)),
+                              _mm512_castsi512_ps(_mm512_and_si512(b1, high))};
+    const float* af = reinterpret_cast<const float*>(a);
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; ++i) {
+      const __m512 a0 = _mm512_set1_ps(af[i]), a1 = _mm512_set1_ps(af[kGemmMR + i]);
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) acc[i][h] = _mm512_fmadd_ps(a1, second[h], _mm512_fmadd_ps(a0, first[h], acc[i][h]));
+    }
+  }
+};
+
+template <class Dot, int MR>
+struct TileBf16Of {
   static void run(const GemmTile& t) {
     const ColumnMasks mask(t.n);
     __m512 acc[MR][2];
     start_tile<MR>(acc, t);
-    const int32_t* a = static_cast<const int32_t*>(t.a);    // one (k, k+1) pair per int32
+    const uint32_t* a = static_cast<const uint32_t*>(t.a);
     const uint16_t* b = static_cast<const uint16_t*>(t.b);  // 32 columns x 2 per pair
     SideWalk side(t);
     for (int64_t p = 0; p < t.k_steps; ++p) {
       prefetch_b_step(b, t.prefetch_b);
       side.step();
-      const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b);
-      const __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + 32);
-      dot_pair<MR>(acc, a, b0, b1);
-      a += kGemmMR;
+      Dot::template pair<MR>(acc, a, _mm512_loadu_si512(b), _mm512_loadu_si512(b + 32));
+      a += Dot::kAWords;
       b += 2 * kGemmNR;
     }
     finish_tile<MR>(acc, t, mask);
@@ -71,14 +96,14 @@ template <int MR>
 // kFp8B: B is a packed fp8 panel widened here; kKeep: and the widened panel is written to
 // t.b_widened as a bf16 panel (two stores a step), which the second 8-row tile of a 16-row
 // decode reads instead of widening the same panel again.
-template <int MR, bool kFp8B, bool kKeep = false>
+template <class Dot, int MR, bool kFp8B, bool kKeep = false>
 struct TileBf16ScaledOf {
   static void run(const GemmTile& t) {
     const ColumnMasks mask(t.n);
     __m512 acc[MR][2];
     start_tile<MR>(acc, t);
     alignas(64) __m512 total[MR][2];
-    const int32_t* a = static_cast<const int32_t*>(t.a);
+    const uint32_t* a = static_cast<const uint32_t*>(t.a);
     const char* b = static_cast<const char*>(t.b);
     char* keep = static_cast<char*>(t.b_widened);
     const int64_t groups = t.k_steps / kScaleGroupSteps;
@@ -86,27 +111,27 @@ struct TileBf16ScaledOf {
     for (int64_t g = 0; g < groups; ++g) {
       for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
       for (int64_t p = 0; p < kScaleGroupSteps; ++p) {
-        __m512bh b0, b1;
+        __m512i b0, b1;
         side.step();
         if constexpr (kFp8B) {
           if (t.prefetch_b) _mm_prefetch(b + t.prefetch_b, _MM_HINT_T0);  // one line per step
           __m512i wide[2];
           e4m3x64_to_bf16(_mm512_loadu_si512(b), wide);
-          b0 = (__m512bh)wide[0];
-          b1 = (__m512bh)wide[1];
+          b0 = wide[0];
+          b1 = wide[1];
           b += 2 * kGemmNR;
           if constexpr (kKeep) {
-            _mm512_storeu_si512(keep, (__m512i)b0);
-            _mm512_storeu_si512(keep + 64, (__m512i)b1);
+            _mm512_storeu_si512(keep, b0);
+            _mm512_storeu_si512(keep + 64, b1);
             keep += 4 * kGemmNR;
           }
         } else {
-          b0 = (__m512bh)_mm512_loadu_si512(b);
-          b1 = (__m512bh)_mm512_loadu_si512(b + 64);
+          b0 = _mm512_loadu_si512(b);
+          b1 = _mm512_loadu_si512(b + 64);
           b += 4 * kGemmNR;
         }
-        dot_pair<MR>(acc, a, b0, b1);
-        a += kGemmMR;
+        Dot::template pair<MR>(acc, a, b0, b1);
+        a += Dot::kAWords;
       }
       promote_group<MR>(acc, total, t, g);
     }
@@ -115,36 +140,29 @@ struct TileBf16ScaledOf {
   }
 };
 
-template <int MR>
-using TileBf16Scaled = TileBf16ScaledOf<MR, false>;
-template <int MR>
-using TileBf16ScaledFp8B = TileBf16ScaledOf<MR, true>;
-template <int MR>
-using TileBf16ScaledFp8BKeep = TileBf16ScaledOf<MR, true, true>;
-
 // Two tiles of the same rows, A and K over two packed B panels, stepped together: decode
 // (M <= kGemmPairMaxRows) then reads two streams of B instead of one, and each step has twice
-// the independent accumulators. Each tile's sums see exactly the operations TileBf16 (bf16
+// the independent accumulators. Each tile's sums see exactly the operations TileBf16Of (bf16
 // panels) or TileBf16ScaledOf (fp8 panels with their scales) give them, in the same order, so
 // the pair and two single calls agree bit for bit. Neither tile may carry a side stream or keep
 // a widened panel (the driver pairs only tiles that don't).
-template <int MR>
+template <class Dot, int MR>
 struct TileBf16PairOf {
   static void run(const GemmTile& t0, const GemmTile& t1) {
     const ColumnMasks mask0(t0.n), mask1(t1.n);
     __m512 acc0[MR][2], acc1[MR][2];
     start_tile<MR>(acc0, t0);
     start_tile<MR>(acc1, t1);
-    const int32_t* a = static_cast<const int32_t*>(t0.a);
+    const uint32_t* a = static_cast<const uint32_t*>(t0.a);
     const char* b0 = static_cast<const char*>(t0.b);
     const char* b1 = static_cast<const char*>(t1.b);
     if (!t0.b_fp8) {
       for (int64_t p = 0; p < t0.k_steps; ++p) {
         prefetch_b_step(b0, t0.prefetch_b);
         prefetch_b_step(b1, t1.prefetch_b);
-        dot_pair<MR>(acc0, a, (__m512bh)_mm512_loadu_si512(b0), (__m512bh)_mm512_loadu_si512(b0 + 64));
-        dot_pair<MR>(acc1, a, (__m512bh)_mm512_loadu_si512(b1), (__m512bh)_mm512_loadu_si512(b1 + 64));
-        a += kGemmMR;
+        Dot::template pair<MR>(acc0, a, _mm512_loadu_si512(b0), _mm512_loadu_si512(b0 + 64));
+        Dot::template pair<MR>(acc1, a, _mm512_loadu_si512(b1), _mm512_loadu_si512(b1 + 64));
+        a += Dot::kAWords;
         b0 += 4 * kGemmNR;
         b1 += 4 * kGemmNR;
       }
@@ -159,9 +177,9 @@ struct TileBf16PairOf {
           __m512i w0[2], w1[2];
           e4m3x64_to_bf16(_mm512_loadu_si512(b0), w0);
           e4m3x64_to_bf16(_mm512_loadu_si512(b1), w1);
-          dot_pair<MR>(acc0, a, (__m512bh)w0[0], (__m512bh)w0[1]);
-          dot_pair<MR>(acc1, a, (__m512bh)w1[0], (__m512bh)w1[1]);
-          a += kGemmMR;
+          Dot::template pair<MR>(acc0, a, w0[0], w0[1]);
+          Dot::template pair<MR>(acc1, a, w1[0], w1[1]);
+          a += Dot::kAWords;
           b0 += 2 * kGemmNR;
           b1 += 2 * kGemmNR;
         }
@@ -176,16 +194,34 @@ struct TileBf16PairOf {
   }
 };
 
-inline void gemm_tile_bf16_pair_any(const GemmTile& t0, const GemmTile& t1) {
-  dispatch_pair_rows<TileBf16PairOf>(t0, t1, std::make_integer_sequence<int, kGemmPairMaxRows>{});
+// The row-count tables of one policy's kernels.
+template <class Dot>
+struct Bf16Tiles {
+  template <int MR>
+  using Plain = TileBf16Of<Dot, MR>;
+  template <int MR>
+  using Scaled = TileBf16ScaledOf<Dot, MR, false>;
+  template <int MR>
+  using ScaledFp8B = TileBf16ScaledOf<Dot, MR, true>;
+  template <int MR>
+  using ScaledFp8BKeep = TileBf16ScaledOf<Dot, MR, true, true>;
+  template <int MR>
+  using Pair = TileBf16PairOf<Dot, MR>;
+};
+
+template <class Dot>
+void gemm_tile_bf16_pair_any(const GemmTile& t0, const GemmTile& t1) {
+  dispatch_pair_rows<Bf16Tiles<Dot>::template Pair>(t0, t1, std::make_integer_sequence<int, kGemmPairMaxRows>{});
 }
 
-inline void gemm_tile_bf16_any(const GemmTile& t) {
-  if (t.sb && t.b_fp8 && t.b_widened)
-    dispatch_rows<TileBf16ScaledFp8BKeep>(t, std::make_integer_sequence<int, kGemmMR>{});
-  else if (t.sb && t.b_fp8) dispatch_rows<TileBf16ScaledFp8B>(t, std::make_integer_sequence<int, kGemmMR>{});
-  else if (t.sb) dispatch_rows<TileBf16Scaled>(t, std::make_integer_sequence<int, kGemmMR>{});
-  else dispatch_rows<TileBf16>(t, std::make_integer_sequence<int, kGemmMR>{});
+template <class Dot>
+void gemm_tile_bf16_any(const GemmTile& t) {
+  using T = Bf16Tiles<Dot>;
+  constexpr auto rows = std::make_integer_sequence<int, kGemmMR>{};
+  if (t.sb && t.b_fp8 && t.b_widened) dispatch_rows<T::template ScaledFp8BKeep>(t, rows);
+  else if (t.sb && t.b_fp8) dispatch_rows<T::template ScaledFp8B>(t, rows);
+  else if (t.sb) dispatch_rows<T::template Scaled>(t, rows);
+  else dispatch_rows<T::template Plain>(t, rows);
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 
 namespace sol::kernels {
 
-void gemm_tile_bf16_vbmi(const GemmTile& t) { gemm_tile_bf16_any(t); }
-void gemm_tile_bf16_pair_vbmi(const GemmTile& t0, const GemmTile& t1) { gemm_tile_bf16_pair_any(t0, t1); }
+void gemm_tile_bf16_vbmi(const GemmTile& t) { gemm_tile_bf16_any<DotBf16>(t); }
+void gemm_tile_bf16_pair_vbmi(const GemmTile& t0, const GemmTile& t1) { gemm_tile_bf16_pair_any<DotBf16>(t0, t1); }
 
 }  // namespace sol::kernels
