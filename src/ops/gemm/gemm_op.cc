@@ -229,7 +229,7 @@ std::unique_ptr<OpCase> make_gemm_device_case(const OpParams& p, int64_t cold_by
 void register_gemm_ops() {
   OpInfo op;
   op.name = "gemm";
-  op.summary = "D = act(alpha * A * op(B) + beta * C + bias); f32 (FMA), bf16 (vdpbf16ps), s8/u8 (vpdpbusd), "
+  op.summary = "D = act(alpha * A * op(B) + beta * C + bias); f32 (FMA), bf16 (vdpbf16ps, or FMA where faster), s8/u8 (vpdpbusd), "
                "fp8 with block scales (widened to bf16)";
   op.params = {
       {"m", "rows of A and D", "2048", ParamSpec::size},

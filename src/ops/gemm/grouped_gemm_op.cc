@@ -125,7 +125,8 @@ class GroupedCase : public OpCase {
     if (b_type_ == DType::f8e4m3) c.bytes += experts * std::ceil(n / 128) * (k / 128) * 4;
     if (a_type_ == DType::f8e4m3) c.bytes += rows * (k / 128) * 4;
     // The best unit the machine has for bf16 (and fp8, widened), whichever kernel each
-    // expert's GEMM takes: the AMX tiles wherever the level has them, else vdpbf16ps.
+    // expert's GEMM takes: the AMX tiles wherever the level has them, else the vector unit
+    // (dot_bf16, or fma_f32 where faster: compute_unit_on).
     c.compute = gemm_detail::amx_runs(gemm_detail::gemm_kernels(), 1, DType::bf16) ? Unit::amx_bf16 : Unit::dot_bf16;
     c.memory = Unit::mem_read;
     return c;
