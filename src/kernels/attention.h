@@ -104,6 +104,9 @@ void attn_gemm_tile_bf16_avx2(const AttnGemmTile& t);
 
 void attn_gemm_tile_f32_avx512(const AttnGemmTile& t);
 void attn_gemm_tile_bf16_avx512(const AttnGemmTile& t);
+// acc = fma(a1, b1, fma(a0, b0, acc)) per k pair, in k order: the avx512 level's variant for
+// cores whose FMA pipes outrun their bf16 dot product (kPrefersFmaBf16).
+void attn_gemm_tile_bf16_fma_avx512(const AttnGemmTile& t);
 void attn_softmax_rows_avx512(const AttnSoftmaxRows& r);
 void attn_grad_rows_avx512(const AttnGradRows& r);
 

@@ -22,7 +22,7 @@
 namespace sol {
 namespace {
 
-using testing_paths::for_each_isa;
+using testing_paths::for_each_bf16_path;
 
 using testing_attention::Shape;
 
@@ -66,7 +66,7 @@ TEST(Attention, MatchesReferenceOddShapes) {
       {1, 29, 29, 1, 1, 8, 16, false, 0, 0},    // each query sees its own key only
       {1, 5, 20, 1, 1, 64, 64, false, 3, -1},   // window ending before the keys do
   };
-  for_each_isa([&] {
+  for_each_bf16_path([&] {
     for (const Shape& s : shapes)
       for (DType t : {DType::f32, DType::bf16}) expect_matches_reference(s, t, s.options());
   });
@@ -74,7 +74,7 @@ TEST(Attention, MatchesReferenceOddShapes) {
 
 TEST(Attention, LongCausalSequence) {
   const Shape s{1, 1000, 1000, 2, 1, 64, 64, true};
-  for_each_isa([&] { expect_matches_reference(s, DType::bf16, s.options()); });
+  for_each_bf16_path([&] { expect_matches_reference(s, DType::bf16, s.options()); });
   expect_matches_reference(s, DType::f32, s.options());
 }
 
@@ -87,7 +87,7 @@ TEST(Attention, CustomScale) {
 
 TEST(Attention, EmptyRowsGiveZeroAndMinusInfinity) {
   const Shape s{1, 40, 17, 2, 1, 64, 64, true};
-  for_each_isa([&] {
+  for_each_bf16_path([&] {
     Inputs in(s, DType::bf16, 3);
     poison(in.o);
     poison(in.lse);
@@ -112,7 +112,7 @@ TEST(Attention, VarlenWithEmptySequences) {
   const int64_t tq = 39, tk = 50, hq = 4, hkv = 2, d = 64;
   for (bool causal : {false, true})
     for (DType t : {DType::f32, DType::bf16})
-      for_each_isa([&] {
+      for_each_bf16_path([&] {
         SCOPED_TRACE(std::string(dtype_name(t)) + (causal ? " causal" : ""));
         Buffer cu_q(DType::i32, {6}), cu_k(DType::i32, {6});
         std::copy(cq.begin(), cq.end(), cu_q.tensor().data_as<int32_t>());
@@ -142,7 +142,7 @@ TEST(Attention, StridedInputsFromAFusedQkvBuffer) {
   // q, k, v as head slices of one [B, S, Hq + 2 Hkv, D] projection output; o padded per token.
   const int64_t b = 2, s = 45, hq = 4, hkv = 2, d = 64;
   for (DType t : {DType::f32, DType::bf16})
-    for_each_isa([&] {
+    for_each_bf16_path([&] {
       Buffer qkv(t, {b, s, hq + 2 * hkv, d}), opad(t, {b, s, hq + 1, d}), lse(DType::f32, {b, hq, s});
       fill_random(qkv, 21, 1.5);
       poison(opad);
@@ -165,7 +165,7 @@ TEST(Attention, StridedInputsFromAFusedQkvBuffer) {
 TEST(Attention, NaNPropagatesToTheRowsThatSeeIt) {
   const Shape s{1, 64, 64, 2, 1, 64, 64, true};
   for (DType t : {DType::f32, DType::bf16})
-    for_each_isa([&] {
+    for_each_bf16_path([&] {
       Inputs in(s, t, 5);
       store_from_double(in.q.tensor().ptr({0, 10, 1, 3}), t, 0, std::nan(""));  // query 10 of head 1
       store_from_double(in.k.tensor().ptr({0, 40, 0, 7}), t, 0, std::nan(""));  // key 40

@@ -21,7 +21,7 @@
 namespace sol {
 namespace {
 
-using testing_paths::for_each_isa;
+using testing_paths::for_each_bf16_path;
 
 using testing_attention::Shape;
 
@@ -111,7 +111,7 @@ TEST(AttentionBackward, MatchesReferenceGradients) {
       {1, 100, 100, 4, 1, 64, 64, true, 31, -1},   // MQA, causal sliding window
       {1, 29, 50, 2, 2, 8, 16},
   };
-  for_each_isa([&] {
+  for_each_bf16_path([&] {
     for (const Shape& s : shapes)
       for (DType t : {DType::f32, DType::bf16}) expect_matches_reference(s, t);
   });
@@ -126,7 +126,7 @@ TEST(AttentionBackward, Varlen) {
   const std::vector<int32_t> cq = {0, 5, 5, 38, 38, 39}, ck = {0, 7, 7, 47, 50, 50};
   const int64_t tq = 39, tk = 50, hq = 4, hkv = 2, d = 64;
   for (DType t : {DType::f32, DType::bf16})
-    for_each_isa([&] {
+    for_each_bf16_path([&] {
       SCOPED_TRACE(dtype_name(t));
       Buffer cu_q(DType::i32, {6}), cu_k(DType::i32, {6});
       std::copy(cq.begin(), cq.end(), cu_q.tensor().data_as<int32_t>());

@@ -1,5 +1,6 @@
-// Flash-attention tile primitives on AVX-512: the two GEMMs of each block on vdpbf16ps (bf16)
-// or vfmadd231ps (f32) in a 12 x 32 register tile, and the score-row transforms (online
+// Flash-attention tile primitives on AVX-512: the two GEMMs of each block on vdpbf16ps (bf16;
+// f32 FMAs on the widened values where the core prefers them) or vfmadd231ps (f32) in a 12 x 32
+// register tile, and the score-row transforms (online
 // softmax, gradient of the scores) 16 lanes at a time with exp16.
 #include <algorithm>
 #include <cmath>
@@ -49,8 +50,12 @@ template <int MR>
     }
 }
 
-template <int MR>
-struct TileBf16 {
+// kFma: each bf16 pair as two f32 FMAs (first value, then second) on values widened in
+// registers (a bf16 is the top half of its f32: a shift, or a mask), for cores whose two FMA
+// pipes outrun their vdpbf16ps (kPrefersFmaBf16). A is read in place, so its pair is widened
+// per row too: 2 ALU uops per row and pair beside 4 FMAs, against 2 vdpbf16ps.
+template <int MR, bool kFma>
+struct TileBf16Of {
   static void run(const AttnGemmTile& t) {
     prefetch_tile<MR>(t, 2);
     __m512 acc[MR][2];
@@ -58,25 +63,46 @@ struct TileBf16 {
     const char* a = static_cast<const char*>(t.a);
     const int64_t lda = t.lda * 2;
     const uint16_t* b = static_cast<const uint16_t*>(t.b);
+    const __m512i high = _mm512_set1_epi32(int(0xFFFF0000u));
     for (int64_t k = 0; k < t.k_steps; ++k) {
       // Panels stream from L2 / L3 (a head's K and V outgrow L2 at long sequences).
       _mm_prefetch(reinterpret_cast<const char*>(b + 8 * 2 * kAttnPanel), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(b + 8 * 2 * kAttnPanel + 32), _MM_HINT_T0);
-      const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b);
-      const __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + 32);
+      const __m512i w0 = _mm512_loadu_si512(b), w1 = _mm512_loadu_si512(b + 32);
+      if constexpr (kFma) {
+        const __m512 first[2] = {_mm512_castsi512_ps(_mm512_slli_epi32(w0, 16)),
+                                 _mm512_castsi512_ps(_mm512_slli_epi32(w1, 16))};
+        const __m512 second[2] = {_mm512_castsi512_ps(_mm512_and_si512(w0, high)),
+                                  _mm512_castsi512_ps(_mm512_and_si512(w1, high))};
 #pragma GCC unroll 12
-      for (int i = 0; i < MR; ++i) {
-        int32_t pair;
-        std::memcpy(&pair, a + i * lda + k * 4, 4);
-        const __m512bh ai = (__m512bh)_mm512_set1_epi32(pair);
-        acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
-        acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
+        for (int i = 0; i < MR; ++i) {
+          int32_t pair;
+          std::memcpy(&pair, a + i * lda + k * 4, 4);
+          const __m512i ai = _mm512_set1_epi32(pair);
+          const __m512 a0 = _mm512_castsi512_ps(_mm512_slli_epi32(ai, 16));
+          const __m512 a1 = _mm512_castsi512_ps(_mm512_and_si512(ai, high));
+#pragma GCC unroll 2
+          for (int h = 0; h < 2; ++h) acc[i][h] = _mm512_fmadd_ps(a1, second[h], _mm512_fmadd_ps(a0, first[h], acc[i][h]));
+        }
+      } else {
+#pragma GCC unroll 12
+        for (int i = 0; i < MR; ++i) {
+          int32_t pair;
+          std::memcpy(&pair, a + i * lda + k * 4, 4);
+          const __m512bh ai = (__m512bh)_mm512_set1_epi32(pair);
+          acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, (__m512bh)w0);
+          acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, (__m512bh)w1);
+        }
       }
       b += 2 * kAttnPanel;
     }
     finish_tile<MR>(acc, t);
   }
 };
+template <int MR>
+using TileBf16 = TileBf16Of<MR, false>;
+template <int MR>
+using TileBf16Fma = TileBf16Of<MR, true>;
 
 template <int MR>
 struct TileF32 {
@@ -132,6 +158,10 @@ void dispatch_rows(const AttnGemmTile& t, std::integer_sequence<int, Rows...>) {
 
 void attn_gemm_tile_bf16_avx512(const AttnGemmTile& t) {
   dispatch_rows<TileBf16>(t, std::make_integer_sequence<int, kAttnTileRows>{});
+}
+
+void attn_gemm_tile_bf16_fma_avx512(const AttnGemmTile& t) {
+  dispatch_rows<TileBf16Fma>(t, std::make_integer_sequence<int, kAttnTileRows>{});
 }
 
 void attn_gemm_tile_f32_avx512(const AttnGemmTile& t) {
