@@ -145,7 +145,8 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
     EXPECT_EQ(!!k.pack_transposed && !!k.pack_interleaved, vec(l));
   });
   check_table(kernels::mla_kernel_table(), "mla", [](const kernels::MlaKernels& k, Isa l) {
-    EXPECT_EQ(k.chunk, vec(l)             ? kernels::mla_chunk_avx512
+    const bool fma = (kernel_needs_met() & kPrefersFmaBf16) != 0;
+    EXPECT_EQ(k.chunk, vec(l)             ? (fma ? kernels::mla_chunk_fma_avx512 : kernels::mla_chunk_avx512)
                        : l == Isa::avx2 ? kernels::mla_chunk_avx2
                                         : kernels::mla_chunk_scalar);
     EXPECT_EQ(k.merge, vec(l) ? kernels::mla_merge_avx512 : kernels::mla_merge_scalar);

@@ -20,7 +20,7 @@
 namespace sol {
 namespace {
 
-using testing_paths::for_each_isa;
+using testing_paths::for_each_bf16_path;
 
 constexpr float kScale = 0.0721687836f;  // 1 / sqrt(192), DeepSeek-V3's
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -120,7 +120,7 @@ void expect_matches_reference(Problem& p, bool causal, double tol = 1e-2) {
 }
 
 TEST(MlaDecode, Bf16CacheMatchesFp64Reference) {
-  for_each_isa([] {
+  for_each_bf16_path([] {
     Problem one(1, 16, {1000}, false, 3);
     expect_matches_reference(one, true);
     // Mixed lengths (1, below a page, page + 1, several chunks), s_q = 2 causal, odd head count.
@@ -137,7 +137,7 @@ TEST(MlaDecode, Bf16CacheMatchesFp64Reference) {
 }
 
 TEST(MlaDecode, StridedQueryAndOutputViews) {
-  for_each_isa([] {
+  for_each_bf16_path([] {
     Problem p(2, 3, {90, 200}, false, 16);
     p.run(true);
     p.reference(true);
@@ -162,7 +162,7 @@ TEST(MlaDecode, StridedQueryAndOutputViews) {
 }
 
 TEST(MlaDecode, Fp8CacheMatchesReferenceOnDequantisedCache) {
-  for_each_isa([] {
+  for_each_bf16_path([] {
     Problem one(1, 16, {700}, true, 6);
     expect_matches_reference(one, true);
     Problem mixed(2, 7, {2, 129, 513}, true, 7);
@@ -173,7 +173,7 @@ TEST(MlaDecode, Fp8CacheMatchesReferenceOnDequantisedCache) {
 }
 
 TEST(MlaDecode, EmptyRowsGiveZeroAndMinusInfinity) {
-  for_each_isa([] {
+  for_each_bf16_path([] {
     // Length 0: nothing to see. Length 1, s_q = 2, causal: query 0 sees nothing, query 1 sees 1.
     Problem p(2, 4, {0, 1, 0}, false, 8);
     expect_matches_reference(p, true);
@@ -193,7 +193,7 @@ TEST(MlaDecode, EmptyRowsGiveZeroAndMinusInfinity) {
 }
 
 TEST(MlaDecode, NanInCacheReachesExactlyTheRowsThatSeeIt) {
-  for_each_isa([] {
+  for_each_bf16_path([] {
     for (bool fp8 : {false, true}) {
       for (int d : {3, 530}) {  // a value (latent) dim and a rope dim
         Problem p(2, 3, {100, 90}, fp8, 9);

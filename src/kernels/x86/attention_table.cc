@@ -30,8 +30,10 @@ constexpr KernelEntry<AttentionKernels> kTable[] = {{Backend::cpu, Isa::scalar, 
 constexpr MlaKernels kMlaScalar{mla_chunk_scalar, mla_merge_scalar, mla_finish_scalar};
 constexpr MlaKernels kMlaAvx2{mla_chunk_avx2, mla_merge_scalar, mla_finish_scalar};
 constexpr MlaKernels kMlaAvx512{mla_chunk_avx512, mla_merge_avx512, mla_finish_avx512};
+constexpr MlaKernels kMlaAvx512Fma{mla_chunk_fma_avx512, mla_merge_avx512, mla_finish_avx512};
 constexpr KernelEntry<MlaKernels> kMlaTable[] = {{Backend::cpu, Isa::scalar, &kMlaScalar},
                                                  {Backend::cpu, Isa::avx2, &kMlaAvx2},
+                                                 {Backend::cpu, Isa::avx512, &kMlaAvx512Fma, kPrefersFmaBf16},
                                                  {Backend::cpu, Isa::avx512, &kMlaAvx512}};
 
 }  // namespace

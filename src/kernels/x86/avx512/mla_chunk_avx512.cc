@@ -1,4 +1,6 @@
-// MLA decode on AVX-512 BF16: both products of every page on vdpbf16ps, lanes over query rows.
+// MLA decode on AVX-512 BF16: both products of every page on vdpbf16ps (or, in the variant for
+// cores whose FMA pipes outrun it, as f32 FMAs on the pairs widened in registers), lanes over
+// query rows.
 //
 // Scores S^T[t][m] = sum_p K[t] pair p . Q[m] pair p. The key row is used as it sits in the page:
 // each (k[2p], k[2p+1]) pair is one 32-bit broadcast; q is packed once per sequence into
@@ -113,23 +115,45 @@ struct Prefetch {
 // How a score tile meets the scores already stored.
 enum class Into { store, scaled_store, scaled_add, add };
 
+// A bf16 pair as two f32 values (a bf16 is the top half of its f32): first by a shift, second by
+// a mask.
+[[gnu::always_inline]] inline __m512 pair_first(__m512i w) { return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)); }
+[[gnu::always_inline]] inline __m512 pair_second(__m512i w) {
+  return _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(int(0xFFFF0000u))));
+}
+
 // TR tokens x MV row vectors of S^T over `npairs` pairs. k: token 0's first pair (tokens
 // kStride bytes apart); qt: first pair of the first row vector; scale: token 0's FP8 scale.
-template <int TR, int MV, int kStride, Into kInto>
+// kFma: each pair as two f32 FMAs (first values, then second) on operands widened in
+// registers, for cores whose FMA pipes outrun vdpbf16ps (kPrefersFmaBf16).
+template <int TR, int MV, int kStride, Into kInto, bool kFma>
 [[gnu::always_inline]] inline void qk_tile(const uint8_t* k, const uint32_t* qt, int64_t mp, int npairs, float* s,
                                            const uint8_t* scale, Prefetch& pf) {
   __m512 acc[TR][MV];
   for (int t = 0; t < TR; ++t)
     for (int j = 0; j < MV; ++j) acc[t][j] = _mm512_setzero_ps();
   for (int p = 0; p < npairs; ++p) {
-    __m512bh qv[MV];
-    for (int j = 0; j < MV; ++j) qv[j] = (__m512bh)_mm512_load_si512(qt + 16 * j);
+    __m512i qv[MV];
+    for (int j = 0; j < MV; ++j) qv[j] = _mm512_load_si512(qt + 16 * j);
+    if constexpr (kFma) {
+      __m512 q0[MV], q1[MV];
+      for (int j = 0; j < MV; ++j) q0[j] = pair_first(qv[j]), q1[j] = pair_second(qv[j]);
 #pragma GCC unroll 16
-    for (int t = 0; t < TR; ++t) {
-      int32_t pair;
-      std::memcpy(&pair, k + t * kStride, 4);
-      const __m512bh kk = (__m512bh)_mm512_set1_epi32(pair);
-      for (int j = 0; j < MV; ++j) acc[t][j] = _mm512_dpbf16_ps(acc[t][j], kk, qv[j]);
+      for (int t = 0; t < TR; ++t) {
+        int32_t pair;
+        std::memcpy(&pair, k + t * kStride, 4);
+        const __m512i kk = _mm512_set1_epi32(pair);
+        const __m512 k0 = pair_first(kk), k1 = pair_second(kk);
+        for (int j = 0; j < MV; ++j) acc[t][j] = _mm512_fmadd_ps(k1, q1[j], _mm512_fmadd_ps(k0, q0[j], acc[t][j]));
+      }
+    } else {
+#pragma GCC unroll 16
+      for (int t = 0; t < TR; ++t) {
+        int32_t pair;
+        std::memcpy(&pair, k + t * kStride, 4);
+        const __m512bh kk = (__m512bh)_mm512_set1_epi32(pair);
+        for (int j = 0; j < MV; ++j) acc[t][j] = _mm512_dpbf16_ps(acc[t][j], kk, (__m512bh)qv[j]);
+      }
     }
     k += 4;
     qt += mp;
@@ -157,16 +181,16 @@ template <int TR, int MV, int kStride, Into kInto>
 // and TR divides the 64 tokens of a page.
 template <int MV> constexpr int kTileTokens = MV == 1 ? 16 : MV == 4 ? 4 : 8;
 
-template <int MV, int kStride, Into kInto>
+template <int MV, int kStride, Into kInto, bool kFma>
 void qk_rows(const uint8_t* k, const uint32_t* qt, int64_t mp, int npairs, float* s, const uint8_t* scale,
              int tokens, Prefetch& pf) {
   constexpr int TR = kTileTokens<MV>;
   for (int t0 = 0; t0 < tokens; t0 += TR)
-    qk_tile<TR, MV, kStride, kInto>(k + t0 * kStride, qt, mp, npairs, s + t0 * mp, scale + t0 * kFp8Row, pf);
+    qk_tile<TR, MV, kStride, kInto, kFma>(k + t0 * kStride, qt, mp, npairs, s + t0 * mp, scale + t0 * kFp8Row, pf);
 }
 
 // Scores of `tokens` tokens (rounded up to the tile) for all row vectors.
-template <int kStride, Into kInto>
+template <int kStride, Into kInto, bool kFma>
 void qk_pass(const uint8_t* k, const uint32_t* qt, int64_t mp, int npairs, float* s, const uint8_t* scale,
              int tokens, Prefetch& pf) {
   for (int64_t m0 = 0; m0 < mp; m0 += 64) {
@@ -174,10 +198,10 @@ void qk_pass(const uint8_t* k, const uint32_t* qt, int64_t mp, int npairs, float
     const uint32_t* q = qt + m0;
     float* sm = s + m0;
     switch (mv) {
-      case 1: qk_rows<1, kStride, kInto>(k, q, mp, npairs, sm, scale, tokens, pf); break;
-      case 2: qk_rows<2, kStride, kInto>(k, q, mp, npairs, sm, scale, tokens, pf); break;
-      case 3: qk_rows<3, kStride, kInto>(k, q, mp, npairs, sm, scale, tokens, pf); break;
-      default: qk_rows<4, kStride, kInto>(k, q, mp, npairs, sm, scale, tokens, pf); break;
+      case 1: qk_rows<1, kStride, kInto, kFma>(k, q, mp, npairs, sm, scale, tokens, pf); break;
+      case 2: qk_rows<2, kStride, kInto, kFma>(k, q, mp, npairs, sm, scale, tokens, pf); break;
+      case 3: qk_rows<3, kStride, kInto, kFma>(k, q, mp, npairs, sm, scale, tokens, pf); break;
+      default: qk_rows<4, kStride, kInto, kFma>(k, q, mp, npairs, sm, scale, tokens, pf); break;
     }
   }
 }
@@ -263,8 +287,9 @@ void pack_values(const Scratch& sc, const uint8_t* rows, int64_t row_bytes, int 
   }
 }
 
-// O rows [m0, m0 + MR) x 64 columns: O = O * corr + P . V over `npairs` token pairs.
-template <int MR>
+// O rows [m0, m0 + MR) x 64 columns: O = O * corr + P . V over `npairs` token pairs (kFma: as
+// two f32 FMAs per pair, qk_tile).
+template <bool kFma, int MR>
 void pv_tile(const uint32_t* p2, int64_t mp, const uint32_t* v2, int npairs, float* o, const float* corr, bool first) {
   __m512 acc[MR][4];
   for (int r = 0; r < MR; ++r) {
@@ -273,12 +298,23 @@ void pv_tile(const uint32_t* p2, int64_t mp, const uint32_t* v2, int npairs, flo
       acc[r][v] = first ? _mm512_setzero_ps() : _mm512_mul_ps(_mm512_loadu_ps(o + r * kMlaDv + 16 * v), cr);
   }
   for (int tp = 0; tp < npairs; ++tp) {
-    __m512bh vv[4];
-    for (int v = 0; v < 4; ++v) vv[v] = (__m512bh)_mm512_load_si512(v2 + 16 * v);
+    __m512i vv[4];
+    for (int v = 0; v < 4; ++v) vv[v] = _mm512_load_si512(v2 + 16 * v);
+    if constexpr (kFma) {
+      __m512 v0[4], v1[4];
+      for (int v = 0; v < 4; ++v) v0[v] = pair_first(vv[v]), v1[v] = pair_second(vv[v]);
 #pragma GCC unroll 6
-    for (int r = 0; r < MR; ++r) {
-      const __m512bh pr = (__m512bh)_mm512_set1_epi32(int32_t(p2[r]));
-      for (int v = 0; v < 4; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], pr, vv[v]);
+      for (int r = 0; r < MR; ++r) {
+        const __m512i pr = _mm512_set1_epi32(int32_t(p2[r]));
+        const __m512 p0 = pair_first(pr), p1 = pair_second(pr);
+        for (int v = 0; v < 4; ++v) acc[r][v] = _mm512_fmadd_ps(p1, v1[v], _mm512_fmadd_ps(p0, v0[v], acc[r][v]));
+      }
+    } else {
+#pragma GCC unroll 6
+      for (int r = 0; r < MR; ++r) {
+        const __m512bh pr = (__m512bh)_mm512_set1_epi32(int32_t(p2[r]));
+        for (int v = 0; v < 4; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], pr, (__m512bh)vv[v]);
+      }
     }
     p2 += mp;
     v2 += kMlaDv;
@@ -287,23 +323,27 @@ void pv_tile(const uint32_t* p2, int64_t mp, const uint32_t* v2, int npairs, flo
     for (int v = 0; v < 4; ++v) _mm512_storeu_ps(o + r * kMlaDv + 16 * v, acc[r][v]);
 }
 
-constexpr int kPvRows = 6;
+// Rows per PV tile: 6 x 4 accumulators beside vdpbf16ps's 4 value vectors; the FMA route also
+// holds the 8 widened value vectors, so 4 rows keep it in the 32 registers.
+template <bool kFma>
+constexpr int kPvRows = kFma ? 4 : 6;
 
-template <int... R>
+template <bool kFma, int... R>
 void pv_rows_dispatch(int mr, const uint32_t* p2, int64_t mp, const uint32_t* v2, int npairs, float* o,
                       const float* corr, bool first, std::integer_sequence<int, R...>) {
   using Fn = void (*)(const uint32_t*, int64_t, const uint32_t*, int, float*, const float*, bool);
-  static constexpr Fn table[] = {&pv_tile<R + 1>...};
+  static constexpr Fn table[] = {&pv_tile<kFma, R + 1>...};
   table[mr - 1](p2, mp, v2, npairs, o, corr, first);
 }
 
+template <bool kFma>
 void pv_page(const Scratch& sc, int64_t rows, int64_t mp, int npairs, bool fp8, float* o, bool first) {
   for (int c0 = 0; c0 < kMlaDv; c0 += 64) {
     const uint32_t* p2 = sc.p2 + (fp8 ? int64_t(c0 / 128) * (kMlaPage / 2) * mp : 0);
-    for (int64_t m0 = 0; m0 < rows; m0 += kPvRows) {
-      const int mr = int(std::min<int64_t>(kPvRows, rows - m0));
-      pv_rows_dispatch(mr, p2 + m0, mp, sc.v2 + c0, npairs, o + m0 * kMlaDv + c0, sc.corr + m0, first,
-                       std::make_integer_sequence<int, kPvRows>{});
+    for (int64_t m0 = 0; m0 < rows; m0 += kPvRows<kFma>) {
+      const int mr = int(std::min<int64_t>(kPvRows<kFma>, rows - m0));
+      pv_rows_dispatch<kFma>(mr, p2 + m0, mp, sc.v2 + c0, npairs, o + m0 * kMlaDv + c0, sc.corr + m0, first,
+                             std::make_integer_sequence<int, kPvRows<kFma>>{});
     }
   }
 }
@@ -328,9 +368,8 @@ void tail_tokens(const Scratch& sc, const MlaChunk& c, int64_t rows, int64_t mp,
   }
 }
 
-}  // namespace
-
-void mla_chunk_avx512(const MlaChunk& c) {
+template <bool kFma>
+void chunk(const MlaChunk& c) {
   const int64_t rows = int64_t(c.s_q) * c.heads, mp = mla_rows_padded(rows);
   const Scratch sc(c.scratch, mp);
   const bool fp8 = c.format == MlaCacheFormat::fp8;
@@ -358,7 +397,7 @@ void mla_chunk_avx512(const MlaChunk& c) {
     int64_t latent_bytes = kBf16Row;
     if (n_hi > 0) {
       if (!fp8) {
-        qk_pass<kBf16Row, Into::store>(page, sc.qt, mp, kPairs, sc.s, page, n_hi, pf);
+        qk_pass<kBf16Row, Into::store, kFma>(page, sc.qt, mp, kPairs, sc.s, page, n_hi, pf);
       } else {
         for (int t = 0; t < n_hi; ++t)
           convert_avx512(page + t * kFp8Row, DType::f8e4m3, sc.kb + t * kMlaDv, DType::bf16, kMlaDv, false, 0);
@@ -368,10 +407,10 @@ void mla_chunk_avx512(const MlaChunk& c) {
           const uint8_t* k = latent + 4 * kGroupPairs * g;
           const uint32_t* q = sc.qt + int64_t(g) * kGroupPairs * mp;
           const uint8_t* scale = page + kFp8Scales + 4 * g;
-          if (g == 0) qk_pass<2 * kMlaDv, Into::scaled_store>(k, q, mp, kGroupPairs, sc.s, scale, n_hi, pf);
-          else qk_pass<2 * kMlaDv, Into::scaled_add>(k, q, mp, kGroupPairs, sc.s, scale, n_hi, pf);
+          if (g == 0) qk_pass<2 * kMlaDv, Into::scaled_store, kFma>(k, q, mp, kGroupPairs, sc.s, scale, n_hi, pf);
+          else qk_pass<2 * kMlaDv, Into::scaled_add, kFma>(k, q, mp, kGroupPairs, sc.s, scale, n_hi, pf);
         }
-        qk_pass<kFp8Row, Into::add>(page + kFp8Rope, sc.qt + int64_t(kLatentPairs) * mp, mp, kPairs - kLatentPairs,
+        qk_pass<kFp8Row, Into::add, kFma>(page + kFp8Rope, sc.qt + int64_t(kLatentPairs) * mp, mp, kPairs - kLatentPairs,
                                     sc.s, page, n_hi, pf);
       }
     }
@@ -379,12 +418,17 @@ void mla_chunk_avx512(const MlaChunk& c) {
     const int npairs = (n_lo + 1) / 2;
     pack_probabilities(sc, mp, npairs, n_lo, fp8 ? 4 : 1, fp8 ? page : nullptr);
     pack_values(sc, latent, latent_bytes, n_lo);
-    pv_page(sc, rows, mp, npairs, fp8, c.o, j == 0);
+    pv_page<kFma>(sc, rows, mp, npairs, fp8, c.o, j == 0);
     if (n_hi > n_lo) tail_tokens(sc, c, rows, mp, pos, n_lo, n_hi, latent, latent_bytes, page, c.o);
   }
   std::memcpy(c.row_max, sc.mx, size_t(rows) * 4);
   std::memcpy(c.row_sum, sc.sum, size_t(rows) * 4);
 }
+
+}  // namespace
+
+void mla_chunk_avx512(const MlaChunk& c) { chunk<false>(c); }
+void mla_chunk_fma_avx512(const MlaChunk& c) { chunk<true>(c); }
 
 void mla_merge_avx512(int64_t rows, float* o, float* row_max, float* row_sum, const float* o2,
                       const float* row_max2, const float* row_sum2) {

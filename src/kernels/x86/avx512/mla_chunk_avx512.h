@@ -64,6 +64,8 @@ inline int64_t mla_scratch_bytes(int64_t rows) {
 void mla_chunk_scalar(const MlaChunk& c);
 void mla_chunk_avx2(const MlaChunk& c);
 void mla_chunk_avx512(const MlaChunk& c);
+// The same chunk with every bf16 pair product as two f32 FMAs (kPrefersFmaBf16 cores).
+void mla_chunk_fma_avx512(const MlaChunk& c);
 
 // (o, row_max, row_sum) of rows [0, rows) = merge((o, ...), (o2, ...)); o2 is the later chunk.
 void mla_merge_scalar(int64_t rows, float* o, float* row_max, float* row_sum, const float* o2,
