@@ -5,8 +5,8 @@
 // Packed layouts (built by src/ops/gemm/packing.cc):
 //   A panel: up to kGemmMR rows, K-major, row stride kGemmMR:   f32  a[k][kGemmMR]
 //                                                                bf16 a[k/2][kGemmMR][2]
-//     or, for a set whose bf16 tile multiplies by f32 FMAs (pack_a_panel_f32_pairs set),
-//                                                          bf16 as f32 a[k/2][2][kGemmMR]
+//     or, for a set whose bf16 tile multiplies by f32 FMAs (pack_a_panel_f32_pairs set), a
+//     panel of m rows (the tile's m) as f32 pairs:         bf16 a[k/2][2][m] as f32
 //   B panel: kGemmNR columns (zero beyond N), K-major:          f32  b[k][kGemmNR]
 //                                                                bf16 b[k/2][kGemmNR][2]
 //   int8 A panel: u8 quads                                      a[k/4][kGemmMR][4]
@@ -125,11 +125,10 @@ void gemm_tile_s8_pair_avx512(const GemmTile& t0, const GemmTile& t1);  // as th
 // widened to a bf16 pair. next_rows (or null): the next panel's rows, requested ahead.
 void pack_a_panel_avx512(const void* const (&rows)[kGemmMR], int64_t steps, uint32_t flip, bool e4m3,
                          uint32_t* panel);
-// The same rows of bf16 pairs (or e4m3 widened) as f32 pairs, the FMA tiles' A: step s is
-// panel[s * 2 * kGemmMR + i] = row i's first value as f32, panel[(s * 2 + 1) * kGemmMR + i]
-// its second.
-void pack_a_panel_f32_pairs_avx512(const void* const (&rows)[kGemmMR], int64_t steps, uint32_t flip, bool e4m3,
-                                   uint32_t* panel);
+// The first `m` rows of bf16 pairs (or e4m3 widened) as f32 pairs, the FMA tiles' A: step s
+// is panel[s * 2 * m + i] = row i's first value as f32, panel[(s * 2 + 1) * m + i] its second.
+void pack_a_panel_f32_pairs_avx512(const void* const (&rows)[kGemmMR], int m, int64_t steps, uint32_t flip,
+                                   bool e4m3, uint32_t* panel);
 // A B panel from a plain [N, K] B ("nt"): cols[c] is column c's first 32-bit K step (an f32, a
 // bf16 pair, an s8 quad, or with e4m3 two bytes widened to a bf16 pair); columns from
 // valid_cols on are zero. panel[s * kGemmNR + c].

@@ -144,15 +144,16 @@ TEST(GemmPacking, APanelsMatchTheirLayoutBitForBit) {
     const kernels::GemmKernels& kern = gemm_detail::gemm_kernels();
     for (DType t : {DType::f32, DType::bf16, DType::f8e4m3, DType::i8, DType::u8}) {
       const int64_t k_total = 131;
-      // A bf16 pair as two f32 where the set's tile multiplies by FMAs (kernels/gemm.h).
-      const int64_t words = gemm_detail::a_step_words(kern, gemm_detail::compute_type(t));
-      const bool f32_pairs = words == 2 * kGemmMR;
       Operand a(t, 40, k_total, 5, 1, 7);  // lda > K, at an odd element offset
-      for (int64_t rows : {1, 4, 8, 11, 12})
+      for (int64_t rows : {1, 3, 4, 5, 8, 11, 12})
         for (int64_t kc : {1, 2, 3, 4, 5, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127}) {
           const int64_t k0 = t == DType::f32 ? 3 : 4;
           const int64_t group = t == DType::f32 ? 1 : t == DType::bf16 || t == DType::f8e4m3 ? 2 : 4;
           const int64_t steps = (kc + group - 1) / group, first_row = 40 - rows - 3;
+          // A bf16 pair as two f32 per row of the panel where the set's tile multiplies by
+          // FMAs (kernels/gemm.h); else kGemmMR 32-bit slots a step.
+          const int64_t words = gemm_detail::a_step_bytes(kern, gemm_detail::compute_type(t), rows) / 4;
+          const bool f32_pairs = gemm_detail::a_f32_pairs(kern, gemm_detail::compute_type(t));
           std::vector<uint32_t> panel(size_t(steps * words + 16), 0xCDCDCDCDu);
           gemm_detail::pack_a_panel(kern, a.view.data(), a.view.stride(0), t, first_row, rows, k0, kc, panel.data());
           int bad = 0;
@@ -161,7 +162,7 @@ TEST(GemmPacking, APanelsMatchTheirLayoutBitForBit) {
               const uint32_t want = a_slot(a.view, t, first_row + i, k0, kc, s);
               const uint32_t wants[2] = {f32_pairs ? want << 16 : want, want & 0xFFFF0000u};
               for (int h = 0; h < (f32_pairs ? 2 : 1); ++h) {
-                const uint32_t got = panel[size_t(s * words + h * kGemmMR + i)];
+                const uint32_t got = panel[size_t(s * words + h * rows + i)];
                 if (got != wants[h] && ++bad <= 3)
                   ADD_FAILURE() << dtype_name(t) << " rows=" << rows << " kc=" << kc << " step " << s << " row " << i
                                 << (f32_pairs ? (h ? " second" : " first") : "") << ": " << std::hex << got

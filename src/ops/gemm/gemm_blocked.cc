@@ -85,9 +85,10 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
   Workspace& ws = thread_workspace();
   const int64_t kc_max = std::min(blk.kc, std::max<int64_t>(p.k, 1));
   const int64_t steps_max = k_steps(p.in, kc_max);
-  const int64_t a_step_bytes = a_step_words(*p.kern, p.in) * 4;  // a K step of an A panel
+  // A K step of an A panel of `rows` rows.
+  const auto a_step = [&](int64_t rows) { return a_step_bytes(*p.kern, p.in, rows); };
   // Panels of up to kGemmMR rows (a_panel_rows may split the last 13..23 rows in two).
-  void* a_pack = Workspace::reserve(ws.a, (blk.mc / kGemmMR + 2) * steps_max * a_step_bytes);
+  void* a_pack = Workspace::reserve(ws.a, (blk.mc / kGemmMR + 2) * steps_max * a_step(kGemmMR));
   void* b_pack = p.packed && !widen_packed ? nullptr : Workspace::reserve(ws.b, blk.nc * steps_max * 4);
   int32_t* start = s8_correction && !p.packed
                        ? static_cast<int32_t*>(Workspace::reserve(ws.start, blk.nc * 4))
@@ -155,7 +156,7 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
           t.m = m;
           t.n = int(std::min<int64_t>(kGemmNR, nc - jr));
           t.k_steps = std::min(chunk, steps - c0);
-          t.a = a_panel + c0 * a_step_bytes;
+          t.a = a_panel + c0 * a_step(m);
           t.b = static_cast<const char*>(b_base) + (jr / kGemmNR) * panel_elems * b_elem_bytes + c0 * step_bytes;
           t.b_fp8 = fp8_in_kernel;
           t.first = first && ci == 0;
@@ -221,7 +222,7 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
             t.b_widened = kept;
             const char* a_panel = static_cast<const char*>(a_pack);
             int64_t panel = 0;
-            for (int64_t ir = 0; ir < mc; ir += t.m, a_panel += steps * a_step_bytes, ++panel) {
+            for (int64_t ir = 0; ir < mc; ir += t.m, a_panel += steps * a_step(t.m), ++panel) {
               const int64_t row = ic + ir;
               GemmEpilogue e;
               place_chunk(t, e, jr, ci, row, int(a_panel_rows(mc, ir)), a_panel);
@@ -269,7 +270,7 @@ void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t
               tile_kernel(t);
               if (pack_a && jr == 0 && ci == 0 && t.side)
                 pack_a_panel(*p.kern, p.a, p.lda, p.a_type, row + t.m, a_panel_rows(mc, ir + t.m), pc, kc,
-                             const_cast<char*>(a_panel) + steps * a_step_bytes);
+                             const_cast<char*>(a_panel) + steps * a_step(t.m));
             }
           }
         }

@@ -149,16 +149,16 @@ void pack_a_panel(const kernels::GemmKernels& kern, const void* a, int64_t lda, 
   row_pointers(a, lda, int64_t(dtype_size(a_type)), first_row, rows, k0, row);
   uint32_t* panel = static_cast<uint32_t*>(dst);
   const bool e4m3 = a_type == DType::f8e4m3;
-  if (a_step_words(kern, compute_type(a_type)) == 2 * kGemmMR) {
-    // f32 pairs: a bf16 is the top half of its f32, so the partial step's pair (v, 0) splits
-    // into (v << 16, 0).
-    kern.pack_a_panel_f32_pairs(row, full, flip, e4m3, panel);
+  if (a_f32_pairs(kern, compute_type(a_type))) {
+    // f32 pairs of `rows` rows: a bf16 is the top half of its f32, so the partial step's pair
+    // (v, 0) splits into (v << 16, 0).
+    kern.pack_a_panel_f32_pairs(row, int(rows), full, flip, e4m3, panel);
     if (steps > full) {
       uint32_t pair[kGemmMR];
       pack_partial_step(row, a_type, full, kc - full * group, pair);
-      for (int i = 0; i < kGemmMR; ++i) {
-        panel[full * 2 * kGemmMR + i] = pair[i] << 16;
-        panel[full * 2 * kGemmMR + kGemmMR + i] = pair[i] & 0xFFFF0000u;
+      for (int64_t i = 0; i < rows; ++i) {
+        panel[(full * 2) * rows + i] = pair[i] << 16;
+        panel[(full * 2 + 1) * rows + i] = pair[i] & 0xFFFF0000u;
       }
     }
     return;

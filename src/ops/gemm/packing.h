@@ -39,10 +39,15 @@ inline DType compute_type(DType stored) {
   return stored == DType::f8e4m3 ? DType::bf16 : stored == DType::u8 ? DType::i8 : stored;
 }
 
-// 32-bit words of a packed A panel per K step: kGemmMR (f32, bf16 pairs, int8 quads), or twice
-// that for bf16 where the set's tile multiplies by f32 FMAs (A as f32 pairs, kernels/gemm.h).
-inline int64_t a_step_words(const kernels::GemmKernels& kern, DType in) {
-  return in == DType::bf16 && kern.pack_a_panel_f32_pairs ? 2 * kernels::kGemmMR : kernels::kGemmMR;
+// Bytes per K step of a packed A panel of `rows` rows: kGemmMR 32-bit slots (f32, bf16 pairs,
+// int8 quads; a short panel keeps the full height), or for bf16 where the set's tile multiplies
+// by f32 FMAs two f32 per row of the panel itself (kernels/gemm.h), so a decode row reads 8
+// bytes a step, not 96.
+inline bool a_f32_pairs(const kernels::GemmKernels& kern, DType in) {
+  return in == DType::bf16 && kern.pack_a_panel_f32_pairs;
+}
+inline int64_t a_step_bytes(const kernels::GemmKernels& kern, DType in, int64_t rows) {
+  return a_f32_pairs(kern, in) ? 8 * rows : 4 * kernels::kGemmMR;
 }
 
 // Height of the A panel that starts `done` rows into a block of mc rows. Panels are kGemmMR
@@ -56,7 +61,7 @@ inline int64_t a_panel_rows(int64_t mc, int64_t done) {
 }
 
 // One A panel: `rows` (<= kGemmMR) rows of A (stored as a_type) from first_row, K [k0, k0 + kc),
-// into k_steps(kc) * a_step_words 32-bit slots (f32, bf16 pairs or f32 pairs, u8 quads). fp8 is
+// into k_steps(kc) * a_step_bytes (f32, bf16 pairs or f32 pairs, u8 quads). fp8 is
 // widened to bf16 exactly; s8 becomes u8 (+128). The blocked driver packs each panel of a block
 // just before its first tile.
 void pack_a_panel(const kernels::GemmKernels& kern, const void* a, int64_t lda, DType a_type, int64_t first_row, int64_t rows, int64_t k0,

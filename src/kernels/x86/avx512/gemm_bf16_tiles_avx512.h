@@ -4,7 +4,7 @@
 //   DotBf16: one vdpbf16ps per 16 columns with A's pair broadcast as 32 bits; 24 independent
 //     accumulators cover the instruction's ~6-cycle latency on both pipes.
 //   DotFma: B's pair widened to two f32 vectors in registers (a bf16 is the top half of its
-//     f32), A packed as f32 pairs (kGemmMR first values, then kGemmMR second ones), two FMAs
+//     f32), A packed as f32 pairs (the tile's MR first values, then MR second ones), two FMAs
 //     per pair: the product of two bf16 is exact in f32, so this is the same sum in another
 //     rounding order. For cores whose FMA pipes outrun the dot product (docs/perf/gemm.md).
 // Compiled per policy and per widening: gemm_bf16{,_fma}_avx512.cc (fp8 B widened by word
@@ -17,7 +17,9 @@ namespace sol::kernels {
 namespace {
 
 struct DotBf16 {
-  static constexpr int64_t kAWords = kGemmMR;  // 32-bit words of packed A per K pair
+  // 32-bit words of packed A per K pair, for a tile of MR rows: the panel keeps kGemmMR.
+  template <int MR>
+  static constexpr int64_t a_words = kGemmMR;
   // Row i's A pair (broadcast) times B's two 16-column halves (bf16 pairs), into acc[i][0..1].
   template <int MR>
   [[gnu::always_inline]] static void pair(__m512 (&acc)[MR][2], const uint32_t* a, __m512i b0, __m512i b1) {
@@ -31,7 +33,9 @@ struct DotBf16 {
 };
 
 struct DotFma {
-  static constexpr int64_t kAWords = 2 * kGemmMR;
+  // A panel of MR rows: MR first values, then MR second ones (kernels/gemm.h).
+  template <int MR>
+  static constexpr int64_t a_words = 2 * MR;
   // The same products as f32 FMAs, first values of the pair, then second, into one accumulator.
   template <int MR>
   [[gnu::always_inline]] static void pair(__m512 (&acc)[MR][2], const uint32_t* a, __m512i b0, __m512i b1) {
@@ -43,7 +47,7 @@ struct DotFma {
     const float* af = reinterpret_cast<const float*>(a);
 #pragma GCC unroll 12
     for (int i = 0; i < MR; ++i) {
-      const __m512 a0 = _mm512_set1_ps(af[i]), a1 = _mm512_set1_ps(af[kGemmMR + i]);
+      const __m512 a0 = _mm512_set1_ps(af[i]), a1 = _mm512_set1_ps(af[MR + i]);
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) acc[i][h] = _mm512_fmadd_ps(a1, second[h], _mm512_fmadd_ps(a0, first[h], acc[i][h]));
     }
@@ -63,7 +67,7 @@ struct TileBf16Of {
       prefetch_b_step(b, t.prefetch_b);
       side.step();
       Dot::template pair<MR>(acc, a, _mm512_loadu_si512(b), _mm512_loadu_si512(b + 32));
-      a += Dot::kAWords;
+      a += Dot::template a_words<MR>;
       b += 2 * kGemmNR;
     }
     finish_tile<MR>(acc, t, mask);
@@ -131,7 +135,7 @@ struct TileBf16ScaledOf {
           b += 4 * kGemmNR;
         }
         Dot::template pair<MR>(acc, a, b0, b1);
-        a += Dot::kAWords;
+        a += Dot::template a_words<MR>;
       }
       promote_group<MR>(acc, total, t, g);
     }
@@ -162,7 +166,7 @@ struct TileBf16PairOf {
         prefetch_b_step(b1, t1.prefetch_b);
         Dot::template pair<MR>(acc0, a, _mm512_loadu_si512(b0), _mm512_loadu_si512(b0 + 64));
         Dot::template pair<MR>(acc1, a, _mm512_loadu_si512(b1), _mm512_loadu_si512(b1 + 64));
-        a += Dot::kAWords;
+        a += Dot::template a_words<MR>;
         b0 += 4 * kGemmNR;
         b1 += 4 * kGemmNR;
       }
@@ -179,7 +183,7 @@ struct TileBf16PairOf {
           e4m3x64_to_bf16(_mm512_loadu_si512(b1), w1);
           Dot::template pair<MR>(acc0, a, w0[0], w0[1]);
           Dot::template pair<MR>(acc1, a, w1[0], w1[1]);
-          a += Dot::kAWords;
+          a += Dot::template a_words<MR>;
           b0 += 2 * kGemmNR;
           b1 += 2 * kGemmNR;
         }

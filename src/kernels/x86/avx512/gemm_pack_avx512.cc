@@ -40,18 +40,22 @@ constexpr int64_t kAheadChunks = 4;
 inline int64_t chunk_bytes(bool e4m3) { return e4m3 ? 32 : 64; }
 
 // Steps 4Q..4Q+3 (of `valid`) of a transposed chunk of R rows: lane Q of u[4g + j] holds rows
-// 4g..4g+3 of step 4Q + j. Step s goes to out + s * stride; with kF32Pairs each bf16 pair goes
-// out as two f32, the first values at out + s * stride, the second R words after them.
+// 4g..4g+3 of step 4Q + j. Step s goes to out + s * stride; with kF32Pairs only the first
+// `rows` rows go out, each bf16 pair as two f32: the first values at out + s * stride, the
+// second `rows` words after them.
 template <int R, int Q, bool kF32Pairs>
-[[gnu::always_inline]] inline void store_lane(const __m512i (&u)[R], int valid, uint32_t* out, int64_t stride) {
+[[gnu::always_inline]] inline void store_lane(const __m512i (&u)[R], int valid, uint32_t* out, int64_t stride,
+                                              int rows) {
   for (int j = 0; j < 4; ++j) {
     if (4 * Q + j >= valid) return;
     uint32_t* step = out + (4 * Q + j) * stride;
     for (int g = 0; g < R / 4; ++g) {
       const __m128i w = _mm512_extracti32x4_epi32(u[4 * g + j], Q);
       if constexpr (kF32Pairs) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(step + 4 * g), _mm_slli_epi32(w, 16));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(step + R + 4 * g), _mm_and_si128(w, _mm_set1_epi32(int(0xFFFF0000u))));
+        if (4 * g >= rows) break;
+        const __mmask8 live = __mmask8(rows - 4 * g >= 4 ? 0xF : (1u << (rows - 4 * g)) - 1);
+        _mm_mask_storeu_epi32(step + 4 * g, live, _mm_slli_epi32(w, 16));
+        _mm_mask_storeu_epi32(step + rows + 4 * g, live, _mm_and_si128(w, _mm_set1_epi32(int(0xFFFF0000u))));
       } else {
         _mm_storeu_si128(reinterpret_cast<__m128i*>(step + 4 * g), w);
       }
@@ -61,7 +65,8 @@ template <int R, int Q, bool kF32Pairs>
 
 // R rows x 16 steps (32-bit each) -> 16 steps x R rows.
 template <int R, bool kF32Pairs>
-[[gnu::always_inline]] inline void transpose_store(const __m512i (&r)[R], int valid, uint32_t* out, int64_t stride) {
+[[gnu::always_inline]] inline void transpose_store(const __m512i (&r)[R], int valid, uint32_t* out, int64_t stride,
+                                                   int rows) {
   __m512i u[R];
   for (int g = 0; g < R / 4; ++g) {  // rows 4g..4g+3
     const __m512i t0 = _mm512_unpacklo_epi32(r[4 * g], r[4 * g + 1]);
@@ -73,14 +78,14 @@ template <int R, bool kF32Pairs>
     u[4 * g + 2] = _mm512_unpacklo_epi64(t1, t3);
     u[4 * g + 3] = _mm512_unpackhi_epi64(t1, t3);
   }
-  store_lane<R, 0, kF32Pairs>(u, valid, out, stride);
-  store_lane<R, 1, kF32Pairs>(u, valid, out, stride);
-  store_lane<R, 2, kF32Pairs>(u, valid, out, stride);
-  store_lane<R, 3, kF32Pairs>(u, valid, out, stride);
+  store_lane<R, 0, kF32Pairs>(u, valid, out, stride, rows);
+  store_lane<R, 1, kF32Pairs>(u, valid, out, stride, rows);
+  store_lane<R, 2, kF32Pairs>(u, valid, out, stride, rows);
+  store_lane<R, 3, kF32Pairs>(u, valid, out, stride, rows);
 }
 
 // R rows (the first `rows` real, the rest zero) of `steps` 32-bit steps into out[s * stride + i]
-// (kF32Pairs: as f32 pairs, store_lane).
+// (kF32Pairs: the first `rows` rows as f32 pairs, store_lane).
 template <int R, bool kF32Pairs = false>
 void pack_rows(const void* const* row, int rows, int64_t steps, uint32_t flip, bool e4m3, uint32_t* out,
                int64_t stride) {
@@ -93,7 +98,7 @@ void pack_rows(const void* const* row, int rows, int64_t steps, uint32_t flip, b
     const int valid = int(steps - 16 * c < 16 ? steps - 16 * c : 16);
     __m512i r[R];
     for (int i = 0; i < R; ++i) r[i] = i < rows ? load_steps(row[i], c, valid, e4m3, flip16) : _mm512_setzero_si512();
-    transpose_store<R, kF32Pairs>(r, valid, out + 16 * c * stride, stride);
+    transpose_store<R, kF32Pairs>(r, valid, out + 16 * c * stride, stride, rows);
   }
 }
 
@@ -104,9 +109,9 @@ void pack_a_panel_avx512(const void* const (&rows)[kGemmMR], int64_t steps, uint
   pack_rows<kGemmMR>(rows, kGemmMR, steps, flip, e4m3, panel, kGemmMR);
 }
 
-void pack_a_panel_f32_pairs_avx512(const void* const (&rows)[kGemmMR], int64_t steps, uint32_t flip, bool e4m3,
-                                   uint32_t* panel) {
-  pack_rows<kGemmMR, true>(rows, kGemmMR, steps, flip, e4m3, panel, 2 * kGemmMR);
+void pack_a_panel_f32_pairs_avx512(const void* const (&rows)[kGemmMR], int m, int64_t steps, uint32_t flip,
+                                   bool e4m3, uint32_t* panel) {
+  pack_rows<kGemmMR, true>(rows, m, steps, flip, e4m3, panel, 2 * m);
 }
 
 void pack_b_panel_nt_avx512(const void* const (&cols)[kGemmNR], int valid_cols, int64_t steps, bool e4m3,
