@@ -63,24 +63,20 @@ struct TileBf16Of {
     const char* a = static_cast<const char*>(t.a);
     const int64_t lda = t.lda * 2;
     const uint16_t* b = static_cast<const uint16_t*>(t.b);
-    const __m512i high = _mm512_set1_epi32(int(0xFFFF0000u));
     for (int64_t k = 0; k < t.k_steps; ++k) {
       // Panels stream from L2 / L3 (a head's K and V outgrow L2 at long sequences).
       _mm_prefetch(reinterpret_cast<const char*>(b + 8 * 2 * kAttnPanel), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(b + 8 * 2 * kAttnPanel + 32), _MM_HINT_T0);
       const __m512i w0 = _mm512_loadu_si512(b), w1 = _mm512_loadu_si512(b + 32);
       if constexpr (kFma) {
-        const __m512 first[2] = {_mm512_castsi512_ps(_mm512_slli_epi32(w0, 16)),
-                                 _mm512_castsi512_ps(_mm512_slli_epi32(w1, 16))};
-        const __m512 second[2] = {_mm512_castsi512_ps(_mm512_and_si512(w0, high)),
-                                  _mm512_castsi512_ps(_mm512_and_si512(w1, high))};
+        const __m512 first[2] = {bf16_low_f32(w0), bf16_low_f32(w1)};
+        const __m512 second[2] = {bf16_high_f32(w0), bf16_high_f32(w1)};
 #pragma GCC unroll 12
         for (int i = 0; i < MR; ++i) {
           int32_t pair;
           std::memcpy(&pair, a + i * lda + k * 4, 4);
           const __m512i ai = _mm512_set1_epi32(pair);
-          const __m512 a0 = _mm512_castsi512_ps(_mm512_slli_epi32(ai, 16));
-          const __m512 a1 = _mm512_castsi512_ps(_mm512_and_si512(ai, high));
+          const __m512 a0 = bf16_low_f32(ai), a1 = bf16_high_f32(ai);
 #pragma GCC unroll 2
           for (int h = 0; h < 2; ++h) acc[i][h] = _mm512_fmadd_ps(a1, second[h], _mm512_fmadd_ps(a0, first[h], acc[i][h]));
         }

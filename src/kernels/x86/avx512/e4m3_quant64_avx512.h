@@ -42,8 +42,8 @@ namespace {
 
 // 64 bytes of bf16 -> two vectors of f32: elements 0, 2, ..., 30 and 1, 3, ..., 31.
 [[gnu::always_inline]] inline void widen_even_odd(__m512i z, __m512& even, __m512& odd) {
-  even = _mm512_castsi512_ps(_mm512_slli_epi32(z, 16));
-  odd = _mm512_castsi512_ps(_mm512_and_si512(z, _mm512_set1_epi32(int(0xFFFF0000u))));
+  even = bf16_low_f32(z);
+  odd = bf16_high_f32(z);
 }
 
 // Four vectors of codes (elements 0.., 1.., 32.., 33.. by twos as widen_even_odd gives them)

@@ -12,6 +12,7 @@
 // not change bits, the policy does.
 #include "kernels/x86/avx512/e4m3x64_avx512.h"  // first: see its include of e4m3_avx512.h
 #include "kernels/x86/avx512/gemm_tile_avx512.h"
+#include "kernels/x86/avx512/vec16_avx512.h"
 
 namespace sol::kernels {
 namespace {
@@ -39,11 +40,8 @@ struct DotFma {
   // The same products as f32 FMAs, first values of the pair, then second, into one accumulator.
   template <int MR>
   [[gnu::always_inline]] static void pair(__m512 (&acc)[MR][2], const uint32_t* a, __m512i b0, __m512i b1) {
-    const __m512i high = _mm512_set1_epi32(int(0xFFFF0000u));
-    const __m512 first[2] = {_mm512_castsi512_ps(_mm512_slli_epi32(b0, 16)),
-                             _mm512_castsi512_ps(_mm512_slli_epi32(b1, 16))};
-    const __m512 second[2] = {_mm512_castsi512_ps(_mm512_and_si512(b0, high)),
-                              _mm512_castsi512_ps(_mm512_and_si512(b1, high))};
+    const __m512 first[2] = {bf16_low_f32(b0), bf16_low_f32(b1)};
+    const __m512 second[2] = {bf16_high_f32(b0), bf16_high_f32(b1)};
     const float* af = reinterpret_cast<const float*>(a);
 #pragma GCC unroll 12
     for (int i = 0; i < MR; ++i) {

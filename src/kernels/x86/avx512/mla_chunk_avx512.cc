@@ -115,13 +115,6 @@ struct Prefetch {
 // How a score tile meets the scores already stored.
 enum class Into { store, scaled_store, scaled_add, add };
 
-// A bf16 pair as two f32 values (a bf16 is the top half of its f32): first by a shift, second by
-// a mask.
-[[gnu::always_inline]] inline __m512 pair_first(__m512i w) { return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)); }
-[[gnu::always_inline]] inline __m512 pair_second(__m512i w) {
-  return _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(int(0xFFFF0000u))));
-}
-
 // TR tokens x MV row vectors of S^T over `npairs` pairs. k: token 0's first pair (tokens
 // kStride bytes apart); qt: first pair of the first row vector; scale: token 0's FP8 scale.
 // kFma: each pair as two f32 FMAs (first values, then second) on operands widened in
@@ -137,13 +130,13 @@ template <int TR, int MV, int kStride, Into kInto, bool kFma>
     for (int j = 0; j < MV; ++j) qv[j] = _mm512_load_si512(qt + 16 * j);
     if constexpr (kFma) {
       __m512 q0[MV], q1[MV];
-      for (int j = 0; j < MV; ++j) q0[j] = pair_first(qv[j]), q1[j] = pair_second(qv[j]);
+      for (int j = 0; j < MV; ++j) q0[j] = bf16_low_f32(qv[j]), q1[j] = bf16_high_f32(qv[j]);
 #pragma GCC unroll 16
       for (int t = 0; t < TR; ++t) {
         int32_t pair;
         std::memcpy(&pair, k + t * kStride, 4);
         const __m512i kk = _mm512_set1_epi32(pair);
-        const __m512 k0 = pair_first(kk), k1 = pair_second(kk);
+        const __m512 k0 = bf16_low_f32(kk), k1 = bf16_high_f32(kk);
         for (int j = 0; j < MV; ++j) acc[t][j] = _mm512_fmadd_ps(k1, q1[j], _mm512_fmadd_ps(k0, q0[j], acc[t][j]));
       }
     } else {
@@ -302,11 +295,11 @@ void pv_tile(const uint32_t* p2, int64_t mp, const uint32_t* v2, int npairs, flo
     for (int v = 0; v < 4; ++v) vv[v] = _mm512_load_si512(v2 + 16 * v);
     if constexpr (kFma) {
       __m512 v0[4], v1[4];
-      for (int v = 0; v < 4; ++v) v0[v] = pair_first(vv[v]), v1[v] = pair_second(vv[v]);
+      for (int v = 0; v < 4; ++v) v0[v] = bf16_low_f32(vv[v]), v1[v] = bf16_high_f32(vv[v]);
 #pragma GCC unroll 6
       for (int r = 0; r < MR; ++r) {
         const __m512i pr = _mm512_set1_epi32(int32_t(p2[r]));
-        const __m512 p0 = pair_first(pr), p1 = pair_second(pr);
+        const __m512 p0 = bf16_low_f32(pr), p1 = bf16_high_f32(pr);
         for (int v = 0; v < 4; ++v) acc[r][v] = _mm512_fmadd_ps(p1, v1[v], _mm512_fmadd_ps(p0, v0[v], acc[r][v]));
       }
     } else {

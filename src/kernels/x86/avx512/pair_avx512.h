@@ -97,8 +97,7 @@ template <class V> [[gnu::always_inline]] inline V exp_neg_of_nonnegative(V g) {
 template <DType T> [[gnu::always_inline]] inline Pair load_pair(const void* p, int64_t i) {
   if constexpr (T == DType::bf16) {
     const __m512i w = _mm512_loadu_si512(static_cast<const uint16_t*>(p) + i);
-    return {_mm512_castsi512_ps(_mm512_slli_epi32(w, 16)),
-            _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(int(0xFFFF0000u))))};
+    return {bf16_low_f32(w), bf16_high_f32(w)};
   } else {
     const float* f = static_cast<const float*>(p) + i;
     return {_mm512_loadu_ps(f), _mm512_loadu_ps(f + 16)};

@@ -28,6 +28,14 @@ namespace {
   return left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
 }
 
+// A 32-bit lane holding two bf16 (a (k, k+1) pair, or an even and an odd element) as two f32:
+// a bf16 is the top half of its f32, so the low one widens by a shift and the high one by a
+// mask (no shuffle).
+[[gnu::always_inline]] inline __m512 bf16_low_f32(__m512i w) { return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)); }
+[[gnu::always_inline]] inline __m512 bf16_high_f32(__m512i w) {
+  return _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(int(0xFFFF0000u))));
+}
+
 // 16 elements as f32; bf16 widens exactly by a 16-bit shift.
 [[gnu::always_inline]] inline __m512 load16(const void* p, DType t, int64_t i, __mmask16 m) {
   if (t == DType::bf16) {
