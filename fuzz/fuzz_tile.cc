@@ -13,7 +13,12 @@ constexpr const char* kFile = "fuzz.tile";
 
 void lower_and_emit(const sol::tile::Program& p) {
   using namespace sol::tile;
-  sol::fuzz::expect_clean([&] { emit_cpp(lower(p, {})); }, {"kernel ", "tile codegen", "tile compile", "line "});
+  // Both CPU targets: bf16 A tiles as pairs and widened to f32.
+  for (bool widen : {false, true}) {
+    CompileOptions cpu;
+    cpu.cpu = CpuTarget{.widen_bf16_a = widen};
+    sol::fuzz::expect_clean([&] { emit_cpp(lower(p, cpu)); }, {"kernel ", "tile codegen", "tile compile", "line "});
+  }
   CompileOptions cuda;
   cuda.target = Target::cuda;
   sol::fuzz::expect_clean([&] { emit_cuda(lower(p, cuda)); }, {"kernel ", "tile codegen", "tile compile", "line "});

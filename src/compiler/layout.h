@@ -7,6 +7,10 @@
 //   packed_b   the micro-kernel's B panels: ceil(N / 32) panels of 32 columns, K-major. [K, N]
 //   packed_bt  the same panels, for a tile stored as [N, K] (gemm trans_b)
 // K is padded to a whole pair for bf16; padding rows, columns and K are zero.
+// A bf16 A tile marked `widened` (infer-layouts, from the target) holds each pair as two f32
+// instead: per step a panel's first values, then its second ones, 8 bytes per row; the last
+// panel has only the tile's remaining rows (rows % 12), as the tile kernel of that many rows
+// reads it (the FMA variant's panels, src/kernels/gemm.h).
 #include <cstdint>
 #include <string>
 
@@ -35,8 +39,12 @@ struct PanelGeometry {
   int64_t rows = 0, k = 0;  // op(tile) rows (M or N) and K
   int64_t panel = 0;        // panel width: 12 (A) or 32 (B)
   int64_t k_steps = 0;      // K in micro-kernel steps (pairs for bf16)
+  bool widened = false;     // bf16 pairs held as two f32
   int64_t panels() const { return (rows + panel - 1) / panel; }
-  int64_t panel_bytes() const { return panel * k_steps * 4; }  // every step is 32 bits per row
+  int64_t row_step_bytes() const { return widened ? 8 : 4; }  // a step of one row
+  // A whole panel; panel p starts at p * panel_bytes() (a widened last panel is shorter).
+  int64_t panel_bytes() const { return panel * k_steps * row_step_bytes(); }
+  int64_t bytes() const { return widened ? rows * k_steps * 8 : panels() * panel_bytes(); }
 };
 
 inline PanelGeometry panel_geometry(const Stmt& alloc) {
@@ -49,13 +57,13 @@ inline PanelGeometry panel_geometry(const Stmt& alloc) {
   g.k = a ? alloc.shape[t ? 0 : 1] : alloc.shape[t ? 1 : 0];
   g.panel = a ? kPanelRows : kPanelCols;
   g.k_steps = alloc.dtype == DType::bf16 ? (g.k + 1) / 2 : g.k;
+  g.widened = alloc.attrs.count("widened") != 0;
   return g;
 }
 
 inline int64_t tile_bytes(const Stmt& alloc) {
   if (layout_of(alloc) != "row") {
-    const PanelGeometry g = panel_geometry(alloc);
-    return g.panels() * g.panel_bytes();
+    return panel_geometry(alloc).bytes();
   }
   int64_t n = int64_t(dtype_size(alloc.dtype));
   for (int64_t d : alloc.shape) n *= d;

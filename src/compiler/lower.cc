@@ -13,21 +13,28 @@ namespace {
 
 struct PassInfo {
   const char* name;
-  void (*run)(Program&);
+  void (*run)(Program&, const CpuTarget&);
 };
 
+// Most passes read only the program; the target's data reaches the ones that need it.
+template <void (*Pass)(Program&)>
+void program_only(Program& p, const CpuTarget&) {
+  Pass(p);
+}
+
 constexpr PassInfo kCpuPasses[] = {
-    {"tile-loops", tile_loops},        {"infer-layouts", infer_layouts},  {"software-pipeline", software_pipeline},
-    {"lower-cpu", lower_cpu},          {"unroll", unroll_loops},          {"reuse-tiles", reuse_tiles},
-    {"plan-scratch", plan_scratch},
+    {"tile-loops", program_only<tile_loops>}, {"infer-layouts", infer_layouts},
+    {"software-pipeline", program_only<software_pipeline>}, {"lower-cpu", program_only<lower_cpu>},
+    {"unroll", program_only<unroll_loops>}, {"reuse-tiles", program_only<reuse_tiles>},
+    {"plan-scratch", program_only<plan_scratch>},
 };
 
 // CUDA: tiles stay row-major in shared memory and gemm is mapped by the code generator
 // (emit_cuda.cc), so only loop tiling, unrolling and shared-memory planning run.
 constexpr PassInfo kCudaPasses[] = {
-    {"tile-loops", tile_loops},
-    {"unroll", unroll_loops},
-    {"plan-scratch", plan_scratch},
+    {"tile-loops", program_only<tile_loops>},
+    {"unroll", program_only<unroll_loops>},
+    {"plan-scratch", program_only<plan_scratch>},
 };
 
 std::span<const PassInfo> passes_for(Target t) {
@@ -63,10 +70,11 @@ Program lower(const Program& input, const CompileOptions& opt) {
     return false;
   };
   verify(input);
+  const CpuTarget cpu = opt.cpu ? *opt.cpu : cpu_target_here();
   Program p = input;
   if (dumped("input")) dump << "// -----// IR after input //----- //\n" << print(p);
   for (const PassInfo& pass : kPasses) {
-    pass.run(p);
+    pass.run(p, cpu);
     verify(p);
     if (dumped(pass.name)) dump << "// -----// IR after " << pass.name << " //----- //\n" << print(p);
   }

@@ -197,7 +197,7 @@ class Verifier {
     check_ok(!in_parallel || s.kind == Stmt::assign, "only assignments may appear inside parallel");
     switch (s.kind) {
       case Stmt::alloc: {
-        attrs(s, {"layout", "offset", "reuse"});
+        attrs(s, {"layout", "offset", "reuse", "widened"});
         declare(s.name, "tile");
         check_ok(!s.shape.empty(), "tile ", s.name, " has no dims");
         for (int64_t d : s.shape) check_ok(d > 0, "tile ", s.name, " has a dim ", d, " (must be > 0)");
@@ -206,6 +206,12 @@ class Verifier {
         if (s.has("layout"))
           check_ok(kLayouts.count(s.attrs.at("layout")) != 0, "bad layout '", s.attrs.at("layout"), "' for ", s.name);
         check_ok(!packed(s) || s.shape.size() == 2, "bad layout: packed tile ", s.name, " must be 2-D");
+        if (s.has("widened")) {
+          const std::string l = s.has("layout") ? s.attrs.at("layout") : "row";
+          check_ok(s.dtype == DType::bf16 && (l == "packed_a" || l == "packed_at"), "bad layout: ", s.name,
+                   " is widened, which only a bf16 tile with layout packed_a or packed_at can be (it is ",
+                   dtype_name(s.dtype), ", ", l, ")");
+        }
         budget(s);
         tiles_[s.name] = &s;
         return;

@@ -187,7 +187,11 @@ class CppEmitter : public TileEmitter {
       const std::string op_rows = k_major ? "cols" : "rows", op_k = k_major ? "rows" : "cols";
       const std::string args = "origin, " + g.ld + ", " + op_rows + ", " + op_k + ", " + std::to_string(pg.rows) + ", " +
                                std::to_string(pg.k);
-      if (t.dtype == DType::bf16 && src_dtype == DType::bf16 && a && !k_major)
+      if (pg.widened)
+        line("sol_rt::pack_a_widened(origin, " + g.ld + ", " + (k_major ? "true" : "false") + ", " + op_rows + ", " +
+             op_k + ", " + std::to_string(pg.rows) + ", " + std::to_string(pg.k) + ", reinterpret_cast<float*>(" +
+             t.name + "));");
+      else if (t.dtype == DType::bf16 && src_dtype == DType::bf16 && a && !k_major)
         line("sol_rt::pack_a_bf16(" + args + ", " + tp + ");");
       else if (t.dtype == DType::bf16 && src_dtype == DType::bf16 && !a && k_major)
         line("sol_rt::pack_b_bf16(" + args + ", " + tp + ");");
@@ -258,7 +262,8 @@ class CppEmitter : public TileEmitter {
     line("t.partial = " + partial + ";");
     line("t.ldp = " + std::to_string(c.shape[1]) + ";");
     line(std::string("t.first = ") + (s.has("clear") ? "true" : "false") + ";");
-    line(std::string("L->rt->") + (a.dtype == DType::bf16 ? "gemm_tile_bf16" : "gemm_tile_f32") + "(t);");
+    const char* tile_kernel = ga.widened ? "gemm_tile_bf16_widened" : a.dtype == DType::bf16 ? "gemm_tile_bf16" : "gemm_tile_f32";
+    line(std::string("L->rt->") + tile_kernel + "(t);");
     --depth_;
     line("}");
     --depth_;

@@ -10,8 +10,10 @@
 #include <mutex>
 
 #include "compiler/bind.h"
+#include "compiler/ir/rewrite.h"
 #include "compiler/jit/jit.h"
 #include "sol/error.h"
+#include "sol/hw.h"
 #include "sol/threads.h"
 #include "sol/tile.h"
 
@@ -49,6 +51,7 @@ class LoadedKernel : public Kernel {
     check(abi && entry_, "tile jit", path_, " is not a Sol tile kernel");
     check(abi() == sol_rt::kAbiVersion, "tile jit", path_, " was built for runtime ABI ", abi(), ", not ",
           sol_rt::kAbiVersion);
+    walk(p_.body, [&](const Stmt& s) { widened_ = widened_ || (s.kind == Stmt::alloc && s.has("widened")); });
   }
 
   void operator()(std::span<const Tensor> args) const override {
@@ -61,9 +64,13 @@ class LoadedKernel : public Kernel {
         a[i].stride[d] = args[i].stride(d);
       }
     }
+    const sol_rt::Runtime& rt = runtime_table();
+    check(!widened_ || rt.gemm_tile_bf16_widened, "tile kernel", p_.name,
+          " was compiled for bf16 A tiles widened to f32, which no tile kernel of the ISA level in force (",
+          isa_name(active_isa()), ") reads; compile it again under this level");
     const int threads = num_threads();
     const int64_t stride = (std::stoll(p_.attrs.at("arena")) + 4095) / 4096 * 4096;
-    sol_rt::Launch launch{a.data(), int(a.size()), &runtime_table(), threads, scratch(threads * stride), stride};
+    sol_rt::Launch launch{a.data(), int(a.size()), &rt, threads, scratch(threads * stride), stride};
     entry_(&launch);
   }
   const Program& program() const override { return p_; }
@@ -73,6 +80,7 @@ class LoadedKernel : public Kernel {
   Program p_;
   std::string path_;
   sol_rt::KernelEntry entry_ = nullptr;
+  bool widened_ = false;  // calls gemm_tile_bf16_widened
 };
 
 }  // namespace
@@ -85,8 +93,10 @@ std::shared_ptr<const Kernel> compile(const Program& p, const CompileOptions& op
   CompileInfo local;
   CompileInfo& out = info ? *info : local;
   out = {};
-  // The in-memory cache is keyed by the input program's text: a hit skips the passes too.
-  const std::string memo_key = print(p);
+  // The in-memory cache is keyed by the input program's text and the target's data: a hit skips
+  // the passes too.
+  const CpuTarget cpu = opt.cpu ? *opt.cpu : cpu_target_here();
+  const std::string memo_key = print(p) + "\n--widen-bf16-a " + (cpu.widen_bf16_a ? "1" : "0");
   auto done = [&] { out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   {
     std::lock_guard<std::mutex> g(mu);
@@ -97,7 +107,9 @@ std::shared_ptr<const Kernel> compile(const Program& p, const CompileOptions& op
       return it->second;
     }
   }
-  Program lowered = lower(p, opt);
+  CompileOptions resolved = opt;
+  resolved.cpu = cpu;
+  Program lowered = lower(p, resolved);
   const std::string ir = print(lowered);
   // The generated source is part of the key: a change of the code generator (same IR, other
   // C++) must not find the object an older generator built.

@@ -4,9 +4,11 @@
 
 #include "compiler/jit/jit.h"
 #include "compiler/runtime/sol_tile_runtime.h"
+#include "hw/kernel_select.h"
 #include "sol/hw.h"
 #include "kernels/gemm.h"
 #include "sol/error.h"
+#include "sol/tile.h"
 
 namespace sol::tile {
 
@@ -48,8 +50,26 @@ const kernels::GemmKernels& tiles() {
   static const kernels::GemmKernels& k = *best_entry(kernels::gemm_kernel_table(), Backend::cpu, L)->set;
   return k;
 }
+// The set whose bf16 tile reads A widened to f32 (pack_a_panel_f32_pairs): the highest at or
+// below level L that this CPU runs, a core trait not required (any CPU of the level runs it);
+// null where there is none (avx2, scalar).
+template <Isa L>
+const kernels::GemmKernels* widened_tiles() {
+  static const kernels::GemmKernels* k = [] {
+    const uint32_t have = (kernel_needs_met() & ~kKernelTraits) | kKernelTraits;
+    const KernelEntry<kernels::GemmKernels>* best = nullptr;
+    for (const auto& e : kernels::gemm_kernel_table())
+      if (e.backend == Backend::cpu && e.isa <= L && (e.needs & ~have) == 0 && e.set->pack_a_panel_f32_pairs &&
+          (!best || e.isa > best->isa))
+        best = &e;
+    return best ? best->set : nullptr;
+  }();
+  return k;
+}
 template <Isa L>
 void call_f32(const R& t) { tiles<L>().tile_f32(reinterpret_cast<const K&>(t)); }
+template <Isa L>
+void call_bf16_widened(const R& t) { widened_tiles<L>()->tile_bf16(reinterpret_cast<const K&>(t)); }
 template <Isa L>
 void call_bf16(const R& t) { tiles<L>().tile_bf16(reinterpret_cast<const K&>(t)); }
 template <Isa L>
@@ -58,11 +78,20 @@ const sol_rt::Runtime& runtime_of() {
     sol_rt::Runtime r;
     r.gemm_tile_f32 = call_f32<L>;
     r.gemm_tile_bf16 = call_bf16<L>;
+    if (widened_tiles<L>()) r.gemm_tile_bf16_widened = call_bf16_widened<L>;
     return r;
   }();
   return rt;
 }
 }  // namespace
+
+CpuTarget cpu_target_here() {
+  // What sol::gemm runs at the level in force: its set takes A widened where it has the pair
+  // packer (the FMA variant, chosen by the core's trait).
+  CpuTarget t;
+  t.widen_bf16_a = select_kernels(kernels::gemm_kernel_table(), "tile jit").pack_a_panel_f32_pairs != nullptr;
+  return t;
+}
 
 const sol_rt::Runtime& runtime_table() {
   // The generated code itself is built for the host CPU (-march=native) whatever SOL_ISA says;

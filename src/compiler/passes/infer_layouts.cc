@@ -2,7 +2,9 @@
 // (packed_a, or packed_at when transposed), one read as B as B panels (packed_b/packed_bt);
 // every other tile is row-major. The copy that fills a packed tile then packs it (the layout
 // change happens once, in the copy, not in the inner loop). A tile wanted in two layouts, or
-// a layout that contradicts one written by hand, is an error naming both lines.
+// a layout that contradicts one written by hand, is an error naming both lines. A bf16 A tile
+// is `widened` (its values as f32, compiler/layout.h) where the target's tile kernels multiply
+// bf16 by f32 FMAs: the tile kernel then broadcasts A from memory instead of widening it.
 #include <map>
 
 #include "compiler/ir/rewrite.h"
@@ -11,7 +13,7 @@
 
 namespace sol::tile {
 
-void infer_layouts(Program& p) {
+void infer_layouts(Program& p, const CpuTarget& cpu) {
   std::map<std::string, std::pair<std::string, int>> wanted;  // tile -> (layout, line)
   auto want = [&](const std::string& tile, const std::string& layout, int line) {
     auto [it, fresh] = wanted.try_emplace(tile, layout, line);
@@ -34,6 +36,9 @@ void infer_layouts(Program& p) {
            s.attrs.at("layout"), " but the gemm at line ", it == wanted.end() ? s.line : it->second.second,
            " needs ", layout);
     s.attrs["layout"] = layout;
+    const bool a_panel = layout == "packed_a" || layout == "packed_at";
+    if (a_panel && s.dtype == DType::bf16 && cpu.widen_bf16_a) s.attrs["widened"] = "";
+    else s.attrs.erase("widened");
   });
 }
 

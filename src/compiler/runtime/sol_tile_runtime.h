@@ -22,8 +22,8 @@
 
 namespace sol_rt {
 
-// 3: GemmTile gained the side stream; 4: and b_widened
-inline constexpr int kAbiVersion = 4;
+// 3: GemmTile gained the side stream; 4: and b_widened; 5: Runtime.gemm_tile_bf16_widened
+inline constexpr int kAbiVersion = 5;
 inline constexpr int64_t kPanelRows = 12, kPanelCols = 32;  // kernels::kGemmMR, kGemmNR
 
 struct GemmTile {  // mirror of sol::kernels::GemmTile
@@ -53,6 +53,9 @@ struct Runtime {
   int abi = kAbiVersion;
   void (*gemm_tile_f32)(const GemmTile&) = nullptr;
   void (*gemm_tile_bf16)(const GemmTile&) = nullptr;
+  // The bf16 tile kernel that reads A widened to f32 (pack_a_widened); null where the ISA level
+  // in force has none (the host then refuses to launch a kernel that calls it).
+  void (*gemm_tile_bf16_widened)(const GemmTile&) = nullptr;
 };
 
 struct TensorArg {
@@ -263,6 +266,66 @@ inline void pack_a_f32_bf16(const float* src, int64_t ld_src, int64_t rows, int6
                             int64_t tile_k, uint16_t* dst) {
   pack_pairs_bf16<kPanelRows>(src, ld_src, rows, k, tile_rows, tile_k, dst);
 }
+// bf16 A into widened A panels (compiler/layout.h): per K pair step the panel's first values as
+// f32, then its second ones; the last panel holds only the tile's remaining rows. Element
+// (row, k) of op(A) is src[k * ld + row] when k_major (A stored [K, M]), else src[row * ld + k].
+// An f32 source is rounded to bf16 first (as pack_a_f32_bf16 does), a row at a time.
+template <class S>
+void pack_a_widened(const S* src, int64_t ld_src, bool k_major, int64_t rows, int64_t k, int64_t tile_rows,
+                    int64_t tile_k, float* dst) {
+  const int64_t live_rows = std::clamp<int64_t>(rows, 0, tile_rows);
+  if (live_rows == 0 || k <= 0) return;
+  if constexpr (sizeof(S) == 4) {
+    thread_local std::vector<uint16_t> rounded;
+    const int64_t outer = k_major ? k : live_rows, inner = k_major ? live_rows : k;
+    rounded.resize(size_t(outer * inner));
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) rounded[size_t(o * inner + i)] = f32_to_bf16(src[o * ld_src + i]);
+    pack_a_widened(rounded.data(), inner, k_major, live_rows, k, tile_rows, tile_k, dst);
+  } else {
+    const int64_t steps = (tile_k + 1) / 2, used_steps = std::min(steps, (k + 1) / 2), full = std::min(k, tile_k) / 2;
+    const int64_t panels = (live_rows + kPanelRows - 1) / kPanelRows;  // with data
+    for (int64_t p = 0; p < panels; ++p) {
+      const int64_t first = p * kPanelRows, width = std::min(kPanelRows, tile_rows - first);
+      const int64_t live = std::min(width, live_rows - first);
+      float* out = dst + first * steps * 2;
+      auto at = [&](int64_t r, int64_t kk) { return k_major ? src + kk * ld_src + first + r : src + (first + r) * ld_src + kk; };
+      int64_t done = 0;  // steps packed by the vector path
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+      const __mmask16 lanes = __mmask16((1u << width) - 1u), loaded = __mmask16((1u << live) - 1u);
+      const __m512i high = _mm512_set1_epi32(int(0xffff0000u));
+      if (k_major) {
+        // A step's first values are one run of the source row 2s, its second ones of row 2s+1.
+        for (; done < full; ++done)
+          for (int g = 0; g < 2; ++g) {
+            const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(loaded, at(0, 2 * done + g)));
+            _mm512_mask_storeu_ps(out + done * 2 * width + g * width, lanes, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
+          }
+      } else {
+        // 16 steps of 16 rows' pairs, transposed in registers: v[j] holds step j's pairs by row.
+        for (; done + 16 <= full; done += 16) {
+          __m512i v[16];
+          for (int64_t r = 0; r < 16; ++r)
+            v[r] = r < live ? _mm512_loadu_si512(at(r, 2 * done)) : _mm512_setzero_si512();
+          transpose_16x16_u32(v);
+          for (int64_t j = 0; j < 16; ++j) {
+            float* o = out + (done + j) * 2 * width;
+            _mm512_mask_storeu_ps(o, lanes, _mm512_castsi512_ps(_mm512_slli_epi32(v[j], 16)));
+            _mm512_mask_storeu_ps(o + width, lanes, _mm512_castsi512_ps(_mm512_and_si512(v[j], high)));
+          }
+        }
+      }
+#endif
+      for (int64_t s = done; s < used_steps; ++s)
+        for (int64_t g = 0; g < 2; ++g)
+          for (int64_t r = 0; r < width; ++r) {
+            const int64_t kk = 2 * s + g;
+            out[s * 2 * width + g * width + r] = r < live && kk < k ? bf16_to_f32(*at(r, kk)) : 0.0f;
+          }
+    }
+  }
+}
+
 // B stored [N][K] (gemm trans_b) into B panels: the columns of op(B) are rows here.
 inline void pack_bt_bf16(const uint16_t* src, int64_t ld_src, int64_t cols, int64_t k, int64_t tile_cols,
                          int64_t tile_k, uint16_t* dst) {
