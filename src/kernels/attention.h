@@ -4,9 +4,12 @@
 //
 // Panels (built by src/ops/attention/packing.cc) are 32 columns wide and K-major:
 //   f32  b[k][32]         bf16  b[k/2][32][2]   (the (k, k+1) pairs vdpbf16ps multiplies)
-// A operands are read in place, row-major with a row stride: f32 elements are broadcast one by
-// one, bf16 ones two at a time as a 32-bit pair, so A needs no packing (Q, dO, K, V straight
-// from the inputs; P and dS from the scratch rows the row primitives write).
+// A operands are row-major with a row stride: f32 elements are broadcast one by one, bf16 ones
+// two at a time as a 32-bit pair, so A needs no packing (Q, dO, K, V gathered from the inputs;
+// P and dS from the scratch rows the row primitives write). A set whose bf16 tile multiplies by
+// f32 FMAs reads its bf16 A rows widened instead: f32 rows holding bf16 values (gather_widened
+// writes them from the inputs, the row primitives with p_widened / out_widened), so the tile
+// broadcasts two f32 from memory per pair rather than widening A in registers on every use.
 #include <cstdint>
 
 #include "core/kernel_table.h"
@@ -47,6 +50,7 @@ struct AttnSoftmaxRows {
   void* p = nullptr;
   int64_t ldp = 0;
   bool p_bf16 = false;
+  bool p_widened = false;  // with p_bf16: P rounded to bf16, stored as f32 (widened A rows)
 };
 
 // Gradient of the scores over rows of s and dp (m rows, n columns, n a multiple of 16, both ld
@@ -68,6 +72,7 @@ struct AttnGradRows {
   void* ds = nullptr;
   int64_t ldo = 0;
   bool out_bf16 = false;
+  bool out_widened = false;  // with out_bf16: rounded to bf16, stored as f32 (widened A rows)
 };
 
 // out row i = acc row i * row_scale[i] (row_scale null: 1) * scale, n columns, as f32 or bf16
@@ -104,9 +109,12 @@ void attn_gemm_tile_bf16_avx2(const AttnGemmTile& t);
 
 void attn_gemm_tile_f32_avx512(const AttnGemmTile& t);
 void attn_gemm_tile_bf16_avx512(const AttnGemmTile& t);
-// acc = fma(a1, b1, fma(a0, b0, acc)) per k pair, in k order: the avx512 level's variant for
-// cores whose FMA pipes outrun their bf16 dot product (kPrefersFmaBf16).
-void attn_gemm_tile_bf16_fma_avx512(const AttnGemmTile& t);
+// acc = fma(a1, b1, fma(a0, b0, acc)) per k pair, in k order, A as widened rows (f32 holding
+// bf16 values, lda in floats): the avx512 level's variant for cores whose FMA pipes outrun their
+// bf16 dot product (kPrefersFmaBf16).
+void attn_gemm_tile_bf16_widened_avx512(const AttnGemmTile& t);
+// rows x cols bf16 (rows stride_bytes apart) into f32 rows of cols (exact widening), dense.
+void attn_gather_widened_avx512(const void* src, int64_t stride_bytes, int64_t rows, int64_t cols, float* dst);
 void attn_softmax_rows_avx512(const AttnSoftmaxRows& r);
 void attn_grad_rows_avx512(const AttnGradRows& r);
 
@@ -120,6 +128,8 @@ struct AttentionKernels {
   decltype(&attn_store_rows_scalar) store_rows;
   decltype(&attn_pack_transposed_avx512) pack_transposed;
   decltype(&attn_pack_interleaved_avx512) pack_interleaved;
+  // Non-null when gemm_bf16 reads A widened (f32 rows of bf16 values): the A rows' gather.
+  decltype(&attn_gather_widened_avx512) gather_widened;
 };
 KernelTable<AttentionKernels> attention_kernel_table();
 

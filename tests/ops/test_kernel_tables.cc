@@ -139,8 +139,10 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
     // bf16 tile products as f32 FMAs at avx512 (and amx, which has no entry of its own) on a
     // core that prefers them.
     const bool fma = (kernel_needs_met() & kPrefersFmaBf16) != 0;
-    EXPECT_EQ(k.gemm_bf16, vec(l) ? (fma ? kernels::attn_gemm_tile_bf16_fma_avx512 : kernels::attn_gemm_tile_bf16_avx512)
+    EXPECT_EQ(k.gemm_bf16, vec(l) ? (fma ? kernels::attn_gemm_tile_bf16_widened_avx512 : kernels::attn_gemm_tile_bf16_avx512)
                            : l == Isa::avx2 ? kernels::attn_gemm_tile_bf16_avx2 : kernels::attn_gemm_tile_bf16_scalar);
+    // The widened tile and the gather of its A rows come together.
+    EXPECT_EQ(k.gather_widened != nullptr, k.gemm_bf16 == kernels::attn_gemm_tile_bf16_widened_avx512);
     EXPECT_EQ(k.store_rows, vec(l) ? kernels::attn_store_rows_avx512 : kernels::attn_store_rows_scalar);
     EXPECT_EQ(!!k.pack_transposed && !!k.pack_interleaved, vec(l));
   });

@@ -22,13 +22,15 @@ void finish(const AttnGemmTile& t, const float (&acc)[kAttnTileRows][kAttnPanel]
 }
 
 // Stores v as f32 or (rounded to nearest even) bf16 and returns the stored value.
-float store(void* p, int64_t i, bool bf16, float v) {
+// bf16: rounded, stored as bf16 or (widened) as the f32 of that bf16; returns what was kept.
+float store(void* p, int64_t i, bool bf16, bool widened, float v) {
   if (!bf16) {
     static_cast<float*>(p)[i] = v;
     return v;
   }
   const uint16_t b = f32_to_bf16(v);
-  static_cast<uint16_t*>(p)[i] = b;
+  if (widened) static_cast<float*>(p)[i] = bf16_to_f32(b);
+  else static_cast<uint16_t*>(p)[i] = b;
   return bf16_to_f32(b);
 }
 
@@ -37,7 +39,7 @@ float store(void* p, int64_t i, bool bf16, float v) {
 void attn_store_rows_scalar(const AttnStoreRows& r) {
   for (int64_t i = 0; i < r.m; ++i) {
     const float s = (r.row_scale ? r.row_scale[i] : 1.0f) * r.scale;
-    for (int64_t d = 0; d < r.n; ++d) store(r.out, i * r.ldo + d, r.bf16, r.acc[i * r.lda + d] * s);
+    for (int64_t d = 0; d < r.n; ++d) store(r.out, i * r.ldo + d, r.bf16, false, r.acc[i * r.lda + d] * s);
   }
 }
 
@@ -82,14 +84,14 @@ void attn_softmax_rows_scalar(const AttnSoftmaxRows& r) {
     const int64_t row = i * r.ldp;
     if (now == -INFINITY) {  // nothing seen yet: the output row is still all zeros
       r.alpha[i] = 1.0f;
-      for (int j = 0; j < r.n; ++j) store(r.p, row + j, r.p_bf16, 0.0f);
+      for (int j = 0; j < r.n; ++j) store(r.p, row + j, r.p_bf16, r.p_widened, 0.0f);
       continue;
     }
     r.alpha[i] = std::exp(old - now);
     float sum = 0;
     for (int j = 0; j < r.n; ++j) {
       const float e = j >= lo && j < hi ? std::exp(std::fma(s[j], r.scale, -now)) : 0.0f;
-      sum += store(r.p, row + j, r.p_bf16, e);
+      sum += store(r.p, row + j, r.p_bf16, r.p_widened, e);
     }
     r.row_max[i] = now;
     r.row_sum[i] = r.row_sum[i] * r.alpha[i] + sum;
@@ -108,8 +110,8 @@ void attn_grad_rows_scalar(const AttnGradRows& r) {
         p = std::exp(std::fma(r.s[at], r.scale, -lse));
         ds = p * (r.dp[at] - delta);
       }
-      if (r.p) store(r.p, i * r.ldo + j, r.out_bf16, p);
-      store(r.ds, i * r.ldo + j, r.out_bf16, ds);
+      if (r.p) store(r.p, i * r.ldo + j, r.out_bf16, r.out_widened, p);
+      store(r.ds, i * r.ldo + j, r.out_bf16, r.out_widened, ds);
     }
   }
 }

@@ -8,17 +8,18 @@ namespace {
 
 constexpr AttentionKernels kScalar{attn_gemm_tile_f32_scalar, attn_gemm_tile_bf16_scalar, attn_softmax_rows_scalar,
                                    attn_grad_rows_scalar,     attn_store_rows_scalar,     nullptr,
-                                   nullptr};
+                                   nullptr,                   nullptr};
 constexpr AttentionKernels kAvx2{attn_gemm_tile_f32_avx2, attn_gemm_tile_bf16_avx2, attn_softmax_rows_scalar,
                                  attn_grad_rows_scalar,   attn_store_rows_scalar,   nullptr,
-                                 nullptr};
+                                 nullptr,                 nullptr};
 constexpr AttentionKernels kAvx512{attn_gemm_tile_f32_avx512, attn_gemm_tile_bf16_avx512, attn_softmax_rows_avx512,
                                    attn_grad_rows_avx512,     attn_store_rows_avx512,     attn_pack_transposed_avx512,
-                                   attn_pack_interleaved_avx512};
+                                   attn_pack_interleaved_avx512, nullptr};
 // Intel's AVX-512 cores: bf16 tile products as f32 FMAs (two pipes against one vdpbf16ps every
-// ~2 cycles); A is read in place, so it is widened per row in the tile.
+// ~2 cycles), A rows widened to f32 once, where they are gathered or written.
 constexpr AttentionKernels with_fma(AttentionKernels k) {
-  k.gemm_bf16 = attn_gemm_tile_bf16_fma_avx512;
+  k.gemm_bf16 = attn_gemm_tile_bf16_widened_avx512;
+  k.gather_widened = attn_gather_widened_avx512;
   return k;
 }
 constexpr AttentionKernels kAvx512Fma = with_fma(kAvx512);

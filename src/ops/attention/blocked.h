@@ -36,6 +36,8 @@ struct TileKernels {
   void (*grad)(const kernels::AttnGradRows&);
   void (*store)(const kernels::AttnStoreRows&);
   const kernels::AttentionKernels* set;  // the level's whole set (the packers)
+  bool widened = false;                  // bf16 A rows as f32 (kernels/attention.h)
+  int64_t a_es = 4;                      // bytes of an element of A's rows
 };
 
 // One register-tile product, C[m x n] = A * panel, or C = row_scale (.) C + A * panel when
@@ -69,7 +71,9 @@ inline void store_rows(const TileKernels& kern, bool bf16, const float* acc, int
 // The tile kernels of the level in force, picked once per op call.
 inline TileKernels tile_kernels(bool bf16) {
   const kernels::AttentionKernels& k = select_kernels(kernels::attention_kernel_table(), "attention");
-  return {bf16 ? k.gemm_bf16 : k.gemm_f32, k.softmax_rows, k.grad_rows, k.store_rows, &k};
+  const bool widened = bf16 && k.gather_widened;
+  return {bf16 ? k.gemm_bf16 : k.gemm_f32, k.softmax_rows, k.grad_rows, k.store_rows, &k, widened,
+          bf16 && !widened ? 2 : 4};
 }
 
 // The rows of one block (queries; keys in the dk/dv pass), the columns [lo, hi) each sees, and
@@ -125,6 +129,14 @@ struct BlockRows {
 // L1 set and evict each other between the k steps of a tile.
 inline void gather_rows(const char* first, int64_t stride_bytes, int64_t rows, int64_t row_bytes, char* dst) {
   for (int64_t i = 0; i < rows; ++i) std::memcpy(dst + i * row_bytes, first + i * stride_bytes, size_t(row_bytes));
+}
+
+// Rows of a block gathered as A rows of the tile kernels: as they are, or widened to f32 where
+// the bf16 tile reads A widened. cols elements a row; dst rows are cols * kern.a_es bytes.
+inline void gather_a_rows(const TileKernels& kern, const char* first, int64_t stride_bytes, int64_t rows, int64_t cols,
+                          char* dst) {
+  if (kern.widened) kern.set->gather_widened(first, stride_bytes, rows, cols, reinterpret_cast<float*>(dst));
+  else gather_rows(first, stride_bytes, rows, cols * kern.a_es, dst);
 }
 
 // Runs body(begin, end) on contiguous task ranges of near-equal total cost, one per thread.

@@ -55,7 +55,7 @@ struct Forward {
     BlockRows& br = w.ranges;
     br.see(p, s, true, r0, m);
     char* q_rows = reinterpret_cast<char*>(w.q.data());
-    gather_rows(rows.q.row(seq, r0, h), rows.q.token_stride * es, m, p.dqk * es, q_rows);
+    gather_a_rows(kern, rows.q.row(seq, r0, h), rows.q.token_stride * es, m, p.dqk, q_rows);
     std::fill(w.o.begin(), w.o.begin() + m * dv_pad, 0.0f);
     std::fill(w.row_max.begin(), w.row_max.end(), -std::numeric_limits<float>::infinity());
     std::fill(w.row_sum.begin(), w.row_sum.end(), 0.0f);
@@ -67,7 +67,7 @@ struct Forward {
     br.for_each_tile(m, kKeyBlock, kKeyBlock, [&](int64_t t0, int mt, int64_t col0, int64_t col1) {
       const int64_t ncols = col1 - col0;
       for (int64_t c = col0; c < col1; c += 32)
-        kern.gemm(gemm_tile(mt, kernels::kAttnPanel, qk_steps, q_rows + t0 * p.dqk * es, p.dqk,
+        kern.gemm(gemm_tile(mt, kernels::kAttnPanel, qk_steps, q_rows + t0 * p.dqk * kern.a_es, p.dqk,
                             panel_at(kp, p.dtype, k_panel, c, 0), w.s.data() + (c - col0), kKeyBlock, false));
       kernels::AttnSoftmaxRows sm;
       sm.m = mt;
@@ -83,6 +83,7 @@ struct Forward {
       sm.p = w.p.data();
       sm.ldp = kKeyBlock;
       sm.p_bf16 = p.bf16;
+      sm.p_widened = kern.widened;
       kern.softmax(sm);
       accumulate_panels(kern, p.dtype, mt, p.dv, w.p.data(), kKeyBlock, vp, v_panel, col0, ncols,
                         w.o.data() + t0 * dv_pad, dv_pad, w.alpha.data());

@@ -151,6 +151,7 @@ struct Backward {
     gr.ds = w.ds.data();
     gr.ldo = ld;
     gr.out_bf16 = p.bf16;
+    gr.out_widened = kern.widened;
     kern.grad(gr);
   }
 
@@ -167,8 +168,8 @@ struct Backward {
     const int64_t q_panels = round_up(s.sq, 32) * 32;
     char* k_rows = reinterpret_cast<char*>(w.rows_a.data());
     char* v_rows = reinterpret_cast<char*>(w.rows_b.data());
-    gather_rows(rows.k.row(seq, k0, kvh), rows.k.token_stride * es, mk, p.dqk * es, k_rows);
-    gather_rows(rows.v.row(seq, k0, kvh), rows.v.token_stride * es, mk, p.dv * es, v_rows);
+    gather_a_rows(kern, rows.k.row(seq, k0, kvh), rows.k.token_stride * es, mk, p.dqk, k_rows);
+    gather_a_rows(kern, rows.v.row(seq, k0, kvh), rows.v.token_stride * es, mk, p.dv, v_rows);
     for (int64_t g = 0; g < p.group; ++g) {
       const int64_t h = kvh * p.group + g;
       const char* tq = q_base(seq, h);
@@ -180,7 +181,7 @@ struct Backward {
       // Query chunks start at the first query panel the block's keys see.
       br.for_each_tile(mk, 32, kQueryChunk, [&](int64_t t0, int mt, int64_t col0, int64_t col1) {
         // Keys are the rows here, queries the columns: lse and delta run along the columns.
-        recompute_tile(w, mt, k_rows + t0 * p.dqk * es, tq, v_rows + t0 * p.dv * es, tdo, col0, col1, kQueryChunk,
+        recompute_tile(w, mt, k_rows + t0 * p.dqk * kern.a_es, tq, v_rows + t0 * p.dv * kern.a_es, tdo, col0, col1, kQueryChunk,
                        lse + col0, delta + col0, true, w.p.data());
         accumulate_panels(kern, p.dtype, mt, p.dv, w.p.data(), kQueryChunk, ido, q_panels, col0, col1 - col0,
                           dv_acc + t0 * dv_pad, dv_pad);
@@ -202,8 +203,8 @@ struct Backward {
     br.see(p, s, true, r0, m);
     char* q_rows = reinterpret_cast<char*>(w.rows_a.data());
     char* do_rows = reinterpret_cast<char*>(w.rows_b.data());
-    gather_rows(rows.q.row(seq, r0, h), rows.q.token_stride * es, m, p.dqk * es, q_rows);
-    gather_rows(d_o.row(seq, r0, h), d_o.token_stride * es, m, p.dv * es, do_rows);
+    gather_a_rows(kern, rows.q.row(seq, r0, h), rows.q.token_stride * es, m, p.dqk, q_rows);
+    gather_a_rows(kern, d_o.row(seq, r0, h), d_o.token_stride * es, m, p.dv, do_rows);
     const char* tk = kv_base(seq, kvh);
     const char* tv = tk + tk_elems(s) * es;
     const char* ik = tv + tv_elems(s) * es;
@@ -211,7 +212,7 @@ struct Backward {
     const float* lse = lse_of(seq, h) + r0;
     const float* delta = delta_of(seq, h) + r0;
     br.for_each_tile(m, kKeyBlock, kKeyBlock, [&](int64_t t0, int mt, int64_t col0, int64_t col1) {
-      recompute_tile(w, mt, q_rows + t0 * p.dqk * es, tk, do_rows + t0 * p.dv * es, tv, col0, col1, kKeyBlock,
+      recompute_tile(w, mt, q_rows + t0 * p.dqk * kern.a_es, tk, do_rows + t0 * p.dv * kern.a_es, tv, col0, col1, kKeyBlock,
                      lse + t0, delta + t0, false, nullptr);
       accumulate_panels(kern, p.dtype, mt, p.dqk, w.ds.data(), kKeyBlock, ik, k_panels, col0, col1 - col0,
                         dq_acc + t0 * dqk_pad, dqk_pad);

@@ -1,5 +1,5 @@
 // Flash-attention tile primitives on AVX-512: the two GEMMs of each block on vdpbf16ps (bf16;
-// f32 FMAs on the widened values where the core prefers them) or vfmadd231ps (f32) in a 12 x 32
+// f32 FMAs on widened A rows where the core prefers them) or vfmadd231ps (f32) in a 12 x 32
 // register tile, and the score-row transforms (online
 // softmax, gradient of the scores) 16 lanes at a time with exp16.
 #include <algorithm>
@@ -34,11 +34,11 @@ template <int MR>
 
 // The tile's A rows and, when accumulating, its C rows were last touched a whole key block ago
 // and have mostly left L1 since: request them all before the k loop rather than stalling on
-// them one by one (the A rows) or after it (C). A k step reads 4 bytes of each A row (a bf16
-// pair or an f32); es is A's element size.
+// them one by one (the A rows) or after it (C). A k step reads step_bytes of each A row (a bf16
+// pair or an f32: 4; a widened pair: 8); es is A's element size.
 template <int MR>
-[[gnu::always_inline]] inline void prefetch_tile(const AttnGemmTile& t, int64_t es) {
-  const int64_t row_bytes = t.k_steps * 4;
+[[gnu::always_inline]] inline void prefetch_tile(const AttnGemmTile& t, int64_t es, int64_t step_bytes = 4) {
+  const int64_t row_bytes = t.k_steps * step_bytes;
   for (int i = 0; i < MR; ++i) {
     const char* a = static_cast<const char*>(t.a) + i * t.lda * es;
     for (int64_t x = 0; x < row_bytes; x += 64) _mm_prefetch(a + x, _MM_HINT_T0);
@@ -50,37 +50,36 @@ template <int MR>
     }
 }
 
-// kFma: each bf16 pair as two f32 FMAs (first value, then second) on values widened in
-// registers (a bf16 is the top half of its f32: a shift, or a mask), for cores whose two FMA
-// pipes outrun their vdpbf16ps (kPrefersFmaBf16). A is read in place, so its pair is widened
-// per row too: 2 ALU uops per row and pair beside 4 FMAs, against 2 vdpbf16ps.
-template <int MR, bool kFma>
+// kWidened: each bf16 pair as two f32 FMAs (first value, then second), for cores whose two FMA
+// pipes outrun their vdpbf16ps (kPrefersFmaBf16). A's rows arrive widened (f32 holding bf16
+// values), so its two values are broadcast from memory; B's pair is widened in registers (a
+// bf16 is the top half of its f32: a shift, or a mask), 4 ALU uops per step beside 4 MR FMAs.
+template <int MR, bool kWidened>
 struct TileBf16Of {
   static void run(const AttnGemmTile& t) {
-    prefetch_tile<MR>(t, 2);
+    if constexpr (kWidened) prefetch_tile<MR>(t, 4, 8);
+    else prefetch_tile<MR>(t, 2);
     __m512 acc[MR][2];
     for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     const char* a = static_cast<const char*>(t.a);
-    const int64_t lda = t.lda * 2;
     const uint16_t* b = static_cast<const uint16_t*>(t.b);
     for (int64_t k = 0; k < t.k_steps; ++k) {
       // Panels stream from L2 / L3 (a head's K and V outgrow L2 at long sequences).
       _mm_prefetch(reinterpret_cast<const char*>(b + 8 * 2 * kAttnPanel), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(b + 8 * 2 * kAttnPanel + 32), _MM_HINT_T0);
       const __m512i w0 = _mm512_loadu_si512(b), w1 = _mm512_loadu_si512(b + 32);
-      if constexpr (kFma) {
+      if constexpr (kWidened) {
         const __m512 first[2] = {bf16_low_f32(w0), bf16_low_f32(w1)};
         const __m512 second[2] = {bf16_high_f32(w0), bf16_high_f32(w1)};
+        const float* af = reinterpret_cast<const float*>(a) + 2 * k;
 #pragma GCC unroll 12
         for (int i = 0; i < MR; ++i) {
-          int32_t pair;
-          std::memcpy(&pair, a + i * lda + k * 4, 4);
-          const __m512i ai = _mm512_set1_epi32(pair);
-          const __m512 a0 = bf16_low_f32(ai), a1 = bf16_high_f32(ai);
+          const __m512 a0 = _mm512_set1_ps(af[i * t.lda]), a1 = _mm512_set1_ps(af[i * t.lda + 1]);
 #pragma GCC unroll 2
           for (int h = 0; h < 2; ++h) acc[i][h] = _mm512_fmadd_ps(a1, second[h], _mm512_fmadd_ps(a0, first[h], acc[i][h]));
         }
       } else {
+        const int64_t lda = t.lda * 2;
 #pragma GCC unroll 12
         for (int i = 0; i < MR; ++i) {
           int32_t pair;
@@ -98,7 +97,7 @@ struct TileBf16Of {
 template <int MR>
 using TileBf16 = TileBf16Of<MR, false>;
 template <int MR>
-using TileBf16Fma = TileBf16Of<MR, true>;
+using TileBf16Widened = TileBf16Of<MR, true>;
 
 template <int MR>
 struct TileF32 {
@@ -140,14 +139,16 @@ void dispatch_rows(const AttnGemmTile& t, std::integer_sequence<int, Rows...>) {
 
 // Stores 16 values as f32 or bf16 (vcvtneps2bf16: round to nearest even) and returns what was
 // stored, widened back to f32.
-[[gnu::always_inline]] inline __m512 store_row16(void* p, int64_t i, bool bf16, __m512 v) {
+[[gnu::always_inline]] inline __m512 store_row16(void* p, int64_t i, bool bf16, bool widened, __m512 v) {
   if (!bf16) {
     _mm512_storeu_ps(static_cast<float*>(p) + i, v);
     return v;
   }
   const __m256i h = (__m256i)_mm512_cvtneps_pbh(v);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(static_cast<uint16_t*>(p) + i), h);
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  const __m512 rounded = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  if (widened) _mm512_storeu_ps(static_cast<float*>(p) + i, rounded);
+  else _mm256_storeu_si256(reinterpret_cast<__m256i*>(static_cast<uint16_t*>(p) + i), h);
+  return rounded;
 }
 
 }  // namespace
@@ -156,8 +157,20 @@ void attn_gemm_tile_bf16_avx512(const AttnGemmTile& t) {
   dispatch_rows<TileBf16>(t, std::make_integer_sequence<int, kAttnTileRows>{});
 }
 
-void attn_gemm_tile_bf16_fma_avx512(const AttnGemmTile& t) {
-  dispatch_rows<TileBf16Fma>(t, std::make_integer_sequence<int, kAttnTileRows>{});
+void attn_gemm_tile_bf16_widened_avx512(const AttnGemmTile& t) {
+  dispatch_rows<TileBf16Widened>(t, std::make_integer_sequence<int, kAttnTileRows>{});
+}
+
+void attn_gather_widened_avx512(const void* src, int64_t stride_bytes, int64_t rows, int64_t cols, float* dst) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const uint16_t* in = reinterpret_cast<const uint16_t*>(static_cast<const char*>(src) + i * stride_bytes);
+    float* out = dst + i * cols;
+    for (int64_t c = 0; c < cols; c += 16) {
+      const __mmask16 m = tail_mask(int(std::min<int64_t>(16, cols - c)));
+      const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, in + c));
+      _mm512_mask_storeu_ps(out + c, m, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
+    }
+  }
 }
 
 void attn_gemm_tile_f32_avx512(const AttnGemmTile& t) {
@@ -253,7 +266,7 @@ void attn_softmax_rows_avx512(const AttnSoftmaxRows& r) {
     const int64_t row = i * r.ldp;
     if (now == -INFINITY) {  // nothing seen yet: the output row is still all zeros
       r.alpha[i] = 1.0f;
-      for (int c = 0; c < r.n; c += 16) store_row16(r.p, row + c, r.p_bf16, _mm512_setzero_ps());
+      for (int c = 0; c < r.n; c += 16) store_row16(r.p, row + c, r.p_bf16, r.p_widened, _mm512_setzero_ps());
       continue;
     }
     r.alpha[i] = std::exp(old - now);
@@ -262,7 +275,7 @@ void attn_softmax_rows_avx512(const AttnSoftmaxRows& r) {
     for (int c = 0; c < r.n; c += 16) {
       __m512 e = exp16(_mm512_fmsub_ps(_mm512_loadu_ps(s + c), scale, vnow));
       if (!all) e = _mm512_maskz_mov_ps(visible(c, lo, hi), e);
-      sum = _mm512_add_ps(sum, store_row16(r.p, row + c, r.p_bf16, e));
+      sum = _mm512_add_ps(sum, store_row16(r.p, row + c, r.p_bf16, r.p_widened, e));
     }
     r.row_max[i] = now;
     r.row_sum[i] = r.row_sum[i] * r.alpha[i] + _mm512_reduce_add_ps(sum);
@@ -288,8 +301,8 @@ void attn_grad_rows_avx512(const AttnGradRows& r) {
         p = _mm512_maskz_mov_ps(m, exp16(_mm512_fmsub_ps(_mm512_loadu_ps(s + c), scale, lse)));
         ds = _mm512_mul_ps(p, _mm512_sub_ps(_mm512_loadu_ps(dp + c), delta));
       }
-      if (r.p) store_row16(r.p, row + c, r.out_bf16, p);
-      store_row16(r.ds, row + c, r.out_bf16, ds);
+      if (r.p) store_row16(r.p, row + c, r.out_bf16, r.out_widened, p);
+      store_row16(r.ds, row + c, r.out_bf16, r.out_widened, ds);
     }
   }
 }
