@@ -122,6 +122,7 @@ void bind_tile(nb::module_& m) {
     tl::Program prog = program_arg(p);
     tl::CompileOptions o;
     o.dump_after = std::move(dump_after);
+    o.cpu = tl::cpu_target_here();  // what compile() would lower on this machine
     tl::Program lowered;
     released([&] { lowered = tl::lower(prog, o); });
     return lowered;

@@ -70,7 +70,7 @@ Program lower(const Program& input, const CompileOptions& opt) {
     return false;
   };
   verify(input);
-  const CpuTarget cpu = opt.cpu ? *opt.cpu : cpu_target_here();
+  const CpuTarget cpu = opt.cpu.value_or(CpuTarget{});  // compile() resolves the machine's
   Program p = input;
   if (dumped("input")) dump << "// -----// IR after input //----- //\n" << print(p);
   for (const PassInfo& pass : kPasses) {

@@ -36,6 +36,7 @@ void add_compile(CLI::App& app, int& exit_code) {
     tile::CompileOptions opt;
     opt.target = args->target == "cuda" ? tile::Target::cuda : tile::Target::cpu;
     opt.dump_after = args->dump_after;
+    opt.cpu = tile::cpu_target_here();  // the IR and C++ shown are what this machine compiles
     if (args->emit == "cuda") opt.target = tile::Target::cuda;
     if (opt.target == tile::Target::cuda)
       check(args->emit != "so" && args->emit != "cpp", "sol compile",
