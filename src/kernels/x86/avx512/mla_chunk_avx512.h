@@ -49,22 +49,25 @@ struct MlaChunk {
 
 inline int64_t mla_rows_padded(int64_t rows) { return (rows + 15) / 16 * 16; }
 
-// Enough for every ISA's chunk kernel.
+// Enough for every ISA's chunk kernel (the FMA variant's operands are f32: twice the q and
+// probability bytes, and the page's key rows widened).
 inline int64_t mla_scratch_bytes(int64_t rows) {
   const int64_t mp = mla_rows_padded(rows);
-  return mp * 4 * (kMlaDk / 2)        // q, packed as bf16 pairs
+  return mp * 8 * (kMlaDk / 2)        // q: bf16 pairs, or (FMA) the pairs' two f32 planes
          + mp * 4 * kMlaPage          // scores / probabilities of one page
-         + mp * 4 * (kMlaPage / 2) * 4  // probability pairs, one set per fp8 scale group
+         + mp * 8 * (kMlaPage / 2) * 4  // probability pairs (or two f32 planes), one set per fp8 scale group
          + int64_t(kMlaPage) * kMlaDv * 2  // value rows interleaved in pairs
          + int64_t(kMlaPage) * kMlaDv * 2  // fp8 latent rows widened to bf16
+         + int64_t(kMlaPage) * kMlaDk * 4  // (FMA) the page's key rows widened to f32
          + mp * 4 * 4                 // per-row bookkeeping
-         + 64 * 8;                    // alignment slack
+         + 64 * 9;                    // alignment slack
 }
 
 void mla_chunk_scalar(const MlaChunk& c);
 void mla_chunk_avx2(const MlaChunk& c);
 void mla_chunk_avx512(const MlaChunk& c);
-// The same chunk with every bf16 pair product as two f32 FMAs (kPrefersFmaBf16 cores).
+// The same chunk with every bf16 pair product as two f32 FMAs (kPrefersFmaBf16 cores), on
+// operands widened to f32 once (q per sequence, keys and values per page, P as it is written).
 void mla_chunk_fma_avx512(const MlaChunk& c);
 
 // (o, row_max, row_sum) of rows [0, rows) = merge((o, ...), (o2, ...)); o2 is the later chunk.
