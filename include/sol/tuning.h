@@ -34,7 +34,8 @@ const CoreShape& core_shape();  // this machine, detected once
 
 // Every tunable parameter. Read once per op call (tuning().params), passed down.
 struct TuningParams {
-  int64_t gemm_mc = 0;                  // rows of A packed per GEMM block (a multiple of 48)
+  int64_t gemm_mc = 0;                  // rows of A packed per GEMM block (a multiple of 48), at 4 bytes
+                                        // a K step; A of 8 (f32, f32 pairs) takes half
   int64_t gemm_nc = 0;                  // columns of B per GEMM block (a multiple of 32)
   int64_t gemm_b_prefetch_bytes = 0;    // how far ahead a B panel's first reader requests it
   int64_t gemm_amx_mc = 0;              // rows of A packed per AMX GEMM block (a multiple of 32)

@@ -26,7 +26,7 @@ constexpr int64_t kGemmKcBytes = 2048 * 2;
 
 constexpr TuningParamInfo kInfos[] = {
     {"gemm", "gemm_mc", &TuningParams::gemm_mc, 48, 3072, 48,
-     "the packed A block (MC rows x KC) fills L2"},
+     "the packed A block (MC rows x KC) fills L2 (MC for bf16's 4 KiB rows; f32-wide A rows take MC/2)"},
     {"gemm", "gemm_nc", &TuningParams::gemm_nc, 256, 8192, 32,
      "the packed B block (KC x NC columns) is L3/4, at most 4096 columns"},
     {"gemm", "gemm_b_prefetch_bytes", &TuningParams::gemm_b_prefetch_bytes, 0, 256L << 10, 64,

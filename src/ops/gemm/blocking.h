@@ -33,7 +33,10 @@ struct Blocking {
 // KC: long (2048 K values; 4096 for int8). Every K block ends with a round trip of the tile's
 //     24 partial-sum vectors (to D or a workspace, and back), and that costs more than keeping
 //     the B micro-panel in L1: the panel (128-256 KiB) streams from L2 well within its bandwidth.
-// MC: tuning().params.gemm_mc rows of A per packed block.
+// MC: tuning().params.gemm_mc rows of A per packed block where a row of the block is 4 KiB (4
+//     bytes a K step: bf16 pairs, int8 quads); where it is twice that (f32, whose 2048 K
+//     values are 2048 steps, or bf16 widened to f32 pairs for an FMA tile), half as many rows,
+//     so the block keeps the bytes the default sizes to L2.
 // NC: tuning().params.gemm_nc columns: the packed B block (KC x NC) lives in L3 and is packed
 //     once per (NC, KC) block; every A block is packed once per NC columns, so a wide NC makes
 //     A packing negligible (2 * NC FLOPs per packed element).
@@ -47,15 +50,18 @@ struct Blocking {
 // NC is then evened out over the columns: 2112 columns run as one block of 2112, not as
 //     2048 + 64 (which packs all of A a second time for 3% of the work).
 // m_total decides KC (and so the summation order) from the whole problem, never from a
-// thread's share; m_rows and n_cols are the calling thread's block.
+// thread's share; m_rows and n_cols are the calling thread's block; a_step_row_bytes is what a K
+// step of the packed A takes per row (4, or 8 for f32 pairs).
 inline Blocking choose_blocking(const TuningParams& tune, DType in, int64_t m_total, int64_t m_rows,
-                                int64_t n_cols, int64_t k, bool partials_in_workspace) {
+                                int64_t n_cols, int64_t k, bool partials_in_workspace, int64_t a_step_row_bytes) {
   using kernels::kGemmMR;
   using kernels::kGemmNR;
   Blocking b;
   const bool skinny = m_total <= 16;
   b.kc = skinny ? std::max<int64_t>(4, (k + 3) / 4 * 4) : in == DType::i8 ? 4096 : 2048;
-  b.mc = tune.gemm_mc;
+  const int64_t full_kc = in == DType::i8 ? 4096 : 2048;
+  const int64_t a_row_bytes = full_kc / (in == DType::f32 ? 1 : in == DType::i8 ? 4 : 2) * a_step_row_bytes;
+  b.mc = std::max<int64_t>(kGemmMR, tune.gemm_mc * 4096 / a_row_bytes / kGemmMR * kGemmMR);
   b.nc = skinny ? 64 : tune.gemm_nc;
   if (partials_in_workspace && k > b.kc) {
     const int64_t fit = (int64_t(4) << 20) / (4 * std::max<int64_t>(m_rows, 1));

@@ -116,7 +116,7 @@ void share_next(const NextPanel& next, int64_t i, int64_t tiles, GemmTile& t) {
 
 void run_block(const GemmProblem& p, const AmxKernelSet& kernels, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   const bool partial_in_d = !p.d_bf16 && !p.c_is_d();
-  Blocking blk = choose_blocking(*p.tune, p.in, p.m, m1 - m0, n1 - n0, p.k, !partial_in_d);
+  Blocking blk = choose_blocking(*p.tune, p.in, p.m, m1 - m0, n1 - n0, p.k, !partial_in_d, 4);
   blk.mc = p.tune->gemm_amx_mc;
   const auto tile_kernel = p.in == DType::i8 ? kernels.s8 : kernels.bf16;
   // A packed fp8 B is widened to bf16 once per (NC, KC) block into the workspace, where every

@@ -61,7 +61,8 @@ using kernels::kGemmNR;
 // D rows [m0, m1) x columns [n0, n1); n0 is a multiple of kGemmNR.
 void run_block(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   const bool partial_in_d = !p.d_bf16 && !p.c_is_d();
-  const Blocking blk = choose_blocking(*p.tune, p.in, p.m, m1 - m0, n1 - n0, p.k, !partial_in_d);
+  const Blocking blk = choose_blocking(*p.tune, p.in, p.m, m1 - m0, n1 - n0, p.k, !partial_in_d,
+                                       a_step_bytes(*p.kern, p.in, kGemmMR) / kGemmMR);
   // Bytes of one packed B element in the compute type (every K step is 32 bits per column).
   const int64_t es_in = 4 / k_group(p.in);
   const auto tile_kernel = p.in == DType::bf16 ? p.kern->tile_bf16
