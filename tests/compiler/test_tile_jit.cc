@@ -24,13 +24,10 @@ namespace sol::tile {
 namespace {
 
 using testing::example;
-using testing::golden_dir;
-using testing::read_text;
+using testing::golden_input;
+using testing::random_buffer;
 using testing::test_cache_dir;
 
-Program golden_input(const std::string& name) {
-  return parse(read_text(golden_dir() / (name + ".in.tile")), name);
-}
 
 // Runs the compiled kernel and the interpreter on the same random inputs; outputs (the params
 // named in `outputs`) are poisoned first and compared by relative error norm.
@@ -64,11 +61,6 @@ void check_against_interpreter(const Program& p, const std::vector<Buffer>& inpu
   }
 }
 
-Buffer random(DType t, std::initializer_list<int64_t> shape, uint64_t seed) {
-  Buffer b(t, shape);
-  fill_random(b, seed, 1.0);
-  return b;
-}
 
 std::vector<Buffer> buffers(std::initializer_list<Buffer*> list) {
   std::vector<Buffer> out;
@@ -80,32 +72,32 @@ TEST(TileJit, GemmBf16MatchesInterpreter) {
   // M = 450: three cells down M (the last ragged) share each B block, which reuse-tiles packs
   // once per thread; K = 1100: two K blocks, so the B tile alternates between two regions.
   for (auto [m, k, n] : {std::array<int64_t, 3>{450, 600, 290}, {200, 1100, 400}, {150, 600, 290}}) {
-    Buffer a = random(DType::bf16, {m, k}, 1), b = random(DType::bf16, {k, n}, 2), c = random(DType::f32, {m, n}, 3);
+    Buffer a = random_buffer(DType::bf16, {m, k}, 1), b = random_buffer(DType::bf16, {k, n}, 2), c = random_buffer(DType::f32, {m, n}, 3);
     check_against_interpreter(example("gemm_bf16.tile"), buffers({&a, &b, &c}), {2}, 1e-5);
   }
 }
 
 TEST(TileJit, ReusedTilesMatchInterpreter) {
   // Every cell copies W[0, 0] into the reused tile w: each thread packs it once.
-  Buffer w = random(DType::f32, {53, 16}, 30), x = random(DType::f32, {53, 16}, 31), y = random(DType::f32, {53, 16}, 32);
+  Buffer w = random_buffer(DType::f32, {53, 16}, 30), x = random_buffer(DType::f32, {53, 16}, 31), y = random_buffer(DType::f32, {53, 16}, 32);
   check_against_interpreter(golden_input("reuse"), buffers({&w, &x, &y}), {2}, 1e-6);
 }
 
 TEST(TileJit, GemmF32EdgesMatchesInterpreter) {
   // Primes everywhere: partial 12-row and 32-column panels, K not a multiple of 16.
-  Buffer a = random(DType::f32, {67, 53}, 4), b = random(DType::f32, {53, 83}, 5), c = random(DType::f32, {67, 83}, 6);
+  Buffer a = random_buffer(DType::f32, {67, 53}, 4), b = random_buffer(DType::f32, {53, 83}, 5), c = random_buffer(DType::f32, {67, 83}, 6);
   check_against_interpreter(golden_input("gemm_edges"), buffers({&a, &b, &c}), {2}, 1e-5);
 }
 
 TEST(TileJit, GemmTransposedBf16MatchesInterpreter) {
-  Buffer a = random(DType::bf16, {131, 50}, 7), b = random(DType::bf16, {70, 131}, 8), c = random(DType::f32, {50, 70}, 9);
+  Buffer a = random_buffer(DType::bf16, {131, 50}, 7), b = random_buffer(DType::bf16, {70, 131}, 8), c = random_buffer(DType::f32, {50, 70}, 9);
   check_against_interpreter(golden_input("gemm_nt"), buffers({&a, &b, &c}), {2}, 1e-5);
 }
 
 TEST(TileJit, ElementwiseAndReductionsMatchInterpreter) {
-  Buffer x = random(DType::f32, {29, 32}, 10), y = random(DType::f32, {29, 32}, 11), s = random(DType::f32, {29}, 12);
+  Buffer x = random_buffer(DType::f32, {29, 32}, 10), y = random_buffer(DType::f32, {29, 32}, 11), s = random_buffer(DType::f32, {29}, 12);
   check_against_interpreter(golden_input("rows"), buffers({&x, &y, &s}), {1, 2}, 1e-6);
-  Buffer x2 = random(DType::f32, {37, 128}, 13), y2 = random(DType::bf16, {37, 128}, 14);
+  Buffer x2 = random_buffer(DType::f32, {37, 128}, 13), y2 = random_buffer(DType::bf16, {37, 128}, 14);
   check_against_interpreter(example("softmax_rows.tile"), buffers({&x2, &y2}), {1}, 1e-2);
 }
 
@@ -126,14 +118,14 @@ TEST(TileJit, FillAndTileCopyMatchInterpreter) {
 }
 )",
                           "fill_copy");
-  Buffer x = random(DType::f32, {13, 16}, 40), y = random(DType::f32, {13, 16}, 41);
+  Buffer x = random_buffer(DType::f32, {13, 16}, 40), y = random_buffer(DType::f32, {13, 16}, 41);
   check_against_interpreter(p, buffers({&x, &y}), {1}, 1e-6);
 }
 
 TEST(TileJit, TiledLoopsMatchInterpreter) {
   // R = 37: 10 row blocks = 3 whole tiles of 3 (unrolled) + a remainder of 1; R = 8: remainder only.
   for (int64_t r : {37, 8, 0}) {
-    Buffer x = random(DType::f32, {r, 16}, 20), y = random(DType::f32, {r, 16}, 21);
+    Buffer x = random_buffer(DType::f32, {r, 16}, 20), y = random_buffer(DType::f32, {r, 16}, 21);
     check_against_interpreter(golden_input("tiled"), buffers({&x, &y}), {1}, 1e-6);
   }
 }

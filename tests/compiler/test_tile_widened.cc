@@ -21,11 +21,10 @@ namespace sol::tile {
 namespace {
 
 using testing::example;
-using testing::golden_dir;
-using testing::read_text;
+using testing::golden_input;
+using testing::random_buffer;
 using testing::test_cache_dir;
 
-Program golden_input(const std::string& name) { return parse(read_text(golden_dir() / (name + ".in.tile")), name); }
 
 // SOL_ISA for a scope.
 class Level {
@@ -82,36 +81,31 @@ void expect_widened_matches(const Program& p, const std::vector<const Buffer*>& 
   }
 }
 
-Buffer random(DType t, std::initializer_list<int64_t> shape, uint64_t seed) {
-  Buffer b(t, shape);
-  fill_random(b, seed, 1.0);
-  return b;
-}
 
 TEST(TileWidened, GemmWithShortLastPanelAndOddK) {
   // 30-row A tiles (two panels of 12, one of 6), K blocks of 18 with K = 53 (a last block of
   // 17: an odd pair), M and N ragged.
-  Buffer a = random(DType::bf16, {67, 53}, 1), b = random(DType::bf16, {53, 83}, 2), c(DType::f32, {67, 83});
+  Buffer a = random_buffer(DType::bf16, {67, 53}, 1), b = random_buffer(DType::bf16, {53, 83}, 2), c(DType::f32, {67, 83});
   expect_widened_matches(golden_input("gemm_widened"), {&a, &b, &c}, {2}, 1e-5);
 }
 
 TEST(TileWidened, LargeGemmTakesTheVectorPacking) {
   // K blocks of 1024 (the 16-step transposing path), M = 200: a last panel of 8 rows.
-  Buffer a = random(DType::bf16, {200, 1100}, 3), b = random(DType::bf16, {1100, 70}, 4), c(DType::f32, {200, 70});
+  Buffer a = random_buffer(DType::bf16, {200, 1100}, 3), b = random_buffer(DType::bf16, {1100, 70}, 4), c(DType::f32, {200, 70});
   expect_widened_matches(example("gemm_bf16.tile"), {&a, &b, &c}, {2}, 1e-5);
 }
 
 TEST(TileWidened, TransposedA) {
   // A stored [K, M] (packed_at): each step's values are runs of two source rows.
-  Buffer a = random(DType::bf16, {131, 50}, 5), b = random(DType::bf16, {70, 131}, 6), c(DType::f32, {50, 70});
+  Buffer a = random_buffer(DType::bf16, {131, 50}, 5), b = random_buffer(DType::bf16, {70, 131}, 6), c(DType::f32, {50, 70});
   expect_widened_matches(golden_input("gemm_nt"), {&a, &b, &c}, {2}, 1e-5);
 }
 
 TEST(TileWidened, FlashAttentionRoundsItsF32ProbabilitiesFirst) {
   // P is an f32 tile copied into a bf16 A tile: rounded to bf16, then widened.
   constexpr int64_t b = 1, h = 2, sq = 100, skv = 150, d = 128;
-  Buffer q = random(DType::bf16, {b, h, sq, d}, 7), k = random(DType::bf16, {b, h, skv, d}, 8),
-         v = random(DType::bf16, {b, h, skv, d}, 9);
+  Buffer q = random_buffer(DType::bf16, {b, h, sq, d}, 7), k = random_buffer(DType::bf16, {b, h, skv, d}, 8),
+         v = random_buffer(DType::bf16, {b, h, skv, d}, 9);
   Buffer o(DType::bf16, {b, h, sq, d}), lse(DType::f32, {b, h, sq});
   expect_widened_matches(example("flash_attention.tile"), {&q, &k, &v, &o, &lse}, {3, 4}, 2e-2);
 }
@@ -126,7 +120,7 @@ TEST(TileWidened, WidenedKernelRefusesALevelWithoutItsTile) {
     Level level("avx512");
     kernel = compile(golden_input("gemm_widened"), opt);
   }
-  Buffer a = random(DType::bf16, {30, 18}, 10), bm = random(DType::bf16, {18, 40}, 11), c(DType::f32, {30, 40});
+  Buffer a = random_buffer(DType::bf16, {30, 18}, 10), bm = random_buffer(DType::bf16, {18, 40}, 11), c(DType::f32, {30, 40});
   Level level("avx2");
   try {
     (*kernel)({a, bm, c});

@@ -10,6 +10,8 @@
 
 #include <unistd.h>
 
+#include "ops/common/fill.h"
+#include "sol/tensor.h"
 #include "sol/tile.h"
 
 namespace sol::tile::testing {
@@ -29,6 +31,18 @@ inline std::string read_text(const std::filesystem::path& p) {
   std::ostringstream os;
   os << in.rdbuf();
   return os.str();
+}
+
+// The input program of a golden case (tests/compiler/golden/NAME.in.tile).
+inline Program golden_input(const std::string& name) {
+  return parse(read_text(golden_dir() / (name + ".in.tile")), name);
+}
+
+// A buffer of random values (ops/common/fill.h, magnitude 1) from `seed`.
+inline Buffer random_buffer(DType t, std::initializer_list<int64_t> shape, uint64_t seed) {
+  Buffer b(t, shape);
+  fill_random(b, seed, 1.0);
+  return b;
 }
 
 inline Program example(const std::string& name) {

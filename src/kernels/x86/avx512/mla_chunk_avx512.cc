@@ -302,16 +302,28 @@ void pack_values(const Scratch& sc, const uint8_t* rows, int64_t row_bytes, int 
   }
 }
 
-// O rows [m0, m0 + MR) x 64 columns: O = O * corr + P . V over `npairs` token pairs: vdpbf16ps
-// on P's pairs and V's interleaved pairs.
+// A PV tile's accumulators: O rows [0, MR) x 64 columns times the rows' rescale (zero on the
+// first page), and back.
 template <int MR>
-void pv_tile(const uint32_t* p2, int64_t mp, const uint32_t* v2, int npairs, float* o, const float* corr, bool first) {
-  __m512 acc[MR][4];
+[[gnu::always_inline]] inline void load_pv_tile(__m512 (&acc)[MR][4], const float* o, const float* corr, bool first) {
   for (int r = 0; r < MR; ++r) {
     const __m512 cr = _mm512_set1_ps(corr[r]);
     for (int v = 0; v < 4; ++v)
       acc[r][v] = first ? _mm512_setzero_ps() : _mm512_mul_ps(_mm512_loadu_ps(o + r * kMlaDv + 16 * v), cr);
   }
+}
+template <int MR>
+[[gnu::always_inline]] inline void store_pv_tile(const __m512 (&acc)[MR][4], float* o) {
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < 4; ++v) _mm512_storeu_ps(o + r * kMlaDv + 16 * v, acc[r][v]);
+}
+
+// O rows [m0, m0 + MR) x 64 columns: O = O * corr + P . V over `npairs` token pairs: vdpbf16ps
+// on P's pairs and V's interleaved pairs.
+template <int MR>
+void pv_tile(const uint32_t* p2, int64_t mp, const uint32_t* v2, int npairs, float* o, const float* corr, bool first) {
+  __m512 acc[MR][4];
+  load_pv_tile<MR>(acc, o, corr, first);
   for (int tp = 0; tp < npairs; ++tp) {
     __m512i vv[4];
     for (int v = 0; v < 4; ++v) vv[v] = _mm512_load_si512(v2 + 16 * v);
@@ -323,8 +335,7 @@ void pv_tile(const uint32_t* p2, int64_t mp, const uint32_t* v2, int npairs, flo
     p2 += mp;
     v2 += kMlaDv;
   }
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < 4; ++v) _mm512_storeu_ps(o + r * kMlaDv + 16 * v, acc[r][v]);
+  store_pv_tile<MR>(acc, o);
 }
 
 // The same tile as two f32 FMAs per pair (first values, then second), all operands f32 in
@@ -334,11 +345,7 @@ template <int MR>
 void pv_tile_fma(const float* pf, int64_t mp, const float* kf, int npairs, bool half, float* o, const float* corr,
                  bool first) {
   __m512 acc[MR][4];
-  for (int r = 0; r < MR; ++r) {
-    const __m512 cr = _mm512_set1_ps(corr[r]);
-    for (int v = 0; v < 4; ++v)
-      acc[r][v] = first ? _mm512_setzero_ps() : _mm512_mul_ps(_mm512_loadu_ps(o + r * kMlaDv + 16 * v), cr);
-  }
+  load_pv_tile<MR>(acc, o, corr, first);
   for (int tp = 0; tp < npairs; ++tp) {
     __m512 v0[4], v1[4];
     for (int v = 0; v < 4; ++v) v0[v] = _mm512_loadu_ps(kf + 16 * v), v1[v] = _mm512_loadu_ps(kf + kMlaDk + 16 * v);
@@ -358,8 +365,7 @@ void pv_tile_fma(const float* pf, int64_t mp, const float* kf, int npairs, bool 
       for (int v = 0; v < 4; ++v) acc[r][v] = _mm512_fmadd_ps(p0, v0[v], acc[r][v]);
     }
   }
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < 4; ++v) _mm512_storeu_ps(o + r * kMlaDv + 16 * v, acc[r][v]);
+  store_pv_tile<MR>(acc, o);
 }
 
 // Rows per PV tile: MR x 4 accumulators beside the tile's 4 value vectors (vdpbf16ps), or its
