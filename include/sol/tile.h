@@ -131,9 +131,9 @@ void interpret(const Program& p, std::span<const Tensor> args);
 
 enum class Target { cpu, cuda };
 // What the CPU target's micro-kernels want of the tiles they read: data, chosen once per
-// compile. compile() (and `sol compile`, sol.tile.lower) default to what sol::gemm runs on this
-// machine at the ISA level in force (cpu_target_here()); lower() alone reads no machine and
-// defaults to CpuTarget{}; tests and golden files fix it by hand.
+// compile. compile() (and `sol compile`, sol.tile.lower) default to this machine's at the ISA
+// level in force (cpu_target_here(): the core's bf16 route, as sol::gemm takes it); lower()
+// alone reads no machine and defaults to CpuTarget{}; tests and golden files fix it by hand.
 struct CpuTarget {
   // A bf16 tile read as gemm's A holds its values widened to f32 (the tile kernels multiply
   // bf16 by f32 FMAs on cores whose FMA pipes outrun their bf16 dot product), not bf16 pairs.

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "hw/kernel_select.h"
+#include "kernels/gemm.h"
 #include "ops/common/compare.h"
 #include "ops/common/fill.h"
 #include "sol/error.h"
@@ -62,7 +63,9 @@ std::vector<Buffer> run(const Program& p, bool widen, const char* isa, const std
 void expect_widened_matches(const Program& p, const std::vector<const Buffer*>& inputs,
                             const std::vector<size_t>& outputs, double tol) {
   if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512: no tile kernel reads widened A";
-  const std::vector<Buffer> widened = run(p, true, "avx512", inputs, outputs);
+  // At the CPU's best level (amx where it has one: its generated code calls the vector tiles).
+  const std::string best(isa_name(cpu_features().best_isa));
+  const std::vector<Buffer> widened = run(p, true, best.c_str(), inputs, outputs);
   const std::vector<Buffer> pairs = run(p, false, "avx2", inputs, outputs);
   std::vector<Buffer> ref;
   std::vector<Tensor> ref_t;
@@ -75,7 +78,7 @@ void expect_widened_matches(const Program& p, const std::vector<const Buffer*>& 
   for (size_t o : outputs) {
     const int64_t bytes = widened[o].tensor().nbytes();
     EXPECT_EQ(std::memcmp(widened[o].data(), pairs[o].data(), size_t(bytes)), 0)
-        << p.name << " output " << o << ": widened A at avx512 differs from bf16 pairs at avx2";
+        << p.name << " output " << o << ": widened A at " << best << " differs from bf16 pairs at avx2";
     const CheckResult r = compare_relative(widened[o], ref[o], tol);
     EXPECT_TRUE(r.pass) << p.name << " output " << o << ": error " << r.error << " " << r.detail;
   }
@@ -139,19 +142,28 @@ TEST(TileWidened, OnlyABf16APanelIsWidened) {
   EXPECT_THROW(verify(parse(b_panel)), Error);
 }
 
-TEST(TileWidened, DefaultTargetIsWhatGemmRunsHere) {
-  // The target follows sol::gemm's kernel set: widened A where the core prefers FMAs for bf16
-  // (or a test forces the trait) at the avx512 level, never at avx2.
+TEST(TileWidened, DefaultTargetFollowsTheCoresBf16Route) {
+  // Widened A where the core prefers FMAs for bf16 (or a test forces the trait) at avx512 and
+  // above (at avx512 exactly where sol::gemm takes its FMA set), never at avx2.
   {
     Level level("avx2");
     EXPECT_FALSE(cpu_target_here().widen_bf16_a);
   }
-  if (cpu_features().best_isa < Isa::avx512) return;
-  Level level("avx512");
-  EXPECT_EQ(cpu_target_here().widen_bf16_a, (kernel_needs_met() & kPrefersFmaBf16) != 0);
-  const uint32_t before = force_kernel_traits(kPrefersFmaBf16);
-  EXPECT_TRUE(cpu_target_here().widen_bf16_a);
-  force_kernel_traits(before);
+  for (Isa isa : {Isa::avx512, Isa::amx}) {
+    if (cpu_features().best_isa < isa) continue;
+    Level level(std::string(isa_name(isa)).c_str());
+    const bool trait = (kernel_needs_met() & kPrefersFmaBf16) != 0;
+    EXPECT_EQ(cpu_target_here().widen_bf16_a, trait) << isa_name(isa);
+    if (isa == Isa::avx512) {
+      EXPECT_EQ(trait, select_kernels(kernels::gemm_kernel_table(), "gemm").pack_a_panel_f32_pairs != nullptr);
+    }
+    const uint32_t before = force_kernel_traits(kPrefersFmaBf16);
+    EXPECT_TRUE(cpu_target_here().widen_bf16_a) << isa_name(isa);
+    const uint32_t masked = mask_kernel_needs(kPrefersFmaBf16);
+    EXPECT_FALSE(cpu_target_here().widen_bf16_a) << isa_name(isa);
+    mask_kernel_needs(masked);
+    force_kernel_traits(before);
+  }
 }
 
 }  // namespace

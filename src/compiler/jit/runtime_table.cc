@@ -86,10 +86,12 @@ const sol_rt::Runtime& runtime_of() {
 }  // namespace
 
 CpuTarget cpu_target_here() {
-  // What sol::gemm runs at the level in force: its set takes A widened where it has the pair
-  // packer (the FMA variant, chosen by the core's trait).
+  // A widened where the core multiplies bf16 faster as f32 FMAs (the trait that picks
+  // sol::gemm's FMA variant) and the level in force has a tile that reads it: at avx512 that is
+  // sol::gemm's own set; at amx, where sol::gemm runs the matrix unit, it is the vector tiles
+  // generated code calls.
   CpuTarget t;
-  t.widen_bf16_a = select_kernels(kernels::gemm_kernel_table(), "tile jit").pack_a_panel_f32_pairs != nullptr;
+  t.widen_bf16_a = (kernel_needs_met() & kPrefersFmaBf16) != 0 && runtime_table().gemm_tile_bf16_widened != nullptr;
   return t;
 }
 
