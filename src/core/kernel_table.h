@@ -37,14 +37,20 @@ struct KernelEntry {
 template <class Set>
 using KernelTable = std::span<const KernelEntry<Set>>;
 
-// The entry of `backend` with the highest level at most `level` whose needs are all in `have`;
-// null when there is none.
-template <class Set>
-const KernelEntry<Set>* best_entry(KernelTable<Set> table, Backend backend, Isa level, uint32_t have = kNeedsNothing) {
+// The entry of `backend` with the highest level at most `level` whose needs are all in `have`
+// (and, given `wanted`, whose set it accepts); null when there is none.
+template <class Set, class Wanted>
+const KernelEntry<Set>* best_entry(KernelTable<Set> table, Backend backend, Isa level, uint32_t have, Wanted&& wanted) {
   const KernelEntry<Set>* best = nullptr;
   for (const KernelEntry<Set>& e : table)
-    if (e.backend == backend && e.isa <= level && (e.needs & ~have) == 0 && (!best || e.isa > best->isa)) best = &e;
+    if (e.backend == backend && e.isa <= level && (e.needs & ~have) == 0 && (!best || e.isa > best->isa) &&
+        wanted(*e.set))
+      best = &e;
   return best;
+}
+template <class Set>
+const KernelEntry<Set>* best_entry(KernelTable<Set> table, Backend backend, Isa level, uint32_t have = kNeedsNothing) {
+  return best_entry(table, backend, level, have, [](const Set&) { return true; });
 }
 
 }  // namespace sol

@@ -56,13 +56,9 @@ const kernels::GemmKernels& tiles() {
 template <Isa L>
 const kernels::GemmKernels* widened_tiles() {
   static const kernels::GemmKernels* k = [] {
-    const uint32_t have = (kernel_needs_met() & ~kKernelTraits) | kKernelTraits;
-    const KernelEntry<kernels::GemmKernels>* best = nullptr;
-    for (const auto& e : kernels::gemm_kernel_table())
-      if (e.backend == Backend::cpu && e.isa <= L && (e.needs & ~have) == 0 && e.set->pack_a_panel_f32_pairs &&
-          (!best || e.isa > best->isa))
-        best = &e;
-    return best ? best->set : nullptr;
+    const auto* e = best_entry(kernels::gemm_kernel_table(), Backend::cpu, L, kernel_needs_met() | kKernelTraits,
+                               [](const kernels::GemmKernels& s) { return s.pack_a_panel_f32_pairs != nullptr; });
+    return e ? e->set : nullptr;
   }();
   return k;
 }

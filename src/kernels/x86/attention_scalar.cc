@@ -29,9 +29,10 @@ float store(void* p, int64_t i, bool bf16, bool widened, float v) {
     return v;
   }
   const uint16_t b = f32_to_bf16(v);
-  if (widened) static_cast<float*>(p)[i] = bf16_to_f32(b);
+  const float kept = bf16_to_f32(b);
+  if (widened) static_cast<float*>(p)[i] = kept;
   else static_cast<uint16_t*>(p)[i] = b;
-  return bf16_to_f32(b);
+  return kept;
 }
 
 }  // namespace

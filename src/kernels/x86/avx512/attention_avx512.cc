@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "kernels/attention.h"
+#include "kernels/convert.h"
 #include "kernels/x86/avx512/vec16_avx512.h"
 
 namespace sol::kernels {
@@ -145,7 +146,7 @@ void dispatch_rows(const AttnGemmTile& t, std::integer_sequence<int, Rows...>) {
     return v;
   }
   const __m256i h = (__m256i)_mm512_cvtneps_pbh(v);
-  const __m512 rounded = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  const __m512 rounded = bf16x16_to_f32(h);
   if (widened) _mm512_storeu_ps(static_cast<float*>(p) + i, rounded);
   else _mm256_storeu_si256(reinterpret_cast<__m256i*>(static_cast<uint16_t*>(p) + i), h);
   return rounded;
@@ -162,15 +163,9 @@ void attn_gemm_tile_bf16_widened_avx512(const AttnGemmTile& t) {
 }
 
 void attn_gather_widened_avx512(const void* src, int64_t stride_bytes, int64_t rows, int64_t cols, float* dst) {
-  for (int64_t i = 0; i < rows; ++i) {
-    const uint16_t* in = reinterpret_cast<const uint16_t*>(static_cast<const char*>(src) + i * stride_bytes);
-    float* out = dst + i * cols;
-    for (int64_t c = 0; c < cols; c += 16) {
-      const __mmask16 m = tail_mask(int(std::min<int64_t>(16, cols - c)));
-      const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, in + c));
-      _mm512_mask_storeu_ps(out + c, m, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
-    }
-  }
+  for (int64_t i = 0; i < rows; ++i)
+    convert_avx512(static_cast<const char*>(src) + i * stride_bytes, DType::bf16, dst + i * cols, DType::f32, cols,
+                   false, 0);
 }
 
 void attn_gemm_tile_f32_avx512(const AttnGemmTile& t) {

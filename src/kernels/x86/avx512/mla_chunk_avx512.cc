@@ -271,10 +271,8 @@ void pack_probabilities(const Scratch& sc, int64_t mp, int npairs, int n_lo, int
         const __m512i both = (__m512i)_mm512_cvtne2ps_pbh(b, a);  // a's 16 bf16, then b's
         if constexpr (kFma) {
           float* plane = reinterpret_cast<float*>(out) + tp * 2 * mp + m0;
-          const __m512i a16 = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(both));
-          const __m512i b16 = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(both, 1));
-          _mm512_store_ps(plane, _mm512_castsi512_ps(_mm512_slli_epi32(a16, 16)));
-          _mm512_store_ps(plane + mp, _mm512_castsi512_ps(_mm512_slli_epi32(b16, 16)));
+          _mm512_store_ps(plane, bf16x16_to_f32(_mm512_castsi512_si256(both)));
+          _mm512_store_ps(plane + mp, bf16x16_to_f32(_mm512_extracti64x4_epi64(both, 1)));
         } else {
           _mm512_store_si512(out + tp * mp + m0, _mm512_permutexvar_epi16(interleave, both));
         }
