@@ -189,10 +189,16 @@ extern const AmxDecodeSet kAmxDecodeHardware;
 extern const AmxDecodeSet kAmxDecodeModel;
 
 // The AVX2 + FMA level (x86/avx2/gemm_*_avx2.cc): the same panels and tile contract, each tile
-// computed as sub-tiles that fit 16 ymm registers; bf16 and e4m3 are widened to f32 in
-// registers (no bf16 dot product), int8 quads are summed by vpmaddwd on int16 lanes.
+// computed as sub-tiles that fit 16 ymm registers; bf16 and e4m3 products are f32 FMAs (no bf16
+// dot product), int8 quads are summed by vpmaddwd on int16 lanes. The level's bf16 tile reads A
+// packed as f32 pairs (gemm_tile_bf16_fma_avx2, pack_a_panel_f32_pairs_avx2: the widening done
+// once, not per use); gemm_tile_bf16_avx2 reads bf16 pairs and widens them in registers, the
+// same bits, for generated code that packs bf16 pairs.
 void gemm_tile_f32_avx2(const GemmTile& t);
 void gemm_tile_bf16_avx2(const GemmTile& t);
+void gemm_tile_bf16_fma_avx2(const GemmTile& t);
+void pack_a_panel_f32_pairs_avx2(const void* const (&rows)[kGemmMR], int m, int64_t steps, uint32_t flip, bool e4m3,
+                                 uint32_t* panel);
 void gemm_tile_s8_avx2(const GemmTile& t);
 void pack_a_panel_avx2(const void* const (&rows)[kGemmMR], int64_t steps, uint32_t flip, bool e4m3,
                        uint32_t* panel);

@@ -1,9 +1,10 @@
 // Generated kernels with bf16 A tiles widened to f32 (CpuTarget::widen_bf16_a: the tile kernels
-// multiply bf16 by f32 FMAs, as sol::gemm does on cores whose FMA pipes outrun their bf16 dot
-// product). The widened kernel at the avx512 level must give the bits of the same program with
-// bf16 pairs at the avx2 level, whose tile kernel sums the same products in the same order:
-// any slip in the widened packing (pair order, the short last panel, a transposed A, an f32 A
-// rounded to bf16) or in the panel offsets shows as a mismatch. Forced on every AVX-512 CPU.
+// multiply bf16 by f32 FMAs, as sol::gemm does at avx2 and on AVX-512 cores whose FMA pipes
+// outrun their bf16 dot product). The widened kernel at the avx2 level and at the CPU's best
+// must give the bits of the same program with bf16 pairs at the avx2 level, whose tile kernel
+// sums the same products in the same order: any slip in the widened packing (pair order, the
+// short last panel, a transposed A, an f32 A rounded to bf16) or in the panel offsets shows as
+// a mismatch. Forced on every CPU with AVX2.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -59,13 +60,15 @@ std::vector<Buffer> run(const Program& p, bool widen, const char* isa, const std
   return bufs;
 }
 
-// The widened kernel (avx512) against bf16 pairs (avx2): bitwise; and against the interpreter.
+// The widened kernel (at avx2, and at the CPU's best level) against bf16 pairs (avx2): bitwise;
+// and against the interpreter.
 void expect_widened_matches(const Program& p, const std::vector<const Buffer*>& inputs,
                             const std::vector<size_t>& outputs, double tol) {
-  if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512: no tile kernel reads widened A";
+  if (cpu_features().best_isa < Isa::avx2) GTEST_SKIP() << "no AVX2: no tile kernel reads widened A";
   // At the CPU's best level (amx where it has one: its generated code calls the vector tiles).
   const std::string best(isa_name(cpu_features().best_isa));
   const std::vector<Buffer> widened = run(p, true, best.c_str(), inputs, outputs);
+  const std::vector<Buffer> widened_avx2 = run(p, true, "avx2", inputs, outputs);
   const std::vector<Buffer> pairs = run(p, false, "avx2", inputs, outputs);
   std::vector<Buffer> ref;
   std::vector<Tensor> ref_t;
@@ -79,6 +82,8 @@ void expect_widened_matches(const Program& p, const std::vector<const Buffer*>& 
     const int64_t bytes = widened[o].tensor().nbytes();
     EXPECT_EQ(std::memcmp(widened[o].data(), pairs[o].data(), size_t(bytes)), 0)
         << p.name << " output " << o << ": widened A at " << best << " differs from bf16 pairs at avx2";
+    EXPECT_EQ(std::memcmp(widened_avx2[o].data(), pairs[o].data(), size_t(bytes)), 0)
+        << p.name << " output " << o << ": widened A at avx2 differs from bf16 pairs at avx2";
     const CheckResult r = compare_relative(widened[o], ref[o], tol);
     EXPECT_TRUE(r.pass) << p.name << " output " << o << ": error " << r.error << " " << r.detail;
   }
@@ -113,24 +118,22 @@ TEST(TileWidened, FlashAttentionRoundsItsF32ProbabilitiesFirst) {
   expect_widened_matches(example("flash_attention.tile"), {&q, &k, &v, &o, &lse}, {3, 4}, 2e-2);
 }
 
-TEST(TileWidened, WidenedKernelRefusesALevelWithoutItsTile) {
-  if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512";
+TEST(TileWidened, WidenedKernelRunsAtAnotherLevel) {
+  // Compiled at the CPU's best level, launched at avx2: the tile kernels are the launch level's,
+  // and both levels have one that reads widened A, with the same bits.
+  if (cpu_features().best_isa < Isa::avx2) GTEST_SKIP() << "no AVX2";
   test_cache_dir();
   CompileOptions opt;
   opt.cpu = CpuTarget{.widen_bf16_a = true};
-  std::shared_ptr<const Kernel> kernel;
+  std::shared_ptr<const Kernel> kernel = compile(golden_input("gemm_widened"), opt);
+  Buffer a = random_buffer(DType::bf16, {30, 18}, 10), bm = random_buffer(DType::bf16, {18, 40}, 11);
+  Buffer c_best(DType::f32, {30, 40}), c_avx2(DType::f32, {30, 40});
+  (*kernel)({a, bm, c_best});
   {
-    Level level("avx512");
-    kernel = compile(golden_input("gemm_widened"), opt);
+    Level level("avx2");
+    (*kernel)({a, bm, c_avx2});
   }
-  Buffer a = random_buffer(DType::bf16, {30, 18}, 10), bm = random_buffer(DType::bf16, {18, 40}, 11), c(DType::f32, {30, 40});
-  Level level("avx2");
-  try {
-    (*kernel)({a, bm, c});
-    ADD_FAILURE() << "a widened kernel ran at the avx2 level";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("widened"), std::string::npos) << e.what();
-  }
+  EXPECT_EQ(std::memcmp(c_best.data(), c_avx2.data(), size_t(c_best.tensor().nbytes())), 0);
 }
 
 TEST(TileWidened, OnlyABf16APanelIsWidened) {
@@ -143,11 +146,16 @@ TEST(TileWidened, OnlyABf16APanelIsWidened) {
 }
 
 TEST(TileWidened, DefaultTargetFollowsTheCoresBf16Route) {
-  // Widened A where the core prefers FMAs for bf16 (or a test forces the trait) at avx512 and
-  // above (at avx512 exactly where sol::gemm takes its FMA set), never at avx2.
-  {
+  // Widened A at avx2 (no bf16 dot product: sol::gemm's set there reads widened A, whatever the
+  // core), and where the core prefers FMAs for bf16 (or a test forces the trait) at avx512 and
+  // above (at avx512 exactly where sol::gemm takes its FMA set).
+  if (cpu_features().best_isa >= Isa::avx2) {
     Level level("avx2");
-    EXPECT_FALSE(cpu_target_here().widen_bf16_a);
+    EXPECT_TRUE(cpu_target_here().widen_bf16_a);
+    EXPECT_NE(select_kernels(kernels::gemm_kernel_table(), "gemm").pack_a_panel_f32_pairs, nullptr);
+    const uint32_t masked = mask_kernel_needs(kPrefersFmaBf16);
+    EXPECT_TRUE(cpu_target_here().widen_bf16_a);
+    mask_kernel_needs(masked);
   }
   for (Isa isa : {Isa::avx512, Isa::amx}) {
     if (cpu_features().best_isa < isa) continue;

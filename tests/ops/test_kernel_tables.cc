@@ -161,7 +161,9 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
       EXPECT_EQ(present, l >= Isa::avx2);
     if (l == Isa::avx2) {
       EXPECT_EQ(k.tile_f32, kernels::gemm_tile_f32_avx2);
-      EXPECT_EQ(k.tile_bf16, kernels::gemm_tile_bf16_avx2);
+      // No bf16 dot product at avx2: bf16 products as f32 FMAs, A packed as f32 pairs.
+      EXPECT_EQ(k.tile_bf16, kernels::gemm_tile_bf16_fma_avx2);
+      EXPECT_EQ(k.pack_a_panel_f32_pairs, kernels::pack_a_panel_f32_pairs_avx2);
       EXPECT_EQ(k.tile_s8, kernels::gemm_tile_s8_avx2);
       EXPECT_EQ(k.pack_a_panel, kernels::pack_a_panel_avx2);
     }

@@ -44,15 +44,20 @@ static_assert(sol_rt::kPanelRows == kernels::kGemmMR && sol_rt::kPanelCols == ke
 
 // Generated code calls the GEMM tile kernels of the ISA level in force at launch (its own code
 // is built for the host CPU, -march=native, so any level the CPU runs is fine for it). One
-// Runtime per level; each wrapper looks its level's set up once.
+// Runtime per level; each wrapper looks its level's set up once. gemm_tile_bf16 reads bf16
+// pairs: the level's general set whose bf16 tile does (at avx2 not the level's first set,
+// whose tile reads A widened).
 template <Isa L>
 const kernels::GemmKernels& tiles() {
-  static const kernels::GemmKernels& k = *best_entry(kernels::gemm_kernel_table(), Backend::cpu, L)->set;
+  static const kernels::GemmKernels& k =
+      *best_entry(kernels::gemm_kernel_table(), Backend::cpu, L, kNeedsNothing,
+                  [](const kernels::GemmKernels& s) { return s.pack_a_panel_f32_pairs == nullptr; })
+           ->set;
   return k;
 }
 // The set whose bf16 tile reads A widened to f32 (pack_a_panel_f32_pairs): the highest at or
 // below level L that this CPU runs, a core trait not required (any CPU of the level runs it);
-// null where there is none (avx2, scalar).
+// null where there is none (scalar).
 template <Isa L>
 const kernels::GemmKernels* widened_tiles() {
   static const kernels::GemmKernels* k = [] {
@@ -82,12 +87,16 @@ const sol_rt::Runtime& runtime_of() {
 }  // namespace
 
 CpuTarget cpu_target_here() {
-  // A widened where the core multiplies bf16 faster as f32 FMAs (the trait that picks
-  // sol::gemm's FMA variant) and the level in force has a tile that reads it: at avx512 that is
-  // sol::gemm's own set; at amx, where sol::gemm runs the matrix unit, it is the vector tiles
-  // generated code calls.
+  // A widened where sol::gemm's own set at the level in force reads it (avx2, which has no bf16
+  // dot product; avx512 on a core that multiplies bf16 faster as f32 FMAs), and at amx where the
+  // core has that trait: there sol::gemm runs the matrix unit, and the vector tiles generated
+  // code calls are the ones the trait decides.
+  const Isa level = active_isa();
+  const auto* natural = best_entry(kernels::gemm_kernel_table(), Backend::cpu, level, kernel_needs_met());
+  const bool gemm_widens = natural && natural->set->pack_a_panel_f32_pairs != nullptr;
   CpuTarget t;
-  t.widen_bf16_a = (kernel_needs_met() & kPrefersFmaBf16) != 0 && runtime_table().gemm_tile_bf16_widened != nullptr;
+  t.widen_bf16_a = (gemm_widens || (kernel_needs_met() & kPrefersFmaBf16) != 0) &&
+                   runtime_table().gemm_tile_bf16_widened != nullptr;
   return t;
 }
 

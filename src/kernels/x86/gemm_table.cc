@@ -11,11 +11,21 @@ void widen_e4m3_avx512(const void* src, uint16_t* dst, int64_t n) {
 
 constexpr GemmKernels kScalar{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
                                nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
-constexpr GemmKernels kAvx2{gemm_tile_f32_avx2,   gemm_tile_bf16_avx2,  gemm_tile_s8_avx2,
-                            pack_a_panel_avx2,    pack_b_panel_nt_avx2, pack_b_panel_nn_avx2,
-                            widen_e4m3_avx2,      nullptr,              nullptr,
-                            nullptr,              nullptr,              nullptr,
-                            nullptr,              nullptr};
+// AVX2 has no bf16 dot product: its bf16 tile multiplies by f32 FMAs, A packed as f32 pairs
+// (faster than widening A in registers on every use; docs/perf/gemm.md). kAvx2Pairs keeps that tile for
+// generated code, which packs bf16 pairs (compiler/jit/runtime_table.cc); listed second, it is
+// never what a plain lookup of the level returns.
+constexpr GemmKernels kAvx2Pairs{gemm_tile_f32_avx2,   gemm_tile_bf16_avx2,  gemm_tile_s8_avx2,
+                                 pack_a_panel_avx2,    pack_b_panel_nt_avx2, pack_b_panel_nn_avx2,
+                                 widen_e4m3_avx2,      nullptr,              nullptr,
+                                 nullptr,              nullptr,              nullptr,
+                                 nullptr,              nullptr};
+constexpr GemmKernels with_fma_avx2(GemmKernels k) {
+  k.tile_bf16 = gemm_tile_bf16_fma_avx2;
+  k.pack_a_panel_f32_pairs = pack_a_panel_f32_pairs_avx2;
+  return k;
+}
+constexpr GemmKernels kAvx2 = with_fma_avx2(kAvx2Pairs);
 constexpr GemmKernels kAvx512{gemm_tile_f32_avx512,       gemm_tile_bf16_avx512, gemm_tile_s8_avx512,
                               pack_a_panel_avx512,        pack_b_panel_nt_avx512, pack_b_panel_nn_avx512,     
                               widen_e4m3_avx512,          nullptr,               &kAmxModel,
@@ -53,6 +63,7 @@ constexpr GemmKernels with_amx(GemmKernels k) {
 constexpr GemmKernels kAmx = with_amx(kAvx512Vbmi);
 constexpr KernelEntry<GemmKernels> kTable[] = {{Backend::cpu, Isa::scalar, &kScalar},
                                                {Backend::cpu, Isa::avx2, &kAvx2},
+                                               {Backend::cpu, Isa::avx2, &kAvx2Pairs},
                                                {Backend::cpu, Isa::avx512, &kAvx512VbmiFma, kNeedsVbmi | kPrefersFmaBf16},
                                                {Backend::cpu, Isa::avx512, &kAvx512Fma, kPrefersFmaBf16},
                                                {Backend::cpu, Isa::avx512, &kAvx512Vbmi, kNeedsVbmi},

@@ -48,9 +48,15 @@ constexpr int64_t kAheadBytes = 256;
 }
 
 // Rows [0, rows) of a group of 4 (null rows are zero) of `steps` 32-bit steps into
-// out[s * stride + i], i = 0..3.
+// out[s * stride + i], i = 0..3. kF32Pairs: each step's bf16 pairs as two f32 (a bf16 is the
+// top half of its f32), the first values at out[2 s * stride + i], the second at
+// out[(2 s + 1) * stride + i], only the `rows` real rows written (the FMA tile's A panel of m
+// rows, stride m).
+template <bool kF32Pairs = false>
 void pack_group(const void* const* row, int rows, int64_t steps, uint32_t flip, bool e4m3, uint32_t* out,
                 int64_t stride) {
+  const __m128i row_mask = _mm_cmpgt_epi32(_mm_set1_epi32(rows), _mm_setr_epi32(0, 1, 2, 3));
+  const __m128i high_half = _mm_set1_epi32(int(0xFFFF0000u));
   const __m256i flip8 = _mm256_set1_epi32(int(flip));
   const int64_t block = e4m3 ? 16 : 32, row_bytes = steps * (e4m3 ? 2 : 4);
   for (int64_t c = 0; 8 * c < steps; ++c) {
@@ -64,10 +70,21 @@ void pack_group(const void* const* row, int rows, int64_t steps, uint32_t flip, 
     // u[j]: step j in the low 128 bits, step j + 4 in the high, each the 4 rows in order.
     const __m256i u[4] = {_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2),
                           _mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3)};
-    uint32_t* step = out + 8 * c * stride;
+    uint32_t* step = out + (kF32Pairs ? 16 : 8) * c * stride;
     for (int j = 0; j < 8 && j < valid; ++j) {
       const __m128i v = j < 4 ? _mm256_castsi256_si128(u[j]) : _mm256_extracti128_si256(u[j - 4], 1);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(step + j * stride), v);
+      if constexpr (kF32Pairs) {
+        int* first = reinterpret_cast<int*>(step + 2 * j * stride);
+        if (rows == 4) {
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(first), _mm_slli_epi32(v, 16));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(first + stride), _mm_and_si128(v, high_half));
+        } else {
+          _mm_maskstore_epi32(first, row_mask, _mm_slli_epi32(v, 16));
+          _mm_maskstore_epi32(first + stride, row_mask, _mm_and_si128(v, high_half));
+        }
+      } else {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(step + j * stride), v);
+      }
     }
   }
 }
@@ -78,6 +95,11 @@ void pack_a_panel_avx2(const void* const (&rows)[kGemmMR], int64_t steps, uint32
                        uint32_t* panel) {
   static_assert(kGemmMR % 4 == 0);
   for (int g = 0; g < kGemmMR; g += 4) pack_group(rows + g, 4, steps, flip, e4m3, panel + g, kGemmMR);
+}
+
+void pack_a_panel_f32_pairs_avx2(const void* const (&rows)[kGemmMR], int m, int64_t steps, uint32_t flip, bool e4m3,
+                                 uint32_t* panel) {
+  for (int g = 0; g < m; g += 4) pack_group<true>(rows + g, m - g < 4 ? m - g : 4, steps, flip, e4m3, panel + g, m);
 }
 
 void pack_b_panel_nt_avx2(const void* const (&cols)[kGemmNR], int valid_cols, int64_t steps, bool e4m3,

@@ -217,6 +217,14 @@ struct Chunk {
   void* sums = nullptr;
 };
 
+// Rows of a tile's sub-tiles: as few sub-tiles as kRows allows, their heights as even as can be
+// (8 rows as 4 + 4, not 6 + 2: a short sub-tile widens and loads each B vector for few FMAs).
+// Each element's sum is the same whatever the split.
+inline int balanced_rows(int m, int k_rows) {
+  const int blocks = (m + k_rows - 1) / k_rows;
+  return (m + blocks - 1) / blocks;
+}
+
 // Runs Sub<R>::run(t, i0, col0, lead, chunk, side) over the tile's sub-tiles, chunk by chunk:
 // row blocks of up to kRows (the last one shorter), column halves that hold a valid column. The
 // lead (first) sub-tile of each chunk is the one that may read B from memory: it alone requests
@@ -231,10 +239,10 @@ void run_subtiles(const GemmTile& t, std::integer_sequence<int, Rs...>) {
     const int64_t k1 = t.k_steps - k0 < kChunkSteps ? t.k_steps : k0 + kChunkSteps;
     const Chunk chunk{k0, k1, k0 == 0, k1 >= t.k_steps, sums};
     bool lead = true;
+    const int rows = balanced_rows(t.m, kRows);
     for (int col0 = 0; col0 < t.n; col0 += kHalfCols)
-      for (int i0 = 0; i0 < t.m; i0 += kRows) {
-        const int rows = t.m - i0 < kRows ? t.m - i0 : kRows;
-        table[rows - 1](t, i0, col0, lead, chunk, side);
+      for (int i0 = 0; i0 < t.m; i0 += rows) {
+        table[(t.m - i0 < rows ? t.m - i0 : rows) - 1](t, i0, col0, lead, chunk, side);
         lead = false;
       }
   }
