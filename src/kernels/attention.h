@@ -106,6 +106,9 @@ void attn_grad_rows_scalar(const AttnGradRows& r);
 // The scalar tiles' bits, eight columns a vector (x86/avx2/attention_avx2.cc).
 void attn_gemm_tile_f32_avx2(const AttnGemmTile& t);
 void attn_gemm_tile_bf16_avx2(const AttnGemmTile& t);
+// attn_softmax_rows_avx512 / attn_grad_rows_avx512 eight columns a vector (exp8 for exp).
+void attn_softmax_rows_avx2(const AttnSoftmaxRows& r);
+void attn_grad_rows_avx2(const AttnGradRows& r);
 
 void attn_gemm_tile_f32_avx512(const AttnGemmTile& t);
 void attn_gemm_tile_bf16_avx512(const AttnGemmTile& t);

@@ -141,6 +141,7 @@ TEST(AttentionTiles, WidenedRowsAreTheBf16RowsWidened) {
   using Softmax = void (*)(const kernels::AttnSoftmaxRows&);
   using Grad = void (*)(const kernels::AttnGradRows&);
   std::vector<std::pair<Softmax, Grad>> levels = {{kernels::attn_softmax_rows_scalar, kernels::attn_grad_rows_scalar}};
+  if (isa_at_least(Isa::avx2)) levels.push_back({kernels::attn_softmax_rows_avx2, kernels::attn_grad_rows_avx2});
   if (isa_at_least(Isa::avx512)) levels.push_back({kernels::attn_softmax_rows_avx512, kernels::attn_grad_rows_avx512});
   for (auto [softmax, grad] : levels) {
     std::vector<uint16_t> p16(size_t(m * ld), 0xffff), ds16(size_t(m * ld), 0xffff);

@@ -9,8 +9,8 @@ namespace {
 constexpr AttentionKernels kScalar{attn_gemm_tile_f32_scalar, attn_gemm_tile_bf16_scalar, attn_softmax_rows_scalar,
                                    attn_grad_rows_scalar,     attn_store_rows_scalar,     nullptr,
                                    nullptr,                   nullptr};
-constexpr AttentionKernels kAvx2{attn_gemm_tile_f32_avx2, attn_gemm_tile_bf16_avx2, attn_softmax_rows_scalar,
-                                 attn_grad_rows_scalar,   attn_store_rows_scalar,   nullptr,
+constexpr AttentionKernels kAvx2{attn_gemm_tile_f32_avx2, attn_gemm_tile_bf16_avx2, attn_softmax_rows_avx2,
+                                 attn_grad_rows_avx2,     attn_store_rows_scalar,   nullptr,
                                  nullptr,                 nullptr};
 constexpr AttentionKernels kAvx512{attn_gemm_tile_f32_avx512, attn_gemm_tile_bf16_avx512, attn_softmax_rows_avx512,
                                    attn_grad_rows_avx512,     attn_store_rows_avx512,     attn_pack_transposed_avx512,

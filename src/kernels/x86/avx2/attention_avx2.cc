@@ -7,11 +7,19 @@
 // finish() rounds c * row_scale before adding the sums; ISA files are built without
 // contraction (cmake/SolIsaFlags.cmake), so no product is fused into an add the scalar code
 // rounds separately.
+//
+// The row primitives (online softmax, score gradients) are attention_avx512.cc's, eight columns
+// a vector: exp8 (exp_avx2.h) for libm's exp and sums in eight lanes, so they hold the scalar
+// rows' results to the tests' tolerance, not their bits, as the AVX-512 ones do.
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/attention.h"
+#include "kernels/x86/avx2/codes_avx2.h"
+#include "kernels/x86/avx2/exp_avx2.h"
 
 namespace sol::kernels {
 namespace {
@@ -84,9 +92,106 @@ void tile(const AttnGemmTile& t) {
   }
 }
 
+// Lanes of columns c..c+7 inside [lo, hi), as an all-ones mask per lane.
+[[gnu::always_inline]] inline __m256 visible8(int c, int lo, int hi) {
+  const __m256i col = _mm256_add_epi32(_mm256_set1_epi32(c), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256i in = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(lo), col),
+                                         _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), col));
+  return _mm256_castsi256_ps(in);
+}
+
+// Stores 8 values as f32 or bf16 (round to nearest even, as f32_to_bf16), or as the f32 of that
+// bf16 (widened), and returns what was kept, as f32.
+[[gnu::always_inline]] inline __m256 store_row8(void* p, int64_t i, bool bf16, bool widened, __m256 v) {
+  if (!bf16) {
+    _mm256_storeu_ps(static_cast<float*>(p) + i, v);
+    return v;
+  }
+  const __m256i codes = f32x8_to_bf16(v);  // in the low halves of the lanes
+  const __m256 kept = _mm256_castsi256_ps(_mm256_slli_epi32(codes, 16));
+  if (widened) {
+    _mm256_storeu_ps(static_cast<float*>(p) + i, kept);
+  } else {
+    const __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(codes), _mm256_extracti128_si256(codes, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint16_t*>(p) + i), packed);
+  }
+  return kept;
+}
+
+float max8(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return std::max(_mm_cvtss_f32(m), _mm_cvtss_f32(_mm_shuffle_ps(m, m, 1)));
+}
+
+float sum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
+}
+
 }  // namespace
 
 void attn_gemm_tile_f32_avx2(const AttnGemmTile& t) { tile<false>(t); }
 void attn_gemm_tile_bf16_avx2(const AttnGemmTile& t) { tile<true>(t); }
+
+void attn_softmax_rows_avx2(const AttnSoftmaxRows& r) {
+  const __m256 scale = _mm256_set1_ps(r.scale);
+  for (int i = 0; i < r.m; ++i) {
+    const float* s = r.s + i * r.lds;
+    const int lo = std::clamp(r.lo[i], 0, r.n), hi = std::clamp(r.hi[i], lo, r.n);
+    const bool all = lo == 0 && hi == r.n;
+    __m256 mx = _mm256_set1_ps(-INFINITY), nan = _mm256_setzero_ps();
+    if (hi > lo)
+      for (int c = 0; c < r.n; c += 8) {
+        const __m256 v = _mm256_loadu_ps(s + c);
+        const __m256 in = all ? _mm256_castsi256_ps(_mm256_set1_epi32(-1)) : visible8(c, lo, hi);
+        nan = _mm256_or_ps(nan, _mm256_and_ps(in, _mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+        mx = _mm256_blendv_ps(mx, _mm256_max_ps(mx, v), in);  // NaN lanes are caught above
+      }
+    const float old = r.row_max[i];
+    // A NaN score makes the running maximum NaN, and with it every later P and the row's sum.
+    const float now = _mm256_movemask_ps(nan) ? NAN : hi > lo ? std::max(old, max8(mx) * r.scale) : old;
+    const int64_t row = i * r.ldp;
+    if (now == -INFINITY) {  // nothing seen yet: the output row is still all zeros
+      r.alpha[i] = 1.0f;
+      for (int c = 0; c < r.n; c += 8) store_row8(r.p, row + c, r.p_bf16, r.p_widened, _mm256_setzero_ps());
+      continue;
+    }
+    r.alpha[i] = std::exp(old - now);
+    const __m256 vnow = _mm256_set1_ps(now);
+    __m256 sum = _mm256_setzero_ps();
+    for (int c = 0; c < r.n; c += 8) {
+      __m256 e = exp8(_mm256_fmsub_ps(_mm256_loadu_ps(s + c), scale, vnow));
+      if (!all) e = _mm256_and_ps(e, visible8(c, lo, hi));
+      sum = _mm256_add_ps(sum, store_row8(r.p, row + c, r.p_bf16, r.p_widened, e));
+    }
+    r.row_max[i] = now;
+    r.row_sum[i] = r.row_sum[i] * r.alpha[i] + sum8(sum);
+  }
+}
+
+void attn_grad_rows_avx2(const AttnGradRows& r) {
+  const __m256 scale = _mm256_set1_ps(r.scale);
+  for (int i = 0; i < r.m; ++i) {
+    const int lo = std::clamp(r.lo[i], 0, r.n), hi = std::clamp(r.hi[i], lo, r.n);
+    const float* s = r.s + i * r.ld;
+    const float* dp = r.dp + i * r.ld;
+    const int64_t row = i * r.ldo;
+    const __m256 row_lse = _mm256_set1_ps(r.per_column ? 0.0f : r.lse[i]);
+    const __m256 row_delta = _mm256_set1_ps(r.per_column ? 0.0f : r.delta[i]);
+    for (int c = 0; c < r.n; c += 8) {
+      __m256 p = _mm256_setzero_ps(), ds = _mm256_setzero_ps();
+      if (c + 8 > lo && c < hi) {
+        const __m256 lse = r.per_column ? _mm256_loadu_ps(r.lse + c) : row_lse;
+        const __m256 delta = r.per_column ? _mm256_loadu_ps(r.delta + c) : row_delta;
+        p = _mm256_and_ps(exp8(_mm256_fmsub_ps(_mm256_loadu_ps(s + c), scale, lse)), visible8(c, lo, hi));
+        ds = _mm256_mul_ps(p, _mm256_sub_ps(_mm256_loadu_ps(dp + c), delta));
+      }
+      if (r.p) store_row8(r.p, row + c, r.out_bf16, r.out_widened, p);
+      store_row8(r.ds, row + c, r.out_bf16, r.out_widened, ds);
+    }
+  }
+}
 
 }  // namespace sol::kernels
