@@ -103,11 +103,14 @@ void attn_gemm_tile_bf16_scalar(const AttnGemmTile& t);
 void attn_softmax_rows_scalar(const AttnSoftmaxRows& r);
 void attn_grad_rows_scalar(const AttnGradRows& r);
 
-// The scalar tiles' bits, eight columns a vector (x86/avx2/attention_avx2.cc).
+// The scalar f32 tile's bits, eight columns a vector; the bf16 tile and gather of the avx512
+// level's FMA variant (attn_gemm_tile_bf16_widened_avx512), its bits (x86/avx2/attention_avx2.cc).
 void attn_gemm_tile_f32_avx2(const AttnGemmTile& t);
-void attn_gemm_tile_bf16_avx2(const AttnGemmTile& t);
+void attn_gemm_tile_bf16_widened_avx2(const AttnGemmTile& t);
+void attn_gather_widened_avx2(const void* src, int64_t stride_bytes, int64_t rows, int64_t cols, float* dst);
 // attn_softmax_rows_avx512 / attn_grad_rows_avx512 eight columns a vector (exp8 for exp).
 void attn_softmax_rows_avx2(const AttnSoftmaxRows& r);
+void attn_store_rows_avx2(const AttnStoreRows& r);  // the scalar bits
 void attn_grad_rows_avx2(const AttnGradRows& r);
 
 void attn_gemm_tile_f32_avx512(const AttnGemmTile& t);

@@ -73,29 +73,60 @@ struct TileCase {
   }
 };
 
-TEST(AttentionTiles, Avx2GivesTheScalarBits) {
+TEST(AttentionTiles, Avx2F32GivesTheScalarBits) {
   if (!isa_at_least(Isa::avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
   std::mt19937 rng(7);
-  for (bool bf16 : {false, true})
-    for (int64_t k_steps : {0, 1, 3, 32, 77})
-      for (int m = 1; m <= kAttnTileRows; ++m)
-        for (int n : {1, 7, 8, 17, 32})
-          for (bool accumulate : {false, true}) {
-            const TileCase c(rng, m, n, k_steps, accumulate);
-            std::vector<float> want = c.start, got = c.start;
-            (bf16 ? kernels::attn_gemm_tile_bf16_scalar : kernels::attn_gemm_tile_f32_scalar)(c.tile(bf16, want.data()));
-            (bf16 ? kernels::attn_gemm_tile_bf16_avx2 : kernels::attn_gemm_tile_f32_avx2)(c.tile(bf16, got.data()));
-            ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0)
-                << (bf16 ? "bf16 " : "f32 ") << c.describe();
-          }
+  for (int64_t k_steps : {0, 1, 3, 32, 77})
+    for (int m = 1; m <= kAttnTileRows; ++m)
+      for (int n : {1, 7, 8, 17, 32})
+        for (bool accumulate : {false, true}) {
+          const TileCase c(rng, m, n, k_steps, accumulate);
+          std::vector<float> want = c.start, got = c.start;
+          kernels::attn_gemm_tile_f32_scalar(c.tile(false, want.data()));
+          kernels::attn_gemm_tile_f32_avx2(c.tile(false, got.data()));
+          ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0) << c.describe();
+        }
 }
 
-// The FMA variant's bf16 tile (A rows widened to f32) is acc = fma(a1, b1, fma(a0, b0, acc))
-// per K pair, in K order, then c * row_scale + acc in one rounding when accumulating: a scalar
-// model of that chain (std::fma) gives its bits for every row count, column tail and K,
-// columns past n untouched.
-TEST(AttentionTiles, Avx512FmaTileIsItsFmaChain) {
-  if (!isa_at_least(Isa::avx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
+// The output rows (acc * row_scale * scale, as f32 or bf16) at avx2: the scalar bits, every
+// column tail, nothing past a row.
+TEST(AttentionTiles, Avx2StoreRowsGiveTheScalarBits) {
+  if (!isa_at_least(Isa::avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 4.0f);
+  for (bool bf16 : {false, true})
+    for (int64_t n : {1, 7, 8, 9, 17, 128, 131}) {
+      constexpr int64_t m = 3;
+      const int64_t lda = n + 5, ldo = n + 3;
+      std::vector<float> acc(size_t(m * lda)), scale(m);
+      for (float& x : acc) x = normal(rng);
+      for (float& x : scale) x = 1.0f / (1.0f + std::fabs(normal(rng)));
+      std::vector<uint8_t> want(size_t(m * ldo * 4), 0xAB), got = want;
+      kernels::AttnStoreRows r;
+      r.m = m;
+      r.n = n;
+      r.acc = acc.data();
+      r.lda = lda;
+      r.row_scale = n % 2 ? scale.data() : nullptr;
+      r.scale = 0.37f;
+      r.ldo = ldo;
+      r.bf16 = bf16;
+      r.out = want.data();
+      kernels::attn_store_rows_scalar(r);
+      r.out = got.data();
+      kernels::attn_store_rows_avx2(r);
+      ASSERT_EQ(want, got) << (bf16 ? "bf16" : "f32") << " n=" << n;
+    }
+}
+
+// The FMA variant's bf16 tile (A rows widened to f32), at avx2 and at avx512, is
+// acc = fma(a1, b1, fma(a0, b0, acc)) per K pair, in K order, then c * row_scale + acc in one
+// rounding when accumulating: a scalar model of that chain (std::fma) gives its bits for every
+// row count, column tail and K, columns past n untouched.
+TEST(AttentionTiles, FmaTileIsItsFmaChain) {
+  if (!isa_at_least(Isa::avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::vector<void (*)(const kernels::AttnGemmTile&)> tiles = {kernels::attn_gemm_tile_bf16_widened_avx2};
+  if (isa_at_least(Isa::avx512)) tiles.push_back(kernels::attn_gemm_tile_bf16_widened_avx512);
   std::mt19937 rng(11);
   const auto widen = [](uint16_t h) {
     const uint32_t bits = uint32_t(h) << 16;
@@ -108,7 +139,7 @@ TEST(AttentionTiles, Avx512FmaTileIsItsFmaChain) {
       for (int n : {1, 15, 16, 17, 32})
         for (bool accumulate : {false, true}) {
           const TileCase c(rng, m, n, k_steps, accumulate);
-          std::vector<float> want = c.start, got = c.start;
+          std::vector<float> want = c.start;
           for (int i = 0; i < m; ++i)
             for (int j = 0; j < n; ++j) {
               float acc = 0.0f;
@@ -120,8 +151,12 @@ TEST(AttentionTiles, Avx512FmaTileIsItsFmaChain) {
               float& out = want[size_t(i * c.ldc + j)];
               out = accumulate ? std::fma(out, c.scales() ? c.row_scale[size_t(i)] : 1.0f, acc) : acc;
             }
-          kernels::attn_gemm_tile_bf16_widened_avx512(c.tile(true, got.data(), true));
-          ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0) << c.describe();
+          for (size_t level = 0; level < tiles.size(); ++level) {
+            std::vector<float> got = c.start;
+            tiles[level](c.tile(true, got.data(), true));
+            ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0)
+                << (level ? "avx512 " : "avx2 ") << c.describe();
+          }
         }
 }
 
@@ -200,13 +235,17 @@ TEST(AttentionTiles, WidenedRowsAreTheBf16RowsWidened) {
       }
     }
   }
-  if (!isa_at_least(Isa::avx512)) return;
+  using Gather = void (*)(const void*, int64_t, int64_t, int64_t, float*);
+  std::vector<Gather> gathers;
+  if (isa_at_least(Isa::avx2)) gathers.push_back(kernels::attn_gather_widened_avx2);
+  if (isa_at_least(Isa::avx512)) gathers.push_back(kernels::attn_gather_widened_avx512);
+  for (Gather gather : gathers)
   for (int64_t cols : {1, 15, 16, 17, 128, 131}) {
     const int64_t rows = 3, stride = cols + 9;
     std::vector<uint16_t> src(size_t(rows * stride));
     for (uint16_t& h : src) h = f32_to_bf16(normal(rng));
     std::vector<float> dst(size_t(rows * cols + 16), -9.0f);
-    kernels::attn_gather_widened_avx512(src.data(), stride * 2, rows, cols, dst.data());
+    gather(src.data(), stride * 2, rows, cols, dst.data());
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t c = 0; c < cols; ++c) {
         const float want = bf16_to_f32(src[size_t(i * stride + c)]);

@@ -136,14 +136,19 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
   check_table(kernels::attention_kernel_table(), "attention", [](const kernels::AttentionKernels& k, Isa l) {
     EXPECT_EQ(k.gemm_f32, vec(l) ? kernels::attn_gemm_tile_f32_avx512
                           : l == Isa::avx2 ? kernels::attn_gemm_tile_f32_avx2 : kernels::attn_gemm_tile_f32_scalar);
-    // bf16 tile products as f32 FMAs at avx512 (and amx, which has no entry of its own) on a
-    // core that prefers them.
+    // bf16 tile products as f32 FMAs at avx2 (no bf16 dot product) and at avx512 (and amx,
+    // which has no entry of its own) on a core that prefers them.
     const bool fma = (kernel_needs_met() & kPrefersFmaBf16) != 0;
     EXPECT_EQ(k.gemm_bf16, vec(l) ? (fma ? kernels::attn_gemm_tile_bf16_widened_avx512 : kernels::attn_gemm_tile_bf16_avx512)
-                           : l == Isa::avx2 ? kernels::attn_gemm_tile_bf16_avx2 : kernels::attn_gemm_tile_bf16_scalar);
+                           : l == Isa::avx2 ? kernels::attn_gemm_tile_bf16_widened_avx2 : kernels::attn_gemm_tile_bf16_scalar);
     // The widened tile and the gather of its A rows come together.
-    EXPECT_EQ(k.gather_widened != nullptr, k.gemm_bf16 == kernels::attn_gemm_tile_bf16_widened_avx512);
-    EXPECT_EQ(k.store_rows, vec(l) ? kernels::attn_store_rows_avx512 : kernels::attn_store_rows_scalar);
+    EXPECT_EQ(k.gather_widened != nullptr, k.gemm_bf16 == kernels::attn_gemm_tile_bf16_widened_avx512 ||
+                                               k.gemm_bf16 == kernels::attn_gemm_tile_bf16_widened_avx2);
+    EXPECT_EQ(k.softmax_rows, vec(l) ? kernels::attn_softmax_rows_avx512
+                              : l == Isa::avx2 ? kernels::attn_softmax_rows_avx2 : kernels::attn_softmax_rows_scalar);
+    EXPECT_EQ(k.store_rows, vec(l)             ? kernels::attn_store_rows_avx512
+                            : l == Isa::avx2 ? kernels::attn_store_rows_avx2
+                                             : kernels::attn_store_rows_scalar);
     EXPECT_EQ(!!k.pack_transposed && !!k.pack_interleaved, vec(l));
   });
   check_table(kernels::mla_kernel_table(), "mla", [](const kernels::MlaKernels& k, Isa l) {

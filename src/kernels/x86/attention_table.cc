@@ -9,9 +9,10 @@ namespace {
 constexpr AttentionKernels kScalar{attn_gemm_tile_f32_scalar, attn_gemm_tile_bf16_scalar, attn_softmax_rows_scalar,
                                    attn_grad_rows_scalar,     attn_store_rows_scalar,     nullptr,
                                    nullptr,                   nullptr};
-constexpr AttentionKernels kAvx2{attn_gemm_tile_f32_avx2, attn_gemm_tile_bf16_avx2, attn_softmax_rows_avx2,
-                                 attn_grad_rows_avx2,     attn_store_rows_scalar,   nullptr,
-                                 nullptr,                 nullptr};
+// No bf16 dot product at avx2: bf16 tile products as f32 FMAs on A rows widened once.
+constexpr AttentionKernels kAvx2{attn_gemm_tile_f32_avx2, attn_gemm_tile_bf16_widened_avx2, attn_softmax_rows_avx2,
+                                 attn_grad_rows_avx2,     attn_store_rows_avx2,             nullptr,
+                                 nullptr,                 attn_gather_widened_avx2};
 constexpr AttentionKernels kAvx512{attn_gemm_tile_f32_avx512, attn_gemm_tile_bf16_avx512, attn_softmax_rows_avx512,
                                    attn_grad_rows_avx512,     attn_store_rows_avx512,     attn_pack_transposed_avx512,
                                    attn_pack_interleaved_avx512, nullptr};

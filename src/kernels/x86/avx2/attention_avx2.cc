@@ -1,12 +1,14 @@
-// Flash attention's tile products on AVX2 + FMA: attention_scalar.cc's arithmetic, eight columns
-// a vector, so every path below AVX-512 gives the scalar path's bits at vector speed (the plain
-// loops call libm's fmaf per product where the baseline build has no FMA instruction).
-//   f32:  acc = fma(a, b, acc) per k, in k order.
-//   bf16: acc += a0 * b0 + a1 * b1 per k pair; bf16 products are exact in f32, so the only
-//         roundings are the pair's sum and the add into acc, whichever way the sum is formed.
-// finish() rounds c * row_scale before adding the sums; ISA files are built without
-// contraction (cmake/SolIsaFlags.cmake), so no product is fused into an add the scalar code
-// rounds separately.
+// Flash attention's tile products on AVX2 + FMA.
+//   f32:  attention_scalar.cc's arithmetic, eight columns a vector, so it gives the scalar
+//         path's bits at vector speed (the plain loops call libm's fmaf per product where the
+//         baseline build has no FMA instruction): acc = fma(a, b, acc) per k, in k order;
+//         finish() rounds c * row_scale before adding the sums (ISA files are built without
+//         contraction, cmake/SolIsaFlags.cmake).
+//   bf16: the avx512 level's FMA variant (attn_gemm_tile_bf16_widened_avx512), its bits: A rows
+//         widened to f32 once where they are gathered or written (attn_gather_widened_avx2, the
+//         rows' p_widened / out_widened), acc = fma(a1, b1, fma(a0, b0, acc)) per k pair, then
+//         fma(c, row_scale, acc). AVX2 has no bf16 dot product, and the plain tile's two
+//         products and two adds per pair on two rows ran at a third of the FMA peak.
 //
 // The row primitives (online softmax, score gradients) are attention_avx512.cc's, eight columns
 // a vector: exp8 (exp_avx2.h) for libm's exp and sums in eight lanes, so they hold the scalar
@@ -18,8 +20,10 @@
 #include <cstdint>
 
 #include "kernels/attention.h"
+#include "kernels/convert.h"
 #include "kernels/x86/avx2/codes_avx2.h"
 #include "kernels/x86/avx2/exp_avx2.h"
+#include "kernels/x86/avx2/vec8_avx2.h"
 
 namespace sol::kernels {
 namespace {
@@ -28,39 +32,18 @@ constexpr int kVectors = kAttnPanel / 8;
 
 // Two rows at a time (8 accumulators, 4 B vectors, 2 broadcasts): a K step loads each B line
 // once for both rows.
-template <int R, bool kBf16>
+template <int R>
 [[gnu::always_inline]] inline void rows_product(const AttnGemmTile& t, int i0, __m256 (&acc)[R][kVectors]) {
   for (int i = 0; i < R; ++i)
     for (int v = 0; v < kVectors; ++v) acc[i][v] = _mm256_setzero_ps();
-  if constexpr (!kBf16) {
-    const float* a = static_cast<const float*>(t.a) + i0 * t.lda;
-    const float* b = static_cast<const float*>(t.b);
-    for (int64_t k = 0; k < t.k_steps; ++k, b += kAttnPanel) {
-      __m256 bv[kVectors];
-      for (int v = 0; v < kVectors; ++v) bv[v] = _mm256_loadu_ps(b + 8 * v);
-      for (int i = 0; i < R; ++i) {
-        const __m256 x = _mm256_broadcast_ss(a + i * t.lda + k);
-        for (int v = 0; v < kVectors; ++v) acc[i][v] = _mm256_fmadd_ps(x, bv[v], acc[i][v]);
-      }
-    }
-  } else {
-    const uint16_t* a = static_cast<const uint16_t*>(t.a) + i0 * t.lda;
-    const uint32_t* b = static_cast<const uint32_t*>(t.b);  // (k, k+1) pairs, 32 columns a step
-    const __m256i high = _mm256_set1_epi32(int(0xFFFF0000u));
-    for (int64_t k = 0; k < t.k_steps; ++k, b += kAttnPanel) {
-      __m256 b0[kVectors], b1[kVectors];
-      for (int v = 0; v < kVectors; ++v) {
-        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 8 * v));
-        b0[v] = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
-        b1[v] = _mm256_castsi256_ps(_mm256_and_si256(w, high));
-      }
-      for (int i = 0; i < R; ++i) {
-        const uint16_t* pair = a + i * t.lda + 2 * k;
-        const __m256 x0 = _mm256_castsi256_ps(_mm256_set1_epi32(int(uint32_t(pair[0]) << 16)));
-        const __m256 x1 = _mm256_castsi256_ps(_mm256_set1_epi32(int(uint32_t(pair[1]) << 16)));
-        for (int v = 0; v < kVectors; ++v)
-          acc[i][v] = _mm256_add_ps(acc[i][v], _mm256_add_ps(_mm256_mul_ps(x0, b0[v]), _mm256_mul_ps(x1, b1[v])));
-      }
+  const float* a = static_cast<const float*>(t.a) + i0 * t.lda;
+  const float* b = static_cast<const float*>(t.b);
+  for (int64_t k = 0; k < t.k_steps; ++k, b += kAttnPanel) {
+    __m256 bv[kVectors];
+    for (int v = 0; v < kVectors; ++v) bv[v] = _mm256_loadu_ps(b + 8 * v);
+    for (int i = 0; i < R; ++i) {
+      const __m256 x = _mm256_broadcast_ss(a + i * t.lda + k);
+      for (int v = 0; v < kVectors; ++v) acc[i][v] = _mm256_fmadd_ps(x, bv[v], acc[i][v]);
     }
   }
 }
@@ -77,19 +60,83 @@ void finish_rows(const AttnGemmTile& t, int i0, const __m256 (&acc)[R][kVectors]
   }
 }
 
-template <bool kBf16>
-void tile(const AttnGemmTile& t) {
+void tile_f32(const AttnGemmTile& t) {
   int i = 0;
   for (; i + 2 <= t.m; i += 2) {
     __m256 acc[2][kVectors];
-    rows_product<2, kBf16>(t, i, acc);
+    rows_product<2>(t, i, acc);
     finish_rows<2>(t, i, acc);
   }
   if (i < t.m) {
     __m256 acc[1][kVectors];
-    rows_product<1, kBf16>(t, i, acc);
+    rows_product<1>(t, i, acc);
     finish_rows<1>(t, i, acc);
   }
+}
+
+// The widened bf16 tile as sub-tiles of R rows (up to 6) x 16 columns: 12 accumulators, two
+// widened B vectors and a broadcast, as the avx2 GEMM's FMA tile. Every row's first products of
+// a step, then every row's second: each accumulator still takes its pair in order.
+typedef float Acc8 __attribute__((vector_size(32)));  // __m256 is may_alias: GCC would spill it
+
+template <int R>
+struct WidenedRows {
+  static void run(const AttnGemmTile& t, int i0, int col0) {
+    Acc8 acc[R][2];
+#pragma GCC unroll 6
+    for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = Acc8(_mm256_setzero_ps());
+    const float* a = static_cast<const float*>(t.a) + i0 * t.lda;
+    const uint32_t* b = static_cast<const uint32_t*>(t.b) + col0;  // (k, k+1) pairs, 32 columns a step
+    alignas(32) static const uint32_t kHigh[8] = {0xFFFF0000u, 0xFFFF0000u, 0xFFFF0000u, 0xFFFF0000u,
+                                                  0xFFFF0000u, 0xFFFF0000u, 0xFFFF0000u, 0xFFFF0000u};
+    for (int64_t k = 0; k < t.k_steps; ++k, b += kAttnPanel) {
+      // The mask read from memory on every step (the pointer hidden from the optimiser): held
+      // in a register it took the 16th ymm and GCC kept four accumulators on the stack.
+      const uint32_t* high_bits = kHigh;
+      asm("" : "+r"(high_bits));
+      const __m256i high = _mm256_load_si256(reinterpret_cast<const __m256i*>(high_bits));
+      const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+      const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 8));
+      const __m256 f0 = _mm256_castsi256_ps(_mm256_slli_epi32(w0, 16)), f1 = _mm256_castsi256_ps(_mm256_slli_epi32(w1, 16));
+#pragma GCC unroll 6
+      for (int i = 0; i < R; ++i) {
+        const __m256 x = _mm256_broadcast_ss(a + i * t.lda + 2 * k);
+        acc[i][0] = Acc8(_mm256_fmadd_ps(x, f0, __m256(acc[i][0])));
+        acc[i][1] = Acc8(_mm256_fmadd_ps(x, f1, __m256(acc[i][1])));
+      }
+      const __m256 s0 = _mm256_castsi256_ps(_mm256_and_si256(w0, high)), s1 = _mm256_castsi256_ps(_mm256_and_si256(w1, high));
+#pragma GCC unroll 6
+      for (int i = 0; i < R; ++i) {
+        const __m256 x = _mm256_broadcast_ss(a + i * t.lda + 2 * k + 1);
+        acc[i][0] = Acc8(_mm256_fmadd_ps(x, s0, __m256(acc[i][0])));
+        acc[i][1] = Acc8(_mm256_fmadd_ps(x, s1, __m256(acc[i][1])));
+      }
+    }
+    // C = acc, or fma(c, row_scale, acc): the columns col0.. below t.n.
+#pragma GCC unroll 6
+    for (int i = 0; i < R; ++i) {
+      float* c = t.c + (i0 + i) * t.ldc + col0;
+      const __m256 scale = _mm256_set1_ps(t.row_scale ? t.row_scale[i0 + i] : 1.0f);
+#pragma GCC unroll 2
+      for (int v = 0; v < 2; ++v) {
+        const int valid = std::clamp(t.n - col0 - 8 * v, 0, 8);
+        if (valid == 0) continue;
+        const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256 out = __m256(acc[i][v]);
+        if (t.accumulate) out = _mm256_fmadd_ps(_mm256_maskload_ps(c + 8 * v, lanes), scale, out);
+        _mm256_maskstore_ps(c + 8 * v, lanes, out);
+      }
+    }
+  }
+};
+
+void tile_bf16_widened(const AttnGemmTile& t) {
+  using Fn = void (*)(const AttnGemmTile&, int, int);
+  static constexpr Fn table[] = {&WidenedRows<1>::run, &WidenedRows<2>::run, &WidenedRows<3>::run,
+                                 &WidenedRows<4>::run, &WidenedRows<5>::run, &WidenedRows<6>::run};
+  const int blocks = (t.m + 5) / 6, rows = (t.m + blocks - 1) / blocks;  // heights as even as can be
+  for (int col0 = 0; col0 < t.n; col0 += 16)
+    for (int i0 = 0; i0 < t.m; i0 += rows) table[std::min(rows, t.m - i0) - 1](t, i0, col0);
 }
 
 // Lanes of columns c..c+7 inside [lo, hi), as an all-ones mask per lane.
@@ -132,8 +179,27 @@ float sum8(__m256 v) {
 
 }  // namespace
 
-void attn_gemm_tile_f32_avx2(const AttnGemmTile& t) { tile<false>(t); }
-void attn_gemm_tile_bf16_avx2(const AttnGemmTile& t) { tile<true>(t); }
+void attn_gemm_tile_f32_avx2(const AttnGemmTile& t) { tile_f32(t); }
+void attn_gemm_tile_bf16_widened_avx2(const AttnGemmTile& t) { tile_bf16_widened(t); }
+
+void attn_gather_widened_avx2(const void* src, int64_t stride_bytes, int64_t rows, int64_t cols, float* dst) {
+  for (int64_t i = 0; i < rows; ++i)
+    convert_avx2(static_cast<const char*>(src) + i * stride_bytes, DType::bf16, dst + i * cols, DType::f32, cols,
+                 false, 0);
+}
+
+void attn_store_rows_avx2(const AttnStoreRows& r) {
+  // acc * (row_scale * scale): one product, rounded to bf16 as f32_to_bf16: the scalar bits.
+  const DType t = r.bf16 ? DType::bf16 : DType::f32;
+  for (int64_t i = 0; i < r.m; ++i) {
+    const __m256 s = _mm256_set1_ps((r.row_scale ? r.row_scale[i] : 1.0f) * r.scale);
+    const float* acc = r.acc + i * r.lda;
+    char* out = static_cast<char*>(r.out) + i * r.ldo * (r.bf16 ? 2 : 4);
+    int64_t d = 0;
+    for (; d + 8 <= r.n; d += 8) store8(out, t, d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), s));
+    if (d < r.n) store8_n(out, t, d, r.n - d, _mm256_mul_ps(load8_n(acc, DType::f32, d, r.n - d), s));
+  }
+}
 
 void attn_softmax_rows_avx2(const AttnSoftmaxRows& r) {
   const __m256 scale = _mm256_set1_ps(r.scale);
