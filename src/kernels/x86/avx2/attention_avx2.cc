@@ -97,20 +97,17 @@ struct WidenedRows {
       const __m256i high = _mm256_load_si256(reinterpret_cast<const __m256i*>(high_bits));
       const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
       const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 8));
-      const __m256 f0 = _mm256_castsi256_ps(_mm256_slli_epi32(w0, 16)), f1 = _mm256_castsi256_ps(_mm256_slli_epi32(w1, 16));
+      // acc[i] += A[i][2k + second] * (b0, b1) for the R rows.
+      const auto products = [&](int second, __m256 b0, __m256 b1) __attribute__((always_inline)) {
 #pragma GCC unroll 6
-      for (int i = 0; i < R; ++i) {
-        const __m256 x = _mm256_broadcast_ss(a + i * t.lda + 2 * k);
-        acc[i][0] = Acc8(_mm256_fmadd_ps(x, f0, __m256(acc[i][0])));
-        acc[i][1] = Acc8(_mm256_fmadd_ps(x, f1, __m256(acc[i][1])));
-      }
-      const __m256 s0 = _mm256_castsi256_ps(_mm256_and_si256(w0, high)), s1 = _mm256_castsi256_ps(_mm256_and_si256(w1, high));
-#pragma GCC unroll 6
-      for (int i = 0; i < R; ++i) {
-        const __m256 x = _mm256_broadcast_ss(a + i * t.lda + 2 * k + 1);
-        acc[i][0] = Acc8(_mm256_fmadd_ps(x, s0, __m256(acc[i][0])));
-        acc[i][1] = Acc8(_mm256_fmadd_ps(x, s1, __m256(acc[i][1])));
-      }
+        for (int i = 0; i < R; ++i) {
+          const __m256 x = _mm256_broadcast_ss(a + i * t.lda + 2 * k + second);
+          acc[i][0] = Acc8(_mm256_fmadd_ps(x, b0, __m256(acc[i][0])));
+          acc[i][1] = Acc8(_mm256_fmadd_ps(x, b1, __m256(acc[i][1])));
+        }
+      };
+      products(0, _mm256_castsi256_ps(_mm256_slli_epi32(w0, 16)), _mm256_castsi256_ps(_mm256_slli_epi32(w1, 16)));
+      products(1, _mm256_castsi256_ps(_mm256_and_si256(w0, high)), _mm256_castsi256_ps(_mm256_and_si256(w1, high)));
     }
     // C = acc, or fma(c, row_scale, acc): the columns col0.. below t.n.
 #pragma GCC unroll 6

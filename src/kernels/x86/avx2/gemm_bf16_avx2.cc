@@ -41,21 +41,17 @@ template <int R, bool kWidened>
     if constexpr (kWidened) {
       // Every row's first products, then every row's second: each accumulator still takes its
       // step's pair in order, and only two widened B vectors are live at a time.
-      const float* af = reinterpret_cast<const float*>(a);
-      const __m256 b0e = even_f32(w0), b1e = even_f32(w1);
+      // acc[i] += values[i] * (b0, b1) for the R rows.
+      const auto products = [&](const float* values, __m256 b0, __m256 b1) __attribute__((always_inline)) {
 #pragma GCC unroll 6
-      for (int i = 0; i < R; ++i) {
-        const __m256 ae = _mm256_broadcast_ss(af + i);
-        acc[i][0] = AccF32(_mm256_fmadd_ps(ae, b0e, __m256(acc[i][0])));
-        acc[i][1] = AccF32(_mm256_fmadd_ps(ae, b1e, __m256(acc[i][1])));
-      }
-      const __m256 b0o = odd_f32(w0), b1o = odd_f32(w1);
-#pragma GCC unroll 6
-      for (int i = 0; i < R; ++i) {
-        const __m256 ao = _mm256_broadcast_ss(a_second + i);
-        acc[i][0] = AccF32(_mm256_fmadd_ps(ao, b0o, __m256(acc[i][0])));
-        acc[i][1] = AccF32(_mm256_fmadd_ps(ao, b1o, __m256(acc[i][1])));
-      }
+        for (int i = 0; i < R; ++i) {
+          const __m256 x = _mm256_broadcast_ss(values + i);
+          acc[i][0] = AccF32(_mm256_fmadd_ps(x, b0, __m256(acc[i][0])));
+          acc[i][1] = AccF32(_mm256_fmadd_ps(x, b1, __m256(acc[i][1])));
+        }
+      };
+      products(reinterpret_cast<const float*>(a), even_f32(w0), even_f32(w1));
+      products(a_second, odd_f32(w0), odd_f32(w1));
     } else {
       const __m256 b0e = even_f32(w0), b0o = odd_f32(w0), b1e = even_f32(w1), b1o = odd_f32(w1);
 #pragma GCC unroll 4
