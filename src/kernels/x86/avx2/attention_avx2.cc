@@ -23,6 +23,7 @@
 #include "kernels/convert.h"
 #include "kernels/x86/avx2/codes_avx2.h"
 #include "kernels/x86/avx2/exp_avx2.h"
+#include "kernels/x86/avx2/subtile_avx2.h"
 #include "kernels/x86/avx2/vec8_avx2.h"
 
 namespace sol::kernels {
@@ -77,14 +78,12 @@ void tile_f32(const AttnGemmTile& t) {
 // The widened bf16 tile as sub-tiles of R rows (up to 6) x 16 columns: 12 accumulators, two
 // widened B vectors and a broadcast, as the avx2 GEMM's FMA tile. Every row's first products of
 // a step, then every row's second: each accumulator still takes its pair in order.
-typedef float Acc8 __attribute__((vector_size(32)));  // __m256 is may_alias: GCC would spill it
-
 template <int R>
 struct WidenedRows {
   static void run(const AttnGemmTile& t, int i0, int col0) {
-    Acc8 acc[R][2];
+    AccF32 acc[R][2];
 #pragma GCC unroll 6
-    for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = Acc8(_mm256_setzero_ps());
+    for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = AccF32(_mm256_setzero_ps());
     const float* a = static_cast<const float*>(t.a) + i0 * t.lda;
     const uint32_t* b = static_cast<const uint32_t*>(t.b) + col0;  // (k, k+1) pairs, 32 columns a step
     alignas(32) static const uint32_t kHigh[8] = {0xFFFF0000u, 0xFFFF0000u, 0xFFFF0000u, 0xFFFF0000u,
@@ -102,8 +101,8 @@ struct WidenedRows {
 #pragma GCC unroll 6
         for (int i = 0; i < R; ++i) {
           const __m256 x = _mm256_broadcast_ss(a + i * t.lda + 2 * k + second);
-          acc[i][0] = Acc8(_mm256_fmadd_ps(x, b0, __m256(acc[i][0])));
-          acc[i][1] = Acc8(_mm256_fmadd_ps(x, b1, __m256(acc[i][1])));
+          acc[i][0] = AccF32(_mm256_fmadd_ps(x, b0, __m256(acc[i][0])));
+          acc[i][1] = AccF32(_mm256_fmadd_ps(x, b1, __m256(acc[i][1])));
         }
       };
       products(0, _mm256_castsi256_ps(_mm256_slli_epi32(w0, 16)), _mm256_castsi256_ps(_mm256_slli_epi32(w1, 16)));
@@ -116,9 +115,9 @@ struct WidenedRows {
       const __m256 scale = _mm256_set1_ps(t.row_scale ? t.row_scale[i0 + i] : 1.0f);
 #pragma GCC unroll 2
       for (int v = 0; v < 2; ++v) {
-        const int valid = std::clamp(t.n - col0 - 8 * v, 0, 8);
+        const int valid = vector_cols(t.n, col0 / 8 + v);
         if (valid == 0) continue;
-        const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        const __m256i lanes = lane_mask(valid);
         __m256 out = __m256(acc[i][v]);
         if (t.accumulate) out = _mm256_fmadd_ps(_mm256_maskload_ps(c + 8 * v, lanes), scale, out);
         _mm256_maskstore_ps(c + 8 * v, lanes, out);
@@ -131,7 +130,7 @@ void tile_bf16_widened(const AttnGemmTile& t) {
   using Fn = void (*)(const AttnGemmTile&, int, int);
   static constexpr Fn table[] = {&WidenedRows<1>::run, &WidenedRows<2>::run, &WidenedRows<3>::run,
                                  &WidenedRows<4>::run, &WidenedRows<5>::run, &WidenedRows<6>::run};
-  const int blocks = (t.m + 5) / 6, rows = (t.m + blocks - 1) / blocks;  // heights as even as can be
+  const int rows = balanced_rows(t.m, 6);
   for (int col0 = 0; col0 < t.n; col0 += 16)
     for (int i0 = 0; i0 < t.m; i0 += rows) table[std::min(rows, t.m - i0) - 1](t, i0, col0);
 }

@@ -14,27 +14,12 @@
 
 #include "kernels/gemm.h"
 #include "kernels/x86/avx2/codes_avx2.h"  // bf16 rounding as src/core/convert.cc
+#include "kernels/x86/avx2/subtile_avx2.h"
 
 namespace sol::kernels {
 namespace {
 
 constexpr int kHalfCols = 16;  // a sub-tile's columns: two ymm of f32 or int32
-
-// Accumulators as a plain vector type: __m256 is declared may_alias, and GCC 12 then stores an
-// array of them to the stack after every FMA (the AVX-512 int8 kernel met the same).
-typedef float AccF32 __attribute__((vector_size(32)));
-
-// Lane mask of the first `valid` (0..8) 32-bit lanes, for vmaskmov.
-inline __m256i lane_mask(int valid) {
-  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), lanes);
-}
-
-// Valid columns (0..8) of the 8-column vector v (0..3) of a tile with n valid columns.
-inline int vector_cols(int n, int v) {
-  const int left = n - 8 * v;
-  return left <= 0 ? 0 : left >= 8 ? 8 : left;
-}
 
 // 8 values of f32 or bf16 at p, the first `valid` of them (others zero).
 [[gnu::always_inline]] inline __m256 load8_f32_or_bf16(const void* p, bool bf16, int valid) {
@@ -217,16 +202,8 @@ struct Chunk {
   void* sums = nullptr;
 };
 
-// Rows of a tile's sub-tiles: as few sub-tiles as kRows allows, their heights as even as can be
-// (8 rows as 4 + 4, not 6 + 2: a short sub-tile widens and loads each B vector for few FMAs).
-// Each element's sum is the same whatever the split.
-inline int balanced_rows(int m, int k_rows) {
-  const int blocks = (m + k_rows - 1) / k_rows;
-  return (m + blocks - 1) / blocks;
-}
-
 // Runs Sub<R>::run(t, i0, col0, lead, chunk, side) over the tile's sub-tiles, chunk by chunk:
-// row blocks of up to kRows (the last one shorter), column halves that hold a valid column. The
+// row blocks of balanced_rows(m, kRows), column halves that hold a valid column. The
 // lead (first) sub-tile of each chunk is the one that may read B from memory: it alone requests
 // B ahead and walks the side stream.
 template <template <int> class Sub, int kRows, int... Rs>

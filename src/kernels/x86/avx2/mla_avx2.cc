@@ -19,6 +19,7 @@
 
 #include "kernels/x86/avx2/codes_avx2.h"
 #include "kernels/x86/avx2/exp_avx2.h"
+#include "kernels/x86/avx2/subtile_avx2.h"
 #include "kernels/x86/avx2/vec8_avx2.h"
 #include "kernels/x86/avx512/mla_chunk_avx512.h"
 
@@ -56,17 +57,15 @@ float horizontal_sum(__m256 v) {
   return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
 }
 
-typedef float Acc8 __attribute__((vector_size(32)));  // __m256 is may_alias: GCC would spill it
-
 // s[r][t] = scale * (q row r . key row t) for R query rows (576 f32 each, kMlaDk apart) and T
 // key rows (kMlaDk apart); s rows ld apart.
 template <int R, int T>
 void qk_block(const float* q, const float* k, float scale, float* s, int64_t ld) {
-  Acc8 acc[R][T];
+  AccF32 acc[R][T];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) acc[r][t] = Acc8(_mm256_setzero_ps());
+    for (int t = 0; t < T; ++t) acc[r][t] = AccF32(_mm256_setzero_ps());
   for (int d = 0; d < kMlaDk; d += 8) {
     __m256 kv[T];
 #pragma GCC unroll 4
@@ -75,7 +74,7 @@ void qk_block(const float* q, const float* k, float scale, float* s, int64_t ld)
     for (int r = 0; r < R; ++r) {
       const __m256 qv = _mm256_loadu_ps(q + r * kMlaDk + d);
 #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) acc[r][t] = Acc8(_mm256_fmadd_ps(qv, kv[t], __m256(acc[r][t])));
+      for (int t = 0; t < T; ++t) acc[r][t] = AccF32(_mm256_fmadd_ps(qv, kv[t], __m256(acc[r][t])));
     }
   }
 #pragma GCC unroll 4
@@ -95,18 +94,18 @@ constexpr auto kQkBlocks = qk_table(std::make_integer_sequence<int, 12>{});  // 
 // p rows ld apart, v rows kMlaDk apart).
 template <int R>
 void pv_block(const float* p, int64_t ld, const float* v, int n, float* o) {
-  Acc8 acc[R][2];
+  AccF32 acc[R][2];
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) acc[r][h] = Acc8(_mm256_loadu_ps(o + r * kMlaDv + 8 * h));
+    for (int h = 0; h < 2; ++h) acc[r][h] = AccF32(_mm256_loadu_ps(o + r * kMlaDv + 8 * h));
   for (int t = 0; t < n; ++t, v += kMlaDk) {
     const __m256 v0 = _mm256_loadu_ps(v), v1 = _mm256_loadu_ps(v + 8);
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
       const __m256 pr = _mm256_broadcast_ss(p + r * ld + t);
-      acc[r][0] = Acc8(_mm256_fmadd_ps(pr, v0, __m256(acc[r][0])));
-      acc[r][1] = Acc8(_mm256_fmadd_ps(pr, v1, __m256(acc[r][1])));
+      acc[r][0] = AccF32(_mm256_fmadd_ps(pr, v0, __m256(acc[r][0])));
+      acc[r][1] = AccF32(_mm256_fmadd_ps(pr, v1, __m256(acc[r][1])));
     }
   }
 #pragma GCC unroll 6
