@@ -48,7 +48,8 @@
 #                                     as skipped ("deadline"), and each step's timeout is cut to
 #                                     what is left (timeout -k 10: a step ignoring TERM is killed)
 #   SOL_DEVICE_CHECK_STEPS=a,b        run only these steps (bash patterns: sanitizer-*,bench-gemm);
-#                                     machine and build always run. Names: gpu-tests, bench-sol,
+#                                     machine and build always run. Names: gpu-tests,
+#                                     first-run-<test> (one per first-run test), bench-sol,
 #                                     bench-sol-rows, bench-gemm, bench-gemm-sweep, bench-cases,
 #                                     sanitizer-*, bench-torch, sol-hw, sol-bench-copy, sol-bench-cast
 #   SOL_CUDA_CACHE_DIR                the JIT kernel cache (default /tmp/sol-device-check-cuda-cache,
@@ -408,6 +409,10 @@ TESTS=${BUILD:+$BUILD/bin/sol_gpu_tests}
 if [[ -n "$TESTS" && -x "$TESTS" ]]; then
   # Every test but the benches: the benches run below, each in its own step with its budget.
   run gpu-tests 180 "$TESTS" --no-bench
+  # Kernels that have never run on a device, one step each: a hang costs only its own step.
+  for t in $(timeout 30 "$TESTS" --list-first-run 2>/dev/null); do
+    run "first-run-$t" 90 "$TESTS" "$t"
+  done
   if (( GPU_STEPS )); then
     run bench-sol 120 "$TESTS" bench_copy_cast
     run bench-sol-rows 120 "$TESTS" bench_memory_bound

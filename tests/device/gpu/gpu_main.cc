@@ -28,17 +28,24 @@ bool is_bench(const std::string& name) {
   return name.rfind("bench_", 0) == 0 || name.find("_bench_") != std::string::npos;
 }
 
+bool is_first_run(const std::string& name) {
+  const std::string tail = "_first_run";
+  return name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+}
+
 }  // namespace sol::gpu_test
 
 namespace {
 
 int usage(const char* argv0) {
   std::fprintf(stderr,
-               "usage: %s [--list | --list-benches | --no-bench | NAME...]\n"
+               "usage: %s [--list | --list-benches | --list-first-run | --no-bench | NAME...]\n"
                "  (none)          every test, benches included, in name order\n"
                "  --no-bench      every test but the benches (names starting bench_ or holding _bench_)\n"
+               "                  and the first-run tests (names ending _first_run: kernels not yet run\n"
+               "                  on a device, which device-check.sh runs one step each)\n"
                "  NAME...         the named tests, in the order given (benches too)\n"
-               "  --list          every name;  --list-benches  the benches' names\n",
+               "  --list          every name;  --list-benches, --list-first-run  those names\n",
                argv0);
   return 2;
 }
@@ -51,10 +58,10 @@ int main(int argc, char** argv) {
   // line it printed (stderr is unbuffered already).
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.size() == 1 && (args[0] == "--list" || args[0] == "--list-benches")) {
-    const bool benches = args[0] == "--list-benches";
+  if (args.size() == 1 && (args[0] == "--list" || args[0] == "--list-benches" || args[0] == "--list-first-run")) {
     for (const auto& [name, f] : registry())
-      if (!benches || is_bench(name)) std::printf("%s\n", name.c_str());
+      if (args[0] == "--list" || (args[0] == "--list-benches" ? is_bench(name) : is_first_run(name)))
+        std::printf("%s\n", name.c_str());
     return 0;
   }
   // What runs: all, all but the benches, or the named ones in the order given.
@@ -62,7 +69,7 @@ int main(int argc, char** argv) {
   if (args.empty() || (args.size() == 1 && args[0] == "--no-bench")) {
     const bool no_bench = !args.empty();
     for (const auto& [name, f] : registry())
-      if (!no_bench || !is_bench(name)) chosen.push_back(name);
+      if (!no_bench || (!is_bench(name) && !is_first_run(name))) chosen.push_back(name);
   } else {
     for (const std::string& a : args) {
       if (a.rfind("--", 0) == 0) return usage(argv[0]);

@@ -15,8 +15,13 @@ namespace sol::gpu_test {
 std::map<std::string, std::function<void()>>& registry();
 
 // A bench (timings for device-check.sh, run only by name): its name starts with bench_ or holds
-// _bench_. Everything else is a correctness test, which `--no-bench` runs.
+// _bench_. Everything else is a correctness test, which `--no-bench` runs, except:
 bool is_bench(const std::string& name);
+
+// A first-run test (its name ends in _first_run) checks a kernel that has not yet run on any
+// device: `--no-bench` leaves it out and device-check.sh runs each in a step of its own after the
+// others, so a hang there costs that step only. Renamed once it has passed on a device.
+bool is_first_run(const std::string& name);
 
 struct Register {
   Register(const char* name, std::function<void()> f) { registry()[name] = std::move(f); }
