@@ -81,9 +81,13 @@ struct TuningChoice {
 // the environment), forced in tests and sweeps by ScopedTuning(DeviceTuning).
 struct DeviceTuning {
   // $SOL_SM90_GEMM_CONFIG: the persistent sm90 GEMM configuration every device GEMM runs instead
-  // of the chooser's, "BMxBN[:s<stages>][:k<split>]" (a shape it does not fit is a sol::Error at
-  // the call); empty: the chooser. For measuring candidates on a device (bench_gemm_sweep).
+  // of the chooser's, "BMxBN[:s<stages>][:k<split>][:c<cluster>]" (a shape it does not fit is a
+  // sol::Error at the call); empty: the chooser. For measuring candidates on a device
+  // (bench_gemm_sweep).
   std::string sm90_gemm_config;
+  // $SOL_SM90_MULTICAST=1: the chooser may pick B multicast over clusters of two CTAs
+  // (Sm90Target::multicast), off by default until that kernel has been measured on a device.
+  bool sm90_multicast = false;
   bool operator==(const DeviceTuning&) const = default;
 };
 

@@ -122,6 +122,36 @@ TEST(GemmSm90PersistentPlan, ANamedConfigurationIsTheOneLaunched) {
   EXPECT_NE(error_of([&] { named("128x256:s9"); }).find("config '128x256:s9' does not fit"), std::string::npos);
 }
 
+// B multicast, named: the cluster kernel, B loaded in half boxes, a grid of whole clusters.
+TEST(GemmSm90PersistentPlan, AMulticastConfigurationLaunchesWholeClusters) {
+  const Tensor a = dev(0x100000, DType::bf16, {4096, 2048}), b = dev(0x10000000, DType::bf16, {7168, 2048});
+  const Tensor d = dev(0x40000000, DType::bf16, {4096, 7168});
+  Sm90Target odd = Sm90Target::h200();
+  odd.sms = 131;
+  const auto named = [&](const std::string& spec, const Sm90Target& t) {
+    return plan_gemm_sm90_persistent(GemmGrouping::single, a, b, d, nullptr, nullptr, nullptr, t, "test_gemm", {},
+                                     Layout::nt, spec);
+  };
+  const Sm90PersistentPlan p = named("128x256:s4:c2", odd);
+  EXPECT_EQ(p.kernel, "sol_sm90_gemm_persistent_bf16_128x256_s4_c2");
+  EXPECT_EQ(p.instantiation, "SOL_SM90_PERSISTENT_CLUSTER_KERNEL(bf16, 128, 256, 4, 2, false, 2)");
+  EXPECT_EQ(p.config.cluster_m, 2u);
+  EXPECT_EQ(p.b.box[1], 128u);  // each CTA loads half of B's 256 rows
+  EXPECT_EQ(p.a.box[1], 128u);
+  EXPECT_EQ(p.ctas, 130u);      // 131 SMs: whole clusters only
+  const Tensor a_small = dev(0x100000, DType::bf16, {256, 2048}), d_small = dev(0x40000000, DType::bf16, {256, 7168});
+  const Sm90PersistentPlan two = plan_gemm_sm90_persistent(GemmGrouping::single, a_small, b, d_small, nullptr, nullptr,
+                                                           nullptr, Sm90Target::h200(), "test_gemm", {}, Layout::nt,
+                                                           "128x256:c2");
+  EXPECT_EQ(two.ctas, 2u * 28u);  // 2 row tiles x 28 column tiles, fewer than the SMs
+  const Tensor a_odd = dev(0x100000, DType::bf16, {300, 2048}), d_odd = dev(0x40000000, DType::bf16, {300, 7168});
+  EXPECT_NE(error_of([&] {
+              plan_gemm_sm90_persistent(GemmGrouping::single, a_odd, b, d_odd, nullptr, nullptr, nullptr,
+                                        Sm90Target::h200(), "test_gemm", {}, Layout::nt, "128x256:c2");
+            }).find("3 row tiles"),
+            std::string::npos);
+}
+
 TEST(GemmSm90PersistentPlan, GroupedLayouts) {
   const Tensor b = dev(0x10000000, DType::bf16, {3, 256, 512});
   const Tensor a = dev(0x100000, DType::bf16, {384, 512}), layout = dev(0x200000, DType::i32, {384});

@@ -47,7 +47,8 @@ TEST_F(JitPrograms, Sm90GemmTileKernelsCompileForSm90a) {
 }
 
 // The persistent GEMM's programs for configurations the chooser picks: decode with split-K,
-// a large bf16 GEMM, block-scaled fp8, the masked grouped layout, and layout nn (B [k, n]).
+// a large bf16 GEMM, block-scaled fp8, the masked grouped layout, layout nn (B [k, n]), and a
+// named B-multicast configuration (clusters of two).
 TEST_F(JitPrograms, Sm90PersistentGemmConfigurationsCompileForSm90a) {
   using kernels::sm90::GemmGrouping;
   const auto dev = [](uintptr_t at, DType t, std::initializer_list<int64_t> shape) {
@@ -77,6 +78,11 @@ TEST_F(JitPrograms, Sm90PersistentGemmConfigurationsCompileForSm90a) {
                                                           target, "test", {}, Layout::nn);
   ASSERT_NE(nn.kernel.find("_bf16_nn_"), std::string::npos);
   expect_kernels(sm90_persistent_program(nn), {nn.kernel.c_str()});
+  // B multicast, named as the sweep and the first-run test name it: the cluster kernel's program.
+  const Sm90PersistentPlan multicast = plan_gemm_sm90_persistent(GemmGrouping::single, a2, b2, d2, nullptr, &sa, &sb,
+                                                                 target, "test", {}, Layout::nt, "128x128:s5:c2");
+  ASSERT_EQ(multicast.kernel, "sol_sm90_gemm_persistent_e4m3_scaled_128x128_s5_c2");
+  expect_kernels(sm90_persistent_program(multicast), {multicast.kernel.c_str()});
 }
 
 }  // namespace

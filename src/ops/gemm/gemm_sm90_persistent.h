@@ -47,7 +47,7 @@ struct Sm90PersistentPlan {
   kernels::sm90::TmaBox a, b, d;  // d: the TMA-store epilogue's box over D [rows, n]
   kernels::sm90::GemmProblemView problem;  // device pointers filled by the launcher
   uint32_t rows = 0;                        // rows of a and d
-  uint32_t ctas = 0;                        // persistent grid
+  uint32_t ctas = 0;                        // persistent grid, whole clusters of config.cluster_m
   uint64_t workspace_bytes = 0;             // split-K partials
   kernels::sm90::GemmEpilogueParams epilogue;  // D, C, bias as device addresses
 };

@@ -29,6 +29,7 @@ Sm90Target target_of(const CudaDeviceInfo& info) {
   Sm90Target t = Sm90Target::h200();
   t.sms = uint32_t(info.sm_count);
   t.smem_per_block = uint32_t(info.max_shared_per_block);
+  t.multicast = tuning().device.sm90_multicast;
   return t;
 }
 
@@ -151,6 +152,7 @@ void gemm_sm90_persistent(GemmGrouping grouping, const Tensor& a, const Tensor& 
   cuda::LaunchShape shape;
   shape.grid[0] = plan.ctas;
   shape.block[0] = plan.config.threads;
+  shape.cluster[0] = plan.config.cluster_m;  // the CTAs of a cluster share B's stages (multicast)
   shape.dynamic_shared_bytes = plan.config.smem_bytes;
   void* gemm_args[] = {&map_a, &map_b, &map_d, &args};
   cuda::launch(cuda::get_kernel(program, plan.kernel.c_str(), device), shape, stream, gemm_args);

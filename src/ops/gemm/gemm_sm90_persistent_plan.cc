@@ -176,7 +176,7 @@ Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor
   const uint32_t eb = element_bytes(plan.kind);
   plan.a = operand_box(a, uint64_t(rows), uint64_t(k), eb, plan.config.block_m, op);
   plan.b = nn ? operand_box(b, uint64_t(k), uint64_t(n), eb, plan.config.block_k, op)
-              : operand_box(b, uint64_t(groups * n), uint64_t(k), eb, plan.config.block_n, op);
+              : operand_box(b, uint64_t(groups * n), uint64_t(k), eb, plan.config.block_n / plan.config.cluster_m, op);
   plan.d = gemm_store_box(d.device_data(), uint64_t(rows), uint64_t(n), uint32_t(dtype_size(d.dtype())), op);
   plan.rows = uint32_t(rows);
   GemmProblemView& p = plan.problem;
@@ -188,16 +188,21 @@ Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor
   p.split_k = plan.config.split_k;
   const uint64_t tiles = uint64_t(masked ? groups : 1) * ((m + plan.config.block_m - 1) / plan.config.block_m) *
                          ((n + plan.config.block_n - 1) / plan.config.block_n) * plan.config.split_k;
-  plan.ctas = uint32_t(std::min<uint64_t>(tiles, target.sms));
+  // Whole clusters: check_config made the row tiles, so the tiles, a multiple of the cluster.
+  const uint32_t cluster = plan.config.cluster_m;
+  plan.ctas = uint32_t(std::max<uint64_t>(std::min<uint64_t>(tiles, target.sms) / cluster * cluster, cluster));
   plan.workspace_bytes = plan.config.split_k > 1 ? uint64_t(plan.config.split_k) * rows * n * 4 : 0;
   const std::string token = kind_token(plan.kind, nn);
   const std::string tag = token + "_" + std::to_string(plan.config.block_m) + "x" +
-                          std::to_string(plan.config.block_n) + "_s" + std::to_string(plan.config.stages);
+                          std::to_string(plan.config.block_n) + "_s" + std::to_string(plan.config.stages) +
+                          (cluster > 1 ? "_c" + std::to_string(cluster) : "");
   plan.kernel = "sol_sm90_gemm_persistent_" + tag;
-  plan.instantiation = "SOL_SM90_PERSISTENT_KERNEL(" + token + ", " + std::to_string(plan.config.block_m) + ", " +
-                       std::to_string(plan.config.block_n) + ", " + std::to_string(plan.config.stages) + ", " +
-                       std::to_string(eb) + ", " + (plan.kind == GemmKernelKind::e4m3_block_scaled ? "true" : "false") +
-                       ", " + (nn ? "mn" : "k") + ")";
+  const std::string common = token + ", " + std::to_string(plan.config.block_m) + ", " +
+                             std::to_string(plan.config.block_n) + ", " + std::to_string(plan.config.stages) + ", " +
+                             std::to_string(eb) + ", " +
+                             (plan.kind == GemmKernelKind::e4m3_block_scaled ? "true" : "false");
+  plan.instantiation = cluster > 1 ? "SOL_SM90_PERSISTENT_CLUSTER_KERNEL(" + common + ", " + std::to_string(cluster) + ")"
+                                   : "SOL_SM90_PERSISTENT_KERNEL(" + common + ", " + (nn ? "mn" : "k") + ")";
   return plan;
 }
 

@@ -15,7 +15,9 @@
 // (epi "gen", alpha 0.5: epilogue_value's code per element) against the identity path ("id") at
 // the same shape, and the K sweep (us/wave against K: intercept = cost per tile, slope = cost
 // per K block); short K with a huge D (kv_b); split-K at M = 4096 (qkv_a); decode split-K versus
-// none; the launch floor.
+// none; the launch floor; B multicast over clusters of two ("c2", which the chooser takes only
+// under SOL_SM90_MULTICAST=1) against the same tile without, at the compute-bound shape and, for
+// fp8, at long K (the cost per K block, where the operands' traffic shows).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -84,6 +86,11 @@ const SweepCase kCases[] = {
     {"k-sweep", 4096, 7168, 8192, true, false, 1.0f, "128x128:s5"},
     {"decode", 1, 7168, 2048, true, false, 1.0f, ""},
     {"decode", 1, 7168, 2048, true, false, 1.0f, "64x128:k1"},
+    {"multicast", 4096, 7168, 2048, false, false, 1.0f, "128x256:s4"},
+    {"multicast", 4096, 7168, 2048, false, false, 1.0f, "128x256:s4:c2"},
+    {"multicast", 4096, 7168, 2048, true, false, 1.0f, "128x128:s5"},
+    {"multicast", 4096, 7168, 2048, true, false, 1.0f, "128x128:s5:c2"},
+    {"multicast", 4096, 7168, 8192, true, false, 1.0f, "128x128:s5:c2"},
 };
 
 // Flat device buffers every row views as its own [m, k], [n, k], [m, n] and scales.
@@ -190,7 +197,7 @@ SOL_GPU_TEST(bench_gemm_sweep) {
                                     o.opt.b_scales, target(), "bench_gemm_sweep", epilogue, Layout::nt, c.spec);
       const auto& k = plan.config;
       r.config = std::to_string(k.block_m) + "x" + std::to_string(k.block_n) + " s" + std::to_string(k.stages) +
-                 " k" + std::to_string(k.split_k);
+                 " k" + std::to_string(k.split_k) + (k.cluster_m > 1 ? " c" + std::to_string(k.cluster_m) : "");
       r.tiles = k.tiles, r.ctas = plan.ctas, r.model_us = k.predicted_us;
       const cuda::CudaProgram p = sm90_persistent_program(plan);
       if (std::none_of(programs.begin(), programs.end(), [&](const cuda::CudaProgram& q) { return q.name == p.name; }))

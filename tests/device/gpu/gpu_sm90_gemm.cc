@@ -18,6 +18,7 @@
 #include "sol/error.h"
 #include "sol/gemm.h"
 #include "sol/tensor.h"
+#include "sol/tuning.h"
 
 namespace sol {
 
@@ -177,6 +178,56 @@ SOL_GPU_TEST(sm90_gemm_device_epilogue_matches_cpu) {
                   e.beta, e.separate_c ? " c" : "", e.bias ? " bias" : "", e.silu ? " silu" : "",
                   std::string(dtype_name(e.d)).c_str(), diff);
     }
+  }
+}
+
+// B multicast over clusters of two CTAs (named configurations ":c2", which the chooser does not
+// pick until measured; a first-run test until it has passed on a device): sol::gemm on the device against the host, by DeepGEMM's metric, for
+// bf16 and block-scaled fp8, ragged N, rows past M in a pair's second tile, split-K, many waves
+// of tiles over a persistent grid, and both store paths (identity and the general epilogue).
+SOL_GPU_TEST(sm90_gemm_multicast_matches_cpu_first_run) {
+  const CudaDeviceInfo& info = cuda_device(0);
+  if (info.cc_major != 9) {
+    std::printf("skipped: %s is %s, the kernels need sm_90a\n", info.name.c_str(), info.arch().c_str());
+    return;
+  }
+  struct MulticastCase {
+    Case shape;
+    const char* spec;
+    float alpha;
+  };
+  // Stages named, so the cases share three programs (the sweep's, for two of them): the JIT is
+  // most of this test's time on a fresh machine.
+  const MulticastCase cases[] = {{{DType::bf16, false, 250, 136, 200}, "128x128:s4:c2", 1},
+                                 {{DType::bf16, false, 512, 392, 1000}, "128x256:s4:c2", 0.5f},
+                                 {{DType::bf16, false, 256, 264, 2048}, "128x128:s4:k2:c2", 1},
+                                 {{DType::bf16, false, 4096, 7168, 512}, "128x256:s4:c2", 1},
+                                 {{DType::f8e4m3, true, 200, 264, 384}, "128x128:s5:c2", 1},
+                                 {{DType::f8e4m3, true, 4096, 7168, 512}, "128x128:s5:c2", 0.5f}};
+  for (const MulticastCase& mc : cases) {
+    const Case& c = mc.shape;
+    const ScopedTuning forced(DeviceTuning{mc.spec});
+    const Buffer a = random_host(c.dtype, c.m, c.k, 31), b = random_host(c.dtype, c.n, c.k, 32);
+    const int64_t kb = std::max<int64_t>(c.k / kFp8ScaleBlock, 1), nb = (c.n + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
+    const Buffer sa = random_host(DType::f32, c.m, kb, 33, 0.5f, 2.f), sb = random_host(DType::f32, nb, kb, 34, 0.5f, 2.f);
+    const DeviceBuffer da = upload(a), db = upload(b), dsa = upload(sa), dsb = upload(sb);
+    DeviceBuffer dd = poisoned(DType::bf16, {c.m, c.n});
+    Buffer host_d(DType::bf16, {c.m, c.n});
+    GemmOptions opt, dopt;
+    opt.layout = Layout::nt;
+    opt.alpha = mc.alpha;
+    dopt = opt;
+    if (c.scaled) opt.a_scales = &sa.tensor(), opt.b_scales = &sb.tensor(), dopt.a_scales = &dsa.tensor(),
+                  dopt.b_scales = &dsb.tensor();
+    gemm(da, db, dd, dopt);
+    synchronize(Device::cuda(0));
+    gemm(a, b, host_d, opt);
+    const double diff = deepgemm_diff(download(dd), host_d, c.n);
+    SOL_EXPECT(diff < bound_of(c.dtype, DType::bf16), dtype_name(c.dtype), " ", mc.spec, " m=", c.m, " n=", c.n,
+               " k=", c.k, " alpha=", mc.alpha, ": diff ", diff);
+    std::printf("sol::gemm on cuda:0 %s %lldx%lldx%lld as %s alpha %g: diff %.2e\n",
+                std::string(dtype_name(c.dtype)).c_str(), (long long)c.m, (long long)c.n, (long long)c.k, mc.spec,
+                mc.alpha, diff);
   }
 }
 

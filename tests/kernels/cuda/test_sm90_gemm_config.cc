@@ -177,6 +177,49 @@ TEST(Sm90GemmConfig, ForcedConfigurationsRunAsNamedOrAreRefused) {
   refused(p, "128x128:k64", "split_k = 64");
 }
 
+// B multicast (":c2"): named, it runs where its rules hold (one GEMM, K-major B, an even count
+// of row tiles) and is refused by name elsewhere; the chooser considers it only where the target
+// allows (Sm90Target::multicast), and then its model halves B's L2 traffic.
+TEST(Sm90GemmConfig, MulticastIsNamedOrAllowedAndKeepsItsRules) {
+  Sm90Target t = Sm90Target::h200();
+  const GemmProblem fp8{{4096}, 7168, 2048, GemmKernelKind::e4m3_block_scaled, 2};
+  const Sm90GemmConfig c = forced_config(fp8, t, "128x128:c2");
+  EXPECT_EQ(c.cluster_m, 2u);
+  EXPECT_EQ(message_of([&] { check_config(c, fp8, t); }), "(no error)");
+  const Sm90GemmConfig one = forced_config(fp8, t, "128x128");
+  EXPECT_EQ(one.cluster_m, 1u);
+  EXPECT_EQ(one.tiles, c.tiles);
+  EXPECT_LE(c.predicted_us, one.predicted_us);
+  const auto refused = [&](const GemmProblem& q, const char* spec, const char* why) {
+    const std::string m = message_of([&] { forced_config(q, t, spec); });
+    EXPECT_NE(m.find(why), std::string::npos) << spec << ": " << m;
+  };
+  refused({{128, 128}, 7168, 2048, GemmKernelKind::bf16, 2}, "128x128:c2", "is for one GEMM");
+  refused({{384}, 7168, 2048, GemmKernelKind::bf16, 2}, "128x128:c2", "3 row tiles");
+  refused({{4096}, 7168, 2048, GemmKernelKind::bf16, 2, OperandMajor::mn}, "128x128:c2", "not split");
+  refused(fp8, "128x128:c4", "at most 2");
+  EXPECT_NE(message_of([&] { forced_config(fp8, t, "128x128:c"); }).find("is not BMxBN"), std::string::npos);
+  // The chooser: never a cluster unless allowed. Allowed, a cluster wins only where the model
+  // says L2 binds (with the default L2 placeholder the per-SM term binds first, so ties keep one
+  // CTA); on a target with a quarter of that L2 bandwidth the fp8 shape takes one.
+  for (const GemmKernelKind kind : kKinds)
+    for (const NamedProblem& p : shape_table(kind)) EXPECT_EQ(choose_config(p.problem, t).cluster_m, 1u) << p.name;
+  t.multicast = true;
+  EXPECT_EQ(choose_config(fp8, t).cluster_m, 1u);
+  Sm90Target starved = t;
+  starved.l2_gb_s = t.l2_gb_s / 4;
+  const Sm90GemmConfig picked = choose_config(fp8, starved);
+  EXPECT_EQ(picked.cluster_m, 2u);
+  Sm90Target starved_one = starved;
+  starved_one.multicast = false;
+  EXPECT_LT(picked.predicted_us, choose_config(fp8, starved_one).predicted_us);
+  for (const GemmKernelKind kind : kKinds)
+    for (const NamedProblem& p : shape_table(kind)) {
+      const Sm90GemmConfig any = choose_config(p.problem, t);
+      EXPECT_EQ(message_of([&] { check_config(any, p.problem, t); }), "(no error)") << p.name;
+    }
+}
+
 // A block-scaled kernel keeps two accumulator sets: 256 columns would need 296 registers, so its
 // only width is its scale block; bf16 may go to 256.
 TEST(Sm90GemmConfig, RegisterModelSeparatesTheKinds) {

@@ -30,7 +30,7 @@ using namespace model_cases;
 template <class Plan>
 double run_error(Case& c, u32 ctas, u32 seed, const std::vector<int>* groups = nullptr,
                  unsigned long long* layout_error = nullptr) {
-  using Scheduler = GemmTileScheduler<Plan::block_m, Plan::block_n, 2>;
+  using Scheduler = GemmTileScheduler<Plan::block_m, Plan::block_n, 2, Plan::cluster_m>;
   std::vector<u16> d(u64(c.rows) * c.p.n, kPoison);
   std::vector<float> workspace(c.p.split_k > 1 ? u64(c.p.split_k) * c.rows * c.p.n : 0, -1.0f);
   model::GemmOutput out;
@@ -125,6 +125,70 @@ TEST(Sm90GemmScheduler, RasterBandsShareAColumnTile) {
   EXPECT_EQ(order[24], std::make_pair(8u, 0u));  // the last band has 2 row tiles
   EXPECT_EQ(order[25], std::make_pair(9u, 0u));
   EXPECT_EQ(order[26], std::make_pair(8u, 1u));
+}
+
+// With B multicast, tile indices 2u and 2u + 1 (the two CTAs of a cluster) are vertically
+// adjacent tiles of one column tile, split and K range, and every tile still comes once.
+TEST(Sm90GemmScheduler, ClusterPairsShareBAndKRange) {
+  using S = GemmTileScheduler<128, 128, 4, 2>;
+  GemmProblemView p;
+  p.m = 128 * 10;
+  p.n = 128 * 3 - 8;
+  p.k_blocks = 9;
+  p.split_k = 2;
+  ASSERT_EQ(S::tile_count(p), 10u * 3 * 2);
+  std::set<std::tuple<u32, u32, u32>> seen;
+  for (u32 i = 0; i < S::tile_count(p); i += 2) {
+    const GemmTileWork lo = S::work(p, i), hi = S::work(p, i + 1);
+    EXPECT_EQ(lo.row0 % 256, 0u) << i;
+    EXPECT_EQ(hi.row0, lo.row0 + 128) << i;
+    EXPECT_EQ(hi.col0, lo.col0);
+    EXPECT_EQ(hi.b_row0, lo.b_row0);
+    EXPECT_EQ(hi.split, lo.split);
+    EXPECT_EQ(hi.kb_begin, lo.kb_begin);
+    EXPECT_EQ(hi.kb_end, lo.kb_end);
+    for (const GemmTileWork& w : {lo, hi}) EXPECT_TRUE(seen.insert({w.split, w.row0, w.col0}).second) << "twice";
+  }
+  EXPECT_EQ(seen.size(), S::tile_count(p));
+  // Units in bands of RasterRows / 2 = 2 pairs, walked down a column tile first.
+  EXPECT_EQ(S::work(p, 2).row0, 256u);
+  EXPECT_EQ(S::work(p, 2).col0, 0u);
+  EXPECT_EQ(S::work(p, 4).row0, 0u);
+  EXPECT_EQ(S::work(p, 4).col0, 128u);
+}
+
+using Bf16Cluster = GemmTilePlan<128, 128, 3, 2, 2, OperandMajor::k, 2>;
+using E4m3Cluster = GemmTilePlan<128, 128, 4, 2, 1, OperandMajor::k, 2>;
+
+TEST(Sm90GemmPlan, ClusterSlicesFillTheBStage) {
+  static_assert(Bf16Cluster::b_box_outer == 64 && Bf16Cluster::b_boxes == 1);
+  static_assert(Bf16Cluster::b_box_offset(1, 0, 1) == Bf16Cluster::b_offset(1) + 64 * 128);
+  static_assert(Bf16Cluster::b_box_c1(0, 256, 0, 1) == 256 + 64);
+  static_assert(Bf16Cluster::empty_arrivals == 4 && Bf16Cluster::multicast_mask == 3);
+  static_assert(Bf16Cluster::tx_bytes == Bf16Plan128::tx_bytes, "each CTA still receives the whole stage");
+  SUCCEED();
+}
+
+// Two CTAs of a cluster run together at random: each loads half of every B stage into both
+// rings and frees a stage on both; results as without multicast, each written once.
+TEST(Sm90GemmPersistentModel, MulticastClustersShareBStages) {
+  for (u32 seed = 70; seed < 74; ++seed) {
+    Case c = make_case<Bf16Cluster>(GemmGrouping::single, 512, 264, 448, {}, 1, false, seed);
+    EXPECT_LT(run_error<Bf16Cluster>(c, 4, seed), 1e-2) << seed;  // 4 x 3 tiles on two clusters
+  }
+  Case odd = make_case<Bf16Cluster>(GemmGrouping::single, 250, 136, 320, {}, 1, false, 75);  // rows past m in a tile
+  EXPECT_LT(run_error<Bf16Cluster>(odd, 2, 76), 1e-2);
+  Case split = make_case<Bf16Cluster>(GemmGrouping::single, 256, 72, 1024, {}, 3, false, 77);
+  EXPECT_LT(run_error<Bf16Cluster>(split, 4, 78), 1e-2);
+  Case fp8 = make_case<E4m3Cluster>(GemmGrouping::single, 512, 256, 640, {}, 1, true, 79);
+  EXPECT_LT(run_error<E4m3Cluster>(fp8, 2, 80), 1e-2);  // 4 x 2 tiles on one cluster
+  Case fp8_split = make_case<E4m3Cluster>(GemmGrouping::single, 256, 136, 1024, {}, 2, true, 81);
+  EXPECT_LT(run_error<E4m3Cluster>(fp8_split, 4, 82), 1e-2);
+}
+
+TEST(Sm90GemmPersistentModel, ClusterGridIsWholeClusters) {
+  Case c = make_case<Bf16Cluster>(GemmGrouping::single, 256, 64, 128, {}, 1, false, 83);
+  EXPECT_NE(message_of([&] { run_error<Bf16Cluster>(c, 3, 84); }).find("whole clusters"), std::string::npos);
 }
 
 TEST(Sm90GemmPersistentModel, OneGemmAcrossFewerCtasThanTiles) {

@@ -7,10 +7,11 @@
 //
 // The model, per candidate (one CTA per SM: every candidate's ring uses most of the 227 KiB):
 //   tiles      = sum over groups of ceil(m_g / block_m) * ceil(n / block_n), times split_k;
-//   waves      = ceil(tiles / SMs);
+//   waves      = ceil(tiles / CTAs), CTAs = SMs rounded down to whole clusters;
 //   mma time   = waves * 2 block_m block_n (k / split_k) / (peak per SM * n-efficiency):
 //                padding rows and idle SMs of the last wave are paid for;
-//   L2 time    = sum over tiles of (block_m + block_n) (k / split_k) element bytes / L2 bandwidth;
+//   L2 time    = sum over tiles of (block_m + block_n / cluster_m) (k / split_k) element bytes / L2
+//                bandwidth (with B multicast, cluster_m = 2, a B stage leaves L2 once per pair);
 //   HBM time   = the operands' unique bytes and the output / HBM bandwidth;
 //   SM time    = waves * one tile's operand bytes / what one SM can pull (kSmBandwidthShare times
 //                its even share of HBM): a shape on few SMs cannot reach HBM's rate;
@@ -47,6 +48,9 @@ struct Sm90Target {
   // L2 -> SM bandwidth summed over SMs: a placeholder until `sol hw` measures it on the device
   // (what DeepGEMM's published fp8 rates imply for 128 x 128 tiles without multicast).
   double l2_gb_s = 10000;
+  // Whether the chooser may pick B multicast (cluster_m = 2). Off until the multicast kernel has
+  // run on a device: until then it runs only when named (forced_config ":c2", the sweep).
+  bool multicast = false;
 
   static Sm90Target h200() { return {}; }
 };
@@ -76,6 +80,7 @@ struct GemmProblem {
 
 struct Sm90GemmConfig {
   std::uint32_t block_m = 128, block_n = 128, block_k = 64, stages = 4, consumers = 2, split_k = 1;
+  std::uint32_t cluster_m = 1;  // 2: B multicast to two vertically adjacent tiles (sm90_gemm_plan.h)
   std::uint32_t threads = 384;
   std::uint32_t smem_bytes = 0;       // dynamic shared memory the launch asks for
   std::uint32_t consumer_regs = kConsumerRegs;  // setmaxnreg of the consumers
@@ -94,6 +99,7 @@ struct TileCandidate {
 inline constexpr TileCandidate kTileCandidates[] = {{64, 64},  {64, 128},  {64, 256},
                                                     {128, 64}, {128, 128}, {128, 256}};
 inline constexpr std::uint32_t kSplitCandidates[] = {1, 2, 3, 4, 6, 8, 16};
+inline constexpr std::uint32_t kClusterCandidates[] = {1, 2};
 inline constexpr std::uint32_t kMaxStages = 8, kMinStages = 2;
 inline constexpr std::uint32_t kMinKBlocksPerSplit = 4;  // a split shorter than this never fills its ring
 inline constexpr std::uint32_t kNarrowNPenalty = 16;
@@ -175,6 +181,16 @@ inline void check_config(const Sm90GemmConfig& c, const GemmProblem& p, const Sm
   const std::int64_t k_blocks = ceil_div(p.k, c.block_k);
   check(c.split_k >= 1 && k_blocks >= c.split_k, op, "split_k = ", c.split_k, " but K has ", k_blocks,
         " blocks");
+  check(c.cluster_m == 1 || c.cluster_m == 2, op, "cluster_m = ", c.cluster_m, " but B multicast pairs at most 2 tiles");
+  if (c.cluster_m > 1) {
+    // The pair's rings run in lockstep: both tiles must exist and load the same K blocks.
+    check(p.group_m.size() == 1, op, "B multicast (cluster_m = ", c.cluster_m,
+          ") is for one GEMM: a grouped GEMM's tiles may be skipped, which would break the pair's lockstep");
+    check(p.b_major == OperandMajor::k, op, "B multicast splits a K-major B stage; B stored [K, N] is not split");
+    const std::int64_t m_tiles = ceil_div(p.group_m[0], c.block_m);
+    check(m_tiles % c.cluster_m == 0, op, "m = ", p.group_m[0], " gives ", m_tiles, " row tiles of ", c.block_m,
+          " but B multicast pairs them: the count must be a multiple of ", c.cluster_m);
+  }
   // The TMA boxes of A and B at a 16-byte-aligned base with rows k elements apart.
   const std::uint64_t stride = std::uint64_t(p.k);
   check(stride * element_bytes(p.kind) % 16 == 0, op, "K = ", p.k, " gives a row stride of ",
@@ -191,7 +207,7 @@ inline void check_config(const Sm90GemmConfig& c, const GemmProblem& p, const Sm
   a.strides_bytes[1] = b.strides_bytes[1] = stride * element_bytes(p.kind);
   a.box[0] = b.box[0] = c.block_k;
   a.box[1] = c.block_m;
-  b.box[1] = c.block_n;
+  b.box[1] = c.block_n / std::max<std::uint32_t>(c.cluster_m, 1);  // each CTA of a cluster loads its slice
   a.swizzle = b.swizzle = Swizzle::b128;
   if (p.b_major == OperandMajor::mn) {
     check(p.kind == GemmKernelKind::bf16, op, "B stored [K, N] with ", kernel_kind_name(p.kind),
@@ -214,8 +230,9 @@ inline void check_config(const Sm90GemmConfig& c, const GemmProblem& p, const Sm
 
 // The modelled time of one candidate (microseconds), with its tiles and waves.
 inline Sm90GemmConfig model_candidate(const GemmProblem& p, const Sm90Target& t, TileCandidate tile,
-                                      std::uint32_t split, std::uint32_t stages) {
+                                      std::uint32_t split, std::uint32_t stages, std::uint32_t cluster = 1) {
   Sm90GemmConfig c;
+  c.cluster_m = cluster;
   c.block_m = tile.block_m;
   c.block_n = tile.block_n;
   c.consumers = tile.block_m / 64;
@@ -234,11 +251,13 @@ inline Sm90GemmConfig model_candidate(const GemmProblem& p, const Sm90Target& t,
     rows += double(m);
   }
   c.tiles = tiles * split;
-  c.waves = ceil_div(c.tiles, t.sms);
+  const std::int64_t ctas = std::max<std::int64_t>(t.sms / cluster * cluster, cluster);
+  c.waves = ceil_div(c.tiles, ctas);
   const double peak = p.kind == GemmKernelKind::bf16 ? t.dense_bf16_tflops : t.dense_fp8_tflops;
   const double n_eff = double(c.block_n) / double(c.block_n + kNarrowNPenalty);
   const double mma_us = double(c.waves) * 2.0 * c.block_m * c.block_n * k_split / (peak * 1e6 / t.sms * n_eff);
-  const double l2_us = double(c.tiles) * (c.block_m + c.block_n) * k_split * eb / (t.l2_gb_s * 1e3);
+  const double l2_us =
+      double(c.tiles) * (c.block_m + double(c.block_n) / cluster) * k_split * eb / (t.l2_gb_s * 1e3);
   const double hbm_us = (rows * double(p.k) * eb + live_groups * double(p.n) * double(p.k) * eb +
                          rows * double(p.n) * p.out_bytes) / (t.hbm_gb_s * 1e3);
   const double sm_gb_s = kSmBandwidthShare * t.hbm_gb_s / t.sms;
@@ -274,17 +293,23 @@ inline Sm90GemmConfig choose_config(const GemmProblem& p, const Sm90Target& t) {
       if (split > 1 && k_blocks < std::int64_t(split) * kMinKBlocksPerSplit) break;
       const std::uint32_t ring = std::uint32_t(std::max<std::int64_t>(
           kMinStages, std::min<std::int64_t>(stages, ceil_div(k_blocks, split))));
-      Sm90GemmConfig c = model_candidate(p, t, tile, split, ring);
-      try {
-        check_config(c, p, t);
-      } catch (const Error& e) {
-        if (first_reason.empty()) first_reason = e.what();
-        continue;
+      for (std::uint32_t cluster : kClusterCandidates) {
+        if (cluster > 1 && !t.multicast) continue;
+        Sm90GemmConfig c = model_candidate(p, t, tile, split, ring, cluster);
+        try {
+          check_config(c, p, t);
+        } catch (const Error& e) {
+          if (first_reason.empty()) first_reason = e.what();
+          continue;
+        }
+        // Ties: fewer tiles, more stages, then no cluster (the simpler launch).
+        const bool better = !found || c.predicted_us < best.predicted_us * (1 - 1e-9) ||
+                            (c.predicted_us <= best.predicted_us * (1 + 1e-9) &&
+                             (c.tiles < best.tiles ||
+                              (c.tiles == best.tiles &&
+                               (c.stages > best.stages || (c.stages == best.stages && c.cluster_m < best.cluster_m)))));
+        if (better) best = c, found = true;
       }
-      const bool better = !found || c.predicted_us < best.predicted_us * (1 - 1e-9) ||
-                          (c.predicted_us <= best.predicted_us * (1 + 1e-9) &&
-                           (c.tiles < best.tiles || (c.tiles == best.tiles && c.stages > best.stages)));
-      if (better) best = c, found = true;
     }
   }
   if (!found) fail("sm90 gemm config", "no configuration fits: ", first_reason);
@@ -292,14 +317,15 @@ inline Sm90GemmConfig choose_config(const GemmProblem& p, const Sm90Target& t) {
 }
 
 // A configuration named rather than chosen, for measuring the candidates on a device
-// ($SOL_SM90_GEMM_CONFIG, read by the launcher's plan): "BMxBN", optionally ":s<stages>" and
-// ":k<split>", e.g. "128x128:s4:k1". Stages default to as many as shared memory holds (at most
-// the K blocks of a split), split to 1. The result passes check_config or this throws sol::Error
+// ($SOL_SM90_GEMM_CONFIG, read by the launcher's plan): "BMxBN", optionally ":s<stages>",
+// ":k<split>" and ":c<cluster>", e.g. "128x128:s4:k1:c2". Stages default to as many as shared
+// memory holds (at most the K blocks of a split), split and cluster to 1 (c2: B multicast, which
+// the chooser picks only where Sm90Target::multicast allows). The result passes check_config or this throws sol::Error
 // naming the spec and the broken budget; the model's time is filled in as for a chosen one.
 inline Sm90GemmConfig forced_config(const GemmProblem& p, const Sm90Target& t, const std::string& spec) {
   const char* op = "sm90 gemm config";
   check_problem(p);
-  unsigned bm = 0, bn = 0, stages = 0, split = 1;
+  unsigned bm = 0, bn = 0, stages = 0, split = 1, cluster = 1;
   std::size_t at = 0;
   const auto number = [&](unsigned& v) {
     const std::size_t from = at;
@@ -312,17 +338,17 @@ inline Sm90GemmConfig forced_config(const GemmProblem& p, const Sm90Target& t, c
     ok = spec[at++] == ':' && at < spec.size();
     if (!ok) break;
     const char key = spec[at++];
-    ok = (key == 's' && number(stages)) || (key == 'k' && number(split));
+    ok = (key == 's' && number(stages)) || (key == 'k' && number(split)) || (key == 'c' && number(cluster));
   }
-  check(ok && bm > 0 && bn > 0 && split > 0, op, "config '", spec,
-        "' is not BMxBN[:s<stages>][:k<split>] (e.g. 128x256:s4:k1)");
+  check(ok && bm > 0 && bn > 0 && split > 0 && cluster > 0, op, "config '", spec,
+        "' is not BMxBN[:s<stages>][:k<split>][:c<cluster>] (e.g. 128x256:s4:k1:c2)");
   const std::int64_t k_blocks = ceil_div(p.k, 128 / element_bytes(p.kind));
   if (stages == 0) {
     stages = kMaxStages;
     while (stages > kMinStages && ring_smem_bytes(p.kind, bm, bn, stages) > t.smem_per_block) --stages;
     stages = std::uint32_t(std::max<std::int64_t>(kMinStages, std::min<std::int64_t>(stages, ceil_div(k_blocks, split))));
   }
-  Sm90GemmConfig c = model_candidate(p, t, TileCandidate{bm, bn}, split, stages);
+  Sm90GemmConfig c = model_candidate(p, t, TileCandidate{bm, bn}, split, stages, cluster);
   try {
     check_config(c, p, t);
   } catch (const Error& e) {

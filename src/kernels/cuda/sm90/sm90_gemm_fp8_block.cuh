@@ -15,6 +15,7 @@
 // together and promote together). The turns are two named barriers of both warpgroups' 256
 // threads: the waiting one syncs, the other arrives without waiting.
 
+#include "kernels/cuda/sm90/sm90_cluster.cuh"
 #include "kernels/cuda/sm90/sm90_fp8_promotion.h"
 #include "kernels/cuda/sm90/sm90_fragment.h"
 #include "kernels/cuda/sm90/sm90_gemm_fp8_order.h"
@@ -63,7 +64,7 @@ SOL_SM90_DEVICE void fp8_consumer_k_block(Accum<Plan::block_n>& sum, Accum<Plan:
   load_scales(scale_a, scale_b);
   wgmma_wait<0>();
   fence_accumulator(partial);
-  if (thread_in_warpgroup() == 0) mbar_arrive(base + Plan::empty_barrier_offset(stage));
+  release_stage<Plan>(base, stage);
 #pragma unroll
   for (u32 i = 0; i < Plan::block_n / 2; ++i)
     sum.d[i] = fp8_promote(sum.d[i], partial.d[i], scale_a[accum_row_half(i)], scale_b);

@@ -162,12 +162,12 @@ SOL_SM90_DEVICE void persistent_consumer(u32 consumer, u32 base, const TmaDescri
       wgmma_commit();
       wgmma_wait<1>();
       fence_accumulator(acc);
-      if (kb > w.kb_begin && thread_in_warpgroup() == 0) mbar_arrive(base + Plan::empty_barrier_offset(previous_stage));
+      if (kb > w.kb_begin) release_stage<Plan>(base, previous_stage);
       previous_stage = ring.stage;
     }
     wgmma_wait<0>();
     fence_accumulator(acc);
-    if (thread_in_warpgroup() == 0) mbar_arrive(base + Plan::empty_barrier_offset(previous_stage));
+    release_stage<Plan>(base, previous_stage);
     persistent_store<Plan, Scheduler>(acc, consumer, base, map_d, w, args, stored_boxes);
   }
   tma_store_drain();
@@ -205,11 +205,15 @@ SOL_SM90_DEVICE void persistent_fp8_consumer(u32 consumer, u32 base, const TmaDe
   tma_store_drain();
 }
 
-// The kernel body: every thread of a CTA of Plan::threads calls it; grid: (CTAs, 1, 1).
+// The kernel body: every thread of a CTA of Plan::threads calls it; grid: (CTAs, 1, 1), CTAs a
+// multiple of Plan::cluster_m, launched in clusters of (Plan::cluster_m, 1, 1). The CTAs of a
+// cluster take consecutive tile indices, which the scheduler maps to vertically adjacent tiles
+// of one column tile (the same B slices) and the same K range, so their rings stay in step.
 template <class Plan, class Scheduler, bool BlockScaled>
 SOL_SM90_DEVICE void gemm_persistent(const TmaDescriptor* map_a, const TmaDescriptor* map_b,
                                      const TmaDescriptor* map_d, const PersistentGemmArgs& args) {
   static_assert(Plan::stages >= 2, "consumers free a stage one K block late: one stage would deadlock");
+  static_assert(Plan::cluster_m == Scheduler::cluster_m, "the plan's loads and the scheduler's tiles pair the same CTAs");
   const u32 base = gemm_tile_setup<Plan>(map_a, map_b, map_d);
   if (warpgroup_index() == 0) {
     setmaxnreg_dec<kProducerRegs>();
@@ -222,6 +226,8 @@ SOL_SM90_DEVICE void gemm_persistent(const TmaDescriptor* map_a, const TmaDescri
     else
       persistent_consumer<Plan, Scheduler>(warpgroup_index() - 1, base, map_d, args);
   }
+  // No CTA leaves while a peer may still multicast into its ring or free a stage on it.
+  if constexpr (Plan::cluster_m > 1) cluster_sync();
 }
 
 // The split-K reduction pass: one thread per pair of columns of a result row, the partials summed

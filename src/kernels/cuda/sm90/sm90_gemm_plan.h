@@ -11,6 +11,10 @@
 // A K block is one 128-byte swizzled row per tile row: 64 bf16 or 128 fp8 elements. An MN-major
 // B stage is BlockN / 64 TMA boxes, each block_k rows of K by one 128-byte swizzled row of 64
 // columns of N, packed back to back: the same bytes as the K-major stage, the same tx count.
+// ClusterM = 2 (K-major B only): the CTAs of a cluster compute vertically adjacent tiles that
+// share B's columns, and CTA r loads slice r of each B stage (BlockN / 2 rows) once, multicast
+// into the same offset of both CTAs' rings; so a stage is freed only when the consumers of every
+// CTA of the cluster have read it (ClusterM x Consumers arrivals on each empty barrier).
 
 #include "kernels/cuda/sm90/sm90_descriptor.h"
 #include "kernels/cuda/sm90/sm90_gemm_store.h"
@@ -23,7 +27,8 @@ namespace sol::kernels::sm90 {
 inline constexpr u32 kProducerRegs = 40;
 inline constexpr u32 kConsumerRegs = 232;
 
-template <u32 BlockM, u32 BlockN, u32 Stages, u32 Consumers, u32 ElementBytes, OperandMajor BMajor = OperandMajor::k>
+template <u32 BlockM, u32 BlockN, u32 Stages, u32 Consumers, u32 ElementBytes, OperandMajor BMajor = OperandMajor::k,
+          u32 ClusterM = 1>
 struct GemmTilePlan {
   static constexpr u32 block_m = BlockM;
   static constexpr u32 block_n = BlockN;
@@ -40,6 +45,9 @@ struct GemmTilePlan {
   static constexpr u32 threads = 128 * (1 + Consumers);
   static constexpr OperandMajor b_major = BMajor;
   static constexpr bool b_mn_major = BMajor == OperandMajor::mn;
+  static constexpr u32 cluster_m = ClusterM;
+  static constexpr u32 empty_arrivals = Consumers * ClusterM;  // every CTA's consumers free a stage
+  static constexpr u16 multicast_mask = u16((1u << ClusterM) - 1u);
 
   static constexpr u32 a_stage_bytes = BlockM * row_bytes;
   static constexpr u32 b_stage_bytes = BlockN * row_bytes;
@@ -62,31 +70,39 @@ struct GemmTilePlan {
                 "every stage buffer starts on the swizzle period");
   static_assert(smem_bytes <= 227 * 1024, "sm_90 gives a CTA at most 227 KiB of shared memory");
   static_assert(!b_mn_major || ElementBytes == 2, "fp8 wgmma reads K-major operands only");
+  static_assert(ClusterM == 1 || (ClusterM == 2 && !b_mn_major),
+                "B is multicast in two K-major slices of BlockN / 2 rows; an MN-major B is not split");
 
   // B's TMA boxes of one stage, in the tensor's own order (innermost first): K-major, one box of
-  // block_k x BlockN over B [N, K]; MN-major, b_boxes boxes of 64 columns x block_k rows over
-  // B [K, N], box j holding columns 64 j .. 64 j + 63 of the tile.
+  // block_k x BlockN / ClusterM over B [N, K] per CTA of the cluster; MN-major, b_boxes boxes of
+  // 64 columns x block_k rows over B [K, N], box j holding columns 64 j .. 64 j + 63 of the tile.
   static constexpr u32 b_box_inner = b_mn_major ? row_bytes / ElementBytes : block_k;
-  static constexpr u32 b_box_outer = b_mn_major ? block_k : BlockN;
-  static constexpr u32 b_boxes = b_mn_major ? BlockN / b_box_inner : 1;
+  static constexpr u32 b_box_outer = b_mn_major ? block_k : BlockN / ClusterM;
+  static constexpr u32 b_boxes = b_mn_major ? BlockN / b_box_inner : 1;  // issued by each CTA
   static constexpr u32 b_box_bytes = b_box_outer * row_bytes;
-  static_assert(b_boxes * b_box_bytes == b_stage_bytes, "B's boxes fill its stage exactly");
+  static_assert(b_boxes * b_box_bytes * ClusterM == b_stage_bytes, "B's boxes fill its stage exactly");
+  static_assert(b_box_bytes % swizzle_period_bytes(swizzle) == 0, "every B box starts on the swizzle period");
 
   // Offsets from the aligned shared base.
   SOL_SM90_HD static constexpr u32 a_offset(u32 stage) { return stage * a_stage_bytes; }
   SOL_SM90_HD static constexpr u32 b_offset(u32 stage) { return Stages * a_stage_bytes + stage * b_stage_bytes; }
   SOL_SM90_HD static constexpr u32 full_barrier_offset(u32 stage) { return barrier_offset + 8 * stage; }
   SOL_SM90_HD static constexpr u32 empty_barrier_offset(u32 stage) { return barrier_offset + 8 * (Stages + stage); }
-  SOL_SM90_HD static constexpr u32 b_box_offset(u32 stage, u32 box) { return b_offset(stage) + box * b_box_bytes; }
+  // Box `box` of cluster rank `rank`'s slice (rank 0 without a cluster).
+  SOL_SM90_HD static constexpr u32 b_box_offset(u32 stage, u32 box, u32 rank = 0) {
+    return b_offset(stage) + (rank * b_boxes + box) * b_box_bytes;
+  }
   SOL_SM90_HD static constexpr u32 store_buffer_offset(u32 consumer, u32 buffer) {
     return staging_offset + (consumer * kStoreBuffers + buffer) * kStoreBoxBytes;
   }
-  // Coordinates (innermost first) of B's box `box` for the K block at element k0 and the tile's
-  // first column n0 (a row of B [N, K] when K-major).
+  // Coordinates (innermost first) of B's box `box` of rank `rank`'s slice for the K block at
+  // element k0 and the tile's first column n0 (a row of B [N, K] when K-major).
   SOL_SM90_HD static constexpr int b_box_c0(int k0, int n0, u32 box) {
     return b_mn_major ? n0 + int(box * b_box_inner) : k0;
   }
-  SOL_SM90_HD static constexpr int b_box_c1(int k0, int n0, u32 /*box*/) { return b_mn_major ? k0 : n0; }
+  SOL_SM90_HD static constexpr int b_box_c1(int k0, int n0, u32 /*box*/, u32 rank = 0) {
+    return b_mn_major ? k0 : n0 + int(rank * b_box_outer);
+  }
 
   // Operands of consumer `consumer`'s mma `mma` (0 .. mmas_per_k_block-1) on ring stage `stage`:
   // its 64 rows of A and all BlockN rows of B, K advanced inside the swizzled row.

@@ -16,6 +16,10 @@
 // Order: the split is outermost; within it, a group's tiles in bands of RasterRows row tiles,
 // a band walked column tile by column tile: CTAs running at once share the band's A rows and
 // one column tile of B, which the L2 then serves instead of HBM.
+// ClusterM = 2 (one GEMM only: grouped tiles may skip, which would break the pairs' lockstep):
+// tile indices 2u and 2u + 1 are the two row tiles of unit u, vertically adjacent in one column
+// tile and one split, so the two CTAs of a cluster (consecutive indices) share B's columns and K
+// range; the units are ordered as the tiles above, in bands of RasterRows / 2 units.
 
 #include "kernels/cuda/sm90/sm90_defs.h"
 #include "kernels/cuda/sm90/sm90_fp8_promotion.h"
@@ -66,29 +70,37 @@ SOL_SM90_HD unsigned long long layout_error_key(u32 row, int value) {
 SOL_SM90_HD u32 layout_error_row(unsigned long long key) { return u32(key >> 32); }
 SOL_SM90_HD int layout_error_value(unsigned long long key) { return int(u32(key & 0xFFFFFFFFull)); }
 
-template <u32 BlockM, u32 BlockN, u32 RasterRows = 8>
+template <u32 BlockM, u32 BlockN, u32 RasterRows = 8, u32 ClusterM = 1>
 struct GemmTileScheduler {
   static_assert(RasterRows >= 1, "a raster band has a row tile");
+  static_assert(ClusterM == 1 || ClusterM == 2, "clusters of one or two vertically adjacent tiles");
   static constexpr u32 block_m = BlockM;
+  static constexpr u32 cluster_m = ClusterM;
+  static constexpr u32 band_units = RasterRows / ClusterM > 0 ? RasterRows / ClusterM : 1;
 
   SOL_SM90_HD static u32 m_tiles(const GemmProblemView& p) { return (p.m + BlockM - 1) / BlockM; }
+  // Units of ClusterM row tiles (the plan asks m_tiles to be a multiple of ClusterM).
+  SOL_SM90_HD static u32 m_units(const GemmProblemView& p) { return (m_tiles(p) + ClusterM - 1) / ClusterM; }
   SOL_SM90_HD static u32 n_tiles(const GemmProblemView& p) { return (p.n + BlockN - 1) / BlockN; }
   SOL_SM90_HD static u32 planes(const GemmProblemView& p) {
     return p.grouping == GemmGrouping::masked ? p.groups : 1u;
   }
-  SOL_SM90_HD static u32 tiles_per_split(const GemmProblemView& p) { return planes(p) * m_tiles(p) * n_tiles(p); }
+  SOL_SM90_HD static u32 tiles_per_split(const GemmProblemView& p) {
+    return planes(p) * m_units(p) * ClusterM * n_tiles(p);
+  }
   SOL_SM90_HD static u32 tile_count(const GemmProblemView& p) { return tiles_per_split(p) * p.split_k; }
 
   SOL_SM90_HD static GemmTileWork work(const GemmProblemView& p, u32 index) {
     GemmTileWork w;
-    const u32 per_split = tiles_per_split(p), per_plane = m_tiles(p) * n_tiles(p);
-    w.split = index / per_split;
-    const u32 in_split = index % per_split;
+    const u32 rank = index % ClusterM, unit = index / ClusterM;
+    const u32 per_split = tiles_per_split(p) / ClusterM, per_plane = m_units(p) * n_tiles(p);
+    w.split = unit / per_split;
+    const u32 in_split = unit % per_split;
     const u32 plane = in_split / per_plane, t = in_split % per_plane;
-    // Bands of RasterRows row tiles; the last band may be shorter.
-    const u32 band_tiles = RasterRows * n_tiles(p), band = t / band_tiles, in_band = t % band_tiles;
-    const u32 band_rows = m_tiles(p) - band * RasterRows < RasterRows ? m_tiles(p) - band * RasterRows : RasterRows;
-    const u32 mt = band * RasterRows + in_band % band_rows, nt = in_band / band_rows;
+    // Bands of band_units units; the last band may be shorter.
+    const u32 band_tiles = band_units * n_tiles(p), band = t / band_tiles, in_band = t % band_tiles;
+    const u32 band_rows = m_units(p) - band * band_units < band_units ? m_units(p) - band * band_units : band_units;
+    const u32 mt = (band * band_units + in_band % band_rows) * ClusterM + rank, nt = in_band / band_rows;
     w.col0 = nt * BlockN;
     w.kb_begin = u32(u64(p.k_blocks) * w.split / p.split_k);
     w.kb_end = u32(u64(p.k_blocks) * (w.split + 1) / p.split_k);

@@ -14,6 +14,7 @@
 // so any M, any N that is a multiple of 8 and any K that is a multiple of 16 bytes (the TMA
 // stride rule) works. Grid: (tiles along N, tiles along M); block: Plan::threads.
 
+#include "kernels/cuda/sm90/sm90_cluster.cuh"
 #include "kernels/cuda/sm90/sm90_fragment.h"
 #include "kernels/cuda/sm90/sm90_gemm_plan.h"
 #include "kernels/cuda/sm90/sm90_mbarrier.cuh"
@@ -22,13 +23,20 @@
 
 namespace sol::kernels::sm90 {
 
-// One stage's B: one K-major box, or Plan::b_boxes MN-major ones, all credited to `full`.
+// One stage's B: one K-major box, or Plan::b_boxes MN-major ones, all credited to `full`; in a
+// cluster (Plan::cluster_m > 1) this CTA's slice of the stage, multicast to every CTA of it.
 template <class Plan>
 SOL_SM90_DEVICE void gemm_load_b(const TmaDescriptor* map_b, u32 full, u32 base, u32 stage, int k0, int n0) {
+  if constexpr (Plan::cluster_m > 1) {
+    const u32 rank = cluster_ctarank();
+    tma_load_2d_multicast(map_b, full, base + Plan::b_box_offset(stage, 0, rank), Plan::b_box_c0(k0, n0, 0),
+                          Plan::b_box_c1(k0, n0, 0, rank), Plan::multicast_mask);
+  } else {
 #pragma unroll
-  for (u32 box = 0; box < Plan::b_boxes; ++box)
-    tma_load_2d(map_b, full, base + Plan::b_box_offset(stage, box), Plan::b_box_c0(k0, n0, box),
-                Plan::b_box_c1(k0, n0, box));
+    for (u32 box = 0; box < Plan::b_boxes; ++box)
+      tma_load_2d(map_b, full, base + Plan::b_box_offset(stage, box), Plan::b_box_c0(k0, n0, box),
+                  Plan::b_box_c1(k0, n0, box));
+  }
 }
 
 template <class Plan>
@@ -93,7 +101,7 @@ SOL_SM90_DEVICE void gemm_tile_consumer(u32 consumer, u32 base, const TmaDescrip
     wgmma_commit();
     wgmma_wait<1>();
     fence_accumulator(acc);
-    if (kb > 0 && thread_in_warpgroup() == 0) mbar_arrive(base + Plan::empty_barrier_offset(previous_stage));
+    if (kb > 0) release_stage<Plan>(base, previous_stage);
     previous_stage = ring.stage;
   }
   wgmma_wait<0>();
@@ -102,7 +110,8 @@ SOL_SM90_DEVICE void gemm_tile_consumer(u32 consumer, u32 base, const TmaDescrip
 }
 
 // Aligns the shared base to the swizzle period, initialises the ring's barriers and returns the
-// base; every thread of the CTA calls it.
+// base; every thread of the CTA calls it (in a cluster: of every CTA, and none loads or arrives
+// into another CTA before that CTA's barriers are initialised).
 template <class Plan>
 SOL_SM90_DEVICE u32 gemm_tile_setup(const TmaDescriptor* map_a, const TmaDescriptor* map_b,
                                     const TmaDescriptor* map_d) {
@@ -115,11 +124,14 @@ SOL_SM90_DEVICE u32 gemm_tile_setup(const TmaDescriptor* map_a, const TmaDescrip
     tma_prefetch_descriptor(map_d);
     for (u32 s = 0; s < Plan::stages; ++s) {
       mbar_init(base + Plan::full_barrier_offset(s), 1);
-      mbar_init(base + Plan::empty_barrier_offset(s), Plan::consumers);
+      mbar_init(base + Plan::empty_barrier_offset(s), Plan::empty_arrivals);
     }
     mbar_fence_init();
   }
-  __syncthreads();
+  if constexpr (Plan::cluster_m > 1)
+    cluster_sync();
+  else
+    __syncthreads();
   return base;
 }
 

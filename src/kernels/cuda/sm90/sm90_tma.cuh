@@ -29,6 +29,16 @@ SOL_SM90_DEVICE void tma_load_2d(const TmaDescriptor* map, u32 bar, u32 dst, int
       : "memory");
 }
 
+// The same box into the same shared offset of every CTA of the cluster named in `cta_mask`
+// (bit r: rank r), each landing's bytes credited to the barrier at `bar`'s offset in that CTA.
+SOL_SM90_DEVICE void tma_load_2d_multicast(const TmaDescriptor* map, u32 bar, u32 dst, int c0, int c1, u16 cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(dst),
+      "l"(tma_desc_address(map)), "r"(bar), "r"(c0), "r"(c1), "h"(cta_mask)
+      : "memory");
+}
+
 SOL_SM90_DEVICE void tma_load_3d(const TmaDescriptor* map, u32 bar, u32 dst, int c0, int c1, int c2) {
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(

@@ -9,6 +9,10 @@
 // With split_k > 1 a tile's sums go to the f32 workspace [split][rows][n], and
 // gemm_split_reduce_model sums them in split order, as the kernel's reduction pass does. The
 // epilogue's TMA stores run on sm90_store_model.h.
+// With B multicast (Plan::cluster_m = 2) the CTAs of a cluster run together, their roles
+// interleaved at random: CTA r's producer writes slice r of each B stage into every CTA's ring
+// and credits every CTA's full barrier; each consumer frees a stage on every CTA's empty barrier,
+// so a producer overwrites a stage only once all the cluster's consumers have read it.
 
 #include <algorithm>
 #include <map>
@@ -52,14 +56,15 @@ class PersistentGemmCta {
 
   PersistentGemmCta(const GlobalTensor2d& a, const GlobalTensor2d& b, const GemmProblemView& p, u32 cta, u32 ctas,
                     GemmOutput out, const float* scales_a, const float* scales_b)
-      : a_(a), b_(b), p_(p), out_(out), scales_a_(scales_a), scales_b_(scales_b), smem_(kBase + Plan::used_bytes) {
+      : a_(a), b_(b), p_(p), out_(out), scales_a_(scales_a), scales_b_(scales_b), smem_(kBase + Plan::used_bytes),
+        rank_(cta % Plan::cluster_m) {
     for (u32 t = cta; t < Scheduler::tile_count(p); t += ctas) {
       const GemmTileWork w = Scheduler::work(p, t);
       if (!w.skip) tiles_.push_back(w);  // the kernel's roles skip the same tiles
     }
     for (u32 s = 0; s < Plan::stages; ++s) {
       barriers_.emplace(Plan::full_barrier_offset(s), Mbarrier(1));
-      barriers_.emplace(Plan::empty_barrier_offset(s), Mbarrier(Plan::consumers));
+      barriers_.emplace(Plan::empty_barrier_offset(s), Mbarrier(Plan::empty_arrivals));
     }
     for (u32 c = 0; c < Plan::consumers; ++c) consumers_.push_back(Consumer{});
     producer_.kb = tiles_.empty() ? 0 : tiles_[0].kb_begin;
@@ -68,26 +73,47 @@ class PersistentGemmCta {
                            out_.writes->size(), " elements of a ", out_.rows, " x ", p.n, " D");
   }
 
-  void run(std::mt19937& rng) {
-    const u32 roles = 1 + Plan::consumers;
+  // The CTAs of this one's cluster, in rank order (itself included).
+  void join(const std::vector<PersistentGemmCta*>& cluster) { cluster_ = cluster; }
+
+  // Runs a cluster's CTAs (rank order) to the end, one warpgroup step at a time in a random
+  // order; a state where no warpgroup of any of them can pass its mbarrier is a deadlock.
+  static void run(const std::vector<PersistentGemmCta*>& cluster, std::mt19937& rng) {
+    check(cluster.size() == Plan::cluster_m, "sm90 model", "a cluster of ", cluster.size(), " CTAs for a plan of ",
+          Plan::cluster_m);
+    for (PersistentGemmCta* cta : cluster) cta->join(cluster);
+    const u32 roles = u32(cluster.size()) * (1 + Plan::consumers);
     for (;;) {
-      bool done = producer_.tile == tiles_.size();
-      for (const Consumer& c : consumers_) done = done && c.tile == tiles_.size();
+      bool done = true;
+      for (PersistentGemmCta* cta : cluster) done = done && cta->finished();
       if (done) {
-        turns_.finish();
+        for (PersistentGemmCta* cta : cluster) cta->turns_.finish();
         return;
       }
       const u32 first = rng() % roles;
       bool moved = false;
       for (u32 i = 0; i < roles && !moved; ++i) {
-        const u32 role = (first + i) % roles;
-        moved = role == 0 ? producer_step() : consumer_step(consumers_[role - 1], role - 1);
+        const u32 r = (first + i) % roles, role = r % (1 + Plan::consumers);
+        PersistentGemmCta& cta = *cluster[r / (1 + Plan::consumers)];
+        moved = role == 0 ? cta.producer_step() : cta.consumer_step(cta.consumers_[role - 1], role - 1);
       }
-      check(moved, "sm90 model", "persistent GEMM CTA deadlocked: no warpgroup can pass its mbarrier");
+      check(moved, "sm90 model", "persistent GEMM cluster deadlocked: no warpgroup can pass its mbarrier");
     }
   }
 
  private:
+  bool finished() const {
+    bool done = producer_.tile == tiles_.size();
+    for (const Consumer& c : consumers_) done = done && c.tile == tiles_.size();
+    return done;
+  }
+
+  // A consumer is done reading stage `s`: an arrival on that stage's empty barrier in every CTA
+  // of the cluster (each one's producer loads a slice into it).
+  void release(u32 s) {
+    for (PersistentGemmCta* cta : cluster_) cta->barriers_.at(Plan::empty_barrier_offset(s)).arrive();
+  }
+
   struct Cursor {
     std::size_t tile = 0;
     u32 kb = 0;
@@ -114,10 +140,15 @@ class PersistentGemmCta {
     full.arrive_expect_tx(Plan::tx_bytes);
     const long long k0 = (long long)producer_.kb * Plan::block_k;
     full.complete_tx(tma_load_2d(smem_, kBase + Plan::a_offset(s), a_, Plan::block_k, Plan::block_m, k0, w.row0, Plan::swizzle));
-    for (u32 box = 0; box < Plan::b_boxes; ++box)
-      full.complete_tx(tma_load_2d(smem_, kBase + Plan::b_box_offset(s, box), b_, Plan::b_box_inner, Plan::b_box_outer,
-                                   Plan::b_box_c0(int(k0), int(w.b_row0), box),
-                                   Plan::b_box_c1(int(k0), int(w.b_row0), box), Plan::swizzle));
+    // This CTA's B boxes land in every CTA of the cluster (multicast) and credit each one's full
+    // barrier, which may not have announced its own bytes yet (its transaction count goes
+    // below zero until it does, as on the device).
+    for (PersistentGemmCta* cta : cluster_)
+      for (u32 box = 0; box < Plan::b_boxes; ++box)
+        cta->barriers_.at(Plan::full_barrier_offset(s))
+            .complete_tx(tma_load_2d(cta->smem_, kBase + Plan::b_box_offset(s, box, rank_), b_, Plan::b_box_inner,
+                                     Plan::b_box_outer, Plan::b_box_c0(int(k0), int(w.b_row0), box),
+                                     Plan::b_box_c1(int(k0), int(w.b_row0), box, rank_), Plan::swizzle));
     advance(producer_);
     producer_ring_.advance();
     return true;
@@ -135,15 +166,15 @@ class PersistentGemmCta {
         wgmma(smem_, Plan::desc_a(kBase, s, index, mma), Plan::desc_b(kBase, s, mma), c.partial, Operand::e4m3,
               fp8_partial_scale_d(mma) != 0);
       turns_.passed(index);
-      barriers_.at(Plan::empty_barrier_offset(s)).arrive();  // waited at once: freed at once
+      release(s);  // waited at once: freed at once
       promote(c, index, w);
     } else {
       const Operand t = Plan::element_bytes == 2 ? Operand::bf16 : Operand::e4m3;
       for (u32 mma = 0; mma < Plan::mmas_per_k_block; ++mma)
         wgmma(smem_, Plan::desc_a(kBase, s, index, mma), Plan::desc_b(kBase, s, mma), c.acc, t, true,
               Plan::b_mn_major);
-      if (!first) barriers_.at(Plan::empty_barrier_offset(c.previous_stage)).arrive();
-      if (last) barriers_.at(Plan::empty_barrier_offset(s)).arrive();  // after the final wait
+      if (!first) release(c.previous_stage);
+      if (last) release(s);  // after the final wait
     }
     c.previous_stage = s;
     c.ring.advance();
@@ -204,6 +235,8 @@ class PersistentGemmCta {
   const float* scales_a_;
   const float* scales_b_;
   SharedMemory smem_;
+  u32 rank_;                                  // in the cluster
+  std::vector<PersistentGemmCta*> cluster_;   // rank order, this one included
   std::map<u32, Mbarrier> barriers_;
   std::vector<GemmTileWork> tiles_;
   Cursor producer_;
@@ -245,14 +278,21 @@ void gemm_persistent_model(const void* a, const void* b, const GemmProblemView& 
       Plan::b_mn_major
           ? GlobalTensor2d{static_cast<const u8*>(b), Plan::element_bytes, p.n, k, u64(p.n) * Plan::element_bytes}
           : GlobalTensor2d{static_cast<const u8*>(b), Plan::element_bytes, k, p.groups * p.n, row_bytes};
+  static_assert(Plan::cluster_m == Scheduler::cluster_m, "the plan's loads and the scheduler's tiles pair the same CTAs");
+  check(ctas % Plan::cluster_m == 0, "sm90 gemm", ctas, " CTAs are not whole clusters of ", Plan::cluster_m);
   std::mt19937 rng(seed);
-  for (u32 cta = 0; cta < ctas; ++cta) {
-    PersistentGemmCta<Plan, Scheduler> model(ga, gb, p, cta, ctas, out, scales_a, scales_b);
-    model.run(rng);
+  for (u32 first = 0; first < ctas; first += Plan::cluster_m) {
+    std::vector<PersistentGemmCta<Plan, Scheduler>> cluster;
+    cluster.reserve(Plan::cluster_m);
+    for (u32 cta = first; cta < first + Plan::cluster_m; ++cta) cluster.emplace_back(ga, gb, p, cta, ctas, out, scales_a, scales_b);
+    std::vector<PersistentGemmCta<Plan, Scheduler>*> members;
+    for (auto& cta : cluster) members.push_back(&cta);
+    PersistentGemmCta<Plan, Scheduler>::run(members, rng);
     // The producer warpgroup's second warp checks the layout (persistent_layout_check).
-    if (p.grouping == GemmGrouping::contiguous && out.layout_error)
-      for (u32 lane = 0; lane < 32; ++lane)
-        *out.layout_error = std::min(*out.layout_error, Scheduler::layout_check_lane(p, cta, ctas, lane));
+    for (u32 cta = first; cta < first + Plan::cluster_m; ++cta)
+      if (p.grouping == GemmGrouping::contiguous && out.layout_error)
+        for (u32 lane = 0; lane < 32; ++lane)
+          *out.layout_error = std::min(*out.layout_error, Scheduler::layout_check_lane(p, cta, ctas, lane));
   }
   if (p.split_k > 1) gemm_split_reduce_model<Scheduler>(p, out);
 }
