@@ -149,6 +149,13 @@ TEST(GemmSm90PersistentPlan, AMulticastConfigurationLaunchesWholeClusters) {
               plan_gemm_sm90_persistent(GemmGrouping::single, a_odd, b, d_odd, nullptr, nullptr, nullptr,
                                         Sm90Target::h200(), "test_gemm", {}, Layout::nt, "128x256:c2");
             }).find("3 row tiles"),
+            std::string::npos);  // A grouped layout of one group may skip tiles on the device: never multicast.
+  const Tensor am = dev(0x100000, DType::bf16, {1, 256, 2048}), bm = dev(0x10000000, DType::bf16, {1, 7168, 2048});
+  const Tensor masked = dev(0x200000, DType::i32, {1}), dm = dev(0x40000000, DType::bf16, {1, 256, 7168});
+  EXPECT_NE(error_of([&] {
+              plan_gemm_sm90_persistent(GemmGrouping::masked, am, bm, dm, &masked, nullptr, nullptr, Sm90Target::h200(),
+                                        "test_gemm", {}, Layout::nt, "128x256:c2");
+            }).find("is for one GEMM"),
             std::string::npos);
 }
 

@@ -166,6 +166,7 @@ Sm90PersistentPlan plan_gemm_sm90_persistent(GemmGrouping grouping, const Tensor
   shape.kind = plan.kind;
   shape.out_bytes = uint32_t(dtype_size(d.dtype()));
   shape.b_major = nn ? OperandMajor::mn : OperandMajor::k;
+  shape.grouped = !single;
   if (grouping == GemmGrouping::contiguous) {
     shape.group_m = contiguous_rows_model(m, groups);
   } else {

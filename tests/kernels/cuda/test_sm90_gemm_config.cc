@@ -195,6 +195,9 @@ TEST(Sm90GemmConfig, MulticastIsNamedOrAllowedAndKeepsItsRules) {
     EXPECT_NE(m.find(why), std::string::npos) << spec << ": " << m;
   };
   refused({{128, 128}, 7168, 2048, GemmKernelKind::bf16, 2}, "128x128:c2", "is for one GEMM");
+  GemmProblem one_group{{4096}, 7168, 2048, GemmKernelKind::bf16, 2};
+  one_group.grouped = true;  // a grouped layout of one group may still skip tiles on the device
+  refused(one_group, "128x128:c2", "is for one GEMM");
   refused({{384}, 7168, 2048, GemmKernelKind::bf16, 2}, "128x128:c2", "3 row tiles");
   refused({{4096}, 7168, 2048, GemmKernelKind::bf16, 2, OperandMajor::mn}, "128x128:c2", "not split");
   refused(fp8, "128x128:c4", "at most 2");
@@ -206,6 +209,11 @@ TEST(Sm90GemmConfig, MulticastIsNamedOrAllowedAndKeepsItsRules) {
     for (const NamedProblem& p : shape_table(kind)) EXPECT_EQ(choose_config(p.problem, t).cluster_m, 1u) << p.name;
   t.multicast = true;
   EXPECT_EQ(choose_config(fp8, t).cluster_m, 1u);
+  Sm90Target starved_grouped = t;
+  starved_grouped.l2_gb_s = t.l2_gb_s / 4;
+  GemmProblem fp8_grouped = fp8;
+  fp8_grouped.grouped = true;
+  EXPECT_EQ(choose_config(fp8_grouped, starved_grouped).cluster_m, 1u);
   Sm90Target starved = t;
   starved.l2_gb_s = t.l2_gb_s / 4;
   const Sm90GemmConfig picked = choose_config(fp8, starved);

@@ -186,9 +186,11 @@ TEST(Sm90GemmPersistentModel, MulticastClustersShareBStages) {
   EXPECT_LT(run_error<E4m3Cluster>(fp8_split, 4, 82), 1e-2);
 }
 
-TEST(Sm90GemmPersistentModel, ClusterGridIsWholeClusters) {
+TEST(Sm90GemmPersistentModel, ClusterGridIsWholeClustersOfOneGemm) {
   Case c = make_case<Bf16Cluster>(GemmGrouping::single, 256, 64, 128, {}, 1, false, 83);
   EXPECT_NE(message_of([&] { run_error<Bf16Cluster>(c, 3, 84); }).find("whole clusters"), std::string::npos);
+  Case g = make_case<Bf16Cluster>(GemmGrouping::masked, 256, 64, 128, {100}, 1, false, 85);
+  EXPECT_NE(message_of([&] { run_error<Bf16Cluster>(g, 2, 86); }).find("is for one GEMM"), std::string::npos);
 }
 
 TEST(Sm90GemmPersistentModel, OneGemmAcrossFewerCtasThanTiles) {

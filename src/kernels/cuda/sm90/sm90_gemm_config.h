@@ -76,6 +76,9 @@ struct GemmProblem {
   // B [n, k] (K-major, layout nt) or, bf16 only, B [k, n] read MN-major (layout nn): the same
   // stage bytes and wgmma count, B's TMA boxes differ (64 columns by block_k rows of K each).
   OperandMajor b_major = OperandMajor::k;
+  // A grouped GEMM (contiguous or masked layout), even of one group: its tiles may be skipped on
+  // the device (padding blocks, rows past masked_m), so it never takes B multicast.
+  bool grouped = false;
 };
 
 struct Sm90GemmConfig {
@@ -184,7 +187,7 @@ inline void check_config(const Sm90GemmConfig& c, const GemmProblem& p, const Sm
   check(c.cluster_m == 1 || c.cluster_m == 2, op, "cluster_m = ", c.cluster_m, " but B multicast pairs at most 2 tiles");
   if (c.cluster_m > 1) {
     // The pair's rings run in lockstep: both tiles must exist and load the same K blocks.
-    check(p.group_m.size() == 1, op, "B multicast (cluster_m = ", c.cluster_m,
+    check(p.group_m.size() == 1 && !p.grouped, op, "B multicast (cluster_m = ", c.cluster_m,
           ") is for one GEMM: a grouped GEMM's tiles may be skipped, which would break the pair's lockstep");
     check(p.b_major == OperandMajor::k, op, "B multicast splits a K-major B stage; B stored [K, N] is not split");
     const std::int64_t m_tiles = ceil_div(p.group_m[0], c.block_m);

@@ -214,6 +214,11 @@ SOL_SM90_DEVICE void gemm_persistent(const TmaDescriptor* map_a, const TmaDescri
                                      const TmaDescriptor* map_d, const PersistentGemmArgs& args) {
   static_assert(Plan::stages >= 2, "consumers free a stage one K block late: one stage would deadlock");
   static_assert(Plan::cluster_m == Scheduler::cluster_m, "the plan's loads and the scheduler's tiles pair the same CTAs");
+  // A grouped GEMM's tiles may be skipped, and a pair with one tile skipped would wait forever
+  // for the other's loads and releases: the host never plans one (check_config), and a launch
+  // that slips through fails here instead of hanging.
+  if constexpr (Plan::cluster_m > 1)
+    if (args.problem.grouping != GemmGrouping::single) __trap();
   const u32 base = gemm_tile_setup<Plan>(map_a, map_b, map_d);
   if (warpgroup_index() == 0) {
     setmaxnreg_dec<kProducerRegs>();

@@ -139,6 +139,7 @@ template <class Plan>
 SOL_SM90_DEVICE void gemm_tile(const TmaDescriptor* map_a, const TmaDescriptor* map_b, const TmaDescriptor* map_d,
                                u32 m, u32 n, u32 k) {
   static_assert(Plan::stages >= 2, "consumers free a stage one K block late: one stage would deadlock");
+  static_assert(Plan::cluster_m == 1, "one tile per CTA: B multicast is the persistent kernel's");
   const u32 base = gemm_tile_setup<Plan>(map_a, map_b, map_d);
   if (warpgroup_index() == 0) {
     setmaxnreg_dec<kProducerRegs>();

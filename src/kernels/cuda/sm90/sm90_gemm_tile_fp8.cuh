@@ -41,6 +41,7 @@ SOL_SM90_DEVICE void gemm_tile_fp8_consumer(u32 consumer, u32 base, const float*
 template <class Plan>
 SOL_SM90_DEVICE void gemm_tile_fp8(const TmaDescriptor* map_a, const TmaDescriptor* map_b, const TmaDescriptor* map_d,
                                    const float* scales_a, const float* scales_b, u32 m, u32 n, u32 k) {
+  static_assert(Plan::cluster_m == 1, "one tile per CTA: B multicast is the persistent kernel's");
   const u32 base = gemm_tile_setup<Plan>(map_a, map_b, map_d);
   if (warpgroup_index() == 0) {
     setmaxnreg_dec<kProducerRegs>();

@@ -280,6 +280,9 @@ void gemm_persistent_model(const void* a, const void* b, const GemmProblemView& 
           : GlobalTensor2d{static_cast<const u8*>(b), Plan::element_bytes, k, p.groups * p.n, row_bytes};
   static_assert(Plan::cluster_m == Scheduler::cluster_m, "the plan's loads and the scheduler's tiles pair the same CTAs");
   check(ctas % Plan::cluster_m == 0, "sm90 gemm", ctas, " CTAs are not whole clusters of ", Plan::cluster_m);
+  // The kernel traps on this (a pair with a skipped tile would wait forever).
+  check(Plan::cluster_m == 1 || p.grouping == GemmGrouping::single, "sm90 gemm",
+        "B multicast is for one GEMM: a grouped layout's tiles may be skipped");
   std::mt19937 rng(seed);
   for (u32 first = 0; first < ctas; first += Plan::cluster_m) {
     std::vector<PersistentGemmCta<Plan, Scheduler>> cluster;
