@@ -11,8 +11,8 @@
 //           rows share M and N) into a fixed cost per tile and a cost per K block;
 //   mma%    FLOPs / us against the measured wgmma peak of the dtype.
 // The rows answer, in order: the tile shape and ring depth at a compute-bound shape; the fixed
-// cost per tile: D in f32 (twice the epilogue's bytes and boxes), the general epilogue path
-// (epi "gen", alpha 0.5: epilogue_value's code per element) against the identity path ("id") at
+// cost per tile: D in f32 (twice the epilogue's bytes and boxes), a non-identity epilogue
+// (epi "gen", alpha 0.5: the linear form's code per element, epilogue_form) against the identity path ("id") at
 // the same shape, and the K sweep (us/wave against K: intercept = cost per tile, slope = cost
 // per K block); short K with a huge D (kv_b); split-K at M = 4096 (qkv_a); decode split-K versus
 // none; the launch floor; B multicast over clusters of two ("c2", which the chooser takes only

@@ -5,8 +5,10 @@
 // with split-K the epilogue runs once, on the reduced sum.
 #include <gtest/gtest.h>
 
+
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "kernels/cuda/sm90/model/sm90_gemm_persistent_model.h"
@@ -289,6 +291,53 @@ TEST(Sm90GemmEpilogueModel, IdentityEpilogueIsTheIdentity) {
   EXPECT_FALSE(epilogue_is_identity(g));
   g = e, g.d_f32 = 1;
   EXPECT_TRUE(epilogue_is_identity(g));
+}
+
+// Each launch's form (epilogue_form) picks the code its stores run: the linear code must give
+// epilogue_value's bits for every epilogue without silu (alpha, beta with bf16 or f32 C, bias,
+// signed zeros, NaN and infinities in the sums and operands), and only silu makes the form
+// general.
+TEST(Sm90GemmEpilogueModel, EachFormGivesEpilogueValuesBits) {
+  std::mt19937 rng(91);
+  std::vector<float> specials = {0.0f, -0.0f, 1.0f, -3.5f, 1e-40f, 3.4e38f, INFINITY, -INFINITY, NAN};
+  std::uniform_real_distribution<float> uniform(-4.0f, 4.0f);
+  const auto draw = [&] { return rng() % 4 == 0 ? specials[rng() % specials.size()] : uniform(rng); };
+  std::vector<float> c32(64), bias(64);
+  std::vector<u16> c16(64);
+  for (u32 i = 0; i < 64; ++i) {
+    c32[i] = draw();
+    c16[i] = f32_to_bf16(draw());
+    bias[i] = draw();
+  }
+  const auto same_bits = [](float x, float y) {
+    uint32_t xb, yb;
+    std::memcpy(&xb, &x, 4);
+    std::memcpy(&yb, &y, 4);
+    return xb == yb || (std::isnan(x) && std::isnan(y));
+  };
+  u32 checked = 0;
+  for (int round = 0; round < 4000; ++round) {
+    GemmEpilogueParams e;
+    e.alpha = rng() % 3 == 0 ? 1.0f : draw();
+    e.beta = rng() % 3 == 0 ? 0.0f : draw();
+    e.d_f32 = rng() % 2;
+    e.c = e.d_f32 ? static_cast<const void*>(c32.data()) : static_cast<const void*>(c16.data());
+    e.bias = rng() % 2 ? bias.data() : nullptr;
+    e.silu = rng() % 4 == 0;
+    const EpilogueForm form = epilogue_form(e);
+    EXPECT_EQ(form == EpilogueForm::general, e.silu != 0);
+    EXPECT_EQ(form == EpilogueForm::identity, epilogue_is_identity(e));
+    const float acc = draw();
+    const u32 col = rng() % 64;
+    const float want = epilogue_value(e, acc, col, col);
+    const float got = form == EpilogueForm::identity ? epilogue_value_as<EpilogueForm::identity>(e, acc, col, col)
+                      : form == EpilogueForm::linear ? epilogue_value_as<EpilogueForm::linear>(e, acc, col, col)
+                                                     : epilogue_value_as<EpilogueForm::general>(e, acc, col, col);
+    ASSERT_TRUE(same_bits(got, want)) << "form " << int(form) << " alpha " << e.alpha << " beta " << e.beta
+                                      << " acc " << acc << ": " << got << " vs " << want;
+    checked += form == EpilogueForm::linear;
+  }
+  EXPECT_GT(checked, 1000u);
 }
 
 }  // namespace

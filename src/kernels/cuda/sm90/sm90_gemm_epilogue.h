@@ -41,18 +41,40 @@ SOL_SM90_HD bool epilogue_is_identity(const GemmEpilogueParams& e) {
   return e.alpha == 1.0f && e.beta == 0.0f && e.bias == nullptr && e.silu == 0;
 }
 
+// Which code a launch's stores run (one choice for the whole launch): identity, the sums as
+// they are; linear, alpha, beta * C and bias without the activation; general, with silu, whose
+// exp and IEEE division are most of epilogue_value's code when it is inlined per accumulator.
+// So a residual add or a bias does not fetch silu's code for every element it stores.
+enum class EpilogueForm : u32 { identity, linear, general };
+
+SOL_SM90_HD EpilogueForm epilogue_form(const GemmEpilogueParams& e) {
+  if (epilogue_is_identity(e)) return EpilogueForm::identity;
+  return e.silu ? EpilogueForm::general : EpilogueForm::linear;
+}
+
 // The value of D at element `index` (= row * n + col) from the f32 sum `acc`, before rounding
-// to D's dtype.
-SOL_SM90_HD float epilogue_value(const GemmEpilogueParams& e, float acc, u64 index, u32 col) {
-  float v = sol_cuda::mul_rn(e.alpha, acc);
-  if (e.beta != 0.0f) {
-    const float c = e.d_f32 ? static_cast<const float*>(e.c)[index]
-                            : sol_cuda::bf16_to_float(static_cast<const u16*>(e.c)[index]);
-    v = sol_cuda::fma_rn(c, e.beta, v);
+// to D's dtype, by the code of form Form: the same value as epilogue_value wherever
+// epilogue_form(e) is Form (or a later form).
+template <EpilogueForm Form>
+SOL_SM90_HD float epilogue_value_as(const GemmEpilogueParams& e, float acc, u64 index, u32 col) {
+  if constexpr (Form == EpilogueForm::identity) {
+    return acc;
+  } else {
+    float v = sol_cuda::mul_rn(e.alpha, acc);
+    if (e.beta != 0.0f) {
+      const float c = e.d_f32 ? static_cast<const float*>(e.c)[index]
+                              : sol_cuda::bf16_to_float(static_cast<const u16*>(e.c)[index]);
+      v = sol_cuda::fma_rn(c, e.beta, v);
+    }
+    if (e.bias) v = sol_cuda::add_rn(v, e.bias[col]);
+    if constexpr (Form == EpilogueForm::general)
+      if (e.silu) v = epilogue_silu(v);
+    return v;
   }
-  if (e.bias) v = sol_cuda::add_rn(v, e.bias[col]);
-  if (e.silu) v = epilogue_silu(v);
-  return v;
+}
+
+SOL_SM90_HD float epilogue_value(const GemmEpilogueParams& e, float acc, u64 index, u32 col) {
+  return epilogue_value_as<EpilogueForm::general>(e, acc, index, col);
 }
 
 }  // namespace sol::kernels::sm90

@@ -55,12 +55,12 @@ SOL_SM90_DEVICE void persistent_layout_check(const PersistentGemmArgs& args) {
 }
 
 // Two adjacent results of D (index even, so the pair is one aligned store) through the
-// epilogue (Identity: epilogue_is_identity holds, the sums as they are): f32 pairs, or bf16x2
-// rounded to nearest even as the CPU rounds.
-template <bool DF32, bool Identity = false>
+// epilogue's code of form Form (epilogue_form): f32 pairs, or bf16x2 rounded to nearest even as
+// the CPU rounds.
+template <bool DF32, EpilogueForm Form = EpilogueForm::general>
 SOL_SM90_DEVICE void epilogue_store_pair(const GemmEpilogueParams& e, u64 index, u32 col, float x0, float x1) {
-  const float v0 = Identity ? x0 : epilogue_value(e, x0, index, col);
-  const float v1 = Identity ? x1 : epilogue_value(e, x1, index + 1, col + 1);
+  const float v0 = epilogue_value_as<Form>(e, x0, index, col);
+  const float v1 = epilogue_value_as<Form>(e, x1, index + 1, col + 1);
   if constexpr (DF32)
     *reinterpret_cast<float2*>(static_cast<float*>(e.d) + index) = make_float2(v0, v1);
   else
@@ -70,7 +70,7 @@ SOL_SM90_DEVICE void epilogue_store_pair(const GemmEpilogueParams& e, u64 index,
 // One consumer's 64 rows of a finished tile: through the epilogue to D, or (split_k > 1) the raw
 // f32 sums to the split's workspace plane, the epilogue then applied once by the reduction; a
 // thread's two rows are checked against the scheduler once.
-template <class Plan, class Scheduler, bool DF32, bool Identity>
+template <class Plan, class Scheduler, bool DF32, EpilogueForm Form>
 SOL_SM90_DEVICE void persistent_store_as(const Accum<Plan::block_n>& acc, u32 consumer, const GemmTileWork& w,
                                          const PersistentGemmArgs& args) {
   const GemmProblemView& p = args.problem;
@@ -82,7 +82,7 @@ SOL_SM90_DEVICE void persistent_store_as(const Accum<Plan::block_n>& acc, u32 co
     const u32 row = row_upper + (accum_row_half(i) ? 8u : 0u), col = w.col0 + accum_col(t, i);
     if (!stored[accum_row_half(i)] || col >= p.n) continue;
     if (p.split_k == 1) {
-      epilogue_store_pair<DF32, Identity>(args.epilogue, u64(row) * p.n + col, col, acc.d[i], acc.d[i + 1]);
+      epilogue_store_pair<DF32, Form>(args.epilogue, u64(row) * p.n + col, col, acc.d[i], acc.d[i + 1]);
     } else {
       // col is even and n a multiple of 8: the pair is one aligned 8-byte store.
       *reinterpret_cast<float2*>(args.workspace + (u64(w.split) * args.rows + row) * p.n + col) =
@@ -104,7 +104,7 @@ SOL_SM90_DEVICE bool persistent_tma_rows(u32 consumer, const GemmTileWork& w, co
   return warpgroup_all(consumer, ok);
 }
 
-template <class Plan, class Scheduler, bool Identity>
+template <class Plan, class Scheduler, EpilogueForm Form>
 SOL_SM90_DEVICE void persistent_store_with(const Accum<Plan::block_n>& acc, u32 consumer, u32 base,
                                            const TmaDescriptor* map_d, const GemmTileWork& w,
                                            const PersistentGemmArgs& args, u32& stored_boxes) {
@@ -112,7 +112,7 @@ SOL_SM90_DEVICE void persistent_store_with(const Accum<Plan::block_n>& acc, u32 
   if (persistent_tma_rows<Plan, Scheduler>(consumer, w, args)) {
     const u32 n = args.problem.n;
     const auto value = [&](float x, u32 row, u32 col) {
-      return Identity ? x : epilogue_value(e, x, u64(row) * n + col, col);
+      return epilogue_value_as<Form>(e, x, u64(row) * n + col, col);
     };
     const u32 row0 = w.row0 + consumer * Plan::consumer_rows;
     if (e.d_f32)
@@ -120,22 +120,30 @@ SOL_SM90_DEVICE void persistent_store_with(const Accum<Plan::block_n>& acc, u32 
     else
       tma_store_block<Plan, 2>(acc, consumer, base, map_d, row0, w.col0, args.rows, n, stored_boxes, value);
   } else if (e.d_f32) {
-    persistent_store_as<Plan, Scheduler, true, Identity>(acc, consumer, w, args);
+    persistent_store_as<Plan, Scheduler, true, Form>(acc, consumer, w, args);
   } else {
-    persistent_store_as<Plan, Scheduler, false, Identity>(acc, consumer, w, args);
+    persistent_store_as<Plan, Scheduler, false, Form>(acc, consumer, w, args);
   }
 }
 
-// A tile's epilogue: the plain GEMM's (and every grouped GEMM's) through the compact identity
-// path, any other through epilogue_value; the choice is uniform over the launch.
+// A tile's epilogue through the code of its launch's form (epilogue_form, uniform over the
+// launch): the plain GEMM (and every grouped GEMM) stores the sums as they are; alpha, C and
+// bias without an activation take the linear code; only silu takes the general code.
 template <class Plan, class Scheduler>
 SOL_SM90_DEVICE void persistent_store(const Accum<Plan::block_n>& acc, u32 consumer, u32 base,
                                       const TmaDescriptor* map_d, const GemmTileWork& w,
                                       const PersistentGemmArgs& args, u32& stored_boxes) {
-  if (epilogue_is_identity(args.epilogue))
-    persistent_store_with<Plan, Scheduler, true>(acc, consumer, base, map_d, w, args, stored_boxes);
-  else
-    persistent_store_with<Plan, Scheduler, false>(acc, consumer, base, map_d, w, args, stored_boxes);
+  switch (epilogue_form(args.epilogue)) {
+    case EpilogueForm::identity:
+      persistent_store_with<Plan, Scheduler, EpilogueForm::identity>(acc, consumer, base, map_d, w, args, stored_boxes);
+      break;
+    case EpilogueForm::linear:
+      persistent_store_with<Plan, Scheduler, EpilogueForm::linear>(acc, consumer, base, map_d, w, args, stored_boxes);
+      break;
+    case EpilogueForm::general:
+      persistent_store_with<Plan, Scheduler, EpilogueForm::general>(acc, consumer, base, map_d, w, args, stored_boxes);
+      break;
+  }
 }
 
 template <class Plan, class Scheduler>
