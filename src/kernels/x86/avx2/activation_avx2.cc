@@ -1,6 +1,7 @@
-// AVX2 activations. silu-mul: y = g / (1 + exp(-g)) * u, the scalar row's formula with exp8
-// (exp_avx2.h) for libm's exp, within a few f32 ulps of the scalar results, not their bits; exp8
-// saturates to inf from -g = 89 (g / inf = -0, silu's limit) and to 0 below -104 (y = g u).
+// AVX2 activations. silu-mul with f32 outputs: y = g / (1 + exp(-g)) * u, the scalar row's
+// formula with exp8 (exp_avx2.h) for libm's exp, within a few f32 ulps of the scalar results, not
+// their bits; exp8 saturates to inf from -g = 89 (g / inf = -0, silu's limit) and to 0 below -104
+// (y = g u). With bf16 outputs a cheaper kernel of its own (silu_times_bf16), within 1 bf16 ulp.
 // GELU: the AVX-512 kernels' f32-output formulas (activation_avx512.cc says why each holds its
 // accuracy: tanh ~7e-6, erf ~7e-7 relative over all bf16 inputs), eight lanes at a time, with
 // vscalefps and vfixupimmps spelled in AVX2 (scale2n8, relu_with_specials8); bf16 outputs are
@@ -73,13 +74,53 @@ template <size_t N> [[gnu::always_inline]] inline __m256 horner8(__m256 x, const
   return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
 }
 
+// silu(g) * u for bf16 outputs: within 2^-8 relative before the rounding (so each output is the
+// correctly rounded fp64 value or its neighbour, the AVX-512 bf16 kernel's rule), with a short
+// dependency chain: silu_times's exp8 and division put ~90 cycles of latency on each vector, and
+// the scheduler holds too few vectors in flight to hide it. sigmoid(g) = 1 / (1 + 2^m),
+// m = -g log2(e), through q = 2^-|m| <= 1, so the reciprocal's argument 1 + q stays in [1, 2]
+// (vrcpps flushes tiny results to zero: the AVX-512 kernel's 2^-64-scaled reciprocal would lose
+// the tail near g = -88 where the bf16 output is still normal); sigmoid is r = 1 / (1 + q) for
+// m <= 0 and q r for m > 0. q = 2^t 2^n, t = -|m| - n in [0, 1) (the AVX-512 kernel's degree-2
+// fit, 1.73e-3), n = floor(-|m|), 2^n added into 2^t's exponent field: as it is for n >= -126,
+// 2^64 higher below (qx = q 2^64, normal down to n = -190; q = 0 beyond, where y is 0 in bf16),
+// the 2^-64 applied as the last factor of y = g r qx u 2^-64, where it rounds once (into the
+// subnormals), after every factor that could underflow or overflow on its own. vrcpps adds 3.7e-4 and 1 + q at most half of q's error: 3.0e-3 in all, under
+// 2^-8 = 3.9e-3. g = +inf: q = 0, y = inf r u; g = -inf: y = -inf 0 u = NaN, as the fp64
+// reference's -inf / inf; a NaN g reaches y through its own products.
+[[gnu::always_inline]] inline __m256 silu_times_bf16(__m256 g, __m256 u) {
+  const __m256 m = _mm256_mul_ps(g, _mm256_set1_ps(-1.44269502f));
+  const __m256 neg_abs_m = _mm256_or_ps(m, _mm256_set1_ps(-0.0f));  // -|m|
+  const __m256 neg_abs = _mm256_max_ps(neg_abs_m, _mm256_set1_ps(-190.0f));
+  const __m256 n = _mm256_round_ps(neg_abs, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  static constexpr float c2[] = {0.337186604738235474f, 0.657639026641845703f, 1.00172424316406250f};
+  const __m256 p = horner8(_mm256_sub_ps(neg_abs, n), c2);  // 2^t in [1, 2)
+  const __m256 normal = _mm256_cmp_ps(n, _mm256_set1_ps(-126.0f), _CMP_GE_OQ);
+  const __m256i shift = _mm256_add_epi32(_mm256_cvtps_epi32(n),
+                                         _mm256_andnot_si256(_mm256_castps_si256(normal), _mm256_set1_epi32(64)));
+  const __m256 qx = _mm256_and_ps(  // 0 where -|m| was clamped: |m| > 190, infinities, NaN
+      _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(shift, 23))),
+      _mm256_cmp_ps(neg_abs_m, _mm256_set1_ps(-190.0f), _CMP_GE_OQ));
+  const __m256 r = _mm256_rcp_ps(_mm256_add_ps(_mm256_set1_ps(1.0f), _mm256_and_ps(qx, normal)));
+  const __m256 gr = _mm256_mul_ps(g, r);
+  const __m256 scale = _mm256_blendv_ps(_mm256_set1_ps(0x1p-64f), _mm256_set1_ps(1.0f), normal);
+  const __m256 tail = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(gr, qx), u), scale);
+  return _mm256_blendv_ps(_mm256_mul_ps(gr, u), tail, _mm256_cmp_ps(m, _mm256_setzero_ps(), _CMP_GT_OQ));
+}
+
 }  // namespace
 
 void silu_mul_avx2(const void* g, const void* u, DType t, void* y, DType yt, int64_t n, bool, const void*,
                    const TuningParams&) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) store8(y, yt, i, silu_times(load8(g, t, i), load8(u, t, i)));
-  if (i < n) store8_n(y, yt, i, n - i, silu_times(load8_n(g, t, i, n - i), load8_n(u, t, i, n - i)));
+  const auto run = [&](auto f) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) store8(y, yt, i, f(load8(g, t, i), load8(u, t, i)));
+    if (i < n) store8_n(y, yt, i, n - i, f(load8_n(g, t, i, n - i), load8_n(u, t, i, n - i)));
+  };
+  if (yt == DType::bf16)
+    run([](__m256 gv, __m256 uv) { return silu_times_bf16(gv, uv); });
+  else
+    run([](__m256 gv, __m256 uv) { return silu_times(gv, uv); });
 }
 
 void gelu_avx2(const void* x, DType t, void* y, DType yt, int64_t n, bool erf_form, bool, const TuningParams&) {
