@@ -33,14 +33,18 @@ struct Case {
   int64_t m, n, k;
 };
 
+// The kernels need sm_90a: on another device a test says so and passes as skipped.
+bool sm90_or_skip() {
+  const CudaDeviceInfo& info = cuda_device(0);
+  if (info.cc_major == 9) return true;
+  std::printf("skipped: %s is %s, the kernels need sm_90a\n", info.name.c_str(), info.arch().c_str());
+  return false;
+}
+
 }  // namespace
 
 SOL_GPU_TEST(sm90_gemm_matches_cpu) {
-  const CudaDeviceInfo& info = cuda_device(0);
-  if (info.cc_major != 9) {
-    std::printf("skipped: %s is %s, the kernels need sm_90a\n", info.name.c_str(), info.arch().c_str());
-    return;
-  }
+  if (!sm90_or_skip()) return;
   for (const Case& c : {Case{DType::bf16, false, 131, 136, 200}, Case{DType::bf16, false, 1, 8, 8},
                         Case{DType::bf16, false, 257, 392, 1000}, Case{DType::f8e4m3, false, 77, 136, 208},
                         Case{DType::f8e4m3, true, 77, 264, 384}, Case{DType::f8e4m3, true, 300, 128, 1024}}) {
@@ -134,11 +138,7 @@ struct EpilogueCase {
 }  // namespace
 
 SOL_GPU_TEST(sm90_gemm_device_epilogue_matches_cpu) {
-  const CudaDeviceInfo& info = cuda_device(0);
-  if (info.cc_major != 9) {
-    std::printf("skipped: %s is %s, the kernels need sm_90a\n", info.name.c_str(), info.arch().c_str());
-    return;
-  }
+  if (!sm90_or_skip()) return;
   const EpilogueCase epilogues[] = {{1, 0, false, false, false, DType::bf16},  {0.5f, 0.75f, true, true, true, DType::bf16},
                                     {1, 1, false, false, false, DType::bf16},  {1, 0, false, false, false, DType::f32},
                                     {-2, 0.5f, true, true, true, DType::f32}, {1, 1, false, true, false, DType::f32}};
@@ -182,15 +182,12 @@ SOL_GPU_TEST(sm90_gemm_device_epilogue_matches_cpu) {
 }
 
 // B multicast over clusters of two CTAs (named configurations ":c2", which the chooser does not
-// pick until measured; a first-run test until it has passed on a device): sol::gemm on the device against the host, by DeepGEMM's metric, for
-// bf16 and block-scaled fp8, ragged N, rows past M in a pair's second tile, split-K, many waves
-// of tiles over a persistent grid, and both store paths (identity and the general epilogue).
+// pick until measured; a first-run test until it has passed on a device): sol::gemm on the
+// device against the host, by DeepGEMM's metric, for bf16 and block-scaled fp8, ragged N, rows
+// past M in a pair's second tile, split-K, many waves of tiles over a persistent grid, and two
+// epilogue forms (identity, and alpha 0.5: the linear form).
 SOL_GPU_TEST(sm90_gemm_multicast_matches_cpu_first_run) {
-  const CudaDeviceInfo& info = cuda_device(0);
-  if (info.cc_major != 9) {
-    std::printf("skipped: %s is %s, the kernels need sm_90a\n", info.name.c_str(), info.arch().c_str());
-    return;
-  }
+  if (!sm90_or_skip()) return;
   struct MulticastCase {
     Case shape;
     const char* spec;
@@ -232,11 +229,7 @@ SOL_GPU_TEST(sm90_gemm_multicast_matches_cpu_first_run) {
 }
 
 SOL_GPU_TEST(sm90_grouped_gemm_device_matches_cpu) {
-  const CudaDeviceInfo& info = cuda_device(0);
-  if (info.cc_major != 9) {
-    std::printf("skipped: %s is %s, the kernels need sm_90a\n", info.name.c_str(), info.arch().c_str());
-    return;
-  }
+  if (!sm90_or_skip()) return;
   const int64_t groups = 3, n = 264, k = 512, m = 384, max_m = 136;
   std::vector<int32_t> layout(size_t(m), -1);  // expert 0: rows 0-69, expert 1 empty, expert 2: 128-249, 256
   std::fill(layout.begin(), layout.begin() + 70, 0);
@@ -327,11 +320,7 @@ SOL_GPU_TEST(sm90_grouped_gemm_device_matches_cpu) {
 // row 300 stay poisoned, every other row matches the CPU; check_grouped_layouts names row 100
 // and clears the report, so a second check and a good call after it report nothing.
 SOL_GPU_TEST(sm90_grouped_gemm_bad_layout_is_reported) {
-  const CudaDeviceInfo& info = cuda_device(0);
-  if (info.cc_major != 9) {
-    std::printf("skipped: %s is %s, the kernels need sm_90a\n", info.name.c_str(), info.arch().c_str());
-    return;
-  }
+  if (!sm90_or_skip()) return;
   const int64_t groups = 2, n = 136, k = 256, m = 384;
   std::vector<int32_t> layout(size_t(m), -1), good(size_t(m), -1);
   std::fill(layout.begin(), layout.begin() + 100, 0);
@@ -397,11 +386,7 @@ SOL_GPU_TEST(sm90_grouped_gemm_bad_layout_is_reported) {
 // M = 1 decode shape the chooser splits along K. D is poisoned first and must hold no poison after.
 // fp8 with layout nn stays a clear error.
 SOL_GPU_TEST(sm90_gemm_nn_matches_cpu) {
-  const CudaDeviceInfo& info = cuda_device(0);
-  if (info.cc_major != 9) {
-    std::printf("skipped: %s is %s, the kernels need sm_90a\n", info.name.c_str(), info.arch().c_str());
-    return;
-  }
+  if (!sm90_or_skip()) return;
   struct Shape {
     int64_t m, n, k;
   };
