@@ -411,7 +411,7 @@ if [[ -n "$TESTS" && -x "$TESTS" ]]; then
   run gpu-tests 180 "$TESTS" --no-bench
   # Kernels that have never run on a device, one step each: a hang costs only its own step.
   for t in $(timeout 30 "$TESTS" --list-first-run 2>/dev/null); do
-    run "first-run-$t" 90 "$TESTS" "$t"
+    run "first-run-$t" 150 "$TESTS" "$t"
   done
   if (( GPU_STEPS )); then
     run bench-sol 120 "$TESTS" bench_copy_cast

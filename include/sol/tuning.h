@@ -85,9 +85,9 @@ struct DeviceTuning {
   // sol::Error at the call); empty: the chooser. For measuring candidates on a device
   // (bench_gemm_sweep).
   std::string sm90_gemm_config;
-  // $SOL_SM90_MULTICAST=1: the chooser may pick B multicast over clusters of two CTAs
-  // (Sm90Target::multicast), off by default until that kernel has been measured on a device.
-  bool sm90_multicast = false;
+  // $SOL_SM90_UNPROVEN=1: the chooser may pick the sm90 GEMM configurations that have not yet
+  // run on a device (Sm90Target::unproven: B multicast, the block-scaled 128 x 192 tile).
+  bool sm90_unproven = false;
   bool operator==(const DeviceTuning&) const = default;
 };
 

@@ -81,8 +81,8 @@ const Tuning* load_now() {
   }
   auto* t = new Tuning(load_tuning(path, cpu_identity(), core_shape(), mode));
   if (const char* config = std::getenv("SOL_SM90_GEMM_CONFIG")) t->device.sm90_gemm_config = config;
-  if (const char* multicast = std::getenv("SOL_SM90_MULTICAST"))
-    t->device.sm90_multicast = std::string(multicast) == "1";
+  if (const char* unproven = std::getenv("SOL_SM90_UNPROVEN"))
+    t->device.sm90_unproven = std::string(unproven) == "1";
   for (const std::string& m : t->messages) std::cerr << "sol: warning: " << m << "\n";
   return t;
 }

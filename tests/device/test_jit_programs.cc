@@ -83,6 +83,10 @@ TEST_F(JitPrograms, Sm90PersistentGemmConfigurationsCompileForSm90a) {
                                                                  target, "test", {}, Layout::nt, "128x128:s5:c2");
   ASSERT_EQ(multicast.kernel, "sol_sm90_gemm_persistent_e4m3_scaled_128x128_s5_c2");
   expect_kernels(sm90_persistent_program(multicast), {multicast.kernel.c_str()});
+  const Sm90PersistentPlan wide = plan_gemm_sm90_persistent(GemmGrouping::single, a2, b2, d2, nullptr, &sa, &sb, target,
+                                                            "test", {}, Layout::nt, "128x192:s4");
+  ASSERT_EQ(wide.kernel, "sol_sm90_gemm_persistent_e4m3_scaled_128x192_s4");
+  expect_kernels(sm90_persistent_program(wide), {wide.kernel.c_str()});
 }
 
 }  // namespace

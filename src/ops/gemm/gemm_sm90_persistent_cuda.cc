@@ -29,7 +29,7 @@ Sm90Target target_of(const CudaDeviceInfo& info) {
   Sm90Target t = Sm90Target::h200();
   t.sms = uint32_t(info.sm_count);
   t.smem_per_block = uint32_t(info.max_shared_per_block);
-  t.multicast = tuning().device.sm90_multicast;
+  t.unproven = tuning().device.sm90_unproven;
   return t;
 }
 

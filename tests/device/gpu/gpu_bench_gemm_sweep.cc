@@ -16,8 +16,9 @@
 // the same shape, and the K sweep (us/wave against K: intercept = cost per tile, slope = cost
 // per K block); short K with a huge D (kv_b); split-K at M = 4096 (qkv_a); decode split-K versus
 // none; the launch floor; B multicast over clusters of two ("c2", which the chooser takes only
-// under SOL_SM90_MULTICAST=1) against the same tile without, at the compute-bound shape and, for
-// fp8, at long K (the cost per K block, where the operands' traffic shows).
+// under SOL_SM90_UNPROVEN=1) against the same tile without, at the compute-bound shape and, for
+// fp8, at long K (the cost per K block, where the operands' traffic shows); the block-scaled
+// 128 x 192 tile (also unproven) against 128 x 128 at both K, and with multicast.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -91,6 +92,10 @@ const SweepCase kCases[] = {
     {"multicast", 4096, 7168, 2048, true, false, 1.0f, "128x128:s5"},
     {"multicast", 4096, 7168, 2048, true, false, 1.0f, "128x128:s5:c2"},
     {"multicast", 4096, 7168, 8192, true, false, 1.0f, "128x128:s5:c2"},
+    {"fp8-192", 4096, 7168, 2048, true, false, 1.0f, "128x192:s4"},
+    {"fp8-192", 4096, 7168, 8192, true, false, 1.0f, "128x128:s5"},
+    {"fp8-192", 4096, 7168, 8192, true, false, 1.0f, "128x192:s4"},
+    {"fp8-192", 4096, 7168, 8192, true, false, 1.0f, "128x192:s4:c2"},
 };
 
 // Flat device buffers every row views as its own [m, k], [n, k], [m, n] and scales.

@@ -181,26 +181,32 @@ SOL_GPU_TEST(sm90_gemm_device_epilogue_matches_cpu) {
   }
 }
 
-// B multicast over clusters of two CTAs (named configurations ":c2", which the chooser does not
-// pick until measured; a first-run test until it has passed on a device): sol::gemm on the
-// device against the host, by DeepGEMM's metric, for bf16 and block-scaled fp8, ragged N, rows
-// past M in a pair's second tile, split-K, many waves of tiles over a persistent grid, and two
-// epilogue forms (identity, and alpha 0.5: the linear form).
-SOL_GPU_TEST(sm90_gemm_multicast_matches_cpu_first_run) {
+// The configurations not yet run on a device (Sm90Target::unproven, which the chooser does not
+// pick until measured; a first-run test until it has passed on one): B multicast over clusters
+// of two CTAs (":c2") and the block-scaled 128 x 192 tile over two B scale blocks. sol::gemm on
+// the device against the host, by DeepGEMM's metric, for bf16 and block-scaled fp8, ragged N
+// (a 192 tile's second scale block past B's last), rows past M in a pair's second tile, split-K,
+// many waves of tiles over a persistent grid, and two epilogue forms (identity, and alpha 0.5:
+// the linear form).
+SOL_GPU_TEST(sm90_gemm_unproven_configs_match_cpu_first_run) {
   if (!sm90_or_skip()) return;
   struct MulticastCase {
     Case shape;
     const char* spec;
     float alpha;
   };
-  // Stages named, so the cases share three programs (the sweep's, for two of them): the JIT is
+  // Stages named, so the cases share five programs (the sweep's, for three of them): the JIT is
   // most of this test's time on a fresh machine.
   const MulticastCase cases[] = {{{DType::bf16, false, 250, 136, 200}, "128x128:s4:c2", 1},
                                  {{DType::bf16, false, 512, 392, 1000}, "128x256:s4:c2", 0.5f},
                                  {{DType::bf16, false, 256, 264, 2048}, "128x128:s4:k2:c2", 1},
                                  {{DType::bf16, false, 4096, 7168, 512}, "128x256:s4:c2", 1},
                                  {{DType::f8e4m3, true, 200, 264, 384}, "128x128:s5:c2", 1},
-                                 {{DType::f8e4m3, true, 4096, 7168, 512}, "128x128:s5:c2", 0.5f}};
+                                 {{DType::f8e4m3, true, 4096, 7168, 512}, "128x128:s5:c2", 0.5f},
+                                 {{DType::f8e4m3, true, 77, 264, 384}, "128x192:s4", 1},
+                                 {{DType::f8e4m3, true, 300, 520, 1024}, "128x192:s4", 0.5f},
+                                 {{DType::f8e4m3, true, 4096, 7168, 512}, "128x192:s4", 1},
+                                 {{DType::f8e4m3, true, 256, 392, 512}, "128x192:s4:c2", 1}};
   for (const MulticastCase& mc : cases) {
     const Case& c = mc.shape;
     const ScopedTuning forced(DeviceTuning{mc.spec});

@@ -437,5 +437,46 @@ TEST(Sm90GemmPersistentModel, BadProblemsAreErrors) {
             std::string::npos);
 }
 
+// The block-scaled 128 x 192 tile: a tile spans two of B's 128-column scale blocks, starting on
+// one (col0 a multiple of 384) or half way into one; ragged N puts the second block past B's
+// last. One GEMM, both grouped layouts, split-K and B multicast.
+using E4m3Plan192 = GemmTilePlan<128, 192, 3, 2, 1>;
+using E4m3Cluster192 = GemmTilePlan<128, 192, 3, 2, 1, OperandMajor::k, 2>;
+
+TEST(Sm90GemmPersistentModel, Fp8TilesOfTwoScaleBlocks) {
+  Case one = make_case<E4m3Plan192>(GemmGrouping::single, 200, 520, 384, {}, 1, true, 90);  // col0 0, 192, 384
+  EXPECT_LT(run_error<E4m3Plan192>(one, 3, 91), 1e-2);
+  Case split = make_case<E4m3Plan192>(GemmGrouping::single, 130, 264, 1024, {}, 2, true, 92);
+  EXPECT_LT(run_error<E4m3Plan192>(split, 4, 93), 1e-2);
+  const std::vector<int> rows = contiguous_layout(384, {{0, 100, 0}, {128, 200, 2}});
+  Case contiguous = make_case<E4m3Plan192>(GemmGrouping::contiguous, 384, 392, 256, rows, 1, true, 94);
+  EXPECT_LT(run_error<E4m3Plan192>(contiguous, 3, 95), 1e-2);
+  Case masked = make_case<E4m3Plan192>(GemmGrouping::masked, 100, 200, 256, {100, 3}, 1, true, 96);
+  EXPECT_LT(run_error<E4m3Plan192>(masked, 2, 97), 1e-2);
+  Case pairs = make_case<E4m3Cluster192>(GemmGrouping::single, 256, 392, 512, {}, 1, true, 98);
+  EXPECT_LT(run_error<E4m3Cluster192>(pairs, 4, 99), 1e-2);
+}
+
+// Which registers take the second scale block (fp8_reg_in_second_block, the kernel's choice per
+// register) against the columns they hold, for every tile start a 128 or 192 tile has, and the
+// second block's column (fp8_second_block_col) inside that block or clamped into D.
+TEST(Sm90GemmPersistentModel, Fp8RegistersFindTheirScaleBlock) {
+  for (u32 col0 = 0; col0 < 8 * 384; col0 += 64) {
+    if (col0 % 128 != 0 && col0 % 192 != 0) continue;  // no tile starts there
+    const u32 first = fp8_first_block_cols(col0);
+    EXPECT_TRUE(first == 128 || first == 64) << col0;
+    for (u32 t = 0; t < 128; ++t)
+      for (u32 i = 0; i < 96; ++i) {
+        const u32 col = col0 + accum_col(t, i);
+        ASSERT_EQ(fp8_reg_in_second_block(i, first), col / 128 != col0 / 128) << col0 << " " << t << " " << i;
+        if (fp8_reg_in_second_block(i, first)) {
+          ASSERT_EQ(col / 128, col0 / 128 + 1) << "a third block";
+        }
+      }
+    EXPECT_EQ(fp8_second_block_col(col0, 1u << 20) / 128, col0 / 128 + 1);
+    EXPECT_EQ(fp8_second_block_col(col0, col0 + 8), col0 + 7);  // past D: D's last column
+  }
+}
+
 }  // namespace
 }  // namespace sol::kernels::sm90

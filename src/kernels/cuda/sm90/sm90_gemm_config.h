@@ -48,9 +48,10 @@ struct Sm90Target {
   // L2 -> SM bandwidth summed over SMs: a placeholder until `sol hw` measures it on the device
   // (what DeepGEMM's published fp8 rates imply for 128 x 128 tiles without multicast).
   double l2_gb_s = 10000;
-  // Whether the chooser may pick B multicast (cluster_m = 2). Off until the multicast kernel has
-  // run on a device: until then it runs only when named (forced_config ":c2", the sweep).
-  bool multicast = false;
+  // Whether the chooser may pick configurations built and checked offline that have not yet run
+  // on a device: B multicast (cluster_m = 2) and the block-scaled 128 x 192 tile. Until a device
+  // run proves them they run only when named (forced_config, the sweep, first-run gpu tests).
+  bool unproven = false;
 
   static Sm90Target h200() { return {}; }
 };
@@ -95,12 +96,14 @@ struct Sm90GemmConfig {
 
 // The candidate table: the tile shapes the kernels instantiate (GemmTilePlan: one m64 row block
 // per consumer warpgroup; wgmma N of 64, 128 or 256; the block-scaled kernel's N is its 128-wide
-// scale block) and the split-K factors tried for shapes too small to fill the SMs.
+// scale block, or 192 over two of them: 17% fewer operand bytes per FLOP than 128, where 256
+// would need 296 registers for its two accumulator sets) and the split-K factors tried for
+// shapes too small to fill the SMs.
 struct TileCandidate {
   std::uint32_t block_m, block_n;
 };
-inline constexpr TileCandidate kTileCandidates[] = {{64, 64},  {64, 128},  {64, 256},
-                                                    {128, 64}, {128, 128}, {128, 256}};
+inline constexpr TileCandidate kTileCandidates[] = {{64, 64},  {64, 128},  {64, 256}, {128, 64},
+                                                    {128, 128}, {128, 192}, {128, 256}};
 inline constexpr std::uint32_t kSplitCandidates[] = {1, 2, 3, 4, 6, 8, 16};
 inline constexpr std::uint32_t kClusterCandidates[] = {1, 2};
 inline constexpr std::uint32_t kMaxStages = 8, kMinStages = 2;
@@ -113,7 +116,13 @@ inline constexpr double kSmBandwidthShare = 2.0;
 inline std::uint32_t element_bytes(GemmKernelKind k) { return k == GemmKernelKind::bf16 ? 2 : 1; }
 
 inline bool kind_allows(GemmKernelKind kind, const TileCandidate& t) {
-  return kind != GemmKernelKind::e4m3_block_scaled || t.block_n == 128;
+  if (kind == GemmKernelKind::e4m3_block_scaled) return t.block_n == 128 || (t.block_n == 192 && t.block_m == 128);
+  return t.block_n != 192;
+}
+
+// A tile not yet run on a device (Sm90Target::unproven): the block-scaled 128 x 192.
+inline bool tile_unproven(GemmKernelKind kind, const TileCandidate& t) {
+  return kind == GemmKernelKind::e4m3_block_scaled && t.block_n == 192;
 }
 
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
@@ -163,10 +172,12 @@ inline void check_config(const Sm90GemmConfig& c, const GemmProblem& p, const Sm
   const char* op = "sm90 gemm config";
   check(c.consumers >= 1 && c.consumers <= 2 && c.block_m == 64 * c.consumers, op, "block_m = ", c.block_m,
         " with ", c.consumers, " consumers: each consumer warpgroup owns one m64 row block");
-  check(c.block_n == 64 || c.block_n == 128 || c.block_n == 256, op, "block_n = ", c.block_n,
-        " but wgmma N is 64, 128 or 256 here");
-  check(p.kind != GemmKernelKind::e4m3_block_scaled || c.block_n == 128, op,
-        "the block-scaled kernel's block_n must be its 128-wide scale block, got ", c.block_n);
+  const bool scaled = p.kind == GemmKernelKind::e4m3_block_scaled;
+  check(c.block_n == 64 || c.block_n == 128 || c.block_n == 256 || (scaled && c.block_n == 192), op, "block_n = ",
+        c.block_n, " but wgmma N is 64, 128 or 256 here (192: the block-scaled kernel only)");
+  check(!scaled || c.block_n == 128 || (c.block_n == 192 && c.block_m == 128), op,
+        "the block-scaled kernel's block_n must be its 128-wide scale block, or 192 over two with block_m 128, "
+        "got ", c.block_m, " x ", c.block_n);
   check(c.block_k * element_bytes(p.kind) == 128, op, "block_k = ", c.block_k, " is not one 128-byte row");
   check(c.stages >= kMinStages && c.stages <= kMaxStages, op, "stages = ", c.stages, " but must be ", kMinStages,
         "..", kMaxStages, " (consumers free a stage one K block late)");
@@ -297,7 +308,7 @@ inline Sm90GemmConfig choose_config(const GemmProblem& p, const Sm90Target& t) {
       const std::uint32_t ring = std::uint32_t(std::max<std::int64_t>(
           kMinStages, std::min<std::int64_t>(stages, ceil_div(k_blocks, split))));
       for (std::uint32_t cluster : kClusterCandidates) {
-        if (cluster > 1 && !t.multicast) continue;
+        if (!t.unproven && (cluster > 1 || tile_unproven(p.kind, tile))) continue;
         Sm90GemmConfig c = model_candidate(p, t, tile, split, ring, cluster);
         try {
           check_config(c, p, t);

@@ -38,15 +38,29 @@ SOL_SM90_DEVICE void fp8_turn_pass(u32 consumer) {
     asm volatile("bar.arrive 3, 256;\n" ::: "memory");
 }
 
-// One K block on ring stage `stage` (full barrier parity `parity`); `issued`: the blocks this
-// consumer issued before, over all its tiles (counted up here); `load_scales(scale_a, scale_b)`
-// fetches the block's A scales of the thread's two rows and the tile's B scale.
+// The partial sums of one K block into the f32 sums: each column with the scale of its B block,
+// the tile's first FirstCols columns the first block's (fp8_first_block_cols), the rest the next
+// block's; which register holds which column is compile-time (fp8_reg_in_second_block).
+template <class Plan, u32 FirstCols>
+SOL_SM90_DEVICE void fp8_promote_tile(Accum<Plan::block_n>& sum, const Accum<Plan::block_n>& partial,
+                                      const float (&scale_a)[2], const float (&scale_b)[2]) {
+#pragma unroll
+  for (u32 i = 0; i < Plan::block_n / 2; ++i)
+    sum.d[i] = fp8_promote(sum.d[i], partial.d[i], scale_a[accum_row_half(i)],
+                           scale_b[fp8_reg_in_second_block(i, FirstCols) ? 1 : 0]);
+}
+
+// One K block on ring stage `stage` (full barrier parity `parity`) of the tile whose first column
+// is col0; `issued`: the blocks this consumer issued before, over all its tiles (counted up
+// here); `load_scales(scale_a, scale_b)` fetches the block's A scales of the thread's two rows
+// and the B scales of the tile's first and (192-column tiles) second scale block.
 template <class Plan, class LoadScales>
 SOL_SM90_DEVICE void fp8_consumer_k_block(Accum<Plan::block_n>& sum, Accum<Plan::block_n>& partial, u32 base,
-                                          u32 consumer, u32 stage, u32 parity, u32& issued,
+                                          u32 consumer, u32 stage, u32 parity, u32& issued, u32 col0,
                                           const LoadScales& load_scales) {
-  static_assert(Plan::element_bytes == 1 && Plan::block_k == kFp8ScaleBlock && Plan::block_n == kFp8ScaleBlock,
-                "one 128-K block per stage and one B scale block per tile");
+  static_assert(Plan::element_bytes == 1 && Plan::block_k == kFp8ScaleBlock &&
+                    (Plan::block_n == kFp8ScaleBlock || Plan::block_n == 192),
+                "one 128-K block per stage; a tile of one scale block, or of 192 columns over two");
   static_assert(Plan::consumers <= 2, "the issue order is for one or two consumers");
   constexpr bool ordered = Plan::consumers == 2;
   mbar_wait(base + Plan::full_barrier_offset(stage), parity);
@@ -60,14 +74,17 @@ SOL_SM90_DEVICE void fp8_consumer_k_block(Accum<Plan::block_n>& sum, Accum<Plan:
   wgmma_commit();
   if (ordered) fp8_turn_pass(consumer);
   ++issued;
-  float scale_a[2], scale_b;  // after the commit (a memory clobber): the loads cannot move above it
+  float scale_a[2], scale_b[2];  // after the commit (a memory clobber): the loads cannot move above it
   load_scales(scale_a, scale_b);
   wgmma_wait<0>();
   fence_accumulator(partial);
   release_stage<Plan>(base, stage);
-#pragma unroll
-  for (u32 i = 0; i < Plan::block_n / 2; ++i)
-    sum.d[i] = fp8_promote(sum.d[i], partial.d[i], scale_a[accum_row_half(i)], scale_b);
+  if constexpr (Plan::block_n == kFp8ScaleBlock)
+    fp8_promote_tile<Plan, kFp8ScaleBlock>(sum, partial, scale_a, scale_b);
+  else if (fp8_first_block_cols(col0) == kFp8ScaleBlock)  // the tile starts on a scale block
+    fp8_promote_tile<Plan, kFp8ScaleBlock>(sum, partial, scale_a, scale_b);
+  else  // half way into one
+    fp8_promote_tile<Plan, kFp8ScaleBlock / 2>(sum, partial, scale_a, scale_b);
 }
 
 // After a consumer's last block: consumer 0 takes consumer 1's last pass (sm90_gemm_fp8_order.h).

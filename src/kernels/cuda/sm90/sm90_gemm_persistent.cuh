@@ -199,13 +199,18 @@ SOL_SM90_DEVICE void persistent_fp8_consumer(u32 consumer, u32 base, const TmaDe
     const u32 rows[2] = {row_upper, row_upper + 8};
 #pragma unroll 1
     for (u32 kb = w.kb_begin; kb < w.kb_end; ++kb, ring.advance()) {
-      const auto load_scales = [&](float (&scale_a)[2], float& scale_b) {
+      const auto load_scales = [&](float (&scale_a)[2], float (&scale_b)[2]) {
 #pragma unroll
         for (u32 h = 0; h < 2; ++h)
           scale_a[h] = rows[h] < args.rows ? args.scales_a[fp8_scale_a_index(rows[h], kb, p.k_blocks)] : 0.0f;
-        scale_b = args.scales_b[Scheduler::scale_b_index(p, w, w.col0, kb)];
+        scale_b[0] = args.scales_b[Scheduler::scale_b_index(p, w, w.col0, kb)];
+        if constexpr (Plan::block_n > kFp8ScaleBlock)
+          scale_b[1] = args.scales_b[Scheduler::scale_b_index(p, w, fp8_second_block_col(w.col0, p.n), kb)];
+        else
+          scale_b[1] = scale_b[0];
       };
-      fp8_consumer_k_block<Plan>(sum, partial, base, consumer, ring.stage, ring.full_parity(), issued, load_scales);
+      fp8_consumer_k_block<Plan>(sum, partial, base, consumer, ring.stage, ring.full_parity(), issued, w.col0,
+                                 load_scales);
     }
     persistent_store<Plan, Scheduler>(sum, consumer, base, map_d, w, args, stored_boxes);
   }

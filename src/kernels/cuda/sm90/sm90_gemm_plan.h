@@ -64,7 +64,8 @@ struct GemmTilePlan {
 
   static_assert(ElementBytes == 1 || ElementBytes == 2, "bf16 or fp8 operands");
   static_assert(consumer_rows == 64, "each consumer warpgroup owns one m64 row block");
-  static_assert(BlockN == 64 || BlockN == 128 || BlockN == 256, "wgmma N of the consumers");
+  static_assert(BlockN == 64 || BlockN == 128 || BlockN == 256 || (BlockN == 192 && ElementBytes == 1),
+                "wgmma N of the consumers (192: the block-scaled fp8 tile)");
   static_assert(BlockM <= 256 && BlockN <= 256, "a TMA box has at most 256 rows");
   static_assert(a_stage_bytes % swizzle_period_bytes(swizzle) == 0 && b_stage_bytes % swizzle_period_bytes(swizzle) == 0,
                 "every stage buffer starts on the swizzle period");

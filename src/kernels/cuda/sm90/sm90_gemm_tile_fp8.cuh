@@ -26,13 +26,19 @@ SOL_SM90_DEVICE void gemm_tile_fp8_consumer(u32 consumer, u32 base, const float*
   u32 issued = 0;
 #pragma unroll 1
   for (u32 kb = 0; kb < k_blocks; ++kb, ring.advance()) {
-    const auto load_scales = [&](float (&scale_a)[2], float& scale_b) {
+    const u32 col0 = blockIdx.x * Plan::block_n;
+    const auto load_scales = [&](float (&scale_a)[2], float (&scale_b)[2]) {
 #pragma unroll
       for (u32 h = 0; h < 2; ++h)
         scale_a[h] = rows[h] < m ? scales_a[fp8_scale_a_index(rows[h], kb, k_blocks)] : 0.0f;
-      scale_b = scales_b[fp8_scale_b_index(blockIdx.x * Plan::block_n, kb, k_blocks)];
+      scale_b[0] = scales_b[fp8_scale_b_index(col0, kb, k_blocks)];
+      if constexpr (Plan::block_n > kFp8ScaleBlock)
+        scale_b[1] = scales_b[fp8_scale_b_index(fp8_second_block_col(col0, n), kb, k_blocks)];
+      else
+        scale_b[1] = scale_b[0];
     };
-    fp8_consumer_k_block<Plan>(sum, partial, base, consumer, ring.stage, ring.full_parity(), issued, load_scales);
+    fp8_consumer_k_block<Plan>(sum, partial, base, consumer, ring.stage, ring.full_parity(), issued, col0,
+                               load_scales);
   }
   fp8_consumer_finish<Plan>(consumer, issued);
   gemm_tile_store<Plan>(sum, consumer, base, map_d, m, n);

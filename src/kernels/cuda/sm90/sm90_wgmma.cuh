@@ -34,7 +34,7 @@ SOL_SM90_DEVICE void fence_accumulator(Accum<N>& acc) {
   for (u32 i = 0; i < N / 2; ++i) asm volatile("" : "+f"(acc.d[i])::"memory");
 }
 
-// Operand lists of 32, 64 and 128 accumulators: "%0, ..., %k" and "+f"(d[0]), ... built from
+// Operand lists of 32, 64, 96 and 128 accumulators: "%0, ..., %k" and "+f"(d[0]), ... built from
 // decades ("%" "1" "0" is "%10"; an empty decade argument gives the first ten).
 #define SOL_WG_S10(t) "%" #t "0, %" #t "1, %" #t "2, %" #t "3, %" #t "4, %" #t "5, %" #t "6, %" #t "7, %" #t "8, %" #t "9, "
 #define SOL_WG_F10(t)                                                                                          \
@@ -47,6 +47,13 @@ SOL_SM90_DEVICE void fence_accumulator(Accum<N>& acc) {
 #define SOL_WG_OUTS_64                                                                                   \
   SOL_WG_F10(), SOL_WG_F10(1), SOL_WG_F10(2), SOL_WG_F10(3), SOL_WG_F10(4), SOL_WG_F10(5), "+f"(d[60]), \
       "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+#define SOL_WG_REGS_96                                                                                 \
+  "{" SOL_WG_S10() SOL_WG_S10(1) SOL_WG_S10(2) SOL_WG_S10(3) SOL_WG_S10(4) SOL_WG_S10(5) SOL_WG_S10(6) \
+      SOL_WG_S10(7) SOL_WG_S10(8) "%90, %91, %92, %93, %94, %95}"
+#define SOL_WG_OUTS_96                                                                                    \
+  SOL_WG_F10(), SOL_WG_F10(1), SOL_WG_F10(2), SOL_WG_F10(3), SOL_WG_F10(4), SOL_WG_F10(5), SOL_WG_F10(6), \
+      SOL_WG_F10(7), SOL_WG_F10(8), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]),      \
+      "+f"(d[95])
 #define SOL_WG_REGS_128                                                                                    \
   "{" SOL_WG_S10() SOL_WG_S10(1) SOL_WG_S10(2) SOL_WG_S10(3) SOL_WG_S10(4) SOL_WG_S10(5) SOL_WG_S10(6)    \
       SOL_WG_S10(7) SOL_WG_S10(8) SOL_WG_S10(9) SOL_WG_S10(10) SOL_WG_S10(11)                             \
@@ -96,8 +103,10 @@ SOL_SM90_DEVICE void wgmma_e4m3(Accum<N>& acc, u64 desc_a, u64 desc_b, u32 scale
     SOL_WGMMA_ASM("m64n64k32.f32.e4m3.e4m3", SOL_WG_REGS_32, SOL_WG_OUTS_32, 32, 33, 34, ", 1, 1");
   } else if constexpr (N == 128) {
     SOL_WGMMA_ASM("m64n128k32.f32.e4m3.e4m3", SOL_WG_REGS_64, SOL_WG_OUTS_64, 64, 65, 66, ", 1, 1");
+  } else if constexpr (N == 192) {  // the block-scaled kernel's tile of one and a half scale blocks
+    SOL_WGMMA_ASM("m64n192k32.f32.e4m3.e4m3", SOL_WG_REGS_96, SOL_WG_OUTS_96, 96, 97, 98, ", 1, 1");
   } else {
-    static_assert(N == 256, "wgmma_e4m3: N is 64, 128 or 256");
+    static_assert(N == 256, "wgmma_e4m3: N is 64, 128, 192 or 256");
     SOL_WGMMA_ASM("m64n256k32.f32.e4m3.e4m3", SOL_WG_REGS_128, SOL_WG_OUTS_128, 128, 129, 130, ", 1, 1");
   }
 }
@@ -107,6 +116,8 @@ SOL_SM90_DEVICE void wgmma_e4m3(Accum<N>& acc, u64 desc_a, u64 desc_b, u32 scale
 #undef SOL_WG_REGS_128
 #undef SOL_WG_OUTS_64
 #undef SOL_WG_REGS_64
+#undef SOL_WG_OUTS_96
+#undef SOL_WG_REGS_96
 #undef SOL_WG_OUTS_32
 #undef SOL_WG_REGS_32
 #undef SOL_WG_F10

@@ -13,6 +13,7 @@
 // be reading (before their wgmma.wait_group) is not caught here; the kernel's one-block release
 // lag is mirrored by hand in consumer_step.
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <vector>
@@ -141,7 +142,8 @@ class GemmTileCta {
       for (u32 i = 0; i < Plan::block_n / 2; ++i) {
         const u32 row = m0_ + index * Plan::consumer_rows + accum_row(t, i), col = n0_ + accum_col(t, i);
         const float sa = row < m_ ? scales_a_[fp8_scale_a_index(row, c.kb, k_blocks_)] : 0.0f;
-        const float sb = scales_b_[fp8_scale_b_index(col, c.kb, k_blocks_)];
+        // A column past D (never stored) reads the last column's scale, as the kernel does.
+        const float sb = scales_b_[fp8_scale_b_index(std::min<u32>(col, u32(b_.rows) - 1), c.kb, k_blocks_)];
         c.acc.at(t, i) = fp8_promote(c.acc.at(t, i), partial.at(t, i), sa, sb);
       }
     ++c.kb;

@@ -191,7 +191,10 @@ class PersistentGemmCta {
       for (u32 i = 0; i < Plan::block_n / 2; ++i) {
         const u32 row = w.row0 + index * Plan::consumer_rows + accum_row(t, i);
         const float sa = row < out_.rows ? scales_a_[fp8_scale_a_index(row, c.kb, p_.k_blocks)] : 0.0f;
-        const float sb = scales_b_[Scheduler::scale_b_index(p_, w, w.col0 + accum_col(t, i), c.kb)];
+        // A column past D (never stored) reads the last column's scale: a 192-column tile may
+        // reach past B's last scale block.
+        const u32 col = std::min(w.col0 + accum_col(t, i), p_.n - 1);
+        const float sb = scales_b_[Scheduler::scale_b_index(p_, w, col, c.kb)];
         c.acc.at(t, i) = fp8_promote(c.acc.at(t, i), c.partial.at(t, i), sa, sb);
       }
   }
