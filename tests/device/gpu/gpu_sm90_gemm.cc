@@ -135,6 +135,29 @@ struct EpilogueCase {
   DType d;
 };
 
+// A case's A and B (and, fp8, their block scales) on the host and on the device, drawn from
+// `seed` up.
+struct Operands {
+  Buffer a, b, sa, sb;
+  DeviceBuffer da, db, dsa, dsb;
+  Operands(const Case& c, uint64_t seed) {
+    const int64_t kb = std::max<int64_t>(c.k / kFp8ScaleBlock, 1), nb = (c.n + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
+    a = random_host(c.dtype, c.m, c.k, seed), b = random_host(c.dtype, c.n, c.k, seed + 1);
+    sa = random_host(DType::f32, c.m, kb, seed + 2, 0.5f, 2.f), sb = random_host(DType::f32, nb, kb, seed + 3, 0.5f, 2.f);
+    da = upload(a), db = upload(b), dsa = upload(sa), dsb = upload(sb);
+  }
+  // sol::gemm with `opt` on the device (into dd) and on the host (into host_d), the block scales
+  // of each side added for a scaled case; DeepGEMM's metric between the two results.
+  double device_against_host(const Case& c, GemmOptions opt, GemmOptions dopt, DeviceBuffer& dd, Buffer& host_d) const {
+    if (c.scaled) opt.a_scales = &sa.tensor(), opt.b_scales = &sb.tensor(), dopt.a_scales = &dsa.tensor(),
+                  dopt.b_scales = &dsb.tensor();
+    gemm(da, db, dd, dopt);
+    synchronize(Device::cuda(0));
+    gemm(a, b, host_d, opt);
+    return deepgemm_diff(download(dd), host_d, c.n);
+  }
+};
+
 }  // namespace
 
 SOL_GPU_TEST(sm90_gemm_device_epilogue_matches_cpu) {
@@ -144,12 +167,10 @@ SOL_GPU_TEST(sm90_gemm_device_epilogue_matches_cpu) {
                                     {-2, 0.5f, true, true, true, DType::f32}, {1, 1, false, true, false, DType::f32}};
   for (const Case& c : {Case{DType::bf16, false, 131, 136, 200}, Case{DType::f8e4m3, true, 77, 264, 384},
                         Case{DType::bf16, false, 1, 2112, 7168}}) {
-    const Buffer a = random_host(c.dtype, c.m, c.k, 21), b = random_host(c.dtype, c.n, c.k, 22);
-    const int64_t kb = std::max<int64_t>(c.k / kFp8ScaleBlock, 1), nb = (c.n + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
-    const Buffer sa = random_host(DType::f32, c.m, kb, 23, 0.5f, 2.f), sb = random_host(DType::f32, nb, kb, 24, 0.5f, 2.f);
+    const Operands o(c, 21);
     const Buffer bias = random_host(DType::f32, 1, c.n, 25);
     const Tensor bias_1d(const_cast<void*>(bias.tensor().data()), DType::f32, {c.n});
-    const DeviceBuffer da = upload(a), db = upload(b), dsa = upload(sa), dsb = upload(sb), dbias = upload(bias);
+    const DeviceBuffer dbias = upload(bias);
     const Tensor dbias_1d = Tensor(const_cast<void*>(dbias.tensor().device_data()), DType::f32, {c.n}).on(Device::cuda(0));
     for (const EpilogueCase& e : epilogues) {
       const Buffer cm = random_host(e.d, c.m, c.n, 26);
@@ -163,12 +184,7 @@ SOL_GPU_TEST(sm90_gemm_device_epilogue_matches_cpu) {
       dopt = opt;
       if (e.separate_c) opt.c = &cm.tensor(), dopt.c = &dc.tensor();
       if (e.bias) opt.bias = &bias_1d, dopt.bias = &dbias_1d;
-      if (c.scaled) opt.a_scales = &sa.tensor(), opt.b_scales = &sb.tensor(), dopt.a_scales = &dsa.tensor(),
-                    dopt.b_scales = &dsb.tensor();
-      gemm(da, db, dd, dopt);
-      synchronize(Device::cuda(0));
-      gemm(a, b, host_d, opt);
-      const double diff = deepgemm_diff(download(dd), host_d, c.n);
+      const double diff = o.device_against_host(c, opt, dopt, dd, host_d);
       const double bound = bound_of(c.dtype, e.d);
       SOL_EXPECT(diff < bound, dtype_name(c.dtype), " m=", c.m, " n=", c.n, " k=", c.k, " alpha=", e.alpha, " beta=",
                  e.beta, e.separate_c ? " c" : "", e.bias ? " bias" : "", e.silu ? " silu" : "", " d=", dtype_name(e.d),
@@ -190,14 +206,14 @@ SOL_GPU_TEST(sm90_gemm_device_epilogue_matches_cpu) {
 // the linear form).
 SOL_GPU_TEST(sm90_gemm_unproven_configs_match_cpu_first_run) {
   if (!sm90_or_skip()) return;
-  struct MulticastCase {
+  struct NamedCase {
     Case shape;
     const char* spec;
     float alpha;
   };
   // Stages named, so the cases share five programs (the sweep's, for three of them): the JIT is
   // most of this test's time on a fresh machine.
-  const MulticastCase cases[] = {{{DType::bf16, false, 250, 136, 200}, "128x128:s4:c2", 1},
+  const NamedCase cases[] = {{{DType::bf16, false, 250, 136, 200}, "128x128:s4:c2", 1},
                                  {{DType::bf16, false, 512, 392, 1000}, "128x256:s4:c2", 0.5f},
                                  {{DType::bf16, false, 256, 264, 2048}, "128x128:s4:k2:c2", 1},
                                  {{DType::bf16, false, 4096, 7168, 512}, "128x256:s4:c2", 1},
@@ -207,25 +223,16 @@ SOL_GPU_TEST(sm90_gemm_unproven_configs_match_cpu_first_run) {
                                  {{DType::f8e4m3, true, 300, 520, 1024}, "128x192:s4", 0.5f},
                                  {{DType::f8e4m3, true, 4096, 7168, 512}, "128x192:s4", 1},
                                  {{DType::f8e4m3, true, 256, 392, 512}, "128x192:s4:c2", 1}};
-  for (const MulticastCase& mc : cases) {
+  for (const NamedCase& mc : cases) {
     const Case& c = mc.shape;
     const ScopedTuning forced(DeviceTuning{mc.spec});
-    const Buffer a = random_host(c.dtype, c.m, c.k, 31), b = random_host(c.dtype, c.n, c.k, 32);
-    const int64_t kb = std::max<int64_t>(c.k / kFp8ScaleBlock, 1), nb = (c.n + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
-    const Buffer sa = random_host(DType::f32, c.m, kb, 33, 0.5f, 2.f), sb = random_host(DType::f32, nb, kb, 34, 0.5f, 2.f);
-    const DeviceBuffer da = upload(a), db = upload(b), dsa = upload(sa), dsb = upload(sb);
+    const Operands o(c, 31);
     DeviceBuffer dd = poisoned(DType::bf16, {c.m, c.n});
     Buffer host_d(DType::bf16, {c.m, c.n});
-    GemmOptions opt, dopt;
+    GemmOptions opt;
     opt.layout = Layout::nt;
     opt.alpha = mc.alpha;
-    dopt = opt;
-    if (c.scaled) opt.a_scales = &sa.tensor(), opt.b_scales = &sb.tensor(), dopt.a_scales = &dsa.tensor(),
-                  dopt.b_scales = &dsb.tensor();
-    gemm(da, db, dd, dopt);
-    synchronize(Device::cuda(0));
-    gemm(a, b, host_d, opt);
-    const double diff = deepgemm_diff(download(dd), host_d, c.n);
+    const double diff = o.device_against_host(c, opt, opt, dd, host_d);
     SOL_EXPECT(diff < bound_of(c.dtype, DType::bf16), dtype_name(c.dtype), " ", mc.spec, " m=", c.m, " n=", c.n,
                " k=", c.k, " alpha=", mc.alpha, ": diff ", diff);
     std::printf("sol::gemm on cuda:0 %s %lldx%lldx%lld as %s alpha %g: diff %.2e\n",
