@@ -68,17 +68,24 @@ TEST_P(FmaLoops, UnbuiltAccumulatorCountIsAnError) {
 
 // No core with these vectors retires more than two FMAs per register a cycle (Zen 2-5, Haswell
 // to Emerald Rapids), so FLOP per cycle is at most 4 x lanes; 20% over it for the clock moving
-// between the two measurements. The floor only catches a loop that does not run.
+// between the two measurements. The floor only catches a loop that does not run. A neighbour on
+// the sibling vCPU can slow the clock loop (a latency chain) more than the FMA loop, which read
+// 98.6 FLOP per cycle against the 76.8 bound once beside a compiler run: a loop counting the
+// wrong FLOPs is off in every attempt, noise in one, so each choice gets three.
 TEST_P(FmaLoops, RateIsOneTheCoreCanReach) {
   const FmaLoop& l = GetParam();
   const RateOptions o{.threads = 1, .seconds = 0.1, .rep_seconds = 0.005};
   auto clock = [&] { return best_parallel_rate([](int, long it) { return ceiling_loops::clock_cycles(it); }, o); };
   for (int accumulators : l.accumulator_choices) {
-    const double before = clock();
-    const double flops = best_parallel_rate([&](int, long it) { return l.fma_f32(accumulators, it); }, o);
-    const double hz = std::max(before, clock());
-    ASSERT_GT(hz, 0);
-    const double per_cycle = flops / hz;
+    double per_cycle = 0;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      const double before = clock();
+      const double flops = best_parallel_rate([&](int, long it) { return l.fma_f32(accumulators, it); }, o);
+      const double hz = std::max(before, clock());
+      ASSERT_GT(hz, 0);
+      per_cycle = flops / hz;
+      if (per_cycle > 0.5 * l.lanes && per_cycle < 1.2 * 4 * l.lanes) break;
+    }
     EXPECT_GT(per_cycle, 0.5 * l.lanes) << accumulators << " accumulators";
     EXPECT_LT(per_cycle, 1.2 * 4 * l.lanes) << accumulators << " accumulators";
   }
