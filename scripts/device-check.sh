@@ -409,10 +409,6 @@ TESTS=${BUILD:+$BUILD/bin/sol_gpu_tests}
 if [[ -n "$TESTS" && -x "$TESTS" ]]; then
   # Every test but the benches: the benches run below, each in its own step with its budget.
   run gpu-tests 180 "$TESTS" --no-bench
-  # Kernels that have never run on a device, one step each: a hang costs only its own step.
-  for t in $(timeout 30 "$TESTS" --list-first-run 2>/dev/null); do
-    run "first-run-$t" 150 "$TESTS" "$t"
-  done
   if (( GPU_STEPS )); then
     run bench-sol 120 "$TESTS" bench_copy_cast
     run bench-sol-rows 120 "$TESTS" bench_memory_bound
@@ -425,6 +421,13 @@ if [[ -n "$TESTS" && -x "$TESTS" ]]; then
       (( budget > lim - 50 )) && budget=$(( lim > 60 ? lim - 50 : 10 ))
       run bench-gemm 200 env SOL_BENCH_GEMM_SECONDS="$budget" "$TESTS" bench_gemm
     fi
+  fi
+  # Kernels that have never run on a device, one step each after the proven tests and GEMM
+  # table (a hang costs only its own step; its JIT programs, cached, serve the sweep below).
+  for t in $(timeout 30 "$TESTS" --list-first-run 2>/dev/null); do
+    run "first-run-$t" 150 "$TESTS" "$t"
+  done
+  if (( GPU_STEPS )); then
     # Forced sm90 configurations on representative shapes: the data the chooser is set from.
     run bench-gemm-sweep 150 env SOL_BENCH_GEMM_SWEEP=1 "$TESTS" bench_gemm_sweep
     # A full build's bench cases (`sol bench` through the registry, with their SOL% checks).

@@ -198,47 +198,65 @@ SOL_GPU_TEST(sm90_gemm_device_epilogue_matches_cpu) {
 }
 
 // The configurations not yet run on a device (Sm90Target::unproven, which the chooser does not
-// pick until measured; a first-run test until it has passed on one): B multicast over clusters
-// of two CTAs (":c2") and the block-scaled 128 x 192 tile over two B scale blocks. sol::gemm on
-// the device against the host, by DeepGEMM's metric, for bf16 and block-scaled fp8, ragged N
-// (a 192 tile's second scale block past B's last), rows past M in a pair's second tile, split-K,
-// many waves of tiles over a persistent grid, and two epilogue forms (identity, and alpha 0.5:
-// the linear form).
-SOL_GPU_TEST(sm90_gemm_unproven_configs_match_cpu_first_run) {
-  if (!sm90_or_skip()) return;
-  struct NamedCase {
-    Case shape;
-    const char* spec;
-    float alpha;
-  };
-  // Stages named, so the cases share five programs (the sweep's, for three of them): the JIT is
-  // most of this test's time on a fresh machine.
-  const NamedCase cases[] = {{{DType::bf16, false, 250, 136, 200}, "128x128:s4:c2", 1},
-                                 {{DType::bf16, false, 512, 392, 1000}, "128x256:s4:c2", 0.5f},
-                                 {{DType::bf16, false, 256, 264, 2048}, "128x128:s4:k2:c2", 1},
-                                 {{DType::bf16, false, 4096, 7168, 512}, "128x256:s4:c2", 1},
-                                 {{DType::f8e4m3, true, 200, 264, 384}, "128x128:s5:c2", 1},
-                                 {{DType::f8e4m3, true, 4096, 7168, 512}, "128x128:s5:c2", 0.5f},
-                                 {{DType::f8e4m3, true, 77, 264, 384}, "128x192:s4", 1},
-                                 {{DType::f8e4m3, true, 300, 520, 1024}, "128x192:s4", 0.5f},
-                                 {{DType::f8e4m3, true, 4096, 7168, 512}, "128x192:s4", 1},
-                                 {{DType::f8e4m3, true, 256, 392, 512}, "128x192:s4:c2", 1}};
-  for (const NamedCase& mc : cases) {
-    const Case& c = mc.shape;
-    const ScopedTuning forced(DeviceTuning{mc.spec});
+// pick until measured), each in a first-run test of its own until it has passed on one:
+// sol::gemm under a named configuration on the device against the host, by DeepGEMM's metric.
+// Stages are named so that the cases share programs (the sweep's, for most): the JIT is most
+// of a test's time on a fresh machine.
+namespace {
+
+struct NamedCase {
+  Case shape;
+  const char* spec;
+  float alpha;  // 1: the identity epilogue; else the linear form
+  DType d = DType::bf16;
+};
+
+void run_named_cases(std::initializer_list<NamedCase> cases) {
+  for (const NamedCase& nc : cases) {
+    const Case& c = nc.shape;
+    const ScopedTuning forced(DeviceTuning{nc.spec});
     const Operands o(c, 31);
-    DeviceBuffer dd = poisoned(DType::bf16, {c.m, c.n});
-    Buffer host_d(DType::bf16, {c.m, c.n});
+    DeviceBuffer dd = poisoned(nc.d, {c.m, c.n});
+    Buffer host_d(nc.d, {c.m, c.n});
     GemmOptions opt;
     opt.layout = Layout::nt;
-    opt.alpha = mc.alpha;
+    opt.alpha = nc.alpha;
     const double diff = o.device_against_host(c, opt, opt, dd, host_d);
-    SOL_EXPECT(diff < bound_of(c.dtype, DType::bf16), dtype_name(c.dtype), " ", mc.spec, " m=", c.m, " n=", c.n,
-               " k=", c.k, " alpha=", mc.alpha, ": diff ", diff);
-    std::printf("sol::gemm on cuda:0 %s %lldx%lldx%lld as %s alpha %g: diff %.2e\n",
-                std::string(dtype_name(c.dtype)).c_str(), (long long)c.m, (long long)c.n, (long long)c.k, mc.spec,
-                mc.alpha, diff);
+    SOL_EXPECT(diff < bound_of(c.dtype, nc.d), dtype_name(c.dtype), " ", nc.spec, " m=", c.m, " n=", c.n, " k=", c.k,
+               " alpha=", nc.alpha, " d=", dtype_name(nc.d), ": diff ", diff);
+    std::printf("sol::gemm on cuda:0 %s %lldx%lldx%lld as %s alpha %g -> %s: diff %.2e\n",
+                std::string(dtype_name(c.dtype)).c_str(), (long long)c.m, (long long)c.n, (long long)c.k, nc.spec,
+                nc.alpha, std::string(dtype_name(nc.d)).c_str(), diff);
   }
+}
+
+}  // namespace
+
+// B multicast over clusters of two CTAs (":c2"): bf16 and block-scaled fp8, ragged N, rows past
+// M in a pair's second tile, split-K, many waves of tiles over a persistent grid, identity and
+// linear epilogues. Three programs.
+SOL_GPU_TEST(sm90_gemm_multicast_matches_cpu_first_run) {
+  if (!sm90_or_skip()) return;
+  run_named_cases({{{DType::bf16, false, 250, 136, 200}, "128x128:s4:c2", 1},
+                   {{DType::bf16, false, 512, 392, 1000}, "128x256:s4:c2", 0.5f},
+                   {{DType::bf16, false, 256, 264, 2048}, "128x128:s4:k2:c2", 1},
+                   {{DType::bf16, false, 4096, 7168, 512}, "128x256:s4:c2", 1},
+                   {{DType::f8e4m3, true, 200, 264, 384}, "128x128:s5:c2", 1},
+                   {{DType::f8e4m3, true, 4096, 7168, 512}, "128x128:s5:c2", 0.5f}});
+}
+
+// The block-scaled 128 x 192 tile over two B scale blocks: tiles starting on a scale block and
+// half way into one, ragged N (a tile's second scale block past B's last), split-K, f32 D (six
+// 32-column store boxes), many waves, and with multicast. Two programs. (The grouped layouts'
+// scale reads are the CPU model's: Sm90GemmPersistentModel.Fp8TilesOfTwoScaleBlocks.)
+SOL_GPU_TEST(sm90_gemm_fp8_tile_192_matches_cpu_first_run) {
+  if (!sm90_or_skip()) return;
+  run_named_cases({{{DType::f8e4m3, true, 77, 264, 384}, "128x192:s4", 1},
+                   {{DType::f8e4m3, true, 300, 520, 1024}, "128x192:s4", 0.5f},
+                   {{DType::f8e4m3, true, 130, 392, 1024}, "128x192:s4:k2", 1},
+                   {{DType::f8e4m3, true, 200, 520, 512}, "128x192:s4", 1, DType::f32},
+                   {{DType::f8e4m3, true, 4096, 7168, 512}, "128x192:s4", 1},
+                   {{DType::f8e4m3, true, 256, 392, 512}, "128x192:s4:c2", 1}});
 }
 
 SOL_GPU_TEST(sm90_grouped_gemm_device_matches_cpu) {

@@ -19,5 +19,6 @@ SOL_SM90_PERSISTENT_CLUSTER_KERNEL(bf16, 128, 256, 4, 2, false, 2)
 SOL_SM90_PERSISTENT_CLUSTER_KERNEL(e4m3_scaled, 128, 128, 5, 1, true, 2)
 // The block-scaled tile over two scale blocks (wgmma N = 192, two B scales per K block).
 SOL_SM90_PERSISTENT_KERNEL(e4m3_scaled, 128, 192, 4, 1, true, k)
+SOL_SM90_PERSISTENT_CLUSTER_KERNEL(e4m3_scaled, 128, 192, 4, 1, true, 2)
 SOL_SM90_SPLIT_REDUCE_KERNEL(128)
 #endif

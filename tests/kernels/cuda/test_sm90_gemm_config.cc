@@ -179,7 +179,7 @@ TEST(Sm90GemmConfig, ForcedConfigurationsRunAsNamedOrAreRefused) {
 
 // B multicast (":c2"): named, it runs where its rules hold (one GEMM, K-major B, an even count
 // of row tiles) and is refused by name elsewhere; the chooser considers it only where the target
-// allows (Sm90Target::multicast), and then its model halves B's L2 traffic.
+// allows (Sm90Target::unproven), and then its model halves B's L2 traffic.
 TEST(Sm90GemmConfig, MulticastIsNamedOrAllowedAndKeepsItsRules) {
   Sm90Target t = Sm90Target::h200();
   const GemmProblem fp8{{4096}, 7168, 2048, GemmKernelKind::e4m3_block_scaled, 2};

@@ -139,6 +139,8 @@ inline std::uint32_t ring_smem_bytes(GemmKernelKind kind, std::uint32_t block_m,
   return stages * per_stage + store_staging_bytes(block_m) + 1024;
 }
 
+// The block-scaled 128 x 192 tile needs exactly kConsumerRegs (2 x 96 + kRegOverhead): any
+// state added to its consumers must come out of the overhead or move it past the budget.
 inline std::uint32_t consumer_regs_needed(GemmKernelKind kind, std::uint32_t block_n) {
   // A consumer thread holds 64 x block_n / 128 f32 accumulators; the block-scaled kernel keeps a
   // second set, the tensor cores' partial sum before its promotion.
@@ -334,7 +336,7 @@ inline Sm90GemmConfig choose_config(const GemmProblem& p, const Sm90Target& t) {
 // ($SOL_SM90_GEMM_CONFIG, read by the launcher's plan): "BMxBN", optionally ":s<stages>",
 // ":k<split>" and ":c<cluster>", e.g. "128x128:s4:k1:c2". Stages default to as many as shared
 // memory holds (at most the K blocks of a split), split and cluster to 1 (c2: B multicast, which
-// the chooser picks only where Sm90Target::multicast allows). The result passes check_config or this throws sol::Error
+// the chooser picks only where Sm90Target::unproven allows). The result passes check_config or this throws sol::Error
 // naming the spec and the broken budget; the model's time is filled in as for a chosen one.
 inline Sm90GemmConfig forced_config(const GemmProblem& p, const Sm90Target& t, const std::string& spec) {
   const char* op = "sm90 gemm config";
