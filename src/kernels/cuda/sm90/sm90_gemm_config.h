@@ -223,7 +223,7 @@ inline void check_config(const Sm90GemmConfig& c, const GemmProblem& p, const Sm
   a.strides_bytes[1] = b.strides_bytes[1] = stride * element_bytes(p.kind);
   a.box[0] = b.box[0] = c.block_k;
   a.box[1] = c.block_m;
-  b.box[1] = c.block_n / std::max<std::uint32_t>(c.cluster_m, 1);  // each CTA of a cluster loads its slice
+  b.box[1] = c.block_n / c.cluster_m;  // each CTA of a cluster loads its slice
   a.swizzle = b.swizzle = Swizzle::b128;
   if (p.b_major == OperandMajor::mn) {
     check(p.kind == GemmKernelKind::bf16, op, "B stored [K, N] with ", kernel_kind_name(p.kind),

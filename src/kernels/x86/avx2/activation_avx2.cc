@@ -85,8 +85,9 @@ template <size_t N> [[gnu::always_inline]] inline __m256 horner8(__m256 x, const
 // fit, 1.73e-3), n = floor(-|m|), 2^n added into 2^t's exponent field: as it is for n >= -126,
 // 2^64 higher below (qx = q 2^64, normal down to n = -190; q = 0 beyond, where y is 0 in bf16),
 // the 2^-64 applied as the last factor of y = g r qx u 2^-64, where it rounds once (into the
-// subnormals), after every factor that could underflow or overflow on its own. vrcpps adds 3.7e-4 and 1 + q at most half of q's error: 3.0e-3 in all, under
-// 2^-8 = 3.9e-3. g = +inf: q = 0, y = inf r u; g = -inf: y = -inf 0 u = NaN, as the fp64
+// subnormals), after every factor that could underflow or overflow on its own; there qx < 2^-61,
+// so 1 + qx is 1 as 1 + q is. vrcpps adds 3.7e-4 and 1 + q at most half of q's error: 3.0e-3 in
+// all, under 2^-8 = 3.9e-3. g = +inf: q = 0, y = inf r u; g = -inf: y = -inf 0 u = NaN, as the fp64
 // reference's -inf / inf; a NaN g reaches y through its own products.
 [[gnu::always_inline]] inline __m256 silu_times_bf16(__m256 g, __m256 u) {
   const __m256 m = _mm256_mul_ps(g, _mm256_set1_ps(-1.44269502f));
@@ -101,7 +102,7 @@ template <size_t N> [[gnu::always_inline]] inline __m256 horner8(__m256 x, const
   const __m256 qx = _mm256_and_ps(  // 0 where -|m| was clamped: |m| > 190, infinities, NaN
       _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(shift, 23))),
       _mm256_cmp_ps(neg_abs_m, _mm256_set1_ps(-190.0f), _CMP_GE_OQ));
-  const __m256 r = _mm256_rcp_ps(_mm256_add_ps(_mm256_set1_ps(1.0f), _mm256_and_ps(qx, normal)));
+  const __m256 r = _mm256_rcp_ps(_mm256_add_ps(_mm256_set1_ps(1.0f), qx));
   const __m256 gr = _mm256_mul_ps(g, r);
   const __m256 scale = _mm256_blendv_ps(_mm256_set1_ps(0x1p-64f), _mm256_set1_ps(1.0f), normal);
   const __m256 tail = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(gr, qx), u), scale);

@@ -295,10 +295,10 @@ void gemm_persistent_model(const void* a, const void* b, const GemmProblemView& 
     for (auto& cta : cluster) members.push_back(&cta);
     PersistentGemmCta<Plan, Scheduler>::run(members, rng);
     // The producer warpgroup's second warp checks the layout (persistent_layout_check).
+    if (p.grouping != GemmGrouping::contiguous || !out.layout_error) continue;
     for (u32 cta = first; cta < first + Plan::cluster_m; ++cta)
-      if (p.grouping == GemmGrouping::contiguous && out.layout_error)
-        for (u32 lane = 0; lane < 32; ++lane)
-          *out.layout_error = std::min(*out.layout_error, Scheduler::layout_check_lane(p, cta, ctas, lane));
+      for (u32 lane = 0; lane < 32; ++lane)
+        *out.layout_error = std::min(*out.layout_error, Scheduler::layout_check_lane(p, cta, ctas, lane));
   }
   if (p.split_k > 1) gemm_split_reduce_model<Scheduler>(p, out);
 }
