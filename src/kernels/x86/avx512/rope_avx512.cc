@@ -1,9 +1,9 @@
 // AVX-512 rope rotation of one token's heads (helpers in fast16_avx512.h).
-#include <algorithm>
 #include <cstring>
 
 #include "kernels/rope.h"
 #include "kernels/x86/avx512/pair_avx512.h"
+#include "kernels/x86/rope_lookahead.h"
 
 namespace sol::kernels {
 
@@ -20,20 +20,6 @@ namespace {
     store16_fast(x, t, i, m, r);
   }
 }
-
-// The tables of one position split into even and odd elements, 32 per line of bf16: a rotated
-// pair (x[2j], x[2j+1]) is then lane j of the two halves of a line (pair_avx512.h), so no
-// permute is needed, and x[i] c[i] + x[i ^ 1] s[i] is computed with the same two operations in
-// the same order, bit for bit.
-struct SplitTables {
-  alignas(64) float c_even[256], c_odd[256], s_even[256], s_odd[256];
-  SplitTables(const float* c, const float* s, int64_t d) {
-    for (int64_t j = 0; j < d / 2; ++j) {
-      c_even[j] = c[2 * j], c_odd[j] = c[2 * j + 1];
-      s_even[j] = s[2 * j], s_odd[j] = s[2 * j + 1];
-    }
-  }
-};
 
 // bf16 slices with d a multiple of 32, one line (16 pairs) per step.
 [[gnu::always_inline]] inline void rotate_interleaved_bf16_lines(void* x, const SplitTables& tb, int64_t d) {
@@ -53,6 +39,7 @@ struct SplitTables {
 // operands, same order: the same bits), the narrowing and the store.
 template <int L>
 struct LineTables {
+  static constexpr int kLines = L;
   __m512 c_even[L], c_odd[L], s_even[L], s_odd[L];
   explicit LineTables(const SplitTables& t) {
     for (int l = 0; l < L; ++l) {
@@ -71,70 +58,9 @@ struct LineTables {
 };
 
 template <int L>
-[[gnu::always_inline]] inline void prefetch_lines(const char* p) {
-  for (int l = 0; l < L; ++l) _mm_prefetch(p + 64 * l, _MM_HINT_T0);
-}
-
-// The slice `ahead` heads past head h of a token at x: in the token, else in the next token's
-// heads (at next; none when next is null or the slice lies past them).
-[[gnu::always_inline]] inline const char* slice_ahead(const char* x, const char* next, int64_t h, int64_t ahead,
-                                                      int64_t heads, int64_t stride) {
-  const int64_t a = h + ahead;
-  if (a < heads) return x + a * stride;
-  return next && a - heads < heads ? next + (a - heads) * stride : nullptr;
-}
-
-// The L2 look-ahead: the slices are short runs at a large stride, which the L2 streamer does not
-// follow, and an L1 request for a line coming from memory holds one of the core's few L1 miss
-// buffers until it arrives. Requesting the slice into L2 further ahead first turns the L1
-// requests into L2 hits, which free their buffers early (docs/perf/layer-ops.md).
-// Through asm volatile: GCC drops a loop whose body is only __builtin_prefetch.
-[[gnu::always_inline]] inline void prefetch_l2(const char* p, int64_t bytes) {
-  if (p)
-    for (int64_t b = 0; b < bytes; b += 64) asm volatile("prefetcht1 (%0)" : : "r"(p + b));
-}
-
-// One token of the whole-line kernel: its tables in registers, its slices, where its
-// prefetches run on to.
+using Lines = LineTables<L>;
 template <int L>
-struct LineToken {
-  LineTables<L> tables;
-  char* x;
-  const char* next;
-  explicit LineToken(const RopeToken& t)
-      : tables(SplitTables(t.c, t.s, 32 * L)), x(static_cast<char*>(t.x)), next(static_cast<const char*>(t.next)) {}
-};
-
-// One token, or two interleaved head by head (head h of the first, then of the second). The
-// same requests as TokenHeads::head, in three runs of heads: while the L1 look-ahead is in this
-// token, while it is in the next token's heads (when there is one), and past those; the L2
-// requests (ahead2 heads ahead, none at 0) go beside them in each run.
-template <int L, class... Tokens>
-void rotate_tokens_lines(int64_t stride, int64_t heads, int64_t ahead, int64_t ahead2, const Tokens&... tok) {
-  auto l2 = [&](const LineToken<L>& t, int64_t h) {
-    if (ahead2 > 0) prefetch_l2(slice_ahead(t.x, t.next, h, ahead2, heads, stride), 64 * L);
-  };
-  const int64_t in_token = std::max<int64_t>(0, heads - ahead);
-  const int64_t in_next = std::clamp<int64_t>(2 * heads - ahead, in_token, heads);
-  int64_t h = 0;
-  for (; h < in_token; ++h)
-    ([&] {
-      l2(tok, h);
-      prefetch_lines<L>(tok.x + (h + ahead) * stride);
-      tok.tables.rotate(tok.x + h * stride);
-    }(), ...);
-  for (; h < in_next; ++h)
-    ([&] {
-      l2(tok, h);
-      if (tok.next) prefetch_lines<L>(tok.next + (h + ahead - heads) * stride);  // the next token's head
-      tok.tables.rotate(tok.x + h * stride);
-    }(), ...);
-  for (; h < heads; ++h)
-    ([&] {
-      l2(tok, h);
-      tok.tables.rotate(tok.x + h * stride);
-    }(), ...);
-}
+using Token = LineToken<LineTables<L>>;
 
 // Half pairs are d/2 apart: the slice is read whole before anything is written (d <= 512 floats
 // on the stack), as every output needs its partner's old value.
@@ -161,14 +87,11 @@ struct TokenHeads {
   TokenHeads(void* x_, const float* c_, const float* s_, const void* next_, int64_t split_d)
       : x(static_cast<char*>(x_)), c(c_), s(s_), next(static_cast<const char*>(next_)), tables(c_, s_, split_d) {}
 
-  // Head h: request the slice ahead2 heads ahead into L2 (none at 0) and the one ahead_heads
-  // ahead into L1 (both into the next token's heads past the last), then rotate.
+  // Head h: its requests (request_ahead), then its rotation.
   [[gnu::always_inline]] void head(int64_t h, DType t, int64_t head_stride, int64_t heads, int64_t d, bool interleaved,
                                    bool by_lines, int64_t bytes, int64_t ahead_heads, int64_t ahead2) const {
+    request_ahead(x, next, h, heads, head_stride, bytes, ahead_heads, ahead2);
     char* slice = x + h * head_stride;
-    if (ahead2 > 0) prefetch_l2(slice_ahead(x, next, h, ahead2, heads, head_stride), bytes);
-    if (const char* fetch = slice_ahead(x, next, h, ahead_heads, heads, head_stride))
-      for (int64_t b = 0; b < bytes; b += 64) _mm_prefetch(fetch + b, _MM_HINT_T0);
     if (by_lines) rotate_interleaved_bf16_lines(slice, tables, d);
     else if (interleaved) rotate_interleaved(slice, t, c, s, d);
     else rotate_half(slice, t, c, s, d);
@@ -183,8 +106,8 @@ void rope_rotate_heads_avx512(void* x, DType t, int64_t head_stride, int64_t hea
   const int64_t bytes = d * int64_t(dtype_size(t));
   const bool by_lines = interleaved && t == DType::bf16 && d % 32 == 0;
   const RopeToken one{x, c, s, next};
-  if (by_lines && d == 64) return rotate_tokens_lines<2>(head_stride, heads, ahead_heads, ahead2, LineToken<2>(one));
-  if (by_lines && d == 32) return rotate_tokens_lines<1>(head_stride, heads, ahead_heads, ahead2, LineToken<1>(one));
+  if (by_lines && d == 64) return rotate_tokens_lines<Lines<2>>(head_stride, heads, ahead_heads, ahead2, Token<2>(one));
+  if (by_lines && d == 32) return rotate_tokens_lines<Lines<1>>(head_stride, heads, ahead_heads, ahead2, Token<1>(one));
   alignas(64) const TokenHeads tok(x, c, s, next, by_lines ? d : 0);
   for (int64_t h = 0; h < heads; ++h)
     tok.head(h, t, head_stride, heads, d, interleaved, by_lines, bytes, ahead_heads, ahead2);
@@ -196,9 +119,9 @@ void rope_rotate_two_tokens_avx512(const RopeToken& a, const RopeToken& b, DType
   const int64_t bytes = d * int64_t(dtype_size(t));
   const bool by_lines = interleaved && t == DType::bf16 && d % 32 == 0;
   if (by_lines && d == 64)
-    return rotate_tokens_lines<2>(head_stride, heads, ahead_heads, ahead2, LineToken<2>(a), LineToken<2>(b));
+    return rotate_tokens_lines<Lines<2>>(head_stride, heads, ahead_heads, ahead2, Token<2>(a), Token<2>(b));
   if (by_lines && d == 32)
-    return rotate_tokens_lines<1>(head_stride, heads, ahead_heads, ahead2, LineToken<1>(a), LineToken<1>(b));
+    return rotate_tokens_lines<Lines<1>>(head_stride, heads, ahead_heads, ahead2, Token<1>(a), Token<1>(b));
   alignas(64) const TokenHeads ta(a.x, a.c, a.s, a.next, by_lines ? d : 0);
   alignas(64) const TokenHeads tb(b.x, b.c, b.s, b.next, by_lines ? d : 0);
   for (int64_t h = 0; h < heads; ++h) {
