@@ -29,10 +29,12 @@ struct RopeToken {
   const float* s;    // and sin row
   const void* next;  // the token this one's prefetches run into (null: none)
 };
+void rope_rotate_two_tokens_avx2(const RopeToken& a, const RopeToken& b, DType t, int64_t head_stride, int64_t heads,
+                                 int64_t d, bool interleaved, const TuningParams& tp);
 void rope_rotate_two_tokens_avx512(const RopeToken& a, const RopeToken& b, DType t, int64_t head_stride, int64_t heads,
                                    int64_t d, bool interleaved, const TuningParams& tp);
-// Rope's kernels at one ISA level: one token (every level) and two tokens interleaved (null
-// below AVX-512: tokens go one at a time there).
+// Rope's kernels at one ISA level: one token (every level) and two tokens interleaved (null in
+// the scalar kernels: tokens go one at a time there).
 struct RopeKernels {
   decltype(&rope_rotate_heads_scalar) rotate_heads;
   decltype(&rope_rotate_two_tokens_avx512) rotate_two_tokens;

@@ -100,7 +100,9 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
     EXPECT_EQ(k.rotate_heads, vec(l)             ? kernels::rope_rotate_heads_avx512
                               : l == Isa::avx2 ? kernels::rope_rotate_heads_avx2
                                                : kernels::rope_rotate_heads_scalar);
-    EXPECT_EQ(!!k.rotate_two_tokens, vec(l));
+    EXPECT_EQ(k.rotate_two_tokens, vec(l)             ? kernels::rope_rotate_two_tokens_avx512
+                                   : l == Isa::avx2 ? kernels::rope_rotate_two_tokens_avx2
+                                                    : nullptr);
   });
   check_table(kernels::softmax_kernel_table(), "softmax", [](const kernels::SoftmaxKernels& k, Isa l) {
     EXPECT_EQ(k.row, vec(l)             ? kernels::softmax_row_avx512

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "ops/common/fill.h"
 #include "sol/error.h"
@@ -63,13 +64,15 @@ TEST(Rope, PositionZeroIsIdentityAndPathsAgreeBitForBit) {
   }
 }
 
-// The AVX-512 path rotates two tokens per call (token t with the token half a thread's range
+// The vector levels rotate two tokens per call (token t with the token half a thread's range
 // away, head h of each in turn) and the odd last token alone: every token count around the
-// pairing, both layouts and dtypes, a 64-wide slice (whole lines) and a 40-wide one (16-lane
-// steps), bit for bit against the scalar path.
+// pairing, both layouts and dtypes, a 64-wide slice (whole lines) and a 40-wide one (16-lane or
+// widened steps), at each vector level this CPU has, bit for bit against the scalar path.
 TEST(Rope, TwoTokensPerCallMatchScalarBitForBit) {
-  if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path";
-  for (RopeLayout layout : {RopeLayout::interleaved, RopeLayout::half})
+  if (cpu_features().best_isa < Isa::avx2) GTEST_SKIP() << "no vector path";
+  for (Isa level : {Isa::avx2, Isa::avx512}) {
+    if (level > cpu_features().best_isa) continue;
+    for (RopeLayout layout : {RopeLayout::interleaved, RopeLayout::half})
     for (DType dt : {DType::bf16, DType::f32})
       for (int64_t d : {64, 40})
         for (int64_t tokens : {1, 2, 3, 5, 8, 67}) {
@@ -82,10 +85,11 @@ TEST(Rope, TwoTokensPerCallMatchScalarBitForBit) {
           Buffer pos(DType::i32, {tokens});
           fill_random(x, uint64_t(tokens + d));
           for (int64_t t = 0; t < tokens; ++t) pos.tensor().data_as<int32_t>()[t] = int32_t((t * 997 + 13) % 5000);
-          rope_on_both_paths(x, a, b, pos, table);
-          EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0)
-              << "layout " << int(layout) << " " << dtype_name(dt) << " d " << d << " tokens " << tokens;
+          rope_on_both_paths(x, a, b, pos, table, std::string(isa_name(level)).c_str());
+          EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0) << isa_name(level) << " layout " << int(layout) << " "
+                                                                    << dtype_name(dt) << " d " << d << " tokens " << tokens;
         }
+  }
 }
 
 // The AVX2 path: vectors of 8 where the slice allows (interleaved, or half with d / 2 a

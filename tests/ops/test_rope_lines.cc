@@ -1,15 +1,16 @@
-// Rope's whole-line bf16 kernel (interleaved slices of 32 or 64 values, two tokens per call):
-// bit for bit against the scalar path at every prefetch distance that splits its head loop
-// differently (within the token, into the next token's heads, past them, none at all), on head
-// counts below, at and far above the distances, with special values (zeros, infinities, NaNs,
-// subnormals, which take the narrowing's integer path) in the slices and the nope dims around
-// them left untouched.
+// Rope's whole-line bf16 kernels (interleaved slices of 32 or 64 values, one or two tokens per
+// call, at every vector level this CPU has): bit for bit against the scalar path at every
+// prefetch distance that splits the head loop differently (within the token, into the next
+// token's heads, past them, none at all), on head counts below, at and far above the distances,
+// with special values (zeros, infinities, NaNs, subnormals, which take the narrowing's integer
+// path) in the slices and the nope dims around them left untouched.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
 
 #include "ops/common/fill.h"
+#include "ops/isa_paths.h"
 #include "sol/hw.h"
 #include "sol/rope.h"
 #include "sol/tuning.h"
@@ -18,7 +19,7 @@ namespace sol {
 namespace {
 
 TEST(RopeLines, EveryPrefetchSplitMatchesScalarBitForBit) {
-  if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path";
+  if (cpu_features().best_isa < Isa::avx2) GTEST_SKIP() << "no vector path";
   for (int64_t d : {32, 64}) {
     RopeConfig c = deepseek_v3_rope();
     c.rope_dim = int(d);
@@ -34,15 +35,20 @@ TEST(RopeLines, EveryPrefetchSplitMatchesScalarBitForBit) {
         setenv("SOL_ISA", "scalar", 1);
         rope(a, pos, table, 128);
         unsetenv("SOL_ISA");
-        for (int64_t ahead : {1, 2, 16, 64, 127, 128, 129, 200, 255, 256, 1024}) {
-          TuningParams p = tuning().params;
-          p.rope_prefetch_heads = ahead;
-          const ScopedTuning forced(p);
-          std::memcpy(b.data(), x.data(), x.bytes());
-          rope(b, pos, table, 128);
-          EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0)
-              << "d " << d << " heads " << heads << " tokens " << tokens << " ahead " << ahead;
-        }
+        testing_paths::for_each_isa([&] {
+          if (active_isa() == Isa::scalar) return;
+          for (int64_t pair : {0, 1})
+            for (int64_t ahead : {1, 2, 16, 64, 127, 128, 129, 200, 255, 256, 1024}) {
+              TuningParams p = tuning().params;
+              p.rope_pair_tokens = pair;
+              p.rope_prefetch_heads = ahead;
+              const ScopedTuning forced(p);
+              std::memcpy(b.data(), x.data(), x.bytes());
+              rope(b, pos, table, 128);
+              EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0) << "d " << d << " heads " << heads << " tokens "
+                                                                        << tokens << " pair " << pair << " ahead " << ahead;
+            }
+        });
       }
   }
 }

@@ -1,21 +1,76 @@
-// AVX2 rope: the scalar kernel's arithmetic (r = fma(v[p], s, v * c) per element, the head
-// widened to f32 before any of it is written, so in place is safe) eight elements a vector,
-// bit for bit the scalar results. The partner p is the neighbour within a pair (interleaved:
-// a swap inside each 128-bit lane) or the element half a slice away (half: a second load,
-// vectorized where d / 2 is a multiple of 8). No prefetching: the AVX-512 kernel's look-ahead
-// is left to that level.
+// AVX2 rope: the scalar kernel's arithmetic (r = fma(x[p], s, x * c) per element), eight
+// elements a vector, bit for bit the scalar results, with the look-ahead of the AVX-512 level
+// (rope_lookahead.h). bf16 interleaved slices a multiple of 16 wide split each 32-byte chunk's
+// words into their even and odd values (a shift and an and) and round both results in one
+// integer pass (bf16_pairs); other slices widen the slice to f32 first (in place is safe) and
+// take the partner by a swap inside each 128-bit lane (interleaved) or a second load (half).
 #include <immintrin.h>
 
 #include <cmath>
 
 #include "kernels/rope.h"
 #include "kernels/x86/avx2/vec8_avx2.h"
+#include "kernels/x86/rope_lookahead.h"
 
 namespace sol::kernels {
 
 namespace {
 
-void rotate(void* x, DType t, const float* c, const float* s, int64_t d, bool interleaved) {
+// f32 bits rounded to bf16 in the high half of each lane (f32_to_bf16 for every value but a NaN
+// with low bits set).
+[[gnu::always_inline]] inline __m256i rounded_high(__m256 v) {
+  const __m256i b = _mm256_castps_si256(v);
+  const __m256i lowest_kept = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+  return _mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7FFF)), lowest_kept);
+}
+
+// Eight pairs' results as the 16 bf16 codes of their chunk: word j = odd code << 16 | even code.
+// No NaN test: every NaN here has its low 16 bits zero (a NaN of the bf16 slice, quieted, or the
+// default NaN; the tables are finite), so rounding adds no carry and keeps the quiet bit, which
+// is what f32_to_bf16 gives it.
+[[gnu::always_inline]] inline __m256i bf16_pairs(__m256 even, __m256 odd) {
+  return _mm256_or_si256(_mm256_srli_epi32(rounded_high(even), 16),
+                         _mm256_and_si256(rounded_high(odd), _mm256_set1_epi32(int(0xFFFF0000u))));
+}
+
+// The 16 bf16 at p (8 interleaved pairs) rotated in place, tables at pair j.
+[[gnu::always_inline]] inline void rotate_chunk(char* p, const float* c_even, const float* c_odd, const float* s_even,
+                                                const float* s_odd) {
+  const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  const __m256 a = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  const __m256 b = _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32(int(0xFFFF0000u))));
+  const __m256 even = _mm256_fmadd_ps(b, _mm256_load_ps(s_even), _mm256_mul_ps(a, _mm256_load_ps(c_even)));
+  const __m256 odd = _mm256_fmadd_ps(a, _mm256_load_ps(s_odd), _mm256_mul_ps(b, _mm256_load_ps(c_odd)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), bf16_pairs(even, odd));
+}
+
+// bf16 interleaved slices with d a multiple of 16.
+[[gnu::always_inline]] inline void rotate_bf16_chunks(char* x, const SplitTables& t, int64_t d) {
+  for (int64_t j = 0; j < d / 2; j += 8)
+    rotate_chunk(x + 4 * j, t.c_even + j, t.c_odd + j, t.s_even + j, t.s_odd + j);
+}
+
+// Slices of exactly L lines (MLA's 64-wide slice: L = 2): the chunk loop unrolled over the
+// token's tables, which sixteen ymm registers cannot hold (they are read from L1).
+template <int L>
+struct ChunkTables {
+  static constexpr int kLines = L;
+  alignas(32) float c_even[16 * L], c_odd[16 * L], s_even[16 * L], s_odd[16 * L];
+  explicit ChunkTables(const SplitTables& t) {
+    for (int j = 0; j < 16 * L; ++j)
+      c_even[j] = t.c_even[j], c_odd[j] = t.c_odd[j], s_even[j] = t.s_even[j], s_odd[j] = t.s_odd[j];
+  }
+  [[gnu::always_inline]] void rotate(char* slice) const {
+#pragma GCC unroll 4
+    for (int j = 0; j < 16 * L; j += 8) rotate_chunk(slice + 4 * j, c_even + j, c_odd + j, s_even + j, s_odd + j);
+  }
+};
+
+template <int L>
+using Token = LineToken<ChunkTables<L>>;
+
+// Any other slice: widened to f32 before anything is written, so every partner is the old value.
+void rotate_widened(void* x, DType t, const float* c, const float* s, int64_t d, bool interleaved) {
   alignas(32) float v[512];  // rope_dim <= 512 is checked by the op
   int64_t i = 0;
   if (t == DType::bf16) {
@@ -41,11 +96,55 @@ void rotate(void* x, DType t, const float* c, const float* s, int64_t d, bool in
   }
 }
 
+// One token's heads in the general loop: its tables and where its prefetches go.
+struct TokenHeads {
+  char* x;
+  const float* c;
+  const float* s;
+  const char* next;
+  SplitTables tables;
+  TokenHeads(const RopeToken& t, int64_t split_d)
+      : x(static_cast<char*>(t.x)), c(t.c), s(t.s), next(static_cast<const char*>(t.next)), tables(t.c, t.s, split_d) {}
+
+  [[gnu::always_inline]] void head(int64_t h, DType t, int64_t stride, int64_t heads, int64_t d, bool interleaved,
+                                   bool by_chunks, int64_t bytes, int64_t ahead, int64_t ahead2) const {
+    request_ahead(x, next, h, heads, stride, bytes, ahead, ahead2);
+    char* slice = x + h * stride;
+    if (by_chunks) rotate_bf16_chunks(slice, tables, d);
+    else rotate_widened(slice, t, c, s, d, interleaved);
+  }
+};
+
+bool by_chunks(DType t, int64_t d, bool interleaved) { return interleaved && t == DType::bf16 && d % 16 == 0; }
+
 }  // namespace
 
 void rope_rotate_heads_avx2(void* x, DType t, int64_t head_stride, int64_t heads, const float* c, const float* s,
-                            int64_t d, bool interleaved, const void*, const TuningParams&) {
-  for (int64_t h = 0; h < heads; ++h) rotate(static_cast<char*>(x) + h * head_stride, t, c, s, d, interleaved);
+                            int64_t d, bool interleaved, const void* next, const TuningParams& tp) {
+  const int64_t ahead = tp.rope_prefetch_heads, ahead2 = tp.rope_l2_prefetch_heads;
+  const bool chunks = by_chunks(t, d, interleaved);
+  const RopeToken one{x, c, s, next};
+  if (chunks && d == 64) return rotate_tokens_lines<ChunkTables<2>>(head_stride, heads, ahead, ahead2, Token<2>(one));
+  if (chunks && d == 32) return rotate_tokens_lines<ChunkTables<1>>(head_stride, heads, ahead, ahead2, Token<1>(one));
+  alignas(64) const TokenHeads tok(one, chunks ? d : 0);
+  const int64_t bytes = d * int64_t(dtype_size(t));
+  for (int64_t h = 0; h < heads; ++h) tok.head(h, t, head_stride, heads, d, interleaved, chunks, bytes, ahead, ahead2);
+}
+
+void rope_rotate_two_tokens_avx2(const RopeToken& a, const RopeToken& b, DType t, int64_t head_stride, int64_t heads,
+                                 int64_t d, bool interleaved, const TuningParams& tp) {
+  const int64_t ahead = tp.rope_prefetch_heads, ahead2 = tp.rope_l2_prefetch_heads;
+  const bool chunks = by_chunks(t, d, interleaved);
+  if (chunks && d == 64)
+    return rotate_tokens_lines<ChunkTables<2>>(head_stride, heads, ahead, ahead2, Token<2>(a), Token<2>(b));
+  if (chunks && d == 32)
+    return rotate_tokens_lines<ChunkTables<1>>(head_stride, heads, ahead, ahead2, Token<1>(a), Token<1>(b));
+  alignas(64) const TokenHeads ta(a, chunks ? d : 0), tb(b, chunks ? d : 0);
+  const int64_t bytes = d * int64_t(dtype_size(t));
+  for (int64_t h = 0; h < heads; ++h) {
+    ta.head(h, t, head_stride, heads, d, interleaved, chunks, bytes, ahead, ahead2);
+    tb.head(h, t, head_stride, heads, d, interleaved, chunks, bytes, ahead, ahead2);
+  }
 }
 
 }  // namespace sol::kernels
