@@ -11,6 +11,7 @@ void copy_bytes_avx2(void* dst, const void* src, int64_t bytes, bool nontemporal
 // after a batch of copies (an sfence per row stalls until the row's lines have drained: ~2x
 // for MoE permute's 14 KiB rows).
 void copy_bytes_avx512(void* dst, const void* src, int64_t bytes, bool nontemporal, bool fence = true);
-// The fence those batches end with (sfence).
+// The fence those batches end with (sfence), per level.
+void stream_fence_avx2();
 void stream_fence_avx512();
 }  // namespace sol::kernels

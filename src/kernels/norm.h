@@ -117,10 +117,17 @@ void scale_by_weight_avx2(const void* x, DType xt, float inv, const void* w, DTy
 void layernorm_apply_avx2(const void* x, DType xt, float shift, float dm_inv, float inv, const void* w,
                           const void* b, DType wt, void* y, DType yt, int64_t n);
 void add_into_avx2(const void* x, DType xt, void* r, DType rt, int64_t n);
+// rmsnorm's bf16 row pipeline at AVX2, as the AVX-512 members (streaming only where y's row is
+// 64-byte aligned; the output loop runs in blocks of 64 from the row's start).
+void rms_apply_bf16w_avx2(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
+                          const NextRows& next = {});
+float rms_apply_bf16w_next_avx2(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
+                                const uint16_t* x_next, int64_t ahead_bytes, const TuningParams& tp);
 
 // The norms' kernels at one ISA level. The portable row kernels (sums, scale_by_weight,
 // add_into, layernorm_apply) exist at every level (vectorized from AVX2 up); the fused and
-// streaming row pipeline is null below AVX-512, where the ops take the portable route.
+// streaming row pipeline is AVX-512's, with rmsnorm's bf16 members also at AVX2; an op whose
+// member is null takes the portable route.
 struct NormKernels {
   decltype(&sum_squares_scalar) sum_squares;
   decltype(&sum_scalar) sum;

@@ -68,11 +68,17 @@ TEST(KernelTables, NoCudaEntriesYet) {
 TEST(KernelTables, EveryLevelResolvesAsBefore) {
   check_table(kernels::norm_kernel_table(), "norm", [](const kernels::NormKernels& k, Isa l) {
     EXPECT_TRUE(k.sum_squares && k.sum && k.shifted_sums && k.scale_by_weight && k.add_into && k.layernorm_apply);
-    for (bool present : {!!k.add_sum_squares, !!k.rms_apply, !!k.rms_apply_bf16w, !!k.rms_apply_bf16w_next,
-                         !!k.rms_apply_bf16_amax, !!k.layernorm_apply_f32w, !!k.layernorm_apply_packed,
-                         !!k.layernorm_apply_bf16w, !!k.layernorm_apply_bf16w_next, !!k.pack_bf16_pairs,
-                         !!k.widen_to_f32, !!k.stream_fence})
+    for (bool present : {!!k.add_sum_squares, !!k.rms_apply, !!k.rms_apply_bf16_amax, !!k.layernorm_apply_f32w,
+                         !!k.layernorm_apply_packed, !!k.layernorm_apply_bf16w, !!k.layernorm_apply_bf16w_next,
+                         !!k.pack_bf16_pairs, !!k.widen_to_f32})
       EXPECT_EQ(present, vec(l));
+    EXPECT_EQ(k.rms_apply_bf16w_next, vec(l)             ? kernels::rms_apply_bf16w_next_avx512
+                                      : l == Isa::avx2 ? kernels::rms_apply_bf16w_next_avx2
+                                                       : nullptr);
+    EXPECT_EQ(k.rms_apply_bf16w, vec(l)             ? kernels::rms_apply_bf16w_avx512
+                                 : l == Isa::avx2 ? kernels::rms_apply_bf16w_avx2
+                                                  : nullptr);
+    EXPECT_EQ(!!k.stream_fence, l >= Isa::avx2);
     EXPECT_EQ(k.sum_squares == kernels::sum_squares_avx512, vec(l));
     EXPECT_EQ(k.sum_squares == kernels::sum_squares_avx2, l == Isa::avx2);
     EXPECT_EQ(k.layernorm_apply == kernels::layernorm_apply_avx2, l == Isa::avx2);

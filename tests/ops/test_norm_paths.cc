@@ -212,17 +212,19 @@ TEST(NormPaths, OnePassRmsNormQuantRoundsTiesToEven) {
   }
 }
 
-// rmsnorm against the scalar path bit for bit with outputs large enough to be streamed (past the
-// lowered threshold of ops/stream_threshold.h) and starting off a line (the output loop then has
+// rmsnorm at each vector level against the scalar path bit for bit with outputs large enough to
+// be streamed (past the lowered threshold of ops/stream_threshold.h) and starting off a line (the output loop then has
 // a head before its whole lines), row lengths with partial blocks, odd row counts over one and two
 // threads, and in place.
 TEST(NormPaths, RmsNormStreamedOffLineAndInPlace) {
-  if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path on this CPU";
+  if (cpu_features().best_isa < Isa::avx2) GTEST_SKIP() << "no vector path on this CPU";
   const testing_stream::LowStreamThreshold low;
+  for (Isa level : {Isa::avx2, Isa::avx512})
   for (int64_t h : {int64_t(7168), int64_t(7003), int64_t(1), int64_t(95)})
     for (DType yt : {DType::bf16, DType::f32})
       for (int64_t offset : {0, 1})
         for (int threads : {1, 2}) {
+          if (level > cpu_features().best_isa) continue;
           const int64_t rows = h >= 1000 ? (testing_stream::kStreamBytes / (h * int64_t(dtype_size(yt))) + 3) | 1 : 7;
           Buffer x = input(DType::bf16, rows, h, uint64_t(h + offset));
           Buffer w(DType::bf16, {h}), a(yt, {rows, h});
@@ -232,14 +234,14 @@ TEST(NormPaths, RmsNormStreamedOffLineAndInPlace) {
           Tensor b(static_cast<char*>(yb.data()) + offset * int64_t(dtype_size(yt)), yt, shape, strides);
           setenv("SOL_ISA", "scalar", 1);
           rmsnorm(x, w, a);
-          setenv("SOL_ISA", "avx512", 1);
+          setenv("SOL_ISA", std::string(isa_name(level)).c_str(), 1);
           set_num_threads(threads);
           rmsnorm(x, w, b);
           if (yt == DType::bf16) rmsnorm(x, w, x);  // in place
           set_num_threads(0);
           unsetenv("SOL_ISA");
-          const std::string what = "h " + std::to_string(h) + " rows " + std::to_string(rows) + " " +
-                                   std::string(dtype_name(yt)) + " offset " + std::to_string(offset) + " threads " +
+          const std::string what = std::string(isa_name(level)) + " h " + std::to_string(h) + " rows " +
+                                   std::to_string(rows) + " " + std::string(dtype_name(yt)) + " offset " + std::to_string(offset) + " threads " +
                                    std::to_string(threads);
           EXPECT_EQ(std::memcmp(a.data(), b.data(), size_t(a.tensor().nbytes())), 0) << what;
           if (yt == DType::bf16) {
@@ -353,6 +355,55 @@ TEST(NormPaths, FusedNextRowStatisticsEqualTheirPasses) {
         EXPECT_EQ(std::memcmp(&want_d2, &scalar_d2, 4), 0) << what;
         EXPECT_TRUE(same_bytes(y, y2)) << what << " layernorm";
       }
+}
+
+// The AVX2 members of rmsnorm's bf16 pipeline: row r's output and row r + 1's sum of squares
+// from one loop equal the scalar kernels' (sum_squares, scale_by_weight), bit for bit, whatever
+// the output's alignment (streamed only when the row starts a line), with look-ahead past the
+// next row and without, at the default distances and at none; the plain member's output too.
+// Values span 2^-12 .. 2^12 (a partial sum in another order changes the sum's bits), and every
+// eleventh of the output row is a special (NaNs, inf, zeros, a subnormal product); the summed
+// row has none (which of two NaNs an FMA returns depends on the compiler's operand order).
+TEST(NormPaths, Avx2FusedNextRowEqualsScalarPasses) {
+  if (cpu_features().best_isa < Isa::avx2) GTEST_SKIP() << "no AVX2 path on this CPU";
+  const TuningParams def = default_tuning_params(core_shape());
+  TuningParams near = def;
+  near.pass_prefetch_bytes = near.pass_l2_prefetch_bytes = 0;
+  const uint16_t specials[] = {0x7FC0, 0xFF81, 0x7F80, 0x0000, 0x8000, 0x0001};
+  for (const TuningParams& tp : {def, near})
+    for (int64_t h : {1, 31, 63, 64, 65, 127, 128, 1531, 7168})
+      for (int64_t offset : {0, 1, 32})
+        for (bool stream : {false, true})
+          for (int64_t ahead : {int64_t(0), int64_t(1) << 20}) {
+            Buffer x(DType::bf16, {2, h}), w(DType::bf16, {h}), y(DType::bf16, {h + 40}), y2(DType::bf16, {h + 40}),
+                want_y(DType::bf16, {h + 40});
+            fill_random(x, uint64_t(h), 1.0);
+            fill_random(w, 3, 2.0);
+            auto* xs = x.tensor().data_as<uint16_t>();
+            for (int64_t i = 0; i < 2 * h; ++i) {
+              const double v = load_as_double(xs, DType::bf16, size_t(i));
+              store_from_double(xs, DType::bf16, size_t(i), v * std::ldexp(1.0, int((i * 7919) % 25) - 12));
+              if (i < h && i % 11 == 5) xs[i] = specials[(i / 11) % 6];  // the output row's
+            }
+            poison(y);
+            poison(y2);
+            poison(want_y);
+            const auto* wv = w.tensor().data_as<const uint16_t>();
+            auto* out = y.tensor().data_as<uint16_t>() + offset;
+            auto* out2 = y2.tensor().data_as<uint16_t>() + offset;
+            const float got = kernels::rms_apply_bf16w_next_avx2(xs, 0.37f, wv, out, h, stream, xs + h, ahead, tp);
+            kernels::rms_apply_bf16w_avx2(xs, 0.37f, wv, out2, h, stream, {});
+            kernels::stream_fence_avx2();
+            kernels::scale_by_weight_scalar(xs, DType::bf16, 0.37f, wv, DType::bf16,
+                                            want_y.tensor().data_as<uint16_t>() + offset, DType::bf16, h);
+            const float want = kernels::sum_squares_scalar(xs + h, DType::bf16, h, tp);
+            const std::string what = "h " + std::to_string(h) + " offset " + std::to_string(offset) +
+                                     (stream ? " streamed" : "") + " ahead " + std::to_string(ahead) + " prefetch " +
+                                     std::to_string(tp.pass_prefetch_bytes);
+            EXPECT_EQ(std::memcmp(&got, &want, 4), 0) << what << ": " << got << " vs " << want;
+            EXPECT_TRUE(same_bytes(y, want_y)) << what;
+            EXPECT_TRUE(same_bytes(y2, want_y)) << what;
+          }
 }
 
 }  // namespace

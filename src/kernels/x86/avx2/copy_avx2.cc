@@ -37,4 +37,6 @@ void copy_bytes_avx2(void* dst, const void* src, int64_t bytes, bool nontemporal
   std::memcpy(d + body, s + body, size_t(bytes - body));
 }
 
+void stream_fence_avx2() { _mm_sfence(); }
+
 }  // namespace sol::kernels

@@ -1,14 +1,16 @@
 // AVX2 rope: the scalar kernel's arithmetic (r = fma(x[p], s, x * c) per element), eight
 // elements a vector, bit for bit the scalar results, with the look-ahead of the AVX-512 level
-// (rope_lookahead.h). bf16 interleaved slices a multiple of 16 wide split each 32-byte chunk's
-// words into their even and odd values (a shift and an and) and round both results in one
-// integer pass (bf16_pairs); other slices widen the slice to f32 first (in place is safe) and
-// take the partner by a swap inside each 128-bit lane (interleaved) or a second load (half).
+// (rope_lookahead.h). bf16 interleaved slices a multiple of 16 wide split each 32-byte chunk
+// into its even and odd values and round both results in one integer pass (pair_avx2.h; the
+// slice is bf16 and the tables finite, so its NaNs round exactly); other slices are widened to
+// f32 first (in place is safe) and take the partner by a swap inside each 128-bit lane
+// (interleaved) or a second load (half).
 #include <immintrin.h>
 
 #include <cmath>
 
 #include "kernels/rope.h"
+#include "kernels/x86/avx2/pair_avx2.h"
 #include "kernels/x86/avx2/vec8_avx2.h"
 #include "kernels/x86/rope_lookahead.h"
 
@@ -16,29 +18,11 @@ namespace sol::kernels {
 
 namespace {
 
-// f32 bits rounded to bf16 in the high half of each lane (f32_to_bf16 for every value but a NaN
-// with low bits set).
-[[gnu::always_inline]] inline __m256i rounded_high(__m256 v) {
-  const __m256i b = _mm256_castps_si256(v);
-  const __m256i lowest_kept = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
-  return _mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7FFF)), lowest_kept);
-}
-
-// Eight pairs' results as the 16 bf16 codes of their chunk: word j = odd code << 16 | even code.
-// No NaN test: every NaN here has its low 16 bits zero (a NaN of the bf16 slice, quieted, or the
-// default NaN; the tables are finite), so rounding adds no carry and keeps the quiet bit, which
-// is what f32_to_bf16 gives it.
-[[gnu::always_inline]] inline __m256i bf16_pairs(__m256 even, __m256 odd) {
-  return _mm256_or_si256(_mm256_srli_epi32(rounded_high(even), 16),
-                         _mm256_and_si256(rounded_high(odd), _mm256_set1_epi32(int(0xFFFF0000u))));
-}
-
 // The 16 bf16 at p (8 interleaved pairs) rotated in place, tables at pair j.
 [[gnu::always_inline]] inline void rotate_chunk(char* p, const float* c_even, const float* c_odd, const float* s_even,
                                                 const float* s_odd) {
-  const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  const __m256 a = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
-  const __m256 b = _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32(int(0xFFFF0000u))));
+  const Pair8 v = load_bf16x16(reinterpret_cast<const uint16_t*>(p));
+  const __m256 a = v.even, b = v.odd;
   const __m256 even = _mm256_fmadd_ps(b, _mm256_load_ps(s_even), _mm256_mul_ps(a, _mm256_load_ps(c_even)));
   const __m256 odd = _mm256_fmadd_ps(a, _mm256_load_ps(s_odd), _mm256_mul_ps(b, _mm256_load_ps(c_odd)));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), bf16_pairs(even, odd));
