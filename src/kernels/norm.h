@@ -117,6 +117,8 @@ void scale_by_weight_avx2(const void* x, DType xt, float inv, const void* w, DTy
 void layernorm_apply_avx2(const void* x, DType xt, float shift, float dm_inv, float inv, const void* w,
                           const void* b, DType wt, void* y, DType yt, int64_t n);
 void add_into_avx2(const void* x, DType xt, void* r, DType rt, int64_t n);
+float add_sum_squares_avx2(const void* x, DType xt, const void* r, DType rt, void* s, int64_t n,
+                           const TuningParams& tp);
 // rmsnorm's bf16 row pipeline at AVX2, as the AVX-512 members (streaming only where y's row is
 // 64-byte aligned; the output loop runs in blocks of 64 from the row's start).
 void rms_apply_bf16w_avx2(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,

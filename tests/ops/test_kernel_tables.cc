@@ -68,7 +68,10 @@ TEST(KernelTables, NoCudaEntriesYet) {
 TEST(KernelTables, EveryLevelResolvesAsBefore) {
   check_table(kernels::norm_kernel_table(), "norm", [](const kernels::NormKernels& k, Isa l) {
     EXPECT_TRUE(k.sum_squares && k.sum && k.shifted_sums && k.scale_by_weight && k.add_into && k.layernorm_apply);
-    for (bool present : {!!k.add_sum_squares, !!k.rms_apply, !!k.rms_apply_bf16_amax, !!k.layernorm_apply_f32w,
+    EXPECT_EQ(k.add_sum_squares, vec(l)             ? kernels::add_sum_squares_avx512
+                                 : l == Isa::avx2 ? kernels::add_sum_squares_avx2
+                                                  : nullptr);
+    for (bool present : {!!k.rms_apply, !!k.rms_apply_bf16_amax, !!k.layernorm_apply_f32w,
                          !!k.layernorm_apply_packed, !!k.layernorm_apply_bf16w, !!k.layernorm_apply_bf16w_next,
                          !!k.pack_bf16_pairs, !!k.widen_to_f32})
       EXPECT_EQ(present, vec(l));

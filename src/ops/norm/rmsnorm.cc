@@ -230,7 +230,7 @@ void add_rmsnorm_cpu(const Tensor& x, const Tensor& residual, const Tensor& weig
     });
     return;
   }
-  if (k.add_sum_squares) {
+  if (k.add_sum_squares && k.rms_apply) {
     const DType rt = residual.dtype();
     const F32Vector wf(weight, k);
     const float* w = wf.data();

@@ -218,6 +218,38 @@ float rms_apply_next_rows(const uint16_t* x, float inv, const uint16_t* w, uint1
   return combine(part);
 }
 
+// s = round(r + x) for all-bf16 rows (add_into's bits) and the sum of s^2 as stored (sum_squares'
+// order and bits) in one pass: each chunk's sum rounded by bf16_pairs (bf16 operands), stored,
+// and its stored words split again for the squares.
+float add_sum_squares_bf16(const uint16_t* x, const uint16_t* r, uint16_t* s, int64_t n) {
+  __m256 acc[8];
+#pragma GCC unroll 8
+  for (int a = 0; a < 8; ++a) acc[a] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {  // q = 2h + c, as in load_block64
+      const Pair8 xv = load_bf16x16(x + i + 16 * q), rv = load_bf16x16(r + i + 16 * q);
+      const __m256i w = bf16_pairs(_mm256_add_ps(rv.even, xv.even), _mm256_add_ps(rv.odd, xv.odd));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(s + i + 16 * q), w);
+      const Pair8 sv = split_bf16x16(w);
+      const int h = q / 2, c = q % 2;
+      acc[4 * h + c] = _mm256_fmadd_ps(sv.even, sv.even, acc[4 * h + c]);
+      acc[4 * h + 2 + c] = _mm256_fmadd_ps(sv.odd, sv.odd, acc[4 * h + 2 + c]);
+    }
+  }
+  float part[64];
+#pragma GCC unroll 8
+  for (int a = 0; a < 8; ++a) _mm256_storeu_ps(part + 8 * a, acc[a]);
+  for (; i < n; ++i) {
+    s[i] = f32_to_bf16(bf16_to_f32(r[i]) + bf16_to_f32(x[i]));
+    const float v = bf16_to_f32(s[i]);
+    float& p = part[partial(i, DType::bf16)];
+    p = std::fma(v, v, p);
+  }
+  return combine(part);
+}
+
 }  // namespace
 
 float sum_squares_avx2(const void* x, DType t, int64_t n, const TuningParams&) {
@@ -263,6 +295,16 @@ void add_into_avx2(const void* x, DType xt, void* r, DType rt, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) store8(r, rt, i, _mm256_add_ps(load8(r, rt, i), load8(x, xt, i)));
   for (; i < n; ++i) put(r, rt, i, get(r, rt, i) + get(x, xt, i));
+}
+
+float add_sum_squares_avx2(const void* x, DType xt, const void* r, DType rt, void* s, int64_t n,
+                           const TuningParams& tp) {
+  if (xt == DType::bf16 && rt == DType::bf16)
+    return add_sum_squares_bf16(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(r),
+                                static_cast<uint16_t*>(s), n);
+  if (s != r) __builtin_memcpy(s, r, size_t(n) * dtype_size(rt));
+  add_into_avx2(x, xt, s, rt, n);  // other types: two passes, the row in L1 for the second
+  return sum_squares_avx2(s, rt, n, tp);
 }
 
 void rms_apply_bf16w_avx2(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
