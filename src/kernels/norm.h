@@ -119,17 +119,24 @@ void layernorm_apply_avx2(const void* x, DType xt, float shift, float dm_inv, fl
 void add_into_avx2(const void* x, DType xt, void* r, DType rt, int64_t n);
 float add_sum_squares_avx2(const void* x, DType xt, const void* r, DType rt, void* s, int64_t n,
                            const TuningParams& tp);
-// rmsnorm's bf16 row pipeline at AVX2, as the AVX-512 members (streaming only where y's row is
-// 64-byte aligned; the output loop runs in blocks of 64 from the row's start).
+// The bf16 row pipelines of rmsnorm and layernorm at AVX2, as the AVX-512 members (streaming
+// only where y's row is 64-byte aligned; the output loop runs in blocks of 64 from the row's
+// start): norm_rows_avx2.cc.
 void rms_apply_bf16w_avx2(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
                           const NextRows& next = {});
 float rms_apply_bf16w_next_avx2(const uint16_t* x, float inv, const uint16_t* w, uint16_t* y, int64_t n, bool stream,
                                 const uint16_t* x_next, int64_t ahead_bytes, const TuningParams& tp);
+void layernorm_apply_bf16w_avx2(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
+                                const uint16_t* b, uint16_t* y, int64_t n, bool stream, const NextRows& next = {});
+void layernorm_apply_bf16w_next_avx2(const uint16_t* x, float shift, float dm_inv, float inv, const uint16_t* w,
+                                     const uint16_t* b, uint16_t* y, int64_t n, bool stream, const uint16_t* x_next,
+                                     float shift_next, float* sum_d, float* sum_d2, int64_t ahead_bytes,
+                                     const TuningParams& tp);
 
 // The norms' kernels at one ISA level. The portable row kernels (sums, scale_by_weight,
 // add_into, layernorm_apply) exist at every level (vectorized from AVX2 up); the fused and
-// streaming row pipeline is AVX-512's, with rmsnorm's bf16 members also at AVX2; an op whose
-// member is null takes the portable route.
+// streaming row pipeline is AVX-512's, with the bf16 members of rmsnorm (and its residual add)
+// and layernorm also at AVX2; an op whose member is null takes the portable route.
 struct NormKernels {
   decltype(&sum_squares_scalar) sum_squares;
   decltype(&sum_scalar) sum;

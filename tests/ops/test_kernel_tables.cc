@@ -72,9 +72,14 @@ TEST(KernelTables, EveryLevelResolvesAsBefore) {
                                  : l == Isa::avx2 ? kernels::add_sum_squares_avx2
                                                   : nullptr);
     for (bool present : {!!k.rms_apply, !!k.rms_apply_bf16_amax, !!k.layernorm_apply_f32w,
-                         !!k.layernorm_apply_packed, !!k.layernorm_apply_bf16w, !!k.layernorm_apply_bf16w_next,
-                         !!k.pack_bf16_pairs, !!k.widen_to_f32})
+                         !!k.layernorm_apply_packed, !!k.pack_bf16_pairs, !!k.widen_to_f32})
       EXPECT_EQ(present, vec(l));
+    EXPECT_EQ(k.layernorm_apply_bf16w_next, vec(l)             ? kernels::layernorm_apply_bf16w_next_avx512
+                                            : l == Isa::avx2 ? kernels::layernorm_apply_bf16w_next_avx2
+                                                             : nullptr);
+    EXPECT_EQ(k.layernorm_apply_bf16w, vec(l)             ? kernels::layernorm_apply_bf16w_avx512
+                                       : l == Isa::avx2 ? kernels::layernorm_apply_bf16w_avx2
+                                                        : nullptr);
     EXPECT_EQ(k.rms_apply_bf16w_next, vec(l)             ? kernels::rms_apply_bf16w_next_avx512
                                       : l == Isa::avx2 ? kernels::rms_apply_bf16w_next_avx2
                                                        : nullptr);

@@ -250,16 +250,19 @@ TEST(NormPaths, RmsNormStreamedOffLineAndInPlace) {
         }
 }
 
-// layernorm (bf16 weight and bias: the even/odd kernel; f32 ones; no bias) and add_rmsnorm against
-// the scalar path bit for bit with streamed outputs (past a lowered threshold) starting off a line, over
-// one and two threads: the streamed stores are fenced once per thread, after its last row, and
-// every row of the poisoned output must still hold the scalar path's bits.
+// At each vector level: layernorm (bf16 weight and bias: the even/odd kernel; f32 ones; no
+// bias) and add_rmsnorm against the scalar path bit for bit with streamed outputs (past a
+// lowered threshold) starting on a line and off it, over one and two threads: the streamed
+// stores are fenced once per thread, after its last row, and every row of the poisoned output
+// must still hold the scalar path's bits.
 TEST(NormPaths, LayerNormAndAddRmsNormStreamed) {
-  if (cpu_features().best_isa < Isa::avx512) GTEST_SKIP() << "no AVX-512 path on this CPU";
+  if (cpu_features().best_isa < Isa::avx2) GTEST_SKIP() << "no vector path on this CPU";
   const testing_stream::LowStreamThreshold low;
+  for (Isa level : {Isa::avx2, Isa::avx512})
   for (int64_t h : {int64_t(7168), int64_t(3001)})
     for (int threads : {1, 2})
       for (int variant = 0; variant < 4; ++variant) {  // layernorm bf16 w+b, f32 w+b, no bias; add_rmsnorm (bf16 w)
+        if (level > cpu_features().best_isa) continue;
         const int64_t offset = variant % 2;
         const int64_t rows = (testing_stream::kStreamBytes / (h * 2) + 3) | 1;
         const DType wt = variant == 1 ? DType::f32 : DType::bf16;
@@ -277,14 +280,14 @@ TEST(NormPaths, LayerNormAndAddRmsNormStreamed) {
         };
         setenv("SOL_ISA", "scalar", 1);
         run(a, res_a);
-        setenv("SOL_ISA", "avx512", 1);
+        setenv("SOL_ISA", std::string(isa_name(level)).c_str(), 1);
         set_num_threads(threads);
         poison(yb);
         run(y, res_b);
         set_num_threads(0);
         unsetenv("SOL_ISA");
-        const std::string what =
-            "h " + std::to_string(h) + " threads " + std::to_string(threads) + " variant " + std::to_string(variant);
+        const std::string what = std::string(isa_name(level)) + " h " + std::to_string(h) + " threads " +
+                                 std::to_string(threads) + " variant " + std::to_string(variant);
         EXPECT_EQ(std::memcmp(a.data(), y.data(), size_t(a.tensor().nbytes())), 0) << what;
         if (variant == 3) {
           EXPECT_TRUE(same_bytes(res_a, res_b)) << what << " residual";
@@ -357,8 +360,9 @@ TEST(NormPaths, FusedNextRowStatisticsEqualTheirPasses) {
       }
 }
 
-// The AVX2 members of rmsnorm's bf16 pipeline: row r's output and row r + 1's sum of squares
-// from one loop equal the scalar kernels' (sum_squares, scale_by_weight), bit for bit, whatever
+// The AVX2 members of rmsnorm's and layernorm's bf16 pipelines: row r's output and row r + 1's
+// statistics from one loop equal the scalar kernels' (sum_squares and scale_by_weight,
+// shifted_sums and layernorm_apply with a bias), bit for bit, whatever
 // the output's alignment (streamed only when the row starts a line), with look-ahead past the
 // next row and without, at the default distances and at none; the plain member's output too.
 // Values span 2^-12 .. 2^12 (a partial sum in another order changes the sum's bits), and every
@@ -403,6 +407,27 @@ TEST(NormPaths, Avx2FusedNextRowEqualsScalarPasses) {
             EXPECT_EQ(std::memcmp(&got, &want, 4), 0) << what << ": " << got << " vs " << want;
             EXPECT_TRUE(same_bytes(y, want_y)) << what;
             EXPECT_TRUE(same_bytes(y2, want_y)) << what;
+
+            // layernorm's: the next row's shifted sums, and the output with a bias.
+            Buffer b(DType::bf16, {h});
+            fill_random(b, 4, 1.0);
+            const auto* bv = b.tensor().data_as<const uint16_t>();
+            poison(y);
+            poison(y2);
+            poison(want_y);
+            const float shift = 0.75f;
+            float sd, sd2, want_d, want_d2;
+            kernels::layernorm_apply_bf16w_next_avx2(xs, 0.5f, 0.125f, 0.37f, wv, bv, out, h, stream, xs + h, shift,
+                                                     &sd, &sd2, ahead, tp);
+            kernels::layernorm_apply_bf16w_avx2(xs, 0.5f, 0.125f, 0.37f, wv, bv, out2, h, stream, {});
+            kernels::stream_fence_avx2();
+            kernels::layernorm_apply_scalar(xs, DType::bf16, 0.5f, 0.125f, 0.37f, wv, bv, DType::bf16,
+                                            want_y.tensor().data_as<uint16_t>() + offset, DType::bf16, h);
+            kernels::shifted_sums_scalar(xs + h, DType::bf16, shift, h, &want_d, &want_d2, tp);
+            EXPECT_EQ(std::memcmp(&sd, &want_d, 4), 0) << what << " layernorm: " << sd << " vs " << want_d;
+            EXPECT_EQ(std::memcmp(&sd2, &want_d2, 4), 0) << what << " layernorm: " << sd2 << " vs " << want_d2;
+            EXPECT_TRUE(same_bytes(y, want_y)) << what << " layernorm";
+            EXPECT_TRUE(same_bytes(y2, want_y)) << what << " layernorm";
           }
 }
 

@@ -10,8 +10,9 @@ void widen_to_f32_avx512(const void* src, DType t, float* dst, int64_t n) {
   convert_avx512(src, t, dst, DType::f32, n, false, 0);
 }
 
-// The row pipeline's members are null below AVX-512 but rmsnorm's bf16 ones (and the residual
-// add) at AVX2 (named, so -Wextra sees none missing); the AVX2 level vectorizes the portable members.
+// The row pipeline's members are null below AVX-512 but the bf16 ones of rmsnorm (and its
+// residual add) and layernorm at AVX2 (named, so -Wextra sees none missing); the AVX2 level
+// vectorizes the portable members.
 constexpr NormKernels kScalar{sum_squares_scalar, sum_scalar, shifted_sums_scalar, scale_by_weight_scalar,
                               add_into_scalar,    layernorm_apply_scalar,
                               nullptr,            nullptr,
@@ -33,8 +34,8 @@ constexpr NormKernels kAvx2{sum_squares_avx2,
                             nullptr,
                             nullptr,
                             nullptr,
-                            nullptr,
-                            nullptr,
+                            layernorm_apply_bf16w_avx2,
+                            layernorm_apply_bf16w_next_avx2,
                             nullptr,
                             nullptr,
                             stream_fence_avx2};
