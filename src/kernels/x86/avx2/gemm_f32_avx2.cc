@@ -20,7 +20,9 @@ struct SubF32 {
     // A local copy: stepping the caller's walk through a reference made GCC keep the
     // accumulators in memory (a store per FMA).
     SideWalk walk = lead ? side : SideWalk(t, false);
-    for (int64_t p = c.k0; p < c.k1; ++p) {
+    const int64_t k1 = c.k1;  // a local bound: through the reference GCC reloads it every step
+#pragma GCC unroll 2
+    for (int64_t p = c.k0; p < k1; ++p) {
       prefetch_b_step(b, ahead);  // lead: col0 = 0, the step's start
       walk.step();
       const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
