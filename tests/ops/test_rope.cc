@@ -4,11 +4,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "ops/common/fill.h"
 #include "sol/error.h"
 #include "sol/hw.h"
 #include "sol/rope.h"
+#include "sol/tuning.h"
 
 namespace sol {
 namespace {
@@ -85,9 +87,13 @@ TEST(Rope, TwoTokensPerCallMatchScalarBitForBit) {
           Buffer pos(DType::i32, {tokens});
           fill_random(x, uint64_t(tokens + d));
           for (int64_t t = 0; t < tokens; ++t) pos.tensor().data_as<int32_t>()[t] = int32_t((t * 997 + 13) % 5000);
+          TuningParams p = tuning().params;
+          p.rope_pair_tokens = 1;  // the pairing under test, whatever this machine's tuning chose
+          const ScopedTuning paired(p);
           rope_on_both_paths(x, a, b, pos, table, std::string(isa_name(level)).c_str());
-          EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0) << isa_name(level) << " layout " << int(layout) << " "
-                                                                    << dtype_name(dt) << " d " << d << " tokens " << tokens;
+          EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0)
+              << isa_name(level) << " layout " << int(layout) << " " << dtype_name(dt) << " d " << d << " tokens "
+              << tokens;
         }
   }
 }
@@ -136,6 +142,20 @@ TEST(Rope, BadInputIsNamed) {
   RopeConfig bad = deepseek_v3_rope();
   bad.beta_slow = 64;
   EXPECT_THROW(rope_inv_freq(bad), Error);
+  // A NaN or infinite attention factor (a NaN mscale or mscale_all_dim, an infinite mscale, or
+  // one finite in double but past f32's range) is refused before any table is built.
+  const std::pair<double, bool> factors[] = {
+      {std::nan(""), false}, {std::nan(""), true}, {INFINITY, false}, {1e40, false}};
+  for (const auto& [m, all_dim] : factors) {
+    RopeConfig scaled = deepseek_v3_rope();
+    (all_dim ? scaled.mscale_all_dim : scaled.mscale) = m;
+    try {
+      RopeTable t(scaled, 4);
+      ADD_FAILURE() << "mscale " << m << " all_dim " << all_dim;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("attention factor"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

@@ -71,6 +71,10 @@ RopeTable::RopeTable(const RopeConfig& c, int64_t max_positions) : config_(c), m
   check(max_positions >= 1, "RopeTable", "max_positions = ", max_positions, " but must be >= 1");
   const std::vector<double> f = rope_inv_freq(c);
   const double m = rope_attention_factor(c);
+  // Finite tables are part of the kernels' contract: the AVX2 rounding of rotated bf16 pairs is
+  // exact only for NaNs that come from the slice itself (kernels/x86/avx2/pair_avx2.h).
+  check(std::isfinite(float(m)), "RopeTable", "the attention factor (mscale = ", c.mscale, ", mscale_all_dim = ",
+        c.mscale_all_dim, ", factor = ", c.factor, ") is ", m, " but must be finite in f32");
   const int64_t d = c.rope_dim, half = d / 2;
   cos_.resize(size_t(max_positions * d));
   sin_.resize(size_t(max_positions * d));
