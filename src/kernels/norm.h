@@ -144,7 +144,8 @@ struct NormKernels {
   decltype(&scale_by_weight_scalar) scale_by_weight;
   decltype(&add_into_scalar) add_into;
   decltype(&layernorm_apply_scalar) layernorm_apply;
-  // Row pipeline (null below AVX-512).
+  // Row pipeline (null below AVX-512, but the bf16 members of rmsnorm, its residual add and
+  // layernorm, and the fence, at AVX2).
   decltype(&add_sum_squares_avx512) add_sum_squares;
   decltype(&rms_apply_avx512) rms_apply;
   decltype(&rms_apply_bf16w_avx512) rms_apply_bf16w;

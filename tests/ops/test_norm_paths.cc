@@ -219,35 +219,36 @@ TEST(NormPaths, OnePassRmsNormQuantRoundsTiesToEven) {
 TEST(NormPaths, RmsNormStreamedOffLineAndInPlace) {
   if (cpu_features().best_isa < Isa::avx2) GTEST_SKIP() << "no vector path on this CPU";
   const testing_stream::LowStreamThreshold low;
-  for (Isa level : {Isa::avx2, Isa::avx512})
-  for (int64_t h : {int64_t(7168), int64_t(7003), int64_t(1), int64_t(95)})
-    for (DType yt : {DType::bf16, DType::f32})
-      for (int64_t offset : {0, 1})
-        for (int threads : {1, 2}) {
-          if (level > cpu_features().best_isa) continue;
-          const int64_t rows = h >= 1000 ? (testing_stream::kStreamBytes / (h * int64_t(dtype_size(yt))) + 3) | 1 : 7;
-          Buffer x = input(DType::bf16, rows, h, uint64_t(h + offset));
-          Buffer w(DType::bf16, {h}), a(yt, {rows, h});
-          Buffer yb(yt, {rows * h + 1});
-          fill_random(w, 4, 2.0);
-          const int64_t shape[2] = {rows, h}, strides[2] = {h, 1};
-          Tensor b(static_cast<char*>(yb.data()) + offset * int64_t(dtype_size(yt)), yt, shape, strides);
-          setenv("SOL_ISA", "scalar", 1);
-          rmsnorm(x, w, a);
-          setenv("SOL_ISA", std::string(isa_name(level)).c_str(), 1);
-          set_num_threads(threads);
-          rmsnorm(x, w, b);
-          if (yt == DType::bf16) rmsnorm(x, w, x);  // in place
-          set_num_threads(0);
-          unsetenv("SOL_ISA");
-          const std::string what = std::string(isa_name(level)) + " h " + std::to_string(h) + " rows " +
-                                   std::to_string(rows) + " " + std::string(dtype_name(yt)) + " offset " + std::to_string(offset) + " threads " +
-                                   std::to_string(threads);
-          EXPECT_EQ(std::memcmp(a.data(), b.data(), size_t(a.tensor().nbytes())), 0) << what;
-          if (yt == DType::bf16) {
-            EXPECT_TRUE(same_bytes(a, x)) << what << " in place";
+  for (Isa level : {Isa::avx2, Isa::avx512}) {
+    if (level > cpu_features().best_isa) continue;
+    for (int64_t h : {int64_t(7168), int64_t(7003), int64_t(1), int64_t(95)})
+      for (DType yt : {DType::bf16, DType::f32})
+        for (int64_t offset : {0, 1})
+          for (int threads : {1, 2}) {
+            const int64_t rows = h >= 1000 ? (testing_stream::kStreamBytes / (h * int64_t(dtype_size(yt))) + 3) | 1 : 7;
+            Buffer x = input(DType::bf16, rows, h, uint64_t(h + offset));
+            Buffer w(DType::bf16, {h}), a(yt, {rows, h});
+            Buffer yb(yt, {rows * h + 1});
+            fill_random(w, 4, 2.0);
+            const int64_t shape[2] = {rows, h}, strides[2] = {h, 1};
+            Tensor b(static_cast<char*>(yb.data()) + offset * int64_t(dtype_size(yt)), yt, shape, strides);
+            setenv("SOL_ISA", "scalar", 1);
+            rmsnorm(x, w, a);
+            setenv("SOL_ISA", std::string(isa_name(level)).c_str(), 1);
+            set_num_threads(threads);
+            rmsnorm(x, w, b);
+            if (yt == DType::bf16) rmsnorm(x, w, x);  // in place
+            set_num_threads(0);
+            unsetenv("SOL_ISA");
+            const std::string what = std::string(isa_name(level)) + " h " + std::to_string(h) + " rows " +
+                                     std::to_string(rows) + " " + std::string(dtype_name(yt)) + " offset " +
+                                     std::to_string(offset) + " threads " + std::to_string(threads);
+            EXPECT_EQ(std::memcmp(a.data(), b.data(), size_t(a.tensor().nbytes())), 0) << what;
+            if (yt == DType::bf16) {
+              EXPECT_TRUE(same_bytes(a, x)) << what << " in place";
+            }
           }
-        }
+  }
 }
 
 // At each vector level: layernorm (bf16 weight and bias: the even/odd kernel; f32 ones; no
@@ -258,41 +259,43 @@ TEST(NormPaths, RmsNormStreamedOffLineAndInPlace) {
 TEST(NormPaths, LayerNormAndAddRmsNormStreamed) {
   if (cpu_features().best_isa < Isa::avx2) GTEST_SKIP() << "no vector path on this CPU";
   const testing_stream::LowStreamThreshold low;
-  for (Isa level : {Isa::avx2, Isa::avx512})
-  for (int64_t h : {int64_t(7168), int64_t(3001)})
-    for (int threads : {1, 2})
-      for (int variant = 0; variant < 4; ++variant) {  // layernorm bf16 w+b, f32 w+b, no bias; add_rmsnorm (bf16 w)
-        if (level > cpu_features().best_isa) continue;
-        const int64_t offset = variant % 2;
-        const int64_t rows = (testing_stream::kStreamBytes / (h * 2) + 3) | 1;
-        const DType wt = variant == 1 ? DType::f32 : DType::bf16;
-        Buffer x = input(DType::bf16, rows, h, uint64_t(h + variant)), w(wt, {h}), b(wt, {h}), a(DType::bf16, {rows, h});
-        fill_random(w, 4, 2.0);
-        fill_random(b, 5, 1.0);
-        Buffer yb(DType::bf16, {rows * h + 1});
-        const int64_t shape[2] = {rows, h}, strides[2] = {h, 1};
-        Tensor y(static_cast<char*>(yb.data()) + offset * 2, DType::bf16, shape, strides);
-        Buffer res_a = input(DType::bf16, rows, h, 77), res_b(DType::bf16, {rows, h});
-        std::memcpy(res_b.data(), res_a.data(), size_t(rows * h * 2));
-        auto run = [&](const Tensor& out, const Tensor& res) {
-          if (variant == 3) add_rmsnorm(x, res, w, out);
-          else layernorm(x, w, variant == 2 ? nullptr : &b.tensor(), out);
-        };
-        setenv("SOL_ISA", "scalar", 1);
-        run(a, res_a);
-        setenv("SOL_ISA", std::string(isa_name(level)).c_str(), 1);
-        set_num_threads(threads);
-        poison(yb);
-        run(y, res_b);
-        set_num_threads(0);
-        unsetenv("SOL_ISA");
-        const std::string what = std::string(isa_name(level)) + " h " + std::to_string(h) + " threads " +
-                                 std::to_string(threads) + " variant " + std::to_string(variant);
-        EXPECT_EQ(std::memcmp(a.data(), y.data(), size_t(a.tensor().nbytes())), 0) << what;
-        if (variant == 3) {
-          EXPECT_TRUE(same_bytes(res_a, res_b)) << what << " residual";
+  for (Isa level : {Isa::avx2, Isa::avx512}) {
+    if (level > cpu_features().best_isa) continue;
+    for (int64_t h : {int64_t(7168), int64_t(3001)})
+      for (int threads : {1, 2})
+        for (int variant = 0; variant < 4; ++variant) {  // layernorm bf16 w+b, f32 w+b, no bias; add_rmsnorm (bf16 w)
+          const int64_t offset = variant % 2;
+          const int64_t rows = (testing_stream::kStreamBytes / (h * 2) + 3) | 1;
+          const DType wt = variant == 1 ? DType::f32 : DType::bf16;
+          Buffer x = input(DType::bf16, rows, h, uint64_t(h + variant)), w(wt, {h}), b(wt, {h});
+          Buffer a(DType::bf16, {rows, h});
+          fill_random(w, 4, 2.0);
+          fill_random(b, 5, 1.0);
+          Buffer yb(DType::bf16, {rows * h + 1});
+          const int64_t shape[2] = {rows, h}, strides[2] = {h, 1};
+          Tensor y(static_cast<char*>(yb.data()) + offset * 2, DType::bf16, shape, strides);
+          Buffer res_a = input(DType::bf16, rows, h, 77), res_b(DType::bf16, {rows, h});
+          std::memcpy(res_b.data(), res_a.data(), size_t(rows * h * 2));
+          auto run = [&](const Tensor& out, const Tensor& res) {
+            if (variant == 3) add_rmsnorm(x, res, w, out);
+            else layernorm(x, w, variant == 2 ? nullptr : &b.tensor(), out);
+          };
+          setenv("SOL_ISA", "scalar", 1);
+          run(a, res_a);
+          setenv("SOL_ISA", std::string(isa_name(level)).c_str(), 1);
+          set_num_threads(threads);
+          poison(yb);
+          run(y, res_b);
+          set_num_threads(0);
+          unsetenv("SOL_ISA");
+          const std::string what = std::string(isa_name(level)) + " h " + std::to_string(h) + " threads " +
+                                   std::to_string(threads) + " variant " + std::to_string(variant);
+          EXPECT_EQ(std::memcmp(a.data(), y.data(), size_t(a.tensor().nbytes())), 0) << what;
+          if (variant == 3) {
+            EXPECT_TRUE(same_bytes(res_a, res_b)) << what << " residual";
+          }
         }
-      }
+  }
 }
 
 // The fused output-and-next-statistics kernels (rmsnorm, layernorm) against their two halves
@@ -429,6 +432,32 @@ TEST(NormPaths, Avx2FusedNextRowEqualsScalarPasses) {
             EXPECT_TRUE(same_bytes(y, want_y)) << what << " layernorm";
             EXPECT_TRUE(same_bytes(y2, want_y)) << what << " layernorm";
           }
+}
+
+// The AVX2 residual add with its sum of squares, for every mix of f32 and bf16 rows, into the
+// residual itself and into another row: s and the sum bit for bit as add_into then sum_squares
+// (the scalar kernels), over lengths with partial blocks of 64.
+TEST(NormPaths, Avx2AddSumSquaresEveryTypeMix) {
+  if (cpu_features().best_isa < Isa::avx2) GTEST_SKIP() << "no AVX2 path on this CPU";
+  const TuningParams tp = default_tuning_params(core_shape());
+  for (DType xt : {DType::bf16, DType::f32})
+    for (DType rt : {DType::bf16, DType::f32})
+      for (int64_t h : {1, 63, 64, 65, 1531})
+        for (bool in_place : {true, false}) {
+          Buffer x(xt, {h}), r(rt, {h}), want(rt, {h}), s(rt, {h});
+          fill_random(x, uint64_t(h), 3.0);
+          fill_random(r, uint64_t(h + 1), 3.0);
+          std::memcpy(want.data(), r.data(), size_t(r.tensor().nbytes()));
+          kernels::add_into_scalar(x.data(), xt, want.data(), rt, h);
+          const float want_sum = kernels::sum_squares_scalar(want.data(), rt, h, tp);
+          poison(s);
+          void* out = in_place ? r.data() : s.data();
+          const float got = kernels::add_sum_squares_avx2(x.data(), xt, r.data(), rt, out, h, tp);
+          const std::string what = std::string(dtype_name(xt)) + " into " + std::string(dtype_name(rt)) + " h " +
+                                   std::to_string(h) + (in_place ? " in place" : "");
+          EXPECT_EQ(std::memcmp(&got, &want_sum, 4), 0) << what << ": " << got << " vs " << want_sum;
+          EXPECT_TRUE(same_bytes(in_place ? r : s, want)) << what;
+        }
 }
 
 }  // namespace

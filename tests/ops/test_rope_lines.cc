@@ -45,8 +45,8 @@ TEST(RopeLines, EveryPrefetchSplitMatchesScalarBitForBit) {
               const ScopedTuning forced(p);
               std::memcpy(b.data(), x.data(), x.bytes());
               rope(b, pos, table, 128);
-              EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0) << "d " << d << " heads " << heads << " tokens "
-                                                                        << tokens << " pair " << pair << " ahead " << ahead;
+              EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0)
+                  << "d " << d << " heads " << heads << " tokens " << tokens << " pair " << pair << " ahead " << ahead;
             }
         });
       }

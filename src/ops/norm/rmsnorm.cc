@@ -216,7 +216,7 @@ void add_rmsnorm_cpu(const Tensor& x, const Tensor& residual, const Tensor& weig
   const int64_t rows = x.shape(0), h = x.shape(1);
   const kernels::NormKernels& k = norm_kernels();
   const TuningParams& tp = tuning().params;  // read once per call
-  if (k.add_sum_squares && all_bf16(residual, weight, y) && x.dtype() == DType::bf16) {
+  if (k.add_sum_squares && k.rms_apply_bf16w && all_bf16(residual, weight, y) && x.dtype() == DType::bf16) {
     const auto* w = weight.data_as<const uint16_t>();
     const bool stream = should_stream(y.nbytes());
     parallel_ranges(rows, 1, [&](int64_t r0, int64_t r1) {
