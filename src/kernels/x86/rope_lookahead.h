@@ -61,6 +61,24 @@ template <int L>
     for (int64_t b = 0; b < bytes; b += 64) _mm_prefetch(fetch + b, _MM_HINT_T0);
 }
 
+// One token in a level's general head loop: its slices, its position's tables (plain, and split
+// up to split_d for a level's split kernel; 0: none), where its prefetches run on to.
+struct TokenHeads {
+  char* x;
+  const float* c;
+  const float* s;
+  const char* next;
+  SplitTables tables;
+  TokenHeads(const RopeToken& t, int64_t split_d)
+      : x(static_cast<char*>(t.x)), c(t.c), s(t.s), next(static_cast<const char*>(t.next)), tables(t.c, t.s, split_d) {}
+  // Head h's slice, its requests (request_ahead) issued.
+  [[gnu::always_inline]] char* requested(int64_t h, int64_t heads, int64_t stride, int64_t bytes, int64_t ahead,
+                                         int64_t ahead2) const {
+    request_ahead(x, next, h, heads, stride, bytes, ahead, ahead2);
+    return x + h * stride;
+  }
+};
+
 // One token of the whole-line kernel: its tables (a level's type, with kLines and
 // rotate(char* slice) over that many lines of 32 bf16), its slices, where its prefetches run on to.
 template <class Tables>

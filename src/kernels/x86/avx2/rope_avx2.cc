@@ -80,24 +80,14 @@ void rotate_widened(void* x, DType t, const float* c, const float* s, int64_t d,
   }
 }
 
-// One token's heads in the general loop: its tables and where its prefetches go.
-struct TokenHeads {
-  char* x;
-  const float* c;
-  const float* s;
-  const char* next;
-  SplitTables tables;
-  TokenHeads(const RopeToken& t, int64_t split_d)
-      : x(static_cast<char*>(t.x)), c(t.c), s(t.s), next(static_cast<const char*>(t.next)), tables(t.c, t.s, split_d) {}
-
-  [[gnu::always_inline]] void head(int64_t h, DType t, int64_t stride, int64_t heads, int64_t d, bool interleaved,
-                                   bool by_chunks, int64_t bytes, int64_t ahead, int64_t ahead2) const {
-    request_ahead(x, next, h, heads, stride, bytes, ahead, ahead2);
-    char* slice = x + h * stride;
-    if (by_chunks) rotate_bf16_chunks(slice, tables, d);
-    else rotate_widened(slice, t, c, s, d, interleaved);
-  }
-};
+// Head h of a token in the general loop: its requests, then its rotation.
+[[gnu::always_inline]] inline void rotate_head(const TokenHeads& tok, int64_t h, DType t, int64_t stride,
+                                               int64_t heads, int64_t d, bool interleaved, bool by_chunks,
+                                               int64_t bytes, int64_t ahead, int64_t ahead2) {
+  char* slice = tok.requested(h, heads, stride, bytes, ahead, ahead2);
+  if (by_chunks) rotate_bf16_chunks(slice, tok.tables, d);
+  else rotate_widened(slice, t, tok.c, tok.s, d, interleaved);
+}
 
 bool by_chunks(DType t, int64_t d, bool interleaved) { return interleaved && t == DType::bf16 && d % 16 == 0; }
 
@@ -112,7 +102,8 @@ void rope_rotate_heads_avx2(void* x, DType t, int64_t head_stride, int64_t heads
   if (chunks && d == 32) return rotate_tokens_lines<ChunkTables<1>>(head_stride, heads, ahead, ahead2, Token<1>(one));
   alignas(64) const TokenHeads tok(one, chunks ? d : 0);
   const int64_t bytes = d * int64_t(dtype_size(t));
-  for (int64_t h = 0; h < heads; ++h) tok.head(h, t, head_stride, heads, d, interleaved, chunks, bytes, ahead, ahead2);
+  for (int64_t h = 0; h < heads; ++h)
+    rotate_head(tok, h, t, head_stride, heads, d, interleaved, chunks, bytes, ahead, ahead2);
 }
 
 void rope_rotate_two_tokens_avx2(const RopeToken& a, const RopeToken& b, DType t, int64_t head_stride, int64_t heads,
@@ -126,8 +117,8 @@ void rope_rotate_two_tokens_avx2(const RopeToken& a, const RopeToken& b, DType t
   alignas(64) const TokenHeads ta(a, chunks ? d : 0), tb(b, chunks ? d : 0);
   const int64_t bytes = d * int64_t(dtype_size(t));
   for (int64_t h = 0; h < heads; ++h) {
-    ta.head(h, t, head_stride, heads, d, interleaved, chunks, bytes, ahead, ahead2);
-    tb.head(h, t, head_stride, heads, d, interleaved, chunks, bytes, ahead, ahead2);
+    rotate_head(ta, h, t, head_stride, heads, d, interleaved, chunks, bytes, ahead, ahead2);
+    rotate_head(tb, h, t, head_stride, heads, d, interleaved, chunks, bytes, ahead, ahead2);
   }
 }
 

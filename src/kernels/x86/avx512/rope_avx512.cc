@@ -77,26 +77,15 @@ void rotate_half(void* x, DType t, const float* c, const float* s, int64_t d) {
   }
 }
 
-// One token's heads: its tables and where its prefetches go.
-struct TokenHeads {
-  char* x;
-  const float* c;
-  const float* s;
-  const char* next;
-  SplitTables tables;
-  TokenHeads(void* x_, const float* c_, const float* s_, const void* next_, int64_t split_d)
-      : x(static_cast<char*>(x_)), c(c_), s(s_), next(static_cast<const char*>(next_)), tables(c_, s_, split_d) {}
-
-  // Head h: its requests (request_ahead), then its rotation.
-  [[gnu::always_inline]] void head(int64_t h, DType t, int64_t head_stride, int64_t heads, int64_t d, bool interleaved,
-                                   bool by_lines, int64_t bytes, int64_t ahead_heads, int64_t ahead2) const {
-    request_ahead(x, next, h, heads, head_stride, bytes, ahead_heads, ahead2);
-    char* slice = x + h * head_stride;
-    if (by_lines) rotate_interleaved_bf16_lines(slice, tables, d);
-    else if (interleaved) rotate_interleaved(slice, t, c, s, d);
-    else rotate_half(slice, t, c, s, d);
-  }
-};
+// Head h of a token in the general loop: its requests, then its rotation.
+[[gnu::always_inline]] inline void rotate_head(const TokenHeads& tok, int64_t h, DType t, int64_t head_stride,
+                                               int64_t heads, int64_t d, bool interleaved, bool by_lines,
+                                               int64_t bytes, int64_t ahead_heads, int64_t ahead2) {
+  char* slice = tok.requested(h, heads, head_stride, bytes, ahead_heads, ahead2);
+  if (by_lines) rotate_interleaved_bf16_lines(slice, tok.tables, d);
+  else if (interleaved) rotate_interleaved(slice, t, tok.c, tok.s, d);
+  else rotate_half(slice, t, tok.c, tok.s, d);
+}
 
 }  // namespace
 
@@ -108,9 +97,9 @@ void rope_rotate_heads_avx512(void* x, DType t, int64_t head_stride, int64_t hea
   const RopeToken one{x, c, s, next};
   if (by_lines && d == 64) return rotate_tokens_lines<Lines<2>>(head_stride, heads, ahead_heads, ahead2, Token<2>(one));
   if (by_lines && d == 32) return rotate_tokens_lines<Lines<1>>(head_stride, heads, ahead_heads, ahead2, Token<1>(one));
-  alignas(64) const TokenHeads tok(x, c, s, next, by_lines ? d : 0);
+  alignas(64) const TokenHeads tok(one, by_lines ? d : 0);
   for (int64_t h = 0; h < heads; ++h)
-    tok.head(h, t, head_stride, heads, d, interleaved, by_lines, bytes, ahead_heads, ahead2);
+    rotate_head(tok, h, t, head_stride, heads, d, interleaved, by_lines, bytes, ahead_heads, ahead2);
 }
 
 void rope_rotate_two_tokens_avx512(const RopeToken& a, const RopeToken& b, DType t, int64_t head_stride, int64_t heads,
@@ -122,11 +111,11 @@ void rope_rotate_two_tokens_avx512(const RopeToken& a, const RopeToken& b, DType
     return rotate_tokens_lines<Lines<2>>(head_stride, heads, ahead_heads, ahead2, Token<2>(a), Token<2>(b));
   if (by_lines && d == 32)
     return rotate_tokens_lines<Lines<1>>(head_stride, heads, ahead_heads, ahead2, Token<1>(a), Token<1>(b));
-  alignas(64) const TokenHeads ta(a.x, a.c, a.s, a.next, by_lines ? d : 0);
-  alignas(64) const TokenHeads tb(b.x, b.c, b.s, b.next, by_lines ? d : 0);
+  alignas(64) const TokenHeads ta(a, by_lines ? d : 0);
+  alignas(64) const TokenHeads tb(b, by_lines ? d : 0);
   for (int64_t h = 0; h < heads; ++h) {
-    ta.head(h, t, head_stride, heads, d, interleaved, by_lines, bytes, ahead_heads, ahead2);
-    tb.head(h, t, head_stride, heads, d, interleaved, by_lines, bytes, ahead_heads, ahead2);
+    rotate_head(ta, h, t, head_stride, heads, d, interleaved, by_lines, bytes, ahead_heads, ahead2);
+    rotate_head(tb, h, t, head_stride, heads, d, interleaved, by_lines, bytes, ahead_heads, ahead2);
   }
 }
 
