@@ -102,32 +102,25 @@ void shifted_sums_t(const void* x, float shift, int64_t n, float* sum_d, float* 
 // order and bits) in one pass: each chunk's sum rounded by bf16_pairs (bf16 operands), stored,
 // and its stored words split again for the squares.
 float add_sum_squares_bf16(const uint16_t* x, const uint16_t* r, uint16_t* s, int64_t n) {
-  __m256 acc[8];
-#pragma GCC unroll 8
-  for (int a = 0; a < 8; ++a) acc[a] = _mm256_setzero_ps();
+  SquareSums sums;
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
+    __m256 v[8];
 #pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) {  // q = 2h + c, as in load_block64
+    for (int q = 0; q < 4; ++q) {
       const Pair8 xv = load_bf16x16(x + i + 16 * q), rv = load_bf16x16(r + i + 16 * q);
       const __m256i w = bf16_pairs(_mm256_add_ps(rv.even, xv.even), _mm256_add_ps(rv.odd, xv.odd));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(s + i + 16 * q), w);
-      const Pair8 sv = split_bf16x16(w);
-      const int h = q / 2, c = q % 2;
-      acc[4 * h + c] = _mm256_fmadd_ps(sv.even, sv.even, acc[4 * h + c]);
-      acc[4 * h + 2 + c] = _mm256_fmadd_ps(sv.odd, sv.odd, acc[4 * h + 2 + c]);
+      place_chunk(w, q, v);
     }
+    sums.block(v);
   }
-  float part[64];
-#pragma GCC unroll 8
-  for (int a = 0; a < 8; ++a) _mm256_storeu_ps(part + 8 * a, acc[a]);
+  sums.spill();
   for (; i < n; ++i) {
     s[i] = f32_to_bf16(bf16_to_f32(r[i]) + bf16_to_f32(x[i]));
-    const float v = bf16_to_f32(s[i]);
-    float& p = part[partial(i, DType::bf16)];
-    p = std::fma(v, v, p);
+    sums.one(i, bf16_to_f32(s[i]));
   }
-  return combine(part);
+  return combine(sums.part);
 }
 
 }  // namespace

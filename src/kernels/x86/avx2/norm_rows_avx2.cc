@@ -61,26 +61,6 @@ struct LayerOut {
   }
 };
 
-// The next row's sum of squares, in sum_squares' partial sums.
-struct SquareSums {
-  __m256 acc[8];
-  float part[64];
-  SquareSums() {
-    for (__m256& a : acc) a = _mm256_setzero_ps();
-  }
-  [[gnu::always_inline]] void block(const __m256 (&v)[8]) {
-#pragma GCC unroll 8
-    for (int a = 0; a < 8; ++a) acc[a] = _mm256_fmadd_ps(v[a], v[a], acc[a]);
-  }
-  void spill() {
-    for (int a = 0; a < 8; ++a) _mm256_storeu_ps(part + 8 * a, acc[a]);
-  }
-  void one(int64_t j, float v) {
-    float& p = part[partial(j, DType::bf16)];
-    p = std::fma(v, v, p);
-  }
-};
-
 // The next row's sums of d and d^2 around its shift, in shifted_sums' partial sums.
 struct ShiftedSums {
   __m256 sd[8], sd2[8], shift;
